@@ -1,0 +1,55 @@
+/**
+ * The log is a wire format: every mutation of the registry is one of these commands.
+ * Tags are fixed and only ever added; a node that meets an unknown tag stops (see state/apply.ts).
+ * Everything nondeterministic (ids, the entry time) is settled before a command reaches the log.
+ */
+
+export type Behavior = 'release' | 'delete';
+
+export interface SessionCreate {
+  t: 'session.create';
+  id: string;
+  node: string;
+  name: string;
+  /** Lock delay in nanoseconds, already validated (0 disables). */
+  lockDelayNs: number;
+  behavior: Behavior;
+  /** The TTL as the client wrote it ("" when none); ttlMs is its parsed value. */
+  ttl: string;
+  ttlMs: number;
+  nodeChecks: string[];
+  serviceChecks: { ID: string; Namespace: string }[] | null;
+}
+
+export interface SessionDestroy { t: 'session.destroy'; id: string }
+export interface SessionRenew { t: 'session.renew'; id: string }
+/** Proposed by the TTL owner: applies only if the session was last renewed at `renewIndex`. */
+export interface SessionExpire { t: 'session.expire'; id: string; renewIndex: number }
+
+/** Values travel base64-encoded ("" with `null: true` for an absent body); flags as decimal uint64 text. */
+export interface KvSet { t: 'kv.set'; key: string; value: string | null; flags: string }
+export interface KvCas { t: 'kv.cas'; key: string; value: string | null; flags: string; cas: string }
+export interface KvAcquire { t: 'kv.acquire'; key: string; value: string | null; flags: string; session: string }
+export interface KvRelease { t: 'kv.release'; key: string; value: string | null; flags: string; session: string }
+export interface KvDelete { t: 'kv.delete'; key: string }
+export interface KvDeleteCas { t: 'kv.deleteCas'; key: string; cas: string }
+export interface KvDeleteTree { t: 'kv.deleteTree'; prefix: string }
+
+/** Registers a node of the catalog with its node-level checks (the agent's own node at boot). */
+export interface NodeRegister { t: 'node.register'; node: string; id: string; address: string }
+
+/** A no-op entry: once it applies, everything committed before it has applied (?consistent). */
+export interface Barrier { t: 'barrier' }
+
+export type Command =
+  | SessionCreate | SessionDestroy | SessionRenew | SessionExpire
+  | KvSet | KvCas | KvAcquire | KvRelease | KvDelete | KvDeleteCas | KvDeleteTree
+  | NodeRegister | Barrier;
+
+export type CommandTag = Command['t'];
+
+export const commandTags: readonly CommandTag[] = [
+  'session.create', 'session.destroy', 'session.renew', 'session.expire',
+  'kv.set', 'kv.cas', 'kv.acquire', 'kv.release', 'kv.delete', 'kv.deleteCas', 'kv.deleteTree',
+  'node.register', 'barrier',
+];

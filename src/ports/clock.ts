@@ -1,0 +1,82 @@
+/** Time is an input: the runtime and the logs read it only through this port. */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  nowMs(): number;
+  /** Runs `fn` after `ms`; returns a handle for `clearTimer`. */
+  setTimer(ms: number, fn: () => void): TimerHandle;
+  clearTimer(handle: TimerHandle): void;
+}
+
+export interface TimerHandle { readonly id: number }
+
+/** The real clock. Timers are unref'd so a pending TTL timer never keeps a stopping process alive. */
+export class SystemClock implements Clock {
+  private next = 1;
+  private readonly timers = new Map<number, NodeJS.Timeout>();
+
+  nowMs(): number {
+    return Date.now();
+  }
+
+  setTimer(ms: number, fn: () => void): TimerHandle {
+    const id = this.next++;
+    const t = setTimeout(() => {
+      this.timers.delete(id);
+      fn();
+    }, Math.max(0, ms));
+    t.unref();
+    this.timers.set(id, t);
+    return { id };
+  }
+
+  clearTimer(handle: TimerHandle): void {
+    const t = this.timers.get(handle.id);
+    if (t !== undefined) {
+      clearTimeout(t);
+      this.timers.delete(handle.id);
+    }
+  }
+}
+
+/** Simulated clock for tests: time moves only when `advance` is called. */
+export class ManualClock implements Clock {
+  private now: number;
+  private next = 1;
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+
+  constructor(startMs = 1_700_000_000_000) {
+    this.now = startMs;
+  }
+
+  nowMs(): number {
+    return this.now;
+  }
+
+  setTimer(ms: number, fn: () => void): TimerHandle {
+    const id = this.next++;
+    this.timers.set(id, { at: this.now + Math.max(0, ms), fn });
+    return { id };
+  }
+
+  clearTimer(handle: TimerHandle): void {
+    this.timers.delete(handle.id);
+  }
+
+  /** Moves time forward, firing due timers in deadline order. */
+  advance(ms: number): void {
+    const target = this.now + ms;
+    for (;;) {
+      let dueId = -1;
+      let dueAt = Infinity;
+      for (const [id, t] of this.timers) {
+        if (t.at <= target && t.at < dueAt) { dueAt = t.at; dueId = id; }
+      }
+      if (dueId < 0) break;
+      const t = this.timers.get(dueId)!;
+      this.timers.delete(dueId);
+      this.now = Math.max(this.now, t.at);
+      t.fn();
+    }
+    this.now = target;
+  }
+}

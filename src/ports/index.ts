@@ -1,0 +1,3 @@
+export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener } from './log.ts';
+export type { Clock, TimerHandle } from './clock.ts';
+export { SystemClock, ManualClock } from './clock.ts';

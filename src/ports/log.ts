@@ -1,0 +1,54 @@
+import type { Command } from '../domain/commands.ts';
+
+/** A proposal: the command and the proposer's id for it, so the proposer can find its entry again. */
+export interface Proposal {
+  /** Proposal id, unique per proposer (node name + counter); carried in the entry. */
+  pid: string;
+  cmd: Command;
+}
+
+/** A committed entry. `index` is the registry index; entries are delivered with consecutive indexes. */
+export interface LogEntry {
+  index: number;
+  /** Entry time in ms since the epoch, stamped once before commit; never decreases along the log. */
+  atMs: number;
+  pid: string;
+  cmd: Command;
+}
+
+/** A snapshot of applied state: `data` is opaque to the log (the state module owns its format). */
+export interface Snapshot {
+  index: number;
+  data: unknown;
+}
+
+export type EntriesListener = (entries: readonly LogEntry[]) => void;
+
+/**
+ * The replicated log. The embedded WAL (src/wal) and the in-memory twin implement it; the JetStream
+ * adapter (cluster/) will too. All pass test/log/compliance.ts.
+ */
+export interface ReplicatedLog {
+  /**
+   * Opens the log and returns the newest snapshot (or undefined). Entries after the snapshot are
+   * delivered to the listener given to `subscribe`, starting with the first one after the snapshot.
+   */
+  open(): Promise<Snapshot | undefined>;
+  /**
+   * Registers the single consumer of committed entries. It first receives every stored entry after
+   * `afterIndex` (replay), then each newly committed batch, always in index order, each entry once.
+   */
+  subscribe(afterIndex: number, listener: EntriesListener): void;
+  /**
+   * Appends proposals. Resolves once they are committed (durable for the WAL) and, importantly,
+   * after the listener was called with them. Proposals arriving while a commit is in flight are
+   * grouped into the next commit (group commit).
+   */
+  append(proposals: readonly Proposal[]): Promise<void>;
+  /** Stores a snapshot of state at `snapshot.index` and drops log entries it makes unneeded. */
+  saveSnapshot(snapshot: Snapshot): Promise<void>;
+  /** Index of the last committed entry (0 when empty). */
+  lastIndex(): number;
+  /** Flushes and releases resources; pending appends are committed or rejected, never lost silently. */
+  close(): Promise<void>;
+}
