@@ -19,6 +19,8 @@ export interface SessionCreate {
   ttlMs: number;
   nodeChecks: string[];
   serviceChecks: { ID: string; Namespace: string }[] | null;
+  /** Legacy `Checks` list, kept only when a client sent more than the gossip check in it. */
+  checks?: string[];
 }
 
 export interface SessionDestroy { t: 'session.destroy'; id: string }
@@ -35,8 +37,30 @@ export interface KvDelete { t: 'kv.delete'; key: string }
 export interface KvDeleteCas { t: 'kv.deleteCas'; key: string; cas: string }
 export interface KvDeleteTree { t: 'kv.deleteTree'; prefix: string }
 
-/** Registers a node of the catalog with its node-level checks (the agent's own node at boot). */
-export interface NodeRegister { t: 'node.register'; node: string; id: string; address: string }
+/** A node-level check as registered through the catalog (service checks come with the checks issue). */
+export interface CatalogCheck {
+  checkId: string;
+  name: string;
+  status: 'passing' | 'warning' | 'critical';
+  notes: string;
+  output: string;
+}
+
+/**
+ * Registers or updates a node of the catalog and upserts its node-level checks (the agent registers
+ * its own node with the gossip check at boot). A check entering critical invalidates bound sessions.
+ */
+export interface CatalogRegister {
+  t: 'catalog.register';
+  node: string;
+  id: string;
+  address: string;
+  meta: Record<string, string>;
+  checks: CatalogCheck[];
+}
+
+/** Removes one check of a node (checkId given) or the whole node with its checks and sessions. */
+export interface CatalogDeregister { t: 'catalog.deregister'; node: string; checkId?: string }
 
 /** A no-op entry: once it applies, everything committed before it has applied (?consistent). */
 export interface Barrier { t: 'barrier' }
@@ -44,12 +68,12 @@ export interface Barrier { t: 'barrier' }
 export type Command =
   | SessionCreate | SessionDestroy | SessionRenew | SessionExpire
   | KvSet | KvCas | KvAcquire | KvRelease | KvDelete | KvDeleteCas | KvDeleteTree
-  | NodeRegister | Barrier;
+  | CatalogRegister | CatalogDeregister | Barrier;
 
 export type CommandTag = Command['t'];
 
 export const commandTags: readonly CommandTag[] = [
   'session.create', 'session.destroy', 'session.renew', 'session.expire',
   'kv.set', 'kv.cas', 'kv.acquire', 'kv.release', 'kv.delete', 'kv.deleteCas', 'kv.deleteTree',
-  'node.register', 'barrier',
+  'catalog.register', 'catalog.deregister', 'barrier',
 ];

@@ -1,0 +1,4 @@
+export * from './commands.ts';
+export * from './types.ts';
+export * from './limits.ts';
+export * from './errors.ts';

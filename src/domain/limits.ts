@@ -1,0 +1,27 @@
+/** Named bounds of the registry, unit last. Where a spec fixes a value, the comment says which. */
+
+/** registry.md Limits: session LockDelay 0 to 60 seconds, default 15 seconds. */
+export const lockDelayMsMax = 60_000;
+export const lockDelayMsDefault = 15_000;
+
+/** Session TTL bounds (consul-compat.md §1.1: 10s ≤ ttl ≤ 24h; the minimum is configurable like Consul's session_ttl_min). */
+export const sessionTtlMsMinDefault = 10_000;
+export const sessionTtlMsMax = 24 * 60 * 60 * 1000;
+/** The server invalidates a session 2 × TTL after its last renew, like Consul's SessionTTLMultiplier. */
+export const sessionTtlMultiplier = 2;
+
+/** Largest request body: Consul's KV value limit (524288 bytes); also applied to JSON bodies. */
+export const requestBodyBytesMax = 512 * 1024;
+
+/** Blocking queries (consul-compat.md §2): default wait 5 min, capped at 10 min, jitter up to wait/16. */
+export const blockingWaitMsDefault = 5 * 60 * 1000;
+export const blockingWaitMsMax = 10 * 60 * 1000;
+export const blockingJitterDivisor = 16;
+
+/** Deleted keys remembered for index reporting; past this, the oldest are folded into one floor index. */
+export const tombstonesMax = 10_000;
+
+/** The node check every session binds by default (Consul's serfHealth). */
+export const gossipCheckId = 'gossipHealth';
+export const gossipCheckName = 'Gossip Health Status';
+export const gossipCheckOutputAlive = 'Agent alive and reachable';

@@ -1,0 +1,16 @@
+/** What every handler may use: the runtime, the agent's identity and the settings that shape answers. */
+import type { Runtime } from '../runtime/index.ts';
+import type { Dialect } from './render.ts';
+
+export interface ApiContext {
+  runtime: Runtime;
+  dialect: Dialect;
+  datacenter: string;
+  nodeName: string;
+  /** Smallest session TTL accepted (Consul's session_ttl_min). */
+  sessionTtlMsMin: number;
+  version: string;
+  /** host:port reported as the leader and the only peer by /v1/status. */
+  serverAddress: string;
+  startedAtMs: number;
+}

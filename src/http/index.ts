@@ -1,0 +1,18 @@
+import type { ApiContext } from './api.ts';
+import { agentRoutes } from './routes/agent.ts';
+import { kvRoutes } from './routes/kv.ts';
+import { sessionRoutes } from './routes/session.ts';
+import { Router } from './router.ts';
+
+export type { ApiContext } from './api.ts';
+export { startHttpServer, loadUws } from './server.ts';
+export type { HttpServer } from './server.ts';
+export { dialects } from './render.ts';
+export type { Dialect } from './render.ts';
+
+/** The /v1 API: every route of the registry in one table. */
+export function apiRouter(): Router<ApiContext> {
+  const router = new Router<ApiContext>();
+  for (const route of [...sessionRoutes, ...kvRoutes, ...agentRoutes]) router.add(route);
+  return router;
+}

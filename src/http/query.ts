@@ -1,0 +1,70 @@
+/**
+ * Query options shared by the read endpoints: blocking (`index`, `wait`), consistency (`consistent`,
+ * `stale`), and `dc`. Parsed before anything else, as Consul does, so a bad `index` is reported even
+ * when the key is missing too.
+ */
+import { invalidField, RegistryError } from '../domain/errors.ts';
+import { blockingJitterDivisor, blockingWaitMsDefault, blockingWaitMsMax } from '../domain/limits.ts';
+import type { Interest } from '../runtime/index.ts';
+import { parseGoDurationMs } from '../util/duration.ts';
+import type { ApiContext } from './api.ts';
+import { flag, param, type Request } from './request.ts';
+
+export interface QueryOptions {
+  /** Wait for an index above this; 0 answers at once. */
+  minIndex: number;
+  waitMs: number;
+  consistent: boolean;
+}
+
+const uint64Pattern = /^\d+$/;
+const uint64Max = 18446744073709551615n;
+
+/** Parses a uint64 query value to decimal text without leading zeros, or undefined when it is not one. */
+export function parseUint64(text: string): string | undefined {
+  if (!uint64Pattern.test(text)) return undefined;
+  const n = BigInt(text);
+  return n > uint64Max ? undefined : n.toString();
+}
+
+export function parseQueryOptions(req: Request, api: ApiContext): QueryOptions {
+  const indexText = param(req, 'index');
+  let minIndex = 0;
+  if (indexText !== undefined && indexText !== '') {
+    const parsed = parseUint64(indexText);
+    if (parsed === undefined) throw invalidField('index', 'Format', 'must be an unsigned integer', { status: 400, text: 'Invalid index' });
+    minIndex = Number(parsed);
+  }
+  let waitMs = blockingWaitMsDefault;
+  const waitText = param(req, 'wait');
+  if (waitText !== undefined && waitText !== '') {
+    const parsed = parseGoDurationMs(waitText);
+    if (parsed === undefined || parsed < 0) throw invalidField('wait', 'Format', 'must be a duration such as 30s or 1500ms', { status: 400, text: 'Invalid wait time' });
+    waitMs = Math.min(parsed, blockingWaitMsMax);
+  }
+  const consistent = flag(req, 'consistent');
+  if (consistent && flag(req, 'stale')) {
+    throw new RegistryError('invalidParameter', 'cannot specify ?stale with ?consistent, conflicting semantics',
+      { consistent: ['Conflict:cannot be combined with stale'] }, { status: 400, text: 'Cannot specify ?stale with ?consistent, conflicting semantics.' });
+  }
+  checkDatacenter(req, api);
+  return { minIndex, waitMs, consistent };
+}
+
+export function checkDatacenter(req: Request, api: ApiContext): void {
+  const dc = param(req, 'dc');
+  if (dc !== undefined && dc !== '' && dc !== api.datacenter) {
+    throw new RegistryError('remoteUnavailable', `no path to datacenter "${dc}"`, { dc }, { status: 500, text: 'No path to datacenter' });
+  }
+}
+
+/**
+ * Waits as the query options ask: a barrier first for `?consistent`, then, for a blocking query,
+ * until `indexOf()` passes `minIndex` or the wait (plus up to wait/16 of jitter, like Consul) ends.
+ */
+export async function awaitQuery(req: Request, api: ApiContext, q: QueryOptions, interest: Interest, indexOf: () => number): Promise<void> {
+  if (q.consistent) await api.runtime.barrier();
+  if (q.minIndex === 0) return;
+  const jitterMs = Math.random() * (q.waitMs / blockingJitterDivisor);
+  await api.runtime.waitForIndex(interest, indexOf, q.minIndex, q.waitMs + jitterMs, req.signal);
+}

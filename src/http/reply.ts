@@ -1,0 +1,27 @@
+/**
+ * What handlers return: the meaning of a response, not its bytes. The dialect module (render.ts)
+ * turns a Reply into status, headers and body for `seed` or `consul`.
+ */
+import type { RegistryError } from '../domain/errors.ts';
+
+/** Index headers of query endpoints (consul-compat.md §2). */
+export interface IndexInfo {
+  index: number;
+}
+
+export type Reply =
+  /** A JSON value; `json` is pre-encoded text when the handler needs exact numbers (uint64 flags). */
+  | { t: 'json'; value?: unknown; json?: string; index?: IndexInfo }
+  /** 200 with no body (Consul's PUT endpoints that return nothing). */
+  | { t: 'empty' }
+  /** Raw bytes (KV `?raw`). */
+  | { t: 'raw'; body: Buffer; index?: IndexInfo }
+  /** A conditional write: seed answers `true` or the error; consul answers `true`/`false` with 200. */
+  | { t: 'outcome'; ok: boolean; failure?: RegistryError }
+  /** A missing KV key: 404 with the index headers (seed: error body; consul: empty body). */
+  | { t: 'missing'; index: IndexInfo; failure: RegistryError }
+  /** OPTIONS: 200, empty body, Allow header. */
+  | { t: 'options'; allow: string[] };
+
+export const json = (value: unknown, index?: IndexInfo): Reply => (index ? { t: 'json', value, index } : { t: 'json', value });
+export const jsonText = (text: string, index?: IndexInfo): Reply => (index ? { t: 'json', json: text, index } : { t: 'json', json: text });

@@ -1,0 +1,158 @@
+/**
+ * Status, agent and catalog-node endpoints the core needs: who leads (`/v1/status/*`), who this agent
+ * is (`/v1/agent/self`), and registering/deregistering nodes and their node-level checks through the
+ * catalog (`/v1/catalog/register|deregister`), which is how a node's check goes critical or disappears
+ * and so invalidates the sessions bound to it.
+ */
+import type { CatalogCheck, CatalogRegister } from '../../domain/commands.ts';
+import { RegistryError } from '../../domain/errors.ts';
+import type { CatalogNode } from '../../domain/types.ts';
+import type { ApiContext } from '../api.ts';
+import { field, FieldErrors, jsonObject } from '../body.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
+import { json, type Reply } from '../reply.ts';
+import type { Request } from '../request.ts';
+import type { Route } from '../router.ts';
+
+function leader(_req: Request, api: ApiContext): Reply {
+  return json(api.serverAddress);
+}
+
+function peers(_req: Request, api: ApiContext): Reply {
+  return json([api.serverAddress]);
+}
+
+function self(_req: Request, api: ApiContext): Reply {
+  const node = api.runtime.state.nodes.get(api.nodeName);
+  const [host = '127.0.0.1', port = '8300'] = api.serverAddress.split(/:(?=\d+$)/);
+  return json({
+    Config: {
+      Datacenter: api.datacenter, PrimaryDatacenter: api.datacenter, NodeName: api.nodeName, NodeID: api.runtime.nodeId,
+      Revision: '', Server: true, Version: api.version, BuildDate: '',
+    },
+    DebugConfig: { Dialect: api.dialect, SessionTTLMin: `${api.sessionTtlMsMin / 1000}s` },
+    Coord: null,
+    Member: {
+      Name: api.nodeName, Addr: node?.address ?? host, Port: Number(port),
+      Tags: { role: 'roster', dc: api.datacenter, id: api.runtime.nodeId }, Status: 1,
+      ProtocolMin: 1, ProtocolMax: 1, ProtocolCur: 1, DelegateMin: 0, DelegateMax: 0, DelegateCur: 0,
+    },
+    Stats: {
+      raft: { applied_index: String(api.runtime.state.index), state: 'Leader' },
+      runtime: { version: process.version, uptime_ms: String(Date.now() - api.startedAtMs) },
+    },
+    Meta: node?.meta ?? {},
+  });
+}
+
+// ---------------------------------------------------------------- catalog nodes
+
+function renderNode(n: CatalogNode, dc: string): Record<string, unknown> {
+  return {
+    ID: n.id, Node: n.node, Address: n.address, Datacenter: dc,
+    TaggedAddresses: { lan: n.address, lan_ipv4: n.address, wan: n.address, wan_ipv4: n.address },
+    Meta: n.meta, CreateIndex: n.createIndex, ModifyIndex: n.modifyIndex,
+  };
+}
+
+async function nodes(req: Request, api: ApiContext): Promise<Reply> {
+  const q = parseQueryOptions(req, api);
+  await awaitQuery(req, api, q, { kind: 'catalog' }, () => api.runtime.state.catalogIndex);
+  const list = [...api.runtime.state.nodes.values()].sort((a, b) => a.node.localeCompare(b.node));
+  return json(list.map((n) => renderNode(n, api.datacenter)), { index: api.runtime.state.catalogIndex });
+}
+
+const checkStatuses = new Set(['passing', 'warning', 'critical']);
+
+function parseCheck(raw: unknown, where: string, errors: FieldErrors): CatalogCheck | undefined {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    errors.add(where, 'Type', 'must be an object');
+    return undefined;
+  }
+  const o = raw as Record<string, unknown>;
+  const text = (name: string) => {
+    const v = field(o, name).value;
+    if (v === undefined || v === null) return '';
+    if (typeof v !== 'string') { errors.add(`${where}.${name}`, 'Type', 'must be a string'); return ''; }
+    return v;
+  };
+  const name = text('Name');
+  const checkId = text('CheckID') || name;
+  const status = text('Status') || 'critical';
+  if (name === '') errors.add(`${where}.Name`, 'Required', 'a check needs a name', { status: 400, text: 'Missing check name' });
+  if (!checkStatuses.has(status)) errors.add(`${where}.Status`, 'Enum', 'must be passing, warning or critical', { status: 400, text: 'Bad check status' });
+  if (text('ServiceID') !== '') errors.add(`${where}.ServiceID`, 'Unsupported', 'service checks are registered through the agent service endpoints');
+  return { checkId, name, status: status as CatalogCheck['status'], notes: text('Notes'), output: text('Output') };
+}
+
+function parseRegister(body: Record<string, unknown> | undefined, api: ApiContext): CatalogRegister {
+  const errors = new FieldErrors();
+  const str = (name: string) => {
+    const v = field(body, name).value;
+    if (v === undefined || v === null) return '';
+    if (typeof v !== 'string') { errors.add(name, 'Type', 'must be a string'); return ''; }
+    return v;
+  };
+  const node = str('Node');
+  const address = str('Address');
+  if (node === '') errors.add('Node', 'Required', 'must not be empty', { status: 400, text: 'Missing node name' });
+  if (address === '') errors.add('Address', 'Required', 'must not be empty', { status: 400, text: 'Missing node address' });
+  const metaRaw = field(body, 'NodeMeta').value;
+  const meta: Record<string, string> = {};
+  if (metaRaw !== undefined && metaRaw !== null) {
+    if (typeof metaRaw !== 'object' || Array.isArray(metaRaw) || Object.values(metaRaw).some((v) => typeof v !== 'string')) {
+      errors.add('NodeMeta', 'Type', 'must be an object of strings');
+    } else Object.assign(meta, metaRaw);
+  }
+  if (field(body, 'Service').value != null) {
+    errors.add('Service', 'Unsupported', 'services are registered through /v1/agent/service/register');
+  }
+  const checks: CatalogCheck[] = [];
+  const one = field(body, 'Check').value;
+  if (one !== undefined && one !== null) { const c = parseCheck(one, 'Check', errors); if (c) checks.push(c); }
+  const many = field(body, 'Checks').value;
+  if (many !== undefined && many !== null) {
+    if (!Array.isArray(many)) errors.add('Checks', 'Type', 'must be an array of checks');
+    else many.forEach((c, i) => { const parsed = parseCheck(c, `Checks[${i}]`, errors); if (parsed) checks.push(parsed); });
+  }
+  errors.throwIfAny();
+  const id = str('ID');
+  // A re-registration that leaves the id out keeps the node's id.
+  const known = api.runtime.state.nodes.get(node)?.id ?? '';
+  return { t: 'catalog.register', node, id: id === '' ? known : id, address, meta, checks };
+}
+
+async function register(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const cmd = parseRegister(jsonObject(req), api);
+  await api.runtime.propose(cmd);
+  return json(true);
+}
+
+async function deregister(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const body = jsonObject(req);
+  const node = field(body, 'Node').value;
+  const checkId = field(body, 'CheckID').value;
+  if (typeof node !== 'string' || node === '') {
+    throw new RegistryError('missingParameter', 'Node is required', { Node: ['Required:must not be empty'] }, { status: 400, text: 'Missing node name' });
+  }
+  if (checkId !== undefined && checkId !== null && typeof checkId !== 'string') {
+    throw new RegistryError('invalidParameter', 'CheckID must be a string', { CheckID: ['Type:must be a string'] });
+  }
+  if (field(body, 'ServiceID').value != null) {
+    throw new RegistryError('invalidParameter', 'ServiceID: services are deregistered through /v1/agent/service/deregister', { ServiceID: ['Unsupported:services are deregistered through the agent service endpoints'] });
+  }
+  // Deregistering what is not there is a no-op success, as in Consul.
+  await api.runtime.propose(typeof checkId === 'string' && checkId !== '' ? { t: 'catalog.deregister', node, checkId } : { t: 'catalog.deregister', node });
+  return json(true);
+}
+
+export const agentRoutes: Route<ApiContext>[] = [
+  { path: '/v1/status/leader', prefix: false, methods: { GET: leader } },
+  { path: '/v1/status/peers', prefix: false, methods: { GET: peers } },
+  { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
+  { path: '/v1/catalog/nodes', prefix: false, methods: { GET: nodes } },
+  { path: '/v1/catalog/register', prefix: false, methods: { PUT: register } },
+  { path: '/v1/catalog/deregister', prefix: false, methods: { PUT: deregister } },
+];

@@ -1,0 +1,154 @@
+/**
+ * KV endpoints (consul-compat.md §1.2, §3.2): GET with recurse/keys/separator/raw, PUT with flags,
+ * cas, acquire and release, DELETE with recurse and cas. Values are opaque bytes; flags are uint64
+ * kept as decimal text so 3304740253564472344 round-trips exactly. The key is the rest of the path.
+ */
+import type { Command } from '../../domain/commands.ts';
+import { invalidField, RegistryError } from '../../domain/errors.ts';
+import type { KvEntry } from '../../domain/types.ts';
+import type { Result } from '../../state/index.ts';
+import type { ApiContext } from '../api.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64 } from '../query.ts';
+import { jsonText, type Reply } from '../reply.ts';
+import { flag, param, type Request } from '../request.ts';
+import type { Route } from '../router.ts';
+
+/** Renders entries by hand: Flags must print as exact uint64 digits, which JSON.stringify cannot do. */
+export function renderEntries(entries: readonly KvEntry[]): string {
+  return `[${entries.map(renderEntry).join(',')}]`;
+}
+
+function renderEntry(e: KvEntry): string {
+  const session = e.session === undefined ? '' : `,"Session":${JSON.stringify(e.session)}`;
+  const value = e.value === null ? 'null' : `"${e.value}"`;
+  return `{"LockIndex":${e.lockIndex},"Key":${JSON.stringify(e.key)},"Flags":${e.flags},"Value":${value}${session},"CreateIndex":${e.createIndex},"ModifyIndex":${e.modifyIndex}}`;
+}
+
+function missingKey(): RegistryError {
+  return new RegistryError('missingParameter', 'missing key name in the path', { key: ['Required:must not be empty'] }, { status: 400, text: 'Missing key name' });
+}
+
+function keyNotFound(key: string): RegistryError {
+  return new RegistryError('notFound', `key "${key}" not found`, { key });
+}
+
+// ---------------------------------------------------------------- GET
+
+async function get(req: Request, api: ApiContext): Promise<Reply> {
+  const q = parseQueryOptions(req, api);
+  const key = req.rest;
+  const state = () => api.runtime.state;
+  if (flag(req, 'keys')) {
+    const separator = param(req, 'separator') ?? param(req, 'seperator') ?? '';
+    await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, () => state().kvPrefixIndex(key));
+    const keys = state().kvKeys(key, separator);
+    const index = { index: state().kvPrefixIndex(key) };
+    if (keys.length === 0 && key !== '') return { t: 'missing', index, failure: keyNotFound(key) };
+    return jsonText(JSON.stringify(keys), index);
+  }
+  if (flag(req, 'recurse')) {
+    await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, () => state().kvPrefixIndex(key));
+    const entries = state().kvList(key);
+    const index = { index: state().kvPrefixIndex(key) };
+    if (entries.length === 0) return { t: 'missing', index, failure: keyNotFound(key) };
+    return jsonText(renderEntries(entries), index);
+  }
+  if (key === '') throw missingKey();
+  await awaitQuery(req, api, q, { kind: 'key', key }, () => state().kvKeyIndex(key));
+  const entry = state().kvGet(key);
+  const index = { index: state().kvKeyIndex(key) };
+  if (entry === undefined) return { t: 'missing', index, failure: keyNotFound(key) };
+  if (flag(req, 'raw')) {
+    return { t: 'raw', body: entry.value === null ? Buffer.alloc(0) : Buffer.from(entry.value, 'base64'), index };
+  }
+  return jsonText(renderEntries([entry]), index);
+}
+
+// ---------------------------------------------------------------- PUT
+
+function uint64Param(req: Request, name: string): string | undefined {
+  if (!flag(req, name)) return undefined;
+  const text = param(req, name) ?? '';
+  const parsed = parseUint64(text);
+  if (parsed === undefined) {
+    throw invalidField(name, 'Format', 'must be an unsigned 64-bit integer', { status: 500, text: `strconv.ParseUint: parsing ${JSON.stringify(text)}: invalid syntax` });
+  }
+  return parsed;
+}
+
+function sessionParam(req: Request, name: 'acquire' | 'release'): string | undefined {
+  if (!flag(req, name)) return undefined;
+  const id = param(req, name) ?? '';
+  if (id === '') {
+    throw new RegistryError('missingParameter', `${name} requires a session id`, { [name]: ['Required:a session id is required'] }, { status: 500, text: 'missing session' });
+  }
+  return id;
+}
+
+/** More than one of the exclusive modes is a client error (Consul: "Conflicting flags"). */
+function checkExclusive(req: Request, names: string[]): void {
+  const given = names.filter((n) => flag(req, n));
+  if (given.length > 1) {
+    const sortedQuery = [...req.query.keys()].sort().map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(req.query.get(k) ?? '')}`).join('&');
+    throw new RegistryError('invalidParameter', `conflicting flags: ${given.join(' and ')} cannot be combined`,
+      Object.fromEntries(given.map((n) => [n, ['Conflict:only one of ' + names.join(', ') + ' may be given']])),
+      { status: 400, text: `Conflicting flags: ${sortedQuery}\n` });
+  }
+}
+
+function failure(r: Extract<Result, { ok: false }>, op: 'acquire' | 'release' | 'cas'): RegistryError {
+  if (r.reason === 'invalid-session') {
+    return new RegistryError('objectNotFound', `invalid session "${r.detail}"`, { session: r.detail }, { status: 500, text: `invalid session "${r.detail}"` });
+  }
+  if (op === 'cas') return new RegistryError('conflict', 'did not apply: the check-and-set index did not match', { reason: r.reason });
+  return new RegistryError('conflict', op === 'acquire' ? 'did not acquire lock' : 'did not release lock', { reason: r.reason });
+}
+
+async function put(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const key = req.rest;
+  if (key === '') throw missingKey();
+  checkExclusive(req, ['cas', 'acquire', 'release']);
+  const flags = uint64Param(req, 'flags') ?? '0';
+  const cas = uint64Param(req, 'cas');
+  const acquire = sessionParam(req, 'acquire');
+  const release = sessionParam(req, 'release');
+  const value = req.body.length === 0 ? null : req.body.toString('base64');
+  let cmd: Command;
+  let op: 'acquire' | 'release' | 'cas' | 'set';
+  if (acquire !== undefined) { cmd = { t: 'kv.acquire', key, value, flags, session: acquire }; op = 'acquire'; }
+  else if (release !== undefined) { cmd = { t: 'kv.release', key, value, flags, session: release }; op = 'release'; }
+  else if (cas !== undefined) { cmd = { t: 'kv.cas', key, value, flags, cas }; op = 'cas'; }
+  else { cmd = { t: 'kv.set', key, value, flags }; op = 'set'; }
+  const result = await api.runtime.propose(cmd);
+  if (result.ok) return { t: 'outcome', ok: true };
+  if (op === 'set') throw new RegistryError('unknown', `write failed: ${result.reason}`);
+  const err = failure(result, op);
+  if (err.kind !== 'conflict') throw err;
+  return { t: 'outcome', ok: false, failure: err };
+}
+
+// ---------------------------------------------------------------- DELETE
+
+async function del(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const key = req.rest;
+  checkExclusive(req, ['recurse', 'cas']);
+  if (flag(req, 'recurse')) {
+    await api.runtime.propose({ t: 'kv.deleteTree', prefix: key });
+    return { t: 'outcome', ok: true };
+  }
+  if (key === '') throw missingKey();
+  const cas = uint64Param(req, 'cas');
+  if (cas === undefined) {
+    await api.runtime.propose({ t: 'kv.delete', key });
+    return { t: 'outcome', ok: true };
+  }
+  const result = await api.runtime.propose({ t: 'kv.deleteCas', key, cas });
+  if (result.ok) return { t: 'outcome', ok: true };
+  return { t: 'outcome', ok: false, failure: failure(result, 'cas') };
+}
+
+export const kvRoutes: Route<ApiContext>[] = [
+  { path: '/v1/kv/', prefix: true, methods: { GET: get, PUT: put, DELETE: del } },
+];

@@ -1,0 +1,232 @@
+/**
+ * Session endpoints (registry.md "Sessions", consul-compat.md §1.1): create, destroy, renew, info,
+ * node, list. Input is validated here into a SessionCreate command with its id chosen before the log;
+ * state-dependent rules (node and bound checks exist, none critical) are decided by apply.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Behavior, SessionCreate } from '../../domain/commands.ts';
+import { RegistryError } from '../../domain/errors.ts';
+import { gossipCheckId, lockDelayMsDefault, lockDelayMsMax, sessionTtlMsMax } from '../../domain/limits.ts';
+import type { Session } from '../../domain/types.ts';
+import type { Result } from '../../state/index.ts';
+import { parseGoDurationNs } from '../../util/duration.ts';
+import type { ApiContext } from '../api.ts';
+import { field, FieldErrors, jsonObject } from '../body.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
+import { json, type Reply } from '../reply.ts';
+import type { Request } from '../request.ts';
+import type { Route } from '../router.ts';
+
+export function renderSession(s: Session): Record<string, unknown> {
+  return {
+    ID: s.id, Name: s.name, Node: s.node, LockDelay: s.lockDelayNs, Behavior: s.behavior, TTL: s.ttl,
+    NodeChecks: s.nodeChecks, ServiceChecks: s.serviceChecks,
+    ...(s.checks !== undefined ? { Checks: s.checks } : {}),
+    CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex,
+  };
+}
+
+const nsPerMs = 1e6;
+
+// ---------------------------------------------------------------- create
+
+function parseLockDelay(value: unknown, errors: FieldErrors, dialect: ApiContext['dialect']): number {
+  let ns: number | undefined;
+  if (typeof value === 'number' && Number.isFinite(value)) ns = Math.trunc(value);
+  else if (typeof value === 'string') ns = parseGoDurationNs(value);
+  if (ns === undefined) {
+    errors.add('LockDelay', 'Format', 'must be a duration such as 15s, or a number of nanoseconds',
+      { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(value))}` });
+    return 0;
+  }
+  // Consul reads values below 1µs as seconds ("20" means 20s), a compatibility rule kept in both dialects.
+  if (Math.abs(ns) < 1000) ns *= 1e9;
+  if (dialect === 'seed' && (ns < 0 || ns > lockDelayMsMax * nsPerMs)) {
+    errors.add('LockDelay', 'Range', 'must be between 0s and 60s');
+  }
+  return ns;
+}
+
+function parseTtl(value: unknown, errors: FieldErrors, ttlMsMin: number): { ttl: string; ttlMs: number } {
+  if (value === undefined || value === null || value === '') return { ttl: '', ttlMs: 0 };
+  if (typeof value !== 'string') {
+    errors.add('TTL', 'Type', 'must be a duration string such as 30s', { status: 400, text: 'Request decode failed: json: cannot unmarshal number into Go struct field Session.TTL of type string' });
+    return { ttl: '', ttlMs: 0 };
+  }
+  const ns = parseGoDurationNs(value);
+  if (ns === undefined) {
+    errors.add('TTL', 'Format', 'must be a duration such as 30s', { status: 500, text: `Session TTL '${value}' invalid: time: invalid duration ${JSON.stringify(value)}` });
+    return { ttl: '', ttlMs: 0 };
+  }
+  if (ns === 0) return { ttl: '', ttlMs: 0 };
+  const ms = ns / nsPerMs;
+  if (ms < ttlMsMin || ms > sessionTtlMsMax) {
+    errors.add('TTL', 'Range', `must be between ${ttlMsMin / 1000}s and 24h`, {
+      status: 500, text: `Invalid Session TTL '${ns}', must be between [${goDurationText(ttlMsMin)}=24h0m0s]`,
+    });
+  }
+  return { ttl: value, ttlMs: ms };
+}
+
+function goDurationText(ms: number): string {
+  const s = ms / 1000;
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  return `${m}m${s - m * 60}s`;
+}
+
+function parseBehavior(value: unknown, errors: FieldErrors): Behavior {
+  if (value === undefined || value === null || value === '') return 'release';
+  if (value === 'release' || value === 'delete') return value;
+  errors.add('Behavior', 'Enum', 'must be release or delete', { status: 500, text: `Invalid Behavior setting '${String(value)}'` });
+  return 'release';
+}
+
+function parseStringList(name: string, value: unknown, errors: FieldErrors): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value) || value.some((x) => typeof x !== 'string')) {
+    errors.add(name, 'Type', 'must be an array of strings', { status: 400, text: `Request decode failed: json: cannot unmarshal into Go struct field Session.${name} of type []string` });
+    return undefined;
+  }
+  return value as string[];
+}
+
+function parseServiceChecks(value: unknown, errors: FieldErrors): { ID: string; Namespace: string }[] | null {
+  if (value === undefined || value === null) return null;
+  const ok = Array.isArray(value) && value.every((x) => x !== null && typeof x === 'object' && typeof field(x as Record<string, unknown>, 'ID').value === 'string');
+  if (!ok) {
+    errors.add('ServiceChecks', 'Type', 'must be an array of {ID, Namespace} objects', { status: 400, text: 'Request decode failed: json: cannot unmarshal into Go struct field Session.ServiceChecks' });
+    return null;
+  }
+  return (value as Record<string, unknown>[]).map((x) => {
+    const ns = field(x, 'Namespace').value;
+    return { ID: field(x, 'ID').value as string, Namespace: typeof ns === 'string' ? ns : '' };
+  });
+}
+
+/**
+ * The check-binding rules of consul-compat.md §1.1: nothing said about checks binds the gossip check;
+ * anything said is taken as given, with the legacy `Checks` list folded as Consul 1.7+ does.
+ */
+function bindChecks(body: Record<string, unknown> | undefined, errors: FieldErrors): Pick<SessionCreate, 'nodeChecks' | 'serviceChecks' | 'checks'> {
+  const nodeChecks = field(body, 'NodeChecks');
+  const serviceChecks = field(body, 'ServiceChecks');
+  const legacy = field(body, 'Checks');
+  const parsedNode = parseStringList('NodeChecks', nodeChecks.value, errors);
+  const parsedService = parseServiceChecks(serviceChecks.value, errors);
+  const parsedLegacy = parseStringList('Checks', legacy.value, errors);
+  if (!nodeChecks.present && !legacy.present) {
+    return { nodeChecks: [gossipCheckId], serviceChecks: parsedService };
+  }
+  if (nodeChecks.present) {
+    return { nodeChecks: parsedNode ?? [], serviceChecks: parsedService, ...(parsedLegacy?.length ? { checks: parsedLegacy } : {}) };
+  }
+  const list = parsedLegacy ?? [];
+  const onlyGossip = list.length === 1 && list[0] === gossipCheckId;
+  return {
+    nodeChecks: list.includes(gossipCheckId) ? [gossipCheckId] : [],
+    serviceChecks: parsedService,
+    ...(list.length > 0 && !onlyGossip ? { checks: list } : {}),
+  };
+}
+
+function stringField(body: Record<string, unknown> | undefined, name: string, errors: FieldErrors): string | undefined {
+  const { value } = field(body, name);
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') {
+    errors.add(name, 'Type', 'must be a string', { status: 400, text: `Request decode failed: json: cannot unmarshal ${typeof value} into Go struct field Session.${name} of type string` });
+    return undefined;
+  }
+  return value;
+}
+
+export function parseSessionCreate(body: Record<string, unknown> | undefined, api: ApiContext): SessionCreate {
+  const errors = new FieldErrors();
+  const name = stringField(body, 'Name', errors) ?? '';
+  const node = stringField(body, 'Node', errors) || api.nodeName;
+  const lockDelay = field(body, 'LockDelay');
+  const lockDelayNs = lockDelay.present && lockDelay.value !== null
+    ? parseLockDelay(lockDelay.value, errors, api.dialect)
+    : lockDelayMsDefault * nsPerMs;
+  const behavior = parseBehavior(field(body, 'Behavior').value, errors);
+  const { ttl, ttlMs } = parseTtl(field(body, 'TTL').value, errors, api.sessionTtlMsMin);
+  const checks = bindChecks(body, errors);
+  errors.throwIfAny();
+  return { t: 'session.create', id: randomUUID(), node, name, lockDelayNs, behavior, ttl, ttlMs, ...checks };
+}
+
+function createFailure(r: Extract<Result, { ok: false }>): RegistryError {
+  switch (r.reason) {
+    case 'unknown-node':
+      return new RegistryError('objectNotFound', `node "${r.detail}" is not registered`, { Node: [`Exists:node "${r.detail}" is not registered`] }, { status: 500, text: 'Missing node registration' });
+    case 'unknown-check':
+      return new RegistryError('objectNotFound', `check '${r.detail}' is not registered on the session's node`, { checks: [`Exists:check '${r.detail}' is not registered`] }, { status: 500, text: `Missing check '${r.detail}' registration` });
+    case 'check-critical':
+      return new RegistryError('invalidParameter', `check '${r.detail}' is in critical state`, { checks: [`State:check '${r.detail}' is in critical state`] }, { status: 500, text: `Check '${r.detail}' is in critical state` });
+    default:
+      return new RegistryError('unknown', `session create failed: ${r.reason}`);
+  }
+}
+
+async function create(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const cmd = parseSessionCreate(jsonObject(req), api);
+  const result = await api.runtime.propose(cmd);
+  if (!result.ok) throw createFailure(result);
+  return json({ ID: cmd.id });
+}
+
+// ---------------------------------------------------------------- destroy, renew
+
+function sessionId(req: Request): string {
+  const id = req.rest;
+  if (id === '') throw new RegistryError('missingParameter', 'missing session id in the path', { session: ['Required:a session id is required'] }, { status: 400, text: 'Missing session' });
+  return id;
+}
+
+async function destroy(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const id = sessionId(req);
+  await api.runtime.propose({ t: 'session.destroy', id });
+  return json(true);
+}
+
+async function renew(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const id = sessionId(req);
+  const result = await api.runtime.propose({ t: 'session.renew', id });
+  if (!result.ok || result.session === undefined) {
+    throw new RegistryError('notFound', `session "${id}" not found`, { session: id }, { status: 404, text: `Session id '${id}' not found` });
+  }
+  return json([renderSession(result.session)]);
+}
+
+// ---------------------------------------------------------------- reads (blocking)
+
+function sessionRead(select: (req: Request, api: ApiContext) => Session[], needsParam?: string) {
+  return async (req: Request, api: ApiContext): Promise<Reply> => {
+    const q = parseQueryOptions(req, api);
+    if (needsParam !== undefined && req.rest === '') {
+      throw new RegistryError('missingParameter', `missing ${needsParam} in the path`, { [needsParam]: ['Required:must not be empty'] }, { status: 400, text: needsParam === 'node' ? 'Missing node name' : 'Missing session' });
+    }
+    const state = () => api.runtime.state;
+    await awaitQuery(req, api, q, { kind: 'sessions' }, () => state().sessionsIndex);
+    return json(select(req, api).map(renderSession), { index: state().sessionsIndex });
+  };
+}
+
+const info = sessionRead((req, api) => {
+  const s = api.runtime.state.sessions.get(req.rest);
+  return s === undefined ? [] : [s];
+}, 'session');
+const byNode = sessionRead((req, api) => api.runtime.state.sessionsOfNode(req.rest), 'node');
+const list = sessionRead((_req, api) => api.runtime.state.sessionList());
+
+export const sessionRoutes: Route<ApiContext>[] = [
+  { path: '/v1/session/create', prefix: false, methods: { PUT: create } },
+  { path: '/v1/session/destroy/', prefix: true, methods: { PUT: destroy } },
+  { path: '/v1/session/renew/', prefix: true, methods: { PUT: renew } },
+  { path: '/v1/session/info/', prefix: true, methods: { GET: info } },
+  { path: '/v1/session/node/', prefix: true, methods: { GET: byNode } },
+  { path: '/v1/session/list', prefix: false, methods: { GET: list } },
+];

@@ -1,0 +1,185 @@
+/**
+ * The HTTP front end on uWebSockets.js — the only module that imports it. It copies what it needs
+ * from the uWS request synchronously, registers onAborted before any await, enforces the body limit,
+ * routes, and writes the rendered reply inside `cork` with the convention headers of every response.
+ */
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import type * as Uws from 'uWebSockets.js';
+import { RegistryError } from '../domain/errors.ts';
+import { requestBodyBytesMax } from '../domain/limits.ts';
+import type { Logger } from '../runtime/index.ts';
+import { renderError, renderReply, statusLine, type Dialect, type Wire } from './render.ts';
+import { decodeOnce, type Request } from './request.ts';
+import type { Router } from './router.ts';
+
+type UwsModule = typeof Uws;
+
+/** Loads the native binding, turning a load failure into one clear message. */
+export function loadUws(): UwsModule {
+  const require = createRequire(import.meta.url);
+  try {
+    return require('uWebSockets.js') as UwsModule;
+  } catch (err) {
+    const why = err instanceof Error ? err.message.split('\n').pop() : String(err);
+    throw new Error(
+      `roster: the uWebSockets.js native binding did not load on node ${process.version} ` +
+      `(${process.platform}-${process.arch}, modules ${process.versions.modules}): ${why}. ` +
+      'Roster needs a build of uWebSockets.js for this Node.js version and glibc; see README "Platform".',
+    );
+  }
+}
+
+export interface HttpServerOptions<Ctx> {
+  host: string;
+  port: number;
+  router: Router<Ctx>;
+  ctx: Ctx;
+  dialect: Dialect;
+  logger: Logger;
+  /** @default requestBodyBytesMax (512 KiB) */
+  bodyBytesMax?: number;
+}
+
+export interface HttpServer {
+  url: string;
+  port: number;
+  close(): void;
+}
+
+const bodylessMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpServer> {
+  const uws = loadUws();
+  const app = uws.App();
+  const bodyBytesMax = o.bodyBytesMax ?? requestBodyBytesMax;
+
+  app.any('/*', (res, uwsReq) => {
+    const startedMs = performance.now();
+    const method = uwsReq.getCaseSensitiveMethod();
+    const path = uwsReq.getUrl();
+    const query = new URLSearchParams(uwsReq.getQuery() ?? '');
+    const headers = new Map<string, string>();
+    uwsReq.forEach((k, v) => headers.set(k, v));
+    const abort = new AbortController();
+    let done = false;
+    res.onAborted(() => {
+      done = true;
+      abort.abort();
+    });
+
+    const send = (w: Wire) => {
+      if (done) return;
+      done = true;
+      res.cork(() => {
+        res.writeStatus(statusLine(w.status));
+        res.writeHeader('x-request-id', randomUUID());
+        res.writeHeader('x-response-time', (performance.now() - startedMs).toFixed(3));
+        res.writeHeader('x-server-time', isoWithOffset(new Date()));
+        for (const [k, v] of w.headers) res.writeHeader(k, v);
+        res.end(w.body);
+      });
+    };
+
+    const dispatch = (body: Buffer) => {
+      const req: Request = { method, path, rest: '', query, headers, body, signal: abort.signal };
+      handle(o, req).then(send, (err: unknown) => send(errorWire(o, err)));
+    };
+
+    const declared = Number(headers.get('content-length') ?? '0');
+    if (declared > bodyBytesMax) {
+      send(renderError(tooLarge(declared, bodyBytesMax), o.dialect, [['Connection', 'close']]));
+      return;
+    }
+    if (bodylessMethods.has(method) || (declared === 0 && !headers.has('transfer-encoding'))) {
+      dispatch(Buffer.alloc(0));
+      return;
+    }
+    readBody(res, bodyBytesMax, dispatch, (size) => send(renderError(tooLarge(size, bodyBytesMax), o.dialect, [['Connection', 'close']])));
+  });
+
+  return new Promise((resolve, reject) => {
+    app.listen(o.host, o.port, (socket) => {
+      if (socket === false) {
+        reject(new Error(`roster: cannot listen for HTTP on ${o.host}:${o.port} (port in use or not permitted)`));
+        return;
+      }
+      const port = uws.us_socket_local_port(socket as unknown as Uws.us_socket);
+      resolve({
+        url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
+        port,
+        close: () => {
+          uws.us_listen_socket_close(socket);
+          app.close();
+        },
+      });
+    });
+  });
+}
+
+function readBody(res: Uws.HttpResponse, max: number, onBody: (b: Buffer) => void, onTooLarge: (size: number) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over) return;
+    size += chunk.byteLength;
+    if (size > max) {
+      over = true;
+      onTooLarge(size);
+      return;
+    }
+    // uWS neuters the ArrayBuffer when the callback returns: copy it.
+    chunks.push(Buffer.from(Buffer.from(chunk)));
+    if (isLast) onBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+  });
+}
+
+async function handle<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire> {
+  const match = o.router.match(req.method, req.path);
+  if (match.kind === 'none') {
+    if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: [] }, o.dialect);
+    const inV1 = req.path.startsWith('/v1/');
+    throw new RegistryError('notFound', `no endpoint at ${req.method} ${req.path}`, { path: req.path }, {
+      status: 404,
+      text: inV1
+        ? 'Invalid URL path: not a recognized HTTP API endpoint\n'
+        : "Invalid URL path: if attempting to use the HTTP API, ensure the path starts with '/v1/'\n",
+    });
+  }
+  if (match.kind === 'method') {
+    if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: match.allow }, o.dialect);
+    const allow = ['OPTIONS', ...match.allow].join(',');
+    return renderError(
+      new RegistryError('methodNotAllowed', `method ${req.method} not allowed`, { allowed: match.allow }, { text: `method ${req.method} not allowed` }),
+      o.dialect,
+      [['Allow', allow]],
+    );
+  }
+  req.rest = decodeOnce(match.rest);
+  const reply = await match.handler(req, o.ctx);
+  return renderReply(reply, o.dialect);
+}
+
+function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown): Wire {
+  if (err instanceof RegistryError) return renderError(err, o.dialect);
+  o.logger.error({ err }, 'request failed');
+  const message = err instanceof Error ? err.message : String(err);
+  return renderError(new RegistryError('unknown', `internal error: ${message}`), o.dialect);
+}
+
+function tooLarge(size: number, max: number): RegistryError {
+  return new RegistryError('inputTooLong', `request body of ${size} bytes is larger than the limit of ${max} bytes`, { size, max }, {
+    status: 413,
+    text: `Request body(${size} bytes) too large, max size: ${max} bytes. See https://developer.hashicorp.com/consul/docs/agent/config/config-files#kv_max_value_size.`,
+  });
+}
+
+/** ISO 8601 with the zone written as an offset, e.g. 2026-11-22T21:14:06.123+00:00. */
+export function isoWithOffset(d: Date): string {
+  const offsetMin = -d.getTimezoneOffset();
+  const local = new Date(d.getTime() + offsetMin * 60_000).toISOString().slice(0, -1);
+  const sign = offsetMin >= 0 ? '+' : '-';
+  const abs = Math.abs(offsetMin);
+  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}

@@ -1,0 +1,220 @@
+/**
+ * The runtime of one node: it proposes commands to the replicated log, applies committed entries to
+ * the state in order, hands each proposer the result that apply computed for its entry, wakes blocking
+ * queries, and hosts the owner actors (session TTL timers). It is the only place where effects happen.
+ */
+import { randomUUID } from 'node:crypto';
+import { stepSession } from '../../machines/index.ts';
+import type { Command } from '../domain/commands.ts';
+import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { LogEntry, ReplicatedLog } from '../ports/log.ts';
+import { apply, fromSnapshotData, RegistryState, toSnapshotData, type Effect, type Result } from '../state/index.ts';
+import { TtlOwner } from './ttl-owner.ts';
+import { Watches, type Interest, type Touched } from './watches.ts';
+
+export interface Logger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+export interface RuntimeOptions {
+  log: ReplicatedLog;
+  clock: Clock;
+  logger: Logger;
+  nodeName: string;
+  nodeId: string;
+  /** Address other nodes and clients reach this node at. */
+  address: string;
+  /** Entries applied between two snapshots. @default 20000 */
+  snapshotEveryEntries?: number;
+  /** Called once when an entry cannot be applied; the node must stop. */
+  onFatal?: (err: Error) => void;
+}
+
+interface Pending {
+  resolve: (r: Result) => void;
+  reject: (e: Error) => void;
+}
+
+export class Runtime {
+  state = new RegistryState();
+  readonly watches = new Watches();
+  readonly ttl: TtlOwner;
+  readonly nodeName: string;
+  readonly nodeId: string;
+  readonly address: string;
+  private readonly log: ReplicatedLog;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly snapshotEveryEntries: number;
+  private readonly onFatal: ((err: Error) => void) | undefined;
+  private readonly pending = new Map<string, Pending>();
+  private readonly pidPrefix = randomUUID().slice(0, 8);
+  private pidCounter = 0;
+  private lastSnapshotIndex = 0;
+  private snapshotInFlight: Promise<void> | undefined;
+  private stopped = false;
+  /** Set when applying failed: the node must not serve a state it could not build. */
+  private fatal: Error | undefined;
+
+  constructor(o: RuntimeOptions) {
+    this.log = o.log;
+    this.clock = o.clock;
+    this.logger = o.logger;
+    this.nodeName = o.nodeName;
+    this.nodeId = o.nodeId;
+    this.address = o.address;
+    this.snapshotEveryEntries = o.snapshotEveryEntries ?? 20_000;
+    this.onFatal = o.onFatal;
+    this.ttl = new TtlOwner(o.clock, (id, renewIndex) => {
+      void this.propose({ t: 'session.expire', id, renewIndex }).catch((err: unknown) =>
+        this.logger.warn({ err, session: id }, 'session expiry proposal failed'));
+    });
+  }
+
+  /** Opens the log, restores the snapshot, replays the tail, registers this node, restarts TTL timers. */
+  async start(): Promise<void> {
+    const snapshot = await this.log.open();
+    if (snapshot !== undefined) {
+      this.state = fromSnapshotData(snapshot.data);
+      this.lastSnapshotIndex = snapshot.index;
+    }
+    this.log.subscribe(this.state.index, (entries) => this.onEntries(entries));
+    if (this.fatal) throw this.fatal;
+    this.logger.info({ index: this.state.index, sessions: this.state.sessions.size, keys: this.state.kv.size }, 'state recovered');
+    this.restartTtlTimers();
+    await this.registerSelf();
+  }
+
+  /** Proposes a command; resolves with apply's result once its entry applied on this node. */
+  propose(cmd: Command): Promise<Result> {
+    if (this.fatal) return Promise.reject(this.fatal);
+    if (this.stopped) return Promise.reject(new Error('runtime is stopping'));
+    const pid = `${this.pidPrefix}-${++this.pidCounter}`;
+    const result = new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject }));
+    this.log.append([{ pid, cmd }]).catch((err: unknown) => {
+      const waiter = this.pending.get(pid);
+      if (waiter === undefined) return;
+      this.pending.delete(pid);
+      waiter.reject(err instanceof Error ? err : new Error(String(err)));
+    });
+    return result;
+  }
+
+  /** Linearizable read point: resolves once everything committed before the call has applied. */
+  async barrier(): Promise<void> {
+    await this.propose({ t: 'barrier' });
+  }
+
+  /**
+   * Blocking-query core: resolves when `indexOf()` exceeds `minIndex` or `waitMs` passes. The caller
+   * re-reads afterwards; an early wake with the same data is allowed, as in Consul.
+   */
+  async waitForIndex(interest: Interest, indexOf: () => number, minIndex: number, waitMs: number, signal?: AbortSignal): Promise<void> {
+    const deadline = this.clock.nowMs() + waitMs;
+    while (indexOf() <= minIndex && !this.stopped && !signal?.aborted) {
+      const left = deadline - this.clock.nowMs();
+      if (left <= 0) return;
+      await this.watches.wait(interest, left, signal);
+    }
+  }
+
+  get isStopping(): boolean {
+    return this.stopped;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.ttl.stop();
+    this.watches.wakeAll();
+    await this.snapshotInFlight;
+    try {
+      if (this.fatal === undefined && this.state.index > this.lastSnapshotIndex) await this.saveSnapshot();
+    } finally {
+      await this.log.close();
+    }
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private onEntries(entries: readonly LogEntry[]): void {
+    if (this.fatal) return;
+    const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
+    for (const entry of entries) {
+      let applied;
+      try {
+        applied = apply(this.state, entry);
+      } catch (err) {
+        this.fail(err);
+        return;
+      }
+      for (const e of applied.effects) this.collect(e, touched);
+      const waiter = this.pending.get(entry.pid);
+      if (waiter !== undefined) {
+        this.pending.delete(entry.pid);
+        waiter.resolve(applied.result);
+      }
+    }
+    if (touched.kvKeys.size > 0 || touched.sessions || touched.catalog) this.watches.notify(touched);
+    this.maybeSnapshot();
+  }
+
+  private collect(e: Effect, touched: Touched): void {
+    switch (e.t) {
+      case 'kv': touched.kvKeys.add(e.key); break;
+      case 'sessions': touched.sessions = true; break;
+      case 'catalog': touched.catalog = true; break;
+      case 'ttl.arm': if (!this.stopped) this.ttl.arm(e.id, e.renewIndex, e.ttlMs); break;
+      case 'ttl.cancel': this.ttl.cancel(e.id); break;
+    }
+  }
+
+  private fail(err: unknown): void {
+    this.fatal = err instanceof Error ? err : new Error(String(err));
+    this.logger.error({ err: this.fatal }, 'apply failed; this node stops serving');
+    for (const [pid, waiter] of this.pending) {
+      this.pending.delete(pid);
+      waiter.reject(this.fatal);
+    }
+    this.watches.wakeAll();
+    this.onFatal?.(this.fatal);
+  }
+
+  /** "leader failover | TTL set | valid | the TTL timer is restarted": a starting node owns every timer afresh. */
+  private restartTtlTimers(): void {
+    for (const s of this.state.sessions.values()) {
+      const next = stepSession(
+        { behavior: s.behavior, ttlMs: s.ttlMs, renewIndex: s.renewIndex, renewedAtMs: s.renewedAtMs },
+        { type: 'leader.failover' },
+      );
+      if (next.effects.some((e) => e.type === 'restartTtlTimer')) this.ttl.arm(s.id, s.renewIndex, s.ttlMs);
+    }
+  }
+
+  /** Registers this node and its gossip check in the catalog (a no-op write when unchanged). */
+  private async registerSelf(): Promise<void> {
+    await this.propose({
+      t: 'catalog.register', node: this.nodeName, id: this.nodeId, address: this.address, meta: {},
+      checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: 'passing', notes: '', output: gossipCheckOutputAlive }],
+    });
+  }
+
+  private maybeSnapshot(): void {
+    if (this.snapshotInFlight !== undefined || this.stopped) return;
+    if (this.state.index - this.lastSnapshotIndex < this.snapshotEveryEntries) return;
+    this.snapshotInFlight = this.saveSnapshot()
+      .catch((err: unknown) => this.logger.warn({ err }, 'snapshot failed; will retry later'))
+      .finally(() => { this.snapshotInFlight = undefined; });
+  }
+
+  private async saveSnapshot(): Promise<void> {
+    const index = this.state.index;
+    const data = toSnapshotData(this.state);
+    await this.log.saveSnapshot({ index, data });
+    this.lastSnapshotIndex = index;
+    this.logger.info({ index }, 'snapshot saved');
+  }
+}

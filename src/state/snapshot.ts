@@ -1,0 +1,63 @@
+/**
+ * The snapshot format of RegistryState: plain JSON the log stores opaquely. `version` guards the
+ * format; derived indexes (locks by session) are rebuilt on restore rather than stored.
+ */
+import type { CatalogNode, HealthCheck, KvEntry, Session } from '../domain/types.ts';
+import { RegistryState } from './registry-state.ts';
+
+const snapshotVersion = 1;
+
+export interface SnapshotData {
+  version: number;
+  index: number;
+  atMs: number;
+  kvIndex: number;
+  sessionsIndex: number;
+  catalogIndex: number;
+  tombstoneFloor: number;
+  kv: KvEntry[];
+  sessions: Session[];
+  lockDelays: [string, number][];
+  tombstones: [string, number][];
+  nodes: CatalogNode[];
+  checks: HealthCheck[];
+}
+
+export function toSnapshotData(s: RegistryState): SnapshotData {
+  return {
+    version: snapshotVersion,
+    index: s.index, atMs: s.atMs, kvIndex: s.kvIndex, sessionsIndex: s.sessionsIndex, catalogIndex: s.catalogIndex,
+    tombstoneFloor: s.tombstoneFloor,
+    kv: [...s.kv.values()].map((e) => ({ ...e, session: e.session ?? undefined })),
+    sessions: [...s.sessions.values()],
+    lockDelays: [...s.lockDelays].filter(([, until]) => until > s.atMs),
+    tombstones: [...s.tombstones],
+    nodes: [...s.nodes.values()],
+    checks: [...s.checks.values()],
+  };
+}
+
+export function fromSnapshotData(data: unknown): RegistryState {
+  const d = data as SnapshotData;
+  if (d === null || typeof d !== 'object' || d.version !== snapshotVersion) {
+    throw new Error(`snapshot: unsupported format version ${JSON.stringify((d as { version?: unknown } | null)?.version)}`);
+  }
+  const s = new RegistryState();
+  s.index = d.index; s.atMs = d.atMs; s.kvIndex = d.kvIndex; s.sessionsIndex = d.sessionsIndex;
+  s.catalogIndex = d.catalogIndex; s.tombstoneFloor = d.tombstoneFloor;
+  for (const e of d.kv) {
+    const entry: KvEntry = { ...e, session: e.session ?? undefined };
+    s.kv.set(entry.key, entry);
+    if (entry.session !== undefined) {
+      let held = s.locksBySession.get(entry.session);
+      if (held === undefined) s.locksBySession.set(entry.session, (held = new Set()));
+      held.add(entry.key);
+    }
+  }
+  for (const x of d.sessions) s.sessions.set(x.id, x);
+  for (const [k, v] of d.lockDelays) s.lockDelays.set(k, v);
+  for (const [k, v] of d.tombstones) s.tombstones.set(k, v);
+  for (const n of d.nodes) s.nodes.set(n.node, n);
+  for (const c of d.checks) s.checks.set(s.checkKey(c.node, c.checkId), c);
+  return s;
+}
