@@ -1,0 +1,491 @@
+/**
+ * The embedded write-ahead log (DESIGN §3): segment files of framed, checksummed records; group
+ * commit with one fdatasync per batch before anything is acknowledged; snapshots that let old
+ * segments go; recovery that truncates a torn tail and refuses every other kind of damage.
+ *
+ * On disk: `<dir>/wal/<20-digit first index>.seg` and `<dir>/snap/<20-digit index>.snap`.
+ */
+import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock } from '../ports/clock.ts';
+import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
+import { CommitQueue, type Pending } from './commit-queue.ts';
+import {
+  checkAfterIndex, encodeProposal, parseEntry, parseSnapshot, refusal, replayBatchEntriesMax, snapshotPayload,
+  snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats, type Phase,
+} from './common.ts';
+import { decodeSingle, encodeRecords, RecordFile, recordBytesMax } from './record.ts';
+
+/** pino-compatible: the WAL reports recovery and failures through it. */
+export interface WalLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface WalLogOptions {
+  /** Data directory; `wal/` and `snap/` are created in it (recursively) on open. */
+  dir: string;
+  clock: Clock;
+  /** Roll to a new segment file, between commits, once the current one has reached this size. @default 64 MiB */
+  segmentBytesMax?: number;
+  /** Most entries in one commit (one write + one fdatasync); more wait for the next. @default 4096 */
+  batchEntriesMax?: number;
+  /** Most payload bytes in one commit; more wait for the next. @default 16 MiB */
+  batchBytesMax?: number;
+  /** Receives recovery warnings (bytes dropped from a torn tail) and write failures. @default silent */
+  logger?: WalLogger;
+}
+
+interface SegmentRef {
+  first: number;
+  path: string;
+}
+
+interface ActiveSegment extends SegmentRef {
+  fh: FileHandle;
+  /** Bytes of acknowledged records; the next commit writes here. */
+  bytes: number;
+}
+
+/** What scanning the segments at open() established. */
+interface Recovered {
+  segments: SegmentRef[];
+  last: number;
+  lastAtMs: number;
+  activeBytes: number;
+}
+
+const MiB = 1024 * 1024;
+const kind = 'WalLog';
+const indexDigits = 20;
+const segmentPattern = /^(\d{20})\.seg$/;
+const snapPattern = /^(\d{20})\.snap$/;
+const silent: WalLogger = { info() {}, warn() {}, error() {} };
+
+export class WalLog implements ReplicatedLog {
+  /** `commits` counts fdatasyncs of entry batches; `entries` counts entries they made durable. */
+  readonly stats: LogStats = { commits: 0, entries: 0 };
+  private readonly walDir: string;
+  private readonly snapDir: string;
+  private readonly segmentBytesMax: number;
+  private readonly logger: WalLogger;
+  private readonly commits: CommitQueue<EncodedProposal>;
+  private phase: Phase = 'new';
+  private failure: Error | undefined;
+  private closing: Promise<void> | undefined;
+  private listener: EntriesListener | undefined;
+  /** Segments oldest first; the last one is `active`, the current segment, never deleted. */
+  private segments: SegmentRef[] = [];
+  private active: ActiveSegment | undefined;
+  private last = 0;
+  private lastAtMs = 0;
+  private snapIndex = 0;
+  /** Snapshot saves run one at a time: each prunes files that the next must not race on. */
+  private snapshots: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: WalLogOptions) {
+    this.walDir = join(opts.dir, 'wal');
+    this.snapDir = join(opts.dir, 'snap');
+    this.segmentBytesMax = opts.segmentBytesMax ?? 64 * MiB;
+    if (!(this.segmentBytesMax > 0)) throw new RangeError(`${kind}: segmentBytesMax must be positive`);
+    this.logger = opts.logger ?? silent;
+    const bounds = { entriesMax: opts.batchEntriesMax ?? 4096, bytesMax: opts.batchBytesMax ?? 16 * MiB };
+    this.commits = new CommitQueue(bounds, (batch) => this.commit(batch));
+  }
+
+  async open(): Promise<Snapshot | undefined> {
+    if (this.phase !== 'new') throw new Error(`${kind}.open: already opened`);
+    await mkdir(this.walDir, { recursive: true });
+    await mkdir(this.snapDir, { recursive: true });
+    await syncDir(this.opts.dir);
+    const snapshot = await loadSnapshot(this.snapDir, this.logger);
+    this.snapIndex = snapshot?.index ?? 0;
+    const found = await recoverSegments(this.walDir, this.snapIndex, this.logger);
+    const current = found.segments.at(-1)!;
+    this.active = { ...current, fh: await open(current.path, 'r+'), bytes: found.activeBytes };
+    this.segments = found.segments;
+    this.last = found.last;
+    this.lastAtMs = found.lastAtMs;
+    this.phase = 'open';
+    return snapshot;
+  }
+
+  subscribe(afterIndex: number, listener: EntriesListener): void {
+    if (this.phase !== 'open') throw new Error(`${kind}.subscribe: log is not open`);
+    if (this.listener !== undefined) throw new Error(`${kind}.subscribe: the log has a single consumer`);
+    checkAfterIndex(kind, afterIndex, this.last);
+    replay(this.segments, afterIndex, this.last, listener);
+    this.listener = listener;
+  }
+
+  append(proposals: readonly Proposal[]): Promise<void> {
+    const refused = refusal(kind, this.phase, this.failure);
+    if (refused !== undefined) return Promise.reject(refused);
+    if (proposals.length === 0) return Promise.resolve();
+    try {
+      const items = proposals.map((p) => encodeProposal(p, recordBytesMax));
+      return this.commits.enqueue(items, items.reduce((sum, p) => sum + p.bytes, 0));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  saveSnapshot(snapshot: Snapshot): Promise<void> {
+    const refused = refusal(kind, this.phase, this.failure)
+      ?? snapshotRefusal(kind, snapshot, this.last, this.snapIndex);
+    if (refused !== undefined) return Promise.reject(refused);
+    const run = this.snapshots.then(() => this.writeSnapshot(snapshot));
+    this.snapshots = run.catch(() => undefined);
+    return run;
+  }
+
+  lastIndex(): number {
+    return this.last;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.phase === 'open') this.phase = 'closing';
+    // Queued appends are committed, not dropped: the port promises pending appends are never lost silently.
+    await this.commits.idle();
+    await this.snapshots;
+    await this.active?.fh.close();
+    this.active = undefined;
+    this.phase = 'closed';
+  }
+
+  /** One group commit: stamp, roll if due, one write, one fdatasync, then deliver and acknowledge. */
+  private async commit(batch: Pending<EncodedProposal>[]): Promise<void> {
+    let entries: LogEntry[];
+    try {
+      const stamped = stampBatch(batch, this.last, stampMs(this.lastAtMs, this.opts.clock.nowMs()));
+      entries = stamped.entries;
+      await this.rollIfFull();
+      await this.writeDurably(encodeRecords(stamped.payloads));
+    } catch (err) {
+      this.fail(err, batch);
+      return;
+    }
+    this.publish(batch, entries);
+  }
+
+  private async writeDurably(buf: Buffer): Promise<void> {
+    const seg = this.active!;
+    await writeAll(seg.fh, buf, seg.bytes);
+    await seg.fh.datasync();
+    seg.bytes += buf.length;
+  }
+
+  private publish(batch: Pending<EncodedProposal>[], entries: LogEntry[]): void {
+    this.last = entries.at(-1)!.index;
+    this.lastAtMs = entries.at(-1)!.atMs;
+    this.stats.commits += 1;
+    this.stats.entries += entries.length;
+    try {
+      this.listener?.(entries);
+    } catch (err) {
+      this.fail(err, batch);
+      return;
+    }
+    for (const p of batch) p.resolve();
+  }
+
+  /** Rolls between commits, so every segment but the current one ends on a whole, synced record. */
+  private async rollIfFull(): Promise<void> {
+    const old = this.active!;
+    if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
+    const first = this.last + 1;
+    const path = join(this.walDir, segmentName(first));
+    const fh = await open(path, 'wx');
+    this.active = { first, path, fh, bytes: 0 };
+    this.segments.push({ first, path });
+    // The new name must be durable before an entry in it is acknowledged.
+    await syncDir(this.walDir);
+    await old.fh.close();
+  }
+
+  /** Never acknowledge after a failed write: reject this batch and everything queued, refuse the rest. */
+  private fail(cause: unknown, batch: Pending<EncodedProposal>[]): void {
+    const msg = cause instanceof Error ? cause.message : String(cause);
+    this.failure ??= new Error(`${kind} ${this.opts.dir} failed, no further appends are accepted: ${msg}`, { cause });
+    this.logger.error({ err: cause, dir: this.opts.dir }, 'WAL failed');
+    for (const p of batch) p.reject(this.failure);
+    this.commits.rejectQueued(this.failure);
+  }
+
+  private async writeSnapshot(s: Snapshot): Promise<void> {
+    // Checked again: an earlier save in the chain may have moved the newest snapshot past this one.
+    const refused = snapshotRefusal(kind, s, this.last, this.snapIndex);
+    if (refused !== undefined) throw refused;
+    await writeSnapshotFile(this.snapDir, s);
+    this.snapIndex = s.index;
+    await pruneSnapshots(this.snapDir, s.index);
+    await this.compact(s.index);
+  }
+
+  /** Deletes segments the snapshot covers: one is unneeded once the next starts at or before index + 1. */
+  private async compact(index: number): Promise<void> {
+    const doomed: SegmentRef[] = [];
+    while (this.segments.length > 1 && this.segments[1]!.first <= index + 1) doomed.push(this.segments.shift()!);
+    for (const seg of doomed) await unlink(seg.path);
+    if (doomed.length > 0) await syncDir(this.walDir);
+  }
+}
+
+// ---- recovery -------------------------------------------------------------------------------
+
+async function recoverSegments(walDir: string, snapIndex: number, logger: WalLogger): Promise<Recovered> {
+  const segments = await listIndexed(walDir, segmentPattern);
+  if (segments.length === 0) return createFirstSegment(walDir, snapIndex);
+  const oldest = segments[0]!;
+  if (oldest.first > snapIndex + 1) {
+    throw new Error(`${kind}: entries ${snapIndex + 1}..${oldest.first - 1} are missing: `
+      + `the oldest segment ${oldest.path} starts at ${oldest.first}, the snapshot is at ${snapIndex}`);
+  }
+  let next = oldest.first;
+  let lastAtMs = 0;
+  const sizes: number[] = [];
+  for (const [k, seg] of segments.entries()) {
+    if (seg.first !== next) throw new Error(`${kind}: index gap at ${seg.path}: expected a segment starting at ${next}`);
+    const scan = scanSegment(seg, k === segments.length - 1);
+    if (scan.torn !== undefined) await truncateTail(seg.path, scan.goodBytes, scan.torn, logger);
+    next = scan.next;
+    lastAtMs = scan.lastAtMs ?? lastAtMs;
+    sizes.push(scan.goodBytes);
+  }
+  if (next - 1 < snapIndex) throw new Error(`${kind}: the log ends at ${next - 1}, before the snapshot at ${snapIndex}`);
+  await dropEmptyTail(walDir, segments, sizes);
+  return { segments, last: next - 1, lastAtMs, activeBytes: sizes.at(-1)! };
+}
+
+/** A brand-new log, or one whose snapshot is at 0. Segments vanishing behind a snapshot is damage. */
+async function createFirstSegment(walDir: string, snapIndex: number): Promise<Recovered> {
+  if (snapIndex > 0) throw new Error(`${kind}: snapshot at ${snapIndex} but no segment in ${walDir}`);
+  const path = join(walDir, segmentName(1));
+  await (await open(path, 'wx')).close();
+  await syncDir(walDir);
+  return { segments: [{ first: 1, path }], last: 0, lastAtMs: 0, activeBytes: 0 };
+}
+
+/**
+ * An empty last segment (a crash right after a roll, or a tail torn to nothing) holds no entry.
+ * Appending to its predecessor instead keeps the last entry, and with it atMs, in the current
+ * segment, which compaction never deletes.
+ */
+async function dropEmptyTail(walDir: string, segments: SegmentRef[], sizes: number[]): Promise<void> {
+  if (segments.length < 2 || sizes.at(-1) !== 0) return;
+  await unlink(segments.pop()!.path);
+  sizes.pop();
+  await syncDir(walDir);
+}
+
+interface Scan {
+  next: number;
+  lastAtMs: number | undefined;
+  /** Offset just past the last whole record. */
+  goodBytes: number;
+  /** Set when the tail after goodBytes is a crash artifact to cut off. */
+  torn?: { bytes: number; reason: string };
+}
+
+/** Validates one segment: framing, crc, JSON and index continuity, record by record. */
+function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
+  const file = new RecordFile(seg.path);
+  try {
+    let offset = 0;
+    let next = seg.first;
+    let lastAtMs: number | undefined;
+    for (let rec = entryAt(file, offset); rec !== undefined; rec = entryAt(file, offset)) {
+      if (!rec.ok) {
+        if (!isLast || intactRecordFollows(file, offset)) throw corrupt(seg.path, offset, rec.reason);
+        return { next, lastAtMs, goodBytes: offset, torn: { bytes: file.size - offset, reason: rec.reason } };
+      }
+      if (rec.entry.index !== next) throw corrupt(seg.path, offset, `index ${rec.entry.index}, expected ${next}`);
+      next += 1;
+      lastAtMs = rec.entry.atMs;
+      offset = rec.end;
+    }
+    return { next, lastAtMs, goodBytes: offset };
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * A torn write only damages the unsynced end of the last segment. A whole, valid record after the
+ * damage proves it is not that: truncating there would drop acknowledged entries.
+ */
+function intactRecordFollows(file: RecordFile, offset: number): boolean {
+  for (let at = file.skip(offset); at !== undefined && at < file.size; at = file.skip(at)) {
+    if (entryAt(file, at)?.ok) return true;
+  }
+  return false;
+}
+
+async function truncateTail(path: string, goodBytes: number, torn: { bytes: number; reason: string },
+  logger: WalLogger): Promise<void> {
+  const fh = await open(path, 'r+');
+  try {
+    await fh.truncate(goodBytes);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  logger.warn({ file: path, offset: goodBytes, droppedBytes: torn.bytes, reason: torn.reason },
+    'WAL: truncated a torn tail left by a crash');
+}
+
+function corrupt(path: string, offset: number, reason: string): Error {
+  return new Error(`${kind}: corrupt record in ${path} at offset ${offset}: ${reason}; `
+    + 'refusing to open, acknowledged entries would be lost');
+}
+
+type EntryAt = { ok: true; entry: LogEntry; end: number } | { ok: false; reason: string };
+
+function entryAt(file: RecordFile, offset: number): EntryAt | undefined {
+  const rec = file.at(offset);
+  if (rec === undefined || !rec.ok) return rec;
+  const entry = parseEntry(rec.payload);
+  return typeof entry === 'string' ? { ok: false, reason: entry } : { ok: true, entry, end: rec.end };
+}
+
+// ---- replay ---------------------------------------------------------------------------------
+
+/** Streams entries (afterIndex, upTo] from disk to the listener in bounded batches. */
+function replay(segments: SegmentRef[], afterIndex: number, upTo: number, listener: EntriesListener): void {
+  if (afterIndex >= upTo) return;
+  const start = segments.findLastIndex((s) => s.first <= afterIndex + 1);
+  if (start < 0) {
+    throw new RangeError(`${kind}.subscribe: entries after ${afterIndex} were compacted; `
+      + `the oldest segment starts at ${segments[0]?.first}`);
+  }
+  let expected = afterIndex + 1;
+  let batch: LogEntry[] = [];
+  for (const seg of segments.slice(start)) {
+    for (const entry of readEntries(seg, upTo)) {
+      if (entry.index < expected) continue;
+      if (entry.index !== expected) throw new Error(`${kind}.subscribe: ${seg.path} skips from ${expected} to ${entry.index}`);
+      batch.push(entry);
+      expected += 1;
+      if (batch.length === replayBatchEntriesMax) {
+        listener(batch);
+        batch = [];
+      }
+    }
+  }
+  if (batch.length > 0) listener(batch);
+  if (expected !== upTo + 1) throw new Error(`${kind}.subscribe: replay stopped at ${expected - 1}, not ${upTo}`);
+}
+
+/** Entries of one segment up to `upTo`; stops there because later bytes may be a write in flight. */
+function* readEntries(seg: SegmentRef, upTo: number): Generator<LogEntry> {
+  const file = new RecordFile(seg.path);
+  try {
+    let offset = 0;
+    for (let next = seg.first; next <= upTo; next += 1) {
+      const rec = entryAt(file, offset);
+      if (rec === undefined) return;
+      if (!rec.ok) throw corrupt(seg.path, offset, rec.reason);
+      if (rec.entry.index !== next) throw corrupt(seg.path, offset, `index ${rec.entry.index}, expected ${next}`);
+      yield rec.entry;
+      offset = rec.end;
+    }
+  } finally {
+    file.close();
+  }
+}
+
+// ---- snapshots ------------------------------------------------------------------------------
+
+/** The newest snapshot that reads back whole; unfinished `.tmp` files from a crash are removed. */
+async function loadSnapshot(snapDir: string, logger: WalLogger): Promise<Snapshot | undefined> {
+  const names = await readdir(snapDir);
+  for (const name of names.filter((n) => n.endsWith('.tmp'))) {
+    await rm(join(snapDir, name), { force: true });
+    logger.info({ file: join(snapDir, name) }, 'WAL: removed an unfinished snapshot');
+  }
+  const snaps = await listIndexed(snapDir, snapPattern);
+  for (const { first: index, path } of snaps.reverse()) {
+    const s = await readSnapshotFile(path, index);
+    if (typeof s !== 'string') return s;
+    logger.warn({ file: path, reason: s }, 'WAL: skipping an invalid snapshot');
+  }
+  return undefined;
+}
+
+async function readSnapshotFile(path: string, index: number): Promise<Snapshot | string> {
+  const rec = decodeSingle(await readFile(path));
+  if (!rec.ok) return rec.reason;
+  const s = parseSnapshot(rec.payload);
+  if (typeof s !== 'string' && s.index !== index) return `index ${s.index} does not match the file name`;
+  return s;
+}
+
+/** Write aside, sync, rename into place, sync the directory: a crash leaves the old or the new, whole. */
+async function writeSnapshotFile(snapDir: string, s: Snapshot): Promise<void> {
+  const path = join(snapDir, snapName(s.index));
+  const tmp = `${path}.tmp`;
+  const buf = encodeRecords([snapshotPayload(s)]);
+  const fh = await open(tmp, 'w');
+  try {
+    await writeAll(fh, buf, 0);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, path);
+  await syncDir(snapDir);
+}
+
+/** Keeps the newest snapshot and the one before it (a fallback if the newest turns out unreadable). */
+async function pruneSnapshots(snapDir: string, newest: number): Promise<void> {
+  const snaps = await listIndexed(snapDir, snapPattern);
+  const previous = snaps.filter((s) => s.first < newest).at(-1)?.first;
+  for (const s of snaps) {
+    if (s.first !== newest && s.first !== previous) await unlink(s.path);
+  }
+}
+
+// ---- files ----------------------------------------------------------------------------------
+
+function segmentName(first: number): string {
+  return `${String(first).padStart(indexDigits, '0')}.seg`;
+}
+
+function snapName(index: number): string {
+  return `${String(index).padStart(indexDigits, '0')}.snap`;
+}
+
+/** Files named by a 20-digit index, sorted by it; other names are not ours and are left alone. */
+async function listIndexed(dir: string, pattern: RegExp): Promise<SegmentRef[]> {
+  const found: SegmentRef[] = [];
+  for (const name of await readdir(dir)) {
+    const m = pattern.exec(name);
+    const first = m === null ? NaN : Number(m[1]);
+    if (Number.isSafeInteger(first)) found.push({ first, path: join(dir, name) });
+  }
+  return found.sort((a, b) => a.first - b.first);
+}
+
+async function writeAll(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < buf.length;) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    if (bytesWritten <= 0) throw new Error(`write made no progress at offset ${position + done}`);
+    done += bytesWritten;
+  }
+}
+
+/** Makes created, renamed or deleted names durable. */
+async function syncDir(path: string): Promise<void> {
+  const fh = await open(path, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
