@@ -16,7 +16,7 @@ import type { RegistryState } from './registry-state.ts';
 
 export type Failure =
   | 'lock-delay' | 'held-by-other' | 'not-holder' | 'not-locked'
-  | 'invalid-session' | 'cas-mismatch' | 'session-not-found' | 'stale'
+  | 'invalid-session' | 'cas-mismatch' | 'session-not-found' | 'session-exists' | 'stale'
   | 'unknown-node' | 'unknown-check' | 'check-critical';
 
 export type Result =
@@ -94,6 +94,8 @@ function sessionContext(s: Session): SessionContext {
 function sessionCreate(c: Ctx, cmd: SessionCreate): Result {
   const { state } = c;
   if (!state.nodes.has(cmd.node)) return { ok: false, reason: 'unknown-node', detail: cmd.node };
+  // Ids are chosen before the log; a repeated id (a retried proposal) must not reset a live session.
+  if (state.sessions.has(cmd.id)) return { ok: false, reason: 'session-exists', detail: cmd.id };
   const bound = boundChecks(cmd);
   for (const checkId of bound) {
     const check = state.checks.get(state.checkKey(cmd.node, checkId));
