@@ -1,5 +1,6 @@
+// Goal: the simplest end-to-end path works — start, create a session, take a lock, stop cleanly with exit 0.
 import { test, expect } from 'vitest';
-import { startAgent, client } from './test/support/agent.ts';
+import { startAgent, client } from './support/agent.ts';
 test('smoke', async () => {
   const a = await startAgent();
   const c = client(a);
