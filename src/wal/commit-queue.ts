@@ -1,7 +1,10 @@
 /**
  * Group commit: while one commit is in flight, arriving appends queue; when it finishes, everything
  * queued (up to the batch bounds) goes into the next single commit. One append is never split.
+ * The queue itself is bounded: an append that would make it hold more than `queuedEntriesMax`
+ * entries is refused at once (LOG_OVERLOADED) instead of piling up memory and latency.
  */
+import { overloadedError } from './common.ts';
 
 export interface Pending<T> {
   items: readonly T[];
@@ -15,6 +18,8 @@ export interface CommitBounds {
   entriesMax: number;
   /** Most payload bytes in one commit; an append larger than this still commits, alone. */
   bytesMax: number;
+  /** Most entries waiting for the next commit (the batch in flight is not counted). */
+  queuedEntriesMax: number;
 }
 
 /** `commit` must settle every pending of its batch (resolve after durable + delivered, or reject). */
@@ -22,16 +27,36 @@ export type CommitFn<T> = (batch: Pending<T>[]) => Promise<void>;
 
 export class CommitQueue<T> {
   private readonly queue: Pending<T>[] = [];
+  /** Entries in `queue`. */
+  private queuedEntries = 0;
   private running: Promise<void> | undefined;
 
   constructor(
+    private readonly kind: string,
     private readonly bounds: CommitBounds,
     private readonly commit: CommitFn<T>,
   ) {}
 
+  /**
+   * Why an append of `entries` entries cannot be queued now, if it cannot: LOG_OVERLOADED while the
+   * queue is too full for it, a RangeError if it is larger than the queue could ever hold.
+   */
+  refusal(entries: number): Error | undefined {
+    const max = this.bounds.queuedEntriesMax;
+    if (entries > max) {
+      return new RangeError(`${this.kind}: an append of ${entries} entries is larger than queuedEntriesMax (${max}); split it`);
+    }
+    if (this.queuedEntries + entries > max) return overloadedError(this.kind, this.queuedEntries, entries, max);
+    return undefined;
+  }
+
+  /** Queues one append; the caller checked `refusal` in the same tick. */
   enqueue(items: readonly T[], bytes: number): Promise<void> {
+    const refused = this.refusal(items.length);
+    if (refused !== undefined) return Promise.reject(refused);
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ items, bytes, resolve, reject });
+      this.queuedEntries += items.length;
       this.running ??= this.run();
     });
   }
@@ -43,6 +68,7 @@ export class CommitQueue<T> {
 
   /** Rejects everything still queued (not the batch in flight: its commit settles it). */
   rejectQueued(err: Error): void {
+    this.queuedEntries = 0;
     for (const p of this.queue.splice(0)) p.reject(err);
   }
 
@@ -72,6 +98,7 @@ export class CommitQueue<T> {
       entries += p.items.length;
       bytes += p.bytes;
     }
+    this.queuedEntries -= entries;
     return this.queue.splice(0, count);
   }
 }

@@ -1,9 +1,11 @@
 /**
- * What the WAL and its in-memory twin share: the entry wire format and the argument checks, so the
- * twin behaves byte-for-byte like the durable log (a cmd that does not survive JSON fails in both).
+ * What the WAL and its in-memory twin share: the commit payload format (see record.ts) and the
+ * argument checks, so the twin behaves byte-for-byte like the durable log (a cmd that does not
+ * survive JSON fails in both, an append too large for one commit frame is refused by both).
  */
 import type { Command } from '../domain/commands.ts';
 import type { LogEntry, Proposal, Snapshot } from '../ports/log.ts';
+import { entryBytesMax, frameBytesMax } from './record.ts';
 
 /** Counters that make group commit visible: `commits` is the number of fdatasyncs (WAL). */
 export interface LogStats {
@@ -17,14 +19,28 @@ export type Phase = 'new' | 'open' | 'closing' | 'closed';
 export interface EncodedProposal {
   pidJson: string;
   cmdJson: string;
-  /** Upper bound of the record payload in bytes (used to bound a batch). */
+  /** Upper bound of the bytes this entry takes in a commit payload, separator included (bounds a batch). */
   bytes: number;
 }
 
-/** Bytes the envelope adds around pid and cmd: braces, keys and two numbers. */
+/**
+ * Bytes an entry adds around pid and cmd in a commit payload: braces, keys and punctuation (21),
+ * the index (at most 16 digits), atMs (at most 24 characters) and the comma before the next entry.
+ */
 const envelopeBytesMax = 64;
+/** The brackets around a commit payload's entries. */
+const commitFramingBytes = 2;
+/**
+ * Most entry bytes (sum of `EncodedProposal.bytes`) one commit may carry, so its frame stays within
+ * `frameBytesMax`. An append above it can never be committed (appends are never split) and is refused.
+ */
+export const commitBytesMax = frameBytesMax - commitFramingBytes;
 /** Entries handed to the listener in one call during replay. */
 export const replayBatchEntriesMax = 1024;
+/** Entries that may wait for the next commit unless the options say otherwise. */
+export const queuedEntriesMaxDefault = 65_536;
+/** `code` of the error an append gets when the queue of appends waiting for a commit is full. */
+export const logOverloadedCode = 'LOG_OVERLOADED' as const;
 
 export function encodeProposal(p: Proposal, payloadBytesMax: number): EncodedProposal {
   if (typeof p.pid !== 'string') throw new TypeError('proposal pid must be a string');
@@ -33,9 +49,40 @@ export function encodeProposal(p: Proposal, payloadBytesMax: number): EncodedPro
   const cmdJson = JSON.stringify(p.cmd);
   const bytes = Buffer.byteLength(pidJson) + Buffer.byteLength(cmdJson) + envelopeBytesMax;
   if (bytes > payloadBytesMax) {
-    throw new RangeError(`proposal ${p.pid} needs ${bytes} bytes, above the ${payloadBytesMax}-byte record limit`);
+    throw new RangeError(`proposal ${p.pid} needs ${bytes} bytes, above the ${payloadBytesMax}-byte entry limit`);
   }
   return { pidJson, cmdJson, bytes };
+}
+
+/** Encodes one append's proposals; throws if one is invalid or all together cannot fit one commit frame. */
+export function encodeAppend(proposals: readonly Proposal[]): { items: EncodedProposal[]; bytes: number } {
+  const items = proposals.map((p) => encodeProposal(p, entryBytesMax));
+  const bytes = items.reduce((sum, p) => sum + p.bytes, 0);
+  if (bytes > commitBytesMax) {
+    throw new RangeError(`an append of ${items.length} proposals needs ${bytes} bytes, above the `
+      + `${commitBytesMax}-byte commit limit (one append is one commit); split it`);
+  }
+  return { items, bytes };
+}
+
+/** The error for an append refused because `queued` entries already wait and at most `max` may. */
+export function overloadedError(kind: string, queued: number, adding: number, max: number): Error {
+  const err = new Error(`${kind}: log is overloaded: ${queued} entries already wait for the next commit and `
+    + `${adding} more would pass queuedEntriesMax (${max}); retry later`);
+  return Object.assign(err, { code: logOverloadedCode });
+}
+
+/** True for the error an append gets when the log is overloaded (its queue of waiting appends is full). */
+export function isLogOverloaded(err: unknown): err is Error & { code: 'LOG_OVERLOADED' } {
+  return err instanceof Error && (err as { code?: unknown }).code === logOverloadedCode;
+}
+
+/** A positive integer option, or its default. */
+export function positiveIntOption(kind: string, name: string, value: number | undefined, fallback: number,
+  max = Number.MAX_SAFE_INTEGER): number {
+  const v = value ?? fallback;
+  if (!Number.isSafeInteger(v) || v < 1 || v > max) throw new RangeError(`${kind}: ${name} must be an integer in 1..${max}, got ${v}`);
+  return v;
 }
 
 /** The entry time: the clock, but never before the previous entry (the port's promise). */
@@ -44,39 +91,51 @@ export function stampMs(lastAtMs: number, nowMs: number): number {
   return Math.max(lastAtMs, nowMs);
 }
 
-/** The record payload: `{"i":index,"t":atMs,"p":pid,"c":cmd}`. */
+/** One entry inside a commit payload: `{"i":index,"t":atMs,"p":pid,"c":cmd}`. */
 export function entryPayload(index: number, atMs: number, p: EncodedProposal): string {
   return `{"i":${index},"t":${atMs},"p":${p.pidJson},"c":${p.cmdJson}}`;
 }
 
 /**
- * Gives a batch consecutive indexes after `last` and one entry time, as record payloads plus the
- * entries parsed back from them, so live delivery sees exactly what a replay from disk would.
+ * Gives a batch consecutive indexes after `last` and one entry time, as one commit payload (the
+ * JSON array of record.ts) plus the entries parsed back from it, so live delivery sees exactly what
+ * a replay from disk would.
  */
 export function stampBatch(
   batch: readonly { items: readonly EncodedProposal[] }[],
   last: number,
   atMs: number,
-): { payloads: string[]; entries: LogEntry[] } {
+): { payload: string; entries: LogEntry[] } {
   let index = last;
-  const payloads = batch.flatMap((p) => p.items.map((item) => entryPayload(++index, atMs, item)));
-  const entries = payloads.map((payload, k) => {
-    const entry = parseEntry(payload);
-    if (typeof entry === 'string') throw new Error(`entry ${last + 1 + k} does not survive JSON: ${entry}`);
-    return entry;
-  });
-  return { payloads, entries };
+  const payload = `[${batch.flatMap((p) => p.items.map((item) => entryPayload(++index, atMs, item))).join(',')}]`;
+  const entries = parseCommit(payload, last + 1);
+  if (typeof entries === 'string') throw new Error(`commit of entries ${last + 1}..${index} does not survive JSON: ${entries}`);
+  return { payload, entries };
 }
 
-/** Parses a record payload into an entry, or returns why it is not one. */
-export function parseEntry(payload: string): LogEntry | string {
+/** Parses a commit payload whose first entry must be `first`, or returns why it is not one. */
+export function parseCommit(payload: string, first: number): LogEntry[] | string {
   let v: unknown;
   try {
     v = JSON.parse(payload);
   } catch {
     return 'bad JSON';
   }
-  if (!isObject(v)) return 'payload is not an object';
+  if (!Array.isArray(v)) return 'payload is not an array of entries';
+  if (v.length === 0) return 'commit without entries';
+  const entries: LogEntry[] = [];
+  for (const [k, item] of v.entries()) {
+    const entry = toEntry(item);
+    if (typeof entry === 'string') return `entry ${k} of the commit: ${entry}`;
+    if (entry.index !== first + k) return `index ${entry.index}, expected ${first + k}`;
+    entries.push(entry);
+  }
+  return entries;
+}
+
+/** Checks one parsed entry, or returns why it is not one. */
+function toEntry(v: unknown): LogEntry | string {
+  if (!isObject(v)) return 'not an object';
   const { i, t, p, c } = v;
   if (typeof i !== 'number' || !Number.isSafeInteger(i) || i < 1) return 'bad index';
   if (typeof t !== 'number' || !Number.isFinite(t)) return 'bad atMs';

@@ -6,10 +6,10 @@ import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import { CommitQueue, type Pending } from './commit-queue.ts';
 import {
-  checkAfterIndex, encodeProposal, parseSnapshot, refusal, replayBatchEntriesMax,
-  snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats, type Phase,
+  checkAfterIndex, encodeAppend, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault, refusal,
+  replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats,
+  type Phase,
 } from './common.ts';
-import { recordBytesMax } from './record.ts';
 
 /** What survives a "restart": committed entries (compacted like the WAL) and the newest snapshot. */
 export interface MemoryLogStore {
@@ -28,6 +28,12 @@ export interface MemoryLogOptions {
   store?: MemoryLogStore;
   /** Most entries in one commit. @default 4096 */
   batchEntriesMax?: number;
+  /**
+   * Most entries waiting for the next commit. An append that would pass it is rejected at once with
+   * an error whose `code` is 'LOG_OVERLOADED' (see `isLogOverloaded`); one larger than it with a
+   * RangeError. Same rule as the WAL. @default 65536
+   */
+  queuedEntriesMax?: number;
 }
 
 const kind = 'MemoryLog';
@@ -46,8 +52,12 @@ export class MemoryLog implements ReplicatedLog {
   constructor(opts: MemoryLogOptions) {
     this.clock = opts.clock;
     this.store = opts.store ?? createMemoryLogStore();
-    const bounds = { entriesMax: opts.batchEntriesMax ?? 4096, bytesMax: Number.MAX_SAFE_INTEGER };
-    this.commits = new CommitQueue(bounds, (batch) => this.commit(batch));
+    const bounds = {
+      entriesMax: positiveIntOption(kind, 'batchEntriesMax', opts.batchEntriesMax, 4096),
+      bytesMax: Number.MAX_SAFE_INTEGER,
+      queuedEntriesMax: positiveIntOption(kind, 'queuedEntriesMax', opts.queuedEntriesMax, queuedEntriesMaxDefault),
+    };
+    this.commits = new CommitQueue(kind, bounds, (batch) => this.commit(batch));
   }
 
   async open(): Promise<Snapshot | undefined> {
@@ -70,9 +80,12 @@ export class MemoryLog implements ReplicatedLog {
     const refused = refusal(kind, this.phase, this.failure);
     if (refused !== undefined) return Promise.reject(refused);
     if (proposals.length === 0) return Promise.resolve();
+    // Checked before encoding, so shedding load costs next to nothing.
+    const full = this.commits.refusal(proposals.length);
+    if (full !== undefined) return Promise.reject(full);
     try {
-      const items = proposals.map((p) => encodeProposal(p, recordBytesMax));
-      return this.commits.enqueue(items, items.reduce((sum, p) => sum + p.bytes, 0));
+      const { items, bytes } = encodeAppend(proposals);
+      return this.commits.enqueue(items, bytes);
     } catch (err) {
       return Promise.reject(err);
     }

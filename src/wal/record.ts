@@ -1,41 +1,67 @@
 /**
- * Record framing shared by segments and snapshots: `[u32 LE payload length][u32 LE crc32(payload)][payload]`.
+ * On-disk framing shared by segments and snapshots.
+ *
+ * Frame: `[u32 LE payload length][u32 LE crc32(payload)][payload]`, frames back to back, no padding.
+ *
+ * Segment files (`wal/*.seg`) hold ONE FRAME PER COMMIT: a group commit is one frame, one write and
+ * one fdatasync. The payload is the commit's entries as a UTF-8 JSON array, in index order:
+ *
+ *     [{"i":7,"t":1718000000000,"p":"n1-42","c":{...}},{"i":8,"t":1718000000000,"p":"n1-43","c":{...}}]
+ *
+ * with `i` the index, `t` atMs (one value for the whole commit), `p` the proposal id and `c` the
+ * command. A commit holds at least one entry, indexes are consecutive within and across frames, and
+ * the payload always starts with the bytes `[{"i":` (`commitPayloadStart`). Its length is 1 to
+ * `frameBytesMax` bytes; a length of 0 or above that is damage, not a frame.
+ *
+ * The commit is the unit of validation: one crc covers all its entries, so recovery keeps a commit
+ * whole or drops it whole. Because a segment is only ever appended to, and a commit is written only
+ * after the previous commit's fdatasync succeeded, a damaged frame with nothing intact after it in
+ * the last segment is an unacknowledged commit torn by a crash (truncated), while a damaged frame
+ * followed by an intact one was acknowledged (refused). See wal.ts, `scanSegment`.
+ *
+ * Snapshot files (`snap/*.snap`) hold exactly one frame whose payload is `{"index":n,"data":...}`;
+ * they are not subject to `frameBytesMax`.
+ *
  * Reading is synchronous on purpose: subscribe() must finish its replay before it returns (the port's
  * `subscribe` returns void), and open() reuses the same reader rather than keeping a second one.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 
+const MiB = 1024 * 1024;
 export const headerBytes = 8;
-/** Largest payload one log record may carry; a larger length in a header is corruption, not a record. */
-export const recordBytesMax = 16 * 1024 * 1024;
+/** Largest commit payload; a larger length in a segment frame header is corruption, not a frame. */
+export const frameBytesMax = 64 * MiB;
+/** Largest single entry (as JSON) a proposal may produce; unchanged from the one-record-per-entry format. */
+export const entryBytesMax = 16 * MiB;
+/** The bytes every commit payload begins with: how recovery spots an intact frame past damaged bytes. */
+export const commitPayloadStart = Buffer.from('[{"i":', 'utf8');
+/** The bytes every entry in a commit payload begins with. */
+export const entryStart = Buffer.from('{"i":', 'utf8');
 /** Read buffer for scanning: large enough to amortise syscalls, small enough to stream a 64 MiB segment. */
-const readChunkBytes = 1024 * 1024;
+const readChunkBytes = MiB;
 /** The length field is a u32. */
-const frameBytesMax = 0xffff_ffff;
+const u32Max = 0xffff_ffff;
 
-/** Frames UTF-8 payloads back to back into one buffer (one write per commit). */
-export function encodeRecords(payloads: readonly string[]): Buffer {
-  const lengths = payloads.map((p) => Buffer.byteLength(p, 'utf8'));
-  const out = Buffer.allocUnsafe(lengths.reduce((sum, n) => sum + headerBytes + n, 0));
-  let at = 0;
-  payloads.forEach((payload, k) => {
-    const n = lengths[k]!;
-    if (n > frameBytesMax) throw new RangeError(`record payload of ${n} bytes does not fit a u32 length`);
-    out.write(payload, at + headerBytes, n, 'utf8');
-    out.writeUInt32LE(n, at);
-    out.writeUInt32LE(crc32(out.subarray(at + headerBytes, at + headerBytes + n)), at + 4);
-    at += headerBytes + n;
-  });
+/** Frames one UTF-8 payload (one write per commit, or a whole snapshot file). */
+export function encodeFrame(payload: string, payloadBytesMax = u32Max): Buffer {
+  const n = Buffer.byteLength(payload, 'utf8');
+  if (n > Math.min(payloadBytesMax, u32Max)) {
+    throw new RangeError(`frame payload of ${n} bytes is above the ${Math.min(payloadBytesMax, u32Max)}-byte limit`);
+  }
+  const out = Buffer.allocUnsafe(headerBytes + n);
+  out.write(payload, headerBytes, n, 'utf8');
+  out.writeUInt32LE(n, 0);
+  out.writeUInt32LE(crc32(out.subarray(headerBytes)), 4);
   return out;
 }
 
-/** A decoded record, or why the bytes at that offset are not one. */
+/** A decoded frame, or why the bytes at that offset are not one. */
 export type Decoded =
   | { ok: true; end: number; payload: string }
   | { ok: false; reason: string };
 
-/** Decodes a buffer that must hold exactly one record (a snapshot file). */
+/** Decodes a buffer that must hold exactly one frame (a snapshot file). */
 export function decodeSingle(buf: Buffer): Decoded {
   if (buf.length < headerBytes) return { ok: false, reason: 'short header' };
   const len = buf.readUInt32LE(0);
@@ -45,7 +71,13 @@ export function decodeSingle(buf: Buffer): Decoded {
   return { ok: true, end: buf.length, payload: payload.toString('utf8') };
 }
 
-/** Sequential-or-random record access to one file through a bounded read buffer. */
+/** A place where `find` matched, with up to `after` bytes that follow the match (valid until the next one). */
+export interface Match {
+  at: number;
+  following: Buffer;
+}
+
+/** Sequential-or-random frame access to one segment file through a bounded read buffer. */
 export class RecordFile {
   readonly size: number;
   private readonly fd: number;
@@ -62,7 +94,7 @@ export class RecordFile {
     closeSync(this.fd);
   }
 
-  /** Decodes the record starting at `offset`; undefined exactly at end of file. */
+  /** Decodes the frame starting at `offset`; undefined exactly at end of file. */
   at(offset: number): Decoded | undefined {
     if (offset >= this.size) return undefined;
     const len = this.lengthAt(offset);
@@ -73,17 +105,28 @@ export class RecordFile {
     return { ok: true, end: offset + headerBytes + len, payload: payload.toString('utf8') };
   }
 
-  /** End offset of the record at `offset` judged by its header alone, if the header is plausible. */
-  skip(offset: number): number | undefined {
-    const len = this.lengthAt(offset);
-    return typeof len === 'string' ? undefined : offset + headerBytes + len;
+  /**
+   * Every offset at or after `from` where `needle` occurs, in order, streamed through a bounded
+   * buffer of its own (so `at` may be called between matches).
+   */
+  *find(needle: Buffer, from: number, after = 0): Generator<Match> {
+    const window = Buffer.alloc(readChunkBytes + needle.length + after);
+    for (let pos = from; pos < this.size; pos += readChunkBytes) {
+      const got = this.read(window, pos);
+      const view = window.subarray(0, got);
+      // A match belongs to the window it starts in; the overlap only completes it.
+      for (let hit = view.indexOf(needle); hit !== -1 && hit < readChunkBytes; hit = view.indexOf(needle, hit + 1)) {
+        const start = hit + needle.length;
+        yield { at: pos + hit, following: view.subarray(start, Math.min(got, start + after)) };
+      }
+    }
   }
 
   /** Payload length from a header that fits the file, or why it does not. */
   private lengthAt(offset: number): number | string {
     if (this.size - offset < headerBytes) return 'short header';
     const len = this.view(offset, headerBytes).readUInt32LE(0);
-    if (len === 0 || len > recordBytesMax) return `implausible length ${len}`;
+    if (len === 0 || len > frameBytesMax) return `implausible length ${len}`;
     if (offset + headerBytes + len > this.size) return 'short payload';
     return len;
   }
@@ -97,15 +140,21 @@ export class RecordFile {
 
   private fill(offset: number, n: number): void {
     if (this.buf.length < n) this.buf = Buffer.alloc(n);
-    const want = Math.min(this.buf.length, this.size - offset);
-    let got = 0;
-    while (got < want) {
-      const r = readSync(this.fd, this.buf, got, want - got, offset + got);
-      if (r === 0) break;
-      got += r;
-    }
+    const got = this.read(this.buf, offset);
     if (got < n) throw new Error(`${this.path}: file shrank while reading at offset ${offset}`);
     this.bufPos = offset;
     this.bufLen = got;
+  }
+
+  /** Fills `into` from `offset` as far as the file (as sized at open) goes; returns the bytes read. */
+  private read(into: Buffer, offset: number): number {
+    const want = Math.min(into.length, this.size - offset);
+    let got = 0;
+    while (got < want) {
+      const r = readSync(this.fd, into, got, want - got, offset + got);
+      if (r === 0) break;
+      got += r;
+    }
+    return got;
   }
 }

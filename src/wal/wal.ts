@@ -1,7 +1,8 @@
 /**
- * The embedded write-ahead log (DESIGN §3): segment files of framed, checksummed records; group
- * commit with one fdatasync per batch before anything is acknowledged; snapshots that let old
- * segments go; recovery that truncates a torn tail and refuses every other kind of damage.
+ * The embedded write-ahead log (DESIGN §3): segment files of checksummed frames, one frame per group
+ * commit (format in record.ts); one write and one fdatasync per commit before anything in it is
+ * acknowledged; snapshots that let old segments go; recovery that truncates a torn last commit and
+ * refuses every other kind of damage.
  *
  * On disk: `<dir>/wal/<20-digit first index>.seg` and `<dir>/snap/<20-digit index>.snap`.
  */
@@ -11,10 +12,13 @@ import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import { CommitQueue, type Pending } from './commit-queue.ts';
 import {
-  checkAfterIndex, encodeProposal, parseEntry, parseSnapshot, refusal, replayBatchEntriesMax, snapshotPayload,
-  snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats, type Phase,
+  checkAfterIndex, commitBytesMax, encodeAppend, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
+  refusal, replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
+  type LogStats, type Phase,
 } from './common.ts';
-import { decodeSingle, encodeRecords, RecordFile, recordBytesMax } from './record.ts';
+import {
+  commitPayloadStart, decodeSingle, encodeFrame, entryStart, frameBytesMax, headerBytes, RecordFile,
+} from './record.ts';
 
 /** pino-compatible: the WAL reports recovery and failures through it. */
 export interface WalLogger {
@@ -29,11 +33,20 @@ export interface WalLogOptions {
   clock: Clock;
   /** Roll to a new segment file, between commits, once the current one has reached this size. @default 64 MiB */
   segmentBytesMax?: number;
-  /** Most entries in one commit (one write + one fdatasync); more wait for the next. @default 4096 */
+  /** Most entries in one commit (one frame, one write + one fdatasync); more wait for the next. @default 4096 */
   batchEntriesMax?: number;
-  /** Most payload bytes in one commit; more wait for the next. @default 16 MiB */
+  /**
+   * Most payload bytes in one commit, counted by the entries' size bounds; more wait for the next.
+   * At most 64 MiB, the largest commit frame; an append needing more than that is refused. @default 16 MiB
+   */
   batchBytesMax?: number;
-  /** Receives recovery warnings (bytes dropped from a torn tail) and write failures. @default silent */
+  /**
+   * Most entries waiting for the next commit while one is in flight. An append that would pass it is
+   * rejected at once with an error whose `code` is 'LOG_OVERLOADED' (see `isLogOverloaded`); one
+   * larger than it with a RangeError. @default 65536
+   */
+  queuedEntriesMax?: number;
+  /** Receives recovery warnings (a torn last commit dropped) and write failures. @default silent */
   logger?: WalLogger;
 }
 
@@ -90,8 +103,13 @@ export class WalLog implements ReplicatedLog {
     this.segmentBytesMax = opts.segmentBytesMax ?? 64 * MiB;
     if (!(this.segmentBytesMax > 0)) throw new RangeError(`${kind}: segmentBytesMax must be positive`);
     this.logger = opts.logger ?? silent;
-    const bounds = { entriesMax: opts.batchEntriesMax ?? 4096, bytesMax: opts.batchBytesMax ?? 16 * MiB };
-    this.commits = new CommitQueue(bounds, (batch) => this.commit(batch));
+    const bounds = {
+      entriesMax: positiveIntOption(kind, 'batchEntriesMax', opts.batchEntriesMax, 4096),
+      // The entries' bounds of a batch within commitBytesMax keep its frame within frameBytesMax.
+      bytesMax: Math.min(commitBytesMax, positiveIntOption(kind, 'batchBytesMax', opts.batchBytesMax, 16 * MiB, frameBytesMax)),
+      queuedEntriesMax: positiveIntOption(kind, 'queuedEntriesMax', opts.queuedEntriesMax, queuedEntriesMaxDefault),
+    };
+    this.commits = new CommitQueue(kind, bounds, (batch) => this.commit(batch));
   }
 
   async open(): Promise<Snapshot | undefined> {
@@ -123,9 +141,12 @@ export class WalLog implements ReplicatedLog {
     const refused = refusal(kind, this.phase, this.failure);
     if (refused !== undefined) return Promise.reject(refused);
     if (proposals.length === 0) return Promise.resolve();
+    // Checked before encoding, so shedding load costs next to nothing.
+    const full = this.commits.refusal(proposals.length);
+    if (full !== undefined) return Promise.reject(full);
     try {
-      const items = proposals.map((p) => encodeProposal(p, recordBytesMax));
-      return this.commits.enqueue(items, items.reduce((sum, p) => sum + p.bytes, 0));
+      const { items, bytes } = encodeAppend(proposals);
+      return this.commits.enqueue(items, bytes);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -159,14 +180,14 @@ export class WalLog implements ReplicatedLog {
     this.phase = 'closed';
   }
 
-  /** One group commit: stamp, roll if due, one write, one fdatasync, then deliver and acknowledge. */
+  /** One group commit: stamp, roll if due, one frame written, one fdatasync, then deliver and acknowledge. */
   private async commit(batch: Pending<EncodedProposal>[]): Promise<void> {
     let entries: LogEntry[];
     try {
       const stamped = stampBatch(batch, this.last, stampMs(this.lastAtMs, this.opts.clock.nowMs()));
       entries = stamped.entries;
       await this.rollIfFull();
-      await this.writeDurably(encodeRecords(stamped.payloads));
+      await this.writeDurably(encodeFrame(stamped.payload, frameBytesMax));
     } catch (err) {
       this.fail(err, batch);
       return;
@@ -195,7 +216,7 @@ export class WalLog implements ReplicatedLog {
     for (const p of batch) p.resolve();
   }
 
-  /** Rolls between commits, so every segment but the current one ends on a whole, synced record. */
+  /** Rolls between commits, so every segment but the current one ends on a whole, synced frame. */
   private async rollIfFull(): Promise<void> {
     const old = this.active!;
     if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
@@ -287,28 +308,50 @@ async function dropEmptyTail(walDir: string, segments: SegmentRef[], sizes: numb
 interface Scan {
   next: number;
   lastAtMs: number | undefined;
-  /** Offset just past the last whole record. */
+  /** Offset just past the last whole commit frame. */
   goodBytes: number;
-  /** Set when the tail after goodBytes is a crash artifact to cut off. */
-  torn?: { bytes: number; reason: string };
+  /** Set when the tail after goodBytes is a torn, unacknowledged commit to cut off. */
+  torn?: Torn;
 }
 
-/** Validates one segment: framing, crc, JSON and index continuity, record by record. */
+interface Torn {
+  bytes: number;
+  /** Entries recognisable in the dropped bytes: a lower bound, damage may have erased some. */
+  entries: number;
+  reason: string;
+}
+
+/**
+ * Validates one segment commit by commit: framing, crc, JSON and index continuity.
+ *
+ * A commit is written only after the previous one's fdatasync succeeded, and nothing in it is
+ * acknowledged before its own fdatasync. So only the last commit of the last segment can have been
+ * torn by a crash, and then anywhere inside it: pages of an unsynced write reach the disk in any
+ * order. A damaged frame there with no intact frame after it is cut off whole. A damaged frame with
+ * an intact one after it, or in an earlier segment, was acknowledged: refuse to open.
+ */
 function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
   const file = new RecordFile(seg.path);
   try {
     let offset = 0;
     let next = seg.first;
     let lastAtMs: number | undefined;
-    for (let rec = entryAt(file, offset); rec !== undefined; rec = entryAt(file, offset)) {
-      if (!rec.ok) {
-        if (!isLast || intactRecordFollows(file, offset)) throw corrupt(seg.path, offset, rec.reason);
-        return { next, lastAtMs, goodBytes: offset, torn: { bytes: file.size - offset, reason: rec.reason } };
+    for (let frame = file.at(offset); frame !== undefined; frame = file.at(offset)) {
+      if (!frame.ok) {
+        if (!isLast) throw corrupt(seg.path, offset, frame.reason);
+        const intact = intactFrameAfter(file, offset);
+        if (intact !== undefined) {
+          throw corrupt(seg.path, offset, `${frame.reason}, and an intact commit follows at offset ${intact}`);
+        }
+        const torn = { bytes: file.size - offset, entries: entriesIn(file, offset, next), reason: frame.reason };
+        return { next, lastAtMs, goodBytes: offset, torn };
       }
-      if (rec.entry.index !== next) throw corrupt(seg.path, offset, `index ${rec.entry.index}, expected ${next}`);
-      next += 1;
-      lastAtMs = rec.entry.atMs;
-      offset = rec.end;
+      // A frame whose crc matches was written whole: bad content in it is not a crash artifact.
+      const entries = parseCommit(frame.payload, next);
+      if (typeof entries === 'string') throw corrupt(seg.path, offset, entries);
+      next += entries.length;
+      lastAtMs = entries.at(-1)!.atMs;
+      offset = frame.end;
     }
     return { next, lastAtMs, goodBytes: offset };
   } finally {
@@ -317,18 +360,28 @@ function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
 }
 
 /**
- * A torn write only damages the unsynced end of the last segment. A whole, valid record after the
- * damage proves it is not that: truncating there would drop acknowledged entries.
+ * Offset of a whole frame (crc matching) that starts after `damaged`, if there is one. Found by
+ * searching for the bytes every commit payload starts with rather than by following length fields,
+ * so a damaged length cannot hide an acknowledged commit behind it.
  */
-function intactRecordFollows(file: RecordFile, offset: number): boolean {
-  for (let at = file.skip(offset); at !== undefined && at < file.size; at = file.skip(at)) {
-    if (entryAt(file, at)?.ok) return true;
+function intactFrameAfter(file: RecordFile, damaged: number): number | undefined {
+  for (const { at } of file.find(commitPayloadStart, damaged + 1 + headerBytes)) {
+    if (file.at(at - headerBytes)?.ok === true) return at - headerBytes;
   }
-  return false;
+  return undefined;
 }
 
-async function truncateTail(path: string, goodBytes: number, torn: { bytes: number; reason: string },
-  logger: WalLogger): Promise<void> {
+/** How many distinct entries from index `next` on can still be recognised in bytes `from`.. (for the log). */
+function entriesIn(file: RecordFile, from: number, next: number): number {
+  const seen = new Set<number>();
+  for (const { following } of file.find(entryStart, from, 17)) {
+    const index = Number(/^\d+/.exec(following.toString('latin1'))?.[0]);
+    if (Number.isSafeInteger(index) && index >= next) seen.add(index);
+  }
+  return seen.size;
+}
+
+async function truncateTail(path: string, goodBytes: number, torn: Torn, logger: WalLogger): Promise<void> {
   const fh = await open(path, 'r+');
   try {
     await fh.truncate(goodBytes);
@@ -336,22 +389,14 @@ async function truncateTail(path: string, goodBytes: number, torn: { bytes: numb
   } finally {
     await fh.close();
   }
-  logger.warn({ file: path, offset: goodBytes, droppedBytes: torn.bytes, reason: torn.reason },
-    'WAL: truncated a torn tail left by a crash');
+  logger.warn({
+    file: path, offset: goodBytes, droppedBytes: torn.bytes, droppedEntries: torn.entries, reason: torn.reason,
+  }, 'WAL: truncated a torn last commit left by a crash (never acknowledged)');
 }
 
 function corrupt(path: string, offset: number, reason: string): Error {
-  return new Error(`${kind}: corrupt record in ${path} at offset ${offset}: ${reason}; `
+  return new Error(`${kind}: corrupt commit frame in ${path} at offset ${offset}: ${reason}; `
     + 'refusing to open, acknowledged entries would be lost');
-}
-
-type EntryAt = { ok: true; entry: LogEntry; end: number } | { ok: false; reason: string };
-
-function entryAt(file: RecordFile, offset: number): EntryAt | undefined {
-  const rec = file.at(offset);
-  if (rec === undefined || !rec.ok) return rec;
-  const entry = parseEntry(rec.payload);
-  return typeof entry === 'string' ? { ok: false, reason: entry } : { ok: true, entry, end: rec.end };
 }
 
 // ---- replay ---------------------------------------------------------------------------------
@@ -382,18 +427,26 @@ function replay(segments: SegmentRef[], afterIndex: number, upTo: number, listen
   if (expected !== upTo + 1) throw new Error(`${kind}.subscribe: replay stopped at ${expected - 1}, not ${upTo}`);
 }
 
-/** Entries of one segment up to `upTo`; stops there because later bytes may be a write in flight. */
+/**
+ * Entries of one segment up to `upTo`, commit by commit. Stops at the commit that reaches `upTo`:
+ * later bytes may be a commit in flight, neither synced nor acknowledged.
+ */
 function* readEntries(seg: SegmentRef, upTo: number): Generator<LogEntry> {
   const file = new RecordFile(seg.path);
   try {
     let offset = 0;
-    for (let next = seg.first; next <= upTo; next += 1) {
-      const rec = entryAt(file, offset);
-      if (rec === undefined) return;
-      if (!rec.ok) throw corrupt(seg.path, offset, rec.reason);
-      if (rec.entry.index !== next) throw corrupt(seg.path, offset, `index ${rec.entry.index}, expected ${next}`);
-      yield rec.entry;
-      offset = rec.end;
+    for (let next = seg.first; next <= upTo;) {
+      const frame = file.at(offset);
+      if (frame === undefined) return;
+      if (!frame.ok) throw corrupt(seg.path, offset, frame.reason);
+      const entries = parseCommit(frame.payload, next);
+      if (typeof entries === 'string') throw corrupt(seg.path, offset, entries);
+      for (const entry of entries) {
+        if (entry.index > upTo) return;
+        yield entry;
+      }
+      next += entries.length;
+      offset = frame.end;
     }
   } finally {
     file.close();
@@ -430,7 +483,7 @@ async function readSnapshotFile(path: string, index: number): Promise<Snapshot |
 async function writeSnapshotFile(snapDir: string, s: Snapshot): Promise<void> {
   const path = join(snapDir, snapName(s.index));
   const tmp = `${path}.tmp`;
-  const buf = encodeRecords([snapshotPayload(s)]);
+  const buf = encodeFrame(snapshotPayload(s));
   const fh = await open(tmp, 'w');
   try {
     await writeAll(fh, buf, 0);

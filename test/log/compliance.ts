@@ -4,9 +4,15 @@ import type { Command } from '../../src/domain/commands.ts';
 import { ManualClock, type Clock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal, ReplicatedLog } from '../../src/ports/log.ts';
 
+/** Bounds a test may set; every log built here takes them as options of the same name. */
+export interface LogLimits {
+  /** Most entries waiting for the next commit; an append that would pass it fails with code LOG_OVERLOADED. */
+  queuedEntriesMax?: number;
+}
+
 export interface LogFactory {
   /** A fresh, unopened instance over the factory's storage; `clock` if the test needs to steer time. */
-  open(clock?: Clock): ReplicatedLog;
+  open(clock?: Clock, limits?: LogLimits): ReplicatedLog;
   /** Removes the storage. */
   cleanup(): Promise<void>;
 }
@@ -59,8 +65,8 @@ export function logCompliance(name: string, makeFactory: () => LogFactory): void
       await factory.cleanup();
     });
 
-    async function start(clock?: Clock): Promise<{ log: ReplicatedLog; snapshot: Awaited<ReturnType<ReplicatedLog['open']>> }> {
-      const log = factory.open(clock);
+    async function start(clock?: Clock, limits?: LogLimits): Promise<{ log: ReplicatedLog; snapshot: Awaited<ReturnType<ReplicatedLog['open']>> }> {
+      const log = factory.open(clock, limits);
       instances.push(log);
       return { log, snapshot: await log.open() };
     }
@@ -176,6 +182,42 @@ export function logCompliance(name: string, makeFactory: () => LogFactory): void
       const { log } = await start();
       await log.close();
       await expect(log.append(proposals(1, 1))).rejects.toThrow(/closed/);
+    });
+
+    it('rejects at once, with code LOG_OVERLOADED, an append that would overfill the queue, then takes appends again', async () => {
+      const { log } = await start(undefined, { queuedEntriesMax: 5 });
+      const got = collect(log);
+      const settled: string[] = [];
+      const track = (name: string, p: Promise<void>): Promise<void> =>
+        p.then(() => void settled.push(`${name} ok`), (err: unknown) => {
+          settled.push(`${name} failed`);
+          throw err;
+        });
+      // Same tick: all of these wait for the first commit together.
+      const first = track('first', log.append(proposals(1, 3)));
+      const second = track('second', log.append(proposals(4, 2)));
+      const third = track('third', log.append(proposals(6, 1)));
+      const err: unknown = await third.catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as { code?: unknown }).code).toBe('LOG_OVERLOADED');
+      expect((err as Error).message).toMatch(/overloaded/);
+      await Promise.all([first, second]);
+      expect(settled).toEqual(['third failed', 'first ok', 'second ok']);
+      expect(indexes(got)).toEqual(range(1, 5));
+      // Not a failed log: once the queue drained, appends are taken again.
+      await log.append(proposals(6, 1));
+      expect(log.lastIndex()).toBe(6);
+      expect(got.at(-1)?.pid).toBe('n1-6');
+    });
+
+    it('refuses, as not retryable, an append larger than the queue could ever hold', async () => {
+      const { log } = await start(undefined, { queuedEntriesMax: 5 });
+      const err: unknown = await log.append(proposals(1, 6)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RangeError);
+      expect((err as Error).message).toMatch(/queuedEntriesMax/);
+      expect((err as { code?: unknown }).code).toBeUndefined();
+      await log.append(proposals(1, 5));
+      expect(log.lastIndex()).toBe(5);
     });
 
     it('refuses a snapshot or a subscription past lastIndex', async () => {

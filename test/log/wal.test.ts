@@ -3,16 +3,17 @@ import { mkdtempSync } from 'node:fs';
 import { appendFile, open, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
-import { WalLog, type WalLogger, type WalLogOptions } from '../../src/wal/index.ts';
+import { isLogOverloaded, WalLog, type WalLogger, type WalLogOptions } from '../../src/wal/index.ts';
 import { logCompliance } from './compliance.ts';
 
 logCompliance('WalLog', () => {
   const dir = mkdtempSync(join(tmpdir(), 'roster-wal-'));
   return {
-    open: (clock) => new WalLog({ dir, clock: clock ?? new SystemClock() }),
+    open: (clock, limits) => new WalLog({ dir, clock: clock ?? new SystemClock(), ...limits }),
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
 });
@@ -30,11 +31,29 @@ function capture(): WalLogger & { warns: Record<string, unknown>[] } {
 
 const pad = (n: number): string => String(n).padStart(20, '0');
 
-/** Offsets of the records in a segment, read from the length fields. */
-function recordOffsets(buf: Buffer): number[] {
+/** Offsets of the commit frames in a segment, read from the length fields. */
+function frameOffsets(buf: Buffer): number[] {
   const out: number[] = [];
   for (let at = 0; at + 8 <= buf.length; at += 8 + buf.readUInt32LE(at)) out.push(at);
   return out;
+}
+
+/** The payload of each commit frame in a segment, parsed, after checking its crc. */
+function commitsIn(buf: Buffer): { i: number; t: number; p: string }[][] {
+  return frameOffsets(buf).map((at) => {
+    const payload = buf.subarray(at + 8, at + 8 + buf.readUInt32LE(at));
+    expect(crc32(payload)).toBe(buf.readUInt32LE(at + 4));
+    return JSON.parse(payload.toString('utf8')) as { i: number; t: number; p: string }[];
+  });
+}
+
+/** One frame as the WAL writes it: `[u32 LE length][u32 LE crc32][payload]`. */
+function frame(payload: string): Buffer {
+  const body = Buffer.from(payload, 'utf8');
+  const head = Buffer.alloc(8);
+  head.writeUInt32LE(body.length, 0);
+  head.writeUInt32LE(crc32(body), 4);
+  return Buffer.concat([head, body]);
 }
 
 describe('WalLog', () => {
@@ -78,18 +97,49 @@ describe('WalLog', () => {
   }
 
   /** After a torn tail was cut: what was left replays, appends continue at `next` and survive a reopen. */
-  async function expectRecovered(survivors: number): Promise<void> {
+  async function expectRecovered(survivors: number): Promise<Record<string, unknown>> {
     const logger = capture();
     const { log, entries } = await reopen({ logger });
     expect(entries.map((e) => e.index)).toEqual(Array.from({ length: survivors }, (_, k) => k + 1));
     expect(logger.warns).toHaveLength(1);
-    expect(logger.warns[0]!.droppedBytes).toBeGreaterThan(0);
+    const warn = logger.warns[0]!;
+    expect(warn.droppedBytes).toBeGreaterThan(0);
     await log.append(proposals(100, 1));
     expect(log.lastIndex()).toBe(survivors + 1);
     await log.close();
     const again = await reopen({ logger: capture() });
     expect(again.entries.map((e) => e.pid).at(-1)).toBe('n1-100');
     expect(again.log.lastIndex()).toBe(survivors + 1);
+    return warn;
+  }
+
+  /** Seeds `count` one-entry commits, then one last commit of `lastSize` entries; returns the segment. */
+  async function seedWithBigLastCommit(count: number, lastSize: number): Promise<{ seg: string; buf: Buffer; last: number }> {
+    await seed(count);
+    const log = make();
+    await log.open();
+    await log.append(proposals(count + 1, lastSize));
+    await log.close();
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    expect(commitsIn(buf).map((c) => c.length)).toEqual([...Array<number>(count).fill(1), lastSize]);
+    return { seg: seg!, buf, last: frameOffsets(buf).at(-1)! };
+  }
+
+  /** A gate on the next fdatasync: `inFlight` resolves once a commit waits on it, `release` lets it go. */
+  async function holdNextDatasync(): Promise<{ inFlight: Promise<void>; release: () => void }> {
+    const proto = await fileHandlePrototype();
+    const datasync = proto.datasync;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    let entered!: () => void;
+    const inFlight = new Promise<void>((resolve) => { entered = resolve; });
+    vi.spyOn(proto, 'datasync').mockImplementationOnce(async function (this: unknown) {
+      entered();
+      await gate;
+      return datasync.call(this);
+    });
+    return { inFlight, release };
   }
 
   it('group-commits concurrent appends into far fewer fdatasyncs', async () => {
@@ -103,23 +153,32 @@ describe('WalLog', () => {
   it('puts every append that arrives during an in-flight fdatasync into the next single commit', async () => {
     const log = make();
     await log.open();
-    const proto = await fileHandlePrototype();
-    const datasync = proto.datasync;
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
-    let entered!: () => void;
-    const inFlight = new Promise<void>((resolve) => { entered = resolve; });
-    vi.spyOn(proto, 'datasync').mockImplementationOnce(async function (this: unknown) {
-      entered();
-      await gate;
-      return datasync.call(this);
-    });
+    const { inFlight, release } = await holdNextDatasync();
     const first = log.append(proposals(1, 1));
     await inFlight;
     const rest = Array.from({ length: 50 }, (_, k) => log.append(proposals(2 + k, 1)));
     release();
     await Promise.all([first, ...rest]);
     expect(log.stats).toEqual({ commits: 2, entries: 51 });
+    const [seg] = await segments();
+    expect(commitsIn(await readFile(seg!)).map((c) => c.length)).toEqual([1, 50]);
+  });
+
+  it('writes one frame per commit, its payload a JSON array of the commit\'s entries', async () => {
+    const clock = new ManualClock(1_000);
+    const log = make({ clock });
+    await log.open();
+    await log.append(proposals(1, 1));
+    await log.append(proposals(2, 4));
+    await log.append(proposals(6, 2));
+    await log.close();
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const commits = commitsIn(buf);
+    expect(commits.map((c) => c.map((e) => e.i))).toEqual([[1], [2, 3, 4, 5], [6, 7]]);
+    expect(commits[1]![0]).toEqual({ i: 2, t: 1_000, p: 'n1-2', c: proposals(2, 1)[0]!.cmd });
+    const last = frameOffsets(buf).at(-1)!;
+    expect(last + 8 + buf.readUInt32LE(last)).toBe(buf.length);
   });
 
   it('bounds a commit to batchEntriesMax entries', async () => {
@@ -127,6 +186,56 @@ describe('WalLog', () => {
     await log.open();
     await Promise.all(Array.from({ length: 100 }, (_, k) => log.append(proposals(k, 1))));
     expect(log.stats.commits).toBeGreaterThanOrEqual(10);
+    const [seg] = await segments();
+    const sizes = commitsIn(await readFile(seg!)).map((c) => c.length);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(100);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(10);
+  });
+
+  it('bounds a commit frame to batchBytesMax payload bytes', async () => {
+    const log = make({ batchBytesMax: 1_000 });
+    await log.open();
+    await Promise.all(Array.from({ length: 100 }, (_, k) => log.append(proposals(k, 1))));
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const lengths = frameOffsets(buf).map((at) => buf.readUInt32LE(at));
+    expect(commitsIn(buf).flat()).toHaveLength(100);
+    expect(lengths.length).toBeGreaterThan(5);
+    expect(Math.max(...lengths)).toBeLessThanOrEqual(1_000 + 2);
+  });
+
+  it('refuses bounds it cannot honour', () => {
+    expect(() => make({ batchBytesMax: 64 * 1024 * 1024 + 1 })).toThrow(/batchBytesMax/);
+    expect(() => make({ queuedEntriesMax: 0 })).toThrow(/queuedEntriesMax/);
+    expect(() => make({ batchEntriesMax: 1.5 })).toThrow(/batchEntriesMax/);
+  });
+
+  it('refuses an append that one commit frame could not hold, and carries on', async () => {
+    const log = make();
+    await log.open();
+    const big = 'x'.repeat(15 * 1024 * 1024);
+    const huge = Array.from({ length: 5 }, (_, k) => ({ pid: `big${k}`, cmd: { t: 'kv.set', key: 'k', value: big, flags: '0' } as const }));
+    await expect(log.append(huge)).rejects.toThrow(/commit limit/);
+    await log.append(proposals(1, 1));
+    expect(log.lastIndex()).toBe(1);
+  });
+
+  it('rejects appends beyond queuedEntriesMax while a commit is in flight, and commits those it took', async () => {
+    const log = make({ queuedEntriesMax: 10 });
+    await log.open();
+    const { inFlight, release } = await holdNextDatasync();
+    const first = log.append(proposals(1, 1));
+    await inFlight;
+    // The in-flight commit does not count: ten single appends fit the queue, the eleventh does not.
+    const queued = Array.from({ length: 10 }, (_, k) => log.append(proposals(2 + k, 1)));
+    const err: unknown = await log.append(proposals(12, 1)).catch((e: unknown) => e);
+    expect(isLogOverloaded(err)).toBe(true);
+    expect(err).toMatchObject({ code: 'LOG_OVERLOADED', message: expect.stringMatching(/overloaded.*queuedEntriesMax \(10\)/) });
+    release();
+    await Promise.all([first, ...queued]);
+    expect(log.stats).toEqual({ commits: 2, entries: 11 });
+    await log.append(proposals(12, 1));
+    expect(log.lastIndex()).toBe(12);
   });
 
   it('replays from disk in bounded batches', async () => {
@@ -141,39 +250,122 @@ describe('WalLog', () => {
     expect(sizes).toEqual([1024, 1024, 452]);
   });
 
-  it('cuts a record torn short at the tail of the last segment', async () => {
+  it('cuts a commit torn short at the tail of the last segment', async () => {
     await seed(5);
     const [seg] = await segments();
     const buf = await readFile(seg!);
     await truncate(seg!, buf.length - 3);
-    await expectRecovered(4);
+    const warn = await expectRecovered(4);
+    expect(warn).toMatchObject({ droppedEntries: 1, reason: 'short payload' });
   });
 
-  it('cuts garbage after the last record', async () => {
+  it('cuts garbage after the last commit', async () => {
     await seed(5);
     const [seg] = await segments();
+    const size = (await readFile(seg!)).length;
     await appendFile(seg!, Buffer.from('garbage from a crash'));
-    await expectRecovered(5);
+    const warn = await expectRecovered(5);
+    expect(warn).toMatchObject({ offset: size, droppedBytes: 20, droppedEntries: 0 });
   });
 
-  it('cuts a last record whose crc does not match', async () => {
+  it('cuts a last commit whose crc does not match', async () => {
     await seed(5);
     const [seg] = await segments();
     const buf = await readFile(seg!);
-    const last = recordOffsets(buf).at(-1)!;
+    const last = frameOffsets(buf).at(-1)!;
     buf[last + 8 + 3]! ^= 0x01;
     await writeFile(seg!, buf);
     await expectRecovered(4);
   });
 
-  it('refuses to open when a damaged record in the last segment is followed by intact ones', async () => {
+  it('cuts the whole last commit when a page in its middle is lost but the entries after it look intact', async () => {
+    const { seg, buf, last } = await seedWithBigLastCommit(5, 200);
+    // Power loss mid-commit: the page cache wrote a later page of the unsynced commit, not this one.
+    const page = Math.floor((last + (buf.length - last) / 2) / 4096) * 4096;
+    expect(page).toBeGreaterThan(last + 8);
+    expect(buf.length).toBeGreaterThan(page + 2 * 4096);
+    buf.fill(0, page, page + 4096);
+    await writeFile(seg!, buf);
+    // Past the hole the bytes still read as whole entries: judged entry by entry they would be kept.
+    const whole = buf.subarray(page + 4096).toString('utf8').match(/\{"i":\d+,"t":\d+,"p":"n1-\d+","c":\{[^}]*\}\}/g) ?? [];
+    expect(whole.length).toBeGreaterThan(20);
+    for (const e of whole) expect(JSON.parse(e)).toHaveProperty('i');
+    const warn = await expectRecovered(5);
+    expect(warn).toMatchObject({ offset: last, droppedBytes: buf.length - last, reason: 'crc mismatch' });
+    expect(warn.droppedEntries).toBeGreaterThan(100);
+    expect(warn.droppedEntries).toBeLessThan(200);
+  });
+
+  it('cuts the whole last commit when its first page, header included, is lost but later pages landed', async () => {
+    const { seg, buf, last } = await seedWithBigLastCommit(5, 200);
+    const firstPageEnd = Math.ceil((last + 9) / 4096) * 4096;
+    buf.fill(0, last, firstPageEnd);
+    await writeFile(seg!, buf);
+    const warn = await expectRecovered(5);
+    expect(warn).toMatchObject({ offset: last, droppedBytes: buf.length - last, reason: 'implausible length 0' });
+  });
+
+  it('refuses to open when a damaged commit in the last segment is followed by an intact one', async () => {
     await seed(5);
     const [seg] = await segments();
     const buf = await readFile(seg!);
-    const second = recordOffsets(buf)[1]!;
-    buf[second + 8 + 3]! ^= 0x01;
+    const [, second, third] = frameOffsets(buf);
+    buf[second! + 8 + 3]! ^= 0x01;
     await writeFile(seg!, buf);
-    await expect(make().open()).rejects.toThrow(new RegExp(`${basename(seg!)} at offset ${second}: crc mismatch`));
+    await expect(make().open()).rejects.toThrow(
+      new RegExp(`${basename(seg!)} at offset ${second}: crc mismatch, and an intact commit follows at offset ${third}`));
+  });
+
+  it.each([
+    ['swallows the rest of the file', (buf: Buffer, at: number) => buf.length - at - 8, /crc mismatch/],
+    ['is implausible', () => 0xffff_ffff, /implausible length/],
+    ['points past the end', (buf: Buffer, at: number) => buf.length, /short payload/],
+  ])('refuses to open when a commit\'s length field %s and intact commits follow', async (_, length, reason) => {
+    await seed(5);
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const second = frameOffsets(buf)[1]!;
+    buf.writeUInt32LE(length(buf, second), second);
+    await writeFile(seg!, buf);
+    const err: unknown = await make().open().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(new RegExp(`${basename(seg!)} at offset ${second}: `));
+    expect((err as Error).message).toMatch(reason);
+    expect(await readFile(seg!)).toEqual(buf);
+  });
+
+  it('finds an intact commit past a damaged one however far on it starts (beyond the first MiB read)', async () => {
+    await seed(1);
+    const log = make();
+    await log.open();
+    await log.append(proposals(2, 12_000));
+    await log.append(proposals(12_002, 1));
+    await log.close();
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const [, second, third] = frameOffsets(buf);
+    expect(third).toBeGreaterThan(1024 * 1024 + 8);
+    buf.writeUInt32LE(0, second!);
+    await writeFile(seg!, buf);
+    await expect(make().open()).rejects.toThrow(
+      new RegExp(`at offset ${second}: implausible length 0, and an intact commit follows at offset ${third}`));
+  });
+
+  it('refuses to open when a whole last commit does not continue the index', async () => {
+    await seed(5);
+    const [seg] = await segments();
+    const size = (await readFile(seg!)).length;
+    await appendFile(seg!, frame('[{"i":7,"t":0,"p":"x","c":{"t":"barrier"}}]'));
+    await expect(make().open()).rejects.toThrow(new RegExp(`at offset ${size}: index 7, expected 6`));
+  });
+
+  it('refuses to open a segment written one record per entry, the format before commit frames', async () => {
+    await seed(0); // creates wal/ and an empty first segment
+    await writeFile(join(dir, 'wal', `${pad(1)}.seg`), Buffer.concat([
+      frame('{"i":1,"t":0,"p":"x","c":{"t":"barrier"}}'),
+      frame('{"i":2,"t":0,"p":"y","c":{"t":"barrier"}}'),
+    ]));
+    await expect(make().open()).rejects.toThrow(/at offset 0: payload is not an array of entries/);
   });
 
   it('refuses to open when a segment other than the last is corrupt', async () => {
