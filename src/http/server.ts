@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { RegistryError } from '../domain/errors.ts';
+import { isLogOverloaded } from '../wal/index.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
 import type { Logger } from '../runtime/index.ts';
 import { renderError, renderReply, statusLine, type Dialect, type Wire } from './render.ts';
@@ -15,11 +16,14 @@ import type { Router } from './router.ts';
 
 type UwsModule = typeof Uws;
 
-/** Loads the native binding, turning a load failure into one clear message. */
+/**
+ * Loads the native binding, turning a load failure into one clear message. ROSTER_UWS_MODULE names
+ * another module or path to load instead (for example a checkout of the upstream release tag).
+ */
 export function loadUws(): UwsModule {
   const require = createRequire(import.meta.url);
   try {
-    return require('uWebSockets.js') as UwsModule;
+    return require(process.env.ROSTER_UWS_MODULE || 'uWebSockets.js') as UwsModule;
   } catch (err) {
     const why = err instanceof Error ? err.message.split('\n').pop() : String(err);
     throw new Error(
@@ -163,6 +167,10 @@ async function handle<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wir
 
 function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown): Wire {
   if (err instanceof RegistryError) return renderError(err, o.dialect);
+  if (isLogOverloaded(err)) {
+    const busy = new RegistryError('remoteUnavailable', 'the log is overloaded; retry shortly', { retryAfterSeconds: 1 }, { status: 503, text: 'log overloaded' });
+    return renderError(busy, o.dialect, [['Retry-After', '1']]);
+  }
   o.logger.error({ err }, 'request failed');
   const message = err instanceof Error ? err.message : String(err);
   return renderError(new RegistryError('unknown', `internal error: ${message}`), o.dialect);

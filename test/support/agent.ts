@@ -6,8 +6,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export const repoRoot = resolve(import.meta.dirname, '../..');
+/** tsx's loader by absolute URL, so a process started in another working directory still finds it. */
+export const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
 
 export interface AgentOptions {
   /** Reuse a data dir (restart tests); a fresh temporary one by default. */
@@ -16,6 +19,10 @@ export interface AgentOptions {
   env?: Record<string, string>;
   /** @default 20000 */
   readyTimeoutMs?: number;
+  /** Pass only `args` (no port, data dir or node name of the harness's own): tests of the defaults. */
+  bare?: boolean;
+  /** Working directory of the process. @default the repository root */
+  cwd?: string;
 }
 
 export interface Agent {
@@ -40,12 +47,9 @@ export function tempDataDir(): string {
 export async function startAgent(o: AgentOptions = {}): Promise<Agent> {
   const ownsDir = o.dataDir === undefined;
   const dataDir = o.dataDir ?? tempDataDir();
-  const args = ['--import', 'tsx', join(repoRoot, 'src/main.ts'),
-    '--http-port', '0', '--data-dir', dataDir, '--node-name', 'node1', '--log-level', 'warn', ...(o.args ?? [])];
-  // The ready line is logged at info; keep info for it but little else is logged at info per request.
-  const levelIdx = args.indexOf('--log-level');
-  args[levelIdx + 1] = 'info';
-  const proc = spawn(process.execPath, args, { cwd: repoRoot, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const own = o.bare ? [] : ['--http-port', '0', '--data-dir', dataDir, '--node-name', 'node1'];
+  const args = ['--import', tsxLoader, join(repoRoot, 'src/main.ts'), ...own, ...(o.args ?? [])];
+  const proc = spawn(process.execPath, args, { cwd: o.cwd ?? repoRoot, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });

@@ -1,0 +1,94 @@
+// Goal: the agent starts as the README says — defaults (port 8500, ./data), ROSTER_* environment and
+// flags (flags win), the consul dialect switch, and clear failures for bad flags or a missing binding.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { client, repoRoot, startAgent, tsxLoader, type Agent } from '../support/agent.ts';
+
+const started: Agent[] = [];
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const a of started) { await a.stop(); a.cleanup(); }
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function runToExit(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, ['--import', tsxLoader, join(repoRoot, 'src/main.ts'), ...args], {
+    cwd: repoRoot, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000,
+  });
+}
+
+describe('startup', () => {
+  test('defaults: HTTP on 8500 and data in ./data of the working directory', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
+    dirs.push(cwd);
+    const agent = await startAgent({ bare: true, cwd, env: { ROSTER_NODE_NAME: 'defaults' } });
+    started.push(agent);
+    expect(agent.url).toBe('http://127.0.0.1:8500');
+    expect(existsSync(join(cwd, 'data', 'wal'))).toBe(true);
+    const r = await client(agent).put('/v1/session/create');
+    expect(r.status).toBe(200);
+    expect(r.json().ID).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    await agent.stop();
+  });
+
+  test('ROSTER_* environment sets options and flags override it', async () => {
+    const agent = await startAgent({
+      env: { ROSTER_NODE_NAME: 'from-env', ROSTER_DATACENTER: 'east', ROSTER_DIALECT: 'consul' },
+      args: ['--dialect', 'seed'],
+      bare: false,
+    });
+    started.push(agent);
+    const self = (await client(agent).get('/v1/agent/self')).json();
+    // the harness passes --node-name node1, which beats ROSTER_NODE_NAME
+    expect(self.Config.NodeName).toBe('node1');
+    expect(self.Config.Datacenter).toBe('east');
+    expect(self.DebugConfig.Dialect).toBe('seed');
+  });
+
+  test('the environment alone names the node', async () => {
+    const agent = await startAgent({ bare: true, args: ['--http-port', '0', '--data-dir', join(mkdtempSync(join(tmpdir(), 'roster-env-')), 'd')], env: { ROSTER_NODE_NAME: 'from-env' } });
+    started.push(agent);
+    expect((await client(agent).get('/v1/agent/self')).json().Config.NodeName).toBe('from-env');
+  });
+
+  test('--dialect consul answers like Consul: 200 false, empty 404, plain-text errors', async () => {
+    const agent = await startAgent({ args: ['--dialect', 'consul'] });
+    started.push(agent);
+    const c = client(agent);
+    const a = await c.session();
+    const b = await c.session();
+    expect((await c.put(`/v1/kv/dialect?acquire=${a}`, 'x')).text).toBe('true');
+    const lost = await c.put(`/v1/kv/dialect?acquire=${b}`, 'y');
+    expect([lost.status, lost.text]).toEqual([200, 'false']);
+    const missing = await c.get('/v1/kv/nope');
+    expect([missing.status, missing.text]).toEqual([404, '']);
+    expect(missing.headers.get('x-consul-index')).toMatch(/^[1-9]\d*$/);
+    const bad = await c.put('/v1/session/create', { Behavior: 'sometimes' });
+    expect(bad.status).toBe(500);
+    expect(bad.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(bad.text).toBe("Invalid Behavior setting 'sometimes'");
+    const noRoute = await c.get('/v1/nope');
+    expect([noRoute.status, noRoute.text]).toEqual([404, 'Invalid URL path: not a recognized HTTP API endpoint\n']);
+    for (const h of ['x-request-id', 'x-response-time', 'x-server-time']) expect(lost.headers.get(h)).toBeTruthy();
+  });
+
+  test('an unknown flag or a bad value exits 2 with the reason and the usage', () => {
+    const unknown = runToExit(['--no-such-flag']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/roster: .*no-such-flag/);
+    expect(unknown.stderr).toMatch(/usage: roster/);
+    const badDialect = runToExit(['--dialect', 'grpc']);
+    expect(badDialect.status).toBe(2);
+    expect(badDialect.stderr).toMatch(/--dialect: "grpc" is not one of seed, consul/);
+  });
+
+  test('a native binding that does not load stops the start with a clear message', () => {
+    const r = runToExit(['--http-port', '0', '--data-dir', join(tmpdir(), 'roster-never')], { ROSTER_UWS_MODULE: '/nonexistent/uws.node' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/uWebSockets\.js native binding did not load on node v20/);
+    expect(r.stdout).not.toMatch(/roster listening/);
+  });
+});
