@@ -4,7 +4,8 @@
  * The queue itself is bounded: an append that would make it hold more than `queuedEntriesMax`
  * entries is refused at once (LOG_OVERLOADED) instead of piling up memory and latency.
  */
-import { overloadedError } from './common.ts';
+import type { Proposal } from '../ports/log.ts';
+import { encodeAppend, overloadedError, refusal, type EncodedProposal, type Phase } from './common.ts';
 
 export interface Pending<T> {
   items: readonly T[];
@@ -100,5 +101,26 @@ export class CommitQueue<T> {
     }
     this.queuedEntries -= entries;
     return this.queue.splice(0, count);
+  }
+}
+
+/**
+ * The append path both logs share: refuse when the log is not open, has failed or its queue is full
+ * (checked before encoding, so shedding load costs next to nothing), else encode and queue.
+ */
+export function appendTo(
+  kind: string, phase: Phase, failure: Error | undefined,
+  commits: CommitQueue<EncodedProposal>, proposals: readonly Proposal[],
+): Promise<void> {
+  const refused = refusal(kind, phase, failure);
+  if (refused !== undefined) return Promise.reject(refused);
+  if (proposals.length === 0) return Promise.resolve();
+  const full = commits.refusal(proposals.length);
+  if (full !== undefined) return Promise.reject(full);
+  try {
+    const { items, bytes } = encodeAppend(proposals);
+    return commits.enqueue(items, bytes);
+  } catch (err) {
+    return Promise.reject(err);
   }
 }

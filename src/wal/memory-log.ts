@@ -4,9 +4,9 @@
  */
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { CommitQueue, type Pending } from './commit-queue.ts';
+import { appendTo, CommitQueue, type Pending } from './commit-queue.ts';
 import {
-  checkAfterIndex, encodeAppend, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault, refusal,
+  checkAfterIndex, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault, refusal,
   replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats,
   type Phase,
 } from './common.ts';
@@ -77,18 +77,7 @@ export class MemoryLog implements ReplicatedLog {
   }
 
   append(proposals: readonly Proposal[]): Promise<void> {
-    const refused = refusal(kind, this.phase, this.failure);
-    if (refused !== undefined) return Promise.reject(refused);
-    if (proposals.length === 0) return Promise.resolve();
-    // Checked before encoding, so shedding load costs next to nothing.
-    const full = this.commits.refusal(proposals.length);
-    if (full !== undefined) return Promise.reject(full);
-    try {
-      const { items, bytes } = encodeAppend(proposals);
-      return this.commits.enqueue(items, bytes);
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return appendTo(kind, this.phase, this.failure, this.commits, proposals);
   }
 
   async saveSnapshot(snapshot: Snapshot): Promise<void> {

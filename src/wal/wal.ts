@@ -10,9 +10,9 @@ import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } f
 import { join } from 'node:path';
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { CommitQueue, type Pending } from './commit-queue.ts';
+import { appendTo, CommitQueue, type Pending } from './commit-queue.ts';
 import {
-  checkAfterIndex, commitBytesMax, encodeAppend, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
+  checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
   refusal, replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
   type LogStats, type Phase,
 } from './common.ts';
@@ -138,18 +138,7 @@ export class WalLog implements ReplicatedLog {
   }
 
   append(proposals: readonly Proposal[]): Promise<void> {
-    const refused = refusal(kind, this.phase, this.failure);
-    if (refused !== undefined) return Promise.reject(refused);
-    if (proposals.length === 0) return Promise.resolve();
-    // Checked before encoding, so shedding load costs next to nothing.
-    const full = this.commits.refusal(proposals.length);
-    if (full !== undefined) return Promise.reject(full);
-    try {
-      const { items, bytes } = encodeAppend(proposals);
-      return this.commits.enqueue(items, bytes);
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return appendTo(kind, this.phase, this.failure, this.commits, proposals);
   }
 
   saveSnapshot(snapshot: Snapshot): Promise<void> {

@@ -1,7 +1,7 @@
 // Goal: blocking queries and consistency modes (consul-compat §2) and the status/agent-self endpoints,
 // through a real process: what wakes a parked GET, what does not, and the index headers it answers with.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, sleep, startAgent, type Agent, type HttpResult } from '../support/agent.ts';
+import { client, sleep, startAgent, type Agent, type HttpResult, expectError } from '../support/agent.ts';
 
 type Client = ReturnType<typeof client>;
 
@@ -54,12 +54,6 @@ function timed(path: string): Promise<{ r: HttpResult; ms: number }> {
   return c.get(path).then((r) => ({ r, ms: performance.now() - t0 }));
 }
 
-function expectError(r: HttpResult, status: number, code: number): any {
-  expect(r.status, r.text).toBe(status);
-  const body = r.json();
-  expect(body.code, r.text).toBe(code);
-  return body;
-}
 
 // ------------------------------------------------------------------------------------------------
 describe('blocking KV queries', () => {

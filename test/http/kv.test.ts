@@ -1,7 +1,7 @@
 // Goal: the KV HTTP API through a real process — the "Lock on a key" table (registry.md, consul-compat §3.2),
 // every KV mode of consul-compat §1.2, and the seed-dialect error bodies and common response headers.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, startAgent, type Agent, type HttpResult } from '../support/agent.ts';
+import { client, startAgent, type Agent, type HttpResult, expectError } from '../support/agent.ts';
 
 type Client = ReturnType<typeof client>;
 
@@ -49,13 +49,6 @@ async function ok(p: Promise<HttpResult>): Promise<HttpResult> {
   return r;
 }
 
-function expectError(r: HttpResult, status: number, code: number): any {
-  expect(r.status, r.text).toBe(status);
-  const body = r.json();
-  expect(body.code, r.text).toBe(code);
-  expect(typeof body.message).toBe('string');
-  return body;
-}
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 

@@ -1,7 +1,7 @@
 // Goal: every row of registry.md's Session state table, the effect of invalidation by Behavior, lock-delay, and the session endpoints (consul-compat.md §1.1, seed error bodies) — over HTTP against started agents.
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, sleep, startAgent, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
+import { client, sleep, startAgent, tempDataDir, type Agent, type HttpResult, expectError } from '../support/agent.ts';
 
 type Client = ReturnType<typeof client>;
 
@@ -67,13 +67,6 @@ async function setCheck(c: Client, node: string, checkId: string, status: string
   expect(r.status, r.text).toBe(200);
 }
 
-function expectError(r: HttpResult, status: number, code: number): any {
-  expect(r.status, r.text).toBe(status);
-  const body = r.json();
-  expect(body.code, r.text).toBe(code);
-  expect(typeof body.message).toBe('string');
-  return body;
-}
 
 /** Polls `probe` until it returns true or `timeoutMs` passes; returns the elapsed ms from `since` when it did, or null. */
 async function pollUntil(probe: () => Promise<boolean>, since: number, timeoutMs: number): Promise<number | null> {

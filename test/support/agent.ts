@@ -118,3 +118,12 @@ export function client(agent: { url: string }) {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Asserts a seed-dialect error: the status, the body's code, a message; returns the body. */
+export function expectError(r: HttpResult, status: number, code: number): any {
+  if (r.status !== status) throw new Error(`expected status ${status}, got ${r.status}: ${r.text}`);
+  const body = r.json();
+  if (body.code !== code) throw new Error(`expected code ${code}, got ${body.code}: ${r.text}`);
+  if (typeof body.message !== 'string') throw new Error(`error without a message: ${r.text}`);
+  return body;
+}
