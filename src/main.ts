@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { ConfigError, loadConfig, usage, type Config } from './config.ts';
-import { apiRouter, loadUws, startHttpServer, type HttpServer } from './http/index.ts';
+import { apiRouter, loadUws, startHttpServer, type ApiContext, type HttpServer } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
 import { Runtime } from './runtime/index.ts';
 import { WalLog } from './wal/index.ts';
@@ -45,15 +45,14 @@ async function run(config: Config): Promise<void> {
     },
   });
   await runtime.start();
-  http = await startHttpServer({
-    host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger,
-    ctx: {
-      runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
-      sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(),
-      serverAddress: `${config.httpHost}:${config.httpPort}`,
-    },
-  });
+  const ctx: ApiContext = {
+    runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
+    sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(),
+    serverAddress: `${config.httpHost}:${config.httpPort}`,
+  };
+  http = await startHttpServer({ host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx });
   const server = http;
+  ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
   logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index }, `roster listening http=${server.url}`);
 
   let stopping = false;

@@ -68,10 +68,14 @@ export class Runtime {
     this.address = o.address;
     this.snapshotEveryEntries = o.snapshotEveryEntries ?? 20_000;
     this.onFatal = o.onFatal;
-    this.ttl = new TtlOwner(o.clock, (id, renewIndex) => {
-      void this.propose({ t: 'session.expire', id, renewIndex }).catch((err: unknown) =>
-        this.logger.warn({ err, session: id }, 'session expiry proposal failed'));
-    });
+    this.ttl = new TtlOwner(o.clock, (id, renewIndex) =>
+      this.propose({ t: 'session.expire', id, renewIndex }).then(
+        () => true,
+        (err: unknown) => {
+          this.logger.warn({ err, session: id }, 'session expiry proposal failed; retrying');
+          return false;
+        },
+      ));
   }
 
   /** Opens the log, restores the snapshot, replays the tail, registers this node, restarts TTL timers. */

@@ -6,7 +6,11 @@
 import { sessionTtlMultiplier } from '../domain/limits.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 
-export type ProposeExpire = (id: string, renewIndex: number) => void;
+/** Proposes the conditional expiry; resolves false when the proposal could not be made (retried). */
+export type ProposeExpire = (id: string, renewIndex: number) => Promise<boolean>;
+
+/** Wait before proposing an expiry again when the log refused the proposal (overloaded, failing disk). */
+export const expiryRetryMs = 1_000;
 
 export class TtlOwner {
   private readonly timers = new Map<string, TimerHandle>();
@@ -19,10 +23,17 @@ export class TtlOwner {
 
   /** (Re)starts the session's timer for the full 2 × TTL from now. */
   arm(id: string, renewIndex: number, ttlMs: number): void {
+    this.schedule(id, renewIndex, ttlMs * sessionTtlMultiplier);
+  }
+
+  /** A proposal that did not reach the log is tried again until it does or the session is renewed. */
+  private schedule(id: string, renewIndex: number, delayMs: number): void {
     this.cancel(id);
-    const handle = this.clock.setTimer(ttlMs * sessionTtlMultiplier, () => {
+    const handle = this.clock.setTimer(delayMs, () => {
       this.timers.delete(id);
-      this.proposeExpire(id, renewIndex);
+      void this.proposeExpire(id, renewIndex).then((proposed) => {
+        if (!proposed && !this.stopped && !this.timers.has(id)) this.schedule(id, renewIndex, expiryRetryMs);
+      });
     });
     this.timers.set(id, handle);
   }
@@ -35,7 +46,10 @@ export class TtlOwner {
     }
   }
 
+  private stopped = false;
+
   stop(): void {
+    this.stopped = true;
     for (const handle of this.timers.values()) this.clock.clearTimer(handle);
     this.timers.clear();
   }

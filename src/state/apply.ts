@@ -36,8 +36,8 @@ export interface Applied {
   effects: Effect[];
 }
 
-/** Swept when the map grows past this many entries (expired delays only). */
-const lockDelaysSweepAt = 1024;
+/** Expired lock delays are dropped once the map holds at least this many entries. */
+const lockDelaysSweepAtMin = 1024;
 
 const ok: Result = { ok: true };
 
@@ -366,6 +366,8 @@ function catalogDeregister(c: Ctx, cmd: CatalogDeregister): Result {
 
 /** Drops lock delays that have run out once there are many; deterministic in the entry time. */
 function sweepLockDelays(state: RegistryState): void {
-  if (state.lockDelays.size < lockDelaysSweepAt) return;
+  if (state.lockDelays.size < state.lockDelaysSweepAt) return;
   for (const [key, until] of state.lockDelays) if (until <= state.atMs) state.lockDelays.delete(key);
+  // Many live delays: sweep again only once the map has doubled, so sweeping stays amortised O(1).
+  state.lockDelaysSweepAt = Math.max(lockDelaysSweepAtMin, state.lockDelays.size * 2);
 }

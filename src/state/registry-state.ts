@@ -20,6 +20,11 @@ export class RegistryState {
   readonly locksBySession = new Map<string, Set<string>>();
   /** Key → entry time before which no acquire succeeds (armed by invalidation). */
   readonly lockDelays = new Map<string, number>();
+  /**
+   * Size of lockDelays at which apply next drops expired delays. Not state: expired delays are ignored
+   * when read and left out of snapshots, so when they are dropped changes nothing a client can see.
+   */
+  lockDelaysSweepAt = 1024;
   /** Deleted key → index of its deletion, oldest first; older ones are folded into `tombstoneFloor`. */
   readonly tombstones = new Map<string, number>();
   tombstoneFloor = 0;

@@ -42,6 +42,8 @@ describe('startup', () => {
     });
     started.push(agent);
     const self = (await client(agent).get('/v1/agent/self')).json();
+    // the leader is this node at the port it really listens on, even when --http-port 0 picked it
+    expect((await client(agent).get('/v1/status/leader')).json()).toBe(agent.url.replace('http://', ''));
     // the harness passes --node-name node1, which beats ROSTER_NODE_NAME
     expect(self.Config.NodeName).toBe('node1');
     expect(self.Config.Datacenter).toBe('east');

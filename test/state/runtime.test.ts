@@ -4,6 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { ManualClock } from '../../src/ports/clock.ts';
 import { Runtime } from '../../src/runtime/index.ts';
 import { createMemoryLogStore, MemoryLog } from '../../src/wal/index.ts';
+import { expiryRetryMs } from '../../src/runtime/ttl-owner.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };
 const flush = async () => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
@@ -71,5 +72,27 @@ describe('runtime TTL owner', () => {
     clock.advance(1_000);
     await flush();
     expect(second.runtime.state.sessions.has('s')).toBe(false);
+  });
+});
+
+describe('runtime TTL owner under a refusing log', () => {
+  test('an expiry the log refused is proposed again until it lands', async () => {
+    const clock = new ManualClock();
+    const log = new MemoryLog({ clock, store: createMemoryLogStore() });
+    let refusals = 1;
+    const realAppend = log.append.bind(log);
+    log.append = (proposals) => {
+      if (proposals.some((p) => p.cmd.t === 'session.expire') && refusals-- > 0) return Promise.reject(new Error('disk on fire'));
+      return realAppend(proposals);
+    };
+    const runtime = new Runtime({ log, clock, logger: quiet, nodeName: 'n1', nodeId: 'id', address: '127.0.0.1' });
+    await runtime.start();
+    await runtime.propose(createTtl('s'));
+    clock.advance(20_000);
+    await flush();
+    expect(runtime.state.sessions.has('s')).toBe(true);
+    clock.advance(expiryRetryMs);
+    await flush();
+    expect(runtime.state.sessions.has('s')).toBe(false);
   });
 });
