@@ -3,6 +3,8 @@
  * `transition` (no actor, no clock), and hand back the next state, context and the named effects.
  */
 import { transition, type AnyStateMachine } from 'xstate';
+import type { CheckStatus } from '../src/domain/types.ts';
+import { checkMachine, type CheckContext, type CheckEvent } from './check.ts';
 import { lockMachine, type LockContext, type LockEvent } from './lock.ts';
 import { sessionMachine, type SessionContext, type SessionEvent } from './session.ts';
 
@@ -31,4 +33,8 @@ export function stepSession(context: SessionContext, event: SessionEvent): Step<
 
 export function stepLock(context: LockContext, event: LockEvent): Step<LockContext> {
   return step(lockMachine, context.holder === null ? 'unlocked' : 'locked', context, event);
+}
+
+export function stepCheck(status: CheckStatus, context: CheckContext, event: CheckEvent): Step<CheckContext> {
+  return step(checkMachine, status, context, event);
 }

@@ -3,6 +3,7 @@
  * Tags are fixed and only ever added; a node that meets an unknown tag stops (see state/apply.ts).
  * Everything nondeterministic (ids, the entry time) is settled before a command reaches the log.
  */
+import type { CheckDefinition, CheckKind, CheckStatus, ServiceInstance } from './types.ts';
 
 export type Behavior = 'release' | 'delete';
 
@@ -62,13 +63,60 @@ export interface CatalogRegister {
 /** Removes one check of a node (checkId given) or the whole node with its checks and sessions. */
 export interface CatalogDeregister { t: 'catalog.deregister'; node: string; checkId?: string }
 
+/** A check as registered (by the agent API, a service definition or the config file), defaults applied. */
+export interface CheckRegistration {
+  checkId: string;
+  name: string;
+  notes: string;
+  /** Initial status (used only when the check is new; a re-registration keeps the current one). */
+  status: CheckStatus;
+  /** Initial output, e.g. for maintenance checks; usually "". */
+  output: string;
+  serviceId: string;
+  type: CheckKind;
+  definition: CheckDefinition;
+}
+
+export interface CheckRegister { t: 'check.register'; node: string; check: CheckRegistration }
+export interface CheckDeregister { t: 'check.deregister'; node: string; checkId: string }
+/**
+ * A new result for registration `generation` of a check: `probe` results go through the thresholds;
+ * `ttl` (pass/warn/fail/update) and `alias` results set the status directly.
+ */
+export interface CheckUpdate {
+  t: 'check.update';
+  node: string;
+  checkId: string;
+  generation: number;
+  via: 'probe' | 'ttl' | 'alias';
+  status: CheckStatus;
+  output: string;
+}
+/** Proposed by the TTL check's owner: applies only if no update came since `ttlUpdateIndex`. */
+export interface CheckTtlExpire { t: 'check.ttlExpire'; node: string; checkId: string; ttlUpdateIndex: number }
+
+export type ServiceInput = Omit<ServiceInstance, 'node' | 'createIndex' | 'modifyIndex'>;
+export interface ServiceRegister {
+  t: 'service.register';
+  node: string;
+  service: ServiceInput;
+  checks: CheckRegistration[];
+  /** Remove the service's checks that this registration does not list. */
+  replaceExistingChecks: boolean;
+}
+export interface ServiceDeregister { t: 'service.deregister'; node: string; serviceId: string }
+/** Proposed by the reaper: applies only if `checkId` is still critical since `criticalSinceMs`. */
+export interface ServiceReap { t: 'service.reap'; node: string; serviceId: string; checkId: string; criticalSinceMs: number }
+
 /** A no-op entry: once it applies, everything committed before it has applied (?consistent). */
 export interface Barrier { t: 'barrier' }
 
 export type Command =
   | SessionCreate | SessionDestroy | SessionRenew | SessionExpire
   | KvSet | KvCas | KvAcquire | KvRelease | KvDelete | KvDeleteCas | KvDeleteTree
-  | CatalogRegister | CatalogDeregister | Barrier;
+  | CatalogRegister | CatalogDeregister | Barrier
+  | CheckRegister | CheckDeregister | CheckUpdate | CheckTtlExpire
+  | ServiceRegister | ServiceDeregister | ServiceReap;
 
 export type CommandTag = Command['t'];
 
@@ -76,4 +124,6 @@ export const commandTags: readonly CommandTag[] = [
   'session.create', 'session.destroy', 'session.renew', 'session.expire',
   'kv.set', 'kv.cas', 'kv.acquire', 'kv.release', 'kv.delete', 'kv.deleteCas', 'kv.deleteTree',
   'catalog.register', 'catalog.deregister', 'barrier',
+  'check.register', 'check.deregister', 'check.update', 'check.ttlExpire',
+  'service.register', 'service.deregister', 'service.reap',
 ];

@@ -44,7 +44,41 @@ export interface CatalogNode {
 
 export type CheckStatus = 'passing' | 'warning' | 'critical';
 
-/** A health check record (the node's gossip check for now; the full check kinds come with the checks issue). */
+/** Check kinds (the record's Type); "" is a check without a probe (node checks such as gossipHealth). */
+export type CheckKind = 'ttl' | 'http' | 'tcp' | 'grpc' | 'script' | 'docker' | 'alias' | '';
+
+/** What a check runner needs to probe, as registered (durations parsed to ms; 0 when unset). */
+export interface CheckDefinition {
+  intervalMs: number;
+  timeoutMs: number;
+  ttlMs: number;
+  /** Interval/Timeout as rendered (Go duration text, "" when unset). */
+  interval: string;
+  timeout: string;
+  http?: string;
+  method?: string;
+  header?: Record<string, string[]>;
+  body?: string;
+  tlsSkipVerify?: boolean;
+  tlsServerName?: string;
+  disableRedirects?: boolean;
+  tcp?: string;
+  grpc?: string;
+  grpcUseTls?: boolean;
+  args?: string[];
+  runtimeContainerId?: string;
+  shell?: string;
+  aliasService?: string;
+  aliasNode?: string;
+  /** Service deregistered once this check stays critical longer than this (0 = never). */
+  deregisterCriticalServiceAfterMs: number;
+  successBeforePassing: number;
+  failuresBeforeWarning: number;
+  failuresBeforeCritical: number;
+  outputMaxSize: number;
+}
+
+/** A health check record with what its machine and runner need. */
 export interface HealthCheck {
   node: string;
   checkId: string;
@@ -55,7 +89,36 @@ export interface HealthCheck {
   serviceId: string;
   serviceName: string;
   serviceTags: string[];
-  type: string;
+  type: CheckKind;
+  definition: CheckDefinition;
+  /** Registered through the agent (run by that node) or through the catalog (never run). */
+  source: 'agent' | 'catalog';
+  /** Index of the registration: results proposed for an older registration apply as no-ops. */
+  generation: number;
+  /** Consecutive-result counters of the thresholds, saturated at their thresholds. */
+  successCounter: number;
+  failuresCounter: number;
+  /** Index and time of the last TTL update (pass/warn/fail/update or registration). */
+  ttlUpdateIndex: number;
+  /** Entry time at which the check last entered critical (0 when not critical). */
+  criticalSinceMs: number;
+  createIndex: number;
+  modifyIndex: number;
+}
+
+/** A service instance registered on a node. */
+export interface ServiceInstance {
+  node: string;
+  id: string;
+  service: string;
+  kind: string;
+  tags: string[];
+  address: string;
+  port: number;
+  meta: Record<string, string>;
+  taggedAddresses: Record<string, { Address: string; Port: number }>;
+  weights: { Passing: number; Warning: number };
+  enableTagOverride: boolean;
   createIndex: number;
   modifyIndex: number;
 }

@@ -7,17 +7,21 @@
  */
 import { stepLock as stepLockMachine, stepSession, type LockContext, type LockEvent, type SessionContext, type SessionEvent } from '../../machines/index.ts';
 import type {
-  CatalogDeregister, CatalogRegister, Command, KvAcquire, KvCas, KvDeleteCas, KvRelease, KvSet, SessionCreate,
+  Command, KvAcquire, KvCas, KvDeleteCas, KvRelease, KvSet, SessionCreate,
 } from '../domain/commands.ts';
 import { lockDelayMsMax, tombstonesMax } from '../domain/limits.ts';
-import type { HealthCheck, KvEntry, Session } from '../domain/types.ts';
+import type { KvEntry, Session } from '../domain/types.ts';
 import type { LogEntry } from '../ports/log.ts';
+import { catalogDeregister, catalogRegister, checkTtlExpire, checkUpdate, deregisterCheck, registerCheck, serviceDeregister, serviceReap, serviceRegister } from './apply-health.ts';
+import type { Ctx } from './ctx.ts';
 import type { RegistryState } from './registry-state.ts';
+
+export type { Ctx } from './ctx.ts';
 
 export type Failure =
   | 'lock-delay' | 'held-by-other' | 'not-holder' | 'not-locked'
   | 'invalid-session' | 'cas-mismatch' | 'session-not-found' | 'session-exists' | 'stale'
-  | 'unknown-node' | 'unknown-check' | 'check-critical';
+  | 'unknown-node' | 'unknown-check' | 'check-critical' | 'unknown-service';
 
 export type Result =
   | { ok: true; session?: Session }
@@ -28,6 +32,8 @@ export type Effect =
   | { t: 'kv'; key: string }
   | { t: 'sessions' }
   | { t: 'catalog' }
+  /** A check was registered, changed, updated or removed: its runner reconciles with state. */
+  | { t: 'check'; node: string; checkId: string }
   | { t: 'ttl.arm'; id: string; renewIndex: number; ttlMs: number }
   | { t: 'ttl.cancel'; id: string };
 
@@ -47,18 +53,15 @@ export function apply(state: RegistryState, entry: LogEntry): Applied {
   }
   state.index = entry.index;
   state.atMs = Math.max(state.atMs, entry.atMs);
-  const ctx: Ctx = { state, index: entry.index, atMs: state.atMs, effects: [] };
+  const ctx: Ctx = {
+    state, index: entry.index, atMs: state.atMs, effects: [],
+    invalidateBoundTo: (node, checkId, event) => invalidateBoundTo(ctx, node, checkId, event),
+  };
   const result = dispatch(ctx, entry.cmd);
   sweepLockDelays(state);
   return { result, effects: ctx.effects };
 }
 
-interface Ctx {
-  state: RegistryState;
-  index: number;
-  atMs: number;
-  effects: Effect[];
-}
 
 function dispatch(c: Ctx, cmd: Command): Result {
   switch (cmd.t) {
@@ -76,7 +79,14 @@ function dispatch(c: Ctx, cmd: Command): Result {
     case 'kv.deleteCas': return kvDeleteCas(c, cmd);
     case 'kv.deleteTree': return kvDeleteTree(c, cmd.prefix);
     case 'catalog.register': return catalogRegister(c, cmd);
-    case 'catalog.deregister': return catalogDeregister(c, cmd);
+    case 'catalog.deregister': return catalogDeregister(c, cmd, (id) => invalidate(c, id, { type: 'node.destroyed' }));
+    case 'check.register': return registerCheck(c, cmd.node, cmd.check, 'agent');
+    case 'check.deregister': return deregisterCheck(c, cmd.node, cmd.checkId);
+    case 'check.update': return checkUpdate(c, cmd);
+    case 'check.ttlExpire': return checkTtlExpire(c, cmd);
+    case 'service.register': return serviceRegister(c, cmd);
+    case 'service.deregister': return serviceDeregister(c, cmd.node, cmd.serviceId);
+    case 'service.reap': return serviceReap(c, cmd);
     case 'barrier': return ok;
     default: {
       const tag = (cmd as { t?: unknown }).t;
@@ -150,6 +160,12 @@ function invalidate(c: Ctx, id: string, event: SessionEvent): boolean {
   state.sessionsIndex = c.index;
   c.effects.push({ t: 'sessions' }, { t: 'ttl.cancel', id });
   return true;
+}
+
+function invalidateBoundTo(c: Ctx, node: string, checkId: string, event: SessionEvent): void {
+  for (const s of c.state.sessionsOfNode(node)) {
+    if (boundChecks(s).includes(checkId)) invalidate(c, s.id, event);
+  }
 }
 
 function releaseHeldLocks(c: Ctx, session: Session): void {
@@ -300,67 +316,6 @@ function kvDeleteCas(c: Ctx, cmd: KvDeleteCas): Result {
 function kvDeleteTree(c: Ctx, prefix: string): Result {
   const doomed = [...c.state.kv.keys()].filter((k) => k.startsWith(prefix));
   for (const key of doomed) deleteKey(c, key);
-  return ok;
-}
-
-// ---------------------------------------------------------------- catalog
-
-function catalogRegister(c: Ctx, cmd: CatalogRegister): Result {
-  const { state } = c;
-  const existing = state.nodes.get(cmd.node);
-  const changed = existing === undefined || existing.id !== cmd.id || existing.address !== cmd.address ||
-    JSON.stringify(existing.meta) !== JSON.stringify(cmd.meta);
-  if (changed) {
-    state.nodes.set(cmd.node, {
-      id: cmd.id, node: cmd.node, address: cmd.address, meta: cmd.meta,
-      createIndex: existing?.createIndex ?? c.index, modifyIndex: c.index,
-    });
-    state.catalogIndex = c.index;
-    c.effects.push({ t: 'catalog' });
-  }
-  for (const check of cmd.checks) upsertCheck(c, cmd.node, check);
-  return ok;
-}
-
-function upsertCheck(c: Ctx, node: string, input: CatalogRegister['checks'][number]): void {
-  const { state } = c;
-  const key = state.checkKey(node, input.checkId);
-  const existing = state.checks.get(key);
-  const check: HealthCheck = {
-    node, checkId: input.checkId, name: input.name, status: input.status, notes: input.notes, output: input.output,
-    serviceId: '', serviceName: '', serviceTags: [], type: '',
-    createIndex: existing?.createIndex ?? c.index, modifyIndex: c.index,
-  };
-  if (existing !== undefined && existing.name === check.name && existing.status === check.status &&
-      existing.notes === check.notes && existing.output === check.output) return;
-  state.checks.set(key, check);
-  state.catalogIndex = c.index;
-  c.effects.push({ t: 'catalog' });
-  if (check.status === 'critical') invalidateBoundTo(c, node, check.checkId, { type: 'check.critical', checkId: check.checkId });
-}
-
-function invalidateBoundTo(c: Ctx, node: string, checkId: string, event: SessionEvent): void {
-  for (const s of c.state.sessionsOfNode(node)) {
-    if (boundChecks(s).includes(checkId)) invalidate(c, s.id, event);
-  }
-}
-
-function catalogDeregister(c: Ctx, cmd: CatalogDeregister): Result {
-  const { state } = c;
-  if (!state.nodes.has(cmd.node)) return { ok: false, reason: 'unknown-node', detail: cmd.node };
-  if (cmd.checkId !== undefined) {
-    const key = state.checkKey(cmd.node, cmd.checkId);
-    if (!state.checks.delete(key)) return { ok: false, reason: 'unknown-check', detail: cmd.checkId };
-    state.catalogIndex = c.index;
-    c.effects.push({ t: 'catalog' });
-    invalidateBoundTo(c, cmd.node, cmd.checkId, { type: 'check.deregistered', checkId: cmd.checkId });
-    return ok;
-  }
-  for (const s of state.sessionsOfNode(cmd.node)) invalidate(c, s.id, { type: 'node.destroyed' });
-  for (const check of state.checksOfNode(cmd.node)) state.checks.delete(state.checkKey(cmd.node, check.checkId));
-  state.nodes.delete(cmd.node);
-  state.catalogIndex = c.index;
-  c.effects.push({ t: 'catalog' });
   return ok;
 }
 

@@ -2,7 +2,7 @@
  * The registry's in-memory state: what every node holds after applying the log up to `index`, and
  * the read queries the front ends answer from. Mutation happens only in apply.ts.
  */
-import type { CatalogNode, HealthCheck, KvEntry, Session } from '../domain/index.ts';
+import type { CatalogNode, HealthCheck, KvEntry, ServiceInstance, Session } from '../domain/index.ts';
 
 export class RegistryState {
   /** Index of the last applied entry. */
@@ -32,6 +32,8 @@ export class RegistryState {
   readonly nodes = new Map<string, CatalogNode>();
   /** `${node}\0${checkId}` → check. */
   readonly checks = new Map<string, HealthCheck>();
+  /** `${node}\0${serviceId}` → service instance. */
+  readonly services = new Map<string, ServiceInstance>();
 
   // ---- KV reads ----
 
@@ -87,14 +89,52 @@ export class RegistryState {
     return `${node}\0${checkId}`;
   }
 
+  serviceKey(node: string, serviceId: string): string {
+    return `${node}\0${serviceId}`;
+  }
+
+  checkOf(node: string, checkId: string): HealthCheck | undefined {
+    return this.checks.get(this.checkKey(node, checkId));
+  }
+
+  /** Every check in Consul's storage order: by node, then CheckID without regard to case. */
+  allChecks(): HealthCheck[] {
+    return [...this.checks.values()].sort(compareChecks);
+  }
+
+  checksOfService(node: string, serviceId: string): HealthCheck[] {
+    return this.checksOfNode(node).filter((c) => c.serviceId === serviceId);
+  }
+
+  servicesOfNode(node: string): ServiceInstance[] {
+    const out: ServiceInstance[] = [];
+    for (const s of this.services.values()) if (s.node === node) out.push(s);
+    return out.sort((a, b) => compareText(a.id, b.id));
+  }
+
+  /** Instances of a service name, by node then service id. */
+  instancesOf(serviceName: string): ServiceInstance[] {
+    const out: ServiceInstance[] = [];
+    for (const s of this.services.values()) if (s.service === serviceName) out.push(s);
+    return out.sort((a, b) => compareText(a.node, b.node) || compareText(a.id, b.id));
+  }
+
   checksOfNode(node: string): HealthCheck[] {
     const out: HealthCheck[] = [];
     for (const c of this.checks.values()) if (c.node === node) out.push(c);
-    return out.sort((a, b) => a.checkId.toLowerCase().localeCompare(b.checkId.toLowerCase()));
+    return out.sort(compareChecks);
   }
 }
 
 /** Orders keys by their UTF-8 bytes, as Consul's radix tree does. */
 export function compareKeys(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function compareChecks(a: HealthCheck, b: HealthCheck): number {
+  return compareText(a.node, b.node) || compareText(a.checkId.toLowerCase(), b.checkId.toLowerCase()) || compareText(a.checkId, b.checkId);
 }

@@ -2,7 +2,7 @@
  * The snapshot format of RegistryState: plain JSON the log stores opaquely. `version` guards the
  * format; derived indexes (locks by session) are rebuilt on restore rather than stored.
  */
-import type { CatalogNode, HealthCheck, KvEntry, Session } from '../domain/types.ts';
+import type { CatalogNode, HealthCheck, KvEntry, ServiceInstance, Session } from '../domain/types.ts';
 import { RegistryState } from './registry-state.ts';
 
 const snapshotVersion = 1;
@@ -21,6 +21,7 @@ export interface SnapshotData {
   tombstones: [string, number][];
   nodes: CatalogNode[];
   checks: HealthCheck[];
+  services: ServiceInstance[];
 }
 
 export function toSnapshotData(s: RegistryState): SnapshotData {
@@ -34,6 +35,7 @@ export function toSnapshotData(s: RegistryState): SnapshotData {
     tombstones: [...s.tombstones],
     nodes: [...s.nodes.values()],
     checks: [...s.checks.values()],
+    services: [...s.services.values()],
   };
 }
 
@@ -59,5 +61,6 @@ export function fromSnapshotData(data: unknown): RegistryState {
   for (const [k, v] of d.tombstones) s.tombstones.set(k, v);
   for (const n of d.nodes) s.nodes.set(n.node, n);
   for (const c of d.checks) s.checks.set(s.checkKey(c.node, c.checkId), c);
+  for (const x of d.services) s.services.set(s.serviceKey(x.node, x.id), x);
   return s;
 }
