@@ -9,7 +9,9 @@ import type { Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { LogEntry, ReplicatedLog } from '../ports/log.ts';
+import type { ProbeFactory } from '../ports/probe.ts';
 import { apply, fromSnapshotData, RegistryState, toSnapshotData, type Effect, type Result } from '../state/index.ts';
+import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
 import { TtlOwner } from './ttl-owner.ts';
 import { Watches, type Interest, type Touched } from './watches.ts';
 
@@ -31,6 +33,10 @@ export interface RuntimeOptions {
   snapshotEveryEntries?: number;
   /** Called once when an entry cannot be applied; the node must stop. */
   onFatal?: (err: Error) => void;
+  /** Builds probes for this agent's checks. @default no probes (checks are never run) */
+  probeFor?: ProbeFactory;
+  /** Check owner tuning (reaper period, DeregisterCriticalServiceAfter floor, interval floor). */
+  checks?: Pick<CheckOwnerOptions, 'reapIntervalMs' | 'deregisterAfterMsMin' | 'intervalMsMin'>;
 }
 
 interface Pending {
@@ -42,6 +48,7 @@ export class Runtime {
   state = new RegistryState();
   readonly watches = new Watches();
   readonly ttl: TtlOwner;
+  readonly checkOwner: CheckOwner;
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
@@ -68,6 +75,10 @@ export class Runtime {
     this.address = o.address;
     this.snapshotEveryEntries = o.snapshotEveryEntries ?? 20_000;
     this.onFatal = o.onFatal;
+    this.checkOwner = new CheckOwner({
+      clock: o.clock, nodeName: o.nodeName, state: () => this.state, propose: (cmd) => this.propose(cmd),
+      probeFor: o.probeFor ?? (() => undefined), logger: o.logger, ...o.checks,
+    });
     this.ttl = new TtlOwner(o.clock, (id, renewIndex) =>
       this.propose({ t: 'session.expire', id, renewIndex }).then(
         () => true,
@@ -90,6 +101,7 @@ export class Runtime {
     this.logger.info({ index: this.state.index, sessions: this.state.sessions.size, keys: this.state.kv.size }, 'state recovered');
     this.restartTtlTimers();
     await this.registerSelf();
+    this.checkOwner.start();
   }
 
   /** Proposes a command; resolves with apply's result once its entry applied on this node. */
@@ -133,6 +145,7 @@ export class Runtime {
     if (this.stopped) return;
     this.stopped = true;
     this.ttl.stop();
+    this.checkOwner.stop();
     this.watches.wakeAll();
     await this.snapshotInFlight;
     try {
@@ -147,6 +160,7 @@ export class Runtime {
   private onEntries(entries: readonly LogEntry[]): void {
     if (this.fatal) return;
     const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
+    const checks = new Set<string>();
     for (const entry of entries) {
       let applied;
       try {
@@ -155,7 +169,10 @@ export class Runtime {
         this.fail(err);
         return;
       }
-      for (const e of applied.effects) this.collect(e, touched);
+      for (const e of applied.effects) {
+        if (e.t === 'check' && e.node === this.nodeName) checks.add(e.checkId);
+        else this.collect(e, touched);
+      }
       const waiter = this.pending.get(entry.pid);
       if (waiter !== undefined) {
         this.pending.delete(entry.pid);
@@ -163,6 +180,8 @@ export class Runtime {
       }
     }
     if (touched.kvKeys.size > 0 || touched.sessions || touched.catalog) this.watches.notify(touched);
+    for (const checkId of checks) this.checkOwner.reconcile(checkId);
+    if (touched.catalog) this.checkOwner.catalogChanged();
     this.maybeSnapshot();
   }
 
@@ -173,6 +192,7 @@ export class Runtime {
       case 'catalog': touched.catalog = true; break;
       case 'ttl.arm': if (!this.stopped) this.ttl.arm(e.id, e.renewIndex, e.ttlMs); break;
       case 'ttl.cancel': this.ttl.cancel(e.id); break;
+      case 'check': break;
     }
   }
 

@@ -215,3 +215,11 @@ export function serviceReap(c: Ctx, cmd: ServiceReap): Result {
   if (!next.effects.some((e) => e.type === 'deregisterService')) return { ok: false, reason: 'stale' };
   return serviceDeregister(c, cmd.node, cmd.serviceId);
 }
+
+/** Whether a probe result would change the check (status, output or threshold counters). */
+export function probeResultChanges(check: HealthCheck, status: CheckStatus, output: string): boolean {
+  const next = stepCheck(check.status, machineContext(check), { type: 'result', status, atMs: 0 });
+  const reported = next.effects.some((e) => e.type === 'report');
+  if (reported && (next.value !== check.status || output !== check.output)) return true;
+  return next.context.successCounter !== check.successCounter || next.context.failuresCounter !== check.failuresCounter;
+}

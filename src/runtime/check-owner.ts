@@ -1,0 +1,196 @@
+/**
+ * The owner actors of this agent's checks. Checks run on the agent they were registered with and are
+ * never taken over by another node. Each runner only proposes: probe results (conditional on the
+ * check's registration generation), TTL lapses (conditional on the last update), alias states and
+ * reaps (conditional on the time the check became critical). Apply decides what they change.
+ */
+import type { Command } from '../domain/commands.ts';
+import type { CheckStatus, HealthCheck } from '../domain/types.ts';
+import type { Clock, TimerHandle } from '../ports/clock.ts';
+import type { ProbeFactory } from '../ports/probe.ts';
+import { probeResultChanges, type RegistryState, type Result } from '../state/index.ts';
+
+export interface CheckOwnerOptions {
+  clock: Clock;
+  nodeName: string;
+  state: () => RegistryState;
+  propose: (cmd: Command) => Promise<Result>;
+  probeFor: ProbeFactory;
+  logger: { warn(obj: object, msg?: string): void };
+  /** How often critical checks are looked at for DeregisterCriticalServiceAfter. @default 30s */
+  reapIntervalMs?: number;
+  /** Smallest DeregisterCriticalServiceAfter honoured (smaller values are raised). @default 1 min */
+  deregisterAfterMsMin?: number;
+  /** Probes run no more often than this (smaller intervals are raised, like Consul's 1s). @default 1s */
+  intervalMsMin?: number;
+}
+
+interface Runner {
+  generation: number;
+  /** For TTL checks: the update the armed timer is for. */
+  ttlUpdateIndex: number;
+  timer: TimerHandle | undefined;
+  abort: AbortController;
+}
+
+export class CheckOwner {
+  private readonly runners = new Map<string, Runner>();
+  private reaper: TimerHandle | undefined;
+  private stopped = false;
+  private readonly reapIntervalMs: number;
+  readonly deregisterAfterMsMin: number;
+  private readonly intervalMsMin: number;
+
+  constructor(private readonly o: CheckOwnerOptions) {
+    this.reapIntervalMs = o.reapIntervalMs ?? 30_000;
+    this.deregisterAfterMsMin = o.deregisterAfterMsMin ?? 60_000;
+    this.intervalMsMin = o.intervalMsMin ?? 1_000;
+  }
+
+  get size(): number {
+    return this.runners.size;
+  }
+
+  start(): void {
+    for (const check of this.o.state().checksOfNode(this.o.nodeName)) this.reconcile(check.checkId);
+    this.scheduleReap();
+  }
+
+  /** Brings the check's runner in line with state: start, restart on a new generation, re-arm a TTL, or stop. */
+  reconcile(checkId: string): void {
+    if (this.stopped) return;
+    const check = this.o.state().checkOf(this.o.nodeName, checkId);
+    const runner = this.runners.get(checkId);
+    if (check === undefined || check.source !== 'agent' || check.type === '') {
+      if (runner) this.stopRunner(checkId, runner);
+      return;
+    }
+    if (runner !== undefined && runner.generation === check.generation) {
+      if (check.type === 'ttl' && runner.ttlUpdateIndex !== check.ttlUpdateIndex) this.armTtl(check, runner);
+      return;
+    }
+    if (runner) this.stopRunner(checkId, runner);
+    this.startRunner(check);
+  }
+
+  /** Alias checks follow other checks: after any catalog change, each recomputes what it mirrors. */
+  catalogChanged(): void {
+    for (const [checkId, runner] of this.runners) {
+      const check = this.o.state().checkOf(this.o.nodeName, checkId);
+      if (check?.type === 'alias' && check.generation === runner.generation) this.updateAlias(check);
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const [id, runner] of this.runners) this.stopRunner(id, runner);
+    if (this.reaper) this.o.clock.clearTimer(this.reaper);
+  }
+
+  // ---------------------------------------------------------------- runners
+
+  private startRunner(check: HealthCheck): void {
+    const runner: Runner = { generation: check.generation, ttlUpdateIndex: -1, timer: undefined, abort: new AbortController() };
+    this.runners.set(check.checkId, runner);
+    if (check.type === 'ttl') this.armTtl(check, runner);
+    else if (check.type === 'alias') this.updateAlias(check);
+    else {
+      // The first probe comes after a random part of the interval, spreading checks registered together.
+      const interval = Math.max(check.definition.intervalMs, this.intervalMsMin);
+      this.schedule(check.checkId, runner, Math.random() * interval);
+    }
+  }
+
+  private stopRunner(checkId: string, runner: Runner): void {
+    runner.abort.abort();
+    if (runner.timer) this.o.clock.clearTimer(runner.timer);
+    this.runners.delete(checkId);
+  }
+
+  private schedule(checkId: string, runner: Runner, delayMs: number): void {
+    runner.timer = this.o.clock.setTimer(delayMs, () => void this.runProbe(checkId, runner));
+  }
+
+  private async runProbe(checkId: string, runner: Runner): Promise<void> {
+    runner.timer = undefined;
+    const check = this.o.state().checkOf(this.o.nodeName, checkId);
+    if (check === undefined || check.generation !== runner.generation || runner.abort.signal.aborted) return;
+    const probe = this.o.probeFor(check);
+    if (probe !== undefined) {
+      const result = await probe(runner.abort.signal);
+      if (runner.abort.signal.aborted) return;
+      await this.proposeResult(checkId, runner.generation, result.status, result.output);
+    }
+    if (this.runners.get(checkId) === runner && !runner.abort.signal.aborted) {
+      this.schedule(checkId, runner, Math.max(check.definition.intervalMs, this.intervalMsMin));
+    }
+  }
+
+  /** Proposes a probe result unless it would change nothing (same status and output, counters at rest). */
+  private async proposeResult(checkId: string, generation: number, status: CheckStatus, output: string): Promise<void> {
+    const current = this.o.state().checkOf(this.o.nodeName, checkId);
+    if (current === undefined || current.generation !== generation) return;
+    if (!probeResultChanges(current, status, output)) return;
+    await this.propose({ t: 'check.update', node: this.o.nodeName, checkId, generation, via: 'probe', status, output });
+  }
+
+  private armTtl(check: HealthCheck, runner: Runner): void {
+    if (runner.timer) this.o.clock.clearTimer(runner.timer);
+    runner.ttlUpdateIndex = check.ttlUpdateIndex;
+    const ttlUpdateIndex = check.ttlUpdateIndex;
+    runner.timer = this.o.clock.setTimer(check.definition.ttlMs, () => {
+      runner.timer = undefined;
+      void this.propose({ t: 'check.ttlExpire', node: this.o.nodeName, checkId: check.checkId, ttlUpdateIndex });
+    });
+  }
+
+  /** An alias check mirrors a service instance (and its node's node checks): critical > warning > passing. */
+  private updateAlias(check: HealthCheck): void {
+    const { status, output } = aliasState(this.o.state(), check, this.o.nodeName);
+    if (status === check.status && output === check.output) return;
+    void this.propose({ t: 'check.update', node: this.o.nodeName, checkId: check.checkId, generation: check.generation, via: 'alias', status, output });
+  }
+
+  // ---------------------------------------------------------------- reaper
+
+  private scheduleReap(): void {
+    if (this.stopped) return;
+    this.reaper = this.o.clock.setTimer(this.reapIntervalMs, () => {
+      this.reap();
+      this.scheduleReap();
+    });
+  }
+
+  /** Proposes deregistration of services whose check stayed critical past DeregisterCriticalServiceAfter. */
+  private reap(): void {
+    const now = this.o.clock.nowMs();
+    for (const check of this.o.state().checksOfNode(this.o.nodeName)) {
+      const after = check.definition.deregisterCriticalServiceAfterMs;
+      if (check.serviceId === '' || after <= 0 || check.status !== 'critical' || check.criticalSinceMs === 0) continue;
+      if (now - check.criticalSinceMs < after) continue;
+      void this.propose({ t: 'service.reap', node: this.o.nodeName, serviceId: check.serviceId, checkId: check.checkId, criticalSinceMs: check.criticalSinceMs });
+    }
+  }
+
+  private async propose(cmd: Command): Promise<void> {
+    try {
+      await this.o.propose(cmd);
+    } catch (err) {
+      if (!this.stopped) this.o.logger.warn({ err, cmd: cmd.t }, 'check proposal failed; the next run retries');
+    }
+  }
+}
+
+/** Consul's alias semantics and outputs (consul-compat.md §4 Alias). */
+export function aliasState(state: RegistryState, check: HealthCheck, selfNode: string): { status: CheckStatus; output: string } {
+  const node = check.definition.aliasNode || selfNode;
+  const serviceId = check.definition.aliasService ?? '';
+  if (serviceId !== '' && !state.services.has(state.serviceKey(node, serviceId))) {
+    return { status: 'critical', output: `Service ${serviceId} could not be found on node ${node}` };
+  }
+  const watched = state.checksOfNode(node).filter((c) => c.checkId !== check.checkId && (c.serviceId === '' || c.serviceId === serviceId));
+  if (watched.length === 0) return { status: 'passing', output: 'No checks found.' };
+  const worst = watched.find((c) => c.status === 'critical') ?? watched.find((c) => c.status === 'warning');
+  if (worst === undefined) return { status: 'passing', output: 'All checks passing.' };
+  return { status: worst.status, output: `Aliased check "${worst.name}" failing: ${worst.output}` };
+}
