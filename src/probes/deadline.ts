@@ -1,0 +1,47 @@
+/** One signal that fires on the probe's own timeout or on the caller's abort, remembering which. */
+import { formatGoDuration } from './go-text.ts';
+
+export type StopReason = 'timeout' | 'canceled';
+
+export interface Deadline {
+  readonly signal: AbortSignal;
+  /** Why signal fired; undefined while it has not. */
+  readonly reason: StopReason | undefined;
+  /** Clears the timer and the listener on the caller's signal; call it once the probe has its result. */
+  dispose(): void;
+}
+
+/** timeoutMs undefined means no timeout of our own (the container exec check has none by default). */
+export function startDeadline(timeoutMs: number | undefined, outer: AbortSignal | undefined): Deadline {
+  const controller = new AbortController();
+  let reason: StopReason | undefined;
+  const stop = (why: StopReason) => {
+    if (reason !== undefined) return;
+    reason = why;
+    controller.abort();
+  };
+  const onOuterAbort = () => stop('canceled');
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => stop('timeout'), Math.max(0, timeoutMs));
+  if (outer?.aborted) stop('canceled');
+  else outer?.addEventListener('abort', onOuterAbort, { once: true });
+  return {
+    signal: controller.signal,
+    get reason() {
+      return reason;
+    },
+    dispose() {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onOuterAbort);
+    },
+  };
+}
+
+/**
+ * Script and container exec checks stopped before the end: Consul's `Timed out (30s) running check`
+ * (the real timeout, in Go's duration form), then a blank line and the output when there is any.
+ * Consul has no text for a cancel (it just stops); ours says so in the same shape.
+ */
+export function stoppedRunText(reason: StopReason, timeoutMs: number | undefined, output: string): string {
+  const head = reason === 'timeout' ? `Timed out (${formatGoDuration(timeoutMs ?? 0)}) running check` : 'Canceled running check';
+  return output === '' ? head : `${head}\n\n${output}`;
+}

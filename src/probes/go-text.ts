@@ -1,0 +1,117 @@
+/**
+ * Consul writes a failing check's output as a Go error's text. Node reports the same failures as
+ * system errors (code, syscall, address); these leaves turn one into the other, so an output read by
+ * a Consul user or client looks like the one Consul would have written.
+ */
+import { isIPv6 } from 'node:net';
+
+/** The fields Node sets on a system error (net, dns, child_process). */
+export interface SystemError extends Error {
+  code?: string;
+  syscall?: string;
+  address?: string;
+  port?: number;
+  hostname?: string;
+  path?: string;
+  /** OpenSSL's library and reason, on TLS errors. */
+  library?: string;
+  reason?: string;
+}
+
+/** Go's errno texts (syscall.Errno.Error) for the codes a probe can meet. */
+const errnoTexts: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset by peer',
+  EHOSTUNREACH: 'no route to host',
+  ENETUNREACH: 'network is unreachable',
+  EADDRNOTAVAIL: 'cannot assign requested address',
+  ETIMEDOUT: 'connection timed out',
+  ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EPIPE: 'broken pipe',
+  ENOTSOCK: 'socket operation on non-socket',
+};
+
+/** A Node error as a SystemError; an AggregateError (Happy Eyeballs tried several addresses) gives its first, like Go's primary. */
+export function systemError(error: unknown): SystemError {
+  if (error instanceof AggregateError && error.errors.length > 0) return systemError(error.errors[0]);
+  if (error instanceof Error) return error as SystemError;
+  return new Error(String(error));
+}
+
+export function errnoText(e: SystemError): string {
+  return (e.code !== undefined ? errnoTexts[e.code] : undefined) ?? e.message;
+}
+
+/** Go's net.JoinHostPort: brackets around an IPv6 host. */
+export function joinHostPort(host: string, port: number | string): string {
+  return isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Go's net.SplitHostPort plus a numeric port; a string result is the error text after `dial tcp: `. */
+export function splitHostPort(address: string): { host: string; port: number } | string {
+  let host: string;
+  let portText: string;
+  if (address.startsWith('[')) {
+    const end = address.indexOf(']');
+    if (end < 0) return `address ${address}: missing ']' in address`;
+    if (address[end + 1] !== ':') return `address ${address}: missing port in address`;
+    host = address.slice(1, end);
+    portText = address.slice(end + 2);
+  } else {
+    const colon = address.lastIndexOf(':');
+    if (colon < 0) return `address ${address}: missing port in address`;
+    host = address.slice(0, colon);
+    portText = address.slice(colon + 1);
+    if (host.includes(':')) return `address ${address}: too many colons in address`;
+  }
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) return `address ${address}: invalid port`;
+  return { host, port };
+}
+
+/**
+ * Go's *net.OpError text for a failed dial: `dial tcp 127.0.0.1:1: connect: connection refused`,
+ * `dial tcp: lookup nosuch.invalid: no such host`, `dial unix /run/x.sock: connect: no such file or directory`.
+ * addr names the target when the error carries no resolved address.
+ */
+export function dialErrorText(network: 'tcp' | 'unix', addr: string, error: unknown): string {
+  const e = systemError(error);
+  if (e.syscall === 'getaddrinfo' || e.syscall === 'getaddrinfo_r') {
+    const why = e.code === 'ENOTFOUND' ? 'no such host' : 'temporary failure in name resolution';
+    return `dial ${network}: lookup ${e.hostname ?? addr}: ${why}`;
+  }
+  const where = e.address !== undefined && e.port !== undefined ? joinHostPort(e.address, e.port) : (e.address ?? addr);
+  return `dial ${network} ${where}: ${e.syscall ?? 'connect'}: ${errnoText(e)}`;
+}
+
+/** True when the error happened while connecting (name lookup or connect), before any byte was exchanged. */
+export function isDialError(error: unknown): boolean {
+  const e = systemError(error);
+  return e.syscall === 'connect' || e.syscall === 'getaddrinfo' || e.syscall === 'getaddrinfo_r';
+}
+
+/** Go's url.Error Op for a method: `Get`, `Post`, `Delete`. */
+export function urlErrorOp(method: string): string {
+  if (method === '') return 'Get';
+  return method[0]!.toUpperCase() + method.slice(1).toLowerCase();
+}
+
+/** Go's time.Duration String() for a whole or fractional number of milliseconds: 500ms, 1.5s, 1m30s, 1h0m0s. */
+export function formatGoDuration(ms: number): string {
+  const ns = Math.round(ms * 1e6);
+  if (ns === 0) return '0s';
+  const sign = ns < 0 ? '-' : '';
+  const abs = Math.abs(ns);
+  const decimal = (n: number) => String(Number(n.toFixed(9)));
+  if (abs < 1e3) return `${sign}${abs}ns`;
+  if (abs < 1e6) return `${sign}${decimal(abs / 1e3)}µs`;
+  if (abs < 1e9) return `${sign}${decimal(abs / 1e6)}ms`;
+  const hours = Math.floor(abs / 3.6e12);
+  const minutes = Math.floor((abs % 3.6e12) / 6e10);
+  const seconds = `${decimal((abs % 6e10) / 1e9)}s`;
+  if (hours > 0) return `${sign}${hours}h${minutes}m${seconds}`;
+  if (minutes > 0) return `${sign}${minutes}m${seconds}`;
+  return `${sign}${seconds}`;
+}

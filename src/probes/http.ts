@@ -1,0 +1,232 @@
+/**
+ * HTTP check (consul-compat.md §4 HTTP): one request, redirects followed like Go's http.Client, the
+ * last outputBytesMax bytes of the final body in the output. node:http rather than undici: it sends a
+ * Host header we set, closes the connection after one request (agent: false, as Consul's keep-alives
+ * off) and reports connect failures with address and errno, which the Go-like error text needs; the
+ * redirect loop is ours so each hop's method, body, Host and URL follow Go's rules.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { startDeadline, type Deadline, type StopReason } from './deadline.ts';
+import { dialErrorText, isDialError, systemError, urlErrorOp, type SystemError } from './go-text.ts';
+import { httpRedirectsMax, httpTimeoutMsDefault, outputBytesMaxDefault } from './limits.ts';
+import { TailBuffer } from './tail-buffer.ts';
+import { critical, type CheckStatus, type Probe, type ProbeResult } from './types.ts';
+
+export interface HttpProbeOptions {
+  /** An http or https URL (validateHttpUrl). */
+  url: string;
+  /** @default 'GET' (sent upper-cased) */
+  method?: string;
+  /** Request headers, each with its values; a Host entry sets the Host header (its first value). */
+  header?: Record<string, string[]>;
+  /** @default no body */
+  body?: string;
+  /** Accept any server certificate. @default false */
+  tlsSkipVerify?: boolean;
+  /** Name sent as SNI and checked against the certificate. @default the URL's host name (none for an IP) */
+  tlsServerName?: string;
+  /** Report a 3xx answer as it is instead of following it. @default false (follow, at most httpRedirectsMax) */
+  disableRedirects?: boolean;
+  /** For the whole exchange: redirects and body included, like Go's Client.Timeout. @default httpTimeoutMsDefault (10 s) */
+  timeoutMs?: number;
+  /** The output keeps the last this many bytes of the body. @default outputBytesMaxDefault (4096) */
+  outputBytesMax?: number;
+}
+
+const userAgent = 'Consul Health Check';
+const acceptDefault = 'text/plain, text/*, */*';
+const redirectStatuses = new Set([301, 302, 303, 307, 308]);
+
+/** Error text when url is not an absolute http or https URL; the texts are Go's http.Client ones. */
+export function validateHttpUrl(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // Go parses a scheme-less string as a relative URL and then refuses its empty scheme.
+    return /^[a-z][a-z0-9+.-]*:/i.test(url) ? `parse "${url}": invalid URL` : 'unsupported protocol scheme ""';
+  }
+  return schemeError(parsed);
+}
+
+function schemeError(url: URL): string | undefined {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `unsupported protocol scheme "${url.protocol.slice(0, -1)}"`;
+  if (url.hostname === '') return 'http: no Host in request URL';
+  return undefined;
+}
+
+export function httpProbe(o: HttpProbeOptions): Probe {
+  const method = (o.method || 'GET').toUpperCase();
+  const timeoutMs = o.timeoutMs ?? httpTimeoutMsDefault;
+  return async (signal) => {
+    const invalid = validateHttpUrl(o.url);
+    if (invalid !== undefined) return critical(invalid.startsWith('parse ') ? invalid : `${urlErrorOp(method)} "${o.url}": ${invalid}`);
+    const deadline = startDeadline(timeoutMs, signal);
+    try {
+      return await exchange(o, method, deadline);
+    } finally {
+      deadline.dispose();
+    }
+  };
+}
+
+/** One request of the exchange; the first uses the URL as written, since Go's error text quotes it so. */
+interface Hop {
+  url: URL;
+  urlText: string;
+  method: string;
+  body: string | undefined;
+  /** Host header override; kept across a redirect only to a relative Location, as Go does. */
+  host: string | undefined;
+}
+
+async function exchange(o: HttpProbeOptions, method: string, deadline: Deadline): Promise<ProbeResult> {
+  const op = urlErrorOp(method);
+  let hop: Hop = { url: new URL(o.url), urlText: o.url, method, body: o.body || undefined, host: hostHeader(o.header) };
+  for (let redirects = 0; ; ) {
+    let res: http.IncomingMessage;
+    try {
+      res = await send(hop, o, deadline.signal);
+    } catch (err) {
+      const why = deadline.reason !== undefined ? stoppedText(deadline.reason) : transportErrorText(err, hop.url);
+      return critical(`${op} "${hop.urlText}": ${why}`);
+    }
+    const location = res.headers.location;
+    if (o.disableRedirects || !redirectStatuses.has(res.statusCode ?? 0) || !location) {
+      const body = await readTail(res, o.outputBytesMax ?? outputBytesMaxDefault, deadline.signal);
+      return { status: statusForHttp(res.statusCode ?? 0), output: `HTTP ${method} ${o.url}: ${statusLine(res)} Output: ${body.text()}` };
+    }
+    res.destroy();
+    redirects += 1;
+    if (redirects >= httpRedirectsMax) return critical(`${op} "${location}": stopped after ${httpRedirectsMax} redirects`);
+    const next = redirectHop(hop, res.statusCode ?? 0, location);
+    if (typeof next === 'string') return critical(`${op} "${location}": ${next}`);
+    hop = next;
+  }
+}
+
+/** 2xx passing, 429 warning, anything else critical (consul-compat.md §4 HTTP). */
+function statusForHttp(code: number): CheckStatus {
+  if (code >= 200 && code <= 299) return 'passing';
+  if (code === 429) return 'warning';
+  return 'critical';
+}
+
+/** Go's resp.Status: the code and the reason phrase the server sent. */
+function statusLine(res: http.IncomingMessage): string {
+  return res.statusMessage ? `${res.statusCode} ${res.statusMessage}` : String(res.statusCode);
+}
+
+function hostHeader(header: Record<string, string[]> | undefined): string | undefined {
+  const entry = Object.entries(header ?? {}).find(([name]) => name.toLowerCase() === 'host');
+  return entry?.[1][0] || undefined;
+}
+
+/** Go's redirectBehavior: 301/302/303 turn into a bodiless GET (HEAD stays HEAD), 307/308 repeat method and body. */
+function redirectHop(hop: Hop, status: number, location: string): Hop | string {
+  let url: URL;
+  try {
+    url = new URL(location, hop.url);
+  } catch {
+    return `failed to parse Location header "${location}"`;
+  }
+  const invalid = schemeError(url);
+  if (invalid !== undefined) return invalid;
+  const keepsMethod = status === 307 || status === 308;
+  const method = keepsMethod || hop.method === 'HEAD' ? hop.method : 'GET';
+  const relative = !/^[a-z][a-z0-9+.-]*:/i.test(location) && !location.startsWith('//');
+  return { url, urlText: url.href, method, body: keepsMethod ? hop.body : undefined, host: relative ? hop.host : undefined };
+}
+
+function requestHeaders(o: HttpProbeOptions, hop: Hop): http.OutgoingHttpHeaders {
+  const headers: http.OutgoingHttpHeaders = {};
+  const names = new Set<string>();
+  for (const [name, values] of Object.entries(o.header ?? {})) {
+    if (name.toLowerCase() === 'host' || values.length === 0) continue;
+    headers[name] = values.length === 1 ? values[0] : [...values];
+    names.add(name.toLowerCase());
+  }
+  if (!names.has('user-agent')) headers['User-Agent'] = userAgent;
+  if (!names.has('accept')) headers['Accept'] = acceptDefault;
+  if (hop.host !== undefined) headers['Host'] = hop.host;
+  if (hop.body !== undefined) headers['Content-Length'] = Buffer.byteLength(hop.body);
+  return headers;
+}
+
+function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<http.IncomingMessage> {
+  const hostname = hop.url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const options: https.RequestOptions = {
+    method: hop.method,
+    headers: requestHeaders(o, hop),
+    agent: false,
+    signal,
+    rejectUnauthorized: !o.tlsSkipVerify,
+    // Like Go: SNI is the configured name or the URL's host name, never the Host header; none for an IP.
+    servername: o.tlsServerName || (isIP(hostname) ? '' : hostname),
+  };
+  return new Promise((resolve, reject) => {
+    const request = hop.url.protocol === 'https:' ? https.request(hop.url, options) : http.request(hop.url, options);
+    request.once('response', resolve);
+    request.once('error', reject);
+    request.end(hop.body);
+  });
+}
+
+/**
+ * Reads the body into a TailBuffer. A body cut short (timeout, reset) still gives what arrived: Go's
+ * check logs the read error and reports the status with the partial body.
+ */
+function readTail(res: http.IncomingMessage, bytesMax: number, signal: AbortSignal): Promise<TailBuffer> {
+  const tail = new TailBuffer(bytesMax);
+  return new Promise((resolve) => {
+    const stop = () => res.destroy();
+    const finish = () => {
+      signal.removeEventListener('abort', stop);
+      resolve(tail);
+    };
+    res.on('data', (chunk: Buffer) => tail.push(chunk));
+    res.once('end', finish);
+    res.once('close', finish);
+    res.on('error', () => {});
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
+  });
+}
+
+function stoppedText(reason: StopReason): string {
+  return reason === 'timeout' ? 'context deadline exceeded (Client.Timeout exceeded while awaiting headers)' : 'context canceled';
+}
+
+const unknownAuthorityCodes = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
+
+/** Go's transport error text for a Node request error. */
+function transportErrorText(error: unknown, url: URL): string {
+  const e = systemError(error);
+  if (isDialError(e)) return dialErrorText('tcp', url.host, e);
+  const verify = 'tls: failed to verify certificate: x509:';
+  if (e.code !== undefined && unknownAuthorityCodes.has(e.code)) return `${verify} certificate signed by unknown authority`;
+  if (e.code === 'CERT_HAS_EXPIRED' || e.code === 'CERT_NOT_YET_VALID') return `${verify} certificate has expired or is not yet valid`;
+  if (e.code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${verify} ${altNameText(e)}`;
+  if (e.code === 'ECONNRESET' && e.message === 'socket hang up') return 'EOF';
+  if (e.code === 'ECONNRESET') return 'read: connection reset by peer';
+  if (e.code?.startsWith('HPE_')) return 'net/http: HTTP/1.x transport connection broken: malformed HTTP response';
+  if (e.code?.startsWith('ERR_SSL_') || e.library === 'SSL routines') return `tls: ${e.reason ?? e.message}`;
+  return e.message;
+}
+
+/** Go: `certificate is valid for localhost, not example.test`. */
+function altNameText(e: SystemError & { host?: string; cert?: { subjectaltname?: string } }): string {
+  const names = (e.cert?.subjectaltname ?? '')
+    .split(', ')
+    .map((entry) => entry.replace(/^(DNS|IP Address):/, ''))
+    .filter((name) => name !== '');
+  return names.length > 0 ? `certificate is valid for ${names.join(', ')}, not ${e.host}` : `certificate is not valid for ${e.host}`;
+}
