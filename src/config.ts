@@ -2,6 +2,7 @@
  * Agent settings: defaults, then ROSTER_* environment variables, then command-line flags.
  * Flags are parsed with node:util parseArgs; durations use Go's grammar like every other duration.
  */
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sessionTtlMsMinDefault } from './domain/limits.ts';
@@ -27,6 +28,17 @@ export interface Config {
   logLevel: string;
   /** Entries applied between snapshots. @default 20000 */
   snapshotEveryEntries: number;
+  /** enable_script_checks: script/container checks may come through the HTTP API. @default false */
+  enableScriptChecks: boolean;
+  /** enable_local_script_checks: script/container checks may come from the config file. @default false */
+  enableLocalScriptChecks: boolean;
+  /** Check and service definitions of the config file (`check`, `checks`, `service`, `services`), as written. */
+  checks: unknown[];
+  services: unknown[];
+  /** How often critical checks are looked at for DeregisterCriticalServiceAfter. @default 30s */
+  checkReapIntervalMs: number;
+  /** Smallest DeregisterCriticalServiceAfter honoured. @default 1m */
+  checkDeregisterMsMin: number;
 }
 
 const options = {
@@ -39,6 +51,7 @@ const options = {
   'session-ttl-min': { type: 'string' },
   'log-level': { type: 'string' },
   'snapshot-every': { type: 'string' },
+  'config-file': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -51,7 +64,10 @@ export const usage = `usage: roster [options]
   --datacenter <name>      datacenter name                      [ROSTER_DATACENTER, default dc1]
   --session-ttl-min <dur>  smallest session TTL accepted        [ROSTER_SESSION_TTL_MIN, default 10s]
   --log-level <level>      pino level                           [ROSTER_LOG_LEVEL, default info]
-  --snapshot-every <n>     entries between snapshots            [ROSTER_SNAPSHOT_EVERY, default 20000]`;
+  --snapshot-every <n>     entries between snapshots            [ROSTER_SNAPSHOT_EVERY, default 20000]
+  --config-file <path>     JSON agent configuration (Consul names: node_name, datacenter, data_dir,
+                           ports.http, enable_script_checks, enable_local_script_checks, check(s),
+                           service(s), ...); environment and flags override it   [ROSTER_CONFIG_FILE]`;
 
 export class ConfigError extends Error {}
 
@@ -64,18 +80,71 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
   }
   const v = parsed.values;
   if (v.help) return 'help';
-  const pick = (flag: string | undefined, envName: string) => flag ?? env[envName];
+  const file = readConfigFile(v['config-file'] ?? env.ROSTER_CONFIG_FILE);
+  const pick = (flag: string | undefined, envName: string, fromFile?: unknown) =>
+    flag ?? env[envName] ?? (fromFile === undefined || fromFile === null ? undefined : String(fromFile));
+  const ports = (file.ports ?? {}) as Record<string, unknown>;
   return {
-    httpPort: port(pick(v['http-port'], 'ROSTER_HTTP_PORT') ?? '8500'),
-    httpHost: pick(v['http-host'], 'ROSTER_HTTP_HOST') ?? '127.0.0.1',
-    dataDir: pick(v['data-dir'], 'ROSTER_DATA_DIR') ?? './data',
-    nodeName: nonEmpty('node-name', pick(v['node-name'], 'ROSTER_NODE_NAME') ?? hostname()),
-    dialect: dialect(pick(v.dialect, 'ROSTER_DIALECT') ?? 'seed'),
-    datacenter: nonEmpty('datacenter', pick(v.datacenter, 'ROSTER_DATACENTER') ?? 'dc1'),
-    sessionTtlMsMin: duration('session-ttl-min', pick(v['session-ttl-min'], 'ROSTER_SESSION_TTL_MIN'), sessionTtlMsMinDefault),
-    logLevel: pick(v['log-level'], 'ROSTER_LOG_LEVEL') ?? 'info',
+    httpPort: port(pick(v['http-port'], 'ROSTER_HTTP_PORT', ports.http) ?? '8500'),
+    httpHost: pick(v['http-host'], 'ROSTER_HTTP_HOST', file.client_addr) ?? '127.0.0.1',
+    dataDir: pick(v['data-dir'], 'ROSTER_DATA_DIR', file.data_dir) ?? './data',
+    nodeName: nonEmpty('node-name', pick(v['node-name'], 'ROSTER_NODE_NAME', file.node_name) ?? hostname()),
+    dialect: dialect(pick(v.dialect, 'ROSTER_DIALECT', file.dialect) ?? 'seed'),
+    datacenter: nonEmpty('datacenter', pick(v.datacenter, 'ROSTER_DATACENTER', file.datacenter) ?? 'dc1'),
+    sessionTtlMsMin: duration('session-ttl-min', pick(v['session-ttl-min'], 'ROSTER_SESSION_TTL_MIN', file.session_ttl_min), sessionTtlMsMinDefault),
+    logLevel: pick(v['log-level'], 'ROSTER_LOG_LEVEL', file.log_level) ?? 'info',
     snapshotEveryEntries: positive('snapshot-every', pick(v['snapshot-every'], 'ROSTER_SNAPSHOT_EVERY') ?? '20000'),
+    enableScriptChecks: fileBool(file, 'enable_script_checks'),
+    enableLocalScriptChecks: fileBool(file, 'enable_local_script_checks'),
+    checks: fileList(file, 'check', 'checks'),
+    services: fileList(file, 'service', 'services'),
+    checkReapIntervalMs: duration('check_reap_interval', file.check_reap_interval as string | undefined, 30_000),
+    checkDeregisterMsMin: duration('check_deregister_min', file.check_deregister_min as string | undefined, 60_000),
   };
+}
+
+/** Keys of the config file this agent understands; any other key is refused, so a typo is not silent. */
+const fileKeys = new Set([
+  'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'session_ttl_min',
+  'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
+  'check_reap_interval', 'check_deregister_min',
+]);
+
+function readConfigFile(path: string | undefined): Record<string, unknown> {
+  if (path === undefined) return {};
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`--config-file: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`--config-file: ${path} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`--config-file: ${path} must hold a JSON object`);
+  const unknown = Object.keys(parsed).filter((k) => !fileKeys.has(k));
+  if (unknown.length > 0) throw new ConfigError(`--config-file: unknown setting ${unknown.map((k) => JSON.stringify(k)).join(', ')} in ${path}`);
+  return parsed as Record<string, unknown>;
+}
+
+function fileBool(file: Record<string, unknown>, key: string): boolean {
+  const v = file[key];
+  if (v === undefined) return false;
+  if (typeof v !== 'boolean') throw new ConfigError(`--config-file: ${key} must be true or false`);
+  return v;
+}
+
+function fileList(file: Record<string, unknown>, one: string, many: string): unknown[] {
+  const out: unknown[] = [];
+  if (file[one] !== undefined) out.push(file[one]);
+  if (file[many] !== undefined) {
+    if (!Array.isArray(file[many])) throw new ConfigError(`--config-file: ${many} must be an array`);
+    out.push(...(file[many] as unknown[]));
+  }
+  return out;
 }
 
 function port(text: string): number {

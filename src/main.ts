@@ -8,7 +8,10 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { ConfigError, loadConfig, usage, type Config } from './config.ts';
+import { RegistryError } from './domain/errors.ts';
+import { parseCheck, parseService } from './http/definitions.ts';
 import { apiRouter, loadUws, startHttpServer, type ApiContext, type HttpServer } from './http/index.ts';
+import { probeFor } from './probes/factory.ts';
 import { SystemClock } from './ports/clock.ts';
 import { Runtime } from './runtime/index.ts';
 import { WalLog } from './wal/index.ts';
@@ -27,6 +30,35 @@ function nodeIdOf(dataDir: string): string {
   }
 }
 
+/**
+ * Registers the config file's services and checks as local definitions (script checks allowed with
+ * enable_local_script_checks). A definition that does not validate stops the start with its reason.
+ */
+async function registerLocalDefinitions(runtime: Runtime, config: Config): Promise<void> {
+  const local = { scriptsAllowed: config.enableScriptChecks || config.enableLocalScriptChecks, origin: 'local' as const };
+  const node = config.nodeName;
+  for (const raw of config.services) {
+    const parsed = definition('service', () => parseService(raw, local));
+    const result = await runtime.propose({ t: 'service.register', node, service: parsed.service, checks: parsed.checks, replaceExistingChecks: true });
+    if (!result.ok) throw new ConfigError(`--config-file: service "${parsed.service.id}" was not registered: ${result.reason}`);
+  }
+  for (const raw of config.checks) {
+    const check = definition('check', () => parseCheck(raw, local));
+    const result = await runtime.propose({ t: 'check.register', node, check });
+    if (!result.ok) throw new ConfigError(`--config-file: check "${check.checkId}" was not registered: ${result.reason}${result.detail ? ` ${result.detail}` : ''}`);
+  }
+}
+
+function definition<T>(what: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (!(err instanceof RegistryError)) throw err;
+    const details = err.details ? ` ${JSON.stringify(err.details)}` : '';
+    throw new ConfigError(`--config-file: invalid ${what} definition: ${err.message}${details}`);
+  }
+}
+
 async function run(config: Config): Promise<void> {
   const logger = pino({ level: config.logLevel, base: { node: config.nodeName } });
   loadUws(); // fail now, with a clear message, if the native binding does not load
@@ -38,6 +70,8 @@ async function run(config: Config): Promise<void> {
   const runtime = new Runtime({
     log, clock, logger, nodeName: config.nodeName, nodeId: nodeIdOf(dataDir), address: config.httpHost,
     snapshotEveryEntries: config.snapshotEveryEntries,
+    probeFor,
+    checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin },
     onFatal: (err) => {
       logger.fatal({ err }, 'stopping: the log cannot be applied');
       http?.close();
@@ -45,9 +79,10 @@ async function run(config: Config): Promise<void> {
     },
   });
   await runtime.start();
+  await registerLocalDefinitions(runtime, config);
   const ctx: ApiContext = {
     runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
-    sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(),
+    sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
     serverAddress: `${config.httpHost}:${config.httpPort}`,
   };
   http = await startHttpServer({ host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx });
@@ -87,7 +122,7 @@ function main(): void {
   }
   run(config).catch((err: unknown) => {
     process.stderr.write(`roster: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
+    process.exit(err instanceof ConfigError ? 2 : 1);
   });
 }
 

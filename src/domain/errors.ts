@@ -10,6 +10,7 @@ export const errorCatalogue = {
   objectNotFound: { code: 1007, status: 400, consulStatus: 500, grpc: 5, message: 'object does not exist' },
   missingParameter: { code: 1008, status: 400, consulStatus: 400, grpc: 3, message: 'parameters incomplete' },
   invalidParameter: { code: 1009, status: 400, consulStatus: 400, grpc: 3, message: 'illegal parameter' },
+  insufficientPermission: { code: 1004, status: 403, consulStatus: 403, grpc: 7, message: 'insufficient permission' },
   inputTooLong: { code: 1011, status: 413, consulStatus: 413, grpc: 8, message: 'input too long' },
   remoteUnavailable: { code: 1016, status: 503, consulStatus: 500, grpc: 14, message: 'remote server not found' },
   illegalRequest: { code: 1022, status: 400, consulStatus: 400, grpc: 3, message: 'illegal request' },

@@ -13,4 +13,6 @@ export interface ApiContext {
   /** host:port reported as the leader and the only peer by /v1/status. */
   serverAddress: string;
   startedAtMs: number;
+  /** enable_script_checks: script and container checks may be registered through the HTTP API. */
+  enableScriptChecks: boolean;
 }

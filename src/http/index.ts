@@ -1,5 +1,6 @@
 import type { ApiContext } from './api.ts';
 import { agentRoutes } from './routes/agent.ts';
+import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { Router } from './router.ts';
@@ -13,6 +14,6 @@ export type { Dialect } from './render.ts';
 /** The /v1 API: every route of the registry in one table. */
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  for (const route of [...sessionRoutes, ...kvRoutes, ...agentRoutes]) router.add(route);
+  for (const route of [...sessionRoutes, ...kvRoutes, ...agentRoutes, ...healthRoutes]) router.add(route);
   return router;
 }

@@ -165,8 +165,9 @@ export class CheckOwner {
   private reap(): void {
     const now = this.o.clock.nowMs();
     for (const check of this.o.state().checksOfNode(this.o.nodeName)) {
-      const after = check.definition.deregisterCriticalServiceAfterMs;
-      if (check.serviceId === '' || after <= 0 || check.status !== 'critical' || check.criticalSinceMs === 0) continue;
+      const given = check.definition.deregisterCriticalServiceAfterMs;
+      const after = Math.max(given, this.deregisterAfterMsMin);
+      if (check.serviceId === '' || given <= 0 || check.status !== 'critical' || check.criticalSinceMs === 0) continue;
       if (now - check.criticalSinceMs < after) continue;
       void this.propose({ t: 'service.reap', node: this.o.nodeName, serviceId: check.serviceId, checkId: check.checkId, criticalSinceMs: check.criticalSinceMs });
     }

@@ -6,10 +6,9 @@
  */
 import type { CatalogCheck, CatalogRegister } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
-import type { CatalogNode } from '../../domain/types.ts';
 import type { ApiContext } from '../api.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
-import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
+import { checkDatacenter } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import type { Request } from '../request.ts';
 import type { Route } from '../router.ts';
@@ -45,22 +44,7 @@ function self(_req: Request, api: ApiContext): Reply {
   });
 }
 
-// ---------------------------------------------------------------- catalog nodes
-
-function renderNode(n: CatalogNode, dc: string): Record<string, unknown> {
-  return {
-    ID: n.id, Node: n.node, Address: n.address, Datacenter: dc,
-    TaggedAddresses: { lan: n.address, lan_ipv4: n.address, wan: n.address, wan_ipv4: n.address },
-    Meta: n.meta, CreateIndex: n.createIndex, ModifyIndex: n.modifyIndex,
-  };
-}
-
-async function nodes(req: Request, api: ApiContext): Promise<Reply> {
-  const q = parseQueryOptions(req, api);
-  await awaitQuery(req, api, q, { kind: 'catalog' }, () => api.runtime.state.catalogIndex);
-  const list = [...api.runtime.state.nodes.values()].sort((a, b) => a.node.localeCompare(b.node));
-  return json(list.map((n) => renderNode(n, api.datacenter)), { index: api.runtime.state.catalogIndex });
-}
+// ---------------------------------------------------------------- catalog register/deregister
 
 const checkStatuses = new Set(['passing', 'warning', 'critical']);
 
@@ -152,7 +136,6 @@ export const agentRoutes: Route<ApiContext>[] = [
   { path: '/v1/status/leader', prefix: false, methods: { GET: leader } },
   { path: '/v1/status/peers', prefix: false, methods: { GET: peers } },
   { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
-  { path: '/v1/catalog/nodes', prefix: false, methods: { GET: nodes } },
   { path: '/v1/catalog/register', prefix: false, methods: { PUT: register } },
   { path: '/v1/catalog/deregister', prefix: false, methods: { PUT: deregister } },
 ];

@@ -1,0 +1,324 @@
+/**
+ * Check and service definitions as clients send them (agent register bodies, service-embedded checks,
+ * the config file): Consul's field names matched without regard to case or underscores, both
+ * spellings of renamed fields (RuntimeContainerID / DockerContainerID), unknown fields refused,
+ * defaults applied, and every rule of consul-compat.md §1.3–1.4 and §4 checked before the log.
+ */
+import type { CheckRegistration, ServiceInput } from '../domain/commands.ts';
+import { RegistryError } from '../domain/errors.ts';
+import type { CheckDefinition, CheckKind, CheckStatus } from '../domain/types.ts';
+import { formatGoDuration, parseGoDurationNs } from '../util/duration.ts';
+import { FieldErrors } from './body.ts';
+import { validateHttpUrl } from '../probes/index.ts';
+
+/** Consul's check_output_max_size default. */
+export const checkOutputBytesMax = 4096;
+
+type Raw = Record<string, unknown>;
+
+/** Canonical field → every accepted spelling, compared lower-cased with underscores removed. */
+const checkFields: Record<string, string[]> = {
+  ID: ['id', 'checkid'], Name: ['name'], Notes: ['notes'], Status: ['status'], ServiceID: ['serviceid'],
+  TTL: ['ttl'], HTTP: ['http'], Method: ['method'], Header: ['header'], Body: ['body'],
+  TLSSkipVerify: ['tlsskipverify'], TLSServerName: ['tlsservername'], DisableRedirects: ['disableredirects'],
+  TCP: ['tcp'], GRPC: ['grpc'], GRPCUseTLS: ['grpcusetls'], Args: ['args', 'scriptargs'],
+  RuntimeContainerID: ['runtimecontainerid', 'dockercontainerid'], Shell: ['shell'],
+  AliasService: ['aliasservice'], AliasNode: ['aliasnode'], Interval: ['interval'], Timeout: ['timeout'],
+  DeregisterCriticalServiceAfter: ['deregistercriticalserviceafter'],
+  SuccessBeforePassing: ['successbeforepassing'], FailuresBeforeWarning: ['failuresbeforewarning'],
+  FailuresBeforeCritical: ['failuresbeforecritical'], OutputMaxSize: ['outputmaxsize'],
+  H2PING: ['h2ping'], H2PingUseTLS: ['h2pingusetls'], UDP: ['udp'], OSService: ['osservice'], TCPUseTLS: ['tcpusetls'],
+  Node: ['node'], Definition: ['definition'], Type: ['type'], ExposedPort: ['exposedport'], CheckType: [],
+};
+
+const serviceFields: Record<string, string[]> = {
+  ID: ['id'], Name: ['name', 'service'], Tags: ['tags'], Address: ['address'], Port: ['port'], Meta: ['meta'],
+  TaggedAddresses: ['taggedaddresses'], EnableTagOverride: ['enabletagoverride'], Weights: ['weights'],
+  Kind: ['kind'], Check: ['check'], Checks: ['checks'], Proxy: ['proxy'], Connect: ['connect'],
+  SocketPath: ['socketpath'], Namespace: ['namespace'], Partition: ['partition'], Locality: ['locality'],
+};
+
+const norm = (k: string) => k.toLowerCase().replace(/_/g, '');
+
+/** Maps a raw object's keys to canonical names; an unknown key is a decode error, like Go's decoder. */
+function canonical(raw: Raw, fields: Record<string, string[]>, what: string): Raw {
+  const index = new Map<string, string>();
+  for (const [name, spellings] of Object.entries(fields)) for (const s of [norm(name), ...spellings]) index.set(s, name);
+  const out: Raw = {};
+  for (const [k, v] of Object.entries(raw)) {
+    const name = index.get(norm(k));
+    if (name === undefined) {
+      throw new RegistryError('invalidParameter', `unknown field "${k}" in the ${what}`, { [k]: ['Unknown:this field is not part of the definition'] },
+        { status: 400, text: `Request decode failed: json: unknown field "${k}"` });
+    }
+    if (!(name in out)) out[name] = v;
+  }
+  return out;
+}
+
+function asObject(value: unknown, what: string): Raw {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RegistryError('illegalJson', `the ${what} must be a JSON object`, { body: ['Type:must be a JSON object'] }, { status: 400, text: `Request decode failed: json: cannot unmarshal into Go value of type ${what}` });
+  }
+  return value as Raw;
+}
+
+class Reader {
+  constructor(readonly raw: Raw, readonly errors: FieldErrors, readonly prefix = '') {}
+
+  private name(field: string): string {
+    return this.prefix + field;
+  }
+
+  str(field: string): string {
+    const v = this.raw[field];
+    if (v === undefined || v === null) return '';
+    if (typeof v !== 'string') { this.errors.add(this.name(field), 'Type', 'must be a string', decode(field, 'string')); return ''; }
+    return v;
+  }
+
+  bool(field: string): boolean {
+    const v = this.raw[field];
+    if (v === undefined || v === null) return false;
+    if (typeof v !== 'boolean') { this.errors.add(this.name(field), 'Type', 'must be true or false', decode(field, 'bool')); return false; }
+    return v;
+  }
+
+  int(field: string, min = 0): number {
+    const v = this.raw[field];
+    if (v === undefined || v === null) return 0;
+    if (typeof v !== 'number' || !Number.isInteger(v)) { this.errors.add(this.name(field), 'Type', 'must be an integer', decode(field, 'int')); return 0; }
+    if (v < min) { this.errors.add(this.name(field), 'Range', `must be at least ${min}`); return min; }
+    return v;
+  }
+
+  /** A Go duration string (or a number of nanoseconds, as Go's decoder accepts); 0 when absent. */
+  durationMs(field: string): number {
+    const v = this.raw[field];
+    if (v === undefined || v === null || v === '') return 0;
+    const ns = typeof v === 'number' ? v : typeof v === 'string' ? parseGoDurationNs(v) : undefined;
+    if (ns === undefined || !Number.isFinite(ns)) {
+      this.errors.add(this.name(field), 'Format', 'must be a duration such as 10s', { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(v))}` });
+      return 0;
+    }
+    if (ns < 0) { this.errors.add(this.name(field), 'Range', 'must not be negative'); return 0; }
+    return ns / 1e6;
+  }
+
+  strings(field: string): string[] | undefined {
+    const v = this.raw[field];
+    if (v === undefined || v === null) return undefined;
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) { this.errors.add(this.name(field), 'Type', 'must be an array of strings', decode(field, '[]string')); return undefined; }
+    return v as string[];
+  }
+
+  stringMap(field: string): Record<string, string> {
+    const v = this.raw[field];
+    if (v === undefined || v === null) return {};
+    if (typeof v !== 'object' || Array.isArray(v) || Object.values(v).some((x) => typeof x !== 'string')) {
+      this.errors.add(this.name(field), 'Type', 'must be an object of strings', decode(field, 'map[string]string'));
+      return {};
+    }
+    return v as Record<string, string>;
+  }
+
+  header(field: string): Record<string, string[]> | undefined {
+    const v = this.raw[field];
+    if (v === undefined || v === null) return undefined;
+    const ok = typeof v === 'object' && !Array.isArray(v) &&
+      Object.values(v).every((x) => Array.isArray(x) && x.every((y) => typeof y === 'string'));
+    if (!ok) { this.errors.add(this.name(field), 'Type', 'must map header names to arrays of strings', decode(field, 'map[string][]string')); return undefined; }
+    return v as Record<string, string[]>;
+  }
+}
+
+function decode(field: string, goType: string) {
+  return { status: 400, text: `Request decode failed: json: cannot unmarshal into Go struct field ${field} of type ${goType}` };
+}
+
+function invalidCheck(errors: FieldErrors, field: string, text: string): void {
+  errors.add(field, 'Invalid', text, { status: 400, text: `Invalid check: ${text}` });
+}
+
+const statuses = new Set<CheckStatus>(['passing', 'warning', 'critical']);
+
+/** Default probe timeouts by kind (consul-compat.md §4). */
+const timeoutMsDefault: Partial<Record<CheckKind, number>> = { http: 10_000, tcp: 10_000, grpc: 10_000, script: 30_000 };
+
+export interface CheckParseOptions {
+  /** Script and container checks are allowed (enable_script_checks, or a local definition with enable_local_script_checks). */
+  scriptsAllowed: boolean;
+  /** From where: the HTTP API ("remote") or the config file ("local"), for the refusal text. */
+  origin: 'remote' | 'local';
+  /** For service-embedded checks: the service's id and name, and the default CheckID. */
+  service?: { id: string; name: string; defaultCheckId: string };
+}
+
+/** Parses one check definition into a registration; throws a RegistryError listing every bad field. */
+export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistration {
+  const raw = canonical(asObject(value, 'check definition'), checkFields, 'check definition');
+  const errors = new FieldErrors();
+  const r = new Reader(raw, errors);
+  const name = r.str('Name') || (o.service ? `Service '${o.service.name}' check` : '');
+  if (name === '') errors.add('Name', 'Required', 'a check needs a name', { status: 400, text: 'Missing check name' });
+  const checkId = r.str('ID') || o.service?.defaultCheckId || name;
+  const statusText = r.str('Status');
+  if (statusText !== '' && !statuses.has(statusText as CheckStatus)) {
+    errors.add('Status', 'Enum', 'must be passing, warning or critical', { status: 400, text: o.service ? "Status for checks must 'passing', 'warning', 'critical'" : 'Bad check status' });
+  }
+  for (const unsupported of ['H2PING', 'UDP', 'OSService']) {
+    if (raw[unsupported] !== undefined && raw[unsupported] !== null && raw[unsupported] !== '') {
+      errors.add(unsupported, 'Unsupported', `${unsupported} checks are not supported; use HTTP, TCP, GRPC, TTL, Args or AliasService`);
+    }
+  }
+  const definition = parseDefinition(r, errors);
+  const type = kindOf(raw, definition, errors);
+  if (type === 'http' && definition.http !== undefined) {
+    const bad = validateHttpUrl(definition.http);
+    if (bad !== undefined) errors.add('HTTP', 'Format', bad, { status: 400, text: `Invalid check: ${bad}` });
+  }
+  errors.throwIfAny();
+  if ((type === 'script' || type === 'docker') && !o.scriptsAllowed) {
+    const text = o.origin === 'remote'
+      ? "Scripts are disabled on this agent from remote calls; to enable, configure 'enable_script_checks' to true"
+      : "Scripts are disabled on this agent; to enable, configure 'enable_script_checks' or 'enable_local_script_checks' to true";
+    throw new RegistryError('insufficientPermission', text, { Args: ['Permission:script checks are disabled on this agent'] }, { status: 500, text });
+  }
+  if (definition.timeoutMs === 0) definition.timeoutMs = timeoutMsDefault[type] ?? 0;
+  return {
+    checkId, name, notes: r.str('Notes'), status: (statusText || 'critical') as CheckStatus, output: '',
+    serviceId: o.service?.id ?? r.str('ServiceID'), type, definition,
+  };
+}
+
+function parseDefinition(r: Reader, errors: FieldErrors): CheckDefinition {
+  const intervalMs = r.durationMs('Interval');
+  const timeoutMs = r.durationMs('Timeout');
+  const failuresBeforeCritical = r.int('FailuresBeforeCritical');
+  const warningGiven = r.raw.FailuresBeforeWarning !== undefined && r.raw.FailuresBeforeWarning !== null;
+  const outputMaxSize = r.raw.OutputMaxSize === undefined ? checkOutputBytesMax : r.int('OutputMaxSize', 1);
+  if (outputMaxSize > checkOutputBytesMax) errors.add('OutputMaxSize', 'Range', `must be at most ${checkOutputBytesMax}`);
+  const d: CheckDefinition = {
+    intervalMs, timeoutMs, ttlMs: r.durationMs('TTL'),
+    interval: intervalMs === 0 ? '' : formatGoDuration(intervalMs * 1e6),
+    timeout: timeoutMs === 0 ? '' : formatGoDuration(timeoutMs * 1e6),
+    deregisterCriticalServiceAfterMs: r.durationMs('DeregisterCriticalServiceAfter'),
+    successBeforePassing: r.int('SuccessBeforePassing'),
+    failuresBeforeWarning: warningGiven ? r.int('FailuresBeforeWarning') : failuresBeforeCritical,
+    failuresBeforeCritical,
+    outputMaxSize: Math.min(outputMaxSize, checkOutputBytesMax),
+  };
+  const optional = <K extends keyof CheckDefinition>(key: K, value: CheckDefinition[K] | '' | false | undefined) => {
+    if (value !== undefined && value !== '' && value !== false) d[key] = value as CheckDefinition[K];
+  };
+  optional('http', r.str('HTTP'));
+  optional('method', r.str('Method'));
+  optional('header', r.header('Header'));
+  optional('body', r.str('Body'));
+  optional('tlsSkipVerify', r.bool('TLSSkipVerify'));
+  optional('tlsServerName', r.str('TLSServerName'));
+  optional('disableRedirects', r.bool('DisableRedirects'));
+  optional('tcp', r.str('TCP'));
+  optional('grpc', r.str('GRPC'));
+  optional('grpcUseTls', r.bool('GRPCUseTLS'));
+  optional('args', r.strings('Args'));
+  optional('runtimeContainerId', r.str('RuntimeContainerID'));
+  optional('shell', r.str('Shell'));
+  optional('aliasService', r.str('AliasService'));
+  optional('aliasNode', r.str('AliasNode'));
+  return d;
+}
+
+/** Decides the kind from the fields present and checks the kind's rules (Consul's CheckType.Validate). */
+function kindOf(raw: Raw, d: CheckDefinition, errors: FieldErrors): CheckKind {
+  const kinds: CheckKind[] = [];
+  if (d.ttlMs > 0 || (typeof raw.TTL === 'string' && raw.TTL !== '')) kinds.push('ttl');
+  if (d.http !== undefined) kinds.push('http');
+  if (d.tcp !== undefined) kinds.push('tcp');
+  if (d.grpc !== undefined) kinds.push('grpc');
+  if (d.args !== undefined || d.runtimeContainerId !== undefined) kinds.push(d.runtimeContainerId !== undefined ? 'docker' : 'script');
+  if (d.aliasService !== undefined || d.aliasNode !== undefined) kinds.push('alias');
+  if (kinds.length === 0) {
+    invalidCheck(errors, 'check', 'Must provide TTL or Script/DockerContainerID/HTTP/TCP/GRPC/H2PING/UDP/OSService and Interval');
+    return '';
+  }
+  if (kinds.length > 1 && !(kinds.length === 2 && kinds.includes('ttl') && d.intervalMs > 0)) {
+    errors.add('check', 'Conflict', `give one probe kind, not ${kinds.join(' and ')}`);
+  }
+  const kind = kinds[0]!;
+  if (kind === 'ttl') {
+    if (d.intervalMs > 0) invalidCheck(errors, 'Interval', 'Interval and TTL cannot both be specified');
+    if (d.ttlMs <= 0) invalidCheck(errors, 'TTL', 'TTL must be > 0 for TTL checks');
+  } else if (kind === 'alias') {
+    if (d.intervalMs > 0) invalidCheck(errors, 'Interval', 'Interval cannot be set for Alias checks');
+  } else if (d.intervalMs <= 0) {
+    invalidCheck(errors, 'Interval', 'Interval must be > 0 for Script, HTTP, H2PING, TCP, UDP or OSService checks');
+  }
+  if (kind === 'docker' && d.args === undefined) errors.add('Args', 'Required', 'container checks need Args (the command to run)');
+  return kind;
+}
+
+// ---------------------------------------------------------------- services
+
+export interface ParsedService {
+  service: ServiceInput;
+  checks: CheckRegistration[];
+}
+
+export function parseService(value: unknown, o: Omit<CheckParseOptions, 'service'>): ParsedService {
+  const raw = canonical(asObject(value, 'service definition'), serviceFields, 'service definition');
+  const errors = new FieldErrors();
+  const r = new Reader(raw, errors);
+  const name = r.str('Name');
+  if (name === '') errors.add('Name', 'Required', 'a service needs a name', { status: 400, text: 'Missing service name' });
+  const address = r.str('Address');
+  if (address === '0.0.0.0' || address === '::' || address === '[::]') {
+    errors.add('Address', 'Invalid', 'a service address cannot be an unspecified address', { status: 400, text: 'Invalid service address' });
+  }
+  const weights = parseWeights(raw.Weights, errors);
+  const port = r.int('Port');
+  if (port > 65535) errors.add('Port', 'Range', 'must be at most 65535');
+  const tagged = parseTaggedAddresses(raw.TaggedAddresses, errors);
+  const service: ServiceInput = {
+    id: r.str('ID') || name, service: name, kind: r.str('Kind'), tags: r.strings('Tags') ?? [], address, port,
+    meta: r.stringMap('Meta'), taggedAddresses: tagged, weights, enableTagOverride: r.bool('EnableTagOverride'),
+  };
+  errors.throwIfAny();
+  const embedded: unknown[] = [];
+  if (raw.Check !== undefined && raw.Check !== null) embedded.push(raw.Check);
+  if (raw.Checks !== undefined && raw.Checks !== null) {
+    if (!Array.isArray(raw.Checks)) throw new RegistryError('invalidParameter', 'Checks must be an array', { Checks: ['Type:must be an array of checks'] });
+    embedded.push(...(raw.Checks as unknown[]));
+  }
+  const checks = embedded.map((c, i) => parseCheck(c, {
+    ...o,
+    service: { id: service.id, name: service.service, defaultCheckId: embedded.length > 1 ? `service:${service.id}:${i + 1}` : `service:${service.id}` },
+  }));
+  return { service, checks };
+}
+
+function parseWeights(value: unknown, errors: FieldErrors): { Passing: number; Warning: number } {
+  if (value === undefined || value === null) return { Passing: 1, Warning: 1 };
+  const w = value as Raw;
+  const passing = typeof w.Passing === 'number' ? w.Passing : 1;
+  const warning = typeof w.Warning === 'number' ? w.Warning : 1;
+  if (typeof value !== 'object' || !Number.isInteger(passing) || !Number.isInteger(warning) || passing < 1 || warning < 0) {
+    errors.add('Weights', 'Invalid', 'Passing must be an integer ≥ 1 and Warning ≥ 0', { status: 400, text: 'Invalid Weights: Passing must be greater than 0' });
+  }
+  return { Passing: passing, Warning: warning };
+}
+
+function parseTaggedAddresses(value: unknown, errors: FieldErrors): Record<string, { Address: string; Port: number }> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) { errors.add('TaggedAddresses', 'Type', 'must be an object'); return {}; }
+  const out: Record<string, { Address: string; Port: number }> = {};
+  for (const [k, v] of Object.entries(value as Raw)) {
+    const a = v as Raw | null;
+    if (a === null || typeof a !== 'object' || typeof (a.Address ?? '') !== 'string' || typeof (a.Port ?? 0) !== 'number') {
+      errors.add(`TaggedAddresses.${k}`, 'Type', 'must be {Address, Port}');
+      continue;
+    }
+    out[k] = { Address: (a.Address as string | undefined) ?? '', Port: (a.Port as number | undefined) ?? 0 };
+  }
+  return out;
+}

@@ -1,0 +1,342 @@
+/**
+ * The health half of the API: agent checks and services (the local agent), catalog services and nodes,
+ * and the health queries (consul-compat.md §1.3–1.6). Reads are blocking queries on the catalog index
+ * and take `filter`; writes validate with src/http/definitions.ts and go through the log.
+ */
+import type { Command } from '../../domain/commands.ts';
+import { RegistryError } from '../../domain/errors.ts';
+import type { CatalogNode, CheckStatus, HealthCheck, ServiceInstance } from '../../domain/types.ts';
+import { compileFilter, FilterError, agentServiceSchema, catalogServiceSchema, checkSchema, healthEntrySchema, nodeSchema, type Schema } from '../../filter/index.ts';
+import type { Result } from '../../state/index.ts';
+import type { ApiContext } from '../api.ts';
+import { jsonBody, jsonObject, field } from '../body.ts';
+import { checkOutputBytesMax, parseCheck, parseService } from '../definitions.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
+import { json, type Reply } from '../reply.ts';
+import { param, type Request } from "../request.ts";
+import type { Route } from '../router.ts';
+
+// ---------------------------------------------------------------- rendering
+
+export function renderCheck(c: HealthCheck, agentView = false): Record<string, unknown> {
+  return {
+    Node: c.node, CheckID: c.checkId, Name: c.name, Status: c.status, Notes: c.notes, Output: c.output,
+    ServiceID: c.serviceId, ServiceName: c.serviceName, ServiceTags: c.serviceTags, Type: c.type,
+    Interval: c.definition.interval, Timeout: c.definition.timeout, ExposedPort: 0, Definition: {},
+    CreateIndex: agentView ? 0 : c.createIndex, ModifyIndex: agentView ? 0 : c.modifyIndex,
+  };
+}
+
+function renderNode(n: CatalogNode, dc: string): Record<string, unknown> {
+  return {
+    ID: n.id, Node: n.node, Address: n.address, Datacenter: dc,
+    TaggedAddresses: { lan: n.address, lan_ipv4: n.address, wan: n.address, wan_ipv4: n.address },
+    Meta: n.meta, CreateIndex: n.createIndex, ModifyIndex: n.modifyIndex,
+  };
+}
+
+function renderAgentService(s: ServiceInstance, dc: string): Record<string, unknown> {
+  return {
+    ...(s.kind !== '' ? { Kind: s.kind } : {}),
+    ID: s.id, Service: s.service, Tags: s.tags, Meta: s.meta, Port: s.port, Address: s.address,
+    ...(Object.keys(s.taggedAddresses).length > 0 ? { TaggedAddresses: s.taggedAddresses } : {}),
+    Weights: s.weights, EnableTagOverride: s.enableTagOverride, Datacenter: dc,
+  };
+}
+
+function renderHealthService(s: ServiceInstance): Record<string, unknown> {
+  return {
+    ...(s.kind !== '' ? { Kind: s.kind } : {}),
+    ID: s.id, Service: s.service, Tags: s.tags, Address: s.address,
+    ...(Object.keys(s.taggedAddresses).length > 0 ? { TaggedAddresses: s.taggedAddresses } : {}),
+    Meta: Object.keys(s.meta).length > 0 ? s.meta : null,
+    ...(s.port !== 0 ? { Port: s.port } : {}),
+    Weights: s.weights, EnableTagOverride: s.enableTagOverride,
+    Proxy: { MeshGateway: {}, Expose: {} }, Connect: {}, PeerName: '',
+    CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex,
+  };
+}
+
+function renderCatalogService(s: ServiceInstance, n: CatalogNode | undefined, dc: string): Record<string, unknown> {
+  const address = n?.address ?? '';
+  return {
+    ID: n?.id ?? '', Node: s.node, Address: address, Datacenter: dc,
+    TaggedAddresses: { lan: address, lan_ipv4: address, wan: address, wan_ipv4: address },
+    NodeMeta: n?.meta ?? {}, ServiceKind: s.kind, ServiceID: s.id, ServiceName: s.service, ServiceTags: s.tags,
+    ServiceAddress: s.address, ServiceWeights: s.weights, ServiceMeta: s.meta, ServicePort: s.port,
+    ServiceSocketPath: '', ServiceEnableTagOverride: s.enableTagOverride,
+    ServiceProxy: { MeshGateway: {}, Expose: {} }, ServiceConnect: {}, ServiceLocality: null,
+    CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex,
+  };
+}
+
+// ---------------------------------------------------------------- shared helpers
+
+/** Compiles `?filter` against the endpoint's schema; a bad expression is 400/1009 (consul: 500). */
+function filterOf(req: Request, schema: Schema): (value: unknown) => boolean {
+  const expression = param(req, 'filter');
+  if (expression === undefined || expression.trim() === '') return () => true;
+  try {
+    return compileFilter(expression, schema);
+  } catch (err) {
+    if (!(err instanceof FilterError)) throw err;
+    throw new RegistryError('invalidParameter', err.message, {
+      filter: [`Syntax:${err.message}`], ...(err.position ? { position: err.position } : {}), ...(err.expected ? { expected: err.expected } : {}),
+    }, { status: 500, text: err.message });
+  }
+}
+
+function required(req: Request, what: string, consulText: string): string {
+  if (req.rest === '') throw new RegistryError('missingParameter', `missing ${what} in the path`, { [what]: ['Required:must not be empty'] }, { status: 400, text: consulText });
+  return req.rest;
+}
+
+/** A catalog read: query options, filter compiled first, wait on the catalog index, then render. */
+function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiContext, keep: (v: unknown) => boolean) => unknown) {
+  return async (req: Request, api: ApiContext): Promise<Reply> => {
+    const q = parseQueryOptions(req, api);
+    const keep = schema ? filterOf(req, schema) : () => true;
+    const value = () => read(req, api, keep);
+    value(); // validates path parameters before any wait
+    await awaitQuery(req, api, q, { kind: 'catalog' }, () => api.runtime.state.catalogIndex);
+    return json(value(), { index: api.runtime.state.catalogIndex });
+  };
+}
+
+function localChecks(api: ApiContext): HealthCheck[] {
+  return api.runtime.state.checksOfNode(api.nodeName).filter((c) => c.source === 'agent');
+}
+
+function failureError(r: Extract<Result, { ok: false }>): RegistryError {
+  if (r.reason === 'unknown-service') return serviceNotFound(r.detail ?? '', true);
+  if (r.reason === 'unknown-check') return checkNotFound(r.detail ?? '');
+  return new RegistryError('unknown', `registration failed: ${r.reason}`);
+}
+
+function checkNotFound(id: string): RegistryError {
+  return new RegistryError('notFound', `unknown check ID "${id}"`, { checkId: id }, { status: 404, text: `Unknown check ID "${id}". Ensure that the check ID is passed, not the check name.` });
+}
+
+function serviceNotFound(id: string, fromCheck = false): RegistryError {
+  return new RegistryError('notFound', `unknown service ID "${id}"`, { serviceId: id },
+    { status: 404, text: fromCheck ? `ServiceID "${id}" does not exist` : `Unknown service ID "${id}". Ensure that the service ID is passed, not the service name.` });
+}
+
+async function proposeOk(api: ApiContext, cmd: Command): Promise<void> {
+  const result = await api.runtime.propose(cmd);
+  if (!result.ok) throw failureError(result);
+}
+
+// ---------------------------------------------------------------- agent checks
+
+function agentChecks(req: Request, api: ApiContext): Reply {
+  checkDatacenter(req, api);
+  const keep = filterOf(req, checkSchema);
+  const out: Record<string, unknown> = {};
+  for (const c of localChecks(api)) {
+    const rendered = renderCheck(c, true);
+    if (keep(rendered)) out[c.checkId] = rendered;
+  }
+  return json(out);
+}
+
+async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const reg = parseCheck(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote' });
+  await proposeOk(api, { t: 'check.register', node: api.nodeName, check: reg });
+  return { t: 'empty' };
+}
+
+function localCheck(req: Request, api: ApiContext): HealthCheck {
+  const id = required(req, 'checkId', 'Missing check ID');
+  const check = api.runtime.state.checkOf(api.nodeName, id);
+  if (check === undefined || check.source !== 'agent') throw checkNotFound(id);
+  return check;
+}
+
+async function checkDeregister(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const check = localCheck(req, api);
+  await proposeOk(api, { t: 'check.deregister', node: api.nodeName, checkId: check.checkId });
+  return { t: 'empty' };
+}
+
+/** TTL updates keep the first 4 KB of the output, marking what was cut (consul-compat.md §4 Output cap). */
+function capTtlOutput(output: string, maxBytes: number): string {
+  const bytes = Buffer.from(output);
+  if (bytes.length <= maxBytes) return output;
+  return `${bytes.subarray(0, maxBytes).toString()} ... (captured ${maxBytes} of ${bytes.length} bytes)`;
+}
+
+async function ttlUpdate(req: Request, api: ApiContext, status: CheckStatus, output: string): Promise<Reply> {
+  checkDatacenter(req, api);
+  const check = localCheck(req, api);
+  if (check.type !== 'ttl') {
+    throw new RegistryError('invalidParameter', `check "${check.checkId}" is not a TTL check`, { checkId: [`Kind:check is of type ${check.type || 'none'}, not ttl`] },
+      { status: 500, text: `CheckID "${check.checkId}" does not have associated TTL` });
+  }
+  await proposeOk(api, {
+    t: 'check.update', node: api.nodeName, checkId: check.checkId, generation: check.generation, via: 'ttl', status,
+    output: capTtlOutput(output, check.definition.outputMaxSize || checkOutputBytesMax),
+  });
+  return { t: 'empty' };
+}
+
+const ttlSetter = (status: CheckStatus) => (req: Request, api: ApiContext) => ttlUpdate(req, api, status, param(req, 'note') ?? '');
+
+async function checkUpdate(req: Request, api: ApiContext): Promise<Reply> {
+  const body = jsonObject(req);
+  const status = field(body, 'Status').value;
+  const output = field(body, 'Output').value;
+  if (typeof status !== 'string' || !['passing', 'warning', 'critical'].includes(status)) {
+    throw new RegistryError('invalidParameter', `invalid check status: ${JSON.stringify(status ?? '')}`, { Status: ['Enum:must be passing, warning or critical'] },
+      { status: 400, text: `Invalid check status: '${typeof status === 'string' ? status : ''}'` });
+  }
+  if (output !== undefined && output !== null && typeof output !== 'string') {
+    throw new RegistryError('invalidParameter', 'Output must be a string', { Output: ['Type:must be a string'] }, { status: 400, text: 'Request decode failed: json: cannot unmarshal into Go struct field Output of type string' });
+  }
+  return ttlUpdate(req, api, status as CheckStatus, (output as string | undefined) ?? '');
+}
+
+// ---------------------------------------------------------------- agent services
+
+function agentServices(req: Request, api: ApiContext): Reply {
+  checkDatacenter(req, api);
+  const keep = filterOf(req, agentServiceSchema);
+  const out: Record<string, unknown> = {};
+  for (const s of api.runtime.state.servicesOfNode(api.nodeName)) {
+    const rendered = renderAgentService(s, api.datacenter);
+    if (keep(rendered)) out[s.id] = rendered;
+  }
+  return json(out);
+}
+
+async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const replace = param(req, 'replace-existing-checks');
+  const parsed = parseService(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote' });
+  await proposeOk(api, {
+    t: 'service.register', node: api.nodeName, service: parsed.service, checks: parsed.checks,
+    replaceExistingChecks: replace !== undefined && (replace === '' || replace === 'true'),
+  });
+  return { t: 'empty' };
+}
+
+async function serviceDeregister(req: Request, api: ApiContext): Promise<Reply> {
+  checkDatacenter(req, api);
+  const id = required(req, 'serviceId', 'Missing service ID');
+  if (!api.runtime.state.services.has(api.runtime.state.serviceKey(api.nodeName, id))) throw serviceNotFound(id);
+  await proposeOk(api, { t: 'service.deregister', node: api.nodeName, serviceId: id });
+  return { t: 'empty' };
+}
+
+// ---------------------------------------------------------------- catalog
+
+const catalogServices = catalogRead(undefined, (_req, api) => {
+  const tags = new Map<string, Set<string>>();
+  for (const s of api.runtime.state.services.values()) {
+    const set = tags.get(s.service) ?? new Set<string>();
+    for (const t of s.tags) set.add(t);
+    tags.set(s.service, set);
+  }
+  return Object.fromEntries([...tags.keys()].sort().map((name) => [name, [...tags.get(name)!].sort()]));
+});
+
+function hasTags(s: ServiceInstance, req: Request): boolean {
+  return req.query.getAll('tag').every((t) => s.tags.includes(t));
+}
+
+const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
+  const name = required(req, 'service', 'Missing service name');
+  const st = api.runtime.state;
+  return st.instancesOf(name).filter((s) => hasTags(s, req))
+    .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
+});
+
+const catalogNodes = catalogRead(nodeSchema, (_req, api, keep) =>
+  [...api.runtime.state.nodes.values()].sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+    .map((n) => renderNode(n, api.datacenter)).filter(keep));
+
+const catalogNode = catalogRead(undefined, (req, api) => {
+  const name = required(req, 'node', 'Missing node name');
+  const st = api.runtime.state;
+  const node = st.nodes.get(name);
+  if (node === undefined) return null;
+  const services = Object.fromEntries(st.servicesOfNode(name).map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }]));
+  return { Node: renderNode(node, api.datacenter), Services: services };
+});
+
+// ---------------------------------------------------------------- health
+
+const healthNode = catalogRead(checkSchema, (req, api, keep) => {
+  const name = required(req, 'node', 'Missing node name');
+  return api.runtime.state.checksOfNode(name).map((c) => renderCheck(c)).filter(keep);
+});
+
+const healthChecks = catalogRead(checkSchema, (req, api, keep) => {
+  const name = required(req, 'service', 'Missing service name');
+  return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '').map((c) => renderCheck(c)).filter(keep);
+});
+
+function parsePassing(req: Request): boolean {
+  if (!req.query.has('passing')) return false;
+  const v = param(req, 'passing') ?? '';
+  if (v === '' || ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
+  throw new RegistryError('invalidParameter', `invalid value for ?passing: ${JSON.stringify(v)}`, { passing: ['Format:must be true or false'] }, { status: 400, text: 'Invalid value for ?passing' });
+}
+
+const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
+  const name = required(req, 'service', 'Missing service name');
+  const passingOnly = parsePassing(req);
+  const st = api.runtime.state;
+  const entries: Record<string, unknown>[] = [];
+  for (const s of st.instancesOf(name)) {
+    if (!hasTags(s, req)) continue;
+    const node = st.nodes.get(s.node);
+    if (node === undefined) continue;
+    // A node's own checks (its gossip check among them) count for every service on it: a failed node's
+    // services are never reported passing.
+    const checks = st.checksOfNode(s.node).filter((c) => c.serviceId === '' || c.serviceId === s.id);
+    if (passingOnly && checks.some((c) => c.status !== 'passing')) continue;
+    const entry = { Node: renderNode(node, api.datacenter), Service: renderHealthService(s), Checks: checks.map((c) => renderCheck(c)) };
+    if (keep(entry)) entries.push(entry);
+  }
+  return entries;
+});
+
+const states = new Set(['any', 'passing', 'warning', 'critical', 'fail']);
+
+const healthState = catalogRead(checkSchema, (req, api, keep) => {
+  const state = required(req, 'state', 'Missing check state');
+  if (!states.has(state)) {
+    if (api.dialect === 'consul') return []; // Consul does not validate the state: an unknown one matches nothing
+    throw new RegistryError('invalidParameter', `unknown check state "${state}"`, { state: ['Enum:must be any, passing, warning, critical or fail'] });
+  }
+  // "fail" returns the failing checks: the registry's word for critical.
+  const wanted = state === 'fail' ? 'critical' : state;
+  return api.runtime.state.allChecks().filter((c) => wanted === 'any' || c.status === wanted).map((c) => renderCheck(c)).filter(keep);
+});
+
+export const healthRoutes: Route<ApiContext>[] = [
+  { path: '/v1/agent/checks', prefix: false, methods: { GET: agentChecks } },
+  { path: '/v1/agent/check/register', prefix: false, methods: { PUT: checkRegister } },
+  { path: '/v1/agent/check/deregister/', prefix: true, methods: { PUT: checkDeregister } },
+  { path: '/v1/agent/check/pass/', prefix: true, methods: { PUT: ttlSetter('passing') } },
+  { path: '/v1/agent/check/warn/', prefix: true, methods: { PUT: ttlSetter('warning') } },
+  { path: '/v1/agent/check/fail/', prefix: true, methods: { PUT: ttlSetter('critical') } },
+  { path: '/v1/agent/check/update/', prefix: true, methods: { PUT: checkUpdate } },
+  { path: '/v1/agent/services', prefix: false, methods: { GET: agentServices } },
+  { path: '/v1/agent/service/register', prefix: false, methods: { PUT: serviceRegister } },
+  { path: '/v1/agent/service/deregister/', prefix: true, methods: { PUT: serviceDeregister } },
+  { path: '/v1/catalog/services', prefix: false, methods: { GET: catalogServices } },
+  { path: '/v1/catalog/service/', prefix: true, methods: { GET: catalogService } },
+  { path: '/v1/catalog/nodes', prefix: false, methods: { GET: catalogNodes } },
+  { path: '/v1/catalog/node/', prefix: true, methods: { GET: catalogNode } },
+  { path: '/v1/health/node/', prefix: true, methods: { GET: healthNode } },
+  { path: '/v1/health/checks/', prefix: true, methods: { GET: healthChecks } },
+  { path: '/v1/health/service/', prefix: true, methods: { GET: healthService } },
+  { path: '/v1/health/state/', prefix: true, methods: { GET: healthState } },
+];
+
+

@@ -1,0 +1,29 @@
+/** Builds the probe a check's definition asks for (the runtime's ProbeFactory). */
+import type { HealthCheck } from '../domain/types.ts';
+import type { Probe } from '../ports/probe.ts';
+import { containerExecProbe } from './container-exec.ts';
+import { grpcProbe } from './grpc.ts';
+import { httpProbe } from './http.ts';
+import { scriptProbe } from './script.ts';
+import { tcpProbe } from './tcp.ts';
+
+export function probeFor(check: HealthCheck): Probe | undefined {
+  const d = check.definition;
+  const timeout = d.timeoutMs > 0 ? { timeoutMs: d.timeoutMs } : {};
+  const outputBytesMax = d.outputMaxSize;
+  switch (check.type) {
+    case 'http':
+      return httpProbe({
+        url: d.http!, ...timeout, outputBytesMax,
+        ...(d.method ? { method: d.method } : {}), ...(d.header ? { header: d.header } : {}), ...(d.body !== undefined ? { body: d.body } : {}),
+        ...(d.tlsSkipVerify ? { tlsSkipVerify: true } : {}), ...(d.tlsServerName ? { tlsServerName: d.tlsServerName } : {}),
+        ...(d.disableRedirects ? { disableRedirects: true } : {}),
+      });
+    case 'tcp': return tcpProbe({ address: d.tcp!, ...timeout });
+    case 'grpc': return grpcProbe({ target: d.grpc!, ...timeout, ...(d.grpcUseTls ? { useTls: true } : {}), ...(d.tlsSkipVerify ? { tlsSkipVerify: true } : {}) });
+    case 'script': return scriptProbe({ args: d.args!, ...timeout, outputBytesMax });
+    case 'docker':
+      return containerExecProbe({ containerId: d.runtimeContainerId!, ...(d.args ? { args: d.args } : {}), ...(d.shell ? { shell: d.shell } : {}), ...timeout, outputBytesMax });
+    default: return undefined;
+  }
+}
