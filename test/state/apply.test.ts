@@ -3,7 +3,7 @@
 import { describe, expect, test } from 'vitest';
 import type { Command } from '../../src/domain/commands.ts';
 import type { LogEntry } from '../../src/ports/log.ts';
-import { apply, fromSnapshotData, RegistryState, toSnapshotData } from '../../src/state/index.ts';
+import { apply, fromSnapshotData, passiveDefinition, RegistryState, toSnapshotData } from '../../src/state/index.ts';
 
 /** A small seeded generator so a failing sequence can be replayed from its seed. */
 function rng(seed: number) {
@@ -14,11 +14,24 @@ function rng(seed: number) {
   };
 }
 
+const webService = {
+  id: 'web', service: 'web', kind: '', tags: ['v1'], address: '', port: 80, meta: {}, taggedAddresses: {},
+  weights: { Passing: 1, Warning: 1 }, enableTagOverride: false,
+};
+
+function ttlCheck(checkId: string) {
+  return {
+    checkId, name: checkId, notes: '', status: 'passing' as const, output: '', serviceId: '', type: 'ttl' as const,
+    definition: { ...passiveDefinition, ttlMs: 10_000, successBeforePassing: 1, failuresBeforeCritical: 2, failuresBeforeWarning: 2, deregisterCriticalServiceAfterMs: 60_000 },
+  };
+}
+
 function randomLog(seed: number, count: number): LogEntry[] {
   const r = rng(seed);
   const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)]!;
   const sessions = ['s1', 's2', 's3', 's4'];
   const keys = ['a', 'a/b', 'a/c', 'b', 'lock'];
+  const services = ['web', 'db'];
   const entries: LogEntry[] = [];
   let atMs = 1_000;
   const push = (cmd: Command) => entries.push({ index: entries.length + 1, atMs: (atMs += Math.floor(r() * 3_000)), pid: `p${entries.length}`, cmd });
@@ -27,7 +40,7 @@ function randomLog(seed: number, count: number): LogEntry[] {
     const session = pick(sessions);
     const key = pick(keys);
     const value = r() < 0.2 ? null : Buffer.from(`v${i}`).toString('base64');
-    switch (Math.floor(r() * 9)) {
+    switch (Math.floor(r() * 14)) {
       case 0: push({ t: 'session.create', id: session, node: 'n1', name: '', lockDelayNs: pick([0, 2e9]), behavior: pick(['release', 'delete'] as const), ttl: '10s', ttlMs: 10_000, nodeChecks: ['gossipHealth'], serviceChecks: null }); break;
       case 1: push({ t: 'session.destroy', id: session }); break;
       case 2: push({ t: 'session.renew', id: session }); break;
@@ -37,6 +50,11 @@ function randomLog(seed: number, count: number): LogEntry[] {
       case 6: push({ t: 'kv.set', key, value, flags: String(i) }); break;
       case 7: push(r() < 0.5 ? { t: 'kv.delete', key } : { t: 'kv.deleteTree', prefix: 'a' }); break;
       case 8: push({ t: 'kv.cas', key, value, flags: '0', cas: String(Math.floor(r() * entries.length)) }); break;
+      case 9: push({ t: 'service.register', node: 'n1', service: { ...webService, id: pick(services) }, checks: [ttlCheck('service:' + pick(services))], replaceExistingChecks: r() < 0.5 }); break;
+      case 10: push({ t: 'service.deregister', node: 'n1', serviceId: pick(services) }); break;
+      case 11: push({ t: 'check.update', node: 'n1', checkId: 'service:' + pick(services), generation: Math.floor(r() * entries.length), via: pick(['probe', 'ttl'] as const), status: pick(['passing', 'warning', 'critical'] as const), output: `o${i}` }); break;
+      case 12: push({ t: 'check.ttlExpire', node: 'n1', checkId: 'service:' + pick(services), ttlUpdateIndex: Math.floor(r() * entries.length) }); break;
+      case 13: push({ t: 'session.create', id: session, node: 'n1', name: '', lockDelayNs: 1e9, behavior: 'release', ttl: '', ttlMs: 0, nodeChecks: [], serviceChecks: [{ ID: 'service:' + pick(services), Namespace: '' }] }); break;
     }
   }
   return entries;
@@ -63,6 +81,22 @@ describe('apply', () => {
         const head = replay(log.slice(0, cut));
         const restored = fromSnapshotData(JSON.parse(JSON.stringify(toSnapshotData(head))));
         expect(toSnapshotData(replay(log, restored)), `seed ${seed} cut ${cut}`).toEqual(full);
+      }
+    }
+  });
+
+  test('no live session is bound to a missing or critical check', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const state = new RegistryState();
+      for (const e of randomLog(seed, 400)) {
+        apply(state, e);
+        for (const session of state.sessions.values()) {
+          for (const id of [...session.nodeChecks, ...(session.serviceChecks ?? []).map((x) => x.ID)]) {
+            const check = state.checkOf(session.node, id);
+            expect(check, `seed ${seed} @${e.index}: ${session.id} bound to missing ${id}`).toBeDefined();
+            expect(check!.status, `seed ${seed} @${e.index}: ${session.id} bound to critical ${id}`).not.toBe('critical');
+          }
+        }
       }
     }
   });
