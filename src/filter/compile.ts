@@ -213,25 +213,47 @@ const coercionExpected: Partial<Record<Kind, string>> = {
 };
 
 /**
- * RE2 patterns run as JS regular expressions: a leading RE2 flag group such as (?i) becomes JS
- * flags; Unicode mode is tried first (closer to RE2's rune semantics) and legacy mode second,
- * because RE2 accepts escapes like \- and \_ that only legacy JS syntax allows.
+ * RE2 patterns run as JS regular expressions, in legacy (non-Unicode) syntax: it accepts RE2's
+ * escapes such as \- and \_, and it is the mode in which V8 can fall back to its linear-time engine
+ * on catastrophic backtracking (node --enable-experimental-regexp-engine-on-excessive-backtracks).
+ * A leading RE2 flag group such as (?i) becomes JS flags.
  */
 function compilePattern(raw: string, at: FilterPosition): RegExp {
   const flagGroup = /^\(\?([ims]+)\)/.exec(raw);
   const source = flagGroup ? raw.slice(flagGroup[0].length) : raw;
   const flags = [...new Set(flagGroup?.[1] ?? '')].join('');
-  try {
-    return new RegExp(source, `${flags}u`);
-  } catch {
-    // fall through to legacy syntax
-  }
+  const fail = (why: string): FilterError =>
+    new FilterError(`Failed to compile regular expression ${goQuote(raw)}: ${why}`, at, ['an RE2 regular expression']);
+  const unsupported = perlOnlySyntax(source);
+  if (unsupported) throw fail(`error parsing regexp: ${unsupported}`);
   try {
     return new RegExp(source, flags);
   } catch (error) {
-    const detail = `Failed to compile regular expression ${goQuote(raw)}: ${(error as Error).message}`;
-    throw new FilterError(detail, at, ['a regular expression']);
+    throw fail((error as Error).message);
   }
+}
+
+/**
+ * Backreferences and lookaround: RE2 rejects them (Go's texts below), and they are also what would
+ * keep V8 on its backtracking engine. Character classes are skipped, where they mean nothing special.
+ */
+function perlOnlySyntax(pattern: string): string | undefined {
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === '\\') {
+      const escaped = pattern[++i] ?? '';
+      if (!inClass && /[1-9k]/.test(escaped)) return `invalid escape sequence: \`\\${escaped}\``;
+    } else if (inClass) {
+      inClass = ch !== ']';
+    } else if (ch === '[') {
+      inClass = true;
+    } else {
+      const lookaround = /^\(\?<?[=!]/.exec(pattern.slice(i, i + 4));
+      if (lookaround) return `invalid or unsupported Perl syntax: \`${lookaround[0]}\``;
+    }
+  }
+  return undefined;
 }
 
 // Records are rendered JSON, so a field may be absent (its zero value) or, defensively, of another

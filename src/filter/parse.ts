@@ -91,7 +91,8 @@ class Grammar {
     } catch (error) {
       if (!(error instanceof TooDeep)) throw error;
       const at = this.p.pos;
-      throw new FilterError(`${where(this.p, at)}: expression nested too deeply (limit ${nestingDepthMax})`, this.p.position(at), []);
+      const detail = `${where(this.p, at)}: expression nested too deeply (limit ${nestingDepthMax})`;
+      throw new FilterError(detail, this.p.position(at), [`at most ${nestingDepthMax} nested "(" and "not"`]);
     }
   }
 
@@ -205,9 +206,13 @@ class Grammar {
   private selectorOp(): MatchExpr | undefined {
     return this.p.take(() => {
       const selector = this.selector();
-      const op = selector && (this.keywords('Is Empty', ['is', 'empty'], false) ?? this.keywords('Is Not Empty', ['is', 'not', 'empty'], false));
+      const op = selector && this.emptinessOperator();
       return selector && op && { kind: 'match', selector, op };
     });
+  }
+
+  private emptinessOperator(): MatchOp | undefined {
+    return this.keywords('Is Empty', ['is', 'empty'], false) ?? this.keywords('Is Not Empty', ['is', 'not', 'empty'], false);
   }
 
   /** MatchValueOpSelector "match" <- Value (in / not in) Selector / Value (in / not in) !Selector &{error} */
@@ -215,7 +220,7 @@ class Grammar {
     const valueAndOp = (): { value: string; valueAt: number; op: MatchOp } | undefined => {
       const valueAt = this.p.pos;
       const value = this.value();
-      const op = value === undefined ? undefined : (this.keywords('In', ['in'], true) ?? this.keywords('Not In', ['not', 'in'], true));
+      const op = value === undefined ? undefined : this.inOperator();
       return value === undefined || !op ? undefined : { value, valueAt, op };
     };
     return (
@@ -229,6 +234,10 @@ class Grammar {
         return undefined;
       })
     );
+  }
+
+  private inOperator(): MatchOp | undefined {
+    return this.keywords('In', ['in'], true) ?? this.keywords('Not In', ['not', 'in'], true);
   }
 
   /** MatchEqual <- _? "==" _? (likewise !=): the only operators that need no surrounding space. */
