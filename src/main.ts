@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { pino } from 'pino';
 import { ConfigError, loadConfig, usage, type Config } from './config.ts';
 import { RegistryError } from './domain/errors.ts';
@@ -17,6 +18,10 @@ import { Runtime } from './runtime/index.ts';
 import { WalLog } from './wal/index.ts';
 
 const version = '0.1.0';
+
+// `?filter=` takes `matches` patterns from clients: let V8 fall back to its linear-time engine when a
+// pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
+setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 
 /** The node id lives beside the log so a restarted node keeps its identity. */
 function nodeIdOf(dataDir: string): string {
