@@ -23,5 +23,12 @@ export const tombstonesMax = 10_000;
 
 /** The node check every session binds by default (Consul's serfHealth). */
 export const gossipCheckId = 'gossipHealth';
+/** Consul's name for the same check, accepted on input wherever a check id is given. */
+export const consulGossipCheckId = 'serfHealth';
+
+/** Maps Consul's serfHealth to gossipHealth; any other id is returned as is. */
+export function canonicalCheckId(id: string): string {
+  return id === consulGossipCheckId ? gossipCheckId : id;
+}
 export const gossipCheckName = 'Gossip Health Status';
 export const gossipCheckOutputAlive = 'Agent alive and reachable';

@@ -15,6 +15,8 @@ export interface QueryOptions {
   minIndex: number;
   waitMs: number;
   consistent: boolean;
+  /** How the answer was read, for X-Consul-Effective-Consistency. */
+  consistency: 'leader' | 'stale' | 'consistent';
 }
 
 const uint64Pattern = /^\d+$/;
@@ -47,8 +49,14 @@ export function parseQueryOptions(req: Request, api: ApiContext): QueryOptions {
     throw new RegistryError('invalidParameter', 'cannot specify ?stale with ?consistent, conflicting semantics',
       { consistent: ['Conflict:cannot be combined with stale'] }, { status: 400, text: 'Cannot specify ?stale with ?consistent, conflicting semantics.' });
   }
+  const maxStale = param(req, 'max_stale');
+  if (maxStale !== undefined && maxStale !== '' && parseGoDurationMs(maxStale) === undefined) {
+    throw invalidField('max_stale', 'Format', 'must be a duration such as 5s', { status: 400, text: `Invalid max_stale value ${JSON.stringify(maxStale)}` });
+  }
   checkDatacenter(req, api);
-  return { minIndex, waitMs, consistent };
+  // One node reads one state: ?stale and ?leader answer from it as the default does; ?consistent adds a barrier.
+  const consistency = consistent ? 'consistent' : flag(req, 'stale') && !flag(req, 'leader') ? 'stale' : 'leader';
+  return { minIndex, waitMs, consistent, consistency };
 }
 
 export function checkDatacenter(req: Request, api: ApiContext): void {

@@ -31,11 +31,13 @@ const jsonType: [string, string] = ['Content-Type', 'application/json'];
 /** X-Consul-Index is never 0 (clients treat 0 as an error); a single node always knows its leader. */
 function indexHeaders(index: IndexInfo | undefined): [string, string][] {
   if (index === undefined) return [];
-  return [
+  const headers: [string, string][] = [
     ['X-Consul-Index', String(Math.max(1, index.index))],
     ['X-Consul-KnownLeader', 'true'],
     ['X-Consul-LastContact', '0'],
   ];
+  if (index.consistency !== undefined) headers.push(['X-Consul-Effective-Consistency', index.consistency]);
+  return headers;
 }
 
 export function renderReply(reply: Reply, dialect: Dialect): Wire {

@@ -7,6 +7,8 @@ import type { RegistryError } from '../domain/errors.ts';
 /** Index headers of query endpoints (consul-compat.md §2). */
 export interface IndexInfo {
   index: number;
+  /** Sent as X-Consul-Effective-Consistency (health and catalog reads). */
+  consistency?: 'leader' | 'stale' | 'consistent';
 }
 
 export type Reply =

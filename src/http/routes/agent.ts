@@ -6,11 +6,14 @@
  */
 import type { CatalogCheck, CatalogRegister } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
+import { canonicalCheckId } from '../../domain/limits.ts';
 import type { ApiContext } from '../api.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
 import { checkDatacenter } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
-import type { Request } from '../request.ts';
+import { flag, param, type Request } from '../request.ts';
+import { memberSchema } from '../../filter/index.ts';
+import { filterOf } from '../filtering.ts';
 import type { Route } from '../router.ts';
 
 function leader(_req: Request, api: ApiContext): Reply {
@@ -21,9 +24,32 @@ function peers(_req: Request, api: ApiContext): Reply {
   return json([api.serverAddress]);
 }
 
-function self(_req: Request, api: ApiContext): Reply {
+/** This agent as a gossip member (Consul's field names and status numbers: 1 = alive). */
+function selfMember(api: ApiContext): Record<string, unknown> {
   const node = api.runtime.state.nodes.get(api.nodeName);
   const [host = '127.0.0.1', port = '8300'] = api.serverAddress.split(/:(?=\d+$)/);
+  return {
+    Name: api.nodeName, Addr: node?.address ?? host, Port: Number(port),
+    Tags: { role: api.dialect === 'consul' ? 'consul' : 'roster', dc: api.datacenter, id: api.runtime.nodeId, port },
+    Status: 1, ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
+  };
+}
+
+function members(req: Request, api: ApiContext): Reply {
+  checkDatacenter(req, api);
+  if (flag(req, 'segment') && param(req, 'wan') !== undefined && param(req, 'wan') !== 'false') {
+    throw new RegistryError('invalidParameter', 'cannot provide a segment with wan=true', { segment: ['Conflict:not with wan'] }, { status: 400, text: 'Cannot provide a segment with wan=true' });
+  }
+  const keep = filterOf(req, memberSchema);
+  return json([selfMember(api)].filter(keep));
+}
+
+function datacenters(_req: Request, api: ApiContext): Reply {
+  return json([api.datacenter]);
+}
+
+function self(_req: Request, api: ApiContext): Reply {
+  const node = api.runtime.state.nodes.get(api.nodeName);
   return json({
     Config: {
       Datacenter: api.datacenter, PrimaryDatacenter: api.datacenter, NodeName: api.nodeName, NodeID: api.runtime.nodeId,
@@ -31,11 +57,7 @@ function self(_req: Request, api: ApiContext): Reply {
     },
     DebugConfig: { Dialect: api.dialect, SessionTTLMin: `${api.sessionTtlMsMin / 1000}s` },
     Coord: null,
-    Member: {
-      Name: api.nodeName, Addr: node?.address ?? host, Port: Number(port),
-      Tags: { role: 'roster', dc: api.datacenter, id: api.runtime.nodeId }, Status: 1,
-      ProtocolMin: 1, ProtocolMax: 1, ProtocolCur: 1, DelegateMin: 0, DelegateMax: 0, DelegateCur: 0,
-    },
+    Member: selfMember(api),
     Stats: {
       raft: { applied_index: String(api.runtime.state.index), state: 'Leader' },
       runtime: { version: process.version, uptime_ms: String(Date.now() - api.startedAtMs) },
@@ -61,7 +83,7 @@ function parseCheck(raw: unknown, where: string, errors: FieldErrors): CatalogCh
     return v;
   };
   const name = text('Name');
-  const checkId = text('CheckID') || name;
+  const checkId = canonicalCheckId(text('CheckID') || name);
   const status = text('Status') || 'critical';
   if (name === '') errors.add(`${where}.Name`, 'Required', 'a check needs a name', { status: 400, text: 'Missing check name' });
   if (!checkStatuses.has(status)) errors.add(`${where}.Status`, 'Enum', 'must be passing, warning or critical', { status: 400, text: 'Bad check status' });
@@ -128,7 +150,7 @@ async function deregister(req: Request, api: ApiContext): Promise<Reply> {
     throw new RegistryError('invalidParameter', 'ServiceID: services are deregistered through /v1/agent/service/deregister', { ServiceID: ['Unsupported:services are deregistered through the agent service endpoints'] });
   }
   // Deregistering what is not there is a no-op success, as in Consul.
-  await api.runtime.propose(typeof checkId === 'string' && checkId !== '' ? { t: 'catalog.deregister', node, checkId } : { t: 'catalog.deregister', node });
+  await api.runtime.propose(typeof checkId === 'string' && checkId !== '' ? { t: 'catalog.deregister', node, checkId: canonicalCheckId(checkId) } : { t: 'catalog.deregister', node });
   return json(true);
 }
 
@@ -136,6 +158,8 @@ export const agentRoutes: Route<ApiContext>[] = [
   { path: '/v1/status/leader', prefix: false, methods: { GET: leader } },
   { path: '/v1/status/peers', prefix: false, methods: { GET: peers } },
   { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
+  { path: '/v1/agent/members', prefix: false, methods: { GET: members } },
+  { path: '/v1/catalog/datacenters', prefix: false, methods: { GET: datacenters } },
   { path: '/v1/catalog/register', prefix: false, methods: { PUT: register } },
   { path: '/v1/catalog/deregister', prefix: false, methods: { PUT: deregister } },
 ];

@@ -6,7 +6,8 @@
 import type { Command } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
 import type { CatalogNode, CheckStatus, HealthCheck, ServiceInstance } from '../../domain/types.ts';
-import { compileFilter, FilterError, agentServiceSchema, catalogServiceSchema, checkSchema, healthEntrySchema, nodeSchema, type Schema } from '../../filter/index.ts';
+import { agentServiceSchema, catalogServiceSchema, checkSchema, healthEntrySchema, nodeSchema, type Schema } from '../../filter/index.ts';
+import { filterOf } from '../filtering.ts';
 import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { jsonBody, jsonObject, field } from '../body.ts';
@@ -72,20 +73,6 @@ function renderCatalogService(s: ServiceInstance, n: CatalogNode | undefined, dc
 
 // ---------------------------------------------------------------- shared helpers
 
-/** Compiles `?filter` against the endpoint's schema; a bad expression is 400/1009 (consul: 500). */
-function filterOf(req: Request, schema: Schema): (value: unknown) => boolean {
-  const expression = param(req, 'filter');
-  if (expression === undefined || expression.trim() === '') return () => true;
-  try {
-    return compileFilter(expression, schema);
-  } catch (err) {
-    if (!(err instanceof FilterError)) throw err;
-    throw new RegistryError('invalidParameter', err.message, {
-      filter: [`Syntax:${err.message}`], ...(err.position ? { position: err.position } : {}), ...(err.expected ? { expected: err.expected } : {}),
-    }, { status: 500, text: err.message });
-  }
-}
-
 function required(req: Request, what: string, consulText: string): string {
   if (req.rest === '') throw new RegistryError('missingParameter', `missing ${what} in the path`, { [what]: ['Required:must not be empty'] }, { status: 400, text: consulText });
   return req.rest;
@@ -99,7 +86,7 @@ function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiCo
     const value = () => read(req, api, keep);
     value(); // validates path parameters before any wait
     await awaitQuery(req, api, q, { kind: 'catalog' }, () => api.runtime.state.catalogIndex);
-    return json(value(), { index: api.runtime.state.catalogIndex });
+    return json(value(), { index: api.runtime.state.catalogIndex, consistency: q.consistency });
   };
 }
 
@@ -234,6 +221,8 @@ async function serviceDeregister(req: Request, api: ApiContext): Promise<Reply> 
 
 const catalogServices = catalogRead(undefined, (_req, api) => {
   const tags = new Map<string, Set<string>>();
+  // Consul lists the servers themselves as the service "consul"; its clients expect it there.
+  if (api.dialect === 'consul') tags.set('consul', new Set());
   for (const s of api.runtime.state.services.values()) {
     const set = tags.get(s.service) ?? new Set<string>();
     for (const t of s.tags) set.add(t);

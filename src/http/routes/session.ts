@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Behavior, SessionCreate } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
-import { gossipCheckId, lockDelayMsDefault, lockDelayMsMax, sessionTtlMsMax } from '../../domain/limits.ts';
+import { canonicalCheckId, gossipCheckId, lockDelayMsDefault, lockDelayMsMax, sessionTtlMsMax } from '../../domain/limits.ts';
 import type { Session } from '../../domain/types.ts';
 import type { Result } from '../../state/index.ts';
 import { parseGoDurationNs } from '../../util/duration.ts';
@@ -88,7 +88,7 @@ function parseStringList(name: string, value: unknown, errors: FieldErrors): str
     errors.add(name, 'Type', 'must be an array of strings', { status: 400, text: `Request decode failed: json: cannot unmarshal into Go struct field Session.${name} of type []string` });
     return undefined;
   }
-  return value as string[];
+  return (value as string[]).map(canonicalCheckId);
 }
 
 function parseServiceChecks(value: unknown, errors: FieldErrors): { ID: string; Namespace: string }[] | null {
@@ -100,7 +100,7 @@ function parseServiceChecks(value: unknown, errors: FieldErrors): { ID: string; 
   }
   return (value as Record<string, unknown>[]).map((x) => {
     const ns = field(x, 'Namespace').value;
-    return { ID: field(x, 'ID').value as string, Namespace: typeof ns === 'string' ? ns : '' };
+    return { ID: canonicalCheckId(field(x, 'ID').value as string), Namespace: typeof ns === 'string' ? ns : '' };
   });
 }
 

@@ -1,0 +1,19 @@
+/** `?filter=` on list endpoints: compiled once per request against the endpoint's schema. */
+import { RegistryError } from '../domain/errors.ts';
+import { compileFilter, FilterError, type Schema } from '../filter/index.ts';
+import { param, type Request } from './request.ts';
+
+/** Compiles `?filter` against the endpoint's schema; a bad expression is 400/1009 (consul: 500). */
+export function filterOf(req: Request, schema: Schema): (value: unknown) => boolean {
+  const expression = param(req, 'filter');
+  if (expression === undefined || expression.trim() === '') return () => true;
+  try {
+    return compileFilter(expression, schema);
+  } catch (err) {
+    if (!(err instanceof FilterError)) throw err;
+    throw new RegistryError('invalidParameter', err.message, {
+      filter: [`Syntax:${err.message}`], ...(err.position ? { position: err.position } : {}), ...(err.expected ? { expected: err.expected } : {}),
+    }, { status: 500, text: err.message });
+  }
+}
+
