@@ -12,6 +12,7 @@ import type { LogEntry, ReplicatedLog } from '../ports/log.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import { apply, fromSnapshotData, RegistryState, toSnapshotData, type Effect, type Result } from '../state/index.ts';
 import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
+import { ServingTracker } from './serving.ts';
 import { TtlOwner } from './ttl-owner.ts';
 import { Watches, type Interest, type Touched } from './watches.ts';
 
@@ -49,6 +50,7 @@ export class Runtime {
   readonly watches = new Watches();
   readonly ttl: TtlOwner;
   readonly checkOwner: CheckOwner;
+  readonly serving = new ServingTracker();
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
@@ -102,6 +104,7 @@ export class Runtime {
     this.restartTtlTimers();
     await this.registerSelf();
     this.checkOwner.start();
+    this.serving.start(this.state);
   }
 
   /** Proposes a command; resolves with apply's result once its entry applied on this node. */
@@ -144,6 +147,7 @@ export class Runtime {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.serving.shutdown();
     this.ttl.stop();
     this.checkOwner.stop();
     this.watches.wakeAll();
@@ -181,7 +185,10 @@ export class Runtime {
     }
     if (touched.kvKeys.size > 0 || touched.sessions || touched.catalog) this.watches.notify(touched);
     for (const checkId of checks) this.checkOwner.reconcile(checkId);
-    if (touched.catalog) this.checkOwner.catalogChanged();
+    if (touched.catalog) {
+      this.checkOwner.catalogChanged();
+      this.serving.update(this.state);
+    }
     this.maybeSnapshot();
   }
 
