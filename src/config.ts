@@ -39,6 +39,8 @@ export interface Config {
   checkReapIntervalMs: number;
   /** Smallest DeregisterCriticalServiceAfter honoured. @default 1m */
   checkDeregisterMsMin: number;
+  /** A stream bookmark after this much silence on a connection. @default 30s */
+  streamBookmarkIntervalMs: number;
 }
 
 const options = {
@@ -100,6 +102,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     services: fileList(file, 'service', 'services'),
     checkReapIntervalMs: duration('check_reap_interval', file.check_reap_interval as string | undefined, 30_000),
     checkDeregisterMsMin: duration('check_deregister_min', file.check_deregister_min as string | undefined, 60_000),
+    streamBookmarkIntervalMs: duration('stream_bookmark_interval', file.stream_bookmark_interval as string | undefined, 30_000),
   };
 }
 
@@ -107,7 +110,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
 const fileKeys = new Set([
   'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'session_ttl_min',
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
-  'check_reap_interval', 'check_deregister_min',
+  'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
 ]);
 
 function readConfigFile(path: string | undefined): Record<string, unknown> {

@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { ConfigError, loadConfig, usage, type Config } from './config.ts';
 import { RegistryError } from './domain/errors.ts';
 import { parseCheck, parseService } from './http/definitions.ts';
-import { apiRouter, loadUws, startHttpServer, type ApiContext, type HttpServer } from './http/index.ts';
+import { apiRouter, loadUws, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
 import { probeFor } from './probes/factory.ts';
 import { SystemClock } from './ports/clock.ts';
 import { Runtime } from './runtime/index.ts';
@@ -90,7 +90,11 @@ async function run(config: Config): Promise<void> {
     sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
     serverAddress: `${config.httpHost}:${config.httpPort}`,
   };
-  http = await startHttpServer({ host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx });
+  const stream = new StreamServer(ctx, { bookmarkIntervalMs: config.streamBookmarkIntervalMs });
+  http = await startHttpServer({
+    host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx,
+    websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
+  });
   const server = http;
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
   logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index }, `roster listening http=${server.url}`);

@@ -7,6 +7,8 @@ import { Router } from './router.ts';
 
 export type { ApiContext } from './api.ts';
 export { startHttpServer, loadUws } from './server.ts';
+export { StreamServer, streamSubprotocol } from './stream.ts';
+export type { StreamOptions } from './stream.ts';
 export type { HttpServer } from './server.ts';
 export { dialects } from './render.ts';
 export type { Dialect } from './render.ts';

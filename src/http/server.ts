@@ -34,6 +34,14 @@ export function loadUws(): UwsModule {
   }
 }
 
+/** A WebSocket endpoint on the same app (the stream). */
+export interface WebSocketRoute {
+  path: string;
+  behavior: Uws.WebSocketBehavior<any>;
+  /** Called before the app closes its sockets, so peers get a proper close frame. */
+  closeAll(): void;
+}
+
 export interface HttpServerOptions<Ctx> {
   host: string;
   port: number;
@@ -43,6 +51,7 @@ export interface HttpServerOptions<Ctx> {
   logger: Logger;
   /** @default requestBodyBytesMax (512 KiB) */
   bodyBytesMax?: number;
+  websockets?: WebSocketRoute[];
 }
 
 export interface HttpServer {
@@ -57,6 +66,8 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
   const uws = loadUws();
   const app = uws.App();
   const bodyBytesMax = o.bodyBytesMax ?? requestBodyBytesMax;
+
+  for (const route of o.websockets ?? []) app.ws(route.path, route.behavior);
 
   app.any('/*', (res, uwsReq) => {
     const startedMs = performance.now();
@@ -114,6 +125,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
         port,
         close: () => {
           uws.us_listen_socket_close(socket);
+          for (const route of o.websockets ?? []) route.closeAll();
           app.close();
         },
       });

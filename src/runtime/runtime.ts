@@ -12,6 +12,7 @@ import type { LogEntry, ReplicatedLog } from '../ports/log.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import { apply, fromSnapshotData, RegistryState, toSnapshotData, type Effect, type Result } from '../state/index.ts';
 import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
+import { ChangeLog, type ChangeLogOptions } from './changes.ts';
 import { ServingTracker } from './serving.ts';
 import { TtlOwner } from './ttl-owner.ts';
 import { Watches, type Interest, type Touched } from './watches.ts';
@@ -36,6 +37,8 @@ export interface RuntimeOptions {
   onFatal?: (err: Error) => void;
   /** Builds probes for this agent's checks. @default no probes (checks are never run) */
   probeFor?: ProbeFactory;
+  /** Bounds of the ring of recent changes that stream subscribers resume from. */
+  changes?: ChangeLogOptions;
   /** Check owner tuning (reaper period, DeregisterCriticalServiceAfter floor, interval floor). */
   checks?: Pick<CheckOwnerOptions, 'reapIntervalMs' | 'deregisterAfterMsMin' | 'intervalMsMin'>;
 }
@@ -51,6 +54,8 @@ export class Runtime {
   readonly ttl: TtlOwner;
   readonly checkOwner: CheckOwner;
   readonly serving = new ServingTracker();
+  /** What each entry changed, for streams that resume from an index. */
+  readonly changes: ChangeLog;
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
@@ -77,6 +82,7 @@ export class Runtime {
     this.address = o.address;
     this.snapshotEveryEntries = o.snapshotEveryEntries ?? 20_000;
     this.onFatal = o.onFatal;
+    this.changes = new ChangeLog(o.changes);
     this.checkOwner = new CheckOwner({
       clock: o.clock, nodeName: o.nodeName, state: () => this.state, propose: (cmd) => this.propose(cmd),
       probeFor: o.probeFor ?? (() => undefined), logger: o.logger, ...o.checks,
@@ -105,6 +111,7 @@ export class Runtime {
     await this.registerSelf();
     this.checkOwner.start();
     this.serving.start(this.state);
+    this.changes.startAt(this.state.index);
   }
 
   /** Proposes a command; resolves with apply's result once its entry applied on this node. */
@@ -177,6 +184,7 @@ export class Runtime {
         if (e.t === 'check' && e.node === this.nodeName) checks.add(e.checkId);
         else this.collect(e, touched);
       }
+      this.changes.record(entry.index, entry.atMs, applied.effects);
       const waiter = this.pending.get(entry.pid);
       if (waiter !== undefined) {
         this.pending.delete(entry.pid);
@@ -199,7 +207,7 @@ export class Runtime {
       case 'catalog': touched.catalog = true; break;
       case 'ttl.arm': if (!this.stopped) this.ttl.arm(e.id, e.renewIndex, e.ttlMs); break;
       case 'ttl.cancel': this.ttl.cancel(e.id); break;
-      case 'check': break;
+      case 'check': case 'session': case 'service': case 'node': break;
     }
   }
 

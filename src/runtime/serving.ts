@@ -87,3 +87,14 @@ export class ServingTracker {
     for (const l of [...this.listeners]) l(name, status);
   }
 }
+
+/** One name's status ("" is the process, SERVING while it runs): the stream's `serving_status` item. */
+export function servingOf(state: RegistryState, name: string): ServingStatus | undefined {
+  let any = false;
+  for (const s of state.instancesOf(name)) {
+    any = true;
+    const critical = state.checksOfNode(s.node).some((c) => (c.serviceId === '' || c.serviceId === s.id) && c.status === 'critical');
+    if (!critical) return 'SERVING';
+  }
+  return any ? 'NOT_SERVING' : undefined;
+}

@@ -19,9 +19,9 @@ export const passiveDefinition: CheckDefinition = {
   successBeforePassing: 0, failuresBeforeWarning: 0, failuresBeforeCritical: 0, outputMaxSize: 4096,
 };
 
-function touched(c: Ctx, node: string, checkId: string): void {
+function touched(c: Ctx, node: string, checkId: string, serviceId: string): void {
   c.state.catalogIndex = c.index;
-  c.effects.push({ t: 'catalog' }, { t: 'check', node, checkId });
+  c.effects.push({ t: 'catalog' }, { t: 'check', node, checkId, serviceId });
 }
 
 // ---------------------------------------------------------------- nodes (catalog)
@@ -37,7 +37,7 @@ export function catalogRegister(c: Ctx, cmd: CatalogRegister): Result {
       createIndex: existing?.createIndex ?? c.index, modifyIndex: c.index,
     });
     state.catalogIndex = c.index;
-    c.effects.push({ t: 'catalog' });
+    c.effects.push({ t: 'catalog' }, { t: 'node', node: cmd.node });
   }
   for (const check of cmd.checks) {
     const registration: CheckRegistration = {
@@ -58,14 +58,17 @@ export function catalogDeregister(c: Ctx, cmd: CatalogDeregister, invalidateSess
   if (!state.nodes.has(cmd.node)) return { ok: false, reason: 'unknown-node', detail: cmd.node };
   if (cmd.checkId !== undefined) return deregisterCheck(c, cmd.node, cmd.checkId);
   for (const s of state.sessionsOfNode(cmd.node)) invalidateSession(s.id);
-  for (const service of state.servicesOfNode(cmd.node)) state.services.delete(state.serviceKey(cmd.node, service.id));
+  for (const service of state.servicesOfNode(cmd.node)) {
+    state.services.delete(state.serviceKey(cmd.node, service.id));
+    c.effects.push({ t: 'service', node: cmd.node, serviceId: service.id });
+  }
   for (const check of state.checksOfNode(cmd.node)) {
     state.checks.delete(state.checkKey(cmd.node, check.checkId));
-    c.effects.push({ t: 'check', node: cmd.node, checkId: check.checkId });
+    c.effects.push({ t: 'check', node: cmd.node, checkId: check.checkId, serviceId: check.serviceId });
   }
   state.nodes.delete(cmd.node);
   state.catalogIndex = c.index;
-  c.effects.push({ t: 'catalog' });
+  c.effects.push({ t: 'catalog' }, { t: 'node', node: cmd.node });
   return ok;
 }
 
@@ -103,7 +106,7 @@ export function registerCheck(c: Ctx, node: string, reg: CheckRegistration, sour
     createIndex: existing?.createIndex ?? c.index, modifyIndex: c.index,
   };
   state.checks.set(state.checkKey(node, check.checkId), check);
-  touched(c, node, check.checkId);
+  touched(c, node, check.checkId, check.serviceId);
   if (check.status === 'critical' && existing?.status !== 'critical') {
     c.invalidateBoundTo(node, check.checkId, { type: 'check.critical', checkId: check.checkId });
   }
@@ -112,8 +115,10 @@ export function registerCheck(c: Ctx, node: string, reg: CheckRegistration, sour
 
 export function deregisterCheck(c: Ctx, node: string, checkId: string): Result {
   const { state } = c;
-  if (!state.checks.delete(state.checkKey(node, checkId))) return { ok: false, reason: 'unknown-check', detail: checkId };
-  touched(c, node, checkId);
+  const existing = state.checkOf(node, checkId);
+  if (existing === undefined) return { ok: false, reason: 'unknown-check', detail: checkId };
+  state.checks.delete(state.checkKey(node, checkId));
+  touched(c, node, checkId, existing.serviceId);
   c.invalidateBoundTo(node, checkId, { type: 'check.deregistered', checkId });
   return ok;
 }
@@ -145,8 +150,8 @@ function step(c: Ctx, check: HealthCheck, event: CheckEvent, output: string): bo
   }
   if (visible) updated.modifyIndex = c.index;
   c.state.checks.set(c.state.checkKey(check.node, check.checkId), updated);
-  if (visible) touched(c, check.node, check.checkId);
-  else if (ttlRestarted) c.effects.push({ t: 'check', node: check.node, checkId: check.checkId });
+  if (visible) touched(c, check.node, check.checkId, check.serviceId);
+  else if (ttlRestarted) c.effects.push({ t: 'check', node: check.node, checkId: check.checkId, serviceId: check.serviceId });
   if (updated.status === 'critical' && before !== 'critical') {
     c.invalidateBoundTo(check.node, check.checkId, { type: 'check.critical', checkId: check.checkId });
   }
@@ -184,7 +189,7 @@ export function serviceRegister(c: Ctx, cmd: ServiceRegister): Result {
   };
   state.services.set(key, instance);
   state.catalogIndex = c.index;
-  c.effects.push({ t: 'catalog' });
+  c.effects.push({ t: 'catalog' }, { t: 'service', node: cmd.node, serviceId: instance.id });
   const listed = new Set(cmd.checks.map((x) => x.checkId));
   if (cmd.replaceExistingChecks) {
     for (const old of state.checksOfService(cmd.node, instance.id)) if (!listed.has(old.checkId)) deregisterCheck(c, cmd.node, old.checkId);
@@ -195,6 +200,7 @@ export function serviceRegister(c: Ctx, cmd: ServiceRegister): Result {
     if (listed.has(check.checkId)) continue;
     if (check.serviceName === instance.service && JSON.stringify(check.serviceTags) === JSON.stringify(instance.tags)) continue;
     state.checks.set(state.checkKey(cmd.node, check.checkId), { ...check, serviceName: instance.service, serviceTags: instance.tags, modifyIndex: c.index });
+    c.effects.push({ t: 'check', node: cmd.node, checkId: check.checkId, serviceId: instance.id });
   }
   return ok;
 }
@@ -204,7 +210,7 @@ export function serviceDeregister(c: Ctx, node: string, serviceId: string): Resu
   if (!state.services.delete(state.serviceKey(node, serviceId))) return { ok: false, reason: 'unknown-service', detail: serviceId };
   for (const check of state.checksOfService(node, serviceId)) deregisterCheck(c, node, check.checkId);
   state.catalogIndex = c.index;
-  c.effects.push({ t: 'catalog' });
+  c.effects.push({ t: 'catalog' }, { t: 'service', node, serviceId });
   return ok;
 }
 

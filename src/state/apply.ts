@@ -33,7 +33,13 @@ export type Effect =
   | { t: 'sessions' }
   | { t: 'catalog' }
   /** A check was registered, changed, updated or removed: its runner reconciles with state. */
-  | { t: 'check'; node: string; checkId: string }
+  | { t: 'check'; node: string; checkId: string; serviceId: string }
+  /** A session was created or invalidated. */
+  | { t: 'session'; id: string }
+  /** A service instance was registered, changed or removed. */
+  | { t: 'service'; node: string; serviceId: string }
+  /** A catalog node was registered, changed or removed. */
+  | { t: 'node'; node: string }
   | { t: 'ttl.arm'; id: string; renewIndex: number; ttlMs: number }
   | { t: 'ttl.cancel'; id: string };
 
@@ -121,7 +127,7 @@ function sessionCreate(c: Ctx, cmd: SessionCreate): Result {
   const next = stepSession(sessionContext(session), { type: 'create', index: c.index, atMs: c.atMs });
   state.sessions.set(session.id, session);
   state.sessionsIndex = c.index;
-  c.effects.push({ t: 'sessions' });
+  c.effects.push({ t: 'sessions' }, { t: 'session', id: session.id });
   armIfAsked(c, session, next.effects);
   return { ok: true, session };
 }
@@ -158,7 +164,7 @@ function invalidate(c: Ctx, id: string, event: SessionEvent): boolean {
   if (next.effects.some((e) => e.type === 'handleLocksByBehavior')) releaseHeldLocks(c, session);
   state.sessions.delete(id);
   state.sessionsIndex = c.index;
-  c.effects.push({ t: 'sessions' }, { t: 'ttl.cancel', id });
+  c.effects.push({ t: 'sessions' }, { t: 'session', id }, { t: 'ttl.cancel', id });
   return true;
 }
 

@@ -8,7 +8,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import type { CatalogNode, CheckStatus, HealthCheck, ServiceInstance } from '../../domain/types.ts';
 import { agentServiceSchema, catalogServiceSchema, checkSchema, healthEntrySchema, nodeSchema, type Schema } from '../../filter/index.ts';
 import { filterOf } from '../filtering.ts';
-import type { Result } from '../../state/index.ts';
+import type { RegistryState, Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { jsonBody, jsonObject, field } from '../body.ts';
 import { checkOutputBytesMax, parseCheck, parseService } from '../definitions.ts';
@@ -56,6 +56,19 @@ function renderHealthService(s: ServiceInstance): Record<string, unknown> {
     Proxy: { MeshGateway: {}, Expose: {} }, Connect: {}, PeerName: '',
     CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex,
   };
+}
+
+/**
+ * One entry of /v1/health/service: the instance, its node, and its checks with the node's own checks
+ * (the gossip check among them), so a failed node's services are never reported passing. Undefined when
+ * the node is unknown or, with `passingOnly`, when any of those checks is not passing.
+ */
+export function healthEntry(st: RegistryState, s: ServiceInstance, dc: string, passingOnly: boolean): Record<string, unknown> | undefined {
+  const node = st.nodes.get(s.node);
+  if (node === undefined) return undefined;
+  const checks = st.checksOfNode(s.node).filter((c) => c.serviceId === '' || c.serviceId === s.id);
+  if (passingOnly && checks.some((c) => c.status !== 'passing')) return undefined;
+  return { Node: renderNode(node, dc), Service: renderHealthService(s), Checks: checks.map((c) => renderCheck(c)) };
 }
 
 function renderCatalogService(s: ServiceInstance, n: CatalogNode | undefined, dc: string): Record<string, unknown> {
@@ -282,14 +295,8 @@ const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
   const entries: Record<string, unknown>[] = [];
   for (const s of st.instancesOf(name)) {
     if (!hasTags(s, req)) continue;
-    const node = st.nodes.get(s.node);
-    if (node === undefined) continue;
-    // A node's own checks (its gossip check among them) count for every service on it: a failed node's
-    // services are never reported passing.
-    const checks = st.checksOfNode(s.node).filter((c) => c.serviceId === '' || c.serviceId === s.id);
-    if (passingOnly && checks.some((c) => c.status !== 'passing')) continue;
-    const entry = { Node: renderNode(node, api.datacenter), Service: renderHealthService(s), Checks: checks.map((c) => renderCheck(c)) };
-    if (keep(entry)) entries.push(entry);
+    const entry = healthEntry(st, s, api.datacenter, passingOnly);
+    if (entry !== undefined && keep(entry)) entries.push(entry);
   }
   return entries;
 });

@@ -18,7 +18,7 @@ export function renderEntries(entries: readonly KvEntry[]): string {
   return `[${entries.map(renderEntry).join(',')}]`;
 }
 
-function renderEntry(e: KvEntry): string {
+export function renderEntry(e: KvEntry): string {
   const session = e.session === undefined ? '' : `,"Session":${JSON.stringify(e.session)}`;
   const value = e.value === null ? 'null' : `"${e.value}"`;
   return `{"LockIndex":${e.lockIndex},"Key":${JSON.stringify(e.key)},"Flags":${e.flags},"Value":${value}${session},"CreateIndex":${e.createIndex},"ModifyIndex":${e.modifyIndex}}`;

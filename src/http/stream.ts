@@ -1,0 +1,357 @@
+/**
+ * `GET /v1/stream`: the WebSocket subscription protocol of watch.md §4 on the uWS app. A client
+ * subscribes to a topic and key; it gets a snapshot then live events stamped with the registry index,
+ * or, resuming from an index this node still holds, only what changed since (else `reset` + snapshot).
+ * Events are computed once per view for each applied entry and fanned out to the view's subscribers;
+ * several changes at one index travel as one `batch`. A slow reader's events are coalesced per item
+ * (newest wins — events carry full state) and flushed as one batch on drain; past the hard limits the
+ * connection is closed with 4008. Nothing is ever silently dropped.
+ */
+import { randomUUID } from 'node:crypto';
+import type * as Uws from 'uWebSockets.js';
+import type { Change } from '../runtime/index.ts';
+import type { ApiContext } from './api.ts';
+import { makeView, type TopicView, type ViewFilter } from './stream-views.ts';
+
+export const streamSubprotocol = 'registry.stream.v1';
+
+export interface StreamOptions {
+  /** A bookmark after this much silence on a connection. @default 30 s */
+  bookmarkIntervalMs?: number;
+  /** Above this many buffered bytes, events are held and coalesced. @default 1 MiB */
+  bufferedBytesSoft?: number;
+  /** Above this many buffered bytes the reader is closed with 4008. @default 4 MiB */
+  bufferedBytesHard?: number;
+  /** Held events (distinct items) beyond which the reader is closed with 4008. @default 10000 */
+  pendingItemsMax?: number;
+  /** @default 64 */
+  subscriptionsMax?: number;
+  /** Approximate size of one snapshot frame's items. @default 64 KiB */
+  snapshotFrameBytes?: number;
+}
+
+interface Sub {
+  id: string;
+  conn: Conn;
+  view: View;
+}
+
+interface View {
+  id: string;
+  topic: TopicView;
+  items: Map<string, string>;
+  subs: Set<Sub>;
+}
+
+interface PendingEvent {
+  subId: string;
+  key: string;
+  /** undefined: delete */
+  value: string | undefined;
+  index: number;
+}
+
+interface Conn {
+  ws: Uws.WebSocket<ConnData>;
+  subs: Map<string, Sub>;
+  pending: Map<string, PendingEvent>;
+  lastSentMs: number;
+  closed: boolean;
+}
+
+interface ConnData {
+  conn?: Conn;
+}
+
+type Out = { op: 'upsert' | 'delete'; key: string; value: string | undefined };
+
+const closeCodes = { normal: 1000, goingAway: 1001, policy: 1008, internal: 1011, slowConsumer: 4008 } as const;
+
+export class StreamServer {
+  readonly epoch = randomUUID().slice(0, 8);
+  private readonly views = new Map<string, View>();
+  private readonly conns = new Set<Conn>();
+  private readonly o: Required<StreamOptions>;
+  private readonly unsubscribeChanges: () => void;
+  private readonly bookmarkTimer: NodeJS.Timeout;
+
+  constructor(private readonly api: ApiContext, options: StreamOptions = {}) {
+    this.o = {
+      bookmarkIntervalMs: options.bookmarkIntervalMs ?? 30_000,
+      bufferedBytesSoft: options.bufferedBytesSoft ?? 1024 * 1024,
+      bufferedBytesHard: options.bufferedBytesHard ?? 4 * 1024 * 1024,
+      pendingItemsMax: options.pendingItemsMax ?? 10_000,
+      subscriptionsMax: options.subscriptionsMax ?? 64,
+      snapshotFrameBytes: options.snapshotFrameBytes ?? 64 * 1024,
+    };
+    this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
+    this.bookmarkTimer = setInterval(() => this.bookmarks(), Math.max(100, this.o.bookmarkIntervalMs / 4));
+    this.bookmarkTimer.unref();
+  }
+
+  /** The uWS behaviour for `app.ws('/v1/stream', ...)`. */
+  behavior(): Uws.WebSocketBehavior<ConnData> {
+    return {
+      maxPayloadLength: 16 * 1024,
+      idleTimeout: 60,
+      sendPingsAutomatically: true,
+      // A safety net only: the soft and hard limits above act long before this.
+      maxBackpressure: 8 * 1024 * 1024,
+      closeOnBackpressureLimit: 1, // typed as a number in this build; any non-zero value turns it on
+      upgrade: (res, req, context) => this.upgrade(res, req, context),
+      open: (ws) => this.open(ws),
+      message: (ws, message) => this.message(ws, Buffer.from(message).toString('utf8')),
+      drain: (ws) => this.drain(ws.getUserData().conn),
+      close: (ws) => this.close(ws.getUserData().conn),
+    };
+  }
+
+  get connections(): number {
+    return this.conns.size;
+  }
+
+  /** Shutdown: every connection gets 1001 before the app closes its sockets. */
+  closeAll(): void {
+    clearInterval(this.bookmarkTimer);
+    this.unsubscribeChanges();
+    for (const conn of [...this.conns]) this.end(conn, closeCodes.goingAway, 'server shutting down');
+  }
+
+  // ---------------------------------------------------------------- connection life
+
+  private upgrade(res: Uws.HttpResponse, req: Uws.HttpRequest, context: Uws.us_socket_context_t): void {
+    const key = req.getHeader('sec-websocket-key');
+    const offered = req.getHeader('sec-websocket-protocol');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    const protocols = offered.split(',').map((p) => p.trim()).filter((p) => p !== '');
+    if (protocols.length > 0 && !protocols.includes(streamSubprotocol)) {
+      res.writeStatus('400 Bad Request').writeHeader('Content-Type', 'application/json')
+        .end(JSON.stringify({ code: 1009, message: `unsupported subprotocol; use ${streamSubprotocol}`, details: { offered: protocols } }));
+      return;
+    }
+    res.upgrade<ConnData>({}, key, protocols.length > 0 ? streamSubprotocol : '', extensions, context);
+  }
+
+  private open(ws: Uws.WebSocket<ConnData>): void {
+    const conn: Conn = { ws, subs: new Map(), pending: new Map(), lastSentMs: Date.now(), closed: false };
+    ws.getUserData().conn = conn;
+    this.conns.add(conn);
+  }
+
+  private close(conn: Conn | undefined): void {
+    if (conn === undefined) return;
+    conn.closed = true;
+    for (const sub of conn.subs.values()) this.leave(sub);
+    conn.subs.clear();
+    conn.pending.clear();
+    this.conns.delete(conn);
+  }
+
+  private end(conn: Conn, code: number, reason: string): void {
+    if (conn.closed) return;
+    conn.closed = true;
+    conn.ws.end(code, reason);
+  }
+
+  // ---------------------------------------------------------------- client messages
+
+  private message(ws: Uws.WebSocket<ConnData>, text: string): void {
+    const conn = ws.getUserData().conn;
+    if (conn === undefined || conn.closed) return;
+    let msg: Record<string, unknown>;
+    try {
+      const parsed = JSON.parse(text) as unknown;
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      msg = parsed as Record<string, unknown>;
+    } catch {
+      this.end(conn, closeCodes.policy, 'messages must be JSON objects');
+      return;
+    }
+    if (msg.op === 'subscribe') this.subscribe(conn, msg);
+    else if (msg.op === 'unsubscribe') this.unsubscribe(conn, msg);
+    else this.end(conn, closeCodes.policy, `unknown op ${JSON.stringify(String(msg.op)).slice(0, 60)}`);
+  }
+
+  private refuse(conn: Conn, id: unknown, code: string, message: string): void {
+    this.send(conn, JSON.stringify({ type: 'error', id: typeof id === 'string' ? id : null, code, message }));
+  }
+
+  private subscribe(conn: Conn, msg: Record<string, unknown>): void {
+    const { id, topic, key, index, epoch, filter } = msg;
+    if (typeof id !== 'string' || id === '' || id.length > 128) return this.refuse(conn, id, 'bad_request', 'id must be a non-empty string of at most 128 characters');
+    if (conn.subs.has(id)) return this.refuse(conn, id, 'already_subscribed', `subscription "${id}" exists on this connection`);
+    if (conn.subs.size >= this.o.subscriptionsMax) return this.refuse(conn, id, 'too_many_subscriptions', `at most ${this.o.subscriptionsMax} subscriptions per connection`);
+    if (typeof key !== 'string') return this.refuse(conn, id, 'bad_key', 'key must be a string');
+    if (index !== undefined && (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0)) return this.refuse(conn, id, 'bad_request', 'index must be a non-negative integer');
+    if (filter !== undefined && (filter === null || typeof filter !== 'object')) return this.refuse(conn, id, 'bad_request', 'filter must be an object');
+    const viewFilter: ViewFilter = { passingOnly: (filter as ViewFilter | undefined)?.passingOnly === true };
+    const made = makeView(String(topic), key, viewFilter, this.api);
+    if ('error' in made) return this.refuse(conn, id, made.error, made.error === 'unknown_topic' ? `unknown topic ${JSON.stringify(topic)}` : `bad key ${JSON.stringify(key)} for topic ${String(topic)}`);
+    const view = this.viewFor(`${String(topic)}\0${key}\0${viewFilter.passingOnly ? 1 : 0}`, made);
+    const sub: Sub = { id, conn, view };
+    // Snapshot or replay, then live, in one synchronous step: no change can fall in between.
+    conn.subs.set(id, sub);
+    view.subs.add(sub);
+    this.start(sub, typeof index === 'number' ? index : 0, typeof epoch === 'string' ? epoch : undefined);
+  }
+
+  private start(sub: Sub, index: number, epoch: string | undefined): void {
+    const current = this.api.runtime.state.index;
+    if (index > 0) {
+      const epochMatches = epoch === undefined || epoch === this.epoch;
+      const changes = epochMatches && index <= current ? this.api.runtime.changes.since(index) : undefined;
+      if (changes !== undefined) return this.resume(sub, changes, current);
+      const reason = !epochMatches || index > current ? 'epoch_changed' : 'index_too_old';
+      this.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: false }));
+      this.send(sub.conn, JSON.stringify({ type: 'reset', id: sub.id, reason }));
+      return this.snapshot(sub, current);
+    }
+    this.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: false }));
+    this.snapshot(sub, current);
+  }
+
+  /** Everything the client missed, as one batch at the current index (newest state of each item). */
+  private resume(sub: Sub, changes: Change[], current: number): void {
+    this.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: true }));
+    const seen = new Map<string, Out>();
+    for (const change of changes) {
+      for (const c of sub.view.topic.candidates(change)) {
+        if (seen.has(c.key)) continue;
+        const value = c.value();
+        seen.set(c.key, { op: value === undefined ? 'delete' : 'upsert', key: c.key, value });
+      }
+    }
+    if (seen.size > 0) this.deliver(sub, current, [...seen.values()]);
+  }
+
+  private snapshot(sub: Sub, index: number): void {
+    const items = [...sub.view.items];
+    let frame: [string, string][] = [];
+    let bytes = 0;
+    const flush = (more: boolean) => {
+      const keys = frame.map(([k]) => JSON.stringify(k)).join(',');
+      const values = frame.map(([, v]) => v).join(',');
+      this.send(sub.conn, `{"type":"snapshot","id":${JSON.stringify(sub.id)},"index":${index},"keys":[${keys}],"items":[${values}],"more":${more}}`);
+      frame = [];
+      bytes = 0;
+    };
+    sub.conn.ws.cork(() => {
+      for (const item of items) {
+        frame.push(item);
+        bytes += item[1].length;
+        if (bytes >= this.o.snapshotFrameBytes) flush(true);
+      }
+      flush(false);
+      this.send(sub.conn, JSON.stringify({ type: 'end_of_snapshot', id: sub.id, index }));
+    });
+  }
+
+  private unsubscribe(conn: Conn, msg: Record<string, unknown>): void {
+    const sub = typeof msg.id === 'string' ? conn.subs.get(msg.id) : undefined;
+    if (sub === undefined) return this.refuse(conn, msg.id, 'unknown_subscription', `no subscription ${JSON.stringify(msg.id)} on this connection`);
+    conn.subs.delete(sub.id);
+    for (const [k, p] of conn.pending) if (p.subId === sub.id) conn.pending.delete(k);
+    this.leave(sub);
+    this.send(conn, JSON.stringify({ type: 'unsubscribed', id: sub.id }));
+  }
+
+  // ---------------------------------------------------------------- views and fan-out
+
+  private viewFor(id: string, topic: TopicView): View {
+    let view = this.views.get(id);
+    if (view === undefined) {
+      view = { id, topic, items: new Map(topic.snapshot()), subs: new Set() };
+      this.views.set(id, view);
+    }
+    return view;
+  }
+
+  private leave(sub: Sub): void {
+    sub.view.subs.delete(sub);
+    if (sub.view.subs.size === 0) this.views.delete(sub.view.id);
+  }
+
+  /** One applied entry: each view works out what changed for it once, then tells its subscribers. */
+  private onChange(change: Change): void {
+    for (const view of this.views.values()) {
+      const out: Out[] = [];
+      for (const c of view.topic.candidates(change)) {
+        const value = c.value();
+        const before = view.items.get(c.key);
+        if (value === before) continue;
+        if (value === undefined) view.items.delete(c.key);
+        else view.items.set(c.key, value);
+        out.push({ op: value === undefined ? 'delete' : 'upsert', key: c.key, value });
+      }
+      if (out.length === 0) continue;
+      for (const sub of view.subs) this.deliver(sub, change.index, out);
+    }
+  }
+
+  private deliver(sub: Sub, index: number, events: Out[]): void {
+    const conn = sub.conn;
+    if (conn.closed) return;
+    if (conn.pending.size > 0 || conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) {
+      this.hold(conn, sub.id, index, events);
+      return;
+    }
+    this.send(conn, render(sub.id, index, events));
+  }
+
+  /** A slow reader: keep only the newest state per item, within the hard limits. */
+  private hold(conn: Conn, subId: string, index: number, events: Out[]): void {
+    for (const e of events) conn.pending.set(`${subId}\0${e.key}`, { subId, key: e.key, value: e.value, index });
+    if (conn.pending.size > this.o.pendingItemsMax || conn.ws.getBufferedAmount() > this.o.bufferedBytesHard) {
+      this.end(conn, closeCodes.slowConsumer, 'slow consumer');
+    }
+  }
+
+  private drain(conn: Conn | undefined): void {
+    if (conn === undefined || conn.closed || conn.pending.size === 0) return;
+    if (conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) return;
+    const bySub = new Map<string, { index: number; events: Out[] }>();
+    for (const p of conn.pending.values()) {
+      const group = bySub.get(p.subId) ?? { index: 0, events: [] };
+      group.index = Math.max(group.index, p.index);
+      group.events.push({ op: p.value === undefined ? 'delete' : 'upsert', key: p.key, value: p.value });
+      bySub.set(p.subId, group);
+    }
+    conn.pending.clear();
+    conn.ws.cork(() => {
+      for (const [subId, g] of bySub) this.send(conn, renderBatch(subId, g.index, g.events));
+    });
+  }
+
+  private bookmarks(): void {
+    const now = Date.now();
+    const index = this.api.runtime.state.index;
+    for (const conn of this.conns) {
+      if (conn.closed || conn.pending.size > 0 || now - conn.lastSentMs < this.o.bookmarkIntervalMs) continue;
+      this.send(conn, JSON.stringify({ type: 'bookmark', index }));
+    }
+  }
+
+  /** Sends one message; a dropped one (2) breaks the delta stream, so the connection is ended. */
+  private send(conn: Conn, text: string): void {
+    if (conn.closed) return;
+    conn.lastSentMs = Date.now();
+    if (conn.ws.send(text, false) === 2) this.end(conn, closeCodes.slowConsumer, 'slow consumer');
+  }
+}
+
+function renderOne(e: Out): string {
+  return e.op === 'delete'
+    ? `{"op":"delete","key":${JSON.stringify(e.key)}}`
+    : `{"op":"upsert","key":${JSON.stringify(e.key)},"value":${e.value}}`;
+}
+
+function renderBatch(subId: string, index: number, events: Out[]): string {
+  return `{"type":"batch","id":${JSON.stringify(subId)},"index":${index},"events":[${events.map(renderOne).join(',')}]}`;
+}
+
+function render(subId: string, index: number, events: Out[]): string {
+  if (events.length > 1) return renderBatch(subId, index, events);
+  const e = events[0]!;
+  const value = e.op === 'delete' ? '' : `,"value":${e.value}`;
+  return `{"type":"event","id":${JSON.stringify(subId)},"index":${index},"op":"${e.op}","key":${JSON.stringify(e.key)}${value}}`;
+}
