@@ -239,7 +239,8 @@ function kindOf(raw: Raw, d: CheckDefinition, errors: FieldErrors): CheckKind {
   if (d.args !== undefined || d.runtimeContainerId !== undefined) kinds.push(d.runtimeContainerId !== undefined ? 'docker' : 'script');
   if (d.aliasService !== undefined || d.aliasNode !== undefined) kinds.push('alias');
   if (kinds.length === 0) {
-    invalidCheck(errors, 'check', 'Must provide TTL or Script/DockerContainerID/HTTP/TCP/GRPC/H2PING/UDP/OSService and Interval');
+    // With no probe kind a check is taken as a TTL check without a TTL, as in Consul's CheckType.Validate.
+    invalidCheck(errors, 'TTL', 'TTL must be > 0 for TTL checks');
     return '';
   }
   if (kinds.length > 1 && !(kinds.length === 2 && kinds.includes('ttl') && d.intervalMs > 0)) {

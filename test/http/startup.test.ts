@@ -1,7 +1,7 @@
 // Goal: the agent starts as the README says — defaults (port 8500, ./data), ROSTER_* environment and
 // flags (flags win), the consul dialect switch, and clear failures for bad flags or a missing binding.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -75,6 +75,24 @@ describe('startup', () => {
     const noRoute = await c.get('/v1/nope');
     expect([noRoute.status, noRoute.text]).toEqual([404, 'Invalid URL path: not a recognized HTTP API endpoint\n']);
     for (const h of ['x-request-id', 'x-response-time', 'x-server-time']) expect(lost.headers.get(h)).toBeTruthy();
+  });
+
+  test('the dialect can come from the config file or the environment', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-cfg-'));
+    dirs.push(dir);
+    const file = join(dir, 'agent.json');
+    writeFileSync(file, JSON.stringify({ dialect: 'consul' }));
+    for (const agent of await Promise.all([
+      startAgent({ args: ['--config-file', file] }),
+      startAgent({ env: { ROSTER_DIALECT: 'consul' } }),
+    ])) {
+      started.push(agent);
+      const c = client(agent);
+      const [a, b] = [await c.session(), await c.session()];
+      await c.put(`/v1/kv/dialect-src?acquire=${a}`, 'x');
+      const lost = await c.put(`/v1/kv/dialect-src?acquire=${b}`, 'y');
+      expect([lost.status, lost.text]).toEqual([200, 'false']);
+    }
   });
 
   test('an unknown flag or a bad value exits 2 with the reason and the usage', () => {
