@@ -94,7 +94,7 @@ interface Server {
 async function startRoster(o: Options): Promise<Server> {
   const dataDir = mkdtempSync(join(o.dataParent, 'roster-bench-'));
   const args = ['--import', 'tsx', join(repoRoot, 'src/main.ts'),
-    '--http-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
+    '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
     ...(o.dialect !== undefined ? ['--dialect', o.dialect] : [])];
   const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -14,6 +14,8 @@ export interface Config {
   httpPort: number;
   /** @default "127.0.0.1" */
   httpHost: string;
+  /** gRPC health service port (0 picks a free one). @default 8502 */
+  grpcPort: number;
   /** @default "./data" */
   dataDir: string;
   /** @default the host name */
@@ -46,6 +48,7 @@ export interface Config {
 const options = {
   'http-port': { type: 'string' },
   'http-host': { type: 'string' },
+  'grpc-port': { type: 'string' },
   'data-dir': { type: 'string' },
   'node-name': { type: 'string' },
   dialect: { type: 'string' },
@@ -59,7 +62,8 @@ const options = {
 
 export const usage = `usage: roster [options]
   --http-port <n>          HTTP port (0 picks a free one)       [ROSTER_HTTP_PORT, default 8500]
-  --http-host <addr>       HTTP bind address                    [ROSTER_HTTP_HOST, default 127.0.0.1]
+  --http-host <addr>       HTTP and gRPC bind address           [ROSTER_HTTP_HOST, default 127.0.0.1]
+  --grpc-port <n>          gRPC health service port             [ROSTER_GRPC_PORT, default 8502]
   --data-dir <path>        where the log and snapshots live     [ROSTER_DATA_DIR, default ./data]
   --node-name <name>       this node's name                     [ROSTER_NODE_NAME, default host name]
   --dialect seed|consul    wire dialect of the HTTP API         [ROSTER_DIALECT, default seed]
@@ -87,8 +91,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     flag ?? env[envName] ?? (fromFile === undefined || fromFile === null ? undefined : String(fromFile));
   const ports = (file.ports ?? {}) as Record<string, unknown>;
   return {
-    httpPort: port(pick(v['http-port'], 'ROSTER_HTTP_PORT', ports.http) ?? '8500'),
+    httpPort: port(pick(v['http-port'], 'ROSTER_HTTP_PORT', ports.http) ?? '8500', 'http-port'),
     httpHost: pick(v['http-host'], 'ROSTER_HTTP_HOST', file.client_addr) ?? '127.0.0.1',
+    grpcPort: port(pick(v['grpc-port'], 'ROSTER_GRPC_PORT', ports.grpc) ?? '8502', 'grpc-port'),
     dataDir: pick(v['data-dir'], 'ROSTER_DATA_DIR', file.data_dir) ?? './data',
     nodeName: nonEmpty('node-name', pick(v['node-name'], 'ROSTER_NODE_NAME', file.node_name) ?? hostname()),
     dialect: dialect(pick(v.dialect, 'ROSTER_DIALECT', file.dialect) ?? 'seed'),
@@ -150,9 +155,9 @@ function fileList(file: Record<string, unknown>, one: string, many: string): unk
   return out;
 }
 
-function port(text: string): number {
+function port(text: string, flag: string): number {
   const n = Number(text);
-  if (!/^\d+$/.test(text) || n > 65535) throw new ConfigError(`--http-port: "${text}" is not a port number (0-65535)`);
+  if (!/^\d+$/.test(text) || n > 65535) throw new ConfigError(`--${flag}: "${text}" is not a port number (0-65535)`);
   return n;
 }
 

@@ -12,6 +12,7 @@ import { ConfigError, loadConfig, usage, type Config } from './config.ts';
 import { RegistryError } from './domain/errors.ts';
 import { parseCheck, parseService } from './http/definitions.ts';
 import { apiRouter, loadUws, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
+import { startGrpcHealthServer } from './grpc/index.ts';
 import { probeFor } from './probes/factory.ts';
 import { SystemClock } from './ports/clock.ts';
 import { Runtime } from './runtime/index.ts';
@@ -96,8 +97,9 @@ async function run(config: Config): Promise<void> {
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
   });
   const server = http;
+  const grpc = await startGrpcHealthServer({ host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger });
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
-  logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index }, `roster listening http=${server.url}`);
+  logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index }, `roster listening http=${server.url} grpc=${grpc.address}`);
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -105,7 +107,8 @@ async function run(config: Config): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down');
     server.close();
-    runtime.stop().then(
+    // gRPC first: every status goes NOT_SERVING, watchers are told and their calls end.
+    grpc.stop().then(() => runtime.stop()).then(
       () => { logger.info('stopped'); logger.flush(); process.exit(0); },
       (err: unknown) => { logger.error({ err }, 'shutdown failed'); logger.flush(); process.exit(1); },
     );

@@ -21,12 +21,13 @@ function runToExit(args: string[], env: Record<string, string> = {}) {
 }
 
 describe('startup', () => {
-  test('defaults: HTTP on 8500 and data in ./data of the working directory', async () => {
+  test('defaults: HTTP on 8500, gRPC on 8502 and data in ./data of the working directory', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
     dirs.push(cwd);
     const agent = await startAgent({ bare: true, cwd, env: { ROSTER_NODE_NAME: 'defaults' } });
     started.push(agent);
     expect(agent.url).toBe('http://127.0.0.1:8500');
+    expect(agent.grpc).toBe('127.0.0.1:8502');
     expect(existsSync(join(cwd, 'data', 'wal'))).toBe(true);
     const r = await client(agent).put('/v1/session/create');
     expect(r.status).toBe(200);
@@ -51,7 +52,7 @@ describe('startup', () => {
   });
 
   test('the environment alone names the node', async () => {
-    const agent = await startAgent({ bare: true, args: ['--http-port', '0', '--data-dir', join(mkdtempSync(join(tmpdir(), 'roster-env-')), 'd')], env: { ROSTER_NODE_NAME: 'from-env' } });
+    const agent = await startAgent({ bare: true, args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', join(mkdtempSync(join(tmpdir(), 'roster-env-')), 'd')], env: { ROSTER_NODE_NAME: 'from-env' } });
     started.push(agent);
     expect((await client(agent).get('/v1/agent/self')).json().Config.NodeName).toBe('from-env');
   });
@@ -106,7 +107,7 @@ describe('startup', () => {
   });
 
   test('a native binding that does not load stops the start with a clear message', () => {
-    const r = runToExit(['--http-port', '0', '--data-dir', join(tmpdir(), 'roster-never')], { ROSTER_UWS_MODULE: '/nonexistent/uws.node' });
+    const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--data-dir', join(tmpdir(), 'roster-never')], { ROSTER_UWS_MODULE: '/nonexistent/uws.node' });
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/uWebSockets\.js native binding did not load on node v20/);
     expect(r.stdout).not.toMatch(/roster listening/);

@@ -27,6 +27,8 @@ export interface AgentOptions {
 
 export interface Agent {
   url: string;
+  /** host:port of the gRPC health service. */
+  grpc: string;
   dataDir: string;
   proc: ChildProcess;
   output(): string;
@@ -38,7 +40,7 @@ export interface Agent {
   cleanup(): void;
 }
 
-const readyPattern = /roster listening http=(http:\/\/[^\s"]+)/;
+const readyPattern = /roster listening http=(http:\/\/[^\s"]+) grpc=([^\s"]+)/;
 
 export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'roster-test-'));
@@ -47,7 +49,7 @@ export function tempDataDir(): string {
 export async function startAgent(o: AgentOptions = {}): Promise<Agent> {
   const ownsDir = o.dataDir === undefined;
   const dataDir = o.dataDir ?? tempDataDir();
-  const own = o.bare ? [] : ['--http-port', '0', '--data-dir', dataDir, '--node-name', 'node1'];
+  const own = o.bare ? [] : ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'node1'];
   const args = ['--import', tsxLoader, join(repoRoot, 'src/main.ts'), ...own, ...(o.args ?? [])];
   const proc = spawn(process.execPath, args, { cwd: o.cwd ?? repoRoot, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -55,11 +57,11 @@ export async function startAgent(o: AgentOptions = {}): Promise<Agent> {
   proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
   const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
 
-  const url = await new Promise<string>((res, rej) => {
+  const [url, grpc] = await new Promise<[string, string]>((res, rej) => {
     const timer = setTimeout(() => rej(new Error(`agent not ready in time:\n${out}`)), o.readyTimeoutMs ?? 20_000);
     const onData = () => {
       const m = readyPattern.exec(out);
-      if (m) { clearTimeout(timer); res(m[1]!); }
+      if (m) { clearTimeout(timer); res([m[1]!, m[2]!]); }
     };
     proc.stdout!.on('data', onData);
     proc.stderr!.on('data', onData);
@@ -67,7 +69,7 @@ export async function startAgent(o: AgentOptions = {}): Promise<Agent> {
   });
 
   return {
-    url, dataDir, proc,
+    url, grpc, dataDir, proc,
     output: () => out,
     stop: async () => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
