@@ -20,7 +20,7 @@ export interface StreamOptions {
   bookmarkIntervalMs?: number;
   /** Above this many buffered bytes, events are held and coalesced. @default 1 MiB */
   bufferedBytesSoft?: number;
-  /** Above this many buffered bytes the reader is closed with 4008. @default 4 MiB */
+  /** Above this many buffered and held bytes the reader is closed with 4008. @default 4 MiB */
   bufferedBytesHard?: number;
   /** Held events (distinct items) beyond which the reader is closed with 4008. @default 10000 */
   pendingItemsMax?: number;
@@ -28,6 +28,8 @@ export interface StreamOptions {
   subscriptionsMax?: number;
   /** Approximate size of one snapshot frame's items. @default 64 KiB */
   snapshotFrameBytes?: number;
+  /** Ordered messages (snapshots) waiting for the socket beyond which the reader is closed with 4008. @default 64 MiB */
+  outboxBytesMax?: number;
 }
 
 interface Sub {
@@ -54,7 +56,12 @@ interface PendingEvent {
 interface Conn {
   ws: Uws.WebSocket<ConnData>;
   subs: Map<string, Sub>;
+  /** Messages that must go out in order (snapshot frames, control messages) once the socket drains. */
+  outbox: string[];
+  outboxBytes: number;
+  /** Live events held for a slow reader, newest state per item, and their size. */
   pending: Map<string, PendingEvent>;
+  pendingBytes: number;
   lastSentMs: number;
   closed: boolean;
 }
@@ -83,6 +90,7 @@ export class StreamServer {
       pendingItemsMax: options.pendingItemsMax ?? 10_000,
       subscriptionsMax: options.subscriptionsMax ?? 64,
       snapshotFrameBytes: options.snapshotFrameBytes ?? 64 * 1024,
+      outboxBytesMax: options.outboxBytesMax ?? 64 * 1024 * 1024,
     };
     this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
     this.bookmarkTimer = setInterval(() => this.bookmarks(), Math.max(100, this.o.bookmarkIntervalMs / 4));
@@ -133,7 +141,7 @@ export class StreamServer {
   }
 
   private open(ws: Uws.WebSocket<ConnData>): void {
-    const conn: Conn = { ws, subs: new Map(), pending: new Map(), lastSentMs: Date.now(), closed: false };
+    const conn: Conn = { ws, subs: new Map(), outbox: [], outboxBytes: 0, pending: new Map(), pendingBytes: 0, lastSentMs: Date.now(), closed: false };
     ws.getUserData().conn = conn;
     this.conns.add(conn);
   }
@@ -144,6 +152,7 @@ export class StreamServer {
     for (const sub of conn.subs.values()) this.leave(sub);
     conn.subs.clear();
     conn.pending.clear();
+    conn.outbox.length = 0;
     this.conns.delete(conn);
   }
 
@@ -250,7 +259,11 @@ export class StreamServer {
     const sub = typeof msg.id === 'string' ? conn.subs.get(msg.id) : undefined;
     if (sub === undefined) return this.refuse(conn, msg.id, 'unknown_subscription', `no subscription ${JSON.stringify(msg.id)} on this connection`);
     conn.subs.delete(sub.id);
-    for (const [k, p] of conn.pending) if (p.subId === sub.id) conn.pending.delete(k);
+    for (const [k, p] of conn.pending) {
+      if (p.subId !== sub.id) continue;
+      conn.pending.delete(k);
+      conn.pendingBytes -= p.value?.length ?? 0;
+    }
     this.leave(sub);
     this.send(conn, JSON.stringify({ type: 'unsubscribed', id: sub.id }));
   }
@@ -291,23 +304,32 @@ export class StreamServer {
   private deliver(sub: Sub, index: number, events: Out[]): void {
     const conn = sub.conn;
     if (conn.closed) return;
-    if (conn.pending.size > 0 || conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) {
+    if (conn.outbox.length > 0 || conn.pending.size > 0 || conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) {
       this.hold(conn, sub.id, index, events);
       return;
     }
-    this.send(conn, render(sub.id, index, events));
+    this.write(conn, render(sub.id, index, events));
   }
 
   /** A slow reader: keep only the newest state per item, within the hard limits. */
   private hold(conn: Conn, subId: string, index: number, events: Out[]): void {
-    for (const e of events) conn.pending.set(`${subId}\0${e.key}`, { subId, key: e.key, value: e.value, index });
-    if (conn.pending.size > this.o.pendingItemsMax || conn.ws.getBufferedAmount() > this.o.bufferedBytesHard) {
+    for (const e of events) {
+      const slot = `${subId}\0${e.key}`;
+      conn.pendingBytes -= conn.pending.get(slot)?.value?.length ?? 0;
+      conn.pending.set(slot, { subId, key: e.key, value: e.value, index });
+      conn.pendingBytes += e.value?.length ?? 0;
+    }
+    const heldBytes = conn.ws.getBufferedAmount() + conn.pendingBytes;
+    if (conn.pending.size > this.o.pendingItemsMax || heldBytes > this.o.bufferedBytesHard) {
       this.end(conn, closeCodes.slowConsumer, 'slow consumer');
     }
   }
 
+  /** The socket drained: ordered messages first, then the held events as one batch per subscription. */
   private drain(conn: Conn | undefined): void {
-    if (conn === undefined || conn.closed || conn.pending.size === 0) return;
+    if (conn === undefined || conn.closed) return;
+    this.flushOutbox(conn);
+    if (conn.closed || conn.outbox.length > 0 || conn.pending.size === 0) return;
     if (conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) return;
     const bySub = new Map<string, { index: number; events: Out[] }>();
     for (const p of conn.pending.values()) {
@@ -317,8 +339,22 @@ export class StreamServer {
       bySub.set(p.subId, group);
     }
     conn.pending.clear();
+    conn.pendingBytes = 0;
     conn.ws.cork(() => {
-      for (const [subId, g] of bySub) this.send(conn, renderBatch(subId, g.index, g.events));
+      for (const [subId, g] of bySub) this.write(conn, renderBatch(subId, g.index, g.events));
+    });
+  }
+
+  private flushOutbox(conn: Conn): void {
+    if (conn.outbox.length === 0) return;
+    conn.ws.cork(() => {
+      let sent = 0;
+      while (sent < conn.outbox.length && !conn.closed && conn.ws.getBufferedAmount() <= this.o.bufferedBytesSoft) {
+        const text = conn.outbox[sent++]!;
+        conn.outboxBytes -= text.length;
+        this.write(conn, text);
+      }
+      conn.outbox.splice(0, sent);
     });
   }
 
@@ -326,13 +362,28 @@ export class StreamServer {
     const now = Date.now();
     const index = this.api.runtime.state.index;
     for (const conn of this.conns) {
-      if (conn.closed || conn.pending.size > 0 || now - conn.lastSentMs < this.o.bookmarkIntervalMs) continue;
+      if (conn.closed || conn.pending.size > 0 || conn.outbox.length > 0 || now - conn.lastSentMs < this.o.bookmarkIntervalMs) continue;
       this.send(conn, JSON.stringify({ type: 'bookmark', index }));
     }
   }
 
-  /** Sends one message; a dropped one (2) breaks the delta stream, so the connection is ended. */
+  /**
+   * Sends a message that must keep its place (control messages, snapshot frames): behind anything
+   * already waiting, and held in the outbox while the socket is backed up.
+   */
   private send(conn: Conn, text: string): void {
+    if (conn.closed) return;
+    if (conn.outbox.length > 0 || conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) {
+      conn.outbox.push(text);
+      conn.outboxBytes += text.length;
+      if (conn.outboxBytes > this.o.outboxBytesMax) this.end(conn, closeCodes.slowConsumer, 'slow consumer');
+      return;
+    }
+    this.write(conn, text);
+  }
+
+  /** Writes one message; a dropped one (2) would break the delta stream, so the connection is ended. */
+  private write(conn: Conn, text: string): void {
     if (conn.closed) return;
     conn.lastSentMs = Date.now();
     if (conn.ws.send(text, false) === 2) this.end(conn, closeCodes.slowConsumer, 'slow consumer');
