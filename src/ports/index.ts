@@ -2,3 +2,5 @@ export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener } fro
 export type { Clock, TimerHandle } from './clock.ts';
 export { SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';
+export type { Member, MemberStatus, Membership, MembershipListener } from './membership.ts';
+export { StaticMembership } from './membership.ts';
