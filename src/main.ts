@@ -95,6 +95,10 @@ async function run(config: Config): Promise<void> {
   http = await startHttpServer({
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
+    leader: () => {
+      const l = runtime.leadership();
+      return { knownLeader: l.peers.length === 0 || l.leader !== undefined, lastContactMs: l.lastContactMs };
+    },
   });
   const server = http;
   const grpc = await startGrpcHealthServer({ host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger });

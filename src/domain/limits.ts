@@ -32,3 +32,4 @@ export function canonicalCheckId(id: string): string {
 }
 export const gossipCheckName = 'Gossip Health Status';
 export const gossipCheckOutputAlive = 'Agent alive and reachable';
+export const gossipCheckOutputFailed = 'Agent not live or unreachable';

@@ -28,36 +28,44 @@ export function statusLine(status: number): string {
 
 const jsonType: [string, string] = ['Content-Type', 'application/json'];
 
-/** X-Consul-Index is never 0 (clients treat 0 as an error); a single node always knows its leader. */
-function indexHeaders(index: IndexInfo | undefined): [string, string][] {
+/** What query answers say about the leader: a single node always knows it (itself). */
+export interface LeaderView {
+  knownLeader: boolean;
+  lastContactMs: number;
+}
+
+const selfLeader: LeaderView = { knownLeader: true, lastContactMs: 0 };
+
+/** X-Consul-Index is never 0 (clients treat 0 as an error). */
+function indexHeaders(index: IndexInfo | undefined, leader: LeaderView): [string, string][] {
   if (index === undefined) return [];
   const headers: [string, string][] = [
     ['X-Consul-Index', String(Math.max(1, index.index))],
-    ['X-Consul-KnownLeader', 'true'],
-    ['X-Consul-LastContact', '0'],
+    ['X-Consul-KnownLeader', String(leader.knownLeader)],
+    ['X-Consul-LastContact', String(Math.round(leader.lastContactMs))],
   ];
   if (index.consistency !== undefined) headers.push(['X-Consul-Effective-Consistency', index.consistency]);
   return headers;
 }
 
-export function renderReply(reply: Reply, dialect: Dialect): Wire {
+export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView = selfLeader): Wire {
   switch (reply.t) {
     case 'json':
-      return { status: 200, headers: [jsonType, ...indexHeaders(reply.index)], body: reply.json ?? JSON.stringify(reply.value) };
+      return { status: 200, headers: [jsonType, ...indexHeaders(reply.index, leader)], body: reply.json ?? JSON.stringify(reply.value) };
     case 'empty':
       return { status: 200, headers: [], body: '' };
     case 'raw':
       return {
         status: 200,
-        headers: [['Content-Type', 'text/plain'], ['X-Content-Type-Options', 'nosniff'], ['Content-Security-Policy', 'sandbox'], ...indexHeaders(reply.index)],
+        headers: [['Content-Type', 'text/plain'], ['X-Content-Type-Options', 'nosniff'], ['Content-Security-Policy', 'sandbox'], ...indexHeaders(reply.index, leader)],
         body: reply.body,
       };
     case 'outcome':
       if (reply.ok || dialect === 'consul') return { status: 200, headers: [jsonType], body: reply.ok ? 'true' : 'false' };
       return renderError(reply.failure!, dialect);
     case 'missing':
-      if (dialect === 'consul') return { status: 404, headers: indexHeaders(reply.index), body: '' };
-      return withHeaders(renderError(reply.failure, dialect), indexHeaders(reply.index));
+      if (dialect === 'consul') return { status: 404, headers: indexHeaders(reply.index, leader), body: '' };
+      return withHeaders(renderError(reply.failure, dialect), indexHeaders(reply.index, leader));
     case 'options':
       return { status: 200, headers: [['Allow', ['OPTIONS', ...reply.allow].join(',')]], body: '' };
   }

@@ -10,7 +10,7 @@ import { RegistryError } from '../domain/errors.ts';
 import { isLogOverloaded } from '../wal/index.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
 import type { Logger } from '../runtime/index.ts';
-import { renderError, renderReply, statusLine, type Dialect, type Wire } from './render.ts';
+import { renderError, renderReply, statusLine, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
 import type { Router } from './router.ts';
 
@@ -52,6 +52,8 @@ export interface HttpServerOptions<Ctx> {
   /** @default requestBodyBytesMax (512 KiB) */
   bodyBytesMax?: number;
   websockets?: WebSocketRoute[];
+  /** The leader as this node sees it, for the index headers. @default this node leads */
+  leader?: () => LeaderView;
 }
 
 export interface HttpServer {
@@ -174,7 +176,7 @@ async function handle<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wir
   }
   req.rest = decodeOnce(match.rest);
   const reply = await match.handler(req, o.ctx);
-  return renderReply(reply, o.dialect);
+  return renderReply(reply, o.dialect, o.leader?.());
 }
 
 function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown): Wire {

@@ -1,4 +1,4 @@
-export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener } from './log.ts';
+export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener, Leadership } from './log.ts';
 export type { Clock, TimerHandle } from './clock.ts';
 export { SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';

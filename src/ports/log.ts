@@ -51,4 +51,18 @@ export interface ReplicatedLog {
   lastIndex(): number;
   /** Flushes and releases resources; pending appends are committed or rejected, never lost silently. */
   close(): Promise<void>;
+  /**
+   * What this node knows of the log's leadership (replicated logs). A single-node log leaves it out:
+   * the node is its own leader.
+   */
+  leadership?(): Leadership;
+}
+
+export interface Leadership {
+  /** The leader's name or address, undefined while there is none (an election is under way). */
+  leader: string | undefined;
+  /** The members that hold the log. */
+  peers: string[];
+  /** Milliseconds since this node last heard from the leader (0 on the leader). */
+  lastContactMs: number;
 }

@@ -6,10 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import { stepSession } from '../../machines/index.ts';
 import type { Command } from '../domain/commands.ts';
-import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
+import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed } from '../domain/limits.ts';
 import type { Clock } from '../ports/clock.ts';
-import type { LogEntry, ReplicatedLog } from '../ports/log.ts';
+import type { Leadership, LogEntry, ReplicatedLog } from '../ports/log.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
+import { StaticMembership, type Membership } from '../ports/membership.ts';
+import { ownerOf } from './ownership.ts';
 import { apply, fromSnapshotData, RegistryState, toSnapshotData, type Effect, type Result } from '../state/index.ts';
 import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
 import { ChangeLog, type ChangeLogOptions } from './changes.ts';
@@ -37,6 +39,10 @@ export interface RuntimeOptions {
   onFatal?: (err: Error) => void;
   /** Builds probes for this agent's checks. @default no probes (checks are never run) */
   probeFor?: ProbeFactory;
+  /** Who is in the cluster. @default the node alone (StaticMembership) */
+  membership?: Membership;
+  /** How long a starting node waits for gossip before judging members it has not heard. @default 10 s */
+  membershipGraceMs?: number;
   /** Bounds of the ring of recent changes that stream subscribers resume from. */
   changes?: ChangeLogOptions;
   /** Check owner tuning (reaper period, DeregisterCriticalServiceAfter floor, interval floor). */
@@ -56,6 +62,9 @@ export class Runtime {
   readonly serving = new ServingTracker();
   /** What each entry changed, for streams that resume from an index. */
   readonly changes: ChangeLog;
+  readonly membership: Membership;
+  private readonly membershipGraceMs: number;
+  private startedAtMs = 0;
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
@@ -83,6 +92,8 @@ export class Runtime {
     this.snapshotEveryEntries = o.snapshotEveryEntries ?? 20_000;
     this.onFatal = o.onFatal;
     this.changes = new ChangeLog(o.changes);
+    this.membership = o.membership ?? new StaticMembership({ name: o.nodeName, id: o.nodeId, http: o.address, grpc: o.address });
+    this.membershipGraceMs = o.membershipGraceMs ?? 10_000;
     this.checkOwner = new CheckOwner({
       clock: o.clock, nodeName: o.nodeName, state: () => this.state, propose: (cmd) => this.propose(cmd),
       probeFor: o.probeFor ?? (() => undefined), logger: o.logger, ...o.checks,
@@ -107,11 +118,25 @@ export class Runtime {
     this.log.subscribe(this.state.index, (entries) => this.onEntries(entries));
     if (this.fatal) throw this.fatal;
     this.logger.info({ index: this.state.index, sessions: this.state.sessions.size, keys: this.state.kv.size }, 'state recovered');
-    this.restartTtlTimers();
+    this.startedAtMs = this.clock.nowMs();
+    this.rebalanceTtlTimers();
     await this.registerSelf();
     this.checkOwner.start();
     this.serving.start(this.state);
     this.changes.startAt(this.state.index);
+    this.membership.onChange(() => this.membershipChanged());
+    // Members that died before this node started are never heard: judge them once the grace has passed.
+    this.clock.setTimer(this.membershipGraceMs, () => this.membershipChanged());
+  }
+
+  /** The log's leadership as this node sees it; a single-node log: this node leads. */
+  leadership(): Leadership {
+    return this.log.leadership?.() ?? { leader: undefined, peers: [], lastContactMs: 0 };
+  }
+
+  /** Whether this node owns the actor (rendezvous hashing over the alive members). */
+  owns(actor: string): boolean {
+    return ownerOf(actor, this.membership.alive()) === this.nodeName;
   }
 
   /** Proposes a command; resolves with apply's result once its entry applied on this node. */
@@ -205,7 +230,11 @@ export class Runtime {
       case 'kv': touched.kvKeys.add(e.key); break;
       case 'sessions': touched.sessions = true; break;
       case 'catalog': touched.catalog = true; break;
-      case 'ttl.arm': if (!this.stopped) this.ttl.arm(e.id, e.renewIndex, e.ttlMs); break;
+      case 'ttl.arm':
+        if (this.stopped) break;
+        if (this.owns(`session:${e.id}`)) this.ttl.arm(e.id, e.renewIndex, e.ttlMs);
+        else this.ttl.cancel(e.id);
+        break;
       case 'ttl.cancel': this.ttl.cancel(e.id); break;
       case 'check': case 'session': case 'service': case 'node': break;
     }
@@ -222,14 +251,52 @@ export class Runtime {
     this.onFatal?.(this.fatal);
   }
 
-  /** "leader failover | TTL set | valid | the TTL timer is restarted": a starting node owns every timer afresh. */
-  private restartTtlTimers(): void {
+  /**
+   * "leader failover | TTL set | valid | the TTL timer is restarted": a node that (newly) owns a session
+   * starts its timer afresh, for a full 2 × TTL; timers of sessions it no longer owns are dropped.
+   */
+  private rebalanceTtlTimers(): void {
     for (const s of this.state.sessions.values()) {
+      if (!this.owns(`session:${s.id}`)) {
+        this.ttl.cancel(s.id);
+        continue;
+      }
+      if (this.ttl.has(s.id)) continue;
       const next = stepSession(
         { behavior: s.behavior, ttlMs: s.ttlMs, renewIndex: s.renewIndex, renewedAtMs: s.renewedAtMs },
         { type: 'leader.failover' },
       );
       if (next.effects.some((e) => e.type === 'restartTtlTimer')) this.ttl.arm(s.id, s.renewIndex, s.ttlMs);
+    }
+  }
+
+  private membershipChanged(): void {
+    if (this.stopped || this.fatal) return;
+    this.rebalanceTtlTimers();
+    this.reconcileNodeHealth();
+  }
+
+  /**
+   * A member that failed or left gets its gossip check critical (invalidating the sessions bound to it);
+   * one that is back gets it passing. One alive member — the owner of the node's name — proposes it;
+   * the proposal changes nothing when the check already says so.
+   */
+  private reconcileNodeHealth(): void {
+    const members = new Map(this.membership.members().map((m) => [m.name, m]));
+    const graceOver = this.clock.nowMs() - this.startedAtMs >= this.membershipGraceMs;
+    for (const node of this.state.nodes.values()) {
+      if (node.node === this.nodeName) continue;
+      const check = this.state.checkOf(node.node, gossipCheckId);
+      if (check === undefined || check.source !== 'catalog' || check.name !== gossipCheckName) continue; // not a Roster member
+      const member = members.get(node.node);
+      const alive = member?.status === 'alive';
+      if (!alive && member === undefined && !graceOver) continue;
+      const wanted = alive ? 'passing' : 'critical';
+      if (check.status === wanted || !this.owns(`node:${node.node}`)) continue;
+      void this.propose({
+        t: 'catalog.register', node: node.node, id: node.id, address: node.address, meta: node.meta,
+        checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: wanted, notes: '', output: alive ? gossipCheckOutputAlive : gossipCheckOutputFailed }],
+      }).catch((err: unknown) => this.logger.warn({ err, node: node.node }, 'gossip check update failed; retried on the next membership change'));
     }
   }
 

@@ -21,6 +21,10 @@ export class TtlOwner {
     return this.timers.size;
   }
 
+  has(id: string): boolean {
+    return this.timers.has(id);
+  }
+
   /** (Re)starts the session's timer for the full 2 × TTL from now. */
   arm(id: string, renewIndex: number, ttlMs: number): void {
     this.schedule(id, renewIndex, ttlMs * sessionTtlMultiplier);

@@ -6,6 +6,7 @@
  */
 import type { CatalogCheck, CatalogRegister } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
+import type { Member } from '../../ports/membership.ts';
 import { canonicalCheckId } from '../../domain/limits.ts';
 import type { ApiContext } from '../api.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
@@ -16,23 +17,33 @@ import { memberSchema } from '../../filter/index.ts';
 import { filterOf } from '../filtering.ts';
 import type { Route } from '../router.ts';
 
+/** The log's leader (a cluster: the JetStream stream leader; one node: this node), "" during an election. */
 function leader(_req: Request, api: ApiContext): Reply {
-  return json(api.serverAddress);
+  const l = api.runtime.leadership();
+  return json(l.peers.length === 0 ? api.serverAddress : l.leader ?? '');
 }
 
 function peers(_req: Request, api: ApiContext): Reply {
-  return json([api.serverAddress]);
+  const l = api.runtime.leadership();
+  return json(l.peers.length === 0 ? [api.serverAddress] : l.peers);
 }
 
-/** This agent as a gossip member (Consul's field names and status numbers: 1 = alive). */
-function selfMember(api: ApiContext): Record<string, unknown> {
-  const node = api.runtime.state.nodes.get(api.nodeName);
-  const [host = '127.0.0.1', port = '8300'] = api.serverAddress.split(/:(?=\d+$)/);
+const memberStatus = { alive: 1, left: 3, failed: 4 } as const;
+
+/** A gossip member with Consul's field names and status numbers (1 alive, 3 left, 4 failed). */
+function renderMember(api: ApiContext, m: Member): Record<string, unknown> {
+  const self = m.name === api.nodeName;
+  const [host = '127.0.0.1', port = '8300'] = (self ? api.serverAddress : m.http).split(/:(?=\d+$)/);
   return {
-    Name: api.nodeName, Addr: node?.address ?? host, Port: Number(port),
-    Tags: { role: api.dialect === 'consul' ? 'consul' : 'roster', dc: api.datacenter, id: api.runtime.nodeId, port },
-    Status: 1, ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
+    Name: m.name, Addr: host, Port: Number(port),
+    Tags: { role: api.dialect === 'consul' ? 'consul' : 'roster', dc: api.datacenter, id: m.id, port, grpc: m.grpc },
+    Status: memberStatus[m.status], ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
   };
+}
+
+function selfMember(api: ApiContext): Record<string, unknown> {
+  const self = api.runtime.membership.members().find((m) => m.name === api.nodeName);
+  return renderMember(api, self ?? { name: api.nodeName, id: api.runtime.nodeId, http: api.serverAddress, grpc: '', status: 'alive', lastHeardMs: 0 });
 }
 
 function members(req: Request, api: ApiContext): Reply {
@@ -41,7 +52,8 @@ function members(req: Request, api: ApiContext): Reply {
     throw new RegistryError('invalidParameter', 'cannot provide a segment with wan=true', { segment: ['Conflict:not with wan'] }, { status: 400, text: 'Cannot provide a segment with wan=true' });
   }
   const keep = filterOf(req, memberSchema);
-  return json([selfMember(api)].filter(keep));
+  const members = api.runtime.membership.members().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return json(members.map((m) => renderMember(api, m)).filter(keep));
 }
 
 function datacenters(_req: Request, api: ApiContext): Reply {
