@@ -43,6 +43,16 @@ export interface Config {
   checkDeregisterMsMin: number;
   /** A stream bookmark after this much silence on a connection. @default 30s */
   streamBookmarkIntervalMs: number;
+  /** Cluster mode: NATS server URLs whose JetStream holds the log (none: the embedded log). */
+  nats: string[];
+  /** Replicas of the JetStream log stream. @default 3 */
+  replicas: number;
+  /** Where gossip listens (host:port or a multiaddr). @default 127.0.0.1:0 in cluster mode */
+  gossipListen: string;
+  /** Gossip addresses of other members to join through (host:port or multiaddrs, no peer ids). */
+  join: string[];
+  /** A member unheard this long is failed. @default 5s */
+  suspicionMs: number;
 }
 
 const options = {
@@ -57,6 +67,10 @@ const options = {
   'log-level': { type: 'string' },
   'snapshot-every': { type: 'string' },
   'config-file': { type: 'string' },
+  nats: { type: 'string' },
+  replicas: { type: 'string' },
+  'gossip-listen': { type: 'string' },
+  join: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -71,6 +85,12 @@ export const usage = `usage: roster [options]
   --session-ttl-min <dur>  smallest session TTL accepted        [ROSTER_SESSION_TTL_MIN, default 10s]
   --log-level <level>      pino level                           [ROSTER_LOG_LEVEL, default info]
   --snapshot-every <n>     entries between snapshots            [ROSTER_SNAPSHOT_EVERY, default 20000]
+  --nats <url,...>         cluster mode: NATS servers whose JetStream holds the log
+                                                                [ROSTER_NATS, default: none, embedded log]
+  --replicas <n>           replicas of the log stream           [ROSTER_REPLICAS, default 3]
+  --gossip-listen <addr>   gossip listen address, host:port     [ROSTER_GOSSIP_LISTEN, default 127.0.0.1:0]
+  --join <addr>            gossip address of a member to join (repeatable; no peer ids needed)
+                                                                [ROSTER_JOIN, comma-separated]
   --config-file <path>     JSON agent configuration (Consul names: node_name, datacenter, data_dir,
                            ports.http, enable_script_checks, enable_local_script_checks, check(s),
                            service(s), ...); environment and flags override it   [ROSTER_CONFIG_FILE]`;
@@ -108,6 +128,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     checkReapIntervalMs: duration('check_reap_interval', file.check_reap_interval as string | undefined, 30_000),
     checkDeregisterMsMin: duration('check_deregister_min', file.check_deregister_min as string | undefined, 60_000),
     streamBookmarkIntervalMs: duration('stream_bookmark_interval', file.stream_bookmark_interval as string | undefined, 30_000),
+    nats: list(v.nats ?? env.ROSTER_NATS ?? fileText(file.nats)),
+    replicas: positive('replicas', pick(v.replicas, 'ROSTER_REPLICAS', file.replicas) ?? '3'),
+    gossipListen: pick(v['gossip-listen'], 'ROSTER_GOSSIP_LISTEN', file.gossip_listen) ?? '127.0.0.1:0',
+    join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
+    suspicionMs: duration('suspicion', fileText(file.suspicion), 5_000),
   };
 }
 
@@ -116,7 +141,18 @@ const fileKeys = new Set([
   'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'session_ttl_min',
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
+  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion',
 ]);
+
+function list(text: string | undefined): string[] {
+  return (text ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+}
+
+/** A file value that may be a string or a list of strings, as comma-separated text. */
+function fileText(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  return Array.isArray(value) ? value.map(String).join(',') : String(value);
+}
 
 function readConfigFile(path: string | undefined): Record<string, unknown> {
   if (path === undefined) return {};
