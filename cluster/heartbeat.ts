@@ -1,0 +1,67 @@
+/**
+ * The heartbeat on topic `roster/members/v1`: JSON, one per `heartbeatMs` per node. Fields are only
+ * ever added; a reader ignores fields it does not know, and drops a message that lacks one it needs.
+ */
+export const membersTopic = 'roster/members/v1';
+
+/** A heartbeat larger than this is dropped unread (a real one is a few hundred bytes). */
+export const heartbeatBytesMax = 4096;
+/** At most this many listen addresses travel in one heartbeat; more are cut. */
+export const heartbeatAddrsMax = 16;
+
+export interface Heartbeat {
+  name: string;
+  id: string;
+  /** host:port of the node's HTTP API. */
+  http: string;
+  /** host:port of the node's gRPC health service. */
+  grpc: string;
+  /**
+   * Incarnation: the wall-clock ms the node started. (inc, seq) orders one node's heartbeats across
+   * restarts, so a late copy of an older heartbeat cannot undo a newer one.
+   */
+  inc: number;
+  /** Counts up from 0 within one incarnation. */
+  seq: number;
+  /** The last heartbeat of a node that stops cleanly. */
+  leaving?: boolean;
+  /** The node's libp2p listen addresses without peer id, so the others can dial it back after a restart. */
+  addrs?: string[];
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function encodeHeartbeat(hb: Heartbeat): Uint8Array {
+  return encoder.encode(JSON.stringify({ ...hb, addrs: hb.addrs?.slice(0, heartbeatAddrsMax) }));
+}
+
+/** The heartbeat in `data`, or a reason why it is not one. */
+export function decodeHeartbeat(data: Uint8Array): Heartbeat | { invalid: string } {
+  if (data.byteLength > heartbeatBytesMax) return { invalid: `larger than ${heartbeatBytesMax} bytes` };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(decoder.decode(data));
+  } catch {
+    return { invalid: 'not JSON' };
+  }
+  if (typeof raw !== 'object' || raw === null) return { invalid: 'not an object' };
+  const o = raw as Record<string, unknown>;
+  for (const key of ['name', 'id', 'http', 'grpc'] as const) {
+    if (typeof o[key] !== 'string') return { invalid: `${key} is not a string` };
+  }
+  for (const key of ['inc', 'seq'] as const) {
+    if (!Number.isSafeInteger(o[key])) return { invalid: `${key} is not an integer` };
+  }
+  if (o.name === '') return { invalid: 'name is empty' };
+  const addrs = Array.isArray(o.addrs)
+    ? o.addrs.filter((a): a is string => typeof a === 'string').slice(0, heartbeatAddrsMax)
+    : undefined;
+  const hb: Heartbeat = {
+    name: o.name as string, id: o.id as string, http: o.http as string, grpc: o.grpc as string,
+    inc: o.inc as number, seq: o.seq as number,
+  };
+  if (o.leaving === true) hb.leaving = true;
+  if (addrs !== undefined) hb.addrs = addrs;
+  return hb;
+}

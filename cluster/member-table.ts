@@ -1,0 +1,87 @@
+/**
+ * Who has been heard from, and their status: the pure core of GossipMembership. It never reads a
+ * clock; the caller passes `nowMs`, so tests drive it with plain numbers.
+ */
+import type { Member, MemberStatus } from '../src/ports/membership.ts';
+import type { Heartbeat } from './heartbeat.ts';
+
+export type MemberIdentity = Pick<Member, 'name' | 'id' | 'http' | 'grpc'>;
+
+interface Entry {
+  member: Member;
+  inc: number;
+  seq: number;
+  addrs: string[];
+}
+
+export class MemberTable {
+  private readonly others = new Map<string, Entry>();
+
+  constructor(private readonly self: MemberIdentity) {}
+
+  /**
+   * Applies a heartbeat; true when a member joined or changed status. Stale heartbeats (not after the
+   * last one applied for that member) and heartbeats carrying the own name are ignored.
+   */
+  heard(hb: Heartbeat, nowMs: number): boolean {
+    if (hb.name === this.self.name) return false;
+    const prev = this.others.get(hb.name);
+    if (prev !== undefined && !isNewer(prev, hb)) return false;
+    const status: MemberStatus = hb.leaving === true ? 'left' : 'alive';
+    this.others.set(hb.name, {
+      member: { name: hb.name, id: hb.id, http: hb.http, grpc: hb.grpc, status, lastHeardMs: nowMs },
+      inc: hb.inc,
+      seq: hb.seq,
+      addrs: hb.addrs ?? prev?.addrs ?? [],
+    });
+    return prev?.member.status !== status;
+  }
+
+  /** Marks `failed` every alive member unheard for `suspicionMs` or longer; true when any changed. */
+  sweep(nowMs: number, suspicionMs: number): boolean {
+    let changed = false;
+    for (const e of this.others.values()) {
+      if (e.member.status === 'alive' && nowMs - e.member.lastHeardMs >= suspicionMs) {
+        e.member.status = 'failed';
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  /** Every member heard of, own node first (always alive, heard now), then the others by name. */
+  members(nowMs: number): Member[] {
+    const others = [...this.others.values()]
+      .map((e) => ({ ...e.member }))
+      .sort((a, b) => compareNames(a.name, b.name));
+    return [{ ...this.self, status: 'alive', lastHeardMs: nowMs }, ...others];
+  }
+
+  alive(): string[] {
+    const names = [this.self.name];
+    for (const e of this.others.values()) if (e.member.status === 'alive') names.push(e.member.name);
+    return names.sort(compareNames);
+  }
+
+  /** Listen addresses announced by members that have not left: where to dial them back. */
+  dialableAddrs(): string[] {
+    const out: string[] = [];
+    for (const e of this.others.values()) if (e.member.status !== 'left') out.push(...e.addrs);
+    return out;
+  }
+}
+
+/**
+ * While a member is alive only a later (inc, seq) counts. Once it is failed or left its incarnation is
+ * over, so any other incarnation counts too: a node restarted with a clock set back must still be
+ * heard. The cost is that a copy of an older incarnation delayed past that point revives it until
+ * the suspicion timeout, which gossip's duplicate cache makes unlikely.
+ */
+function isNewer(prev: Entry, hb: Heartbeat): boolean {
+  if (hb.inc === prev.inc) return hb.seq > prev.seq;
+  return hb.inc > prev.inc || prev.member.status !== 'alive';
+}
+
+function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
