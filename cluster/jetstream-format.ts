@@ -1,0 +1,97 @@
+/**
+ * What the JetStream log writes and reads back: commit messages, snapshot records, and the
+ * seq ↔ index marks that tie them together. Pure functions, private to cluster/.
+ *
+ * Commit message payload (UTF-8 JSON), one per group commit, at least one proposal:
+ *
+ *     [{"p":"n1-42","c":{...},"t":1718000000000},{"p":"n1-43","c":{...},"t":1718000000000}]
+ *
+ * `p` the proposal id, `c` the command (the log does not judge it: an unknown tag is the applier's to
+ * refuse), `t` the proposer's clock when it formed the batch. No index: readers count.
+ */
+import type { Command } from '../src/domain/commands.ts';
+
+/** A consumed message: its stream sequence, the index of its last command, and the atMs there. */
+export interface Mark {
+  seq: number;
+  index: number;
+  atMs: number;
+}
+
+/** One proposal as carried in a commit message. */
+export interface CommitItem {
+  p: string;
+  c: Command;
+  t: number;
+}
+
+/**
+ * A snapshot as stored in the object store. `seq`/`seqIndex`/`seqAtMs` are the mark at or before
+ * `index`: a node opening from it consumes from `seq + 1`, numbering from `seqIndex`, and drops the
+ * commands up to `index` that the state already holds.
+ */
+export interface SnapshotRecord {
+  index: number;
+  seq: number;
+  seqIndex: number;
+  seqAtMs: number;
+  stream: string;
+  /** The stream's creation time: a stream deleted and created again starts over at seq 1. */
+  streamCreated: string;
+  /** The node that wrote it (for the logs; any node's snapshot at an index is the same state). */
+  node: string;
+  data: unknown;
+}
+
+/** Parses a commit message, or returns why it is not one. */
+export function parseCommitMessage(data: Uint8Array): CommitItem[] | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
+  } catch {
+    return 'bad JSON';
+  }
+  if (!Array.isArray(v)) return 'payload is not an array of proposals';
+  if (v.length === 0) return 'commit without proposals';
+  const items: CommitItem[] = [];
+  for (const [k, item] of v.entries()) {
+    if (!isObject(item)) return `proposal ${k}: not an object`;
+    const { p, c, t } = item;
+    if (typeof p !== 'string') return `proposal ${k}: bad pid`;
+    if (!isObject(c)) return `proposal ${k}: bad cmd`;
+    if (typeof t !== 'number' || !Number.isFinite(t)) return `proposal ${k}: bad time`;
+    items.push({ p, c: c as unknown as Command, t });
+  }
+  return items;
+}
+
+/** Parses a stored snapshot record, or returns why it is not one. */
+export function parseSnapshotRecord(text: string): SnapshotRecord | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return 'bad JSON';
+  }
+  if (!isObject(v)) return 'not an object';
+  for (const key of ['index', 'seq', 'seqIndex'] as const) {
+    const n = v[key];
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) return `bad ${key}`;
+  }
+  if (typeof v.seqAtMs !== 'number' || !Number.isFinite(v.seqAtMs)) return 'bad seqAtMs';
+  if ((v.seqIndex as number) > (v.index as number)) return 'its mark is past its index';
+  if (typeof v.stream !== 'string' || typeof v.streamCreated !== 'string') return 'bad stream';
+  return {
+    index: v.index as number, seq: v.seq as number, seqIndex: v.seqIndex as number, seqAtMs: v.seqAtMs,
+    stream: v.stream, streamCreated: v.streamCreated, node: typeof v.node === 'string' ? v.node : '', data: v.data,
+  };
+}
+
+/** Exponential backoff from 50 ms, doubling per attempt, capped at `capMs`. */
+export function backoffMs(attempt: number, capMs: number): number {
+  return Math.min(capMs, 50 * 2 ** Math.min(attempt, 16));
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

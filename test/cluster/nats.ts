@@ -1,0 +1,217 @@
+/**
+ * Starts real nats-server processes for the JetStream log tests: one server, or a three-server
+ * cluster (n1..n3) with routes between them, each with JetStream on, its store in a temporary
+ * directory and every port chosen free at start. Servers are stopped by pid (SIGKILL for fault
+ * tests, SIGTERM otherwise), never by name.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+
+/** Where Debian puts nats-server; used when it is not on PATH. */
+const debianBinary = '/usr/sbin/nats-server';
+/** How long a server (or a cluster's JetStream meta leader) may take to become ready. */
+const readyTimeoutMs = 20_000;
+
+export interface NatsServer {
+  name: string;
+  /** nats://127.0.0.1:port */
+  url: string;
+  pid: number;
+  /** SIGKILL and wait for the exit: a crash. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait for the exit. */
+  stop(): Promise<void>;
+  /** SIGSTOP, resolving once every thread is stopped: a server that hangs without closing its sockets. */
+  pause(): Promise<void>;
+  /** SIGCONT. */
+  resume(): void;
+  running(): boolean;
+  output(): string;
+}
+
+export interface NatsCluster {
+  servers: NatsServer[];
+  urls: string[];
+  /** The server with this `server_name`. */
+  byName(name: string): NatsServer;
+  /** Stops every server still running and removes the store directories. */
+  shutdown(): Promise<void>;
+}
+
+/** The nats-server binary: PATH first, then Debian's location. */
+export function natsServerBinary(): string {
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (dir !== '' && existsSync(join(dir, 'nats-server'))) return join(dir, 'nats-server');
+  }
+  if (existsSync(debianBinary)) return debianBinary;
+  throw new Error('nats-server not found on PATH nor at /usr/sbin/nats-server: apt-get install -y nats-server');
+}
+
+/** A port nothing listens on right now (the OS picks it; it is released before the server binds it). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface ServerPorts {
+  name: string;
+  client: number;
+  cluster: number;
+  monitor: number;
+}
+
+/** One JetStream server, ready to take stream requests. */
+export async function startNatsServer(): Promise<NatsCluster> {
+  return startServers(1);
+}
+
+/** Three routed servers n1..n3; resolves once the JetStream meta group has a leader. */
+export async function startNatsCluster(): Promise<NatsCluster> {
+  return startServers(3);
+}
+
+async function startServers(count: number): Promise<NatsCluster> {
+  const root = mkdtempSync(join(tmpdir(), 'roster-nats-'));
+  const ports: ServerPorts[] = [];
+  for (let k = 1; k <= count; k += 1) {
+    ports.push({ name: `n${k}`, client: await freePort(), cluster: await freePort(), monitor: await freePort() });
+  }
+  const servers = ports.map((p) => spawnServer(root, p, count > 1 ? ports : []));
+  const cluster: NatsCluster = {
+    servers,
+    urls: servers.map((s) => s.url),
+    byName(name) {
+      const s = servers.find((x) => x.name === name);
+      if (s === undefined) throw new Error(`no nats-server named ${name}`);
+      return s;
+    },
+    async shutdown() {
+      for (const s of servers) s.resume();
+      await Promise.all(servers.map((s) => s.kill()));
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+  try {
+    await Promise.all(ports.map((p, k) => waitHealthy(p.monitor, servers[k]!)));
+    await waitJetStream(cluster.urls);
+  } catch (err) {
+    await cluster.shutdown();
+    throw err;
+  }
+  return cluster;
+}
+
+function configFor(root: string, p: ServerPorts, peers: ServerPorts[]): string {
+  const lines = [
+    `server_name: ${p.name}`,
+    `listen: "127.0.0.1:${p.client}"`,
+    `http: "127.0.0.1:${p.monitor}"`,
+    `jetstream { store_dir: ${JSON.stringify(join(root, p.name))} }`,
+  ];
+  if (peers.length > 0) {
+    const routes = peers.filter((q) => q.name !== p.name).map((q) => `"nats-route://127.0.0.1:${q.cluster}"`);
+    lines.push(`cluster { name: roster, listen: "127.0.0.1:${p.cluster}", routes: [${routes.join(', ')}] }`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function spawnServer(root: string, p: ServerPorts, peers: ServerPorts[]): NatsServer {
+  const conf = join(root, `${p.name}.conf`);
+  writeFileSync(conf, configFor(root, p, peers));
+  // -js as well as the config block, so JetStream is on whatever the config parser makes of it.
+  const proc: ChildProcess = spawn(natsServerBinary(), ['-c', conf, '-js'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (d: Buffer): void => {
+    out += d.toString();
+    if (out.length > 200_000) out = out.slice(-100_000);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  let alive = true;
+  const exited = new Promise<void>((res) => proc.once('exit', () => {
+    alive = false;
+    res();
+  }));
+  const signal = async (sig: NodeJS.Signals): Promise<void> => {
+    if (!alive) return;
+    process.kill(proc.pid!, sig);
+    await exited;
+  };
+  return {
+    name: p.name,
+    url: `nats://127.0.0.1:${p.client}`,
+    pid: proc.pid!,
+    kill: () => signal('SIGKILL'),
+    stop: () => signal('SIGTERM'),
+    pause: async () => {
+      if (!alive) return;
+      process.kill(proc.pid!, 'SIGSTOP');
+      // The signal takes effect asynchronously: threads running on another core answer a little longer.
+      while (alive && !allThreadsStopped(proc.pid!)) await sleep(1);
+    },
+    resume: () => { if (alive) process.kill(proc.pid!, 'SIGCONT'); },
+    running: () => alive,
+    output: () => out,
+  };
+}
+
+/** True when every thread of the process is in state T (stopped), read from /proc. */
+function allThreadsStopped(pid: number): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/task`).every((tid) => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
+    });
+  } catch {
+    return false;
+  }
+}
+
+/** Polls the monitoring port's /healthz until the server (and its JetStream) says ok. */
+async function waitHealthy(monitorPort: number, server: NatsServer): Promise<void> {
+  const deadline = Date.now() + readyTimeoutMs;
+  while (Date.now() < deadline) {
+    if (!server.running()) throw new Error(`nats-server ${server.name} exited during start:\n${server.output()}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${monitorPort}/healthz`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(50);
+  }
+  throw new Error(`nats-server ${server.name} not healthy after ${readyTimeoutMs} ms:\n${server.output()}`);
+}
+
+/** JetStream answers account info only once a (meta) leader exists: then streams can be created. */
+async function waitJetStream(urls: string[]): Promise<void> {
+  const nc = await connect({ servers: urls, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  try {
+    const deadline = Date.now() + readyTimeoutMs;
+    for (;;) {
+      try {
+        const jsm = await jetstreamManager(nc, { timeout: 1000 });
+        await jsm.getAccountInfo();
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw new Error(`JetStream not ready after ${readyTimeoutMs} ms: ${String(err)}`);
+        await sleep(100);
+      }
+    }
+  } finally {
+    await nc.close();
+  }
+}
