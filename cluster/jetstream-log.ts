@@ -44,7 +44,7 @@ import {
 } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Clock } from '../src/ports/clock.ts';
-import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../src/ports/log.ts';
+import type { EntriesListener, Leadership, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../src/ports/log.ts';
 import { CommitQueue, type Pending } from '../src/wal/commit-queue.ts';
 import {
   checkAfterIndex, encodeProposal, positiveIntOption, queuedEntriesMaxDefault, refusal, replayBatchEntriesMax,
@@ -120,6 +120,8 @@ export interface JetStreamLogStats {
   consumerResets: number;
 }
 
+/** How often the stream's leadership is asked. */
+const leadershipPollMs = 2_000;
 const kind = 'JetStreamLog';
 const silent: JetStreamLogLogger = { info() {}, warn() {}, error() {} };
 const streamDefault = 'ROSTER_LOG';
@@ -174,6 +176,9 @@ export class JetStreamLog implements ReplicatedLog {
   private stopped = false;
 
   private nc: NatsConnection | undefined;
+  /** The stream's leadership as last asked (refreshed in the background; read synchronously). */
+  private seenLeadership: Leadership = { leader: undefined, peers: [], lastContactMs: 0 };
+  private leadershipTimer: NodeJS.Timeout | undefined;
   private js: JetStreamClient | undefined;
   private store: ObjectStore | undefined;
   private commits: CommitQueue<EncodedProposal> | undefined;
@@ -325,6 +330,7 @@ export class JetStreamLog implements ReplicatedLog {
       queuedEntriesMax: this.queuedEntriesMax,
     }, (batch) => this.commit(batch));
     this.following = this.follow();
+    this.watchLeadership(jsm, info);
     await this.catchUp(info.state.last_seq, deadline);
     if (this.cursor.index < this.skipThrough) {
       throw new Error(`${kind}: stream ${this.stream} ends at index ${this.cursor.index}, before the snapshot at ${this.skipThrough}`);
@@ -717,7 +723,34 @@ export class JetStreamLog implements ReplicatedLog {
     this.commits?.rejectQueued(this.failure);
   }
 
+  /** The stream's leader and replicas, for /v1/status and the index headers. */
+  leadership(): Leadership {
+    return this.seenLeadership;
+  }
+
+  /** Asks the stream's cluster info every few seconds: who leads, who holds copies, how fresh. */
+  private watchLeadership(jsm: JetStreamManager, first: StreamInfo): void {
+    const record = (info: StreamInfo) => {
+      const cluster = info.cluster;
+      const replicas = (cluster?.replicas ?? []).map((r) => r.name);
+      const leader = cluster?.leader;
+      this.seenLeadership = {
+        leader,
+        peers: [...(leader ? [leader] : []), ...replicas].sort(),
+        lastContactMs: leader === undefined ? this.seenLeadership.lastContactMs + leadershipPollMs : 0,
+      };
+    };
+    record(first);
+    this.leadershipTimer = setInterval(() => {
+      jsm.streams.info(this.stream).then(record, () => {
+        this.seenLeadership = { ...this.seenLeadership, leader: undefined, lastContactMs: this.seenLeadership.lastContactMs + leadershipPollMs };
+      });
+    }, leadershipPollMs);
+    this.leadershipTimer.unref();
+  }
+
   private async shutdown(): Promise<void> {
+    clearInterval(this.leadershipTimer);
     if (this.phase === 'new') {
       this.phase = 'closed';
       return;

@@ -15,6 +15,9 @@ import { apiRouter, loadUws, startHttpServer, StreamServer, type ApiContext, typ
 import { startGrpcHealthServer } from './grpc/index.ts';
 import { probeFor } from './probes/factory.ts';
 import { SystemClock } from './ports/clock.ts';
+import type { ReplicatedLog } from './ports/log.ts';
+import { MembershipSlot, StaticMembership, type Membership } from './ports/membership.ts';
+import type { Logger } from 'pino';
 import { Runtime } from './runtime/index.ts';
 import { WalLog } from './wal/index.ts';
 
@@ -65,16 +68,47 @@ function definition<T>(what: string, parse: () => T): T {
   }
 }
 
+/** The log: the embedded WAL on one node; with --nats, the JetStream stream shared by the cluster. */
+async function openLog(config: Config, dataDir: string, clock: SystemClock, logger: Logger): Promise<ReplicatedLog> {
+  if (config.nats.length === 0) return new WalLog({ dir: dataDir, clock, logger });
+  const { JetStreamLog } = await import('../cluster/index.ts');
+  return new JetStreamLog({ servers: config.nats, replicas: config.replicas, clock, nodeName: config.nodeName, logger });
+}
+
+/** Cluster mode: gossip membership announcing this node's addresses (loaded only when needed). */
+async function joinCluster(config: Config, self: { name: string; id: string; http: string; grpc: string }, logger: Logger): Promise<Membership | undefined> {
+  if (config.nats.length === 0) return undefined;
+  const { GossipMembership } = await import('../cluster/gossip-membership.ts');
+  const gossip = new GossipMembership({
+    self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,
+    logger: { debug: (o, m) => logger.debug(o, m), info: (o, m) => logger.info(o, m), warn: (o, m) => logger.warn(o, m) },
+  });
+  await gossip.start();
+  logger.info({ gossip: gossip.addresses() }, 'gossip membership started');
+  return gossip;
+}
+
+/** `host:port` → `/ip4/host/tcp/port`; a multiaddr is kept as given. */
+function toMultiaddr(address: string): string {
+  if (address.startsWith('/')) return address;
+  const m = /^(.*):(\d+)$/.exec(address);
+  if (!m) throw new ConfigError(`--gossip-listen: "${address}" is neither host:port nor a multiaddr`);
+  return `/ip4/${m[1]}/tcp/${m[2]}`;
+}
+
 async function run(config: Config): Promise<void> {
   const logger = pino({ level: config.logLevel, base: { node: config.nodeName } });
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const clock = new SystemClock();
-  const log = new WalLog({ dir: dataDir, clock, logger });
+  const nodeId = nodeIdOf(dataDir);
+  const log = await openLog(config, dataDir, clock, logger);
+  const membership = new MembershipSlot(new StaticMembership({ name: config.nodeName, id: nodeId, http: config.httpHost, grpc: config.httpHost }));
   let http: HttpServer | undefined;
   const runtime = new Runtime({
-    log, clock, logger, nodeName: config.nodeName, nodeId: nodeIdOf(dataDir), address: config.httpHost,
+    log, clock, logger, nodeName: config.nodeName, nodeId, address: config.httpHost, membership,
+    membershipGraceMs: 2 * config.suspicionMs,
     snapshotEveryEntries: config.snapshotEveryEntries,
     probeFor,
     checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin },
@@ -103,7 +137,9 @@ async function run(config: Config): Promise<void> {
   const server = http;
   const grpc = await startGrpcHealthServer({ host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger });
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
-  logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index }, `roster listening http=${server.url} grpc=${grpc.address}`);
+  const gossip = await joinCluster(config, { name: config.nodeName, id: nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address }, logger);
+  if (gossip !== undefined) membership.set(gossip);
+  logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index, cluster: config.nats.length > 0 }, `roster listening http=${server.url} grpc=${grpc.address}`);
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -112,7 +148,7 @@ async function run(config: Config): Promise<void> {
     logger.info({ signal }, 'shutting down');
     server.close();
     // gRPC first: every status goes NOT_SERVING, watchers are told and their calls end.
-    grpc.stop().then(() => runtime.stop()).then(
+    grpc.stop().then(() => runtime.stop()).then(() => membership.stop()).then(
       () => { logger.info('stopped'); logger.flush(); process.exit(0); },
       (err: unknown) => { logger.error({ err }, 'shutdown failed'); logger.flush(); process.exit(1); },
     );

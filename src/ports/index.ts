@@ -3,4 +3,4 @@ export type { Clock, TimerHandle } from './clock.ts';
 export { SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';
 export type { Member, MemberStatus, Membership, MembershipListener } from './membership.ts';
-export { StaticMembership } from './membership.ts';
+export { MembershipSlot, StaticMembership } from './membership.ts';

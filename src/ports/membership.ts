@@ -53,3 +53,51 @@ export class StaticMembership implements Membership {
 
   async stop(): Promise<void> {}
 }
+
+/**
+ * A membership that can be put in place after the runtime started: a cluster node learns the ports it
+ * listens on only after its servers are up, and gossip announces them. Until then it is the node alone.
+ */
+export class MembershipSlot implements Membership {
+  private inner: Membership;
+  private readonly listeners = new Set<MembershipListener>();
+  private detach: () => void = () => {};
+
+  constructor(initial: Membership) {
+    this.inner = initial;
+  }
+
+  /** Switches to `next` (already started) and tells the listeners. */
+  set(next: Membership): void {
+    this.detach();
+    this.inner = next;
+    this.detach = next.onChange((members) => this.emit(members));
+    this.emit(next.members());
+  }
+
+  async start(): Promise<void> {
+    await this.inner.start();
+  }
+
+  members(): Member[] {
+    return this.inner.members();
+  }
+
+  alive(): string[] {
+    return this.inner.alive();
+  }
+
+  onChange(listener: MembershipListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async stop(): Promise<void> {
+    this.detach();
+    await this.inner.stop();
+  }
+
+  private emit(members: readonly Member[]): void {
+    for (const l of [...this.listeners]) l(members);
+  }
+}

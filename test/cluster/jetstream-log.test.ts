@@ -10,7 +10,7 @@ import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
 import { logCompliance } from '../log/compliance.ts';
-import { startNatsCluster, startNatsServer, type NatsCluster } from './nats.ts';
+import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/nats-launcher.ts';
 
 let single: NatsCluster;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 /**
- * Starts real nats-server processes for the JetStream log tests: one server, or a three-server
+ * Starts real nats-server processes (the JetStream log tests and `npm run cluster`): one server, or a three-server
  * cluster (n1..n3) with routes between them, each with JetStream on, its store in a temporary
  * directory and every port chosen free at start. Servers are stopped by pid (SIGKILL for fault
  * tests, SIGTERM otherwise), never by name.

@@ -1,0 +1,227 @@
+// Goal: three Roster nodes on a three-server NATS cluster, started as users start them, behave as one
+// registry: writes on any node are read on every node, contended locks never have two holders,
+// blocking queries wake across nodes, a killed node's sessions are invalidated while the others keep
+// their locks, TTLs of a dead owner still expire, the stream leader's death only pauses writes, and a
+// restarted node catches up from its snapshot.
+import { writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ownerOf } from '../../src/runtime/ownership.ts';
+import { client, sleep, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/nats-launcher.ts';
+
+/** Gossip: a member unheard this long is failed (the cluster's documented detection bound adds one heartbeat). */
+const suspicionMs = 4_000;
+const names = ['n1', 'n2', 'n3'];
+
+let nats: NatsCluster;
+const nodes = new Map<string, Agent>();
+const gossipPorts = new Map<string, number>();
+const dataDirs = new Map<string, string>();
+let configFile: string;
+
+async function startNode(name: string): Promise<Agent> {
+  const seeds = [...gossipPorts.values()].flatMap((p) => ['--join', `127.0.0.1:${p}`]);
+  const agent = await startAgent({
+    bare: true,
+    dataDir: dataDirs.get(name)!,
+    args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDirs.get(name)!, '--node-name', name,
+      '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossipPorts.get(name)}`, ...seeds,
+      '--session-ttl-min', '1s', '--config-file', configFile],
+    readyTimeoutMs: 60_000,
+  });
+  nodes.set(name, agent);
+  return agent;
+}
+
+const node = (name: string) => nodes.get(name)!;
+
+async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Every node sees every node alive, and no gossip check is critical any more (startup may flap). */
+async function allAlive(): Promise<void> {
+  for (const n of nodes.values()) {
+    await until(`members alive on ${n.url}`, async () => {
+      const members = (await client(n).get('/v1/agent/members')).json<{ Name: string; Status: number }[]>();
+      return members.filter((m) => m.Status === 1).length === nodes.size ? true : undefined;
+    }, 40_000);
+  }
+  await until('every gossip check passing', async () => {
+    const critical = (await client(node('n1')).get('/v1/health/state/critical?consistent')).json<{ CheckID: string; Node: string }[]>();
+    return critical.some((c) => c.CheckID === 'gossipHealth' && nodes.has(c.Node)) ? undefined : true;
+  }, 40_000);
+}
+
+beforeAll(async () => {
+  nats = await startNatsCluster();
+  const dir = tempDataDir();
+  configFile = join(dir, 'agent.json');
+  writeFileSync(configFile, JSON.stringify({ suspicion: `${suspicionMs}ms` }));
+  for (const n of names) {
+    gossipPorts.set(n, await freePort());
+    dataDirs.set(n, tempDataDir());
+  }
+  await Promise.all(names.map(startNode));
+  await allAlive();
+}, 120_000);
+
+afterAll(async () => {
+  for (const n of nodes.values()) await n.stop().catch(() => undefined);
+  await nats?.shutdown();
+  for (const d of dataDirs.values()) rmSync(d, { recursive: true, force: true });
+});
+
+describe('one registry on three nodes', () => {
+  test('a write on one node is read on the others', async () => {
+    expect((await client(node('n1')).put('/v1/kv/cl/a', 'from-n1')).text).toBe('true');
+    for (const n of ['n2', 'n3']) {
+      const got = await client(node(n)).get('/v1/kv/cl/a?consistent');
+      expect(got.status).toBe(200);
+      expect(Buffer.from(got.json()[0].Value, 'base64').toString()).toBe('from-n1');
+    }
+  });
+
+  test('status reports the stream leader and its three servers, the same on every node', async () => {
+    const views = await Promise.all(names.map(async (n) => [
+      (await client(node(n)).get('/v1/status/leader')).json<string>(),
+      (await client(node(n)).get('/v1/status/peers')).json<string[]>(),
+    ] as const));
+    for (const [leader, peers] of views) {
+      expect(peers).toEqual(['n1', 'n2', 'n3']);
+      expect(peers).toContain(leader);
+    }
+    const kv = await client(node('n2')).get('/v1/kv/cl/a');
+    expect(kv.headers.get('x-consul-knownleader')).toBe('true');
+  });
+
+  test('a blocking query on one node wakes on a write made on another', async () => {
+    await client(node('n1')).put('/v1/kv/cl/block', 'v1');
+    const first = await client(node('n2')).get('/v1/kv/cl/block?consistent');
+    const index = first.headers.get('x-consul-index');
+    const waiting = client(node('n2')).get(`/v1/kv/cl/block?index=${index}&wait=20s`);
+    await sleep(200);
+    await client(node('n3')).put('/v1/kv/cl/block', 'v2');
+    const woke = await waiting;
+    expect(Number(woke.headers.get('x-consul-index'))).toBeGreaterThan(Number(index));
+    expect(Buffer.from(woke.json()[0].Value, 'base64').toString()).toBe('v2');
+  });
+
+  test('locks contended from clients on different nodes never have two holders; LockIndex +1 per acquisition', async () => {
+    const key = 'cl/contended';
+    const holders: { node: string; lockIndex: number }[] = [];
+    let holding: string | undefined;
+    let overlaps = 0;
+    const contender = async (name: string) => {
+      const c = client(node(name));
+      const sid = await c.session({ LockDelay: '0s', Name: `contender-${name}` });
+      for (let round = 0; round < 5; round++) {
+        for (let attempt = 0; attempt < 200; attempt++) {
+          const r = await c.put(`/v1/kv/${key}?acquire=${sid}`, name);
+          if (r.status === 200) break;
+          expect(r.status, r.text).toBe(409);
+          await sleep(10);
+        }
+        if (holding !== undefined) overlaps++;
+        holding = name;
+        const entry = (await c.get(`/v1/kv/${key}?consistent`)).json()[0];
+        expect(entry.Session).toBe(sid);
+        holders.push({ node: name, lockIndex: entry.LockIndex });
+        await sleep(5);
+        holding = undefined;
+        expect((await c.put(`/v1/kv/${key}?release=${sid}`, name)).status).toBe(200);
+      }
+    };
+    await Promise.all(['n1', 'n2', 'n3'].map(contender));
+    expect(overlaps).toBe(0);
+    expect(holders).toHaveLength(15);
+    expect(holders.map((h) => h.lockIndex)).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
+    expect(new Set(holders.map((h) => h.node))).toEqual(new Set(['n1', 'n2', 'n3']));
+  });
+});
+
+describe('failures', () => {
+  test('a restarted node catches up from its snapshot and the log tail', async () => {
+    expect(await node('n3').stop()).toBe(0); // SIGTERM saves a snapshot
+    for (let i = 0; i < 20; i++) await client(node('n1')).put(`/v1/kv/cl/catchup/${i}`, `v${i}`);
+    await startNode('n3');
+    expect(node('n3').output()).toMatch(/state recovered/);
+    const all = (await client(node('n3')).get('/v1/kv/cl/catchup/?recurse&consistent')).json<{ Key: string }[]>();
+    expect(all.map((e) => e.Key).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `cl/catchup/${i}`).sort());
+    await allAlive();
+  }, 90_000);
+
+  test('killing the nats-server that leads the stream pauses writes; they resume, nothing acknowledged is lost', async () => {
+    const nc = await connect({ servers: nats.urls });
+    const jsm = await jetstreamManager(nc);
+    const leader = await until('a stream leader', async () => (await jsm.streams.info('ROSTER_LOG')).cluster?.leader);
+    await nc.close();
+    const acked: string[] = [];
+    let stop = false;
+    const writer = (async () => {
+      for (let i = 0; i < 2_000 && !stop; i++) {
+        const r = await client(node('n1')).put(`/v1/kv/cl/failover/${i}`, String(i)).catch(() => undefined);
+        if (r?.status === 200) acked.push(`cl/failover/${i}`);
+      }
+    })();
+    await sleep(500);
+    await nats.byName(leader).kill();
+    await sleep(4_000);
+    stop = true;
+    await writer;
+    const before = acked.length;
+    // Writes work again after the election.
+    await until('a write after the election', async () => ((await client(node('n2')).put('/v1/kv/cl/after-failover', 'x')).status === 200 ? true : undefined), 30_000);
+    expect(before).toBeGreaterThan(0);
+    const stored = new Set((await client(node('n3')).get('/v1/kv/cl/failover/?recurse&consistent')).json<{ Key: string }[]>().map((e) => e.Key));
+    expect(acked.filter((k) => !stored.has(k))).toEqual([]);
+  }, 90_000);
+
+  test('a killed node: sessions bound to its gossipHealth are invalidated and their locks released; other nodes keep theirs; TTLs it owned still expire', async () => {
+    const victim = 'n2';
+    const cv = client(node(victim));
+    const c1 = client(node('n1'));
+    const bound = await cv.session({ Name: 'on-victim', LockDelay: '0s' });
+    expect((await cv.put(`/v1/kv/cl/victim-lock?acquire=${bound}`, 'v')).text).toBe('true');
+    const survivor = await c1.session({ Name: 'on-n1', LockDelay: '0s' });
+    expect((await c1.put(`/v1/kv/cl/survivor-lock?acquire=${survivor}`, 's')).text).toBe('true');
+    // TTL sessions bound to no check: only their TTL ends them. Find some the victim owns.
+    const alive = [...nodes.keys()].sort();
+    const ttlSessions: string[] = [];
+    for (let i = 0; i < 12; i++) ttlSessions.push(await c1.session({ TTL: '2s', NodeChecks: [], LockDelay: '0s' }));
+    const ownedByVictim = ttlSessions.filter((id) => ownerOf(`session:${id}`, alive) === victim);
+    expect(ownedByVictim.length).toBeGreaterThan(0);
+    // Keep them alive until the kill, renewing through a surviving node.
+    for (const id of ttlSessions) await c1.put(`/v1/session/renew/${id}`);
+
+    const killedAt = Date.now();
+    await node(victim).kill9();
+    nodes.delete(victim);
+
+    const gone = await until('the victim session invalidated', async () =>
+      ((await c1.get(`/v1/session/info/${bound}`)).json<unknown[]>().length === 0 ? Date.now() : undefined), 30_000);
+    // Documented bound: suspicion + one heartbeat + the proposal.
+    expect(gone - killedAt).toBeLessThan(suspicionMs + 5_000);
+    const lock = (await c1.get('/v1/kv/cl/victim-lock?consistent')).json()[0];
+    expect(lock.Session).toBeUndefined();
+    const kept = (await c1.get('/v1/kv/cl/survivor-lock?consistent')).json()[0];
+    expect(kept.Session).toBe(survivor);
+    const health = (await c1.get(`/v1/health/node/${victim}`)).json<{ CheckID: string; Status: string }[]>();
+    expect(health.find((c) => c.CheckID === 'gossipHealth')?.Status).toBe('critical');
+
+    for (const id of ownedByVictim) {
+      await until(`TTL session ${id} of the dead owner expired`, async () =>
+        ((await c1.get(`/v1/session/info/${id}`)).json<unknown[]>().length === 0 ? true : undefined), 30_000);
+    }
+  }, 120_000);
+});
+
