@@ -58,6 +58,10 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
+  // `npm run cluster` sits behind npm and a shell, which do not pass SIGTERM on: when the process that
+  // started this one goes away, stop everything too rather than leave servers behind.
+  const parent = process.ppid;
+  setInterval(() => { if (process.ppid !== parent) void stop(0); }, 500).unref();
   try {
     for (const line of await Promise.all(nodes.map((n) => n.ready))) process.stdout.write(`${line}\n`);
     process.stdout.write(`nats ${nats.urls.join(' ')}\n`);
