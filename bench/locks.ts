@@ -9,16 +9,13 @@
  * and prints pairs/s, p50/p99 pair latency and, for the shared key, refused acquires per second.
  * See bench/README.md for how each number is measured.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { statfsSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { exitOnInterrupt, formatRow, ms, percentile, startRoster, stopAndReport, type Server } from './server.ts';
 
-const repoRoot = resolve(import.meta.dirname, '..');
-const readyPattern = /roster listening http=(http:\/\/[^\s"]+)/;
 const warmupMs = 500;
 /** Hard caps per client and scenario run, so a loop ends even if the clock check never trips. */
 const pairsCapPerClient = 1_000_000;
@@ -74,71 +71,6 @@ function parseOptions(argv: string[]): Options {
     durationS, clients,
     dialect: values.dialect,
     dataParent: values['data-parent'] ?? tmpdir(),
-  };
-}
-
-// ---------------------------------------------------------------- the server
-
-interface Server {
-  url: string;
-  dataDir: string;
-  proc: ChildProcess;
-  /** Set once the process has exited, with its code or signal. */
-  exited(): string | undefined;
-  /** Last part of its stdout and stderr, for failure reports. */
-  tail(): string;
-  /** SIGTERM, wait for exit (SIGKILL after 10 s); resolves with the exit code (null if killed by a signal). */
-  stop(): Promise<number | null>;
-}
-
-async function startRoster(o: Options): Promise<Server> {
-  const dataDir = mkdtempSync(join(o.dataParent, 'roster-bench-'));
-  const args = ['--import', 'tsx', join(repoRoot, 'src/main.ts'),
-    '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
-    ...(o.dialect !== undefined ? ['--dialect', o.dialect] : [])];
-  const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const keep = (d: Buffer) => { out = (out + d.toString()).slice(-16_384); };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  let exitedWith: string | undefined;
-  const exited = new Promise<number | null>((res) => proc.once('exit', (code, signal) => {
-    exitedWith = code !== null ? `exit code ${code}` : `signal ${signal}`;
-    res(code);
-  }));
-
-  let url: string;
-  try {
-    url = await new Promise<string>((res, rej) => {
-      const timer = setTimeout(() => rej(new Error(`Roster not ready within 30 s:\n${out}`)), 30_000);
-      let seen = '';
-      proc.stdout!.on('data', (d: Buffer) => {
-        seen += d.toString();
-        const m = readyPattern.exec(seen);
-        if (m) { clearTimeout(timer); res(m[1]!.replace(/\/+$/, '')); }
-      });
-      void exited.then(() => { clearTimeout(timer); rej(new Error(`Roster stopped (${exitedWith}) before it was ready:\n${out}`)); });
-    });
-  } catch (err) {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    await exited;
-    rmSync(dataDir, { recursive: true, force: true });
-    throw err;
-  }
-  return {
-    url, dataDir, proc,
-    exited: () => exitedWith,
-    tail: () => out,
-    stop: async () => {
-      if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
-        const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-        const code = await exited;
-        clearTimeout(timer);
-        return code;
-      }
-      return exited;
-    },
   };
 }
 
@@ -288,13 +220,6 @@ async function sharedLoop(http: Http, session: string, w: Window): Promise<Clien
   return t;
 }
 
-/** Nearest-rank percentile over every sample. */
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
-}
-
 type Scenario = 'distinct' | 'shared';
 
 interface Row {
@@ -374,18 +299,12 @@ function header(url: string, server: Server | undefined, o: Options): string {
 const cols = ['scenario', 'clients', 'pairs/s', 'p50 ms', 'p99 ms', 'contended/s', 'errors'] as const;
 const widths = [10, 8, 10, 9, 9, 12, 7];
 
-function formatRow(cells: string[]): string {
-  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ').trimEnd();
-}
-
-const ms = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(2));
-
 function rowText(r: Row): string {
   return formatRow([
     r.scenario, String(r.clients), r.pairsPerS.toFixed(0), ms(r.p50), ms(r.p99),
     r.refusedPerS === undefined ? '-' : r.refusedPerS.toFixed(0),
     String(r.errors) + (r.capped ? ' capped' : ''),
-  ]);
+  ], widths);
 }
 
 // ---------------------------------------------------------------- main
@@ -404,32 +323,19 @@ async function main(): Promise<number> {
   let failed = false;
   const cleanup = async () => {
     if (http !== undefined) await http.close().catch(() => {});
-    if (server !== undefined) {
-      const diedEarlier = server.exited() !== undefined; // already reported where it was noticed
-      const code = await server.stop();
-      rmSync(server.dataDir, { recursive: true, force: true });
-      if (code !== 0 && !diedEarlier) {
-        process.stderr.write(`bench: Roster exited with ${server.exited()} on SIGTERM\n${server.tail()}\n`);
-        failed = true;
-      }
-    }
+    if (!(await stopAndReport(server))) failed = true;
   };
-  let interrupted = false;
-  process.once('SIGINT', () => {
-    interrupted = true;
-    process.stderr.write('bench: interrupted, stopping the server\n');
-    void cleanup().finally(() => process.exit(130));
-  });
+  const interrupted = exitOnInterrupt(cleanup);
 
   try {
-    if (o.url === undefined) server = await startRoster(o);
+    if (o.url === undefined) server = await startRoster(o.dialect !== undefined ? ['--dialect', o.dialect] : [], o.dataParent);
     const url = o.url ?? server!.url;
     http = new Http(url, Math.max(...o.clients));
-    process.stdout.write(`${header(url, server, o)}\n\n${formatRow([...cols])}\n`);
+    process.stdout.write(`${header(url, server, o)}\n\n${formatRow(cols, widths)}\n`);
     for (const scenario of ['distinct', 'shared'] as const) {
       for (const clients of o.clients) {
         const row = await runScenario(http, scenario, clients, o.durationS);
-        if (interrupted) return 130;
+        if (interrupted()) return 130;
         const gone = server?.exited();
         if (gone !== undefined) throw new Error(`Roster stopped during the run (${gone}):\n${server!.tail()}`);
         process.stdout.write(`${rowText(row)}\n`);
@@ -450,7 +356,7 @@ async function main(): Promise<number> {
     failed = true;
     process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
   } finally {
-    if (!interrupted) await cleanup();
+    if (!interrupted()) await cleanup();
   }
   return failed ? 1 : 0;
 }

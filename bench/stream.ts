@@ -5,9 +5,9 @@
  * service instance `bench-web` with a TTL check, then opens
  *   --subscribers WebSocket connections to /v1/stream (subprotocol registry.stream.v1), each subscribed to
  *                 service_health `bench-web`, and
- *   --subscribers gRPC grpc.health.v1 Watch calls on `bench-web` through grpc-health-check's client — when the
- *                 started Roster serves gRPC (it is asked with `--grpc-port 0` and must print `grpc=<addr>` on
- *                 its `roster listening` line; otherwise the gRPC row says "not available"),
+ *   --subscribers gRPC grpc.health.v1 Watch calls on `bench-web` through grpc-health-check's client, on the
+ *                 started Roster's gRPC port (`--grpc-port 0`, read from `grpc=<addr>` on its `roster listening`
+ *                 line; --no-grpc skips them),
  * and makes --changes changes paced evenly over --duration seconds: the TTL check alternates fail / pass, so
  * every change is one service_health event per WebSocket subscriber and one status flip
  * (NOT_SERVING / SERVING) per Watch call. Change k is matched to the k-th message each subscriber gets
@@ -20,19 +20,15 @@
  * the machine (and one event loop) with nothing but themselves, and the server shares the CPUs with them:
  * with 1,000+ subscribers the client side is a large part of what is measured.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
+import { exitOnInterrupt, formatRow, ms, percentile, startRoster, stopAndReport, type Server } from './server.ts';
 
-const repoRoot = resolve(import.meta.dirname, '..');
-const readyPattern = /roster listening http=(http:\/\/[^\s"]+)(?: grpc=([^\s"]+))?/;
 const subprotocol = 'registry.stream.v1';
 const serviceName = 'bench-web';
 const serviceId = 'bench-web-1';
@@ -40,7 +36,6 @@ const checkId = `service:${serviceId}`;
 /** Bounds: the bench always ends. */
 const subscribersMax = 10_000;
 const changesMax = 10_000;
-const readyTimeoutMs = 30_000;
 /** Opening and subscribing every subscriber must finish within this. */
 const setupTimeoutMs = 60_000;
 /** After the last change, how long the bench waits for the stragglers. */
@@ -89,88 +84,6 @@ function parseOptions(argv: string[]): Options {
   const changes = Number(values.changes ?? '200');
   if (!Number.isInteger(changes) || changes < 1 || changes > changesMax) throw new Error(`--changes: "${values.changes}" is not a count (1-${changesMax})`);
   return { durationS, subscribers, changes, grpc: values['no-grpc'] !== true, dataParent: values['data-parent'] ?? tmpdir() };
-}
-
-// ---------------------------------------------------------------- the server
-
-interface Server {
-  url: string;
-  /** host:port of the gRPC health service, when the server has one. */
-  grpc: string | undefined;
-  dataDir: string;
-  proc: ChildProcess;
-  exited(): string | undefined;
-  tail(): string;
-  stop(): Promise<number | null>;
-}
-
-/** Starts Roster; with `grpcPort` it passes `--grpc-port 0` (the caller retries without when refused). */
-async function startRoster(o: Options, grpcPort: boolean): Promise<Server> {
-  const dataDir = mkdtempSync(join(o.dataParent, 'roster-bench-'));
-  const args = ['--import', 'tsx', join(repoRoot, 'src/main.ts'),
-    '--http-port', '0', ...(grpcPort ? ['--grpc-port', '0'] : []), '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info'];
-  const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const keep = (d: Buffer) => { out = (out + d.toString()).slice(-16_384); };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  let exitedWith: string | undefined;
-  const exited = new Promise<number | null>((res) => proc.once('exit', (code, signal) => {
-    exitedWith = code !== null ? `exit code ${code}` : `signal ${signal}`;
-    res(code);
-  }));
-
-  let ready: [string, string | undefined];
-  try {
-    ready = await new Promise<[string, string | undefined]>((res, rej) => {
-      const timer = setTimeout(() => rej(new Error(`Roster not ready within ${readyTimeoutMs / 1000} s:\n${out}`)), readyTimeoutMs);
-      let seen = '';
-      proc.stdout!.on('data', (d: Buffer) => {
-        seen += d.toString();
-        const m = readyPattern.exec(seen);
-        if (m) { clearTimeout(timer); res([m[1]!.replace(/\/+$/, ''), m[2]]); }
-      });
-      void exited.then(() => { clearTimeout(timer); rej(new StartError(`Roster stopped (${exitedWith}) before it was ready:\n${out}`, out)); });
-    });
-  } catch (err) {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    await exited;
-    rmSync(dataDir, { recursive: true, force: true });
-    throw err;
-  }
-  return {
-    url: ready[0], grpc: ready[1], dataDir, proc,
-    exited: () => exitedWith,
-    tail: () => out,
-    stop: async () => {
-      if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
-        const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-        const code = await exited;
-        clearTimeout(timer);
-        return code;
-      }
-      return exited;
-    },
-  };
-}
-
-class StartError extends Error {
-  constructor(message: string, readonly output: string) {
-    super(message);
-  }
-}
-
-/** Roster with gRPC when it takes `--grpc-port`, else without (the flag is refused as unknown). */
-async function startWithOptionalGrpc(o: Options): Promise<{ server: Server; grpcNote: string | undefined }> {
-  if (!o.grpc) return { server: await startRoster(o, false), grpcNote: 'skipped (--no-grpc)' };
-  try {
-    const server = await startRoster(o, true);
-    return { server, grpcNote: server.grpc === undefined ? 'not available (no grpc= on the ready line)' : undefined };
-  } catch (err) {
-    if (!(err instanceof StartError) || !/grpc-port/.test(err.output)) throw err;
-    return { server: await startRoster(o, false), grpcNote: 'not available (--grpc-port is not accepted)' };
-  }
 }
 
 // ---------------------------------------------------------------- HTTP
@@ -349,12 +262,6 @@ interface Row {
   firstFailure: string | undefined;
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
-}
-
 function summarize(transport: string, subs: Subscribers, changes: Change[], statusOf: (c: Change) => string): Row {
   const samples: number[] = [];
   const fromSent: number[] = [];
@@ -389,15 +296,9 @@ function summarize(transport: string, subs: Subscribers, changes: Change[], stat
 const cols = ['transport', 'subscribers', 'delivered', 'missing', 'wrong', 'deliveries/s', 'p50 ms', 'p99 ms', 'early', 'sent p50', 'sent p99'] as const;
 const widths = [10, 11, 10, 8, 6, 13, 8, 8, 8, 9, 9];
 
-function formatRow(cells: string[]): string {
-  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ').trimEnd();
-}
-
-const ms = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(2));
-
 function rowText(r: Row): string {
   return formatRow([r.transport, String(r.subscribers), String(r.delivered), String(r.missing), String(r.wrong),
-    Number.isNaN(r.perS) ? '-' : r.perS.toFixed(0), ms(r.p50), ms(r.p99), String(r.early), ms(r.sentP50), ms(r.sentP99)]);
+    Number.isNaN(r.perS) ? '-' : r.perS.toFixed(0), ms(r.p50), ms(r.p99), String(r.early), ms(r.sentP50), ms(r.sentP99)], widths);
 }
 
 // ---------------------------------------------------------------- main
@@ -419,32 +320,18 @@ async function main(): Promise<number> {
   const cleanup = () => (cleaned ??= (async () => {
     for (const g of groups) g.close();
     if (http !== undefined) await http.close().catch(() => {});
-    if (server !== undefined) {
-      const diedEarlier = server.exited() !== undefined;
-      const code = await server.stop();
-      rmSync(server.dataDir, { recursive: true, force: true });
-      if (code !== 0 && !diedEarlier) {
-        process.stderr.write(`bench: Roster exited with ${server.exited()} on SIGTERM\n${server.tail()}\n`);
-        failed = true;
-      }
-    }
+    if (!(await stopAndReport(server))) failed = true;
   })());
-  let interrupted = false;
-  process.once('SIGINT', () => {
-    interrupted = true;
-    process.stderr.write('bench: interrupted, stopping the server\n');
-    void cleanup().finally(() => process.exit(130));
-  });
+  const interrupted = exitOnInterrupt(cleanup);
 
   try {
-    const started = await startWithOptionalGrpc(o);
-    server = started.server;
+    server = await startRoster([], o.dataParent);
     http = new Http(server.url);
     await http.put('/v1/agent/service/register', { Name: serviceName, ID: serviceId, Port: 8080, Check: { TTL: '1h', Status: 'passing' } });
 
     const cpu = cpus();
     process.stdout.write([
-      `roster stream bench  server ${server.url}${server.grpc !== undefined ? ` grpc ${server.grpc}` : ''}  node ${process.version}  cpu ${cpu[0]?.model.trim() ?? 'unknown'} x${cpu.length}`,
+      `roster stream bench  server ${server.url} grpc ${server.grpc}  node ${process.version}  cpu ${cpu[0]?.model.trim() ?? 'unknown'} x${cpu.length}`,
       `${o.subscribers} subscribers per transport: WebSocket service_health "${serviceName}", gRPC Watch "${serviceName}"; ${o.changes} changes (TTL check fail/pass) paced over ${o.durationS} s`,
       'p50/p99 = receipt here - HTTP answer of the change (early = messages received before that answer, counted as 0 ms);',
       'sent p50/p99 = receipt - the change was sent; deliveries/s = messages / (last receipt - first change sent); bench and server share the machine',
@@ -455,22 +342,22 @@ async function main(): Promise<number> {
     const ws = await openWebSockets(server.url, o.subscribers);
     groups.push(ws);
     let watches: Subscribers | undefined;
-    if (started.grpcNote === undefined) {
-      watches = await openWatches(server.grpc!, o.subscribers);
+    if (o.grpc) {
+      watches = await openWatches(server.grpc, o.subscribers);
       groups.push(watches);
     }
     process.stdout.write(`subscribed in ${((performance.now() - t0) / 1000).toFixed(1)} s\n\n`);
-    if (interrupted) return 130;
+    if (interrupted()) return 130;
 
-    const changes = await makeChanges(http, o, () => interrupted || server?.exited() !== undefined);
+    const changes = await makeChanges(http, o, () => interrupted() || server?.exited() !== undefined);
     await settle(groups, changes.length);
-    if (interrupted) return 130;
+    if (interrupted()) return 130;
     const gone = server.exited();
     if (gone !== undefined) throw new Error(`Roster stopped during the run (${gone}):\n${server.tail()}`);
 
     const rows = [summarize('websocket', ws, changes, (c) => (c.critical ? 'critical' : 'passing'))];
     if (watches !== undefined) rows.push(summarize('grpc', watches, changes, (c) => (c.critical ? 'NOT_SERVING' : 'SERVING')));
-    process.stdout.write(`${formatRow([...cols])}\n`);
+    process.stdout.write(`${formatRow(cols, widths)}\n`);
     for (const r of rows) {
       process.stdout.write(`${rowText(r)}\n`);
       if (r.missing > 0 || r.wrong > 0 || r.failed > 0) {
@@ -478,12 +365,12 @@ async function main(): Promise<number> {
         process.stderr.write(`bench: ${r.transport}: ${r.missing} missing, ${r.wrong} out of order or wrong, ${r.failed} subscribers failed${r.firstFailure !== undefined ? ` (first: ${r.firstFailure})` : ''}\n`);
       }
     }
-    if (started.grpcNote !== undefined) process.stdout.write(`gRPC: ${started.grpcNote}\n`);
+    if (!o.grpc) process.stdout.write('gRPC: skipped (--no-grpc)\n');
   } catch (err) {
     failed = true;
     process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
   } finally {
-    if (!interrupted) await cleanup();
+    if (!interrupted()) await cleanup();
   }
   return failed ? 1 : 0;
 }

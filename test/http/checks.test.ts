@@ -1,7 +1,7 @@
 // Goal: every check kind of registry.md's "Health check status" table (and consul-compat §4: outputs, thresholds, TTL lapse, alias, reaper, session coupling) driven against real loopback targets through a started agent's HTTP API only.
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, expectError, sleep, startAgent, type Agent } from '../support/agent.ts';
 import { closedPort, listen } from '../probes/servers.ts';
+import { fakeDockerEngine, type EngineCall } from '../support/fake-docker.ts';
 
 type Client = ReturnType<typeof client>;
 
@@ -65,57 +66,10 @@ const httpTarget = http.createServer((req, res) => {
   });
 });
 
-/**
- * A fake Docker Engine on a unix socket: container "missing" is unknown (404); any other id runs the
- * exec's Cmd on this machine and reports its real output and exit code (Engine API create/start/inspect).
- */
-interface EngineCall { method: string; path: string; body: unknown }
+/** A fake Docker Engine on a unix socket (see fakeDockerEngine): container "missing" is unknown (404). */
 const engineCalls: EngineCall[] = [];
 const engineChildren = new Set<ChildProcess>();
-const execs = new Map<string, { cmd: string[]; exitCode: number | null }>();
-const engine = http.createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    const text = Buffer.concat(chunks).toString();
-    const body: unknown = text === '' ? undefined : JSON.parse(text);
-    const path = req.url ?? '';
-    engineCalls.push({ method: req.method ?? '', path, body });
-    const json = (status: number, value: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(value));
-    const create = /^\/containers\/([^/]+)\/exec$/.exec(path);
-    if (req.method === 'POST' && create) {
-      const id = decodeURIComponent(create[1]!);
-      if (id === 'missing') return json(404, { message: `No such container: ${id}` });
-      const execId = `exec${execs.size + 1}`;
-      execs.set(execId, { cmd: (body as { Cmd: string[] }).Cmd, exitCode: null });
-      return json(201, { Id: execId });
-    }
-    const start = /^\/exec\/([^/]+)\/start$/.exec(path);
-    if (req.method === 'POST' && start) {
-      const exec = execs.get(start[1]!);
-      if (!exec) return json(404, { message: 'No such exec instance' });
-      const [file, ...args] = exec.cmd;
-      const child = spawn(file!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      engineChildren.add(child);
-      res.writeHead(200, { 'Content-Type': 'application/vnd.docker.raw-stream' });
-      child.stdout.on('data', (c: Buffer) => res.write(c));
-      child.stderr.on('data', (c: Buffer) => res.write(c));
-      child.on('close', (code) => {
-        engineChildren.delete(child);
-        exec.exitCode = code;
-        res.end();
-      });
-      return;
-    }
-    const inspect = /^\/exec\/([^/]+)\/json$/.exec(path);
-    if (req.method === 'GET' && inspect) {
-      const exec = execs.get(inspect[1]!);
-      if (!exec) return json(404, { message: 'No such exec instance' });
-      return json(200, { ExitCode: exec.exitCode, Running: false });
-    }
-    json(404, { message: 'page not found' });
-  });
-});
+const engine = fakeDockerEngine(engineCalls, engineChildren);
 // gRPC health server: "" (whole server) and db SERVING, cache NOT_SERVING, flip SERVING until a test flips it.
 const health = new HealthImplementation({ '': 'SERVING', db: 'SERVING', cache: 'NOT_SERVING', flip: 'SERVING' });
 const grpcServer = new grpc.Server();

@@ -1,0 +1,123 @@
+/**
+ * What the benches share: starting a real Roster process (node --import tsx src/main.ts, fresh data dir,
+ * free HTTP and gRPC ports) and stopping it, plus nearest-rank percentiles and table formatting.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const repoRoot = resolve(import.meta.dirname, '..');
+const readyPattern = /roster listening http=(http:\/\/[^\s"]+) grpc=([^\s"]+)/;
+const readyTimeoutMs = 30_000;
+/** After SIGTERM, how long the server gets before SIGKILL. */
+const stopTimeoutMs = 10_000;
+
+export interface Server {
+  url: string;
+  /** host:port of the gRPC health service. */
+  grpc: string;
+  dataDir: string;
+  /** Set once the process has exited, with its code or signal. */
+  exited(): string | undefined;
+  /** Last part of its stdout and stderr, for failure reports. */
+  tail(): string;
+  /**
+   * SIGTERM, wait for exit (SIGKILL after 10 s), remove the data dir. Resolves with a failure report when
+   * the server did not exit cleanly on SIGTERM (not when it had stopped before: that was reported where
+   * it was noticed), else undefined.
+   */
+  stop(): Promise<string | undefined>;
+}
+
+/**
+ * Starts Roster with `--http-port 0 --grpc-port 0`, a fresh data dir under `dataParent` and `extraArgs`,
+ * and waits for its `roster listening http=<url> grpc=<host:port>` line.
+ */
+export async function startRoster(extraArgs: string[], dataParent: string): Promise<Server> {
+  const dataDir = mkdtempSync(join(dataParent, 'roster-bench-'));
+  const args = ['--import', 'tsx', join(repoRoot, 'src/main.ts'),
+    '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
+    ...extraArgs];
+  const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (d: Buffer) => { out = (out + d.toString()).slice(-16_384); };
+  proc.stdout.on('data', keep);
+  proc.stderr.on('data', keep);
+  let exitedWith: string | undefined;
+  const exited = new Promise<number | null>((res) => proc.once('exit', (code, signal) => {
+    exitedWith = code !== null ? `exit code ${code}` : `signal ${signal}`;
+    res(code);
+  }));
+
+  let ready: [string, string];
+  try {
+    ready = await new Promise<[string, string]>((res, rej) => {
+      const timer = setTimeout(() => rej(new Error(`Roster not ready within ${readyTimeoutMs / 1000} s:\n${out}`)), readyTimeoutMs);
+      let seen = '';
+      proc.stdout.on('data', (d: Buffer) => {
+        seen += d.toString();
+        const m = readyPattern.exec(seen);
+        if (m) { clearTimeout(timer); res([m[1]!.replace(/\/+$/, ''), m[2]!]); }
+      });
+      void exited.then(() => { clearTimeout(timer); rej(new Error(`Roster stopped (${exitedWith}) before it was ready:\n${out}`)); });
+    });
+  } catch (err) {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    await exited;
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    url: ready[0], grpc: ready[1], dataDir,
+    exited: () => exitedWith,
+    tail: () => out,
+    stop: async () => {
+      const diedEarlier = exitedWith !== undefined;
+      let code: number | null;
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        const timer = setTimeout(() => proc.kill('SIGKILL'), stopTimeoutMs);
+        code = await exited;
+        clearTimeout(timer);
+      } else {
+        code = await exited;
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+      return code !== 0 && !diedEarlier ? `Roster exited with ${exitedWith} on SIGTERM\n${out}` : undefined;
+    },
+  };
+}
+
+/** Nearest-rank percentile over every sample. */
+export function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+/** One table line: the first cell left-aligned, the others right-aligned, each in its column's width. */
+export function formatRow(cells: readonly string[], widths: readonly number[]): string {
+  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' ').trimEnd();
+}
+
+/** Milliseconds with two decimals, '-' when there is no number. */
+export const ms = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(2));
+
+/** Stops `server` when there is one; a failure to stop cleanly goes to stderr and makes it return false. */
+export async function stopAndReport(server: Server | undefined): Promise<boolean> {
+  const failure = await server?.stop();
+  if (failure === undefined) return true;
+  process.stderr.write(`bench: ${failure}\n`);
+  return false;
+}
+
+/** On SIGINT: says so, runs `cleanup` and exits with 130. Returns whether that has begun. */
+export function exitOnInterrupt(cleanup: () => Promise<void>): () => boolean {
+  let interrupted = false;
+  process.once('SIGINT', () => {
+    interrupted = true;
+    process.stderr.write('bench: interrupted, stopping the server\n');
+    void cleanup().finally(() => process.exit(130));
+  });
+  return () => interrupted;
+}
