@@ -3,7 +3,7 @@
  * from the uWS request synchronously, registers onAborted before any await, enforces the body limit,
  * routes, and writes the rendered reply inside `cork` with the convention headers of every response.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { RegistryError } from '../domain/errors.ts';
@@ -73,11 +73,12 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
 
   app.any('/*', (res, uwsReq) => {
     const startedMs = performance.now();
-    const method = uwsReq.getCaseSensitiveMethod();
+    const sentMethod = uwsReq.getCaseSensitiveMethod();
     const path = uwsReq.getUrl();
     const query = new URLSearchParams(uwsReq.getQuery() ?? '');
     const headers = new Map<string, string>();
     uwsReq.forEach((k, v) => headers.set(k, v));
+    const method = effectiveMethod(sentMethod, headers);
     const abort = new AbortController();
     let done = false;
     res.onAborted(() => {
@@ -94,13 +95,15 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
         res.writeHeader('x-response-time', (performance.now() - startedMs).toFixed(3));
         res.writeHeader('x-server-time', isoWithOffset(new Date()));
         for (const [k, v] of w.headers) res.writeHeader(k, v);
-        res.end(w.body);
+        // HEAD: the GET's headers, its length, no body.
+        if (method === 'HEAD') res.endWithoutBody(Buffer.byteLength(w.body));
+        else res.end(w.body);
       });
     };
 
     const dispatch = (body: Buffer) => {
       const req: Request = { method, path, rest: '', query, headers, body, signal: abort.signal };
-      handle(o, req).then(send, (err: unknown) => send(errorWire(o, err)));
+      handle(o, req).then((w) => send(conditional(req, w)), (err: unknown) => send(errorWire(o, err)));
     };
 
     const declared = Number(headers.get('content-length') ?? '0');
@@ -153,8 +156,47 @@ function readBody(res: Uws.HttpResponse, max: number, onBody: (b: Buffer) => voi
   });
 }
 
+/**
+ * The method a request stands for: POST with `X-HTTP-Method-Override` stands for the named verb
+ * (http-conventions.md "Verb override"); HEAD is answered as GET without the body.
+ */
+function effectiveMethod(sent: string, headers: Map<string, string>): string {
+  const override = headers.get('x-http-method-override')?.trim().toUpperCase();
+  if (sent === 'POST' && override !== undefined && ['PUT', 'PATCH', 'DELETE'].includes(override)) return override;
+  return sent;
+}
+
+/** ETag on successful reads; a matching If-None-Match answers 304 without a body. */
+function conditional(req: Request, w: Wire): Wire {
+  if ((req.method !== 'GET' && req.method !== 'HEAD') || w.status !== 200) return w;
+  const tag = `"${createHash('sha256').update(w.body).digest('base64url').slice(0, 27)}"`;
+  const headers: [string, string][] = [...w.headers, ['ETag', tag]];
+  const wanted = req.headers.get('if-none-match');
+  if (wanted !== undefined && (wanted.trim() === '*' || wanted.split(',').some((t) => t.trim().replace(/^W\//, '') === tag))) {
+    return { status: 304, headers: headers.filter(([k]) => k.toLowerCase() !== 'content-type'), body: '' };
+  }
+  return { ...w, headers };
+}
+
 async function handle<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire> {
-  const match = o.router.match(req.method, req.path);
+  const versionHeaders = apiVersion(req, o.dialect);
+  const w = await route(o, req);
+  return versionHeaders.length === 0 ? w : { ...w, headers: [...w.headers, ...versionHeaders] };
+}
+
+/** `x-api-version` (a minor version, yyyyMMdd) is accepted and echoed; a malformed one is refused (seed). */
+function apiVersion(req: Request, dialect: Dialect): [string, string][] {
+  const version = req.headers.get('x-api-version');
+  if (version === undefined) return [];
+  if (!/^\d{8}$/.test(version.trim())) {
+    if (dialect === 'consul') return [];
+    throw new RegistryError('invalidParameter', 'x-api-version must be a date written yyyyMMdd', { 'x-api-version': ['Format:must be yyyyMMdd'] });
+  }
+  return [['x-api-version', version.trim()]];
+}
+
+async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire> {
+  const match = o.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path);
   if (match.kind === 'none') {
     if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: [] }, o.dialect);
     const inV1 = req.path.startsWith('/v1/');

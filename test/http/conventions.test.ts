@@ -1,0 +1,93 @@
+// Goal: the house HTTP conventions served so far, through a started agent — ETag and 304, HEAD,
+// X-HTTP-Method-Override, x-api-version echoed (and refused when malformed), unknown major versions,
+// a trailing slash naming the same resource, OPTIONS listing the methods.
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { call, client, expectError, startAgent, type Agent } from '../support/agent.ts';
+
+let agent: Agent;
+beforeAll(async () => { agent = await startAgent(); });
+afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
+
+describe('caching', () => {
+  test('GET answers carry an ETag; If-None-Match with it answers 304 without a body; a change gives a new tag', async () => {
+    const c = client(agent);
+    await c.put('/v1/kv/etag/a', 'one');
+    const first = await c.get('/v1/kv/etag/a');
+    const tag = first.headers.get('etag');
+    expect(tag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+    const again = await c.get('/v1/kv/etag/a', { 'if-none-match': tag! });
+    expect(again.status).toBe(304);
+    expect(again.text).toBe('');
+    expect(again.headers.get('etag')).toBe(tag);
+    expect((await c.get('/v1/kv/etag/a', { 'if-none-match': '"other", ' + tag })).status).toBe(304);
+    expect((await c.get('/v1/kv/etag/a', { 'if-none-match': '"other"' })).status).toBe(200);
+    await c.put('/v1/kv/etag/a', 'two');
+    const changed = await c.get('/v1/kv/etag/a', { 'if-none-match': tag! });
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get('etag')).not.toBe(tag);
+  });
+
+  test('errors and writes carry no ETag', async () => {
+    const c = client(agent);
+    expect((await c.get('/v1/kv/etag/missing')).headers.get('etag')).toBeNull();
+    expect((await c.put('/v1/kv/etag/w', 'x')).headers.get('etag')).toBeNull();
+  });
+});
+
+describe('methods', () => {
+  test('HEAD answers the GET headers with no body', async () => {
+    const c = client(agent);
+    await c.put('/v1/kv/head/a', 'hello');
+    const get = await c.get('/v1/kv/head/a');
+    const head = await request(`${agent.url}/v1/kv/head/a`, { method: 'HEAD' });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-length']).toBe(String(get.body.length));
+    expect(head.headers['x-consul-index']).toBe(get.headers.get('x-consul-index'));
+    expect(head.headers.etag).toBe(get.headers.get('etag'));
+    expect((await head.body.arrayBuffer()).byteLength).toBe(0);
+  });
+
+  test('POST with X-HTTP-Method-Override stands for PUT and DELETE', async () => {
+    const put = await call(agent.url, 'POST', '/v1/kv/override/a', 'via-post', { 'x-http-method-override': 'PUT' });
+    expect([put.status, put.text]).toEqual([200, 'true']);
+    const got = await client(agent).get('/v1/kv/override/a?raw');
+    expect(got.text).toBe('via-post');
+    const del = await call(agent.url, 'POST', '/v1/kv/override/a', undefined, { 'x-http-method-override': 'delete' });
+    expect(del.status).toBe(200);
+    expect((await client(agent).get('/v1/kv/override/a')).status).toBe(404);
+  });
+
+  test('a plain POST is still 405 with Allow; OPTIONS lists the methods', async () => {
+    const post = await call(agent.url, 'POST', '/v1/kv/override/b', 'x');
+    expectError(post, 405, 1022);
+    expect(post.headers.get('allow')).toBe('OPTIONS,GET,PUT,DELETE');
+    const options = await call(agent.url, 'OPTIONS', '/v1/session/list');
+    expect(options.status).toBe(200);
+    expect(options.headers.get('allow')).toBe('OPTIONS,GET');
+  });
+});
+
+describe('versions and paths', () => {
+  test('x-api-version is accepted and echoed; a malformed one is refused', async () => {
+    const ok = await client(agent).get('/v1/session/list', { 'x-api-version': '20261122' });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('x-api-version')).toBe('20261122');
+    const bad = await client(agent).get('/v1/session/list', { 'x-api-version': 'v2' });
+    expect(expectError(bad, 400, 1009).details['x-api-version']).toBeDefined();
+  });
+
+  test('an unknown major version is 404', async () => {
+    expectError(await client(agent).get('/v2/session/list'), 404, 1006);
+  });
+
+  test('a trailing / names the same resource (outside KV keys, where / is data)', async () => {
+    const c = client(agent);
+    const plain = await c.get('/v1/session/list');
+    const slash = await c.get('/v1/session/list/');
+    expect(slash.status).toBe(200);
+    expect(slash.json()).toEqual(plain.json());
+    await c.put('/v1/kv/slash/k', 'no-slash');
+    expect((await c.get('/v1/kv/slash/k/')).status).toBe(404);
+  });
+});
