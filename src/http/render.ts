@@ -51,7 +51,7 @@ function indexHeaders(index: IndexInfo | undefined, leader: LeaderView): [string
 export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView = selfLeader): Wire {
   switch (reply.t) {
     case 'json':
-      return { status: 200, headers: [jsonType, ...indexHeaders(reply.index, leader)], body: reply.json ?? JSON.stringify(reply.value) };
+      return { status: 200, headers: [jsonType, ...indexHeaders(reply.index, leader)], body: reply.json ?? stringify(reply.value, reply.pretty === true) };
     case 'empty':
       return { status: 200, headers: [], body: '' };
     case 'raw':
@@ -84,4 +84,17 @@ export function renderError(err: RegistryError, dialect: Dialect, extra: [string
 
 function withHeaders(w: Wire, more: [string, string][]): Wire {
   return { ...w, headers: [...w.headers, ...more] };
+}
+
+const bigMark = '\u0000big:';
+
+/** JSON with BigInt values written as exact digits (uint64 Flags), optionally indented. */
+export function stringify(value: unknown, pretty = false): string {
+  let sawBig = false;
+  const text = JSON.stringify(value, (_k, v: unknown) => {
+    if (typeof v !== 'bigint') return v;
+    sawBig = true;
+    return `${bigMark}${v.toString()}`;
+  }, pretty ? 2 : undefined);
+  return sawBig ? text.replace(/"\\u0000big:(-?\d+)"/g, '$1') : text;
 }

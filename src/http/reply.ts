@@ -13,7 +13,7 @@ export interface IndexInfo {
 
 export type Reply =
   /** A JSON value; `json` is pre-encoded text when the handler needs exact numbers (uint64 flags). */
-  | { t: 'json'; value?: unknown; json?: string; index?: IndexInfo }
+  | { t: 'json'; value?: unknown; json?: string; index?: IndexInfo; pretty?: boolean }
   /** 200 with no body (Consul's PUT endpoints that return nothing). */
   | { t: 'empty' }
   /** Raw bytes (KV `?raw`). */

@@ -6,7 +6,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
-import { RegistryError } from '../domain/errors.ts';
+import { invalidField, RegistryError } from '../domain/errors.ts';
+import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
+import type { Reply } from './reply.ts';
 import { isLogOverloaded } from '../wal/index.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
 import type { Logger } from '../runtime/index.ts';
@@ -217,8 +219,51 @@ async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire
     );
   }
   req.rest = decodeOnce(match.rest);
-  const reply = await match.handler(req, o.ctx);
-  return renderReply(reply, o.dialect, o.leader?.());
+  const listed = withListRules(req, await match.handler(req, o.ctx));
+  const w = renderReply(listed.reply, o.dialect, o.leader?.());
+  return listed.headers.length === 0 ? w : { ...w, headers: [...w.headers, ...listed.headers] };
+}
+
+/** Query parameters the list rules leave alone: Consul's own, and the signature's. */
+const reservedParameters = [
+  'index', 'wait', 'filter', 'dc', 'token', 'stale', 'consistent', 'leader', 'max_stale', 'recurse', 'keys', 'raw',
+  'separator', 'seperator', 'passing', 'tag', 'near', 'node-meta', 'cas', 'flags', 'acquire', 'release', 'note',
+  'replace-existing-checks', 'wan', 'segment', 'appKey', 'nonce', 'signMethod', 'sign',
+];
+
+/** An empty list has no fields to check names against: every name the request mentions is taken as known. */
+function namesMentioned(query: URLSearchParams): string[] {
+  const names = new Set<string>();
+  for (const [k, v] of query) {
+    if (k === 'sort' || k === 'fields') for (const f of v.split(',')) names.add(f.trim().replace(/^-/, ''));
+    else if (k === 'q') for (const term of v.split(' ')) names.add(term.replace(/^-/, '').split(':')[0] ?? '');
+    else names.add(k);
+  }
+  return [...names].filter((n) => n !== '');
+}
+
+/**
+ * The conventions' list parameters (page/perPage, start/limit, sort, fields, field equality, q, count,
+ * pretty) on any list answer. Without them a list stays a plain array, as Consul clients expect.
+ */
+function withListRules(req: Request, reply: Reply): { reply: Reply; headers: [string, string][] } {
+  if (reply.t !== 'json' || reply.value === undefined) return { reply, headers: [] };
+  const pretty = req.query.has('pretty') && !['false', '0'].includes(req.query.get('pretty') ?? '');
+  if (!Array.isArray(reply.value)) return { reply: pretty ? { ...reply, pretty } : reply, headers: [] };
+  const records = reply.value as Record<string, unknown>[];
+  const known = records.length > 0
+    ? [...new Set(records.flatMap((r) => (r !== null && typeof r === 'object' ? Object.keys(r) : [])))]
+    : namesMentioned(req.query);
+  let query;
+  try {
+    query = parseListQuery(req.query, known, reservedParameters);
+  } catch (err) {
+    if (err instanceof ListQueryError) throw invalidField(err.field, err.rule, err.message);
+    throw err;
+  }
+  if (query === undefined) return { reply, headers: [] };
+  const applied = applyListQuery(records, query);
+  return { reply: { ...reply, value: applied.body, pretty: query.pretty }, headers: applied.headers };
 }
 
 function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown): Wire {

@@ -18,6 +18,15 @@ export function renderEntries(entries: readonly KvEntry[]): string {
   return `[${entries.map(renderEntry).join(',')}]`;
 }
 
+/** An entry as a JSON-ready value: field order as Consul's, Flags a BigInt so uint64 stays exact. */
+export function entryValue(e: KvEntry): Record<string, unknown> {
+  return {
+    LockIndex: e.lockIndex, Key: e.key, Flags: BigInt(e.flags), Value: e.value,
+    ...(e.session === undefined ? {} : { Session: e.session }),
+    CreateIndex: e.createIndex, ModifyIndex: e.modifyIndex,
+  };
+}
+
 export function renderEntry(e: KvEntry): string {
   const session = e.session === undefined ? '' : `,"Session":${JSON.stringify(e.session)}`;
   const value = e.value === null ? 'null' : `"${e.value}"`;
@@ -51,7 +60,8 @@ async function get(req: Request, api: ApiContext): Promise<Reply> {
     const entries = state().kvList(key);
     const index = { index: state().kvPrefixIndex(key) };
     if (entries.length === 0) return { t: 'missing', index, failure: keyNotFound(key) };
-    return jsonText(renderEntries(entries), index);
+    // As values (Flags as BigInt, printed exactly) so list parameters can page and sort them.
+    return { t: 'json', value: entries.map(entryValue), index };
   }
   if (key === '') throw missingKey();
   await awaitQuery(req, api, q, { kind: 'key', key }, () => state().kvKeyIndex(key));
