@@ -129,6 +129,7 @@ async function run(config: Config): Promise<void> {
   http = await startHttpServer({
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
+    timeOfIndex: (index) => runtime.changes.timeOf(index),
     leader: () => {
       const l = runtime.leadership();
       return { knownLeader: l.peers.length === 0 || l.leader !== undefined, lastContactMs: l.lastContactMs };

@@ -56,6 +56,8 @@ export interface HttpServerOptions<Ctx> {
   websockets?: WebSocketRoute[];
   /** The leader as this node sees it, for the index headers. @default this node leads */
   leader?: () => LeaderView;
+  /** Entry time of a registry index, for Last-Modified (undefined when no longer known). */
+  timeOfIndex?: (index: number) => number | undefined;
 }
 
 export interface HttpServer {
@@ -105,7 +107,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
 
     const dispatch = (body: Buffer) => {
       const req: Request = { method, path, rest: '', query, headers, body, signal: abort.signal };
-      handle(o, req).then((w) => send(conditional(req, w)), (err: unknown) => send(errorWire(o, err)));
+      handle(o, req).then((w) => send(conditional(req, w, o.timeOfIndex)), (err: unknown) => send(errorWire(o, err)));
     };
 
     const declared = Number(headers.get('content-length') ?? '0');
@@ -168,16 +170,39 @@ function effectiveMethod(sent: string, headers: Map<string, string>): string {
   return sent;
 }
 
-/** ETag on successful reads; a matching If-None-Match answers 304 without a body. */
-function conditional(req: Request, w: Wire): Wire {
+/**
+ * Validators on successful reads (http-conventions.md "Caching"): an ETag over the representation and,
+ * when the answer's registry index has a known time, Last-Modified. A matching If-None-Match, or
+ * (without one) an If-Modified-Since not older than Last-Modified, answers 304 without a body.
+ */
+function conditional(req: Request, w: Wire, timeOfIndex?: (index: number) => number | undefined): Wire {
   if ((req.method !== 'GET' && req.method !== 'HEAD') || w.status !== 200) return w;
   const tag = `"${createHash('sha256').update(w.body).digest('base64url').slice(0, 27)}"`;
   const headers: [string, string][] = [...w.headers, ['ETag', tag]];
+  const index = Number(w.headers.find(([k]) => k === 'X-Consul-Index')?.[1] ?? NaN);
+  const modifiedMs = Number.isFinite(index) ? timeOfIndex?.(index) : undefined;
+  if (modifiedMs !== undefined) headers.push(['Last-Modified', new Date(modifiedMs).toUTCString()]);
+  const notModified = { status: 304, headers: headers.filter(([k]) => k.toLowerCase() !== 'content-type'), body: '' };
   const wanted = req.headers.get('if-none-match');
-  if (wanted !== undefined && (wanted.trim() === '*' || wanted.split(',').some((t) => t.trim().replace(/^W\//, '') === tag))) {
-    return { status: 304, headers: headers.filter(([k]) => k.toLowerCase() !== 'content-type'), body: '' };
+  if (wanted !== undefined) {
+    const match = wanted.trim() === '*' || wanted.split(',').some((t) => t.trim().replace(/^W\//, '') === tag);
+    return match ? notModified : { ...w, headers };
   }
+  const since = parseHttpDate(req.headers.get('if-modified-since'));
+  // Last-Modified has whole seconds: compare at that precision.
+  if (since !== undefined && modifiedMs !== undefined && Math.floor(modifiedMs / 1000) * 1000 <= since) return notModified;
   return { ...w, headers };
+}
+
+/** The three date formats of HTTP (RFC 1123, RFC 850, asctime — the last has no zone and means GMT). */
+export function parseHttpDate(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const t = text.trim();
+  const asctime = /^[A-Za-z]{3} [A-Za-z]{3} +\d{1,2} \d{2}:\d{2}:\d{2} \d{4}$/.test(t);
+  const rfc = /^[A-Za-z]{3,9}, \d{2}[ -][A-Za-z]{3}[ -]\d{2,4} \d{2}:\d{2}:\d{2} GMT$/.test(t);
+  if (!asctime && !rfc) return undefined;
+  const ms = Date.parse(asctime ? `${t} GMT` : t);
+  return Number.isNaN(ms) ? undefined : ms;
 }
 
 async function handle<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire> {

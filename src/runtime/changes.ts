@@ -72,6 +72,21 @@ export class ChangeLog {
     for (const l of [...this.listeners]) l(change);
   }
 
+  /** Entry time of the change at `index`, when it is still held. */
+  timeOf(index: number): number | undefined {
+    const held = this.held();
+    let lo = 0;
+    let hi = held.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const c = held[mid]!;
+      if (c.index === index) return c.atMs;
+      if (c.index < index) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return undefined;
+  }
+
   /** Changes after `index`, oldest first; undefined when some of them are no longer held. */
   since(index: number): Change[] | undefined {
     if (index < this.floorIndex) return undefined;

@@ -28,6 +28,25 @@ describe('caching', () => {
     expect(changed.headers.get('etag')).not.toBe(tag);
   });
 
+  test('Last-Modified with If-Modified-Since in all three HTTP date formats', async () => {
+    const c = client(agent);
+    await c.put('/v1/kv/lm/a', 'x');
+    const first = await c.get('/v1/kv/lm/a');
+    const last = first.headers.get('last-modified')!;
+    expect(new Date(last).toUTCString()).toBe(last);
+    const t = new Date(last);
+    const day = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'][t.getUTCDay()]!;
+    const mon = t.toUTCString().slice(8, 11);
+    const hms = t.toISOString().slice(11, 19);
+    const dd = String(t.getUTCDate()).padStart(2, '0');
+    const rfc850 = `${day}, ${dd}-${mon}-${String(t.getUTCFullYear()).slice(2)} ${hms} GMT`;
+    const asctime = `${day.slice(0, 3)} ${mon} ${String(t.getUTCDate()).padStart(2, ' ')} ${hms} ${t.getUTCFullYear()}`;
+    for (const since of [last, rfc850, asctime]) expect((await c.get('/v1/kv/lm/a', { 'if-modified-since': since })).status, since).toBe(304);
+    const earlier = new Date(t.getTime() - 60_000).toUTCString();
+    expect((await c.get('/v1/kv/lm/a', { 'if-modified-since': earlier })).status).toBe(200);
+    expect((await c.get('/v1/kv/lm/a', { 'if-modified-since': 'yesterday' })).status).toBe(200);
+  });
+
   test('errors and writes carry no ETag', async () => {
     const c = client(agent);
     expect((await c.get('/v1/kv/etag/missing')).headers.get('etag')).toBeNull();
