@@ -2,7 +2,7 @@
  * Agent settings: defaults, then ROSTER_* environment variables, then command-line flags.
  * Flags are parsed with node:util parseArgs; durations use Go's grammar like every other duration.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sessionTtlMsMinDefault } from './domain/limits.ts';
@@ -53,6 +53,8 @@ export interface Config {
   join: string[];
   /** A member unheard this long is failed. @default 5s */
   suspicionMs: number;
+  /** HTTPS: PEM certificate and key (both or neither). */
+  tls: { certFile: string; keyFile: string } | undefined;
 }
 
 const options = {
@@ -71,6 +73,8 @@ const options = {
   replicas: { type: 'string' },
   'gossip-listen': { type: 'string' },
   join: { type: 'string', multiple: true },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -91,6 +95,8 @@ export const usage = `usage: roster [options]
   --gossip-listen <addr>   gossip listen address, host:port     [ROSTER_GOSSIP_LISTEN, default 127.0.0.1:0]
   --join <addr>            gossip address of a member to join (repeatable; no peer ids needed)
                                                                 [ROSTER_JOIN, comma-separated]
+  --tls-cert <pem>, --tls-key <pem>
+                           serve HTTPS with this certificate and key [ROSTER_TLS_CERT, ROSTER_TLS_KEY]
   --config-file <path>     JSON agent configuration (Consul names: node_name, datacenter, data_dir,
                            ports.http, enable_script_checks, enable_local_script_checks, check(s),
                            service(s), ...); environment and flags override it   [ROSTER_CONFIG_FILE]`;
@@ -133,6 +139,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     gossipListen: pick(v['gossip-listen'], 'ROSTER_GOSSIP_LISTEN', file.gossip_listen) ?? '127.0.0.1:0',
     join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
     suspicionMs: duration('suspicion', fileText(file.suspicion), 5_000),
+    tls: tlsFiles(pick(v['tls-cert'], 'ROSTER_TLS_CERT', file.cert_file), pick(v['tls-key'], 'ROSTER_TLS_KEY', file.key_file)),
   };
 }
 
@@ -141,8 +148,17 @@ const fileKeys = new Set([
   'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'session_ttl_min',
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
-  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion',
+  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'cert_file', 'key_file',
 ]);
+
+function tlsFiles(cert: string | undefined, key: string | undefined): Config['tls'] {
+  if (cert === undefined && key === undefined) return undefined;
+  if (cert === undefined || key === undefined) throw new ConfigError('--tls-cert and --tls-key go together: give both or neither');
+  for (const [flag, file] of [['tls-cert', cert], ['tls-key', key]] as const) {
+    if (!existsSync(file)) throw new ConfigError(`--${flag}: ${file} does not exist`);
+  }
+  return { certFile: cert, keyFile: key };
+}
 
 function list(text: string | undefined): string[] {
   return (text ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');

@@ -130,6 +130,7 @@ async function run(config: Config): Promise<void> {
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
+    ...(config.tls ? { tls: config.tls } : {}),
     leader: () => {
       const l = runtime.leadership();
       return { knownLeader: l.peers.length === 0 || l.leader !== undefined, lastContactMs: l.lastContactMs };

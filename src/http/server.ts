@@ -56,6 +56,8 @@ export interface HttpServerOptions<Ctx> {
   websockets?: WebSocketRoute[];
   /** The leader as this node sees it, for the index headers. @default this node leads */
   leader?: () => LeaderView;
+  /** HTTPS: PEM certificate and key files (both, or neither for plain HTTP). */
+  tls?: { certFile: string; keyFile: string };
   /** Entry time of a registry index, for Last-Modified (undefined when no longer known). */
   timeOfIndex?: (index: number) => number | undefined;
 }
@@ -70,7 +72,7 @@ const bodylessMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpServer> {
   const uws = loadUws();
-  const app = uws.App();
+  const app = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
   const bodyBytesMax = o.bodyBytesMax ?? requestBodyBytesMax;
 
   for (const route of o.websockets ?? []) app.ws(route.path, route.behavior);
@@ -130,7 +132,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       }
       const port = uws.us_socket_local_port(socket as unknown as Uws.us_socket);
       resolve({
-        url: `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
+        url: `${o.tls ? 'https' : 'http'}://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
         port,
         close: () => {
           uws.us_listen_socket_close(socket);

@@ -110,3 +110,24 @@ describe('versions and paths', () => {
     expect((await c.get('/v1/kv/slash/k/')).status).toBe(404);
   });
 });
+
+describe('TLS', () => {
+  test('with --tls-cert and --tls-key the API is served over HTTPS', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { Agent: Dispatcher } = await import('undici');
+    const fixtures = join(import.meta.dirname, '../probes/fixtures');
+    const secure = await startAgent({ args: ['--tls-cert', join(fixtures, 'localhost-cert.pem'), '--tls-key', join(fixtures, 'localhost-key.pem')] });
+    try {
+      expect(secure.url).toMatch(/^https:\/\//);
+      const dispatcher = new Dispatcher({ connect: { ca: readFileSync(join(fixtures, 'localhost-cert.pem')), servername: 'localhost' } });
+      const r = await request(`${secure.url}/v1/status/leader`, { dispatcher });
+      expect(r.statusCode).toBe(200);
+      expect(typeof (await r.body.json())).toBe('string');
+      await dispatcher.close();
+    } finally {
+      await secure.stop();
+      secure.cleanup();
+    }
+  });
+});

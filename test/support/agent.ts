@@ -40,7 +40,7 @@ export interface Agent {
   cleanup(): void;
 }
 
-const readyPattern = /roster listening http=(http:\/\/[^\s"]+) grpc=([^\s"]+)/;
+const readyPattern = /roster listening http=(https?:\/\/[^\s"]+) grpc=([^\s"]+)/;
 
 export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'roster-test-'));

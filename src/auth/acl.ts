@@ -1,0 +1,177 @@
+/**
+ * Authorization: which rules a caller holds, whether they permit a request, and which permission each
+ * HTTP route needs. Pure functions only: no I/O, no clock, nothing from src/http.
+ *
+ * Rule resolution (Consul's prefix ACLs): among the caller's rules for the requested resource, the one
+ * with the longest prefix of the name decides; a `deny` beats an allow of the same prefix length;
+ * `write` implies `read`. With no matching rule the answer is no (default deny).
+ */
+
+export type Access = 'read' | 'write';
+
+export const resources = ['key', 'session', 'node', 'service', 'check', 'agent', 'operator'] as const;
+export type Resource = (typeof resources)[number];
+
+export interface Rule {
+  resource: Resource;
+  /** Matches every name that starts with it; "" matches every name. */
+  prefix: string;
+  access: Access | 'deny';
+}
+
+export interface Identity {
+  subject: string;
+  rules: Rule[];
+}
+
+export interface AccessRequest {
+  resource: Resource;
+  name: string;
+  access: Access;
+}
+
+/** Rules one identity may carry (they travel inside every token, so they stay few). */
+export const rulesPerIdentityMax = 256;
+/** Characters in one rule prefix (the longest key Consul accepts is far shorter). */
+export const rulePrefixCharsMax = 512;
+
+const ruleAccesses: readonly string[] = ['read', 'write', 'deny'];
+
+/** True when `value` is a well-formed Rule (used on token claims, which arrive as untrusted JSON). */
+export function isRule(value: unknown): value is Rule {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const r = value as Record<string, unknown>;
+  return (
+    typeof r.resource === 'string' &&
+    (resources as readonly string[]).includes(r.resource) &&
+    typeof r.prefix === 'string' &&
+    r.prefix.length <= rulePrefixCharsMax &&
+    typeof r.access === 'string' &&
+    ruleAccesses.includes(r.access)
+  );
+}
+
+/** The rule list of a token claim, or undefined when it is not a bounded array of well-formed rules. */
+export function parseRules(value: unknown): Rule[] | undefined {
+  if (!Array.isArray(value) || value.length > rulesPerIdentityMax || !value.every(isRule)) return undefined;
+  // Copy only the known fields so extra claim properties never reach the caller.
+  return value.map((r: Rule) => ({ resource: r.resource, prefix: r.prefix, access: r.access }));
+}
+
+/** Whether `identity` may perform `req`. */
+export function allowed(identity: Identity, req: AccessRequest): boolean {
+  return decide(identity.rules, req.resource, req.name, req.access);
+}
+
+/**
+ * Whether `identity` may perform `req` on the name *and on every name below it*: the check for a
+ * recursive read (`?recurse`, `?keys`) or a recursive delete of a KV prefix. A longer rule under the
+ * prefix that denies or downgrades the access makes the answer no, so a prefix grant cannot be used to
+ * read or delete keys that a more specific rule protects.
+ */
+export function allowedPrefix(identity: Identity, req: AccessRequest): boolean {
+  if (!allowed(identity, req)) return false;
+  return identity.rules.every(
+    (r) =>
+      r.resource !== req.resource ||
+      r.prefix.length <= req.name.length ||
+      !r.prefix.startsWith(req.name) ||
+      decide(identity.rules, req.resource, r.prefix, req.access),
+  );
+}
+
+/** Longest matching prefix decides; at that length a deny beats any allow, else any allow grants. */
+function decide(rules: readonly Rule[], resource: Resource, name: string, access: Access): boolean {
+  const matching = rules.filter((r) => r.resource === resource && name.startsWith(r.prefix));
+  if (matching.length === 0) return false;
+  const longest = matching.reduce((max, r) => Math.max(max, r.prefix.length), 0);
+  const deciding = matching.filter((r) => r.prefix.length === longest);
+  if (deciding.some((r) => r.access === 'deny')) return false;
+  return deciding.some((r) => grants(r.access, access));
+}
+
+function grants(held: Access | 'deny', wanted: Access): boolean {
+  if (held === 'deny') return false;
+  return held === 'write' || wanted === 'read';
+}
+
+/**
+ * What a route needs. `access: 'byMethod'` means GET and HEAD read, any other method writes (so a method
+ * the route does not serve still needs write before the router answers 405). `name: 'rest'` takes the
+ * route's trailing parameter; `''` is for routes whose subject is in the body or that list everything.
+ */
+interface RoutePermission {
+  path: string;
+  prefix: boolean;
+  resource: Resource;
+  access: Access | 'byMethod';
+  name: 'rest' | '';
+}
+
+/** One row per route of src/http/routes, in the same order. */
+const routePermissions: readonly RoutePermission[] = [
+  // KV: a key or, with ?recurse / ?keys, a prefix (see allowedPrefix).
+  { path: '/v1/kv/', prefix: true, resource: 'key', access: 'byMethod', name: 'rest' },
+  // Sessions: the node for /node/<node>, the session id for info/renew/destroy; create names its node in the body.
+  { path: '/v1/session/create', prefix: false, resource: 'session', access: 'write', name: '' },
+  { path: '/v1/session/destroy/', prefix: true, resource: 'session', access: 'write', name: 'rest' },
+  { path: '/v1/session/renew/', prefix: true, resource: 'session', access: 'write', name: 'rest' },
+  { path: '/v1/session/info/', prefix: true, resource: 'session', access: 'read', name: 'rest' },
+  { path: '/v1/session/node/', prefix: true, resource: 'session', access: 'read', name: 'rest' },
+  { path: '/v1/session/list', prefix: false, resource: 'session', access: 'read', name: '' },
+  // Catalog writes name the node in the body.
+  { path: '/v1/catalog/register', prefix: false, resource: 'node', access: 'write', name: '' },
+  { path: '/v1/catalog/deregister', prefix: false, resource: 'node', access: 'write', name: '' },
+  { path: '/v1/catalog/datacenters', prefix: false, resource: 'node', access: 'read', name: '' },
+  { path: '/v1/catalog/services', prefix: false, resource: 'node', access: 'read', name: '' },
+  { path: '/v1/catalog/service/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
+  { path: '/v1/catalog/nodes', prefix: false, resource: 'node', access: 'read', name: '' },
+  { path: '/v1/catalog/node/', prefix: true, resource: 'node', access: 'read', name: 'rest' },
+  // Health reads.
+  { path: '/v1/health/node/', prefix: true, resource: 'node', access: 'read', name: 'rest' },
+  { path: '/v1/health/checks/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
+  { path: '/v1/health/service/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
+  { path: '/v1/health/state/', prefix: true, resource: 'node', access: 'read', name: '' },
+  // Agent checks and services: register names the check or service in the body.
+  { path: '/v1/agent/checks', prefix: false, resource: 'check', access: 'read', name: '' },
+  { path: '/v1/agent/check/register', prefix: false, resource: 'check', access: 'write', name: '' },
+  { path: '/v1/agent/check/deregister/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
+  { path: '/v1/agent/check/pass/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
+  { path: '/v1/agent/check/warn/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
+  { path: '/v1/agent/check/fail/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
+  { path: '/v1/agent/check/update/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
+  { path: '/v1/agent/services', prefix: false, resource: 'service', access: 'read', name: '' },
+  { path: '/v1/agent/service/register', prefix: false, resource: 'service', access: 'write', name: '' },
+  { path: '/v1/agent/service/deregister/', prefix: true, resource: 'service', access: 'write', name: 'rest' },
+  // Agent and cluster state. Leader and peers describe the Raft configuration: operator data, as in Consul.
+  { path: '/v1/agent/self', prefix: false, resource: 'agent', access: 'read', name: '' },
+  { path: '/v1/agent/members', prefix: false, resource: 'agent', access: 'read', name: '' },
+  { path: '/v1/status/leader', prefix: false, resource: 'operator', access: 'read', name: '' },
+  { path: '/v1/status/peers', prefix: false, resource: 'operator', access: 'read', name: '' },
+  // The upgrade only; each subscription is checked against its topic's resource.
+  { path: '/v1/stream', prefix: false, resource: 'agent', access: 'read', name: '' },
+];
+
+const exactRoutes = new Map(routePermissions.filter((r) => !r.prefix).map((r) => [r.path, r]));
+const prefixRoutes = routePermissions.filter((r) => r.prefix).sort((a, b) => b.path.length - a.path.length);
+
+/**
+ * The permission an HTTP request needs, from its method, its /v1 path and the route's trailing parameter
+ * (already URL-decoded). Matches paths as src/http/router.ts does (a trailing slash on an exact route,
+ * a prefix route without its final slash). Undefined for a path no route serves, and for OPTIONS,
+ * which the router answers with `Allow` alone and which browsers send without credentials.
+ */
+export function accessFor(method: string, path: string, rest: string): AccessRequest | undefined {
+  const verb = method.toUpperCase();
+  if (verb === 'OPTIONS') return undefined;
+  const route = matchRoute(path);
+  if (route === undefined) return undefined;
+  const access = route.access === 'byMethod' ? (verb === 'GET' || verb === 'HEAD' ? 'read' : 'write') : route.access;
+  return { resource: route.resource, name: route.name === 'rest' ? rest : '', access };
+}
+
+function matchRoute(path: string): RoutePermission | undefined {
+  const exact = exactRoutes.get(path) ?? (path.endsWith('/') ? exactRoutes.get(path.slice(0, -1)) : undefined);
+  if (exact !== undefined) return exact;
+  return prefixRoutes.find((r) => path.startsWith(r.path) || path === r.path.slice(0, -1));
+}

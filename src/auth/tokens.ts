@@ -1,0 +1,139 @@
+/**
+ * Authentication by bearer token (http-conventions.md "Authentication › Bearer token"): the caller sends
+ * `Authorization: Bearer <token>`; the token is an HS256 JWT signed with a shared secret, carrying the
+ * subject and its rules. No identity → 401 (1002 missing, 1021 invalid, 1005 expired), with
+ * WWW-Authenticate when the request carried an Authorization header; an identity whose rules do not
+ * permit the request → 403 (1004).
+ *
+ * Tokens are never logged nor echoed: no error message or property here contains one.
+ */
+import { SignJWT, errors, jwtVerify } from 'jose';
+import type { Clock } from '../ports/index.ts';
+import { parseRules, rulesPerIdentityMax, type Identity, type Rule } from './acl.ts';
+
+/**
+ * The auth rows of the error catalogue of http-conventions.md. src/domain/errors.ts already holds 1004
+ * as `insufficientPermission`; the rest are here until the HTTP layer wires authentication in.
+ * `unknownUser` (1001) is for a caller that resolves user names; a token's subject is not looked up here.
+ */
+export const authErrorCatalogue = {
+  unknownUser: { code: 1001, status: 401, message: 'unknown user' },
+  missing: { code: 1002, status: 401, message: 'user not logged in' },
+  forbidden: { code: 1004, status: 403, message: 'insufficient permission' },
+  expired: { code: 1005, status: 401, message: 'token expired' },
+  invalid: { code: 1021, status: 401, message: 'invalid token' },
+} as const;
+
+export type AuthErrorKind = 'missing' | 'invalid' | 'expired';
+
+/** No acceptable identity: always a 401. The message is the catalogue's, never the token. */
+export class AuthError extends Error {
+  override readonly name = 'AuthError';
+  readonly code: number;
+  readonly status = 401;
+
+  constructor(readonly kind: AuthErrorKind) {
+    super(authErrorCatalogue[kind].message);
+    this.code = authErrorCatalogue[kind].code;
+  }
+}
+
+/** Bytes in the shared secret, at least (RFC 7518 §3.2: an HS256 key is at least as long as the hash). */
+export const secretBytesMin = 32;
+/** Characters in a bearer token; longer ones are refused before any parsing. */
+export const tokenCharsMax = 16 * 1024;
+/** @default issuer of minted tokens and the only one verify accepts */
+export const issuerDefault = 'roster';
+/** @default seconds of clock difference tolerated on `exp` */
+export const clockSkewSecondsDefault = 5;
+
+export interface TokenAuthorityOptions {
+  /** HMAC key, at least `secretBytesMin` bytes of UTF-8. */
+  secret: string;
+  /** @default 'roster' */
+  issuer?: string;
+  /** @default 5 */
+  clockSkewSeconds?: number;
+  /** @default the system clock */
+  clock?: Pick<Clock, 'nowMs'>;
+}
+
+const systemClock: Pick<Clock, 'nowMs'> = { nowMs: () => Date.now() };
+
+export class TokenAuthority {
+  private readonly key: Uint8Array;
+  private readonly issuer: string;
+  private readonly clockSkewSeconds: number;
+  private readonly clock: Pick<Clock, 'nowMs'>;
+
+  constructor(o: TokenAuthorityOptions) {
+    this.key = new TextEncoder().encode(o.secret);
+    if (this.key.byteLength < secretBytesMin) {
+      throw new RangeError(`token secret must be at least ${secretBytesMin} bytes`);
+    }
+    this.issuer = o.issuer ?? issuerDefault;
+    this.clockSkewSeconds = o.clockSkewSeconds ?? clockSkewSecondsDefault;
+    if (!Number.isFinite(this.clockSkewSeconds) || this.clockSkewSeconds < 0) {
+      throw new RangeError('clockSkewSeconds must be a non-negative number');
+    }
+    this.clock = o.clock ?? systemClock;
+  }
+
+  /** A token for `subject` with `rules`, valid `ttlSeconds` from now (a negative ttl mints an expired one). */
+  async mint(o: { subject: string; rules: Rule[]; ttlSeconds: number }): Promise<string> {
+    if (o.subject === '') throw new RangeError('token subject must not be empty');
+    if (!Number.isFinite(o.ttlSeconds)) throw new RangeError('ttlSeconds must be finite');
+    const rules = parseRules(o.rules);
+    if (rules === undefined) throw new RangeError(`rules must be at most ${rulesPerIdentityMax} well-formed rules`);
+    const iat = Math.floor(this.clock.nowMs() / 1000);
+    return new SignJWT({ rules })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuer(this.issuer)
+      .setSubject(o.subject)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + Math.trunc(o.ttlSeconds))
+      .sign(this.key);
+  }
+
+  /** The identity a token proves. Throws AuthError `expired` or `invalid`; nothing else for bad input. */
+  async verify(token: string): Promise<Identity> {
+    if (typeof token !== 'string' || token === '' || token.length > tokenCharsMax) throw new AuthError('invalid');
+    let payload: Record<string, unknown>;
+    try {
+      ({ payload } = await jwtVerify(token, this.key, {
+        algorithms: ['HS256'],
+        issuer: this.issuer,
+        requiredClaims: ['sub', 'exp', 'iat'],
+        clockTolerance: this.clockSkewSeconds,
+        currentDate: new Date(this.clock.nowMs()),
+      }));
+    } catch (err) {
+      // The jose error is dropped, not attached as `cause`: it may carry the claims.
+      if (err instanceof errors.JWTExpired) throw new AuthError('expired');
+      throw new AuthError('invalid');
+    }
+    const rules = parseRules(payload.rules);
+    if (typeof payload.sub !== 'string' || payload.sub === '' || rules === undefined) throw new AuthError('invalid');
+    return { subject: payload.sub, rules };
+  }
+}
+
+/**
+ * The token of an `Authorization` header value. No header → `missing`; another scheme, or Bearer with
+ * nothing after it → `invalid` (the caller sent credentials we cannot accept).
+ */
+export function bearerToken(authorization: string | undefined): string {
+  if (authorization === undefined || authorization.trim() === '') throw new AuthError('missing');
+  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i.exec(authorization);
+  if (match === null) throw new AuthError('invalid');
+  return match[1] as string;
+}
+
+/**
+ * The WWW-Authenticate value for a 401 (RFC 6750 §3); send it only when the request carried an
+ * Authorization header, as http-conventions.md asks.
+ */
+export function wwwAuthenticate(err: AuthError, realm = issuerDefault): string {
+  if (err.kind === 'missing') return `Bearer realm="${realm}"`;
+  return `Bearer realm="${realm}", error="invalid_token", error_description="${err.message}"`;
+}
