@@ -1,0 +1,181 @@
+// Goal: a minted token verifies to the same identity; an expired one fails as `expired` (1005) and every
+// forged, foreign or malformed one as `invalid` (1021); no error ever carries the token.
+import { SignJWT } from 'jose';
+import { describe, expect, test } from 'vitest';
+import {
+  AuthError,
+  TokenAuthority,
+  bearerToken,
+  wwwAuthenticate,
+  type AuthErrorKind,
+  type Rule,
+} from '../../src/auth/index.ts';
+
+const secret = 'a-shared-secret-of-at-least-32-bytes!';
+const rules: Rule[] = [
+  { resource: 'key', prefix: 'app/', access: 'write' },
+  { resource: 'key', prefix: 'app/secret/', access: 'deny' },
+];
+
+function fakeClock(startMs: number) {
+  let now = startMs;
+  return { nowMs: () => now, advance: (ms: number) => void (now += ms) };
+}
+
+async function failure(p: Promise<unknown>): Promise<AuthError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AuthError);
+  return err as AuthError;
+}
+
+async function expectKind(p: Promise<unknown>, kind: AuthErrorKind, code: number, token?: string) {
+  const err = await failure(p);
+  expect(err.kind).toBe(kind);
+  expect(err.code).toBe(code);
+  expect(err.status).toBe(401);
+  if (token !== undefined && token !== '') {
+    expect(err.message).not.toContain(token);
+    expect(JSON.stringify(err)).not.toContain(token);
+    expect(err.cause).toBeUndefined();
+  }
+}
+
+describe('TokenAuthority', () => {
+  test('mint → verify round trip gives the subject and rules back', async () => {
+    const authority = new TokenAuthority({ secret });
+    const token = await authority.mint({ subject: 'alice', rules, ttlSeconds: 60 });
+    expect(token.split('.')).toHaveLength(3);
+    await expect(authority.verify(token)).resolves.toEqual({ subject: 'alice', rules });
+  });
+
+  test('claims: HS256, iss roster, sub, iat, exp = iat + ttl, rules', async () => {
+    const clock = fakeClock(1_700_000_000_500);
+    const token = await new TokenAuthority({ secret, clock }).mint({ subject: 'alice', rules, ttlSeconds: 30 });
+    const [header, payload] = token.split('.').slice(0, 2).map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
+    expect(header).toEqual({ alg: 'HS256', typ: 'JWT' });
+    expect(payload).toEqual({ iss: 'roster', sub: 'alice', iat: 1_700_000_000, exp: 1_700_000_030, rules });
+  });
+
+  test('a negative ttl mints an already expired token → expired (1005)', async () => {
+    const authority = new TokenAuthority({ secret });
+    const token = await authority.mint({ subject: 'alice', rules, ttlSeconds: -60 });
+    await expectKind(authority.verify(token), 'expired', 1005, token);
+  });
+
+  test('expiry follows the clock, with the configured skew tolerated', async () => {
+    const clock = fakeClock(1_700_000_000_000);
+    const authority = new TokenAuthority({ secret, clock, clockSkewSeconds: 5 });
+    const token = await authority.mint({ subject: 'alice', rules, ttlSeconds: 10 });
+    clock.advance(14_000);
+    await expect(authority.verify(token)).resolves.toMatchObject({ subject: 'alice' });
+    clock.advance(2_000);
+    await expectKind(authority.verify(token), 'expired', 1005, token);
+  });
+
+  test('a tampered signature → invalid (1021)', async () => {
+    const authority = new TokenAuthority({ secret });
+    const token = await authority.mint({ subject: 'alice', rules, ttlSeconds: 60 });
+    const [h, p, s] = token.split('.') as [string, string, string];
+    const flipped = (s[0] === 'A' ? 'B' : 'A') + s.slice(1);
+    await expectKind(authority.verify(`${h}.${p}.${flipped}`), 'invalid', 1021, token);
+  });
+
+  test('a tampered payload (more rules) → invalid', async () => {
+    const authority = new TokenAuthority({ secret });
+    const token = await authority.mint({ subject: 'alice', rules: [], ttlSeconds: 60 });
+    const [h, p, s] = token.split('.') as [string, string, string];
+    const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
+    claims.rules = [{ resource: 'operator', prefix: '', access: 'write' }];
+    const forged = `${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${s}`;
+    await expectKind(authority.verify(forged), 'invalid', 1021, forged);
+  });
+
+  test('a token signed with another secret → invalid', async () => {
+    const other = new TokenAuthority({ secret: 'another-secret-that-is-32-bytes-long' });
+    const token = await other.mint({ subject: 'alice', rules, ttlSeconds: 60 });
+    await expectKind(new TokenAuthority({ secret }).verify(token), 'invalid', 1021, token);
+  });
+
+  test('a token of another issuer → invalid', async () => {
+    const token = await new TokenAuthority({ secret, issuer: 'someone-else' }).mint({ subject: 'alice', rules, ttlSeconds: 60 });
+    await expectKind(new TokenAuthority({ secret }).verify(token), 'invalid', 1021, token);
+  });
+
+  test('alg none and other algorithms are refused', async () => {
+    const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(
+      JSON.stringify({ iss: 'roster', sub: 'alice', iat: 1, exp: 9_999_999_999, rules: [] }),
+    ).toString('base64url')}.`;
+    const authority = new TokenAuthority({ secret });
+    await expectKind(authority.verify(none), 'invalid', 1021, none);
+    const hs512 = await new SignJWT({ rules: [] })
+      .setProtectedHeader({ alg: 'HS512' })
+      .setIssuer('roster')
+      .setSubject('alice')
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode(secret.repeat(2)));
+    await expectKind(new TokenAuthority({ secret: secret.repeat(2) }).verify(hs512), 'invalid', 1021, hs512);
+  });
+
+  test('validly signed tokens with missing or malformed claims → invalid', async () => {
+    const key = new TextEncoder().encode(secret);
+    const authority = new TokenAuthority({ secret });
+    const base = () => new SignJWT({ rules: [] }).setProtectedHeader({ alg: 'HS256' }).setIssuer('roster').setIssuedAt();
+    const noExp = await base().setSubject('alice').sign(key);
+    const noSub = await base().setExpirationTime('1h').sign(key);
+    const badRules = await new SignJWT({ rules: [{ resource: 'everything', prefix: '', access: 'write' }] })
+      .setProtectedHeader({ alg: 'HS256' }).setIssuer('roster').setIssuedAt().setSubject('alice').setExpirationTime('1h').sign(key);
+    const noRules = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' }).setIssuer('roster').setIssuedAt().setSubject('alice').setExpirationTime('1h').sign(key);
+    for (const token of [noExp, noSub, badRules, noRules]) await expectKind(authority.verify(token), 'invalid', 1021, token);
+  });
+
+  test('garbage → invalid, never another error', async () => {
+    const authority = new TokenAuthority({ secret });
+    const garbage = ['', 'x', 'a.b.c', '...', 'e30.e30.', '%%%.%%%.%%%', 'eyJhbGciOiJIUzI1NiJ9.bm90IGpzb24.AAAA', 'a'.repeat(20_000)];
+    for (const token of garbage) await expectKind(authority.verify(token), 'invalid', 1021, token);
+  });
+
+  test('a secret shorter than 32 bytes is refused at construction', () => {
+    expect(() => new TokenAuthority({ secret: 'short' })).toThrow(RangeError);
+    expect(() => new TokenAuthority({ secret: 'x'.repeat(31) })).toThrow(RangeError);
+    expect(() => new TokenAuthority({ secret: 'x'.repeat(32) })).not.toThrow();
+  });
+
+  test('mint refuses an empty subject and malformed rules', async () => {
+    const authority = new TokenAuthority({ secret });
+    await expect(authority.mint({ subject: '', rules, ttlSeconds: 60 })).rejects.toThrow(RangeError);
+    const bad = [{ resource: 'key', prefix: '', access: 'all' }] as unknown as Rule[];
+    await expect(authority.mint({ subject: 'alice', rules: bad, ttlSeconds: 60 })).rejects.toThrow(RangeError);
+  });
+});
+
+describe('bearerToken and WWW-Authenticate', () => {
+  test('no Authorization header → missing (1002)', () => {
+    for (const header of [undefined, '', '  ']) {
+      expect(() => bearerToken(header)).toThrow(expect.objectContaining({ kind: 'missing', code: 1002 }));
+    }
+  });
+
+  test('Bearer <token> gives the token; the scheme is case-insensitive', () => {
+    expect(bearerToken('Bearer abc.def.ghi')).toBe('abc.def.ghi');
+    expect(bearerToken('bearer abc.def-_.ghi')).toBe('abc.def-_.ghi');
+  });
+
+  test('another scheme or an empty Bearer → invalid (1021)', () => {
+    for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ', 'Bearer a b', 'Token abc']) {
+      expect(() => bearerToken(header)).toThrow(expect.objectContaining({ kind: 'invalid', code: 1021 }));
+    }
+  });
+
+  test('WWW-Authenticate follows RFC 6750', () => {
+    expect(wwwAuthenticate(new AuthError('missing'))).toBe('Bearer realm="roster"');
+    expect(wwwAuthenticate(new AuthError('expired'))).toBe(
+      'Bearer realm="roster", error="invalid_token", error_description="token expired"',
+    );
+    expect(wwwAuthenticate(new AuthError('invalid'))).toContain('error="invalid_token"');
+  });
+});
