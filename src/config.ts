@@ -7,6 +7,8 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sessionTtlMsMinDefault } from './domain/limits.ts';
 import { dialects, type Dialect } from './http/render.ts';
+import type { AuthSettings } from './http/auth-gate.ts';
+import { parseRules } from './auth/index.ts';
 import { parseGoDurationMs } from './util/duration.ts';
 
 export interface Config {
@@ -55,6 +57,8 @@ export interface Config {
   suspicionMs: number;
   /** HTTPS: PEM certificate and key (both or neither). */
   tls: { certFile: string; keyFile: string } | undefined;
+  /** Authentication (off when absent): the JWT secret and the signed-request callers. */
+  auth: AuthSettings | undefined;
 }
 
 const options = {
@@ -140,6 +144,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
     suspicionMs: duration('suspicion', fileText(file.suspicion), 5_000),
     tls: tlsFiles(pick(v['tls-cert'], 'ROSTER_TLS_CERT', file.cert_file), pick(v['tls-key'], 'ROSTER_TLS_KEY', file.key_file)),
+    auth: authSettings(file.auth, env.ROSTER_AUTH_SECRET),
   };
 }
 
@@ -148,8 +153,25 @@ const fileKeys = new Set([
   'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'session_ttl_min',
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
-  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'cert_file', 'key_file',
+  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'cert_file', 'key_file', 'auth',
 ]);
+
+/** `auth: {jwt_secret, app_keys: {<appKey>: {secret, rules}}}`; ROSTER_AUTH_SECRET overrides the secret. */
+function authSettings(value: unknown, envSecret: string | undefined): AuthSettings | undefined {
+  if (value === undefined && envSecret === undefined) return undefined;
+  const o = (value ?? {}) as Record<string, unknown>;
+  if (typeof o !== 'object' || Array.isArray(o)) throw new ConfigError('--config-file: auth must be an object');
+  const jwtSecret = envSecret ?? o.jwt_secret;
+  if (typeof jwtSecret !== 'string' || Buffer.byteLength(jwtSecret) < 32) throw new ConfigError('auth: jwt_secret (or ROSTER_AUTH_SECRET) must be a string of at least 32 bytes');
+  const appKeys: AuthSettings['appKeys'] = {};
+  for (const [key, entry] of Object.entries((o.app_keys ?? {}) as Record<string, unknown>)) {
+    const e = entry as { secret?: unknown; rules?: unknown };
+    const rules = parseRules(e?.rules ?? []);
+    if (typeof e?.secret !== 'string' || e.secret === '' || rules === undefined) throw new ConfigError(`auth.app_keys.${key}: needs a secret and valid rules`);
+    appKeys[key] = { secret: e.secret, rules };
+  }
+  return { jwtSecret, appKeys };
+}
 
 function tlsFiles(cert: string | undefined, key: string | undefined): Config['tls'] {
   if (cert === undefined && key === undefined) return undefined;

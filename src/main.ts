@@ -14,6 +14,7 @@ import { parseCheck, parseService } from './http/definitions.ts';
 import { apiRouter, loadUws, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
 import { startGrpcHealthServer } from './grpc/index.ts';
 import { probeFor } from './probes/factory.ts';
+import { AuthGate } from './http/auth-gate.ts';
 import { SystemClock } from './ports/clock.ts';
 import type { ReplicatedLog } from './ports/log.ts';
 import { MembershipSlot, StaticMembership, type Membership } from './ports/membership.ts';
@@ -125,11 +126,13 @@ async function run(config: Config): Promise<void> {
     sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
     serverAddress: `${config.httpHost}:${config.httpPort}`,
   };
+  const gate = config.auth ? new AuthGate(config.auth) : undefined;
   const stream = new StreamServer(ctx, { bookmarkIntervalMs: config.streamBookmarkIntervalMs });
   http = await startHttpServer({
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
+    ...(gate ? { authorize: (req) => gate.check(req) } : {}),
     ...(config.tls ? { tls: config.tls } : {}),
     leader: () => {
       const l = runtime.leadership();

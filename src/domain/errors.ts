@@ -6,6 +6,11 @@
  */
 export const errorCatalogue = {
   unknown: { code: 999, status: 500, consulStatus: 500, grpc: 13, message: 'unknown error' },
+  unknownUser: { code: 1001, status: 401, consulStatus: 403, grpc: 16, message: 'unknown user' },
+  notLoggedIn: { code: 1002, status: 401, consulStatus: 403, grpc: 16, message: 'user not logged in' },
+  tokenExpired: { code: 1005, status: 401, consulStatus: 403, grpc: 16, message: 'token expired' },
+  invalidToken: { code: 1021, status: 401, consulStatus: 403, grpc: 16, message: 'invalid token' },
+  expiredRequest: { code: 1023, status: 400, consulStatus: 403, grpc: 3, message: 'expired request' },
   notFound: { code: 1006, status: 404, consulStatus: 404, grpc: 5, message: 'resource does not exist' },
   objectNotFound: { code: 1007, status: 400, consulStatus: 500, grpc: 5, message: 'object does not exist' },
   missingParameter: { code: 1008, status: 400, consulStatus: 400, grpc: 3, message: 'parameters incomplete' },
@@ -36,6 +41,8 @@ export class RegistryError extends Error {
     message: string,
     readonly details?: Record<string, unknown>,
     readonly consul?: ConsulRendering,
+    /** Extra response headers the error needs (WWW-Authenticate on a 401, Retry-After on a 503). */
+    readonly headers: [string, string][] = [],
   ) {
     super(message);
     this.name = 'RegistryError';

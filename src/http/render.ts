@@ -71,8 +71,9 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
   }
 }
 
-export function renderError(err: RegistryError, dialect: Dialect, extra: [string, string][] = []): Wire {
+export function renderError(err: RegistryError, dialect: Dialect, more: [string, string][] = []): Wire {
   const entry = errorCatalogue[err.kind];
+  const extra = [...err.headers, ...more];
   if (dialect === 'consul') {
     const status = err.consul?.status ?? entry.consulStatus;
     return { status, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...extra], body: err.consul?.text ?? err.message };

@@ -56,6 +56,8 @@ export interface HttpServerOptions<Ctx> {
   websockets?: WebSocketRoute[];
   /** The leader as this node sees it, for the index headers. @default this node leads */
   leader?: () => LeaderView;
+  /** Authentication and authorization of every routed request (absent: open, as without ACLs). */
+  authorize?: (req: Request) => Promise<void>;
   /** HTTPS: PEM certificate and key files (both, or neither for plain HTTP). */
   tls?: { certFile: string; keyFile: string };
   /** Entry time of a registry index, for Last-Modified (undefined when no longer known). */
@@ -246,6 +248,7 @@ async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire
     );
   }
   req.rest = decodeOnce(match.rest);
+  await o.authorize?.(req);
   const listed = withListRules(req, await match.handler(req, o.ctx));
   const w = renderReply(listed.reply, o.dialect, o.leader?.());
   return listed.headers.length === 0 ? w : { ...w, headers: [...w.headers, ...listed.headers] };

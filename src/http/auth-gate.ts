@@ -1,0 +1,72 @@
+/**
+ * Who is asking and may they: the gate every routed request passes once authentication is enabled.
+ * Credentials are a bearer JWT (`Authorization: Bearer`, or the same token in `X-Consul-Token` or
+ * `?token=`), or a signed request (`appKey`, `nonce`, `signMethod`, `sign`). Without credentials a
+ * request is refused (default deny); the identity's rules decide each route's read or write.
+ */
+import { accessFor, allowed, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type Identity, type Rule } from '../auth/index.ts';
+import { NonceWindow, SignatureError, verifySignedRequest } from '../auth/signature.ts';
+import { RegistryError, type ErrorKind } from '../domain/errors.ts';
+import type { Request } from './request.ts';
+
+export interface AuthSettings {
+  /** HS256 secret the bearer tokens are signed with. */
+  jwtSecret: string;
+  /** Signed-request callers: appKey → its secret and rules. */
+  appKeys: Record<string, { secret: string; rules: Rule[] }>;
+}
+
+const tokenErrors: Record<AuthError['kind'], ErrorKind> = { missing: 'notLoggedIn', invalid: 'invalidToken', expired: 'tokenExpired' };
+const signatureErrors: Record<SignatureError['kind'], ErrorKind> = {
+  missing: 'missingParameter', unknown_key: 'unknownUser', bad_method: 'invalidParameter', bad_signature: 'illegalRequest', replayed: 'expiredRequest',
+};
+
+export class AuthGate {
+  private readonly tokens: TokenAuthority;
+  private readonly secrets: Map<string, string>;
+  private readonly nonces = new NonceWindow({ windowMs: 5 * 60_000, entriesMax: 100_000 });
+
+  constructor(private readonly settings: AuthSettings) {
+    this.tokens = new TokenAuthority({ secret: settings.jwtSecret });
+    this.secrets = new Map(Object.entries(settings.appKeys).map(([k, v]) => [k, v.secret]));
+  }
+
+  mint(subject: string, rules: Rule[], ttlSeconds: number): Promise<string> {
+    return this.tokens.mint({ subject, rules, ttlSeconds });
+  }
+
+  /** Resolves when the request may go on; throws the 401/403 (or signature) error otherwise. */
+  async check(req: Request): Promise<void> {
+    const identity = await this.identify(req);
+    const need = accessFor(req.method === 'HEAD' ? 'GET' : req.method, req.path, req.rest);
+    if (need !== undefined && !allowed(identity, need)) {
+      throw new RegistryError('insufficientPermission', `permission denied: ${need.access} on ${need.resource} "${need.name}"`,
+        { resource: need.resource, name: need.name, access: need.access }, { status: 403, text: 'Permission denied' });
+    }
+  }
+
+  private async identify(req: Request): Promise<Identity> {
+    if (req.query.has('appKey') || req.query.has('sign')) return this.signed(req);
+    const authorization = req.headers.get('authorization');
+    const token = req.headers.get('x-consul-token') ?? req.query.get('token') ?? undefined;
+    try {
+      const jwt = authorization !== undefined || token === undefined ? bearerToken(authorization) : token;
+      return await this.tokens.verify(jwt);
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      const kind = tokenErrors[err.kind];
+      const challenge: [string, string][] = authorization !== undefined ? [['WWW-Authenticate', wwwAuthenticate(err)]] : [];
+      throw new RegistryError(kind, err.message, { credentials: err.kind }, { status: 403, text: 'ACL not found' }, challenge);
+    }
+  }
+
+  private signed(req: Request): Identity {
+    try {
+      const { appKey } = verifySignedRequest(req, this.secrets, this.nonces, Date.now());
+      return { subject: `app:${appKey}`, rules: this.settings.appKeys[appKey]!.rules };
+    } catch (err) {
+      if (!(err instanceof SignatureError)) throw err;
+      throw new RegistryError(signatureErrors[err.kind], `request signature refused: ${err.kind}`, { signature: err.kind }, { status: 403, text: 'Permission denied' });
+    }
+  }
+}
