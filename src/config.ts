@@ -59,6 +59,10 @@ export interface Config {
   tls: { certFile: string; keyFile: string } | undefined;
   /** Authentication (off when absent): the JWT secret and the signed-request callers. */
   auth: AuthSettings | undefined;
+  /** `rate_limit: {requests, period}`: requests per period per caller (off when absent). */
+  rateLimit: { limit: number; periodMs: number } | undefined;
+  /** Writes in flight beyond which new writes are answered 503. @default 10000 */
+  writesInFlightMax: number;
 }
 
 const options = {
@@ -145,6 +149,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     suspicionMs: duration('suspicion', fileText(file.suspicion), 5_000),
     tls: tlsFiles(pick(v['tls-cert'], 'ROSTER_TLS_CERT', file.cert_file), pick(v['tls-key'], 'ROSTER_TLS_KEY', file.key_file)),
     auth: authSettings(file.auth, env.ROSTER_AUTH_SECRET),
+    rateLimit: rateLimit(file.rate_limit),
+    writesInFlightMax: positive('writes_in_flight_max', fileText(file.writes_in_flight_max) ?? '10000'),
   };
 }
 
@@ -154,7 +160,17 @@ const fileKeys = new Set([
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
   'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'cert_file', 'key_file', 'auth',
+  'rate_limit', 'writes_in_flight_max',
 ]);
+
+function rateLimit(value: unknown): Config['rateLimit'] {
+  if (value === undefined) return undefined;
+  const o = value as { requests?: unknown; period?: unknown };
+  if (typeof o !== 'object' || o === null || typeof o.requests !== 'number' || !Number.isInteger(o.requests) || o.requests < 1) {
+    throw new ConfigError('--config-file: rate_limit needs requests (a positive integer) and period (a duration such as 1s)');
+  }
+  return { limit: o.requests, periodMs: duration('rate_limit.period', typeof o.period === 'string' ? o.period : '1s', 1000) };
+}
 
 /** `auth: {jwt_secret, app_keys: {<appKey>: {secret, rules}}}`; ROSTER_AUTH_SECRET overrides the secret. */
 function authSettings(value: unknown, envSecret: string | undefined): AuthSettings | undefined {

@@ -133,6 +133,8 @@ async function run(config: Config): Promise<void> {
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
     ...(gate ? { authorize: (req) => gate.check(req) } : {}),
+    ...(config.rateLimit ? { rateLimit: config.rateLimit } : {}),
+    overloaded: () => runtime.inFlight >= config.writesInFlightMax,
     ...(config.tls ? { tls: config.tls } : {}),
     leader: () => {
       const l = runtime.leadership();

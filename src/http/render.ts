@@ -71,16 +71,17 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
   }
 }
 
-export function renderError(err: RegistryError, dialect: Dialect, more: [string, string][] = []): Wire {
+/** `status` overrides the catalogue's status where one code serves several (429, 503 for overload). */
+export function renderError(err: RegistryError, dialect: Dialect, more: [string, string][] = [], status?: number): Wire {
   const entry = errorCatalogue[err.kind];
   const extra = [...err.headers, ...more];
   if (dialect === 'consul') {
-    const status = err.consul?.status ?? entry.consulStatus;
-    return { status, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...extra], body: err.consul?.text ?? err.message };
+    const consulStatus = err.consul?.status ?? entry.consulStatus;
+    return { status: status ?? consulStatus, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...extra], body: err.consul?.text ?? err.message };
   }
   const body: { code: number; message: string; details?: Record<string, unknown> } = { code: entry.code, message: err.message };
   if (err.details !== undefined) body.details = err.details;
-  return { status: entry.status, headers: [jsonType, ...extra], body: JSON.stringify(body) };
+  return { status: status ?? entry.status, headers: [jsonType, ...extra], body: JSON.stringify(body) };
 }
 
 function withHeaders(w: Wire, more: [string, string][]): Wire {

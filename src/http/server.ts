@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { invalidField, RegistryError } from '../domain/errors.ts';
 import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
+import { callerOf, RateLimiter, type RateLimitOptions } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
 import { isLogOverloaded } from '../wal/index.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
@@ -56,6 +57,10 @@ export interface HttpServerOptions<Ctx> {
   websockets?: WebSocketRoute[];
   /** The leader as this node sees it, for the index headers. @default this node leads */
   leader?: () => LeaderView;
+  /** Requests per period per caller; absent: no rate limit (and no rate-limit headers). */
+  rateLimit?: RateLimitOptions;
+  /** True when too many writes are in flight: writes are then answered 503 with Retry-After. */
+  overloaded?: () => boolean;
   /** Authentication and authorization of every routed request (absent: open, as without ACLs). */
   authorize?: (req: Request) => Promise<void>;
   /** HTTPS: PEM certificate and key files (both, or neither for plain HTTP). */
@@ -76,6 +81,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
   const uws = loadUws();
   const app = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
   const bodyBytesMax = o.bodyBytesMax ?? requestBodyBytesMax;
+  const limiter = o.rateLimit ? new RateLimiter(o.rateLimit) : undefined;
 
   for (const route of o.websockets ?? []) app.ws(route.path, route.behavior);
 
@@ -87,6 +93,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     const headers = new Map<string, string>();
     uwsReq.forEach((k, v) => headers.set(k, v));
     const method = effectiveMethod(sentMethod, headers);
+    const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     const abort = new AbortController();
     let done = false;
     res.onAborted(() => {
@@ -94,9 +101,11 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       abort.abort();
     });
 
+    const rate = limiter?.take(callerOf(headers, query, remote), Date.now());
     const send = (w: Wire) => {
       if (done) return;
       done = true;
+      if (rate !== undefined) w = { ...w, headers: [...w.headers, ...rate.headers] };
       res.cork(() => {
         res.writeStatus(statusLine(w.status));
         res.writeHeader('x-request-id', randomUUID());
@@ -114,6 +123,16 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       handle(o, req).then((w) => send(conditional(req, w, o.timeOfIndex)), (err: unknown) => send(errorWire(o, err)));
     };
 
+    if (rate !== undefined && !rate.allowed) {
+      send(renderError(new RegistryError('illegalRequest', `rate limit exceeded: retry in ${rate.retryAfterSeconds}s`,
+        { retryAfterSeconds: rate.retryAfterSeconds }, { status: 429, text: 'rate limit exceeded' }), o.dialect, [['Retry-After', String(rate.retryAfterSeconds)]], 429));
+      return;
+    }
+    if (method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS' && o.overloaded?.()) {
+      send(renderError(new RegistryError('remoteUnavailable', 'too many writes in flight; retry shortly', { retryAfterSeconds: 1 },
+        { status: 503, text: 'server overloaded' }), o.dialect, [['Retry-After', '1']], 503));
+      return;
+    }
     const declared = Number(headers.get('content-length') ?? '0');
     if (declared > bodyBytesMax) {
       send(renderError(tooLarge(declared, bodyBytesMax), o.dialect, [['Connection', 'close']]));

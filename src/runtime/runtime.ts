@@ -172,6 +172,11 @@ export class Runtime {
     }
   }
 
+  /** Proposals waiting for their entry to apply. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
   get isStopping(): boolean {
     return this.stopped;
   }

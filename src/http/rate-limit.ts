@@ -1,0 +1,71 @@
+/**
+ * Rate limiting per identity (http-conventions.md Limits): a fixed window of `limit` requests per
+ * `periodMs` for each caller — its token, its app key, or else its address. Every answer then carries
+ * X-Rate-Limit-Limit, -Remaining and -Reset (seconds left in the window, never a timestamp); a caller past
+ * its limit gets 429 with Retry-After.
+ */
+export interface RateLimitOptions {
+  limit: number;
+  periodMs: number;
+  /** Callers tracked at once; past it the oldest windows are forgotten. @default 100000 */
+  identitiesMax?: number;
+}
+
+export interface RateDecision {
+  allowed: boolean;
+  headers: [string, string][];
+  retryAfterSeconds: number;
+}
+
+interface Window {
+  startMs: number;
+  count: number;
+}
+
+export class RateLimiter {
+  private readonly windows = new Map<string, Window>();
+  private readonly identitiesMax: number;
+
+  constructor(private readonly o: RateLimitOptions) {
+    this.identitiesMax = o.identitiesMax ?? 100_000;
+  }
+
+  take(identity: string, nowMs: number): RateDecision {
+    let w = this.windows.get(identity);
+    if (w === undefined || nowMs - w.startMs >= this.o.periodMs) {
+      this.windows.delete(identity);
+      w = { startMs: nowMs, count: 0 };
+      this.windows.set(identity, w);
+      this.trim();
+    }
+    const allowed = w.count < this.o.limit;
+    if (allowed) w.count++;
+    const resetSeconds = Math.max(0, Math.ceil((w.startMs + this.o.periodMs - nowMs) / 1000));
+    return {
+      allowed,
+      retryAfterSeconds: Math.max(1, resetSeconds),
+      headers: [
+        ['X-Rate-Limit-Limit', String(this.o.limit)],
+        ['X-Rate-Limit-Remaining', String(Math.max(0, this.o.limit - w.count))],
+        ['X-Rate-Limit-Reset', String(resetSeconds)],
+      ],
+    };
+  }
+
+  private trim(): void {
+    // Map iteration is insertion order and windows are re-inserted when they restart: oldest first.
+    for (const key of this.windows.keys()) {
+      if (this.windows.size <= this.identitiesMax) break;
+      this.windows.delete(key);
+    }
+  }
+}
+
+/** Who is asking, for the limiter: the credentials when there are some, else the address. */
+export function callerOf(headers: Map<string, string>, query: URLSearchParams, remote: string): string {
+  const token = headers.get('authorization') ?? headers.get('x-consul-token') ?? query.get('token');
+  if (token) return `token:${token}`;
+  const appKey = query.get('appKey');
+  if (appKey) return `app:${appKey}`;
+  return `addr:${remote}`;
+}
