@@ -38,7 +38,7 @@ describe('list parameters', () => {
     expect(byStart.records.map((r: { Key: string }) => r.Key)).toEqual(['lp/k10', 'lp/k11', 'lp/k12', 'lp/k13', 'lp/k14']);
     const sorted = (await c.get('/v1/session/list?sort=-Name&fields=Name,Behavior')).json();
     expect(sorted).toEqual(['s6', 's5', 's4', 's3', 's2', 's1', 's0'].map((n, i) => ({ Name: n, Behavior: (6 - i) % 2 ? 'delete' : 'release' })));
-    const deletes = (await c.get('/v1/session/list?Behavior=delete&fields=Name')).json();
+    const deletes = (await c.get('/v1/session/list?Behavior=delete&fields=Name&sort=Name')).json();
     expect(deletes).toEqual([{ Name: 's1' }, { Name: 's3' }, { Name: 's5' }]);
     const q = await c.get('/v1/kv/lp/?recurse&q=Key:lp/k1*+-LockIndex:1&count=true&fields=Key');
     expect(q.headers.get('total-count')).toBe('10');
