@@ -171,6 +171,9 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
       errors.add(unsupported, 'Unsupported', `${unsupported} checks are not supported; use HTTP, TCP, GRPC, TTL, Args or AliasService`);
     }
   }
+  // Every field is read before errors are thrown, so a wrong type anywhere is reported, never dropped.
+  const notes = r.str('Notes');
+  const serviceId = o.service?.id ?? r.str('ServiceID');
   const definition = parseDefinition(r, errors);
   const type = kindOf(raw, definition, errors);
   if (type === 'http' && definition.http !== undefined) {
@@ -186,8 +189,8 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   }
   if (definition.timeoutMs === 0) definition.timeoutMs = timeoutMsDefault[type] ?? 0;
   return {
-    checkId, name, notes: r.str('Notes'), status: (statusText || 'critical') as CheckStatus, output: '',
-    serviceId: o.service?.id ?? r.str('ServiceID'), type, definition,
+    checkId, name, notes, status: (statusText || 'critical') as CheckStatus, output: '',
+    serviceId, type, definition,
   };
 }
 
