@@ -122,6 +122,8 @@ export interface JetStreamLogStats {
 
 /** How often the stream's leadership is asked. */
 const leadershipPollMs = 2_000;
+/** Unanswered leadership requests in a row after which the leader is taken as unknown. */
+const leadershipFailuresMax = 3;
 const kind = 'JetStreamLog';
 const silent: JetStreamLogLogger = { info() {}, warn() {}, error() {} };
 const streamDefault = 'ROSTER_LOG';
@@ -741,9 +743,13 @@ export class JetStreamLog implements ReplicatedLog {
       };
     };
     record(first);
+    let failures = 0;
     this.leadershipTimer = setInterval(() => {
-      jsm.streams.info(this.stream).then(record, () => {
-        this.seenLeadership = { ...this.seenLeadership, leader: undefined, lastContactMs: this.seenLeadership.lastContactMs + leadershipPollMs };
+      jsm.streams.info(this.stream).then((info) => { failures = 0; record(info); }, () => {
+        // One unanswered request under load is not an election: forget the leader only when it lasts.
+        failures++;
+        const leader = failures >= leadershipFailuresMax ? undefined : this.seenLeadership.leader;
+        this.seenLeadership = { ...this.seenLeadership, leader, lastContactMs: this.seenLeadership.lastContactMs + leadershipPollMs };
       });
     }, leadershipPollMs);
     this.leadershipTimer.unref();

@@ -92,11 +92,13 @@ describe('one registry on three nodes', () => {
   });
 
   test('status reports the stream leader and its three servers, the same on every node', async () => {
-    const views = await Promise.all(names.map(async (n) => [
-      (await client(node(n)).get('/v1/status/leader')).json<string>(),
-      (await client(node(n)).get('/v1/status/peers')).json<string[]>(),
-    ] as const));
-    for (const [leader, peers] of views) {
+    // Each node asks the stream's leadership every few seconds: wait until all of them have an answer.
+    for (const n of names) {
+      const [leader, peers] = await until(`a leader reported by ${n}`, async () => {
+        const l = (await client(node(n)).get('/v1/status/leader')).json<string>();
+        const p = (await client(node(n)).get('/v1/status/peers')).json<string[]>();
+        return l !== '' && p.length === 3 ? ([l, p] as const) : undefined;
+      });
       expect(peers).toEqual(['n1', 'n2', 'n3']);
       expect(peers).toContain(leader);
     }
