@@ -299,6 +299,8 @@ function withListRules(req: Request, reply: Reply): { reply: Reply; headers: [st
   if (reply.t !== 'json' || reply.value === undefined) return { reply, headers: [] };
   const pretty = req.query.has('pretty') && !['false', '0'].includes(req.query.get('pretty') ?? '');
   if (!Array.isArray(reply.value)) return { reply: pretty ? { ...reply, pretty } : reply, headers: [] };
+  // Most lists come without list parameters: do not look at their records at all then.
+  if ([...req.query.keys()].every((k) => reservedParameters.includes(k))) return { reply, headers: [] };
   const records = reply.value as Record<string, unknown>[];
   const known = records.length > 0
     ? [...new Set(records.flatMap((r) => (r !== null && typeof r === 'object' ? Object.keys(r) : [])))]

@@ -96,10 +96,11 @@ function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiCo
   return async (req: Request, api: ApiContext): Promise<Reply> => {
     const q = parseQueryOptions(req, api);
     const keep = schema ? filterOf(req, schema) : () => true;
-    const value = () => read(req, api, keep);
-    value(); // validates path parameters before any wait
+    // Read once now: it validates the path before any wait, and is the answer when nothing waits.
+    const now = read(req, api, keep);
+    if (q.minIndex === 0 && !q.consistent) return json(now, { index: api.runtime.state.catalogIndex, consistency: q.consistency });
     await awaitQuery(req, api, q, { kind: 'catalog' }, () => api.runtime.state.catalogIndex);
-    return json(value(), { index: api.runtime.state.catalogIndex, consistency: q.consistency });
+    return json(read(req, api, keep), { index: api.runtime.state.catalogIndex, consistency: q.consistency });
   };
 }
 
