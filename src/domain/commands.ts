@@ -3,26 +3,12 @@
  * Tags are fixed and only ever added; a node that meets an unknown tag stops (see state/apply.ts).
  * Everything nondeterministic (ids, the entry time) is settled before a command reaches the log.
  */
-import type { CheckDefinition, CheckKind, CheckStatus, ServiceInstance } from './types.ts';
+import type { CheckDefinition, CheckKind, CheckStatus, ServiceInstance, Session } from './types.ts';
 
 export type Behavior = 'release' | 'delete';
 
-export interface SessionCreate {
-  t: 'session.create';
-  id: string;
-  node: string;
-  name: string;
-  /** Lock delay in nanoseconds, already validated (0 disables). */
-  lockDelayNs: number;
-  behavior: Behavior;
-  /** The TTL as the client wrote it ("" when none); ttlMs is its parsed value. */
-  ttl: string;
-  ttlMs: number;
-  nodeChecks: string[];
-  serviceChecks: { ID: string; Namespace: string }[] | null;
-  /** Legacy `Checks` list, kept only when a client sent more than the gossip check in it. */
-  checks?: string[];
-}
+/** A new session: the record as state keeps it, less what apply fills in from the entry. */
+export type SessionCreate = { t: 'session.create' } & Omit<Session, 'createIndex' | 'modifyIndex' | 'renewIndex' | 'renewedAtMs'>;
 
 export interface SessionDestroy { t: 'session.destroy'; id: string }
 export interface SessionRenew { t: 'session.renew'; id: string }

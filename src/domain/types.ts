@@ -5,8 +5,10 @@ export interface Session {
   id: string;
   name: string;
   node: string;
+  /** Lock delay in nanoseconds, already validated (0 disables). */
   lockDelayNs: number;
   behavior: Behavior;
+  /** The TTL as the client wrote it ("" when none); ttlMs is its parsed value. */
   ttl: string;
   ttlMs: number;
   nodeChecks: string[];

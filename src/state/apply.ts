@@ -193,7 +193,7 @@ function releaseHeldLocks(c: Ctx, session: Session): void {
 
 // ---------------------------------------------------------------- KV
 
-function decodeValueEqual(a: KvEntry, value: string | null, flags: string): boolean {
+function sameValue(a: KvEntry, value: string | null, flags: string): boolean {
   return a.value === value && a.flags === flags;
 }
 
@@ -229,7 +229,7 @@ function newEntry(c: Ctx, key: string, value: string | null, flags: string, prev
 function kvSet(c: Ctx, cmd: KvSet): Result {
   const previous = c.state.kv.get(cmd.key);
   // An identical write changes nothing and keeps ModifyIndex, as Consul does.
-  if (previous !== undefined && decodeValueEqual(previous, cmd.value, cmd.flags)) return ok;
+  if (previous !== undefined && sameValue(previous, cmd.value, cmd.flags)) return ok;
   writeEntry(c, newEntry(c, cmd.key, cmd.value, cmd.flags, previous));
   return ok;
 }
@@ -265,7 +265,7 @@ function kvAcquire(c: Ctx, cmd: KvAcquire): Result {
   const next = stepLock(c, previous, { type: 'acquire', session: cmd.session, atMs: c.atMs }, cmd.key);
   const failure = failureOf(next.effects);
   if (failure !== undefined) return { ok: false, reason: failure };
-  if (next.effects.some((e) => e.type === 'reacquired') && previous !== undefined && decodeValueEqual(previous, cmd.value, cmd.flags)) {
+  if (next.effects.some((e) => e.type === 'reacquired') && previous !== undefined && sameValue(previous, cmd.value, cmd.flags)) {
     return ok;
   }
   const entry = newEntry(c, cmd.key, cmd.value, cmd.flags, previous);

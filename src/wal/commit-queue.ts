@@ -4,8 +4,8 @@
  * The queue itself is bounded: an append that would make it hold more than `queuedEntriesMax`
  * entries is refused at once (LOG_OVERLOADED) instead of piling up memory and latency.
  */
-import type { Proposal } from '../ports/log.ts';
-import { encodeAppend, overloadedError, refusal, type EncodedProposal, type Phase } from './common.ts';
+import type { EntriesListener, LogEntry, Proposal } from '../ports/log.ts';
+import { encodeAppend, overloadedError, refusal, type EncodedProposal, type LogStats, type Phase } from './common.ts';
 
 export interface Pending<T> {
   items: readonly T[];
@@ -123,4 +123,23 @@ export function appendTo(
   } catch (err) {
     return Promise.reject(err);
   }
+}
+
+/**
+ * The end of a commit both logs share: count it, hand the entries to the consumer, then acknowledge
+ * the appends. A consumer that throws fails the batch instead (the entries are stored; nothing acks).
+ */
+export function deliverCommit<T>(
+  batch: Pending<T>[], entries: LogEntry[], stats: LogStats, listener: EntriesListener | undefined,
+  fail: (cause: unknown, batch: Pending<T>[]) => void,
+): void {
+  stats.commits += 1;
+  stats.entries += entries.length;
+  try {
+    listener?.(entries);
+  } catch (err) {
+    fail(err, batch);
+    return;
+  }
+  for (const p of batch) p.resolve();
 }

@@ -4,7 +4,7 @@
  */
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { appendTo, CommitQueue, type Pending } from './commit-queue.ts';
+import { appendTo, CommitQueue, deliverCommit, type Pending } from './commit-queue.ts';
 import {
   checkAfterIndex, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault, refusal,
   replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats,
@@ -120,15 +120,7 @@ export class MemoryLog implements ReplicatedLog {
     }
     this.store.entries.push(...entries.map((e) => structuredClone(e)));
     this.lastAtMs = entries.at(-1)?.atMs ?? this.lastAtMs;
-    this.stats.commits += 1;
-    this.stats.entries += entries.length;
-    try {
-      this.listener?.(entries);
-    } catch (err) {
-      this.fail(err, batch);
-      return;
-    }
-    for (const p of batch) p.resolve();
+    deliverCommit(batch, entries, this.stats, this.listener, (err, b) => this.fail(err, b));
   }
 
   private stamp(batch: Pending<EncodedProposal>[]): LogEntry[] {

@@ -10,7 +10,7 @@ import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } f
 import { join } from 'node:path';
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { appendTo, CommitQueue, type Pending } from './commit-queue.ts';
+import { appendTo, CommitQueue, deliverCommit, type Pending } from './commit-queue.ts';
 import {
   checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
   refusal, replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
@@ -194,15 +194,7 @@ export class WalLog implements ReplicatedLog {
   private publish(batch: Pending<EncodedProposal>[], entries: LogEntry[]): void {
     this.last = entries.at(-1)!.index;
     this.lastAtMs = entries.at(-1)!.atMs;
-    this.stats.commits += 1;
-    this.stats.entries += entries.length;
-    try {
-      this.listener?.(entries);
-    } catch (err) {
-      this.fail(err, batch);
-      return;
-    }
-    for (const p of batch) p.resolve();
+    deliverCommit(batch, entries, this.stats, this.listener, (err, b) => this.fail(err, b));
   }
 
   /** Rolls between commits, so every segment but the current one ends on a whole, synced frame. */
