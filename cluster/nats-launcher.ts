@@ -83,7 +83,21 @@ export async function startNatsCluster(): Promise<NatsCluster> {
   return startServers(3);
 }
 
+/** Tries with fresh ports when a port chosen free was taken by someone else before the server bound it. */
+const startAttemptsMax = 3;
+
 async function startServers(count: number): Promise<NatsCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServersOnce(count);
+    } catch (err) {
+      const portTaken = err instanceof Error && /address already in use/.test(err.message);
+      if (!portTaken || attempt >= startAttemptsMax) throw err;
+    }
+  }
+}
+
+async function startServersOnce(count: number): Promise<NatsCluster> {
   const root = mkdtempSync(join(tmpdir(), 'roster-nats-'));
   const ports: ServerPorts[] = [];
   for (let k = 1; k <= count; k += 1) {

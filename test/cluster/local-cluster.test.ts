@@ -5,8 +5,8 @@ import { expect, test } from 'vitest';
 import { client, repoRoot, sleep, tsxLoader } from '../support/agent.ts';
 
 test('npm run cluster starts three nodes, serves one registry, and stops on SIGTERM', async () => {
-  // A base port away from the defaults and from other tests (ports base … base+22 are used).
-  const base = 30_000 + Math.floor(Math.random() * 2_000) * 10;
+  // Ports base … base+22, below Linux's ephemeral range (32768+) so no port picked "free" elsewhere lands here.
+  const base = 20_000 + Math.floor(Math.random() * 1_100) * 10;
   const proc = spawn(process.execPath, ['--import', tsxLoader, 'cluster/local.ts', '--http-port-base', String(base)], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
