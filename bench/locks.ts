@@ -88,7 +88,7 @@ class Http {
     });
   }
   async put(path: string, body?: string): Promise<Answer> {
-    const res = await this.pool.request({ method: 'PUT', path, ...(body !== undefined ? { body } : {}) });
+    const res = await this.pool.request({ method: 'PUT', path, ...(body !== undefined ? { body, headers: { 'content-type': 'application/json' } } : {}) });
     return { status: res.statusCode, text: await res.body.text() };
   }
   async del(path: string): Promise<Answer> {

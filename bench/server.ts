@@ -3,7 +3,7 @@
  * free HTTP and gRPC ports) and stopping it, plus nearest-rank percentiles and table formatting.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const repoRoot = resolve(import.meta.dirname, '..');
@@ -35,8 +35,12 @@ export interface Server {
  */
 export async function startRoster(extraArgs: string[], dataParent: string): Promise<Server> {
   const dataDir = mkdtempSync(join(dataParent, 'roster-bench-'));
+  // Every bench client comes from one address: lift the per-client caps above the largest client count.
+  const configFile = join(dataDir, 'bench-config.json');
+  writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000 } }));
   const args = ['--import', 'tsx', join(repoRoot, 'src/main.ts'),
     '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
+    ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
     ...extraArgs];
   const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -94,7 +94,7 @@ class Http {
     this.pool = new Pool(base, { connections: 4, headersTimeout: requestTimeoutMs, bodyTimeout: requestTimeoutMs, connectTimeout: requestTimeoutMs });
   }
   async put(path: string, body?: unknown): Promise<void> {
-    const res = await this.pool.request({ method: 'PUT', path, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const res = await this.pool.request({ method: 'PUT', path, ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`PUT ${path}: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
   }

@@ -57,6 +57,8 @@ export interface Config {
   suspicionMs: number;
   /** HTTPS: PEM certificate and key (both or neither). */
   tls: { certFile: string; keyFile: string } | undefined;
+  /** Connection and stream limits (config file `limits`). */
+  limits: Limits;
   /** Authentication (off when absent): the JWT secret and the signed-request callers. */
   auth: AuthSettings | undefined;
   /** `rate_limit: {requests, period}`: requests per period per caller (off when absent). */
@@ -151,6 +153,42 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     auth: authSettings(file.auth, env.ROSTER_AUTH_SECRET),
     rateLimit: rateLimit(file.rate_limit),
     writesInFlightMax: positive('writes_in_flight_max', fileText(file.writes_in_flight_max) ?? '10000'),
+    limits: limits(file.limits),
+  };
+}
+
+export interface Limits {
+  /** HTTP requests in flight per client address (Consul's http_max_conns_per_client). @default 200 */
+  httpMaxConnsPerClient: number;
+  /** Open /v1/stream connections per client (token subject, else address). @default 64 */
+  streamMaxConnsPerClient: number;
+  /** A request body must arrive within this long of its head. @default 8s */
+  requestBodyTimeoutMs: number;
+  /** Stream backpressure: buffered bytes above which events are held and coalesced. @default 1 MiB */
+  streamBufferedBytesSoft: number;
+  /** Buffered plus held bytes above which a slow stream reader is closed with 4008. @default 4 MiB */
+  streamBufferedBytesHard: number;
+  /** Held distinct items above which a slow stream reader is closed with 4008. @default 10000 */
+  streamHeldItemsMax: number;
+}
+
+const limitKeys = ['http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
+  'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max'];
+
+/** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
+function limits(value: unknown): Limits {
+  const o = (value ?? {}) as Record<string, unknown>;
+  if (typeof o !== 'object' || Array.isArray(o)) throw new ConfigError('--config-file: limits must be an object');
+  const unknown = Object.keys(o).filter((k) => !limitKeys.includes(k));
+  if (unknown.length > 0) throw new ConfigError(`--config-file: unknown setting ${unknown.map((k) => JSON.stringify(`limits.${k}`)).join(', ')}`);
+  const n = (key: string, fallback: number) => positive(`limits.${key}`, fileText(o[key]) ?? String(fallback));
+  return {
+    httpMaxConnsPerClient: n('http_max_conns_per_client', 200),
+    streamMaxConnsPerClient: n('stream_max_conns_per_client', 64),
+    requestBodyTimeoutMs: duration('limits.request_body_timeout', fileText(o.request_body_timeout), 8_000),
+    streamBufferedBytesSoft: n('stream_buffered_bytes_soft', 1024 * 1024),
+    streamBufferedBytesHard: n('stream_buffered_bytes_hard', 4 * 1024 * 1024),
+    streamHeldItemsMax: n('stream_held_items_max', 10_000),
   };
 }
 
@@ -160,7 +198,7 @@ const fileKeys = new Set([
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
   'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'cert_file', 'key_file', 'auth',
-  'rate_limit', 'writes_in_flight_max',
+  'rate_limit', 'writes_in_flight_max', 'limits',
 ]);
 
 function rateLimit(value: unknown): Config['rateLimit'] {

@@ -127,7 +127,14 @@ async function run(config: Config): Promise<void> {
     serverAddress: `${config.httpHost}:${config.httpPort}`,
   };
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
-  const stream = new StreamServer(ctx, { bookmarkIntervalMs: config.streamBookmarkIntervalMs });
+  const stream = new StreamServer(ctx, {
+    bookmarkIntervalMs: config.streamBookmarkIntervalMs,
+    connectionsPerClientMax: config.limits.streamMaxConnsPerClient,
+    bufferedBytesSoft: config.limits.streamBufferedBytesSoft,
+    bufferedBytesHard: config.limits.streamBufferedBytesHard,
+    pendingItemsMax: config.limits.streamHeldItemsMax,
+    ...(gate ? { auth: gate } : {}),
+  });
   http = await startHttpServer({
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
@@ -135,6 +142,8 @@ async function run(config: Config): Promise<void> {
     ...(gate ? { authorize: (req) => gate.check(req) } : {}),
     ...(config.rateLimit ? { rateLimit: config.rateLimit } : {}),
     overloaded: () => runtime.inFlight >= config.writesInFlightMax,
+    requestsInFlightPerClientMax: config.limits.httpMaxConnsPerClient,
+    bodyTimeoutMs: config.limits.requestBodyTimeoutMs,
     ...(config.tls ? { tls: config.tls } : {}),
     leader: () => {
       const l = runtime.leadership();

@@ -22,6 +22,8 @@ export interface Rule {
 export interface Identity {
   subject: string;
   rules: Rule[];
+  /** When the credentials stop being valid (a token's `exp`, skew allowed); absent: per request only. */
+  expiresAtMs?: number;
 }
 
 export interface AccessRequest {

@@ -114,7 +114,8 @@ export class TokenAuthority {
     }
     const rules = parseRules(payload.rules);
     if (typeof payload.sub !== 'string' || payload.sub === '' || rules === undefined) throw new AuthError('invalid');
-    return { subject: payload.sub, rules };
+    const expiresAtMs = ((payload.exp as number) + this.clockSkewSeconds) * 1000;
+    return { subject: payload.sub, rules, expiresAtMs };
   }
 }
 

@@ -17,9 +17,12 @@ export const errorCatalogue = {
   invalidParameter: { code: 1009, status: 400, consulStatus: 400, grpc: 3, message: 'illegal parameter' },
   insufficientPermission: { code: 1004, status: 403, consulStatus: 403, grpc: 7, message: 'insufficient permission' },
   inputTooLong: { code: 1011, status: 413, consulStatus: 413, grpc: 8, message: 'input too long' },
+  requestTimeout: { code: 1015, status: 400, consulStatus: 408, grpc: 4, message: 'request timeout' },
   remoteUnavailable: { code: 1016, status: 503, consulStatus: 500, grpc: 14, message: 'remote server not found' },
   illegalRequest: { code: 1022, status: 400, consulStatus: 400, grpc: 3, message: 'illegal request' },
   methodNotAllowed: { code: 1022, status: 405, consulStatus: 405, grpc: 12, message: 'method not allowed' },
+  unsupportedMediaType: { code: 1019, status: 415, consulStatus: 415, grpc: 3, message: 'unsupported media type' },
+  headerMissing: { code: 1028, status: 428, consulStatus: 400, grpc: 3, message: 'required header missing' },
   illegalJson: { code: 1024, status: 400, consulStatus: 400, grpc: 3, message: 'illegal JSON format' },
   conflict: { code: 1025, status: 409, consulStatus: 200, grpc: 10, message: 'concurrency conflict' },
 } as const;

@@ -4,7 +4,7 @@
  * `?token=`), or a signed request (`appKey`, `nonce`, `signMethod`, `sign`). Without credentials a
  * request is refused (default deny); the identity's rules decide each route's read or write.
  */
-import { accessFor, allowed, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type Identity, type Rule } from '../auth/index.ts';
+import { accessFor, allowed, allowedPrefix, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type AccessRequest, type Identity, type Rule } from '../auth/index.ts';
 import { NonceWindow, SignatureError, verifySignedRequest } from '../auth/signature.ts';
 import { RegistryError, type ErrorKind } from '../domain/errors.ts';
 import type { Request } from './request.ts';
@@ -21,6 +21,12 @@ const signatureErrors: Record<SignatureError['kind'], ErrorKind> = {
   missing: 'missingParameter', unknown_key: 'unknownUser', bad_method: 'invalidParameter', bad_signature: 'illegalRequest', replayed: 'expiredRequest',
 };
 
+/** 403 code 1004 for a permission the caller's rules do not grant. */
+export function denied(need: AccessRequest): RegistryError {
+  return new RegistryError('insufficientPermission', `permission denied: ${need.access} on ${need.resource} "${need.name}"`,
+    { resource: need.resource, name: need.name, access: need.access }, { status: 403, text: 'Permission denied' });
+}
+
 export class AuthGate {
   private readonly tokens: TokenAuthority;
   private readonly secrets: Map<string, string>;
@@ -35,27 +41,38 @@ export class AuthGate {
     return this.tokens.mint({ subject, rules, ttlSeconds });
   }
 
-  /** Resolves when the request may go on; throws the 401/403 (or signature) error otherwise. */
+  /**
+   * Resolves when the request may go on, leaving the caller's identity on the request; throws the
+   * 401/403 (or signature) error otherwise. KV lists (`?recurse`, `?keys` on GET) need no permission
+   * on the prefix: their answer holds only the keys the caller may read. A recursive delete needs
+   * write on the prefix and on every rule below it (a protected subtree cannot be deleted from above).
+   */
   async check(req: Request): Promise<void> {
-    const identity = await this.identify(req);
-    const need = accessFor(req.method === 'HEAD' ? 'GET' : req.method, req.path, req.rest);
-    if (need !== undefined && !allowed(identity, need)) {
-      throw new RegistryError('insufficientPermission', `permission denied: ${need.access} on ${need.resource} "${need.name}"`,
-        { resource: need.resource, name: need.name, access: need.access }, { status: 403, text: 'Permission denied' });
-    }
+    const identity = req.query.has('appKey') || req.query.has('sign') ? this.signed(req) : await this.bearer(req.headers, req.query);
+    req.identity = identity;
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    const need = accessFor(method, req.path, req.rest);
+    if (need === undefined) return;
+    const kvList = need.resource === 'key' && method === 'GET' && (req.query.has('recurse') || req.query.has('keys'));
+    if (kvList) return;
+    const recursiveDelete = need.resource === 'key' && method === 'DELETE' && req.query.has('recurse');
+    if (!(recursiveDelete ? allowedPrefix(identity, need) : allowed(identity, need))) throw denied(need);
   }
 
-  private async identify(req: Request): Promise<Identity> {
-    if (req.query.has('appKey') || req.query.has('sign')) return this.signed(req);
-    const authorization = req.headers.get('authorization');
-    const token = req.headers.get('x-consul-token') ?? req.query.get('token') ?? undefined;
+  /**
+   * The identity of a bearer token: `Authorization: Bearer`, else `X-Consul-Token`, else `?token=`, else
+   * (for the stream upgrade, where browsers cannot set headers) a token carried in a subprotocol.
+   */
+  async bearer(headers: Map<string, string>, query: URLSearchParams, subprotocolToken?: string): Promise<Identity> {
+    const authorization = headers.get('authorization');
+    const token = headers.get('x-consul-token') ?? query.get('token') ?? subprotocolToken;
     try {
       const jwt = authorization !== undefined || token === undefined ? bearerToken(authorization) : token;
       return await this.tokens.verify(jwt);
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
       const kind = tokenErrors[err.kind];
-      const challenge: [string, string][] = authorization !== undefined ? [['WWW-Authenticate', wwwAuthenticate(err)]] : [];
+      const challenge: [string, string][] = authorization !== undefined || subprotocolToken !== undefined ? [['WWW-Authenticate', wwwAuthenticate(err)]] : [];
       throw new RegistryError(kind, err.message, { credentials: err.kind }, { status: 403, text: 'ACL not found' }, challenge);
     }
   }

@@ -5,11 +5,29 @@ import type { Request } from './request.ts';
 /** Parses the body as JSON; undefined when the body is empty (Consul processes bodies only when present). */
 export function jsonBody(req: Request): unknown {
   if (req.body.length === 0) return undefined;
+  if (req.jsonTypeRequired === true) checkJsonType(req.headers.get('content-type'));
   try {
     return JSON.parse(req.body.toString('utf8')) as unknown;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     throw new RegistryError('illegalJson', `request body is not valid JSON: ${why}`, { body: [`JSON:${why}`] }, { status: 400, text: `Request decode failed: ${why}` });
+  }
+}
+
+/**
+ * http-conventions.md "Common headers": requests carry `application/json;charset=utf-8`. A missing
+ * type is a missing required header (428, 1028); another type, or a charset other than UTF-8, is 415.
+ */
+function checkJsonType(contentType: string | undefined): void {
+  if (contentType === undefined || contentType.trim() === '') {
+    throw new RegistryError('headerMissing', 'the Content-Type header is required: send application/json;charset=utf-8',
+      { 'Content-Type': ['Required:send application/json;charset=utf-8'] });
+  }
+  const [mime, ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
+  const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/^"|"$/g, '');
+  if (mime !== 'application/json' || (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')) {
+    throw new RegistryError('unsupportedMediaType', `unsupported media type ${JSON.stringify(contentType)}: this endpoint takes application/json;charset=utf-8`,
+      { 'Content-Type': [`MediaType:${contentType}`], accepted: ['application/json;charset=utf-8'] }, { status: 415, text: 'Unsupported Media Type' });
   }
 }
 

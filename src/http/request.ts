@@ -1,4 +1,5 @@
 /** The request as handlers see it: copied out of uWS synchronously, body complete, path decoded once. */
+import { allowed, type Identity } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 
 export interface Request {
@@ -13,6 +14,23 @@ export interface Request {
   body: Buffer;
   /** Aborted when the client goes away (blocking queries stop waiting). */
   signal: AbortSignal;
+  /**
+   * A JSON body must come with `Content-Type: application/json` (seed dialect: 428 code 1028 when
+   * the header is missing, 415 when it names another type). Consul ignores the type, so its dialect does too.
+   */
+  jsonTypeRequired?: boolean;
+  /** Who is asking, once authentication is on and has passed (absent: no authentication configured). */
+  identity?: Identity;
+}
+
+/**
+ * Whether the caller may read one item of a list the route filters item by item (KV recurse and keys
+ * lists, as Consul filters them): always, without authentication.
+ */
+export function mayRead(req: Request, resource: 'key', name: string): boolean {
+  const identity = req.identity;
+  if (identity === undefined) return true;
+  return allowed(identity, { resource, name, access: 'read' });
 }
 
 /** Presence-tested flag (`?recurse`, `?keys`, `?raw`, `?consistent`...): on whatever its value. */

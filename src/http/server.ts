@@ -67,6 +67,14 @@ export interface HttpServerOptions<Ctx> {
   tls?: { certFile: string; keyFile: string };
   /** Entry time of a registry index, for Last-Modified (undefined when no longer known). */
   timeOfIndex?: (index: number) => number | undefined;
+  /**
+   * Requests one client address may have in flight (blocking queries included); more are answered 429.
+   * uWS gives no hook on connections, and an HTTP/1.1 client holds a connection per request in flight,
+   * so this is the connection cap (Consul's http_max_conns_per_client). @default 200
+   */
+  requestsInFlightPerClientMax?: number;
+  /** A request body must arrive within this long of its head, else 400 code 1015 and the connection closes. @default 8 s */
+  bodyTimeoutMs?: number;
 }
 
 export interface HttpServer {
@@ -82,6 +90,14 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
   const app = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
   const bodyBytesMax = o.bodyBytesMax ?? requestBodyBytesMax;
   const limiter = o.rateLimit ? new RateLimiter(o.rateLimit) : undefined;
+  const inFlightMax = o.requestsInFlightPerClientMax ?? 200;
+  const bodyTimeoutMs = o.bodyTimeoutMs ?? 8_000;
+  const inFlight = new Map<string, number>();
+  const release = (client: string) => {
+    const left = (inFlight.get(client) ?? 1) - 1;
+    if (left <= 0) inFlight.delete(client);
+    else inFlight.set(client, left);
+  };
 
   for (const route of o.websockets ?? []) app.ws(route.path, route.behavior);
 
@@ -96,15 +112,19 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     const abort = new AbortController();
     let done = false;
+    const held = (inFlight.get(remote) ?? 0) + 1;
+    inFlight.set(remote, held);
     res.onAborted(() => {
+      if (!done) release(remote);
       done = true;
       abort.abort();
     });
 
     const rate = limiter?.take(callerOf(headers, query, remote), Date.now());
-    const send = (w: Wire) => {
+    const send = (w: Wire, closeConnection = false) => {
       if (done) return;
       done = true;
+      release(remote);
       if (rate !== undefined) w = { ...w, headers: [...w.headers, ...rate.headers] };
       res.cork(() => {
         res.writeStatus(statusLine(w.status));
@@ -113,19 +133,25 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
         res.writeHeader('x-server-time', isoWithOffset(new Date()));
         for (const [k, v] of w.headers) res.writeHeader(k, v);
         // HEAD: the GET's headers, its length, no body.
-        if (method === 'HEAD') res.endWithoutBody(Buffer.byteLength(w.body));
-        else res.end(w.body);
+        if (method === 'HEAD') res.endWithoutBody(Buffer.byteLength(w.body), closeConnection);
+        else res.end(w.body, closeConnection);
       });
     };
 
     const dispatch = (body: Buffer) => {
-      const req: Request = { method, path, rest: '', query, headers, body, signal: abort.signal };
+      const req: Request = { method, path, rest: '', query, headers, body, signal: abort.signal, jsonTypeRequired: o.dialect === 'seed' };
       handle(o, req).then((w) => send(conditional(req, w, o.timeOfIndex)), (err: unknown) => send(errorWire(o, err)));
     };
 
     if (rate !== undefined && !rate.allowed) {
       send(renderError(new RegistryError('illegalRequest', `rate limit exceeded: retry in ${rate.retryAfterSeconds}s`,
         { retryAfterSeconds: rate.retryAfterSeconds }, { status: 429, text: 'rate limit exceeded' }), o.dialect, [['Retry-After', String(rate.retryAfterSeconds)]], 429));
+      return;
+    }
+    if (held > inFlightMax) {
+      send(renderError(new RegistryError('illegalRequest', `too many requests in flight from ${remote}: at most ${inFlightMax}`,
+        { requestsInFlightMax: inFlightMax, retryAfterSeconds: 1 }, { status: 429, text: 'Your IP is issuing too many concurrent connections, please rate limit your calls\n' }),
+      o.dialect, [['Retry-After', '1']], 429), true);
       return;
     }
     if (method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS' && o.overloaded?.()) {
@@ -142,7 +168,19 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       dispatch(Buffer.alloc(0));
       return;
     }
-    readBody(res, bodyBytesMax, dispatch, (size) => send(renderError(tooLarge(size, bodyBytesMax), o.dialect, [['Connection', 'close']])));
+    // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
+    // the connection silently about 10 s after the head).
+    const deadline = setTimeout(() => {
+      send(renderError(new RegistryError('requestTimeout', `the request body did not arrive within ${bodyTimeoutMs} ms`, { bodyTimeoutMs },
+        { status: 408, text: 'request body timeout' }), o.dialect), true);
+    }, bodyTimeoutMs);
+    readBody(res, bodyBytesMax, (body) => {
+      clearTimeout(deadline);
+      if (!done) dispatch(body);
+    }, (size) => {
+      clearTimeout(deadline);
+      send(renderError(tooLarge(size, bodyBytesMax), o.dialect, [['Connection', 'close']]));
+    });
   });
 
   return new Promise((resolve, reject) => {

@@ -9,8 +9,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type * as Uws from 'uWebSockets.js';
+import { allowed, allowedPrefix, type AccessRequest, type Identity } from '../auth/index.ts';
+import { RegistryError } from '../domain/errors.ts';
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
+import { renderError, statusLine, type Wire } from './render.ts';
 import { makeView, type TopicView, type ViewFilter } from './stream-views.ts';
 
 export const streamSubprotocol = 'registry.stream.v1';
@@ -30,6 +33,15 @@ export interface StreamOptions {
   snapshotFrameBytes?: number;
   /** Ordered messages (snapshots) waiting for the socket beyond which the reader is closed with 4008. @default 64 MiB */
   outboxBytesMax?: number;
+  /** Open stream connections per client (token subject, else address); more are refused 429. @default 64 */
+  connectionsPerClientMax?: number;
+  /** Authentication of the upgrade (absent: the stream is open, as the HTTP API is without auth). */
+  auth?: StreamAuth;
+}
+
+/** Who opens a stream: the identity of a bearer token from a header, `?token=` or a `bearer.` subprotocol. */
+export interface StreamAuth {
+  bearer(headers: Map<string, string>, query: URLSearchParams, subprotocolToken?: string): Promise<Identity>;
 }
 
 interface Sub {
@@ -64,21 +76,32 @@ interface Conn {
   pendingBytes: number;
   lastSentMs: number;
   closed: boolean;
+  /** Whose connection this is, for the per-client cap. */
+  client: string;
+  identity: Identity | undefined;
+  /** Ends the connection with 4001 when the token expires. */
+  expiry: NodeJS.Timeout | undefined;
 }
 
 interface ConnData {
   conn?: Conn;
+  client: string;
+  identity: Identity | undefined;
 }
 
 type Out = { op: 'upsert' | 'delete'; key: string; value: string | undefined };
 
-const closeCodes = { normal: 1000, goingAway: 1001, policy: 1008, internal: 1011, slowConsumer: 4008 } as const;
+const closeCodes = { normal: 1000, goingAway: 1001, policy: 1008, internal: 1011, tokenExpired: 4001, slowConsumer: 4008 } as const;
+
+/** The subprotocol prefix that carries a bearer token for browsers (watch.md §4.1). */
+const bearerSubprotocol = 'bearer.';
 
 export class StreamServer {
   readonly epoch = randomUUID().slice(0, 8);
   private readonly views = new Map<string, View>();
   private readonly conns = new Set<Conn>();
-  private readonly o: Required<StreamOptions>;
+  private readonly perClient = new Map<string, number>();
+  private readonly o: Required<Omit<StreamOptions, 'auth'>> & Pick<StreamOptions, 'auth'>;
   private readonly unsubscribeChanges: () => void;
   private readonly bookmarkTimer: NodeJS.Timeout;
 
@@ -91,6 +114,8 @@ export class StreamServer {
       subscriptionsMax: options.subscriptionsMax ?? 64,
       snapshotFrameBytes: options.snapshotFrameBytes ?? 64 * 1024,
       outboxBytesMax: options.outboxBytesMax ?? 64 * 1024 * 1024,
+      connectionsPerClientMax: options.connectionsPerClientMax ?? 64,
+      auth: options.auth,
     };
     this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
     this.bookmarkTimer = setInterval(() => this.bookmarks(), Math.max(100, this.o.bookmarkIntervalMs / 4));
@@ -127,28 +152,90 @@ export class StreamServer {
 
   // ---------------------------------------------------------------- connection life
 
+  /**
+   * The upgrade (watch.md §4.1): the subprotocol must be ours when any is offered; with authentication
+   * on, a valid token (Authorization, X-Consul-Token, `?token=` or a `bearer.<base64url>` subprotocol)
+   * or 401; then the per-client cap or 429. Refusals are answered in the dialect's error format.
+   */
   private upgrade(res: Uws.HttpResponse, req: Uws.HttpRequest, context: Uws.us_socket_context_t): void {
     const key = req.getHeader('sec-websocket-key');
-    const offered = req.getHeader('sec-websocket-protocol');
     const extensions = req.getHeader('sec-websocket-extensions');
-    const protocols = offered.split(',').map((p) => p.trim()).filter((p) => p !== '');
+    const protocols = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
+    const headers = new Map<string, string>();
+    req.forEach((k, v) => headers.set(k, v));
+    const query = new URLSearchParams(req.getQuery() ?? '');
+    const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     if (protocols.length > 0 && !protocols.includes(streamSubprotocol)) {
-      res.writeStatus('400 Bad Request').writeHeader('Content-Type', 'application/json')
-        .end(JSON.stringify({ code: 1009, message: `unsupported subprotocol; use ${streamSubprotocol}`, details: { offered: protocols } }));
+      this.reject(res, new RegistryError('invalidParameter', `unsupported subprotocol; use ${streamSubprotocol}`, { offered: protocols.filter((p) => !p.startsWith(bearerSubprotocol)) }));
       return;
     }
-    res.upgrade<ConnData>({}, key, protocols.length > 0 ? streamSubprotocol : '', extensions, context);
+    const accept = (identity: Identity | undefined) => {
+      const client = identity !== undefined ? `token:${identity.subject}` : `address:${remote}`;
+      if ((this.perClient.get(client) ?? 0) >= this.o.connectionsPerClientMax) {
+        this.reject(res, new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
+          { connectionsMax: this.o.connectionsPerClientMax }, { status: 429, text: 'too many stream connections' }, [['Retry-After', '1']]), 429);
+        return;
+      }
+      // Echo only our protocol, never the token (watch.md §4.1).
+      res.upgrade<ConnData>({ client, identity }, key, protocols.length > 0 ? streamSubprotocol : '', extensions, context);
+    };
+    if (this.o.auth === undefined) {
+      accept(undefined);
+      return;
+    }
+    const carried = protocols.find((p) => p.startsWith(bearerSubprotocol));
+    const subprotocolToken = carried === undefined ? undefined : Buffer.from(carried.slice(bearerSubprotocol.length), 'base64url').toString('utf8');
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    this.o.auth.bearer(headers, query, subprotocolToken).then(
+      (identity) => { if (!aborted) res.cork(() => accept(identity)); },
+      (err: unknown) => {
+        if (aborted) return;
+        const refusal = err instanceof RegistryError ? err : new RegistryError('unknown', 'authentication failed');
+        res.cork(() => this.reject(res, refusal));
+      },
+    );
+  }
+
+  private reject(res: Uws.HttpResponse, err: RegistryError, status?: number): void {
+    const w: Wire = renderError(err, this.api.dialect, [], status);
+    res.writeStatus(statusLine(w.status));
+    for (const [k, v] of w.headers) res.writeHeader(k, v);
+    res.end(w.body);
   }
 
   private open(ws: Uws.WebSocket<ConnData>): void {
-    const conn: Conn = { ws, subs: new Map(), outbox: [], outboxBytes: 0, pending: new Map(), pendingBytes: 0, lastSentMs: Date.now(), closed: false };
+    const { client, identity } = ws.getUserData();
+    const conn: Conn = {
+      ws, subs: new Map(), outbox: [], outboxBytes: 0, pending: new Map(), pendingBytes: 0, lastSentMs: Date.now(), closed: false,
+      client, identity, expiry: undefined,
+    };
     ws.getUserData().conn = conn;
     this.conns.add(conn);
+    this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
+    if (identity?.expiresAtMs !== undefined) {
+      // setTimeout holds at most about 24.8 days; a later expiry is looked at again then.
+      const arm = () => {
+        const left = identity.expiresAtMs! - Date.now();
+        conn.expiry = left <= 0
+          ? undefined
+          : setTimeout(arm, Math.min(left, 2 ** 31 - 1));
+        conn.expiry?.unref();
+        if (left <= 0) this.end(conn, closeCodes.tokenExpired, 'token expired');
+      };
+      arm();
+    }
   }
 
   private close(conn: Conn | undefined): void {
     if (conn === undefined) return;
     conn.closed = true;
+    clearTimeout(conn.expiry);
+    const left = (this.perClient.get(conn.client) ?? 1) - 1;
+    if (left <= 0) this.perClient.delete(conn.client);
+    else this.perClient.set(conn.client, left);
     for (const sub of conn.subs.values()) this.leave(sub);
     conn.subs.clear();
     conn.pending.clear();
@@ -196,6 +283,9 @@ export class StreamServer {
     const viewFilter: ViewFilter = { passingOnly: (filter as ViewFilter | undefined)?.passingOnly === true };
     const made = makeView(String(topic), key, viewFilter, this.api);
     if ('error' in made) return this.refuse(conn, id, made.error, made.error === 'unknown_topic' ? `unknown topic ${JSON.stringify(topic)}` : `bad key ${JSON.stringify(key)} for topic ${String(topic)}`);
+    if (conn.identity !== undefined && !mayWatch(conn.identity, String(topic), key)) {
+      return this.refuse(conn, id, 'forbidden', `permission denied: read on ${String(topic)} ${JSON.stringify(key)}`);
+    }
     const view = this.viewFor(`${String(topic)}\0${key}\0${viewFilter.passingOnly ? 1 : 0}`, made);
     const sub: Sub = { id, conn, view };
     // Snapshot or replay, then live, in one synchronous step: no change can fall in between.
@@ -387,6 +477,23 @@ export class StreamServer {
     if (conn.closed) return;
     conn.lastSentMs = Date.now();
     if (conn.ws.send(text, false) === 2) this.end(conn, closeCodes.slowConsumer, 'slow consumer');
+  }
+}
+
+/**
+ * The read a subscription needs, as the matching HTTP query would: a service's health or checks need
+ * read on the service; a node's checks, or checks by state, read on nodes; sessions read on the session.
+ * A KV prefix needs read on the prefix and on every rule below it, since the view shows every key.
+ */
+function mayWatch(identity: Identity, topic: string, key: string): boolean {
+  const need = (resource: AccessRequest['resource'], name: string): AccessRequest => ({ resource, name, access: 'read' });
+  switch (topic) {
+    case 'service_health': case 'service_checks': case 'serving_status': return allowed(identity, need('service', key));
+    case 'node_checks': return allowed(identity, need('node', key));
+    case 'checks_in_state': return allowed(identity, need('node', ''));
+    case 'sessions': return allowed(identity, need('session', key));
+    case 'kv_prefix': return allowedPrefix(identity, need('key', key));
+    default: return false;
   }
 }
 

@@ -6,6 +6,7 @@ import {
   AuthError,
   TokenAuthority,
   bearerToken,
+  clockSkewSecondsDefault,
   wwwAuthenticate,
   type AuthErrorKind,
   type Rule,
@@ -44,11 +45,12 @@ async function expectKind(p: Promise<unknown>, kind: AuthErrorKind, code: number
 }
 
 describe('TokenAuthority', () => {
-  test('mint → verify round trip gives the subject and rules back', async () => {
-    const authority = new TokenAuthority({ secret });
+  test('mint → verify round trip gives the subject, the rules and the expiry (exp + the allowed skew) back', async () => {
+    const clock = fakeClock(1_700_000_000_500);
+    const authority = new TokenAuthority({ secret, clock });
     const token = await authority.mint({ subject: 'alice', rules, ttlSeconds: 60 });
     expect(token.split('.')).toHaveLength(3);
-    await expect(authority.verify(token)).resolves.toEqual({ subject: 'alice', rules });
+    await expect(authority.verify(token)).resolves.toEqual({ subject: 'alice', rules, expiresAtMs: (1_700_000_060 + clockSkewSecondsDefault) * 1000 });
   });
 
   test('claims: HS256, iss roster, sub, iat, exp = iat + ttl, rules', async () => {

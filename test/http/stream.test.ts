@@ -597,19 +597,29 @@ describe('slow consumers (§4.6)', () => {
     expect(closed, seen).toEqual({ code: 4008, reason: 'slow consumer' });
   }, 30_000);
 
-  test('a stalled reader with more than 10000 held items is closed with 4008 "slow consumer"', async () => {
-    const s = await Stream.open(agent);
-    await subscribe(s, { id: 'many', topic: 'kv_prefix', key: 'many/' });
-    const socket = (s.ws as any)._socket as import('node:net').Socket;
-    socket.pause();
-    const value = Buffer.alloc(64 * 1024, 'v');
-    // Fill the socket buffers past the soft limit, then 10,050 distinct small items.
-    await bulkWrites(agent, 60, 8, (i) => ({ path: `/v1/kv/many/big${i}`, body: value }));
-    await bulkWrites(agent, 10_050, 32, (i) => ({ path: `/v1/kv/many/s${i}`, body: `v${i}` }));
-    socket.resume();
-    const closed = await s.closed(10_000);
-    expectIncreasing(s.since(0, 'many'));
-    expect(closed).toEqual({ code: 4008, reason: 'slow consumer' });
+  test('a stalled reader holding more than limits.stream_held_items_max items is closed with 4008 "slow consumer"', async () => {
+    // Its own agent with a low soft limit (events are held as soon as 64 KiB wait in uWS, whatever the
+    // kernel's socket buffers absorbed), a hard byte limit the writes below stay under, and 1000 items.
+    const file = join(configDir, 'held.json');
+    writeFileSync(file, JSON.stringify({ limits: { stream_buffered_bytes_soft: 64 * 1024, stream_buffered_bytes_hard: 7 * 1024 * 1024, stream_held_items_max: 1000 } }));
+    const own = await startAgent({ args: ['--config-file', file] });
+    try {
+      const s = await Stream.open(own);
+      await subscribe(s, { id: 'many', topic: 'kv_prefix', key: 'many/' });
+      const socket = (s.ws as any)._socket as import('node:net').Socket;
+      socket.pause();
+      const value = Buffer.alloc(64 * 1024, 'v');
+      // About 6.3 MB, past the soft limit unless the kernel took nearly all of it; then 1,050 distinct small items.
+      await bulkWrites(own, 96, 8, (i) => ({ path: `/v1/kv/many/big${i}`, body: value }));
+      await bulkWrites(own, 1_050, 32, (i) => ({ path: `/v1/kv/many/s${i}`, body: `v${i}` }));
+      socket.resume();
+      const closed = await s.closed(10_000);
+      expectIncreasing(s.since(0, 'many'));
+      expect(closed).toEqual({ code: 4008, reason: 'slow consumer' });
+    } finally {
+      await own.stop();
+      own.cleanup();
+    }
   }, 30_000);
 
   /** 300 values of 64 KiB (about 26 MB of snapshot, over uWS's 8 MiB maxBackpressure), written once. */

@@ -10,7 +10,7 @@ import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64 } from '../query.ts';
 import { jsonText, type Reply } from '../reply.ts';
-import { flag, param, type Request } from '../request.ts';
+import { flag, mayRead, param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
 
 /** Renders entries by hand: Flags must print as exact uint64 digits, which JSON.stringify cannot do. */
@@ -50,14 +50,15 @@ async function get(req: Request, api: ApiContext): Promise<Reply> {
   if (flag(req, 'keys')) {
     const separator = param(req, 'separator') ?? param(req, 'seperator') ?? '';
     await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, () => state().kvPrefixIndex(key));
-    const keys = state().kvKeys(key, separator);
+    const keys = state().kvKeys(key, separator).filter((k) => mayRead(req, 'key', k));
     const index = { index: state().kvPrefixIndex(key) };
     if (keys.length === 0 && key !== '') return { t: 'missing', index, failure: keyNotFound(key) };
     return jsonText(JSON.stringify(keys), index);
   }
   if (flag(req, 'recurse')) {
     await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, () => state().kvPrefixIndex(key));
-    const entries = state().kvList(key);
+    // Only the entries the caller may read, as Consul filters lists by ACL.
+    const entries = state().kvList(key).filter((e) => mayRead(req, 'key', e.key));
     const index = { index: state().kvPrefixIndex(key) };
     if (entries.length === 0) return { t: 'missing', index, failure: keyNotFound(key) };
     // As values (Flags as BigInt, printed exactly) so list parameters can page and sort them.
