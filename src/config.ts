@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { sessionTtlMsMinDefault } from './domain/limits.ts';
+import { requestBodyBytesMax, sessionTtlMsMinDefault } from './domain/limits.ts';
 import { dialects, type Dialect } from './http/render.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { parseRules } from './auth/index.ts';
@@ -164,6 +164,8 @@ export interface Limits {
   streamMaxConnsPerClient: number;
   /** A request body must arrive within this long of its head. @default 8s */
   requestBodyTimeoutMs: number;
+  /** Largest request body, KV values included (Consul's limits.kv_max_value_size). @default 524288 */
+  kvMaxValueSize: number;
   /** Stream backpressure: buffered bytes above which events are held and coalesced. @default 1 MiB */
   streamBufferedBytesSoft: number;
   /** Buffered plus held bytes above which a slow stream reader is closed with 4008. @default 4 MiB */
@@ -172,7 +174,7 @@ export interface Limits {
   streamHeldItemsMax: number;
 }
 
-const limitKeys = ['http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
+const limitKeys = ['kv_max_value_size', 'http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
   'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max'];
 
 /** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
@@ -183,6 +185,7 @@ function limits(value: unknown): Limits {
   if (unknown.length > 0) throw new ConfigError(`--config-file: unknown setting ${unknown.map((k) => JSON.stringify(`limits.${k}`)).join(', ')}`);
   const n = (key: string, fallback: number) => positive(`limits.${key}`, fileText(o[key]) ?? String(fallback));
   return {
+    kvMaxValueSize: n('kv_max_value_size', requestBodyBytesMax),
     httpMaxConnsPerClient: n('http_max_conns_per_client', 200),
     streamMaxConnsPerClient: n('stream_max_conns_per_client', 64),
     requestBodyTimeoutMs: duration('limits.request_body_timeout', fileText(o.request_body_timeout), 8_000),

@@ -144,6 +144,7 @@ async function run(config: Config): Promise<void> {
     overloaded: () => runtime.inFlight >= config.writesInFlightMax,
     requestsInFlightPerClientMax: config.limits.httpMaxConnsPerClient,
     bodyTimeoutMs: config.limits.requestBodyTimeoutMs,
+    bodyBytesMax: config.limits.kvMaxValueSize,
     ...(config.tls ? { tls: config.tls } : {}),
     leader: () => {
       const l = runtime.leadership();

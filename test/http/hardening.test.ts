@@ -1,4 +1,4 @@
-// Goal: the conventions' remaining request rules through started agents — 428/1028 for a missing
+// Goal: the conventions' remaining request rules through started agents — 413 at the configured size, 428/1028 for a missing
 // Content-Type and 415 for another type on JSON bodies (seed dialect only), the per-client cap on
 // requests in flight (429), slow bodies answered 400/1015 and slow heads cut off, the stream upgrade
 // authenticated (header, X-Consul-Token, `bearer.` subprotocol), subscriptions checked against the
@@ -28,7 +28,7 @@ function configFile(settings: unknown): string {
 }
 
 beforeAll(async () => {
-  const limits = { http_max_conns_per_client: 5, stream_max_conns_per_client: 3, request_body_timeout: '1s' };
+  const limits = { kv_max_value_size: 1000, http_max_conns_per_client: 5, stream_max_conns_per_client: 3, request_body_timeout: '1s' };
   [open, secured, consul] = await Promise.all([
     startAgent({ args: ['--config-file', configFile({ limits })] }),
     startAgent({ args: ['--config-file', configFile({ auth: { jwt_secret: secret } })] }),
@@ -72,6 +72,15 @@ describe('body media type (seed dialect)', () => {
     const r = await call(consul.url, 'PUT', '/v1/session/create', '{"TTL":"30s"}', { 'content-type': 'text/plain' });
     expect(r.status).toBe(200);
     expect(r.json().ID).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('body size (limits.kv_max_value_size = 1000)', () => {
+  test('a body over the configured limit is 413 code 1011 naming the limit; one at the limit is stored', async () => {
+    const over = expectError(await call(open.url, 'PUT', '/v1/kv/sized/k', Buffer.alloc(1001, 'x')), 413, 1011);
+    expect(over.details).toEqual({ size: 1001, max: 1000 });
+    expectError(await call(open.url, 'GET', '/v1/kv/sized/k'), 404, 1006);
+    expect((await call(open.url, 'PUT', '/v1/kv/sized/k', Buffer.alloc(1000, 'x'))).text).toBe('true');
   });
 });
 
