@@ -348,4 +348,10 @@ describe('status and agent self', () => {
     expect(typeof self.Member.Name).toBe('string');
     expect(self.Member.Name).toBe('node1');
   });
+
+  test('/v1/agent/self Stats.runtime reports the process memory (what bench:memory reads)', async () => {
+    const runtime = (await c.get('/v1/agent/self')).json().Stats.runtime;
+    for (const k of ['rss_bytes', 'heap_used_bytes', 'heap_total_bytes', 'external_bytes']) expect(runtime[k], k).toMatch(/^[1-9]\d*$/);
+    expect(Number(runtime.heap_used_bytes)).toBeLessThanOrEqual(Number(runtime.heap_total_bytes));
+  });
 });

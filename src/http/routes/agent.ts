@@ -60,6 +60,11 @@ function datacenters(_req: Request, api: ApiContext): Reply {
   return json([api.datacenter]);
 }
 
+function memoryStats(): Record<string, string> {
+  const m = process.memoryUsage();
+  return { rss_bytes: String(m.rss), heap_used_bytes: String(m.heapUsed), heap_total_bytes: String(m.heapTotal), external_bytes: String(m.external) };
+}
+
 function self(_req: Request, api: ApiContext): Reply {
   const node = api.runtime.state.nodes.get(api.nodeName);
   return json({
@@ -72,7 +77,11 @@ function self(_req: Request, api: ApiContext): Reply {
     Member: selfMember(api),
     Stats: {
       raft: { applied_index: String(api.runtime.state.index), state: 'Leader' },
-      runtime: { version: process.version, uptime_ms: String(Date.now() - api.startedAtMs) },
+      // Strings, as Consul's Stats values are.
+      runtime: {
+        version: process.version, uptime_ms: String(Date.now() - api.startedAtMs),
+        ...memoryStats(),
+      },
     },
     Meta: node?.meta ?? {},
   });
