@@ -3,8 +3,9 @@
  * free HTTP and gRPC ports) and stopping it, plus nearest-rank percentiles and table formatting.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const readyPattern = /roster listening http=(http:\/\/[^\s"]+) grpc=([^\s"]+)/;
@@ -14,6 +15,11 @@ const stopTimeoutMs = 10_000;
 
 export interface Server {
   url: string;
+  /** The agent's process id (the node process itself: tsx is loaded with --import, not a wrapper). */
+  pid: number;
+  /** performance.now() just before the spawn and when the ready line was seen: start-up time is the difference. */
+  spawnedAt: number;
+  readyAt: number;
   /** host:port of the gRPC health service. */
   grpc: string;
   dataDir: string;
@@ -27,14 +33,31 @@ export interface Server {
    * it was noticed), else undefined.
    */
   stop(): Promise<string | undefined>;
+  /** SIGKILL (a crash: no shutdown snapshot) and wait for the exit; the data dir is then handled as stop does. */
+  kill(): Promise<void>;
+}
+
+export interface StartOptions {
+  /**
+   * Use this data dir (made if missing) instead of a fresh one under `dataParent`, so a second start can
+   * recover what a first one wrote. @default a fresh mkdtemp dir
+   */
+  dataDir?: string;
+  /** Leave the data dir in place on stop, kill or a failed start; the caller removes it. @default false */
+  keepDataDir?: boolean;
+  /** How long to wait for the ready line; recovering a large data dir takes longer than an empty start. @default 30000 */
+  readyTimeoutMs?: number;
 }
 
 /**
- * Starts Roster with `--http-port 0 --grpc-port 0`, a fresh data dir under `dataParent` and `extraArgs`,
- * and waits for its `roster listening http=<url> grpc=<host:port>` line.
+ * Starts Roster with `--http-port 0 --grpc-port 0`, a fresh data dir under `dataParent` (or `opts.dataDir`)
+ * and `extraArgs`, and waits for its `roster listening http=<url> grpc=<host:port>` line.
  */
-export async function startRoster(extraArgs: string[], dataParent: string): Promise<Server> {
-  const dataDir = mkdtempSync(join(dataParent, 'roster-bench-'));
+export async function startRoster(extraArgs: string[], dataParent: string, opts: StartOptions = {}): Promise<Server> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(dataParent, 'roster-bench-'));
+  if (opts.dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
+  const removeDataDir = () => { if (!opts.keepDataDir) rmSync(dataDir, { recursive: true, force: true }); };
+  const readyMs = opts.readyTimeoutMs ?? readyTimeoutMs;
   // Every bench client comes from one address: lift the per-client caps above the largest client count.
   const configFile = join(dataDir, 'bench-config.json');
   writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000 } }));
@@ -42,6 +65,7 @@ export async function startRoster(extraArgs: string[], dataParent: string): Prom
     '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
     ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
     ...extraArgs];
+  const spawnedAt = performance.now();
   const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => { out = (out + d.toString()).slice(-16_384); };
@@ -56,7 +80,7 @@ export async function startRoster(extraArgs: string[], dataParent: string): Prom
   let ready: [string, string];
   try {
     ready = await new Promise<[string, string]>((res, rej) => {
-      const timer = setTimeout(() => rej(new Error(`Roster not ready within ${readyTimeoutMs / 1000} s:\n${out}`)), readyTimeoutMs);
+      const timer = setTimeout(() => rej(new Error(`Roster not ready within ${readyMs / 1000} s:\n${out}`)), readyMs);
       let seen = '';
       proc.stdout.on('data', (d: Buffer) => {
         seen += d.toString();
@@ -68,11 +92,12 @@ export async function startRoster(extraArgs: string[], dataParent: string): Prom
   } catch (err) {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
     await exited;
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir();
     throw err;
   }
+  const readyAt = performance.now();
   return {
-    url: ready[0], grpc: ready[1], dataDir,
+    url: ready[0], grpc: ready[1], dataDir, pid: proc.pid!, spawnedAt, readyAt,
     exited: () => exitedWith,
     tail: () => out,
     stop: async () => {
@@ -86,8 +111,13 @@ export async function startRoster(extraArgs: string[], dataParent: string): Prom
       } else {
         code = await exited;
       }
-      rmSync(dataDir, { recursive: true, force: true });
+      removeDataDir();
       return code !== 0 && !diedEarlier ? `Roster exited with ${exitedWith} on SIGTERM\n${out}` : undefined;
+    },
+    kill: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      await exited;
+      removeDataDir();
     },
   };
 }
