@@ -2,7 +2,7 @@
  * Stepping a machine purely: rebuild its snapshot from stored data, apply one event with xstate's
  * `transition` (no actor, no clock), and hand back the next state, context and the named effects.
  */
-import { transition, type AnyStateMachine } from 'xstate';
+import { createActor, type AnyActorScope, type AnyStateMachine } from 'xstate';
 import type { CheckStatus } from '../src/domain/types.ts';
 import { checkMachine, type CheckContext, type CheckEvent } from './check.ts';
 import { lockMachine, type LockContext, type LockEvent } from './lock.ts';
@@ -14,16 +14,40 @@ export interface Step<C> {
   effects: { type: string; params?: unknown }[];
 }
 
+interface Executable { type: string; params?: unknown }
+
+/**
+ * One inert actor scope per machine, reused by every step. xstate's `transition()` builds a fresh
+ * scope (a whole actor and system) on each call, which cost two thirds of a lock step; these machines
+ * invoke, spawn and send nothing, so the scope's only job is to collect the actions a step names.
+ */
+const scopes = new WeakMap<AnyStateMachine, { scope: AnyActorScope; collected: Executable[] }>();
+
+function scopeOf(machine: AnyStateMachine, context: unknown): { scope: AnyActorScope; collected: Executable[] } {
+  let entry = scopes.get(machine);
+  if (entry === undefined) {
+    const self = createActor(machine, { input: context });
+    const collected: Executable[] = [];
+    const scope = {
+      self, system: self.system, id: '', sessionId: '',
+      defer: () => {}, logger: () => {}, stopChild: () => {}, emit: () => {},
+      actionExecutor: (action: Executable) => { collected.push(action); },
+    } as unknown as AnyActorScope;
+    entry = { scope, collected };
+    scopes.set(machine, entry);
+  }
+  return entry;
+}
+
 export function step<C, E extends { type: string }>(machine: AnyStateMachine, value: string, context: C, event: E): Step<C> {
   const snapshot = machine.resolveState({ value, context });
-  const [next, actions] = transition(machine, snapshot, event);
-  return {
-    value: next.value as string,
-    context: next.context as C,
-    effects: actions
-      .filter((a) => !a.type.startsWith('xstate.'))
-      .map((a) => ({ type: a.type, params: a.params })),
-  };
+  const { scope, collected } = scopeOf(machine, context);
+  collected.length = 0;
+  const next = machine.transition(snapshot, event, scope);
+  const effects: Step<C>['effects'] = [];
+  for (const a of collected) if (!a.type.startsWith('xstate.')) effects.push({ type: a.type, params: a.params });
+  collected.length = 0;
+  return { value: next.value as string, context: next.context as C, effects };
 }
 
 /** A session in state is always `valid` (invalidated sessions are removed), so that is where it steps from. */
