@@ -1,0 +1,169 @@
+/**
+ * Roster (and any Consul-compatible server) driven over HTTP: one keep-alive undici Pool per node, one
+ * session per client (`{"LockDelay":"0s"}`, so a release followed by a re-acquire never meets a lock
+ * delay), acquire `PUT /v1/kv/<key>?acquire=<sid>`, release `PUT /v1/kv/<key>?release=<sid>`.
+ *
+ * Contention, two ways: `retry` tries again at once (bench:locks measures the server's refusal path that
+ * way); `wait` is the Consul lock recipe (Consul's api/lock.go): after a refusal, read the key and, while a
+ * session holds it, block on `GET /v1/kv/<key>?index=<X-Consul-Index>&wait=…` until the index moves and
+ * the holder is gone; then try again.
+ */
+import { performance } from 'node:perf_hooks';
+import { Pool } from 'undici';
+import type { LockDriver, LockOutcome } from './driver.ts';
+
+/** A request with no answer for this long fails instead of hanging the bench. */
+const requestTimeoutMs = 10_000;
+/** Longest single blocking read; well inside the request timeout (Roster adds up to wait/16 of jitter). */
+const blockingWaitMsMax = 5_000;
+const acquireBody = 'bench-holder';
+
+export interface Answer { status: number; text: string; index: number | undefined }
+
+export class RosterHttp {
+  readonly pool: Pool;
+  constructor(readonly base: string, connections: number) {
+    this.pool = new Pool(base, {
+      connections, pipelining: 1,
+      keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000,
+      headersTimeout: requestTimeoutMs, bodyTimeout: requestTimeoutMs, connectTimeout: requestTimeoutMs,
+    });
+  }
+  async request(method: 'GET' | 'PUT' | 'DELETE', path: string, body?: string): Promise<Answer> {
+    const res = await this.pool.request({ method, path, ...(body !== undefined ? { body, headers: { 'content-type': 'application/json' } } : {}) });
+    const index = res.headers['x-consul-index'];
+    return { status: res.statusCode, text: await res.body.text(), index: typeof index === 'string' ? Number(index) : undefined };
+  }
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+export const describeAnswer = (what: string, a: Answer) => `${what}: HTTP ${a.status} ${a.text.trim().slice(0, 200)}`;
+
+/** What an acquire answered: held, refused because someone else holds it, or something unexpected. */
+export function acquireOutcome(a: Answer): 'held' | 'refused' | 'unexpected' {
+  const body = a.text.trim();
+  if (a.status === 200 && body === 'true') return 'held';
+  if (a.status === 200 && body === 'false') return 'refused'; // consul dialect
+  if (a.status === 409) {
+    try {
+      if ((JSON.parse(body) as { code?: unknown }).code === 1025) return 'refused'; // seed dialect
+    } catch { /* not JSON: unexpected */ }
+  }
+  return 'unexpected';
+}
+
+export interface RosterDriverOptions {
+  /** @default 'roster' */
+  name?: string;
+  /** Base URLs of the nodes; client c talks to node c mod n. */
+  urls: string[];
+  /** Connections per node: the most clients that will talk to one node at once. */
+  connectionsPerNode: number;
+  contention: 'retry' | 'wait';
+}
+
+export class RosterDriver implements LockDriver {
+  readonly name: string;
+  private readonly nodes: RosterHttp[];
+  private sessions: string[] = [];
+  private readonly written = new Set<string>();
+
+  constructor(private readonly o: RosterDriverOptions) {
+    this.name = o.name ?? 'roster';
+    this.nodes = o.urls.map((u) => new RosterHttp(u, o.connectionsPerNode));
+  }
+
+  private node(client: number): RosterHttp {
+    return this.nodes[client % this.nodes.length]!;
+  }
+
+  async setup(keys: readonly string[]): Promise<void> {
+    for (let c = 0; c < keys.length; c++) {
+      const a = await this.node(c).request('PUT', '/v1/session/create', JSON.stringify({ LockDelay: '0s', Name: `bench-${c}` }));
+      if (a.status !== 200) throw new Error(describeAnswer('session create', a));
+      const id = (JSON.parse(a.text) as { ID?: unknown }).ID;
+      if (typeof id !== 'string' || id === '') throw new Error(describeAnswer('session create returned no ID', a));
+      this.sessions.push(id);
+    }
+    for (const k of keys) this.written.add(k);
+  }
+
+  private acquire(client: number, key: string): Promise<Answer> {
+    return this.node(client).request('PUT', `/v1/kv/${key}?acquire=${this.sessions[client]}`, acquireBody);
+  }
+
+  async tryAcquire(client: number, key: string): Promise<boolean> {
+    const a = await this.acquire(client, key);
+    const outcome = acquireOutcome(a);
+    if (outcome === 'unexpected') throw new Error(describeAnswer('acquire', a));
+    return outcome === 'held';
+  }
+
+  async lock(client: number, key: string, until: number, contended: () => void): Promise<LockOutcome> {
+    for (;;) {
+      const wonTryAt = performance.now();
+      if (wonTryAt >= until) return { held: false, wonTryAt };
+      const a = await this.acquire(client, key);
+      const outcome = acquireOutcome(a);
+      if (outcome === 'held') return { held: true, wonTryAt };
+      if (outcome === 'unexpected') throw new Error(describeAnswer('acquire', a));
+      contended();
+      if (this.o.contention === 'wait') await this.waitUntilFree(client, key, until);
+    }
+  }
+
+  /**
+   * The Consul recipe's wait: read the key; while a session holds it, block until its index moves past the
+   * one seen. Returns when the key is free (or gone) or `until` passed.
+   */
+  private async waitUntilFree(client: number, key: string, until: number): Promise<void> {
+    let index = 0;
+    for (;;) {
+      const left = until - performance.now();
+      if (left <= 0) return;
+      const query = index > 0 ? `?index=${index}&wait=${Math.ceil(Math.min(left, blockingWaitMsMax))}ms` : '';
+      const a = await this.node(client).request('GET', `/v1/kv/${key}${query}`);
+      if (a.status === 404) return;
+      if (a.status !== 200) throw new Error(describeAnswer(`read ${key}`, a));
+      const [entry] = JSON.parse(a.text) as { Session?: string }[];
+      if (entry?.Session === undefined || entry.Session === '') return;
+      // Consul's client rule: an index that went backwards (a restore) starts the wait over.
+      index = a.index !== undefined && a.index >= index ? a.index : 0;
+    }
+  }
+
+  async release(client: number, key: string): Promise<void> {
+    const a = await this.node(client).request('PUT', `/v1/kv/${key}?release=${this.sessions[client]}`);
+    if (a.status !== 200 || a.text.trim() !== 'true') throw new Error(describeAnswer('release', a));
+  }
+
+  /** Destroying a session releases what it still holds; the keys themselves are removed by close(). */
+  async teardown(): Promise<void> {
+    const failures: string[] = [];
+    for (const [c, id] of this.sessions.entries()) {
+      try {
+        const a = await this.node(c).request('PUT', `/v1/session/destroy/${encodeURIComponent(id)}`);
+        if (a.status !== 200) failures.push(describeAnswer(`session destroy ${id}`, a));
+      } catch (err) {
+        failures.push(err instanceof Error ? err.message : String(err));
+      }
+    }
+    this.sessions = [];
+    if (failures.length > 0) throw new Error(`${failures.length} session destroys failed, first: ${failures[0]}`);
+  }
+
+  /** Deletes every key a row used (a bench may run against a server others use), then closes the pools. */
+  async close(): Promise<void> {
+    try {
+      for (const k of this.written) {
+        const a = await this.nodes[0]!.request('DELETE', `/v1/kv/${k}`);
+        if (a.status !== 200) throw new Error(describeAnswer(`delete ${k}`, a));
+      }
+    } finally {
+      this.written.clear();
+      await Promise.all(this.nodes.map((n) => n.close().catch(() => {})));
+    }
+  }
+}
