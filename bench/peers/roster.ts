@@ -163,7 +163,12 @@ export class RosterDriver implements LockDriver {
       }
     } finally {
       this.written.clear();
-      await Promise.all(this.nodes.map((n) => n.close().catch(() => {})));
+      await this.disconnect();
     }
+  }
+
+  /** Closes the pools only (an interrupted run: the server may be gone, and the keys do not matter). */
+  async disconnect(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.close().catch(() => {})));
   }
 }
