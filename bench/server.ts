@@ -28,9 +28,9 @@ export interface Server {
   /** Last part of its stdout and stderr, for failure reports. */
   tail(): string;
   /**
-   * SIGTERM, wait for exit (SIGKILL after 10 s), remove the data dir. Resolves with a failure report when
-   * the server did not exit cleanly on SIGTERM (not when it had stopped before: that was reported where
-   * it was noticed), else undefined.
+   * SIGTERM, wait for exit (SIGKILL after `stopTimeoutMs`, 10 s), remove the data dir unless kept. Resolves
+   * with a failure report when the server did not exit cleanly on SIGTERM (not when it had stopped before:
+   * that was reported where it was noticed), else undefined.
    */
   stop(): Promise<string | undefined>;
   /** SIGKILL (a crash: no shutdown snapshot) and wait for the exit; the data dir is then handled as stop does. */
@@ -47,6 +47,8 @@ export interface StartOptions {
   keepDataDir?: boolean;
   /** How long to wait for the ready line; recovering a large data dir takes longer than an empty start. @default 30000 */
   readyTimeoutMs?: number;
+  /** After SIGTERM, how long stop waits before SIGKILL; the shutdown snapshot of a large state takes longer. @default 10000 */
+  stopTimeoutMs?: number;
 }
 
 /**
@@ -58,6 +60,7 @@ export async function startRoster(extraArgs: string[], dataParent: string, opts:
   if (opts.dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
   const removeDataDir = () => { if (!opts.keepDataDir) rmSync(dataDir, { recursive: true, force: true }); };
   const readyMs = opts.readyTimeoutMs ?? readyTimeoutMs;
+  const stopMs = opts.stopTimeoutMs ?? stopTimeoutMs;
   // Every bench client comes from one address: lift the per-client caps above the largest client count.
   const configFile = join(dataDir, 'bench-config.json');
   writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000 } }));
@@ -105,7 +108,7 @@ export async function startRoster(extraArgs: string[], dataParent: string, opts:
       let code: number | null;
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill('SIGTERM');
-        const timer = setTimeout(() => proc.kill('SIGKILL'), stopTimeoutMs);
+        const timer = setTimeout(() => proc.kill('SIGKILL'), stopMs);
         code = await exited;
         clearTimeout(timer);
       } else {
