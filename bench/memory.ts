@@ -38,6 +38,11 @@ const requestTimeoutMs = 30_000;
 const overloadRetriesMax = 5;
 /** A restart gets this long to print its ready line and to answer the first read: 8× the target, so a miss is still measured. */
 const recoveryTimeoutMs = 120_000;
+/**
+ * SIGTERM → exit may take this long before SIGKILL: the shutdown snapshot of a 1M-key state took about 10 s
+ * (server.ts's default), and a kill there would turn the clean restart into a crash restart.
+ */
+const stopTimeoutMs = 120_000;
 /** Between polls of the first read after a restart. */
 const firstGetPollMs = 10;
 /** Roster's default --snapshot-every; the WAL-only tail must stay below it. */
@@ -195,7 +200,8 @@ async function runAll(label: string | undefined, total: number, workers: number,
     const recent = (done - lastDone) / ((now - lastAt) / 1000);
     lastAt = now;
     lastDone = done;
-    process.stderr.write(`  ${label} ${done}/${total}  ${rate.toFixed(0)}/s (last 5 s ${recent.toFixed(0)}/s)  ETA ${recent > 0 ? duration((total - done) / recent) : '?'}\n`);
+    // The ETA uses the whole phase's rate: the last 5 s may fall on a pause (a snapshot) and say hours.
+    process.stderr.write(`  ${label} ${done}/${total}  ${rate.toFixed(0)}/s (last 5 s ${recent.toFixed(0)}/s)  ETA ${rate > 0 ? duration((total - done) / rate) : '?'}\n`);
   }, progressEveryMs);
   const loop = async () => {
     while (failure === undefined && !stopped()) {
@@ -375,6 +381,8 @@ interface Recovery {
   how: 'SIGTERM' | 'SIGKILL';
   /** Signal → exit of the previous process (SIGTERM: includes its shutdown snapshot). */
   stopMs: number;
+  /** Set when SIGTERM did not end in exit code 0 (e.g. SIGKILL after stopTimeoutMs). */
+  stopFailure: string | undefined;
   /** Newest snapshot on disk at the restart, and what the restart had to replay from the WAL on top of it. */
   snapshotIndex: number;
   replayedEntries: number | undefined;
@@ -429,7 +437,7 @@ function recoveryRows(r: Recovery, o: Options): string[][] {
   const v = r.verification;
   const what = r.how === 'SIGTERM' ? 'restart after SIGTERM' : 'restart after SIGKILL';
   const rows = [
-    [r.how === 'SIGTERM' ? 'SIGTERM → exit (shutdown snapshot)' : 'SIGKILL → exit', secs(r.stopMs), '', ''],
+    [r.how === 'SIGTERM' ? 'SIGTERM → exit (shutdown snapshot)' : 'SIGKILL → exit', secs(r.stopMs), '', r.stopFailure === undefined ? '' : 'UNCLEAN'],
     [`${what}: spawn → ready line`, secs(r.readyMs), '≤ 15 s', verdict(r.readyMs <= restartTargetMs)],
     [`${what}: spawn → first right GET`, `${secs(r.firstGetMs)}`, '≤ 15 s', verdict(r.firstGetMs <= restartTargetMs)],
     [`  spawn → 'state recovered' log line`, r.recovered === undefined ? '-' : secs(r.recovered.atMs), '', ''],
@@ -470,7 +478,7 @@ interface Live {
 async function launch(live: Live, parent: string, dataDir: string, readyTimeoutMs: number): Promise<Server> {
   // Once cleanup has begun nothing new may start: it would outlive the bench and recreate the removed data dir.
   if (live.stopped) throw new Error('stopped');
-  live.starting = startRoster([], parent, { dataDir, keepDataDir: true, readyTimeoutMs });
+  live.starting = startRoster([], parent, { dataDir, keepDataDir: true, readyTimeoutMs, stopTimeoutMs });
   try {
     live.server = await live.starting;
   } finally {
@@ -502,9 +510,10 @@ async function firstRightRead(http: Http, server: Server, live: Live): Promise<n
 async function restart(how: 'SIGTERM' | 'SIGKILL', live: Live, parent: string, dataDir: string, o: Options, sessionIds: string[], failures: string[]): Promise<Recovery> {
   const previous = live.server!;
   const stopAt = performance.now();
+  let stopFailure: string | undefined;
   if (how === 'SIGTERM') {
-    const failure = await previous.stop();
-    if (failure !== undefined) failures.push(failure);
+    stopFailure = await previous.stop();
+    if (stopFailure !== undefined) failures.push(stopFailure);
   } else {
     await previous.kill();
   }
@@ -526,7 +535,7 @@ async function restart(how: 'SIGTERM' | 'SIGKILL', live: Live, parent: string, d
   live.phase = `reading memory after the ${how} restart`;
   const memory = await settledMemory(http, server.pid);
   return {
-    how, stopMs, snapshotIndex,
+    how, stopMs, stopFailure: stopFailure?.split('\n')[0], snapshotIndex,
     replayedEntries: recovered === undefined ? undefined : recovered.index - snapshotIndex,
     recovered, readyMs: server.readyAt - server.spawnedAt, firstGetMs, firstGetPolls, verification, memory,
   };
