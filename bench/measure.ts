@@ -27,6 +27,8 @@ export interface RowOptions {
   sharedLatencyFrom: 'lock' | 'winning-try';
   /** Keys are `<prefix>/<client>` (distinct) or `<prefix>/shared`. */
   keyPrefix: string;
+  /** Polled before every pair: true ends the row early (an interrupted run). @default never */
+  stopped?: () => boolean;
 }
 
 export interface RowResult {
@@ -49,6 +51,7 @@ interface Window {
   from: number;
   /** No new pair or attempt starts after this. */
   until: number;
+  stopped: () => boolean;
 }
 
 interface ClientTally {
@@ -91,7 +94,7 @@ async function distinctLoop(d: LockDriver, client: number, key: string, w: Windo
   for (let i = 0; ; i++) {
     if (i >= pairsCapPerClient) { t.capped = true; return; }
     const start = performance.now();
-    if (start >= w.until || inARow >= errorsInARowMax) return;
+    if (start >= w.until || inARow >= errorsInARowMax || w.stopped()) return;
     try {
       if (!(await d.tryAcquire(client, key))) throw new Error('refused on a key no other client uses');
       noteAcquired(t, w, performance.now());
@@ -113,7 +116,7 @@ async function sharedLoop(d: LockDriver, client: number, key: string, w: Window,
   for (let pairs = 0; ; pairs++) {
     if (pairs >= pairsCapPerClient || attempts >= attemptsCapPerClient) { t.capped = true; return; }
     const start = performance.now();
-    if (start >= w.until || inARow >= errorsInARowMax) return;
+    if (start >= w.until || inARow >= errorsInARowMax || w.stopped()) return;
     try {
       const got = await d.lock(client, key, w.until, () => {
         attempts++;
@@ -146,7 +149,7 @@ export async function runRow(d: LockDriver, scenario: Scenario, clients: number,
   let w: Window;
   try {
     const from = performance.now() + o.warmupMs;
-    w = { from, until: from + o.durationS * 1000 };
+    w = { from, until: from + o.durationS * 1000, stopped: o.stopped ?? (() => false) };
     tallies = keys.map(() => newTally(o.durationS));
     await Promise.all(keys.map((key, c) => (scenario === 'distinct'
       ? distinctLoop(d, c, key, w, tallies[c]!)

@@ -31,8 +31,10 @@ export async function startRosterCluster(dataParent: string): Promise<RosterClus
       return gone === undefined ? undefined : `Roster node stopped (${gone.exited()}):\n${gone.tail().slice(-3000)}`;
     },
     stop: async () => {
-      await Promise.all(nodes.map((n) => n.stop()));
+      const failures = (await Promise.all(nodes.map((n) => n.stop()))).filter((f) => f !== undefined);
       await nats.shutdown();
+      // SIGTERM must stop a node cleanly; when one did not, say so once everything is down.
+      if (failures.length > 0) throw new Error(failures.join('\n'));
     },
   };
   try {
@@ -45,7 +47,7 @@ export async function startRosterCluster(dataParent: string): Promise<RosterClus
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
     await settled(nodes);
   } catch (err) {
-    await cluster.stop();
+    await cluster.stop().catch(() => {});
     throw err;
   }
   return cluster;
