@@ -5,10 +5,10 @@
  * the window (the starvation check). bench/README.md says how each number is read.
  */
 import { performance } from 'node:perf_hooks';
-import type { LockDriver } from './peers/driver.ts';
+import type { LockDriver, Scenario } from './peers/driver.ts';
 import { percentile } from './server.ts';
 
-export type Scenario = 'distinct' | 'shared';
+export type { Scenario };
 
 /** Hard caps per client and row, so a loop ends even if the clock check never trips. */
 const pairsCapPerClient = 1_000_000;
@@ -141,13 +141,13 @@ export function keysFor(scenario: Scenario, clients: number, prefix: string): st
   return Array.from({ length: clients }, (_, c) => (scenario === 'distinct' ? `${prefix}/${c}` : `${prefix}/shared`));
 }
 
-/** One row: setup, warm-up + window, teardown (also when the loops fail). */
+/** One row: setup, warm-up + window, teardown (also when setup or the loops fail). */
 export async function runRow(d: LockDriver, scenario: Scenario, clients: number, o: RowOptions): Promise<RowResult> {
   const keys = keysFor(scenario, clients, o.keyPrefix);
-  await d.setup(keys);
   let tallies: ClientTally[];
   let w: Window;
   try {
+    await d.setup(keys, scenario);
     const from = performance.now() + o.warmupMs;
     w = { from, until: from + o.durationS * 1000, stopped: o.stopped ?? (() => false) };
     tallies = keys.map(() => newTally(o.durationS));

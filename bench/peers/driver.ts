@@ -4,6 +4,9 @@
  * lock. Each driver implements its system's own lock recipe; bench/README.md names them.
  */
 
+/** distinct: every client its own key, no contention; shared: one key for all, by the contention recipe. */
+export type Scenario = 'distinct' | 'shared';
+
 /** What taking a lock by the system's contention recipe came to. */
 export interface LockOutcome {
   /** False when the deadline passed before the lock was held; the loop then stops. */
@@ -17,10 +20,10 @@ export interface LockDriver {
   readonly name: string;
   /**
    * Prepares one client per entry of `keys` for the next row: client `c` works on `keys[c]` (its own key
-   * in the distinct scenario, one shared key otherwise). Sessions, leases and watches are made here, outside
-   * the measured window.
+   * in the distinct scenario, one shared key otherwise). Sessions, leases and the shared scenario's watches
+   * are made here, outside the measured window.
    */
-  setup(keys: readonly string[]): Promise<void>;
+  setup(keys: readonly string[], scenario: Scenario): Promise<void>;
   /** One try on a key nobody else uses: true when held. False means someone else holds it (an error there). */
   tryAcquire(client: number, key: string): Promise<boolean>;
   /**

@@ -17,7 +17,7 @@ import { connect, Empty, headers, type NatsConnection } from '@nats-io/transport
 import { jetstream, JetStreamApiCodes, JetStreamApiError, PubHeaders, StorageType, type JetStreamClient, type PubAck } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { performance } from 'node:perf_hooks';
-import { within, type LockDriver, type LockOutcome } from './driver.ts';
+import { within, type LockDriver, type LockOutcome, type Scenario } from './driver.ts';
 
 /** A request with no answer for this long fails instead of hanging the bench. */
 const requestTimeoutMs = 10_000;
@@ -108,9 +108,14 @@ export class NatsKvDriver implements LockDriver {
     return this.kvs[client % this.kvs.length]!;
   }
 
-  async setup(keys: readonly string[]): Promise<void> {
+  /** On the shared key every client watches it (the recipe's way to wait); distinct keys need no watch. */
+  async setup(keys: readonly string[], scenario: Scenario): Promise<void> {
     this.held = keys.map(() => 0);
-    this.views = keys.map(() => undefined);
+    const opened = await Promise.allSettled(keys.map((k, c) => (scenario === 'shared' ? KeyView.open(this.kv(c), k) : Promise.resolve(undefined))));
+    // Keep the ones that opened, so teardown stops them when another failed.
+    this.views = opened.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
+    const failed = opened.find((r) => r.status === 'rejected');
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
   }
 
   /** One CAS: create when the key was never written by us, else replace the marker we know of. */
@@ -133,8 +138,8 @@ export class NatsKvDriver implements LockDriver {
   }
 
   async lock(client: number, key: string, until: number, contended: () => void): Promise<LockOutcome> {
-    // The watch is the recipe's way to wait: opened at a client's first lock and kept until teardown.
-    const view = this.views[client] ??= await KeyView.open(this.kv(client), key);
+    const view = this.views[client];
+    if (view === undefined) throw new Error(`nats kv: client ${client} has no watch on ${key} (lock outside the shared scenario)`);
     for (;;) {
       const wonTryAt = performance.now();
       if (wonTryAt >= until) return { held: false, wonTryAt };
