@@ -110,14 +110,17 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     uwsReq.forEach((k, v) => headers.set(k, v));
     const method = effectiveMethod(sentMethod, headers);
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
-    const abort = new AbortController();
+    // Only blocking queries look at the signal: make the controller when one does (most requests never).
+    let abort: AbortController | undefined;
+    let aborted = false;
     let done = false;
     const held = (inFlight.get(remote) ?? 0) + 1;
     inFlight.set(remote, held);
     res.onAborted(() => {
       if (!done) release(remote);
       done = true;
-      abort.abort();
+      aborted = true;
+      abort?.abort();
     });
 
     const rate = limiter?.take(callerOf(headers, query, remote), Date.now());
@@ -139,7 +142,16 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     };
 
     const dispatch = (body: Buffer) => {
-      const req: Request = { method, path, rest: '', query, headers, body, signal: abort.signal, jsonTypeRequired: o.dialect === 'seed' };
+      const req: Request = {
+        method, path, rest: '', query, headers, body, jsonTypeRequired: o.dialect === 'seed',
+        get signal() {
+          if (abort === undefined) {
+            abort = new AbortController();
+            if (aborted) abort.abort();
+          }
+          return abort.signal;
+        },
+      };
       handle(o, req).then((w) => send(conditional(req, w, o.timeOfIndex)), (err: unknown) => send(errorWire(o, err)));
     };
 

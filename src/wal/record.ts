@@ -19,6 +19,10 @@
  * the last segment is an unacknowledged commit torn by a crash (truncated), while a damaged frame
  * followed by an intact one was acknowledged (refused). See wal.ts, `scanSegment`.
  *
+ * The last segment is preallocated: zero bytes past its last frame are space not yet used, not damage
+ * (a frame never holds a zero byte in its first eight bytes' place with only zeros after it, since a
+ * payload is non-empty JSON text). Every earlier segment ends exactly at its last frame.
+ *
  * Snapshot files (`snap/*.snap`) hold exactly one frame whose payload is `{"index":n,"data":...}`;
  * they are not subject to `frameBytesMax`.
  *
@@ -120,6 +124,16 @@ export class RecordFile {
         yield { at: pos + hit, following: view.subarray(start, Math.min(got, start + after)) };
       }
     }
+  }
+
+  /** Whether every byte from `offset` to the end of the file is zero (unused preallocated space). */
+  zeroFrom(offset: number): boolean {
+    const chunk = Buffer.alloc(readChunkBytes);
+    for (let pos = offset; pos < this.size; pos += readChunkBytes) {
+      const got = this.read(chunk, pos);
+      for (let k = 0; k < got; k++) if (chunk[k] !== 0) return false;
+    }
+    return true;
   }
 
   /** Payload length from a header that fits the file, or why it does not. */

