@@ -204,13 +204,13 @@ async function withSystem<R>(system: LockSystem, o: Options, body: (s: Started) 
   switch (system) {
     case 'roster':
       return withStarted('Roster', () => startRoster([], o.dataParent), stopRoster, (srv) => withDriver({
-        driver: new RosterDriver({ urls: [srv.url], connectionsPerNode: maxClients, contention: 'wait' }),
+        driver: new RosterDriver({ urls: [srv.url], connectionsPerNode: maxClients, contention: 'queue' }),
         description: `one node, embedded WAL (one fdatasync per group commit), data dir on ${fsTypeOf(srv.dataDir)}`,
         failure: () => (srv.exited() === undefined ? undefined : `Roster stopped (${srv.exited()}):\n${srv.tail().slice(-3000)}`),
       }));
     case 'roster-cluster':
       return withStarted('Roster cluster', () => startRosterCluster(o.dataParent), (c) => c.stop(), (c) => withDriver({
-        driver: new RosterDriver({ name: 'roster-cluster', urls: c.nodes.map((n) => n.url), connectionsPerNode: Math.ceil(maxClients / c.nodes.length), contention: 'wait' }),
+        driver: new RosterDriver({ name: 'roster-cluster', urls: c.nodes.map((n) => n.url), connectionsPerNode: Math.ceil(maxClients / c.nodes.length), contention: 'queue' }),
         description: `three nodes over three nats-servers, JetStream log R3 (file store, no fsync per write), clients round-robin over the nodes`,
         failure: c.failure,
       }));

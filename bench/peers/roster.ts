@@ -3,10 +3,11 @@
  * session per client (`{"LockDelay":"0s"}`, so a release followed by a re-acquire never meets a lock
  * delay), acquire `PUT /v1/kv/<key>?acquire=<sid>`, release `PUT /v1/kv/<key>?release=<sid>`.
  *
- * Contention, two ways: `retry` tries again at once (bench:locks measures the server's refusal path that
+ * Contention, three ways: `retry` tries again at once (bench:locks measures the server's refusal path that
  * way); `wait` is the Consul lock recipe (Consul's api/lock.go): after a refusal, read the key and, while a
  * session holds it, block on `GET /v1/kv/<key>?index=<X-Consul-Index>&wait=…` until the index moves and
- * the holder is gone; then try again.
+ * the holder is gone; then try again. `queue` is Roster's own: `PUT ?acquire=<sid>&wait=…` waits in the
+ * server's FIFO for the key and answers once it holds the lock (or the wait ran out).
  */
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
@@ -61,7 +62,7 @@ export interface RosterDriverOptions {
   urls: string[];
   /** Connections per node: the most clients that will talk to one node at once. */
   connectionsPerNode: number;
-  contention: 'retry' | 'wait';
+  contention: 'retry' | 'wait' | 'queue';
 }
 
 export class RosterDriver implements LockDriver {
@@ -90,8 +91,9 @@ export class RosterDriver implements LockDriver {
     for (const k of keys) this.written.add(k);
   }
 
-  private acquire(client: number, key: string): Promise<Answer> {
-    return this.node(client).request('PUT', `/v1/kv/${key}?acquire=${this.sessions[client]}`, acquireBody);
+  private acquire(client: number, key: string, waitMs?: number): Promise<Answer> {
+    const wait = waitMs === undefined ? '' : `&wait=${Math.ceil(waitMs)}ms`;
+    return this.node(client).request('PUT', `/v1/kv/${key}?acquire=${this.sessions[client]}${wait}`, acquireBody);
   }
 
   async tryAcquire(client: number, key: string): Promise<boolean> {
@@ -105,7 +107,8 @@ export class RosterDriver implements LockDriver {
     for (;;) {
       const wonTryAt = performance.now();
       if (wonTryAt >= until) return { held: false, wonTryAt };
-      const a = await this.acquire(client, key);
+      const queued = this.o.contention === 'queue' ? Math.min(until - wonTryAt, blockingWaitMsMax) : undefined;
+      const a = await this.acquire(client, key, queued);
       const outcome = acquireOutcome(a);
       if (outcome === 'held') return { held: true, wonTryAt };
       if (outcome === 'unexpected') throw new Error(describeAnswer('acquire', a));

@@ -5,3 +5,4 @@ export { ServingTracker, computeServingStatuses, servingOf } from './serving.ts'
 export type { ServingStatus, ServingListener } from './serving.ts';
 export { ChangeLog } from './changes.ts';
 export type { Change, ChangeListener, ChangeLogOptions } from './changes.ts';
+export { LockQueues } from './lock-queue.ts';

@@ -3,6 +3,7 @@
  * the state in order, hands each proposer the result that apply computed for its entry, wakes blocking
  * queries, and hosts the owner actors (session TTL timers). It is the only place where effects happen.
  */
+import { LockQueues } from './lock-queue.ts';
 import { randomUUID } from 'node:crypto';
 import { stepSession } from '../../machines/index.ts';
 import type { Command } from '../domain/commands.ts';
@@ -60,6 +61,8 @@ export class Runtime {
   readonly ttl: TtlOwner;
   readonly checkOwner: CheckOwner;
   readonly serving = new ServingTracker();
+  /** FIFO queues of acquires waiting on a held lock (`?acquire=&wait=`). */
+  readonly lockQueues = new LockQueues(this);
   /** What each entry changed, for streams that resume from an index. */
   readonly changes: ChangeLog;
   readonly membership: Membership;

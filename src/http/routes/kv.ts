@@ -12,6 +12,8 @@ import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64 } from '../
 import { jsonText, type Reply } from '../reply.ts';
 import { flag, mayRead, param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
+import { blockingWaitMsMax } from '../../domain/limits.ts';
+import { parseGoDurationMs } from '../../util/duration.ts';
 
 /** Renders entries by hand: Flags must print as exact uint64 digits, which JSON.stringify cannot do. */
 export function renderEntries(entries: readonly KvEntry[]): string {
@@ -115,6 +117,14 @@ function failure(r: Extract<Result, { ok: false }>, op: 'acquire' | 'release' | 
   return new RegistryError('conflict', op === 'acquire' ? 'did not acquire lock' : 'did not release lock', { reason: r.reason });
 }
 
+/** The acquire's `wait`: a Go duration, at most the blocking-query maximum (10 min). */
+function acquireWaitMs(req: Request): number {
+  const text = param(req, 'wait') ?? '';
+  const ms = parseGoDurationMs(text);
+  if (ms === undefined || ms < 0) throw invalidField('wait', 'Format', 'must be a duration such as 30s or 1500ms', { status: 400, text: 'Invalid wait time' });
+  return Math.min(ms, blockingWaitMsMax);
+}
+
 async function put(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const key = req.rest;
@@ -131,7 +141,11 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
   else if (release !== undefined) { cmd = { t: 'kv.release', key, value, flags, session: release }; op = 'release'; }
   else if (cas !== undefined) { cmd = { t: 'kv.cas', key, value, flags, cas }; op = 'cas'; }
   else { cmd = { t: 'kv.set', key, value, flags }; op = 'set'; }
-  const result = await api.runtime.propose(cmd);
+  // `?wait=` on an acquire: queue behind this node's earlier waiters until the lock is free (Roster's extension).
+  const waitMs = op === 'acquire' && flag(req, 'wait') ? acquireWaitMs(req) : undefined;
+  const result = waitMs !== undefined && cmd.t === 'kv.acquire'
+    ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal)
+    : await api.runtime.propose(cmd);
   if (result.ok) return { t: 'outcome', ok: true };
   if (op === 'set') throw new RegistryError('unknown', `write failed: ${result.reason}`);
   const err = failure(result, op);

@@ -1,0 +1,121 @@
+/**
+ * Queued lock acquisition (`PUT /v1/kv/<key>?acquire=<session>&wait=<d>`), Roster's answer to a hot
+ * lock. Consul's recipe makes every contender block on the key and retry when it changes, so each
+ * release wakes all of them and each sends an acquire that goes through the log: a thundering herd
+ * whose winner is random. Here the contenders of one node wait in a FIFO per key; only the head
+ * retries, when the key's lock state changes or its lock delay ends. A release therefore costs one
+ * retry, not one per waiter, and the waiters are served in arrival order.
+ *
+ * The acquire itself always goes through the log: the local state only decides when it is worth
+ * trying (a stale view delays a retry, it never grants a lock). Waiters of other nodes, and clients
+ * that retry on their own, still compete; the queue orders only this node's queued requests.
+ */
+import type { KvAcquire } from '../domain/commands.ts';
+import type { Result } from '../state/index.ts';
+import type { Runtime } from './runtime.ts';
+
+interface Waiter {
+  /** Resolves when the waiter becomes the head of its queue. */
+  turn: Promise<void>;
+  begin(): void;
+}
+
+/** Refusals worth waiting out: someone else holds the lock, or its lock delay runs. */
+const waitable = new Set(['held-by-other', 'lock-delay']);
+
+export class LockQueues {
+  private readonly queues = new Map<string, Waiter[]>();
+
+  constructor(private readonly runtime: Runtime) {}
+
+  /** Waiters queued on `key` on this node (for tests and metrics). */
+  waiting(key: string): number {
+    return this.queues.get(key)?.length ?? 0;
+  }
+
+  /**
+   * Acquires `cmd.key` for `cmd.session`, waiting up to `waitMs` behind the earlier queued requests;
+   * the last refusal when the time runs out or the client goes away. Errors other than a waitable
+   * refusal (an invalid session, say) are returned at once, also while waiting.
+   */
+  async acquire(cmd: KvAcquire, waitMs: number, signal?: AbortSignal): Promise<Result> {
+    const deadline = Date.now() + waitMs;
+    const queue = this.queues.get(cmd.key);
+    // Nobody queued: try at once, like a plain acquire. Otherwise no barging past the queue.
+    if (queue === undefined || queue.length === 0) {
+      const first = await this.runtime.propose(cmd);
+      if (first.ok || !waitable.has(first.reason) || waitMs <= 0) return first;
+    }
+    const waiter = this.enqueue(cmd.key);
+    try {
+      const giveUp = this.until(deadline, signal);
+      await Promise.race([waiter.turn, giveUp.reached]);
+      giveUp.cancel();
+      let last: Result = { ok: false, reason: 'held-by-other' };
+      while (this.isHead(cmd.key, waiter)) {
+        const state = this.runtime.state;
+        const entry = state.kv.get(cmd.key);
+        const delayUntil = state.lockDelays.get(cmd.key) ?? 0;
+        const free = (entry?.session === undefined || entry.session === cmd.session) && delayUntil <= Date.now();
+        if (free) {
+          last = await this.runtime.propose(cmd);
+          if (last.ok || !waitable.has(last.reason)) return last;
+        } else if (!state.sessions.has(cmd.session)) {
+          return { ok: false, reason: 'invalid-session', detail: cmd.session };
+        }
+        const left = deadline - Date.now();
+        if (left <= 0 || signal?.aborted || this.runtime.isStopping) return last;
+        // Until the key's lock state changes (any write to it), or its lock delay ends.
+        const index = this.runtime.state.kvKeyIndex(cmd.key);
+        const delayLeft = delayUntil - Date.now();
+        await this.runtime.waitForIndex({ kind: 'key', key: cmd.key }, () => this.runtime.state.kvKeyIndex(cmd.key), index,
+          delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, signal);
+      }
+      return last;
+    } finally {
+      this.dequeue(cmd.key, waiter);
+    }
+  }
+
+  private enqueue(key: string): Waiter {
+    let begin!: () => void;
+    const turn = new Promise<void>((resolve) => { begin = resolve; });
+    const waiter: Waiter = { turn, begin };
+    let queue = this.queues.get(key);
+    if (queue === undefined) this.queues.set(key, (queue = []));
+    queue.push(waiter);
+    if (queue.length === 1) waiter.begin();
+    return waiter;
+  }
+
+  private dequeue(key: string, waiter: Waiter): void {
+    const queue = this.queues.get(key);
+    if (queue === undefined) return;
+    const at = queue.indexOf(waiter);
+    if (at < 0) return;
+    queue.splice(at, 1);
+    if (queue.length === 0) this.queues.delete(key);
+    else if (at === 0) queue[0]!.begin();
+  }
+
+  private isHead(key: string, waiter: Waiter): boolean {
+    return this.queues.get(key)?.[0] === waiter;
+  }
+
+  /** `reached` resolves at the deadline or when the client goes away; `cancel` drops the timer and listener. */
+  private until(deadline: number, signal?: AbortSignal): { reached: Promise<void>; cancel(): void } {
+    let cancel!: () => void;
+    const reached = new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
+      timer.unref();
+      function done(): void {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      }
+      cancel = done;
+      signal?.addEventListener('abort', done, { once: true });
+    });
+    return { reached, cancel };
+  }
+}
