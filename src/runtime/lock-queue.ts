@@ -6,11 +6,15 @@
  * retries, when the key's lock state changes or its lock delay ends. A release therefore costs one
  * retry, not one per waiter, and the waiters are served in arrival order.
  *
+ * A release through this node hands the lock on in the same commit: when the head is parked (waiting
+ * for the key to change), the release and the head's acquire are appended together, so the next
+ * holder gets the lock with the release's fdatasync instead of one more commit after it.
+ *
  * The acquire itself always goes through the log: the local state only decides when it is worth
  * trying (a stale view delays a retry, it never grants a lock). Waiters of other nodes, and clients
  * that retry on their own, still compete; the queue orders only this node's queued requests.
  */
-import type { KvAcquire } from '../domain/commands.ts';
+import type { KvAcquire, KvRelease } from '../domain/commands.ts';
 import type { Result } from '../state/index.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -18,6 +22,11 @@ interface Waiter {
   /** Resolves when the waiter becomes the head of its queue. */
   turn: Promise<void>;
   begin(): void;
+  cmd: KvAcquire;
+  /** Waiting for the key to change (only then may a release hand the lock on). */
+  parked: boolean;
+  /** The acquire a release appended for this waiter, until the waiter has its result. */
+  handoff: Promise<Result> | undefined;
 }
 
 /** Refusals worth waiting out: someone else holds the lock, or its lock delay runs. */
@@ -46,30 +55,38 @@ export class LockQueues {
       const first = await this.runtime.propose(cmd);
       if (first.ok || !waitable.has(first.reason) || waitMs <= 0) return first;
     }
-    const waiter = this.enqueue(cmd.key);
+    const waiter = this.enqueue(cmd);
     try {
       const giveUp = this.until(deadline, signal);
       await Promise.race([waiter.turn, giveUp.reached]);
       giveUp.cancel();
       let last: Result = { ok: false, reason: 'held-by-other' };
       while (this.isHead(cmd.key, waiter)) {
+        // A release handed the lock on: its result decides, even if the time ran out meanwhile.
+        if (waiter.handoff !== undefined) {
+          last = await waiter.handoff;
+          waiter.handoff = undefined;
+          if (last.ok || !waitable.has(last.reason)) return last;
+        }
+        if (deadline - Date.now() <= 0 || signal?.aborted || this.runtime.isStopping) return last;
         const state = this.runtime.state;
         const entry = state.kv.get(cmd.key);
         const delayUntil = state.lockDelays.get(cmd.key) ?? 0;
-        const free = (entry?.session === undefined || entry.session === cmd.session) && delayUntil <= Date.now();
-        if (free) {
+        if ((entry?.session === undefined || entry.session === cmd.session) && delayUntil <= Date.now()) {
           last = await this.runtime.propose(cmd);
           if (last.ok || !waitable.has(last.reason)) return last;
         } else if (!state.sessions.has(cmd.session)) {
           return { ok: false, reason: 'invalid-session', detail: cmd.session };
         }
-        const left = deadline - Date.now();
-        if (left <= 0 || signal?.aborted || this.runtime.isStopping) return last;
         // Until the key's lock state changes (any write to it), or its lock delay ends.
         const index = this.runtime.state.kvKeyIndex(cmd.key);
+        const left = deadline - Date.now();
         const delayLeft = delayUntil - Date.now();
+        if (left <= 0) continue;
+        waiter.parked = true;
         await this.runtime.waitForIndex({ kind: 'key', key: cmd.key }, () => this.runtime.state.kvKeyIndex(cmd.key), index,
           delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, signal);
+        waiter.parked = false;
       }
       return last;
     } finally {
@@ -77,12 +94,28 @@ export class LockQueues {
     }
   }
 
-  private enqueue(key: string): Waiter {
+  /**
+   * Releases through the queue: when this key's head waiter is parked, its acquire is appended right
+   * behind the release, so both commit together. Otherwise a plain release.
+   */
+  release(cmd: KvRelease): Promise<Result> {
+    const head = this.queues.get(cmd.key)?.[0];
+    if (head === undefined || !head.parked || head.handoff !== undefined || head.cmd.session === cmd.session) {
+      return this.runtime.propose(cmd);
+    }
+    const [released, acquired] = this.runtime.proposeAll([cmd, head.cmd]);
+    head.handoff = acquired;
+    // The head's loop awaits the hand-off; keep a rejection from being reported as unhandled meanwhile.
+    acquired!.catch(() => {});
+    return released!;
+  }
+
+  private enqueue(cmd: KvAcquire): Waiter {
     let begin!: () => void;
     const turn = new Promise<void>((resolve) => { begin = resolve; });
-    const waiter: Waiter = { turn, begin };
-    let queue = this.queues.get(key);
-    if (queue === undefined) this.queues.set(key, (queue = []));
+    const waiter: Waiter = { turn, begin, cmd, parked: false, handoff: undefined };
+    let queue = this.queues.get(cmd.key);
+    if (queue === undefined) this.queues.set(cmd.key, (queue = []));
     queue.push(waiter);
     if (queue.length === 1) waiter.begin();
     return waiter;

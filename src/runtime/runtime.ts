@@ -144,17 +144,24 @@ export class Runtime {
 
   /** Proposes a command; resolves with apply's result once its entry applied on this node. */
   propose(cmd: Command): Promise<Result> {
-    if (this.fatal) return Promise.reject(this.fatal);
-    if (this.stopped) return Promise.reject(new Error('runtime is stopping'));
-    const pid = `${this.pidPrefix}-${++this.pidCounter}`;
-    const result = new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject }));
-    this.log.append([{ pid, cmd }]).catch((err: unknown) => {
-      const waiter = this.pending.get(pid);
-      if (waiter === undefined) return;
-      this.pending.delete(pid);
-      waiter.reject(err instanceof Error ? err : new Error(String(err)));
+    return this.proposeAll([cmd])[0]!;
+  }
+
+  /** Several commands in one append: they commit together, consecutively, in this order. */
+  proposeAll(cmds: readonly Command[]): Promise<Result>[] {
+    if (this.fatal) return cmds.map(() => Promise.reject(this.fatal));
+    if (this.stopped) return cmds.map(() => Promise.reject(new Error('runtime is stopping')));
+    const pids = cmds.map(() => `${this.pidPrefix}-${++this.pidCounter}`);
+    const results = pids.map((pid) => new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject })));
+    this.log.append(cmds.map((cmd, k) => ({ pid: pids[k]!, cmd }))).catch((err: unknown) => {
+      for (const pid of pids) {
+        const waiter = this.pending.get(pid);
+        if (waiter === undefined) continue;
+        this.pending.delete(pid);
+        waiter.reject(err instanceof Error ? err : new Error(String(err)));
+      }
     });
-    return result;
+    return results;
   }
 
   /** Linearizable read point: resolves once everything committed before the call has applied. */

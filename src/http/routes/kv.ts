@@ -143,9 +143,10 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
   else { cmd = { t: 'kv.set', key, value, flags }; op = 'set'; }
   // `?wait=` on an acquire: queue behind this node's earlier waiters until the lock is free (Roster's extension).
   const waitMs = op === 'acquire' && flag(req, 'wait') ? acquireWaitMs(req) : undefined;
+  // A release goes through the queues too: a waiter parked on the key gets the lock in the same commit.
   const result = waitMs !== undefined && cmd.t === 'kv.acquire'
     ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal)
-    : await api.runtime.propose(cmd);
+    : cmd.t === 'kv.release' ? await api.runtime.lockQueues.release(cmd) : await api.runtime.propose(cmd);
   if (result.ok) return { t: 'outcome', ok: true };
   if (op === 'set') throw new RegistryError('unknown', `write failed: ${result.reason}`);
   const err = failure(result, op);
