@@ -48,7 +48,12 @@ export function fromSnapshotData(data: unknown): RegistryState {
   s.index = d.index; s.atMs = d.atMs; s.kvIndex = d.kvIndex; s.sessionsIndex = d.sessionsIndex;
   s.catalogIndex = d.catalogIndex; s.tombstoneFloor = d.tombstoneFloor;
   for (const e of d.kv) {
-    const entry: KvEntry = { ...e, session: e.session ?? undefined };
+    // A literal in one field order: every entry then shares one hidden class. A spread of the parsed
+    // object plus a field it lacks gave each entry its own (measured: 589 bytes an entry, not 293).
+    const entry: KvEntry = {
+      key: e.key, value: e.value, flags: e.flags, session: e.session ?? undefined,
+      lockIndex: e.lockIndex, createIndex: e.createIndex, modifyIndex: e.modifyIndex,
+    };
     s.kv.set(entry.key, entry);
     if (entry.session !== undefined) {
       let held = s.locksBySession.get(entry.session);

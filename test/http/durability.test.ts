@@ -80,6 +80,7 @@ describe('crash recovery', () => {
     agents.push(first);
     const { acked } = await loadUntilKilled(first, 8, 1_500);
     expect(acked.size).toBeGreaterThan(200);
+    expect(first.output()).toMatch(/snapshot saved/);
 
     const second = await startAgent({ dataDir, args: ['--snapshot-every', '200'] });
     agents.push(second);
