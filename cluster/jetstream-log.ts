@@ -84,6 +84,12 @@ export interface JetStreamLogOptions {
    * RangeError. Same rule as the WAL. @default 65536
    */
   queuedEntriesMax?: number;
+  /**
+   * Commits published and not yet read back at once. Each is its own message with its own id, so
+   * they may be stored in any order; indexes are counted while consuming, and atMs never decreases
+   * there, so the log stays the same on every node. @default 8
+   */
+  publishesInFlightMax?: number;
   /** How long one publish attempt waits for its PubAck. @default 5000 */
   publishTimeoutMs?: number;
   /**
@@ -330,6 +336,7 @@ export class JetStreamLog implements ReplicatedLog {
       entriesMax: this.batchEntriesMax,
       bytesMax: this.bytesMax,
       queuedEntriesMax: this.queuedEntriesMax,
+      inFlightMax: positiveIntOption(kind, 'publishesInFlightMax', this.opts.publishesInFlightMax, 8),
     }, (batch) => this.commit(batch));
     this.following = this.follow();
     this.watchLeadership(jsm, info);

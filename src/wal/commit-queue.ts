@@ -19,8 +19,13 @@ export interface CommitBounds {
   entriesMax: number;
   /** Most payload bytes in one commit; an append larger than this still commits, alone. */
   bytesMax: number;
-  /** Most entries waiting for the next commit (the batch in flight is not counted). */
+  /** Most entries waiting for the next commit (the batches in flight are not counted). */
   queuedEntriesMax: number;
+  /**
+   * Commits in flight at once. The WAL keeps 1 (a commit is written only after the previous one's
+   * fdatasync); a replicated log may pipeline several. @default 1
+   */
+  inFlightMax?: number;
 }
 
 /** `commit` must settle every pending of its batch (resolve after durable + delivered, or reject). */
@@ -30,7 +35,9 @@ export class CommitQueue<T> {
   private readonly queue: Pending<T>[] = [];
   /** Entries in `queue`. */
   private queuedEntries = 0;
-  private running: Promise<void> | undefined;
+  private inFlight = 0;
+  private pumpScheduled = false;
+  private readonly idleWaiters: (() => void)[] = [];
 
   constructor(
     private readonly kind: string,
@@ -58,34 +65,53 @@ export class CommitQueue<T> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ items, bytes, resolve, reject });
       this.queuedEntries += items.length;
-      this.running ??= this.run();
+      this.schedulePump();
     });
   }
 
   /** Resolves once nothing is queued or in flight. */
   idle(): Promise<void> {
-    return this.running ?? Promise.resolve();
+    if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Rejects everything still queued (not the batch in flight: its commit settles it). */
+  /** Rejects everything still queued (not the batches in flight: their commits settle them). */
   rejectQueued(err: Error): void {
     this.queuedEntries = 0;
     for (const p of this.queue.splice(0)) p.reject(err);
+    this.checkIdle();
   }
 
-  private async run(): Promise<void> {
-    // One microtask boundary first, so appends made in the same tick share the first commit.
-    await Promise.resolve();
-    while (this.queue.length > 0) {
+  /** One microtask boundary first, so appends made in the same tick share a commit. */
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    queueMicrotask(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
+  /** Starts commits while there is work and room; each finished commit pumps again. */
+  private pump(): void {
+    const max = this.bounds.inFlightMax ?? 1;
+    while (this.queue.length > 0 && this.inFlight < max) {
       const batch = this.take();
-      try {
-        await this.commit(batch);
-      } catch (err) {
+      this.inFlight += 1;
+      this.commit(batch).catch((err: unknown) => {
         // A commit that throws instead of settling is a bug; its appends must still not hang.
         for (const p of batch) p.reject(err instanceof Error ? err : new Error(String(err)));
-      }
+      }).finally(() => {
+        this.inFlight -= 1;
+        this.pump();
+        this.checkIdle();
+      });
     }
-    this.running = undefined;
+  }
+
+  private checkIdle(): void {
+    if (this.queue.length > 0 || this.inFlight > 0) return;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   private take(): Pending<T>[] {
