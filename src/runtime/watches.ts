@@ -21,11 +21,20 @@ interface Waiter {
   wake: () => void;
 }
 
+/**
+ * Waiters are indexed by what they watch, so a change wakes its waiters without looking at the
+ * others: a key's waiters by the key, prefix waiters by prefix (each distinct prefix is checked against
+ * the touched keys), and the sessions and catalog waiters as two sets.
+ */
 export class Watches {
-  private readonly waiters = new Set<Waiter>();
+  private readonly byKey = new Map<string, Set<Waiter>>();
+  private readonly byPrefix = new Map<string, Set<Waiter>>();
+  private readonly sessions = new Set<Waiter>();
+  private readonly catalog = new Set<Waiter>();
+  private count = 0;
 
   get size(): number {
-    return this.waiters.size;
+    return this.count;
   }
 
   /** Resolves true when the interest is touched, false when `timeoutMs` passes or `signal` aborts first. */
@@ -33,36 +42,69 @@ export class Watches {
     return new Promise((resolve) => {
       const done = (changed: boolean) => {
         clearTimeout(timer);
-        this.waiters.delete(waiter);
+        this.remove(waiter);
         signal?.removeEventListener('abort', onAbort);
         resolve(changed);
       };
       const onAbort = () => done(false);
       const waiter: Waiter = { interest, wake: () => done(true) };
       const timer = setTimeout(() => done(false), Math.max(0, timeoutMs));
-      this.waiters.add(waiter);
+      this.setOf(interest, true)!.add(waiter);
+      this.count += 1;
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
   notify(t: Touched): void {
-    for (const w of [...this.waiters]) if (matches(w.interest, t)) w.wake();
+    const woken: Waiter[] = [];
+    for (const k of t.kvKeys) {
+      const ws = this.byKey.get(k);
+      if (ws !== undefined) woken.push(...ws);
+    }
+    if (t.kvKeys.size > 0) {
+      for (const [prefix, ws] of this.byPrefix) {
+        for (const k of t.kvKeys) {
+          if (k.startsWith(prefix)) {
+            woken.push(...ws);
+            break;
+          }
+        }
+      }
+    }
+    if (t.sessions) woken.push(...this.sessions);
+    if (t.catalog) woken.push(...this.catalog);
+    for (const w of woken) w.wake();
   }
 
   /** Wakes everyone (shutdown): each handler answers with what it has. */
   wakeAll(): void {
-    for (const w of [...this.waiters]) w.wake();
+    const all: Waiter[] = [...this.sessions, ...this.catalog];
+    for (const ws of this.byKey.values()) all.push(...ws);
+    for (const ws of this.byPrefix.values()) all.push(...ws);
+    for (const w of all) w.wake();
+  }
+
+  private setOf(i: Interest, create: boolean): Set<Waiter> | undefined {
+    switch (i.kind) {
+      case 'sessions': return this.sessions;
+      case 'catalog': return this.catalog;
+      case 'key': return bucket(this.byKey, i.key, create);
+      case 'prefix': return bucket(this.byPrefix, i.prefix, create);
+    }
+  }
+
+  private remove(w: Waiter): void {
+    const set = this.setOf(w.interest, false);
+    if (set === undefined || !set.delete(w)) return;
+    this.count -= 1;
+    if (set.size > 0) return;
+    if (w.interest.kind === 'key') this.byKey.delete(w.interest.key);
+    else if (w.interest.kind === 'prefix') this.byPrefix.delete(w.interest.prefix);
   }
 }
 
-function matches(i: Interest, t: Touched): boolean {
-  switch (i.kind) {
-    case 'key': return t.kvKeys.has(i.key);
-    case 'prefix': {
-      for (const k of t.kvKeys) if (k.startsWith(i.prefix)) return true;
-      return false;
-    }
-    case 'sessions': return t.sessions;
-    case 'catalog': return t.catalog;
-  }
+function bucket(map: Map<string, Set<Waiter>>, name: string, create: boolean): Set<Waiter> | undefined {
+  let set = map.get(name);
+  if (set === undefined && create) map.set(name, (set = new Set()));
+  return set;
 }
