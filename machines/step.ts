@@ -5,6 +5,7 @@
 import { createActor, type AnyActorScope, type AnyStateMachine } from 'xstate';
 import type { CheckStatus } from '../src/domain/types.ts';
 import { checkMachine, type CheckContext, type CheckEvent } from './check.ts';
+import { compileFlat } from './compiled.ts';
 import { lockMachine, type LockContext, type LockEvent } from './lock.ts';
 import { sessionMachine, type SessionContext, type SessionEvent } from './session.ts';
 
@@ -50,13 +51,18 @@ export function step<C, E extends { type: string }>(machine: AnyStateMachine, va
   return { value: next.value as string, context: next.context as C, effects };
 }
 
+// The lock and session machines are flat: they step through compileFlat (about a tenth of the time
+// of xstate's interpreter; test/machines/compiled.test.ts holds the two to the same answers).
+const lockStep = compileFlat(lockMachine);
+const sessionStep = compileFlat(sessionMachine);
+
 /** A session in state is always `valid` (invalidated sessions are removed), so that is where it steps from. */
 export function stepSession(context: SessionContext, event: SessionEvent): Step<SessionContext> {
-  return step(sessionMachine, 'valid', context, event);
+  return sessionStep('valid', context, event);
 }
 
 export function stepLock(context: LockContext, event: LockEvent): Step<LockContext> {
-  return step(lockMachine, context.holder === null ? 'unlocked' : 'locked', context, event);
+  return lockStep(context.holder === null ? 'unlocked' : 'locked', context, event);
 }
 
 export function stepCheck(status: CheckStatus, context: CheckContext, event: CheckEvent): Step<CheckContext> {
