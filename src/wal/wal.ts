@@ -7,6 +7,8 @@
  * On disk: `<dir>/wal/<20-digit first index>.seg` and `<dir>/snap/<20-digit index>.snap`.
  */
 import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
+// The default export, so a test can make one write fail (vi.spyOn on this object).
+import fs from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
@@ -198,7 +200,10 @@ export class WalLog implements ReplicatedLog {
 
   private async writeDurably(buf: Buffer): Promise<void> {
     const seg = this.active!;
-    await writeAll(seg.fh, buf, seg.bytes);
+    // The write only copies into the page cache (tens of microseconds for a commit): done in place, it
+    // spares a thread-pool round trip that cost about 0.4 ms per commit under load. The fdatasync,
+    // which waits for the disk, stays off the event loop.
+    writeAllSync(seg.fh.fd, buf, seg.bytes);
     await seg.fh.datasync();
     seg.bytes += buf.length;
     seg.allocated = Math.max(seg.allocated, seg.bytes);
@@ -549,6 +554,14 @@ async function listIndexed(dir: string, pattern: RegExp): Promise<SegmentRef[]> 
     if (Number.isSafeInteger(first)) found.push({ first, path: join(dir, name) });
   }
   return found.sort((a, b) => a.first - b.first);
+}
+
+function writeAllSync(fd: number, buf: Buffer, position: number): void {
+  for (let done = 0; done < buf.length;) {
+    const written = fs.writeSync(fd, buf, done, buf.length - done, position + done);
+    if (written <= 0) throw new Error(`write made no progress at offset ${position + done}`);
+    done += written;
+  }
 }
 
 async function writeAll(fh: FileHandle, buf: Buffer, position: number): Promise<void> {

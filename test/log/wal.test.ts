@@ -1,5 +1,5 @@
 // Goal: the embedded WAL passes the shared log contract, group-commits, and recovers from crashes without losing acknowledged entries.
-import { mkdtempSync } from 'node:fs';
+import fs, { mkdtempSync } from 'node:fs';
 import { appendFile, open, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -509,8 +509,8 @@ describe('WalLog', () => {
     await log.append(proposals(1, 3));
     const delivered: number[] = [];
     log.subscribe(3, (batch) => void delivered.push(...batch.map((e) => e.index)));
-    const proto = await fileHandlePrototype();
-    vi.spyOn(proto, 'write').mockRejectedValueOnce(new Error('EIO: simulated write failure'));
+    // A commit's frame is written with fs.writeSync (the fdatasync is asynchronous).
+    vi.spyOn(fs, 'writeSync').mockImplementationOnce(() => { throw new Error('EIO: simulated write failure'); });
     await expect(log.append(proposals(4, 1))).rejects.toThrow(/EIO: simulated write failure/);
     await expect(log.append(proposals(5, 1))).rejects.toThrow(/failed, no further appends/);
     expect(delivered).toEqual([]);
