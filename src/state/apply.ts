@@ -210,6 +210,7 @@ function writeEntry(c: Ctx, entry: KvEntry): void {
     held.add(entry.key);
   }
   entry.modifyIndex = c.index;
+  if (previous === undefined) state.kvOrder.set(entry.key, undefined);
   state.kv.set(entry.key, entry);
   state.tombstones.delete(entry.key);
   state.kvIndex = c.index;
@@ -294,6 +295,7 @@ function deleteKey(c: Ctx, key: string): boolean {
   if (previous === undefined) return false;
   if (previous.session !== undefined) state.locksBySession.get(previous.session)?.delete(key);
   state.kv.delete(key);
+  state.kvOrder.delete(key);
   state.tombstones.delete(key);
   state.tombstones.set(key, c.index);
   foldTombstones(c);
@@ -320,7 +322,7 @@ function kvDeleteCas(c: Ctx, cmd: KvDeleteCas): Result {
 }
 
 function kvDeleteTree(c: Ctx, prefix: string): Result {
-  const doomed = [...c.state.kv.keys()].filter((k) => k.startsWith(prefix));
+  const doomed = c.state.kvList(prefix).map((e) => e.key);
   for (const key of doomed) deleteKey(c, key);
   return ok;
 }

@@ -55,6 +55,7 @@ export function fromSnapshotData(data: unknown): RegistryState {
       lockIndex: e.lockIndex, createIndex: e.createIndex, modifyIndex: e.modifyIndex,
     };
     s.kv.set(entry.key, entry);
+    s.kvOrder.set(entry.key, undefined);
     if (entry.session !== undefined) {
       let held = s.locksBySession.get(entry.session);
       if (held === undefined) s.locksBySession.set(entry.session, (held = new Set()));
