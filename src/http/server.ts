@@ -110,7 +110,9 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     const headers = new Map<string, string>();
     uwsReq.forEach((k, v) => headers.set(k, v));
     const method = effectiveMethod(sentMethod, headers);
-    const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
+    // The binary address as the in-flight key: uWS's text form cost a fifth of a simple GET (profiled),
+    // so the text is made only where a message or the rate limiter shows it.
+    const remote = addressKey(res.getRemoteAddress());
     // Only blocking queries look at the signal: make the controller when one does (most requests never).
     let abort: AbortController | undefined;
     let aborted = false;
@@ -124,7 +126,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       abort?.abort();
     });
 
-    const rate = limiter?.take(callerOf(headers, query, remote), Date.now());
+    const rate = limiter?.take(callerOf(headers, query, Buffer.from(res.getRemoteAddressAsText()).toString()), Date.now());
     const send = (w: Wire, closeConnection = false) => {
       if (done) return;
       done = true;
@@ -162,7 +164,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       return;
     }
     if (held > inFlightMax) {
-      send(renderError(new RegistryError('illegalRequest', `too many requests in flight from ${remote}: at most ${inFlightMax}`,
+      send(renderError(new RegistryError('illegalRequest', `too many requests in flight from ${Buffer.from(res.getRemoteAddressAsText()).toString()}: at most ${inFlightMax}`,
         { requestsInFlightMax: inFlightMax, retryAfterSeconds: 1 }, { status: 429, text: 'Your IP is issuing too many concurrent connections, please rate limit your calls\n' }),
       o.dialect, [['Retry-After', '1']], 429), true);
       return;
@@ -214,6 +216,11 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       });
     });
   });
+}
+
+/** A map key for a binary address (4 or 16 bytes): one char per byte, no Buffer, no formatting. */
+function addressKey(address: ArrayBuffer): string {
+  return String.fromCharCode(...new Uint8Array(address));
 }
 
 function readBody(res: Uws.HttpResponse, max: number, onBody: (b: Buffer) => void, onTooLarge: (size: number) => void): void {
