@@ -10,12 +10,13 @@ import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } f
 // The default export, so a test can make one write fail (vi.spyOn on this object).
 import fs from 'node:fs';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import { appendTo, CommitQueue, deliverCommit, type Pending } from './commit-queue.ts';
 import {
   checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
-  refusal, replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
+  refusal, replayBatchEntriesMax, snapshotPayloadChunks, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
   type LogStats, type Phase,
 } from './common.ts';
 import {
@@ -503,10 +504,22 @@ async function readSnapshotFile(path: string, index: number): Promise<Snapshot |
 async function writeSnapshotFile(snapDir: string, s: Snapshot): Promise<void> {
   const path = join(snapDir, snapName(s.index));
   const tmp = `${path}.tmp`;
-  const buf = encodeFrame(snapshotPayload(s));
   const fh = await open(tmp, 'w');
   try {
-    await writeAll(fh, buf, 0);
+    // One frame, streamed: the payload in pieces with a running crc, then the header in front of it.
+    let bytes = 0;
+    let crc = 0;
+    for (const chunk of snapshotPayloadChunks(s)) {
+      const buf = Buffer.from(chunk, 'utf8');
+      crc = crc32(buf, crc);
+      await writeAll(fh, buf, headerBytes + bytes);
+      bytes += buf.length;
+    }
+    if (bytes > 0xffff_ffff) throw new RangeError(`snapshot payload of ${bytes} bytes does not fit a frame`);
+    const header = Buffer.alloc(headerBytes);
+    header.writeUInt32LE(bytes, 0);
+    header.writeUInt32LE(crc, 4);
+    await writeAll(fh, header, 0);
     await fh.sync();
   } finally {
     await fh.close();
