@@ -11,6 +11,7 @@ import { mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } f
 import fs from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { constants } from 'node:buffer';
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import { appendTo, CommitQueue, deliverCommit, type Pending } from './commit-queue.ts';
@@ -512,18 +513,22 @@ async function writeSnapshotFile(snapDir: string, s: Snapshot): Promise<void> {
     for (const chunk of snapshotPayloadChunks(s)) {
       const buf = Buffer.from(chunk, 'utf8');
       crc = crc32(buf, crc);
-      await writeAll(fh, buf, headerBytes + bytes);
       bytes += buf.length;
+      // Recovery reads the payload as one string: never write one it could not read back.
+      if (bytes > snapshotPayloadBytesMax) throw new RangeError(`snapshot payload passes ${snapshotPayloadBytesMax} bytes, more than recovery can read as one string`);
+      await writeAll(fh, buf, headerBytes + bytes - buf.length);
     }
-    if (bytes > 0xffff_ffff) throw new RangeError(`snapshot payload of ${bytes} bytes does not fit a frame`);
     const header = Buffer.alloc(headerBytes);
     header.writeUInt32LE(bytes, 0);
     header.writeUInt32LE(crc, 4);
     await writeAll(fh, header, 0);
     await fh.sync();
-  } finally {
+  } catch (err) {
     await fh.close();
+    await rm(tmp, { force: true });
+    throw err;
   }
+  await fh.close();
   await rename(tmp, path);
   await syncDir(snapDir);
 }
@@ -538,6 +543,9 @@ async function pruneSnapshots(snapDir: string, newest: number): Promise<void> {
 }
 
 // ---- files ----------------------------------------------------------------------------------
+
+/** The longest string V8 makes (and so the largest snapshot payload recovery can decode). */
+const snapshotPayloadBytesMax = Math.min(constants.MAX_STRING_LENGTH, 0xffff_ffff);
 
 /** Zero-filled space kept ahead of the current segment's write position. */
 const preallocBytes = MiB;
