@@ -149,12 +149,16 @@ export class RegistryState {
 }
 
 /** Orders keys by their UTF-8 bytes, as Consul's radix tree does. */
+const surrogate = /[\uD800-\uDFFF]/;
+
 /**
  * Key-byte (UTF-8) order, as Consul sorts keys, without encoding: UTF-8 byte order is code point
  * order, and UTF-16 code units disagree with it only where a surrogate (a code point above U+FFFF)
  * meets a unit at or above U+E000. Keys are well-formed text (they come through decodeURIComponent).
  */
 export function compareKeys(a: string, b: string): number {
+  // Without surrogates UTF-16 order is byte order: let the engine compare (most keys are ASCII).
+  if (!surrogate.test(a) && !surrogate.test(b)) return a < b ? -1 : a > b ? 1 : 0;
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
     const x = a.charCodeAt(i);

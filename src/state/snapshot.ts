@@ -29,7 +29,8 @@ export function toSnapshotData(s: RegistryState): SnapshotData {
     version: snapshotVersion,
     index: s.index, atMs: s.atMs, kvIndex: s.kvIndex, sessionsIndex: s.sessionsIndex, catalogIndex: s.catalogIndex,
     tombstoneFloor: s.tombstoneFloor,
-    kv: [...s.kv.values()].map((e) => ({ ...e, session: e.session ?? undefined })),
+    // In key order: a restore then appends to the sorted key index instead of inserting at random.
+    kv: Array.from(s.kvOrder.keys(), (k) => s.kv.get(k)!).map((e) => ({ ...e, session: e.session ?? undefined })),
     sessions: [...s.sessions.values()],
     lockDelays: [...s.lockDelays].filter(([, until]) => until > s.atMs),
     tombstones: [...s.tombstones],
