@@ -25,7 +25,7 @@ import { startRosterCluster } from './peers/roster-cluster.ts';
 import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
 import { describeMachine, fsTypeOf, type Machine } from './peers/tools.ts';
 import type { LockDriver } from './peers/driver.ts';
-import { formatRow, ms, startRoster, type Server } from './server.ts';
+import { benchOptions, formatRow, ms, startRoster, type Server } from './server.ts';
 import { startNatsCluster, startNatsServer } from '../cluster/nats-launcher.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
@@ -79,10 +79,6 @@ function parseOptions(argv: string[]): Options {
       help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.help) {
-    process.stdout.write(`${usage}\n`);
-    process.exit(0);
-  }
   const durationS = Number(values.duration ?? '5');
   if (!Number.isFinite(durationS) || durationS <= 0 || durationS > 3600) throw new Error(`--duration: "${values.duration}" is not a number of seconds (0-3600)`);
   const clients = (values.clients ?? '1,16,64').split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => {
@@ -424,13 +420,7 @@ function printSummary(runs: SystemRun[], reads: ReadsRun | undefined, ratios: Ra
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<number> {
-  let o: Options;
-  try {
-    o = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n${usage}\n`);
-    return 2;
-  }
+  const o = benchOptions(usage, parseOptions);
   process.on('SIGINT', () => interrupt(130, 'interrupted'));
   process.on('SIGTERM', () => interrupt(143, 'terminated'));
   process.on('uncaughtException', (err) => hardExit(1, `uncaught ${err.stack ?? err.message}`));

@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { runRow, type RowResult, type Scenario } from './measure.ts';
 import { RosterDriver } from './peers/roster.ts';
 import { fsTypeOf } from './peers/tools.ts';
-import { exitOnInterrupt, formatRow, ms, startRoster, stopAndReport, type Server } from './server.ts';
+import { benchOptions, exitOnInterrupt, formatRow, ms, startRoster, stopAndReport, type Server } from './server.ts';
 
 const warmupMs = 500;
 
@@ -48,10 +48,6 @@ function parseOptions(argv: string[]): Options {
       help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.help) {
-    process.stdout.write(`${usage}\n`);
-    process.exit(0);
-  }
   const durationS = Number(values.duration ?? '5');
   if (!Number.isFinite(durationS) || durationS <= 0) throw new Error(`--duration: "${values.duration}" is not a positive number of seconds`);
   const clients = (values.clients ?? '1,16,64').split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => {
@@ -97,13 +93,7 @@ function rowText(r: RowResult): string {
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<number> {
-  let o: Options;
-  try {
-    o = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n${usage}\n`);
-    return 2;
-  }
+  const o = benchOptions(usage, parseOptions);
 
   let server: Server | undefined;
   let driver: RosterDriver | undefined;

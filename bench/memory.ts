@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { exitOnInterrupt, formatRow, startRoster, type Server } from './server.ts';
+import { benchOptions, exitOnInterrupt, formatRow, startRoster, type Server } from './server.ts';
 
 const valueBytes = 100;
 /** The issue's targets: resident memory with the full load held, and spawn → serving after a restart. */
@@ -90,10 +90,6 @@ function parseOptions(argv: string[]): Options {
       help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.help) {
-    process.stdout.write(`${usage}\n`);
-    process.exit(0);
-  }
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const tail = count('tail', values.tail, 10_000, 0, 10_000_000);
   // More tail writes than --snapshot-every would let a periodic snapshot cover them: the crash restart would
@@ -621,13 +617,7 @@ function table(r: Results): string {
 }
 
 async function main(): Promise<number> {
-  let o: Options;
-  try {
-    o = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n${usage}\n`);
-    return 2;
-  }
+  const o = benchOptions(usage, parseOptions);
   const parent = mkdtempSync(join(o.dataParent, 'roster-memory-'));
   const live: Live = { server: undefined, starting: undefined, http: undefined, stopped: false, phase: 'start' };
   const failures: string[] = [];

@@ -158,3 +158,21 @@ export function exitOnInterrupt(cleanup: () => Promise<void>): () => boolean {
   });
   return () => interrupted;
 }
+
+/**
+ * A bench's options from its command line: `--help` or `-h` prints the usage and exits 0; arguments
+ * `parse` refuses print why, then the usage, and exit 2.
+ */
+export function benchOptions<T>(usage: string, parse: (argv: string[]) => T): T {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${usage}\n`);
+    process.exit(0);
+  }
+  try {
+    return parse(argv);
+  } catch (err) {
+    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n${usage}\n`);
+    process.exit(2);
+  }
+}

@@ -27,7 +27,7 @@ import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
-import { exitOnInterrupt, formatRow, ms, percentile, startRoster, stopAndReport, type Server } from './server.ts';
+import { benchOptions, exitOnInterrupt, formatRow, ms, percentile, startRoster, stopAndReport, type Server } from './server.ts';
 
 const subprotocol = 'registry.stream.v1';
 const serviceName = 'bench-web';
@@ -73,10 +73,6 @@ function parseOptions(argv: string[]): Options {
       help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.help) {
-    process.stdout.write(`${usage}\n`);
-    process.exit(0);
-  }
   const durationS = Number(values.duration ?? '10');
   if (!Number.isFinite(durationS) || durationS <= 0 || durationS > 3600) throw new Error(`--duration: "${values.duration}" is not a number of seconds (0-3600]`);
   const subscribers = Number(values.subscribers ?? '1000');
@@ -304,13 +300,7 @@ function rowText(r: Row): string {
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<number> {
-  let o: Options;
-  try {
-    o = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n${usage}\n`);
-    return 2;
-  }
+  const o = benchOptions(usage, parseOptions);
 
   let server: Server | undefined;
   let http: Http | undefined;
