@@ -8,7 +8,9 @@
  *
  * A release through this node hands the lock on in the same commit: when the head is parked (waiting
  * for the key to change), the release and the head's acquire are appended together, so the next
- * holder gets the lock with the release's fdatasync instead of one more commit after it.
+ * holder gets the lock with the release's fdatasync instead of one more commit after it. In a
+ * cluster that would keep a busy lock on one node for good (its own waiters re-queue there), so
+ * after a few hand-offs in a row a release goes out plain and every node's head may compete.
  *
  * The acquire itself always goes through the log: the local state only decides when it is worth
  * trying (a stale view delays a retry, it never grants a lock). Waiters of other nodes, and clients
@@ -32,8 +34,13 @@ interface Waiter {
 /** Refusals worth waiting out: someone else holds the lock, or its lock delay runs. */
 const waitable = new Set(['held-by-other', 'lock-delay']);
 
+/** Hand-offs in a row on one key before a plain release lets other nodes' waiters compete. */
+const handOffsInARowMax = 4;
+
 export class LockQueues {
   private readonly queues = new Map<string, Waiter[]>();
+  /** Key → hand-offs in a row made by this node (only counted while other members exist). */
+  private readonly handOffs = new Map<string, number>();
 
   constructor(private readonly runtime: Runtime) {}
 
@@ -100,9 +107,13 @@ export class LockQueues {
    */
   release(cmd: KvRelease): Promise<Result> {
     const head = this.queues.get(cmd.key)?.[0];
-    if (head === undefined || !head.parked || head.handoff !== undefined || head.cmd.session === cmd.session) {
+    const inARow = this.handOffs.get(cmd.key) ?? 0;
+    const othersWait = inARow >= handOffsInARowMax && this.runtime.membership.members().length > 1;
+    if (head === undefined || !head.parked || head.handoff !== undefined || head.cmd.session === cmd.session || othersWait) {
+      this.handOffs.delete(cmd.key);
       return this.runtime.propose(cmd);
     }
+    this.handOffs.set(cmd.key, inARow + 1);
     const [released, acquired] = this.runtime.proposeAll([cmd, head.cmd]);
     head.handoff = acquired;
     // The head's loop awaits the hand-off; keep a rejection from being reported as unhandled meanwhile.

@@ -149,6 +149,41 @@ describe('one registry on three nodes', () => {
     expect(holders.map((h) => h.lockIndex)).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
     expect(new Set(holders.map((h) => h.node))).toEqual(new Set(['n1', 'n2', 'n3']));
   });
+
+  test('queued acquires from four clients on each node: one holder at a time, and every client wins every second', async () => {
+    const key = 'cl/queued';
+    const perNode = 4;
+    const warmupMs = 1_000;
+    const seconds = 3;
+    const started = Date.now();
+    const until = started + warmupMs + seconds * 1_000;
+    /** client → wins in each whole second after the warm-up */
+    const wins = new Map<string, number[]>();
+    let holding = 0;
+    let overlaps = 0;
+    const contender = async (name: string, k: number) => {
+      const c = client(node(name));
+      const id = `${name}-${k}`;
+      wins.set(id, Array<number>(seconds).fill(0));
+      const sid = await c.session({ LockDelay: '0s', Name: `queued-${id}` });
+      while (Date.now() < until) {
+        const r = await c.put(`/v1/kv/${key}?acquire=${sid}&wait=5s`, name);
+        if (r.status !== 200) { expect(r.status, r.text).toBe(409); continue; }
+        holding++;
+        if (holding > 1) overlaps++;
+        const second = Math.floor((Date.now() - started - warmupMs) / 1_000);
+        if (second >= 0 && second < seconds) wins.get(id)![second]! += 1;
+        await sleep(2);
+        holding--;
+        expect((await c.put(`/v1/kv/${key}?release=${sid}`, name)).status).toBe(200);
+      }
+    };
+    await Promise.all(['n1', 'n2', 'n3'].flatMap((name) => Array.from({ length: perNode }, (_, k) => contender(name, k))));
+    expect(overlaps).toBe(0);
+    // A node hands the lock to its own queue only a few times in a row, so no node's clients starve.
+    const starved = [...wins].filter(([, perSecond]) => perSecond.some((n) => n === 0)).map(([id, perSecond]) => `${id}: ${perSecond.join('/')}`);
+    expect(starved).toEqual([]);
+  }, 20_000);
 });
 
 describe('failures', () => {
