@@ -39,15 +39,10 @@ const handOffsInARowMax = 4;
 
 export class LockQueues {
   private readonly queues = new Map<string, Waiter[]>();
-  /** Key → hand-offs in a row made by this node (only counted while other members exist). */
+  /** Key → hand-offs in a row this node made (the limit applies only while other members exist). */
   private readonly handOffs = new Map<string, number>();
 
   constructor(private readonly runtime: Runtime) {}
-
-  /** Waiters queued on `key` on this node (for tests and metrics). */
-  waiting(key: string): number {
-    return this.queues.get(key)?.length ?? 0;
-  }
 
   /**
    * Acquires `cmd.key` for `cmd.session`, waiting up to `waitMs` behind the earlier queued requests;
