@@ -92,8 +92,12 @@ describe('requests in flight per client (limits.http_max_conns_per_client = 5)',
     const cancel = new AbortController();
     const waiting = Array.from({ length: 5 }, () =>
       fetch(`${open.url}/v1/kv/inflight/k?index=${index}&wait=30s`, { signal: cancel.signal }).catch(() => undefined));
-    await sleep(300);
-    const refused = await call(open.url, 'GET', '/v1/kv/inflight/k');
+    // Until all five are in flight (a loaded machine may take a while to send them).
+    let refused = await call(open.url, 'GET', '/v1/kv/inflight/k');
+    for (let i = 0; i < 50 && refused.status !== 429; i++) {
+      await sleep(100);
+      refused = await call(open.url, 'GET', '/v1/kv/inflight/k');
+    }
     expect(refused.status, refused.text).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(expectError(refused, 429, 1022).message).toMatch(/too many requests in flight/);

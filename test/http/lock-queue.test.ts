@@ -54,7 +54,7 @@ describe('queued acquire (seed dialect)', () => {
         await sleep(20);
         expect((await call(seed.url, 'PUT', `/v1/kv/${key}?release=${w.sid}`, 'x')).text).toBe('true');
       }));
-      await sleep(100); // arrival order
+      await sleep(250); // arrival order, with room for a loaded machine
     }
     expect((await call(seed.url, 'PUT', `/v1/kv/${key}?release=${holder}`, 'x')).text).toBe('true');
     await Promise.all(done);
