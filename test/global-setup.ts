@@ -1,41 +1,47 @@
 /**
- * Vitest global setup: the cluster tests start real nats-server processes (DESIGN §6: Debian's
- * nats-server 2.9.10). Make sure one is installed before any test file runs: on PATH or at
- * /usr/sbin/nats-server, else, when running as root, `apt-get update && apt-get install -y nats-server`.
+ * Vitest global setup: install the Debian tools the tests run before any test file starts.
+ *   - nats-server (DESIGN §6: Debian's 2.9.10): the cluster tests start real servers;
+ *   - nft (package nftables): the fault tests cut loopback ports apart for partitions;
+ *   - faketime (package faketime, with libfaketime): the clock-skew fault test runs a node on a skewed clock.
+ * Each is looked up on PATH (and in /usr/sbin, /usr/bin); when some are missing and this is root, one
+ * `apt-get update && apt-get install -y <packages>` installs them; otherwise the run stops with the command to run.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-const debianBinary = '/usr/sbin/nats-server';
+interface Tool { binary: string; pkg: string; why: string }
 
-function findNatsServer(): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    if (dir !== '' && existsSync(join(dir, 'nats-server'))) return join(dir, 'nats-server');
+const tools: Tool[] = [
+  { binary: 'nats-server', pkg: 'nats-server', why: 'the cluster tests start real nats-server processes (2.9.10 is what they expect)' },
+  { binary: 'nft', pkg: 'nftables', why: 'the partition fault tests add nftables rules on loopback' },
+  { binary: 'faketime', pkg: 'faketime', why: 'the clock-skew fault test runs a node under libfaketime' },
+];
+
+function find(binary: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/usr/bin'];
+  for (const dir of dirs) {
+    if (dir !== '' && existsSync(join(dir, binary))) return join(dir, binary);
   }
-  return existsSync(debianBinary) ? debianBinary : undefined;
-}
-
-function install(): void {
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update'], { stdio: 'inherit', env, timeout: 300_000 });
-  execFileSync('apt-get', ['install', '-y', 'nats-server'], { stdio: 'inherit', env, timeout: 300_000 });
+  return undefined;
 }
 
 export default function setup(): void {
-  if (findNatsServer() !== undefined) return;
+  const missing = tools.filter((t) => find(t.binary) === undefined);
+  if (missing.length === 0) return;
+  const pkgs = missing.map((t) => t.pkg);
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   if (!root) {
-    throw new Error('nats-server is not installed (not on PATH nor at /usr/sbin/nats-server) and this is not root, '
-      + 'so it cannot be installed here: run `sudo apt-get install -y nats-server` (Debian; 2.9.10 is what the cluster tests expect).');
+    throw new Error(`missing: ${missing.map((t) => `${t.binary} (${t.why})`).join('; ')}. This is not root, so they cannot be `
+      + `installed here: run \`sudo apt-get install -y ${pkgs.join(' ')}\` (Debian).`);
   }
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   try {
-    install();
+    execFileSync('apt-get', ['update'], { stdio: 'inherit', env, timeout: 300_000 });
+    execFileSync('apt-get', ['install', '-y', ...pkgs], { stdio: 'inherit', env, timeout: 300_000 });
   } catch (err) {
-    throw new Error(`nats-server is missing and \`apt-get install -y nats-server\` failed: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err });
+    throw new Error(`\`apt-get install -y ${pkgs.join(' ')}\` failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
-  if (findNatsServer() === undefined) {
-    throw new Error('apt-get installed nats-server but no nats-server binary is on PATH or at /usr/sbin/nats-server');
-  }
+  const still = missing.filter((t) => find(t.binary) === undefined);
+  if (still.length > 0) throw new Error(`apt-get installed ${pkgs.join(' ')} but ${still.map((t) => t.binary).join(', ')} is still not on PATH`);
 }

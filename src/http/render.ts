@@ -61,6 +61,9 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
         body: reply.body,
       };
     case 'outcome':
+      if (reply.ok && reply.index !== undefined && dialect === 'seed') {
+        return { status: 200, headers: [jsonType, ['X-Consul-Index', String(reply.index)]], body: 'true' };
+      }
       if (reply.ok || dialect === 'consul') return { status: 200, headers: [jsonType], body: reply.ok ? 'true' : 'false' };
       return renderError(reply.failure!, dialect);
     case 'missing':

@@ -19,7 +19,8 @@ export type Reply =
   /** Raw bytes (KV `?raw`). */
   | { t: 'raw'; body: Buffer; index?: IndexInfo }
   /** A conditional write: seed answers `true` or the error; consul answers `true`/`false` with 200. */
-  | { t: 'outcome'; ok: boolean; failure?: RegistryError }
+  /** `index`: the entry that applied a successful write (sent as X-Consul-Index in the seed dialect). */
+  | { t: 'outcome'; ok: boolean; failure?: RegistryError; index?: number }
   /** A missing KV key: 404 with the index headers (seed: error body; consul: empty body). */
   | { t: 'missing'; index: IndexInfo; failure: RegistryError }
   /** OPTIONS: 200, empty body, Allow header. */

@@ -228,7 +228,8 @@ export class Runtime {
       const waiter = this.pending.get(entry.pid);
       if (waiter !== undefined) {
         this.pending.delete(entry.pid);
-        waiter.resolve(applied.result);
+        // A success carries its entry's index: the answer's X-Consul-Index, a fencing token for locks.
+        waiter.resolve(applied.result.ok ? { ...applied.result, index: entry.index } : applied.result);
       }
     }
     if (touched.kvKeys.size > 0 || touched.sessions || touched.catalog) this.watches.notify(touched);

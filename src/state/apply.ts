@@ -24,7 +24,8 @@ export type Failure =
   | 'unknown-node' | 'unknown-check' | 'check-critical' | 'unknown-service';
 
 export type Result =
-  | { ok: true; session?: Session }
+  /** `index`: the entry that applied it, set by the runtime for the proposer (a write's fencing token). */
+  | { ok: true; session?: Session; index?: number }
   | { ok: false; reason: Failure; detail?: string };
 
 /** What the runtime does after an entry applied: wake watchers, (re)arm or drop TTL timers. */

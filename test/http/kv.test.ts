@@ -163,6 +163,27 @@ describe('Lock on a key (registry.md table, one test per row)', () => {
     expect(e.CreateIndex).toBe(e.ModifyIndex);
   });
 
+  test('a successful write answers X-Consul-Index: the index of its entry, a fencing token that grows with each acquisition', async () => {
+    const key = uniq('fence');
+    const s = await c.session();
+    const t = await c.session();
+    const first = await ok(c.put(`/v1/kv/${key}?acquire=${s}`, 'a'));
+    const token1 = Number(first.headers.get('x-consul-index'));
+    // The acquire's entry is the key's latest change: its ModifyIndex is the token.
+    expect((await read(key)).ModifyIndex).toBe(token1);
+    await ok(c.put(`/v1/kv/${key}?release=${s}`));
+    const second = await ok(c.put(`/v1/kv/${key}?acquire=${t}`, 'b'));
+    const token2 = Number(second.headers.get('x-consul-index'));
+    expect(token2).toBeGreaterThan(token1);
+    expect((await read(key)).ModifyIndex).toBe(token2);
+    // A refused acquire carries no token; a plain PUT and a CAS carry their entry's index too.
+    const refused = await c.put(`/v1/kv/${key}?acquire=${s}`, 'c');
+    expect(refused.status).toBe(409);
+    expect(refused.headers.get('x-consul-index')).toBeNull();
+    const plain = await ok(c.put(`/v1/kv/${key}-plain`, 'v'));
+    expect(Number(plain.headers.get('x-consul-index'))).toBeGreaterThan(token2);
+  });
+
   test('acquire with a session that does not exist → 400 1007 invalid session, key not created', async () => {
     const key = uniq('acq-nosession');
     const ghost = '11111111-2222-3333-4444-555555555555';

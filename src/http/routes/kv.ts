@@ -147,7 +147,7 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
   const result = waitMs !== undefined && cmd.t === 'kv.acquire'
     ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal)
     : cmd.t === 'kv.release' ? await api.runtime.lockQueues.release(cmd) : await api.runtime.propose(cmd);
-  if (result.ok) return { t: 'outcome', ok: true };
+  if (result.ok) return { t: 'outcome', ok: true, index: result.index };
   if (op === 'set') throw new RegistryError('unknown', `write failed: ${result.reason}`);
   const err = failure(result, op);
   if (err.kind !== 'conflict') throw err;
