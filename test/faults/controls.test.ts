@@ -1,0 +1,251 @@
+// Goal (issue 9): the checker's control runs against real processes find the violations planted in them,
+// and the same setups done right check valid.
+// (a) Reads that skip the barrier: a node whose nats-server is SIGSTOPped stops receiving entries but still
+//     answers HTTP from its frozen state while the other nodes write. Its default and ?stale reads MUST make
+//     the register history non-linearizable; its ?consistent reads, taken at the same time, time out
+//     (unknown) or answer fresh, and that history checks valid.
+// (b) An unfenced resource with a paused holder: a holder stops renewing and sleeps past its TTL; its session
+//     is invalidated, no acquire succeeds within its LockDelay, another client acquires; the paused one wakes
+//     and writes with its old fencing token. An unfenced ProtectedResource accepts it and checkFencing reports
+//     the violation; a fenced one rejects it and checks valid. The lock's history (lock-delay model) is
+//     linearizable.
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { HistoryRecorder, type Op } from '../checker/history.ts';
+import { checkLinearizable, formatOp, type Report } from '../checker/linearizability.ts';
+import { casRegister, makeMutex } from '../checker/models.ts';
+import { ProtectedResource, checkFencing } from '../checker/fencing.ts';
+import { FaultCluster, errorCode, http, indexOf, sleep, verdictOf, type Answer, type RosterNode } from './cluster-harness.ts';
+
+const requestTimeoutMs = 3_000;
+let cluster: FaultCluster;
+const now = () => performance.now();
+
+beforeAll(async () => {
+  // Each node talks to its own nats-server first, so pausing one server cuts off one known node.
+  cluster = await FaultCluster.start({ homeServers: true });
+}, 180_000);
+
+afterAll(async () => {
+  await cluster?.shutdown();
+});
+
+function saveHistory(tag: string, history: HistoryRecorder, extra: Record<string, unknown> = {}): string {
+  const path = join(tmpdir(), `roster-controls-${tag}-${Date.now()}.json`);
+  writeFileSync(path, JSON.stringify({ ...extra, history: history.toJSON() }));
+  return path;
+}
+
+function summarize(name: string, r: Report): string {
+  const bad = r.keys.filter((k) => k.valid !== true).map((k) => k.valid === false
+    ? `${k.key}: ${k.reason}\n    ${k.witness.map(formatOp).join('\n    ')}`
+    : `${k.key}: ${k.reason}`);
+  return `${name}: valid=${r.valid} ops=${r.ops} unknown=${r.unknownOps} ${Math.round(r.elapsedMs)} ms${bad.length > 0 ? `\n  ${bad.join('\n  ')}` : ''}`;
+}
+
+const decode = (a: Answer): string | null => {
+  const v = a.json<{ Value: string | null }[]>()[0]?.Value ?? null;
+  return v === null ? null : Buffer.from(v, 'base64').toString();
+};
+
+async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe.sequential('checker controls against real processes', () => {
+  test('(a) reads that skip the barrier on a node cut off from new entries are caught; ?consistent reads check valid', async () => {
+    const key = 'faults/control/register';
+    // The node to cut off: one whose nats-server does not lead the stream (so writes go on without an election)
+    // and that no other node uses.
+    const leader = await until('a stream leader', () => cluster.streamLeader());
+    let lagging: RosterNode | undefined;
+    for (const n of cluster.nodes) {
+      const server = await cluster.natsServerOf(n.name);
+      const others = await Promise.all(cluster.nodes.filter((x) => x !== n).map((x) => cluster.natsServerOf(x.name)));
+      if (server !== undefined && server !== leader && !others.includes(server)) { lagging = n; break; }
+    }
+    expect(lagging, 'a node alone on a nats-server that is not the stream leader').toBeDefined();
+    const server = cluster.natsNode((await cluster.natsServerOf(lagging!.name))!);
+    const writerNode = cluster.nodes.find((n) => n !== lagging)!;
+
+    const history = new HistoryRecorder();
+    const write = async (value: string): Promise<boolean> => {
+      const h = history.invoke('writer', key, 'write', value);
+      const a = await http(writerNode.url, 'PUT', `/v1/kv/${key}`, { body: value, timeoutMs: 10_000 });
+      if (a.status === 200) { h.ok(true); return true; }
+      if (verdictOf(a) === 'invalid') h.fail(); else h.unknown();
+      return false;
+    };
+    // ?consistent reads through the writer's node answer (its writes return only once applied there, so it
+    // is not cut off) and must check valid too. Not the third node: its log consumer (an R1 ordered consumer)
+    // may live on the paused server, which cuts it off as well until the consumer watchdog replaces it.
+    const healthyNode = writerNode;
+    const read = async (process: string, query: string, node = lagging!): Promise<void> => {
+      const h = history.invoke(process, key, 'read', null);
+      const a = await http(node.url, 'GET', `/v1/kv/${key}${query}`, { timeoutMs: requestTimeoutMs });
+      if (a.status === 200) h.ok(decode(a));
+      else if (a.status === 404 && errorCode(a) === 1006) h.ok(null);
+      else h.unknown();
+    };
+    expect(await write('before-pause')).toBe(true);
+    // The lagging node has applied it (its own reads see it) before its server stops.
+    await until('the lagging node caught up', async () => {
+      const a = await http(lagging!.url, 'GET', `/v1/kv/${key}`);
+      return a.status === 200 && decode(a) === 'before-pause' ? true : undefined;
+    });
+
+    await server.pause();
+    const pausedAt = now();
+    let writing = true;
+    let written = 0;
+    const writer = (async () => {
+      for (let i = 0; i < 1_000 && writing; i++) {
+        if (await write(`w${i}`)) written++;
+        await sleep(50);
+      }
+    })();
+    const reader = async (process: string, query: string, node = lagging!) => {
+      while (writing) {
+        await read(process, query, node);
+        await sleep(100);
+      }
+    };
+    const readers = Promise.all([reader('default', ''), reader('stale', '?stale'), reader('consistent', '?consistent'),
+      reader('consistent-healthy', '?consistent', healthyNode)]);
+    // Long enough for the writer to get past an election if there is one, and for reads after acked writes.
+    await until('writes acknowledged while the node is cut off', async () => (written >= 10 && now() - pausedAt > 4_000 ? true : undefined), 40_000);
+    writing = false;
+    await Promise.all([writer, readers]);
+    server.resume();
+
+    const ops = history.ops();
+    const writes = ops.filter((op) => op.process === 'writer');
+    const readsBy = (p: string) => ops.filter((op) => op.process === p);
+    const check = (list: Op[]) => checkLinearizable([...writes, ...list], casRegister, { budgetMs: 30_000 });
+    const dflt = check(readsBy('default'));
+    const stale = check(readsBy('stale'));
+    const consistent = check(readsBy('consistent'));
+    const healthy = check(readsBy('consistent-healthy'));
+    const outcomes = (list: Op[]) => `${list.filter((o) => o.outcome === 'ok').length} answered, ${list.filter((o) => o.outcome === 'unknown').length} unknown`;
+    console.log(`[controls] (a) node ${lagging!.name} cut off (nats-server ${server.name} SIGSTOPped, stream leader ${leader}); `
+      + `writes via ${writerNode.name}: ${written} acknowledged\n`
+      + `  default reads ${outcomes(readsBy('default'))}; ${summarize('default', dflt)}\n`
+      + `  ?stale reads ${outcomes(readsBy('stale'))}; ${summarize('stale', stale)}\n`
+      + `  ?consistent reads ${outcomes(readsBy('consistent'))}; ${summarize('consistent', consistent)}\n`
+      + `  ?consistent reads via ${healthyNode.name} (not cut off) ${outcomes(readsBy('consistent-healthy'))}; ${summarize('consistent (healthy node)', healthy)}`);
+    if (dflt.valid !== false || stale.valid !== false || consistent.valid !== true || healthy.valid !== true) {
+      console.log(`[controls] history saved to ${saveHistory('barrier', history)}`);
+    }
+    expect(dflt.valid, 'default reads from a cut-off node: the planted violation').toBe(false);
+    expect(stale.valid, '?stale reads from a cut-off node: the planted violation').toBe(false);
+    expect(readsBy('consistent').length).toBeGreaterThan(0);
+    expect(consistent.valid, summarize('consistent', consistent)).toBe(true);
+    expect(readsBy('consistent-healthy').filter((o) => o.outcome === 'ok').length).toBeGreaterThanOrEqual(5);
+    expect(healthy.valid, summarize('consistent (healthy node)', healthy)).toBe(true);
+    await cluster.heal();
+  }, 180_000);
+
+  test('(b) a paused holder writing with its old token: the unfenced resource accepts it and the check reports it; the fenced one rejects it; lock-delay holds', async () => {
+    const key = 'faults/control/lock';
+    const lockDelayMs = 3_000;
+    const ttlMs = 2_000;
+    const history = new HistoryRecorder();
+    const fenced = new ProtectedResource(true);
+    const unfenced = new ProtectedResource(false);
+    const write = (holder: string, token: number) => ({ fenced: fenced.write(holder, key, token), unfenced: unfenced.write(holder, key, token) });
+    const nodeA = cluster.node('n1');
+    const nodeB = cluster.node('n2');
+    const lockOp = async (process: string, node: RosterNode, f: 'acquire' | 'release', sid: string): Promise<Answer> => {
+      const h = history.invoke(process, key, f, sid);
+      const a = await http(node.url, 'PUT', `/v1/kv/${key}?${f}=${sid}`, { body: process, timeoutMs: 10_000 });
+      if (a.status === 200) h.ok(a.text === 'true');
+      else if (a.status === 409) h.ok(false);
+      else if (verdictOf(a) === 'invalid') h.fail();
+      else h.unknown();
+      return a;
+    };
+
+    const createdAt = now();
+    const ca = await http(nodeA.url, 'PUT', '/v1/session/create', { body: { Name: 'paused-holder', TTL: `${ttlMs / 1000}s`, LockDelay: `${lockDelayMs / 1000}s` } });
+    expect(ca.status, ca.text).toBe(200);
+    const sa = ca.json<{ ID: string }>().ID;
+    const cb = await http(nodeB.url, 'PUT', '/v1/session/create', { body: { Name: 'next-holder', LockDelay: '0s' } });
+    const sb = cb.json<{ ID: string }>().ID;
+    const acquiredA = await lockOp('A', nodeA, 'acquire', sa);
+    expect(acquiredA.text).toBe('true');
+    const tokenA = indexOf(acquiredA)!;
+    expect(tokenA).toBeGreaterThan(0);
+    expect(write('A', tokenA)).toEqual({ fenced: true, unfenced: true });
+
+    // A pauses: no renew, no request, past its TTL. The model may end its session from now on.
+    const invalidated = history.invoke('A', key, 'invalidate', sa);
+    // Watch the session through a ?consistent read (linearizable): when it was last seen alive, first seen gone.
+    let lastAliveCallMs = createdAt;
+    let goneReturnMs: number | undefined;
+    const watcher = (async () => {
+      for (let k = 0; k < 2_000 && goneReturnMs === undefined; k++) {
+        const callMs = now();
+        const a = await http(nodeB.url, 'GET', `/v1/session/info/${sa}?consistent`, { timeoutMs: requestTimeoutMs });
+        if (a.status === 200 && a.json<unknown[]>().length > 0) lastAliveCallMs = callMs;
+        else if (a.status === 200 || a.status === 404) { goneReturnMs = now(); invalidated.ok(true); }
+        await sleep(20);
+      }
+    })();
+    // B tries to acquire until it gets the lock, and notes why it was refused.
+    const refusals = new Map<string, number>();
+    let acquiredB: { answer: Answer; returnMs: number } | undefined;
+    for (let k = 0; k < 600 && acquiredB === undefined; k++) {
+      const a = await lockOp('B', nodeB, 'acquire', sb);
+      if (a.status === 200 && a.text === 'true') acquiredB = { answer: a, returnMs: now() };
+      else {
+        const reason = a.status === 409 ? String(a.json<{ details?: { reason?: string } }>().details?.reason) : `status ${a.status}`;
+        refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
+        await sleep(25);
+      }
+    }
+    await watcher;
+    expect(acquiredB, 'B acquired after A\'s session ended').toBeDefined();
+    expect(goneReturnMs).toBeDefined();
+    const tokenB = indexOf(acquiredB!.answer)!;
+    expect(tokenB).toBeGreaterThan(tokenA);
+    expect(write('B', tokenB)).toEqual({ fenced: true, unfenced: true });
+
+    // A wakes up, still believing it holds the lock, and writes with its old token.
+    const late = write('A', tokenA);
+    const releaseA = await lockOp('A', nodeA, 'release', sa);
+    await lockOp('B', nodeB, 'release', sb);
+
+    const fencedReport = checkFencing(fenced.writes());
+    const unfencedReport = checkFencing(unfenced.writes());
+    const locks = checkLinearizable(history.ops(), makeMutex({ lockDelay: true }), { budgetMs: 30_000 });
+    // Lock-delay: the invalidation happened after A was last seen alive (less the slack of an entry stamped
+    // before the barrier of that read was ordered) and no earlier than the TTL after the create.
+    const invalidatedNoEarlierMs = Math.max(createdAt + ttlMs, lastAliveCallMs - 100);
+    const delaySeenMs = acquiredB!.returnMs - invalidatedNoEarlierMs;
+    console.log(`[controls] (b) A held token ${tokenA}; session gone ${Math.round(goneReturnMs! - createdAt)} ms after create `
+      + `(last seen alive at ${Math.round(lastAliveCallMs - createdAt)} ms); B acquired with token ${tokenB} `
+      + `${Math.round(acquiredB!.returnMs - goneReturnMs!)} ms after it was seen gone; refusals ${JSON.stringify(Object.fromEntries(refusals))}\n`
+      + `  A's late write: fenced ${late.fenced ? 'accepted' : 'rejected'}, unfenced ${late.unfenced ? 'accepted' : 'rejected'}; A's release ${releaseA.status}\n`
+      + `  fenced: valid=${fencedReport.valid} rejected=${fencedReport.rejected}; unfenced: valid=${unfencedReport.valid} violations=${unfencedReport.violations.length}\n`
+      + `  ${summarize('mutex (lock-delay)', locks)}`);
+    if (locks.valid !== true) console.log(`[controls] history saved to ${saveHistory('fencing', history)}`);
+    expect(late).toEqual({ fenced: false, unfenced: true });
+    expect(unfencedReport.valid, 'the unfenced resource: the planted violation').toBe(false);
+    expect(unfencedReport.violations).toHaveLength(1);
+    expect(unfencedReport.violations[0]!.after.token).toBe(tokenA);
+    expect(fencedReport.valid).toBe(true);
+    expect(fencedReport.rejected).toBe(1);
+    expect(delaySeenMs, 'no acquire succeeds within LockDelay after the invalidation').toBeGreaterThanOrEqual(lockDelayMs);
+    expect(refusals.get('lock-delay') ?? 0, 'refusals during the delay say lock-delay').toBeGreaterThan(0);
+    expect(releaseA.status, 'the woken holder cannot release: its session is gone').not.toBe(200);
+    expect(locks.valid, summarize('mutex (lock-delay)', locks)).toBe(true);
+  }, 120_000);
+});
