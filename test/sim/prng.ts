@@ -1,0 +1,46 @@
+/**
+ * The simulator's only source of randomness: mulberry32 over a 32-bit seed. Every fault, delay,
+ * client operation and id of a run is drawn from one Prng in event order, so a seed replays exactly.
+ */
+export class Prng {
+  private state: number;
+
+  constructor(readonly seed: number) {
+    this.state = seed >>> 0;
+  }
+
+  /** A float in [0, 1). */
+  next(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let t = this.state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+
+  /** An integer in [lo, hi]. */
+  int(lo: number, hi: number): number {
+    return lo + Math.floor(this.next() * (hi - lo + 1));
+  }
+
+  /** A float in [lo, hi). */
+  float(lo: number, hi: number): number {
+    return lo + this.next() * (hi - lo);
+  }
+
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+
+  pick<T>(xs: readonly T[]): T {
+    if (xs.length === 0) throw new Error('Prng.pick: empty list');
+    return xs[Math.floor(this.next() * xs.length)]!;
+  }
+
+  /** A hex id of `n` characters (session ids and the like: settled before the log, as DESIGN §1 asks). */
+  hex(n: number): string {
+    let s = '';
+    while (s.length < n) s += Math.floor(this.next() * 0x10000).toString(16).padStart(4, '0');
+    return s.slice(0, n);
+  }
+}
