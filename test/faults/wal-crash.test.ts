@@ -1,0 +1,537 @@
+// Goal (issue 9): crash safety of the embedded log, against real agent processes. SIGKILL at seeded
+// random points of a mixed write load and of snapshotting, round after round on the same data dir:
+// every acknowledged write survives whole, nothing unacknowledged appears half-applied, indexes never
+// go back, the agent serves again. Torn tails and flipped bytes put on disk by hand are detected and
+// never applied: a torn last commit is cut, damage to an acknowledged commit stops the agent with the
+// file and offset, a damaged snapshot is skipped for the one before it.
+//
+// Replay a run: ROSTER_FAULT_SEED=<seed printed below>; soak: ROSTER_FAULT_ROUNDS=<n>.
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { client, sleep, startAgent, type Agent } from '../support/agent.ts';
+import {
+  appliedIndex, encodeFrame, exitCodeOf, faultRounds, faultSeed, flipBytes, Ledger, logLines, readFrames, readKv,
+  report, Rng, segmentPaths, snapNames, snapshotIsWhole, type Client,
+} from './wal-crash-support.ts';
+
+const seed = faultSeed();
+const rounds = faultRounds(8);
+const root = new Rng(seed);
+console.log(`[wal-crash] seed=${seed} rounds=${rounds} (replay: ROSTER_FAULT_SEED=${seed} ROSTER_FAULT_ROUNDS=${rounds} npx vitest run test/faults/wal-crash.test.ts)`);
+
+/** Per-test budget: a fixed part plus a part per round, so a soak with more rounds gets the time it needs. */
+const budgetMs = (fixedMs: number, perRoundMs: number, n = rounds): number => fixedMs + perRoundMs * n;
+
+const work = mkdtempSync(join(tmpdir(), 'roster-wal-crash-'));
+const agents: Agent[] = [];
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.kill9();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+let dirs = 0;
+function dataDir(): string {
+  dirs += 1;
+  return join(work, `d${dirs}`);
+}
+
+async function start(dir: string, args: string[] = []): Promise<Agent> {
+  const agent = await startAgent({ dataDir: dir, args });
+  agents.push(agent);
+  return agent;
+}
+
+/** Torn tails the agent's recovery reported cutting (a real kill may leave one). */
+const tornTailsIn = (agent: Agent): number => logLines(agent.output()).filter((l) => /truncated a torn last commit/.test(l.msg ?? '')).length;
+
+/** A value of `n` padding bytes after a readable tag, so commits vary in size and cross pages. */
+const valueOf = (tag: string, n: number): string => `${tag}|${'x'.repeat(n)}`;
+
+// ---- 1. random kill points during a mixed write load ----------------------------------------
+
+type Op = 'kv' | 'cas' | 'session' | 'lock';
+const opWeights: [Op, number][] = [['kv', 4], ['cas', 2], ['session', 1.5], ['lock', 2.5]];
+
+function pickOp(rng: Rng): Op {
+  let x = rng.float() * opWeights.reduce((s, [, w]) => s + w, 0);
+  for (const [op, w] of opWeights) if ((x -= w) < 0) return op;
+  return 'kv';
+}
+
+/** Most operations one writer makes in a round (the kill ends it long before). */
+const writerOpsMax = 100_000;
+
+/**
+ * One client writing sequentially until the agent dies under it: unique KV PUTs, a CAS counter of its
+ * own, session creates, acquire/release of a lock key of its own with its session.
+ */
+async function writer(c: Client, ledger: Ledger, rng: Rng, round: number, w: number, session: string, stopped: () => boolean): Promise<void> {
+  const lockKey = `crash/lock/r${round}/w${w}`;
+  let held = false;
+  try {
+    for (let i = 0; i < writerOpsMax && !stopped(); i++) {
+      const tag = `r${round}-w${w}-${i}`;
+      const pad = rng.int(0, 3000);
+      switch (pickOp(rng)) {
+        case 'kv':
+          await ledger.putUnique(c, `crash/kv/r${round}/w${w}/${i}`, valueOf(`kv-${tag}`, pad));
+          break;
+        case 'cas': {
+          const key = `crash/cas/w${w}`;
+          const g = await c.get(`/v1/kv/${key}`);
+          ledger.sawIndex(Number(g.headers.get('x-consul-index')));
+          const modify = g.status === 200 ? g.json<{ ModifyIndex: number }[]>()[0]!.ModifyIndex : 0;
+          await ledger.putSeq(c, key, `/v1/kv/${key}?cas=${modify}`, valueOf(`cas-${tag}`, pad), undefined);
+          break;
+        }
+        case 'session':
+          await ledger.createSession(c, `crash-s-${tag}`);
+          break;
+        case 'lock': {
+          const op = held ? 'release' : 'acquire';
+          if (await ledger.putSeq(c, lockKey, `/v1/kv/${lockKey}?${op}=${session}`, valueOf(`${op}-${tag}`, pad), held ? undefined : session)) held = !held;
+          break;
+        }
+      }
+    }
+  } catch {
+    // The agent died under this request: it stays in the ledger as in flight, judged at the restart.
+  }
+}
+
+/** Polls the applied index while the load runs: the highest one a client saw before the kill. */
+async function watchIndex(c: Client, ledger: Ledger, stopped: () => boolean): Promise<void> {
+  try {
+    for (let i = 0; i < 100_000 && !stopped(); i++) {
+      ledger.sawIndex(await appliedIndex(c));
+      await sleep(20);
+    }
+  } catch {
+    // killed
+  }
+}
+
+// ---- 2. kills while snapshots are written ----------------------------------------------------
+
+/** Snapshot test state: big values make each snapshot take long enough (~8 MB) to be hit mid-write. */
+const bigKeys = 256;
+const bigValueBytes = 24 * 1024;
+const snapshotEvery = 64;
+const bigValue = (key: string, version: string): string => valueOf(`${key}@${version}`, bigValueBytes);
+
+/** Overwrites its own keys again and again: small counters (many entries) or big values (big snapshots). */
+async function overwriter(c: Client, ledger: Ledger, rng: Rng, keys: string[], big: boolean, tag: string, stopped: () => boolean): Promise<void> {
+  try {
+    for (let i = 0; i < writerOpsMax && !stopped(); i++) {
+      const key = rng.pick(keys);
+      const value = big ? bigValue(key, `${tag}-${i}`) : `${key}@${tag}-${i}`;
+      await ledger.putSeq(c, key, `/v1/kv/${key}`, value, undefined);
+    }
+  } catch {
+    // killed: in flight
+  }
+}
+
+type Aim = 'tmp-appears' | 'snapshot-saved';
+
+/**
+ * Resolves when it is time to kill: `tmp-appears` a seeded delay after a snapshot's .tmp file shows up
+ * (the snapshot is being written, synced or renamed), `snapshot-saved` just after the agent logs a
+ * saved snapshot (old snapshots and segments being pruned, the next snapshot due soon). Bounded:
+ * gives up after `giveUpMs` (a miss, counted).
+ */
+async function aim(agent: Agent, how: Aim, delayMs: number, giveUpMs: number): Promise<boolean> {
+  const savedBefore = (agent.output().match(/snapshot saved/g) ?? []).length;
+  const until = Date.now() + giveUpMs;
+  while (Date.now() < until) {
+    const hit = how === 'tmp-appears'
+      ? snapNames(agent.dataDir).some((n) => n.endsWith('.tmp'))
+      : (agent.output().match(/snapshot saved/g) ?? []).length > savedBefore;
+    if (hit) {
+      if (delayMs > 0) await sleep(delayMs);
+      return true;
+    }
+    await sleep(1);
+  }
+  return false;
+}
+
+describe('crash safety of the embedded log (issue 9)', () => {
+  test('SIGKILL at seeded random points of a mixed write load, round after round on one data dir', async () => {
+    const rng = root.child('write-load');
+    const dir = dataDir();
+    const ledger = new Ledger('crash/');
+    const totals = { rounds: 0, acked: 0, inflight: 0, verified: 0, inflightApplied: 0, inflightAbsent: 0, tornTails: 0 };
+    for (let round = 0; round <= rounds; round++) {
+      const agent = await start(dir);
+      const c = client(agent);
+      if (round > 0) {
+        const v = await ledger.verify(c);
+        expect(v.violations, `round ${round} (seed ${seed})`).toEqual([]);
+        totals.verified = v.verified;
+        totals.inflightApplied += v.inflightApplied;
+        totals.inflightAbsent += v.inflightAbsent;
+        totals.tornTails += tornTailsIn(agent);
+      }
+      // It serves writes again, at an index past everything seen before the kill.
+      await ledger.putUnique(c, `crash/alive/r${round}`, `alive-${round}`);
+      const alive = (await readKv(c, `crash/alive/r${round}`)).entries.get(`crash/alive/r${round}`);
+      expect(alive?.modifyIndex).toBeGreaterThan(ledger.indexSeen);
+      if (round === rounds) {
+        await agent.kill9();
+        break;
+      }
+
+      const writers = rng.int(3, 8);
+      const killAfterMs = rng.int(50, 1500);
+      let stop = false;
+      const stopped = () => stop;
+      const sessions: string[] = [];
+      for (let w = 0; w < writers; w++) sessions.push((await ledger.createSession(c, `crash-holder-r${round}-w${w}`))!);
+      const before = { acked: ledger.acked, attempted: ledger.attempted };
+      const load = [
+        ...sessions.map((s, w) => writer(c, ledger, rng.child(`r${round}w${w}`), round, w, s, stopped)),
+        watchIndex(c, ledger, stopped),
+      ];
+      await sleep(killAfterMs);
+      await agent.kill9();
+      stop = true;
+      await Promise.all(load);
+      const acked = ledger.acked - before.acked;
+      const inflight = ledger.attempted - before.attempted - acked;
+      totals.rounds += 1;
+      totals.acked += acked;
+      totals.inflight += inflight;
+      report('write load', { round, writers, killAfterMs, acked, inflight });
+    }
+    expect(ledger.anomalies).toEqual([]);
+    report('write load', { seed, ...totals });
+    expect(totals.acked).toBeGreaterThan(0);
+  }, budgetMs(30_000, 10_000));
+
+  test('SIGKILL while snapshots are written: no acknowledged write lost, no .tmp applied, the agent starts', async () => {
+    const rng = root.child('snapshots');
+    const dir = dataDir();
+    const args = ['--snapshot-every', String(snapshotEvery)];
+    const ledger = new Ledger('snap/');
+    const big = Array.from({ length: bigKeys }, (_, k) => `snap/big/${k}`);
+    const counters = Array.from({ length: 4 }, (_, w) => `snap/ctr/${w}`);
+    const totals = { rounds: 0, acked: 0, inflight: 0, verified: 0, inflightApplied: 0, killsWithTmp: 0, tmpRemoved: 0, misses: 0, tornTails: 0 };
+    let tmpAtLastKill: string[] = [];
+    for (let round = 0; round <= rounds; round++) {
+      const agent = await start(dir, args);
+      const c = client(agent);
+      if (round === 0) {
+        // The state that makes snapshots big: every big key written once, acknowledged.
+        await Promise.all(Array.from({ length: 8 }, async (_, w) => {
+          for (let k = w; k < bigKeys; k += 8) await ledger.putSeq(c, big[k]!, `/v1/kv/${big[k]!}`, bigValue(big[k]!, 'init'), undefined);
+        }));
+      } else {
+        const v = await ledger.verify(c);
+        expect(v.violations, `round ${round} (seed ${seed})`).toEqual([]);
+        expect(snapNames(dir).filter((n) => n.endsWith('.tmp')), 'a .tmp left after recovery').toEqual([]);
+        totals.verified = v.verified;
+        totals.inflightApplied += v.inflightApplied;
+        // Recovery removed exactly the unfinished snapshots the kill left (and loaded none of them).
+        const removed = logLines(agent.output()).filter((l) => /removed an unfinished snapshot/.test(l.msg ?? ''));
+        expect(removed.map((l) => basename(String(l.file)))).toEqual(tmpAtLastKill);
+        totals.tmpRemoved += removed.length;
+        totals.tornTails += tornTailsIn(agent);
+      }
+      if (round === rounds) {
+        await agent.kill9();
+        break;
+      }
+
+      // A .tmp lives about 40-60 ms here (8 MB written, synced, renamed). Early delays land inside
+      // the write, late ones around the rename and the pruning; the first and, if nothing has hit
+      // yet, the last round aim early so every run kills at least once mid-write.
+      const forceEarly = round === 0 || (round === rounds - 1 && totals.killsWithTmp === 0);
+      const phase = forceEarly ? 'early' : rng.pick(['early', 'early', 'late', 'saved'] as const);
+      const how: Aim = phase === 'saved' ? 'snapshot-saved' : 'tmp-appears';
+      const delayMs = phase === 'early' ? rng.int(0, forceEarly ? 10 : 30) : phase === 'late' ? rng.int(30, 90) : rng.int(0, 5);
+      let stop = false;
+      const stopped = () => stop;
+      const before = { acked: ledger.acked, attempted: ledger.attempted };
+      const load = [
+        ...counters.map((key, w) => overwriter(c, ledger, rng.child(`r${round}c${w}`), [key], false, `r${round}`, stopped)),
+        ...[0, 1].map((h) => overwriter(c, ledger, rng.child(`r${round}b${h}`), big.filter((_, k) => k % 2 === h), true, `r${round}`, stopped)),
+        watchIndex(c, ledger, stopped),
+      ];
+      const hit = await aim(agent, how, delayMs, 5_000);
+      await agent.kill9();
+      stop = true;
+      await Promise.all(load);
+      const atKill = snapNames(dir);
+      const tmpAtKill = atKill.filter((n) => n.endsWith('.tmp'));
+      tmpAtLastKill = tmpAtKill;
+      // A kill is not a power loss: a .snap exists only once renamed from a synced, whole .tmp.
+      for (const n of atKill.filter((x) => x.endsWith('.snap'))) expect(snapshotIsWhole(join(dir, 'snap', n)), `${n} at the kill`).toBe(true);
+      const acked = ledger.acked - before.acked;
+      totals.rounds += 1;
+      totals.acked += acked;
+      totals.inflight += ledger.attempted - before.attempted - acked;
+      totals.killsWithTmp += tmpAtKill.length > 0 ? 1 : 0;
+      totals.misses += hit ? 0 : 1;
+      report('snapshots', { round, phase, delayMs, hit, acked, snapDirAtKill: atKill });
+    }
+    expect(ledger.anomalies).toEqual([]);
+    report('snapshots', { seed, ...totals });
+    expect(totals.acked).toBeGreaterThan(0);
+    // The point of the test: some kill found an unfinished snapshot on disk, and recovery removed it.
+    expect(totals.killsWithTmp).toBeGreaterThan(0);
+    expect(totals.tmpRemoved).toBe(totals.killsWithTmp);
+  }, budgetMs(30_000, 12_000));
+});
+
+// ---- 3. torn tails and flipped bytes put on disk by hand --------------------------------------
+
+/** Damage cases of each kind per run (the soak knob scales them too). */
+const damageCases = Math.max(2, Math.ceil(rounds / 4));
+
+interface WalBase {
+  dir: string;
+  /** The segment, relative to the data dir. */
+  seg: string;
+  /** Every key the clients wrote, with its acknowledged value (each key written once). */
+  values: Map<string, string>;
+  /** The whole commit frames on disk, and the keys each one set. */
+  frames: { start: number; end: number; keys: string[]; last: number }[];
+}
+
+let walBase: Promise<WalBase> | undefined;
+
+/**
+ * A data dir of acknowledged writes, one commit each (sequential PUTs of unique keys, sizes from a
+ * few bytes to several pages), left by SIGKILL with no snapshot: every case below damages a copy.
+ */
+function buildWalBase(): Promise<WalBase> {
+  walBase ??= (async () => {
+    const rng = root.child('wal-base');
+    const dir = dataDir();
+    const agent = await start(dir);
+    const c = client(agent);
+    const values = new Map<string, string>();
+    for (let i = 0; i < 40; i++) {
+      const key = `dmg/k${i}`;
+      const value = valueOf(`dmg-${i}`, rng.int(0, 9000));
+      expect((await c.put(`/v1/kv/${key}`, value)).text).toBe('true');
+      values.set(key, value);
+    }
+    await agent.kill9();
+    const [segPath, ...more] = segmentPaths(dir);
+    expect(more).toEqual([]);
+    const frames = readFrames(segPath!).map((f) => ({
+      start: f.start, end: f.end, last: f.entries.at(-1)!.i,
+      keys: f.entries.filter((e) => e.c.t === 'kv.set').map((e) => e.c.key!),
+    }));
+    // The last commit is the last acknowledged PUT alone: what the truncation cases drop.
+    expect(frames.at(-1)!.keys).toEqual(['dmg/k39']);
+    return { dir, seg: segPath!.slice(dir.length + 1), values, frames };
+  })();
+  return walBase;
+}
+
+function copyOf(base: { dir: string }): string {
+  const dir = dataDir();
+  cpSync(base.dir, dir, { recursive: true });
+  return dir;
+}
+
+/** The restarted agent serves exactly `expected` under `prefix`: each value whole, nothing else. */
+async function expectKv(c: Client, prefix: string, expected: Map<string, string>, why: string): Promise<void> {
+  const { entries } = await readKv(c, prefix);
+  const got = new Map([...entries].map(([k, v]) => [k, v.value]));
+  const wrong = [...new Set([...got.keys(), ...expected.keys()])].filter((k) => got.get(k) !== expected.get(k));
+  expect(wrong, why).toEqual([]);
+}
+
+/** A commit nobody was told about, for index `index`: its key must never show up. */
+function ghostCommit(index: number, bytes: number): Buffer {
+  const value = Buffer.from(valueOf('ghost', bytes)).toString('base64');
+  return encodeFrame(JSON.stringify([{ i: index, t: Date.now(), p: 'ghost-1', c: { t: 'kv.set', key: 'dmg/ghost', value, flags: '0' } }]));
+}
+
+type TornKind = 'truncated inside the last commit' | 'unacknowledged commit cut short' | 'unacknowledged commit with flipped bytes' | 'unacknowledged commit with a lost page';
+const tornKinds: TornKind[] = ['truncated inside the last commit', 'unacknowledged commit cut short', 'unacknowledged commit with flipped bytes', 'unacknowledged commit with a lost page'];
+
+/** Puts a torn tail on the segment; returns the offset recovery must cut at and the keys that must vanish. */
+function tear(path: string, base: WalBase, kind: TornKind, rng: Rng, inHeader: boolean): { cutAt: number; dropped: string[]; detail: string } {
+  const last = base.frames.at(-1)!;
+  if (kind === 'truncated inside the last commit') {
+    const at = rng.int(last.start, inHeader ? last.start + 7 : last.end - 1);
+    truncateSync(path, at);
+    return { cutAt: last.start, dropped: last.keys, detail: `truncated at ${at} (frame ${last.start}..${last.end})` };
+  }
+  // A commit in flight at a crash: written (in part) after the last acknowledged one, over the preallocated zeros.
+  const buf = readFileSync(path);
+  const ghost = ghostCommit(last.last + 1, rng.int(9000, 20000));
+  let detail: string;
+  if (kind === 'unacknowledged commit cut short') {
+    const n = rng.int(1, ghost.length - 1);
+    ghost.copy(buf, last.end, 0, n);
+    detail = `${n} of ${ghost.length} bytes landed`;
+  } else if (kind === 'unacknowledged commit with flipped bytes') {
+    ghost.copy(buf, last.end);
+    detail = `flipped at ${flipBytes(buf, last.end, last.end + ghost.length, rng.int(1, 3), rng).join(',')}`;
+  } else {
+    ghost.copy(buf, last.end);
+    const pages = [];
+    for (let p = Math.floor(last.end / 4096) * 4096; p < last.end + ghost.length; p += 4096) pages.push(p);
+    const page = rng.pick(pages);
+    buf.fill(0, Math.max(page, last.end), page + 4096);
+    detail = `page ${page} lost (commit ${last.end}..${last.end + ghost.length})`;
+  }
+  writeFileSync(path, buf);
+  return { cutAt: last.end, dropped: ['dmg/ghost'], detail };
+}
+
+describe('damage on disk is detected, never applied (issue 9)', () => {
+  test('a torn tail is cut at its commit: exactly that commit is dropped, every earlier one is served whole', async () => {
+    const rng = root.child('torn');
+    const base = await buildWalBase();
+    let cases = 0;
+    for (let n = 0; n < damageCases; n++) {
+      for (const kind of tornKinds) {
+        const dir = copyOf(base);
+        const seg = join(dir, base.seg);
+        const { cutAt, dropped, detail } = tear(seg, base, kind, rng.child(`${n}-${kind}`), n === 0);
+        const agent = await start(dir);
+        const why = `${kind}: ${detail} (seed ${seed})`;
+        // Recovery says what it cut, where: the start of the torn commit, nothing before it.
+        const cut = logLines(agent.output()).filter((l) => /truncated a torn last commit/.test(l.msg ?? ''));
+        expect(cut.map((l) => [basename(String(l.file)), l.offset]), why).toEqual([[basename(seg), cutAt]]);
+        const expected = new Map([...base.values].filter(([k]) => !dropped.includes(k)));
+        await expectKv(client(agent), 'dmg/', expected, why);
+        // It serves writes again, and the log on disk goes on with whole commits at consecutive indexes.
+        expect((await client(agent).put('/v1/kv/dmg/after', 'after')).text).toBe('true');
+        await agent.kill9();
+        const indexes = readFrames(seg).flatMap((f) => f.entries.map((e) => e.i));
+        expect(indexes, why).toEqual(indexes.map((_, k) => k + 1));
+        report('torn tail', { kind, detail, cutAt, dropped: dropped.length, kept: expected.size });
+        rmSync(dir, { recursive: true, force: true });
+        cases += 1;
+      }
+    }
+    report('torn tail', { seed, cases, commitsInBase: base.frames.length });
+  }, budgetMs(20_000, 4 * 4_000, damageCases));
+
+  test('flipped bytes in an acknowledged commit: the agent refuses to start, naming file and offset, and leaves the file alone', async () => {
+    const rng = root.child('flipped');
+    const base = await buildWalBase();
+    for (let n = 0; n < damageCases * 3; n++) {
+      const dir = copyOf(base);
+      const seg = join(dir, base.seg);
+      const buf = readFileSync(seg);
+      // Any commit but the last: an intact, acknowledged commit follows it.
+      const k = rng.int(0, base.frames.length - 2);
+      const frame = base.frames[k]!;
+      // Every other case hits the header (length or crc field), the rest anywhere in the commit.
+      const headerOnly = n % 2 === 1;
+      const flipped = flipBytes(buf, frame.start, headerOnly ? frame.start + 8 : frame.end, rng.int(1, 4), rng);
+      writeFileSync(seg, buf);
+      const why = `commit ${k} at ${frame.start}..${frame.end}, bytes ${flipped.join(',')} flipped (seed ${seed})`;
+      const err: unknown = await startAgent({ dataDir: dir }).then(
+        async (a) => { agents.push(a); return undefined; },
+        (e: unknown) => e,
+      );
+      expect(err, `the agent started on ${why}`).toBeInstanceOf(Error);
+      const code = exitCodeOf(err);
+      expect(code, why).toBeDefined();
+      expect(code, why).not.toBe(0);
+      const message = (err as Error).message;
+      expect(message, why).toContain(`corrupt commit frame in ${seg} at offset ${frame.start}:`);
+      expect(message, why).toMatch(/refusing to open, acknowledged entries would be lost/);
+      // Refusing means touching nothing: the damaged segment is byte for byte what it was, and
+      // (first cases) with the bytes put back the agent starts and serves every acknowledged write.
+      expect(readFileSync(seg).equals(buf), why).toBe(true);
+      if (n < 2) {
+        cpSync(join(base.dir, base.seg), seg);
+        const agent = await start(dir);
+        await expectKv(client(agent), 'dmg/', base.values, `repaired: ${why}`);
+        await agent.kill9();
+      }
+      report('flipped bytes', { commit: k, headerOnly, frame: `${frame.start}..${frame.end}`, flipped, exit: code, reason: /offset \d+: ([^;,]*)/.exec(message)?.[1] });
+      rmSync(dir, { recursive: true, force: true });
+    }
+    report('flipped bytes', { seed, cases: damageCases * 3, refused: damageCases * 3 });
+  }, budgetMs(20_000, 3 * 4_000, damageCases));
+
+  test('a damaged newest snapshot is skipped for the one before it (+ the log); a whole-looking .tmp is never loaded', async () => {
+    const rng = root.child('snapshot-damage');
+    const base = await buildSnapshotBase();
+    const [previous, newest] = base.snaps;
+    const kinds = ['newest flipped', 'newest truncated', 'both flipped', 'forged .tmp beside them'] as const;
+    for (const kind of kinds) {
+      const dir = copyOf(base);
+      const snap = (name: string) => join(dir, 'snap', name);
+      let skipped: string[] = [];
+      let forged: string | undefined;
+      if (kind === 'newest flipped' || kind === 'both flipped') {
+        const targets = kind === 'both flipped' ? [newest, previous] : [newest];
+        for (const name of targets) {
+          const buf = readFileSync(snap(name));
+          flipBytes(buf, 0, buf.length, rng.int(1, 4), rng);
+          writeFileSync(snap(name), buf);
+        }
+        skipped = targets;
+      } else if (kind === 'newest truncated') {
+        truncateSync(snap(newest), rng.int(0, readFileSync(snap(newest)).length - 1));
+        skipped = [newest];
+      } else {
+        // What a kill between the fsync and the rename leaves, only with a different state in it:
+        // were it loaded, the forged value would show.
+        forged = `${newest}.tmp`;
+        const payload = JSON.parse(readFileSync(snap(newest)).subarray(8).toString('utf8')) as { data: { kv: { key: string; value: string }[] } };
+        for (const e of payload.data.kv) e.value = Buffer.from('FORGED').toString('base64');
+        writeFileSync(snap(forged), encodeFrame(JSON.stringify(payload)));
+      }
+      const agent = await start(dir);
+      const why = `${kind} (seed ${seed})`;
+      const lines = logLines(agent.output());
+      expect(lines.filter((l) => /skipping an invalid snapshot/.test(l.msg ?? '')).map((l) => basename(String(l.file))), why).toEqual(skipped);
+      expect(lines.filter((l) => /removed an unfinished snapshot/.test(l.msg ?? '')).map((l) => basename(String(l.file))), why).toEqual(forged ? [forged] : []);
+      expect(existsSync(snap(forged ?? 'none')), why).toBe(false);
+      await expectKv(client(agent), 'snapdmg/', base.values, why);
+      expect((await client(agent).put('/v1/kv/snapdmg-after', 'x')).text).toBe('true');
+      report('snapshot damage', { kind, skipped, removedTmp: forged ?? null, keys: base.values.size });
+      await agent.kill9();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    report('snapshot damage', { seed, cases: kinds.length, snapshots: base.snaps, walLast: base.walLast });
+  }, 45_000);
+});
+
+let snapshotBase: Promise<{ dir: string; values: Map<string, string>; snaps: [string, string]; walLast: number }> | undefined;
+
+/**
+ * A data dir with two snapshots (the newest and the fallback the WAL keeps) and log entries after
+ * them: ten keys overwritten 120 times with --snapshot-every 8 (spacing is at least the state's size).
+ */
+function buildSnapshotBase(): NonNullable<typeof snapshotBase> {
+  snapshotBase ??= (async () => {
+    const rng = root.child('snapshot-base');
+    const dir = dataDir();
+    const agent = await start(dir, ['--snapshot-every', '8']);
+    const c = client(agent);
+    const values = new Map<string, string>();
+    for (let i = 0; i < 120; i++) {
+      const key = `snapdmg/k${i % 10}`;
+      const value = valueOf(`snapdmg-${i}`, rng.int(0, 2000));
+      expect((await c.put(`/v1/kv/${key}`, value)).text).toBe('true');
+      values.set(key, value);
+    }
+    // Let the last snapshot finish (written, renamed, the one before the fallback pruned).
+    for (let i = 0; i < 100 && !(snapNames(dir).length === 2 && snapNames(dir).every((n) => n.endsWith('.snap'))); i++) await sleep(20);
+    await agent.kill9();
+    const snaps = snapNames(dir);
+    expect(snaps).toHaveLength(2);
+    expect(snaps.every((n) => n.endsWith('.snap'))).toBe(true);
+    const walLast = readFrames(segmentPaths(dir)[0]!).at(-1)!.entries.at(-1)!.i;
+    expect(walLast).toBeGreaterThan(Number(snaps[1]!.slice(0, 20)));
+    return { dir, values, snaps: snaps as [string, string], walLast };
+  })();
+  return snapshotBase;
+}
