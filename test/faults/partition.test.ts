@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { dropCounts, healAll, partition, partitionUnavailable } from './partition.ts';
+import { FaultCluster, http, indexOf, type Answer } from './cluster-harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -19,10 +20,13 @@ beforeAll(() => {
   if (why !== undefined) throw new Error(`the partition tests cannot run here: ${why}`);
 });
 
+let cluster: FaultCluster | undefined;
+
 afterAll(async () => {
   await healAll();
   for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-});
+  await cluster?.shutdown();
+}, 60_000);
 
 /** A child process that prints lines; `next(re)` waits for the next line matching re. */
 function child(script: string): { proc: ChildProcess; send(line: string): void; next(re: RegExp, ms?: number): Promise<string> } {
@@ -130,4 +134,131 @@ describe('the partition tool', () => {
     }
     expect(recovered).toBe(true);
   }, 60_000);
+});
+
+/** How long the cut lasts: longer than gossip suspicion (4 s) and a stream leader election. */
+const cutMs = 15_000;
+/** One request's deadline during the cut: past it the request counts as a timeout. */
+const requestTimeoutMs = 3_000;
+
+interface Tally { tried: number; ok: number; fiveXX: number; timeout: number; other: number; otherCodes: number[] }
+const tally = (): Tally => ({ tried: 0, ok: 0, fiveXX: 0, timeout: 0, other: 0, otherCodes: [] });
+function count(t: Tally, a: Answer): void {
+  t.tried++;
+  if (a.status === 200) t.ok++;
+  else if (a.status === 0) t.timeout++;
+  else if (a.status >= 500) t.fiveXX++;
+  else { t.other++; if (!t.otherCodes.includes(a.status)) t.otherCodes.push(a.status); }
+}
+
+/** Waits until every node sees every node alive and no gossipHealth is critical; undefined when so, else what is still off. */
+async function converged(c: FaultCluster, ms: number): Promise<string | undefined> {
+  const deadline = Date.now() + ms;
+  let state = '';
+  while (Date.now() < deadline) {
+    const parts: string[] = [];
+    for (const n of c.nodes) {
+      const m = await http(n.url, 'GET', '/v1/agent/members', { timeoutMs: 2_000 });
+      parts.push(`${n.name} sees ${m.status === 200 ? m.json<{ Name: string; Status: number }[]>().map((x) => `${x.Name}:${x.Status}`).join(',') : m.status}`);
+    }
+    const crit = await http(c.nodes[0]!.url, 'GET', '/v1/health/state/critical?consistent', { timeoutMs: 5_000 });
+    const gossipCritical = crit.status === 200 ? crit.json<{ CheckID: string; Node: string }[]>().filter((x) => x.CheckID === 'gossipHealth').map((x) => x.Node) : ['?'];
+    parts.push(`gossipHealth critical: [${gossipCritical.join(',')}]`);
+    state = parts.join('; ');
+    if (!state.includes(':4') && !state.includes(':3') && gossipCritical.length === 0 && !/sees \d/.test(state)) return undefined;
+    await new Promise((res) => setTimeout(res, 500));
+  }
+  return state;
+}
+
+describe('a minority partition of a three-node cluster', () => {
+  test('the minority answers no write and no ?consistent read with success; the majority serves; after healing all agree', async () => {
+    cluster = await FaultCluster.start({ homeServers: true });
+    const [n1, n2, n3] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0], typeof cluster.nodes[0]];
+    expect(await cluster.natsServerOf('n3')).toBe('n3');
+    // Sessions bound to each node's gossipHealth, each holding a lock, made before the cut.
+    const sessions: Record<string, string> = {};
+    for (const n of cluster.nodes) {
+      const r = await http(n.url, 'PUT', '/v1/session/create', { body: { Name: `part-${n.name}`, LockDelay: '0s' } });
+      expect(r.status, r.text).toBe(200);
+      sessions[n.name] = r.json<{ ID: string }>().ID;
+      expect((await http(n.url, 'PUT', `/v1/kv/part/lock/${n.name}?acquire=${sessions[n.name]}`, { body: 'held' })).text).toBe('true');
+    }
+    const leaderBefore = await cluster.streamLeader();
+
+    const minority = [cluster.natsNode('n3').pid!, n3.pid!];
+    const majority = [cluster.natsNode('n1').pid!, cluster.natsNode('n2').pid!, n1.pid!, n2.pid!];
+    const cut = await partition(minority, majority);
+    const cutAt = Date.now();
+    const writes = { n1: tally(), n2: tally(), n3: tally() };
+    const reads = { n1: tally(), n2: tally(), n3: tally() };
+    const acked: Map<string, string> = new Map();
+    let healed = false;
+    try {
+      const writer = async (name: 'n1' | 'n2' | 'n3', k: number) => {
+        const n = cluster!.node(name);
+        for (let i = 0; Date.now() - cutAt < cutMs && i < 10_000; i++) {
+          const key = `part/w/${name}/${k}/${i}`;
+          const a = await http(n.url, 'PUT', `/v1/kv/${key}`, { body: `v${i}`, timeoutMs: requestTimeoutMs });
+          count(writes[name], a);
+          if (a.status === 200) acked.set(key, `v${i}`);
+          const r = await http(n.url, 'GET', '/v1/kv/part/lock/?recurse&consistent', { timeoutMs: requestTimeoutMs });
+          count(reads[name], r);
+          if (a.status !== 200) await new Promise((res) => setTimeout(res, 100));
+        }
+      };
+      await Promise.all((['n1', 'n2', 'n3'] as const).flatMap((name) => [0, 1, 2, 3].map((k) => writer(name, k))));
+      const leaderDuring = await cluster.streamLeader();
+      const members = await http(n1.url, 'GET', '/v1/agent/members');
+      const n3Status = members.json<{ Name: string; Status: number }[]>().find((m) => m.Name === 'n3')?.Status;
+      console.log(`partition: cut ${cut.table}: minority pids ${minority.join(',')} | majority ${majority.join(',')}; `
+        + `${cut.pairs.length / 2} connections cut; stream leader ${leaderBefore} → ${leaderDuring}; n3 as seen by n1: status ${n3Status}`);
+      console.log('partition: drops', JSON.stringify(dropCounts(cut)));
+      for (const name of ['n1', 'n2', 'n3'] as const) {
+        console.log(`partition: ${name}${name === 'n3' ? ' (minority)' : ''} writes ${JSON.stringify(writes[name])} consistent reads ${JSON.stringify(reads[name])}`);
+      }
+      expect(writes.n3.tried).toBeGreaterThan(0);
+      expect(writes.n3.ok).toBe(0);
+      expect(reads.n3.ok).toBe(0);
+      expect(writes.n3.other + reads.n3.other).toBe(0); // only 5xx or no answer
+      expect(writes.n1.ok).toBeGreaterThan(0);
+      expect(writes.n2.ok).toBeGreaterThan(0);
+      expect(n3Status).toBe(4); // failed
+    } finally {
+      await cut.heal();
+      healed = true;
+    }
+    expect(healed).toBe(true);
+    const healedAt = Date.now();
+
+    // After healing: n3 takes writes again and every node agrees on the prefix, values and index.
+    await cluster.writable(60_000);
+    const rejoined = await converged(cluster, 30_000);
+    const rejoinS = ((Date.now() - healedAt) / 1000).toFixed(1);
+    console.log(`partition: after heal, membership and gossip checks ${rejoined === undefined ? `converged in ${rejoinS} s` : `NOT converged after ${rejoinS} s: ${rejoined}`}`);
+    let views: { name: string; index: number | undefined; body: string }[] = [];
+    for (let attempt = 0; attempt < 60; attempt++) {
+      views = [];
+      for (const n of cluster.nodes) {
+        const a = await http(n.url, 'GET', '/v1/kv/part/?recurse&consistent', { timeoutMs: 10_000 });
+        views.push({ name: n.name, index: a.status === 200 ? indexOf(a) : undefined, body: a.text });
+      }
+      if (views.every((v) => v.index !== undefined && v.index === views[0]!.index && v.body === views[0]!.body)) break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    const stored = new Map(JSON.parse(views[0]!.body || '[]').map((e: { Key: string; Value: string }) => [e.Key, Buffer.from(e.Value ?? '', 'base64').toString()]));
+    const lost = [...acked].filter(([k, v]) => stored.get(k) !== v).map(([k]) => k);
+    const sessionsAfter = await http(n1.url, 'GET', '/v1/session/list?consistent');
+    const alive = new Set(sessionsAfter.json<{ ID: string }[]>().map((x) => x.ID));
+    console.log(`partition: healed in ${((Date.now() - healedAt) / 1000).toFixed(1)} s; views ${views.map((v) => `${v.name}@${v.index}`).join(' ')}; `
+      + `${acked.size} acknowledged writes, ${lost.length} lost; sessions alive after heal: `
+      + Object.entries(sessions).map(([n, id]) => `${n}:${alive.has(id)}`).join(' '));
+    expect(views.every((v) => v.index === views[0]!.index && v.body === views[0]!.body)).toBe(true);
+    expect(rejoined).toBeUndefined();
+    expect(lost).toEqual([]);
+    // The minority's node was failed by the majority: its gossip-bound session is gone; the majority's stay.
+    expect(alive.has(sessions.n3!)).toBe(false);
+    expect(alive.has(sessions.n1!)).toBe(true);
+    expect(alive.has(sessions.n2!)).toBe(true);
+  }, 170_000);
 });
