@@ -502,7 +502,77 @@ describe('damage on disk is detected, never applied (issue 9)', () => {
     }
     report('snapshot damage', { seed, cases: kinds.length, snapshots: base.snaps, walLast: base.walLast });
   }, 45_000);
+
+  test('a damaged newest snapshot after a compaction: never applied; the agent serves every acknowledged write or refuses naming what is missing', async () => {
+    const { dir, agent, err, base } = await startOnDamagedNewest(root.child('compacted-safe'));
+    const why = `snapshots ${base.snaps.join(', ')}, oldest segment ${base.oldestSegment} (seed ${seed})`;
+    if (agent !== undefined) {
+      await expectKv(client(agent), 'compacted/', base.values, why);
+    } else {
+      expect(exitCodeOf(err), why).not.toBe(0);
+      expect(err!.message, why).toMatch(/skipping an invalid snapshot/);
+      expect(err!.message, why).toMatch(/entries \d+\.\.\d+ are missing: the oldest segment .* starts at \d+, the snapshot is at \d+/);
+    }
+    report('snapshot damage after compaction', { snapshots: base.snaps, oldestSegment: base.oldestSegment, outcome: agent ? 'fell back' : 'refused' });
+    rmSync(dir, { recursive: true, force: true });
+  }, 90_000);
+
+  // KNOWN BUG (reported with issue 9, src/wal/wal.ts): pruneSnapshots keeps the snapshot before the
+  // newest "as a fallback if the newest turns out unreadable", but compact(newest) has already deleted
+  // the segments that fallback needs, so a damaged newest snapshot stops the agent instead. Remove
+  // `.fails` once compaction keeps the log from the fallback snapshot on.
+  test.fails('a damaged newest snapshot after a compaction falls back to the previous snapshot + the log (the fallback wal.ts promises)', async () => {
+    const { dir, agent, err, base } = await startOnDamagedNewest(root.child('compacted-fallback'));
+    expect(err?.message, 'the agent refused to start').toBeUndefined();
+    await expectKv(client(agent!), 'compacted/', base.values, `snapshots ${base.snaps.join(', ')}`);
+    rmSync(dir, { recursive: true, force: true });
+  }, 90_000);
 });
+
+let compactedBase: Promise<{ dir: string; values: Map<string, string>; snaps: [string, string]; oldestSegment: string }> | undefined;
+
+/**
+ * A data dir right after the first compaction: one key overwritten with ~0.5 MB values until the
+ * 64 MiB segment rolls and the next snapshot deletes the first segment. The snapshot kept as the
+ * fallback was taken before the roll, so the log it needs went with that segment.
+ */
+function buildCompactedBase(): NonNullable<typeof compactedBase> {
+  compactedBase ??= (async () => {
+    const dir = dataDir();
+    const agent = await start(dir, ['--snapshot-every', '8']);
+    const c = client(agent);
+    const values = new Map<string, string>();
+    const firstSegment = `${'1'.padStart(20, '0')}.seg`;
+    // Bounded: 64 MiB of base64 values rolls the segment after about 100 writes.
+    for (let i = 0; i < 300 && existsSync(join(dir, 'wal', firstSegment)); i++) {
+      const value = valueOf(`big-${i}`, 500 * 1024);
+      expect((await c.put('/v1/kv/compacted/big', value)).text).toBe('true');
+      values.set('compacted/big', value);
+    }
+    expect(existsSync(join(dir, 'wal', firstSegment)), 'the first segment was never compacted').toBe(false);
+    for (let i = 0; i < 100 && !(snapNames(dir).length === 2 && snapNames(dir).every((n) => n.endsWith('.snap'))); i++) await sleep(20);
+    await agent.kill9();
+    const snaps = snapNames(dir);
+    expect(snaps).toHaveLength(2);
+    return { dir, values, snaps: snaps as [string, string], oldestSegment: segmentPaths(dir).map((p) => basename(p))[0]! };
+  })();
+  return compactedBase;
+}
+
+/** Copies the compacted base, damages its newest snapshot, starts an agent: the agent, or why it would not start. */
+async function startOnDamagedNewest(rng: Rng): Promise<{ dir: string; agent?: Agent; err?: Error; base: Awaited<ReturnType<typeof buildCompactedBase>> }> {
+  const base = await buildCompactedBase();
+  const dir = copyOf(base);
+  const newest = join(dir, 'snap', base.snaps[1]);
+  const buf = readFileSync(newest);
+  flipBytes(buf, 0, buf.length, rng.int(1, 4), rng);
+  writeFileSync(newest, buf);
+  try {
+    return { dir, base, agent: await start(dir) };
+  } catch (err) {
+    return { dir, base, err: err as Error };
+  }
+}
 
 let snapshotBase: Promise<{ dir: string; values: Map<string, string>; snaps: [string, string]; walLast: number }> | undefined;
 
