@@ -4,6 +4,9 @@
  * `status: 'src-bug'` marks a failure of src/ that is still open: its case is `test.fails` (it must keep
  * failing with the invariant named here until src is fixed; then flip it to 'fixed' and it guards the fix).
  * `status: 'fixed'` cases must pass.
+ *
+ * A seed replays only as long as the simulator draws in the same order: a change to sim.ts that draws
+ * differently (a new fault kind, say) re-rolls every seed, so re-find the failing seed of an open case.
  */
 import type { Invariant } from './checker.ts';
 import type { SimOptions } from './sim.ts';
@@ -35,11 +38,12 @@ export const regressions: readonly Regression[] = [
     found: `${ttlNeverRetried} Here n1 runs 30 s ahead; session c2-215e45a0ca58 (TTL 10 s) never expires.`,
   },
   {
-    seed: 6,
+    seed: 4,
     options: { offsetMaxMs: 15_000 },
     status: 'src-bug',
     invariant: 'ttl-liveness',
-    found: `${ttlNeverRetried} Here offsets are drawn within ±15 s; session c1-7e80a9c56164 (TTL 15 s, created at `
-      + 'entry time +71.4 s) gets its expiry stamped +75.6 s by its owner, refused, never retried.',
+    found: `${ttlNeverRetried} Here offsets are drawn within ±15 s; session c2-45a0a9f71b1f (TTL 10 s) is last renewed `
+      + 'by entry 253 at entry time +65.0 s (true 58.1 s); its owner proposes the expiry 20 s of true time later, '
+      + 'stamped +71.3 s < 65.0 + 10 s: refused as stale (entry 283) and never proposed again.',
   },
 ];
