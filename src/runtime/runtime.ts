@@ -17,7 +17,7 @@ import { apply, fromSnapshotData, RegistryState, toSnapshotData, type Effect, ty
 import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
 import { ChangeLog, type ChangeLogOptions } from './changes.ts';
 import { ServingTracker } from './serving.ts';
-import { TtlOwner } from './ttl-owner.ts';
+import { expiryRetryMs, TtlOwner } from './ttl-owner.ts';
 import { Watches, type Interest, type Touched } from './watches.ts';
 
 export interface Logger {
@@ -103,10 +103,10 @@ export class Runtime {
     });
     this.ttl = new TtlOwner(o.clock, (id, renewIndex) =>
       this.propose({ t: 'session.expire', id, renewIndex }).then(
-        () => true,
+        () => this.expiryShortBy(id, renewIndex),
         (err: unknown) => {
           this.logger.warn({ err, session: id }, 'session expiry proposal failed; retrying');
-          return false;
+          return expiryRetryMs;
         },
       ));
   }
@@ -284,6 +284,20 @@ export class Runtime {
       );
       if (next.effects.some((e) => e.type === 'restartTtlTimer')) this.ttl.arm(s.id, s.renewIndex, s.ttlMs);
     }
+  }
+
+  /**
+   * After an expiry proposal applied: how far the log's time still is from the session's TTL, when the
+   * session is still there unrenewed (else undefined: expired, renewed or gone). Entry times come from
+   * the proposers' clocks, so when a node whose clock runs ahead stamped the last renew, the owner's timer
+   * (which measures 2 × TTL on its own clock) can fire before the log's time reaches renew + TTL; apply
+   * then refuses the expiry, and without another try the session would outlive its TTL indefinitely
+   * (found by test/sim with clocks 15–30 s apart). The owner tries again once the log should have caught up.
+   */
+  private expiryShortBy(id: string, renewIndex: number): number | undefined {
+    const s = this.state.sessions.get(id);
+    if (s === undefined || s.renewIndex !== renewIndex || s.ttlMs <= 0) return undefined;
+    return s.renewedAtMs + s.ttlMs - this.state.atMs;
   }
 
   private membershipChanged(): void {

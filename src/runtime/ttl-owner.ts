@@ -6,10 +6,14 @@
 import { sessionTtlMultiplier } from '../domain/limits.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 
-/** Proposes the conditional expiry; resolves false when the proposal could not be made (retried). */
-export type ProposeExpire = (id: string, renewIndex: number) => Promise<boolean>;
+/**
+ * Proposes the conditional expiry. Resolves undefined when done (applied, or made moot by a renew or an
+ * invalidation), or with how long to wait before proposing it again: the log refused the proposal
+ * (overloaded, failing disk), or the entry's time was still short of the TTL (clocks apart, see runtime.ts).
+ */
+export type ProposeExpire = (id: string, renewIndex: number) => Promise<number | undefined>;
 
-/** Wait before proposing an expiry again when the log refused the proposal (overloaded, failing disk). */
+/** Wait before proposing an expiry again when the log refused the proposal, and the least wait for any retry. */
 export const expiryRetryMs = 1_000;
 
 export class TtlOwner {
@@ -30,13 +34,13 @@ export class TtlOwner {
     this.schedule(id, renewIndex, ttlMs * sessionTtlMultiplier);
   }
 
-  /** A proposal that did not reach the log is tried again until it does or the session is renewed. */
+  /** An expiry that did not take is tried again until it does or the session is renewed (which re-arms). */
   private schedule(id: string, renewIndex: number, delayMs: number): void {
     this.cancel(id);
     const handle = this.clock.setTimer(delayMs, () => {
       this.timers.delete(id);
-      void this.proposeExpire(id, renewIndex).then((proposed) => {
-        if (!proposed && !this.stopped && !this.timers.has(id)) this.schedule(id, renewIndex, expiryRetryMs);
+      void this.proposeExpire(id, renewIndex).then((againInMs) => {
+        if (againInMs !== undefined && !this.stopped && !this.timers.has(id)) this.schedule(id, renewIndex, Math.max(expiryRetryMs, againInMs));
       });
     });
     this.timers.set(id, handle);

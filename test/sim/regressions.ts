@@ -27,20 +27,22 @@ const ttlNeverRetried =
   + 'and its locks live until some membership change re-arms the timer. Entry time is stamped by the proposer '
   + 'and ratcheted (max) along the log: a renew proposed through a node whose clock is ahead gets a renewedAtMs '
   + 'in that clock, and an owner whose clock is behind by more than about TTL stamps its expiry (2 × TTL later '
-  + 'on its own clock) still before renewedAtMs + TTL. Needs clocks apart by more than the TTL (≥ 10 s).';
+  + 'on its own clock) still before renewedAtMs + TTL. Needs clocks apart by more than the TTL (≥ 10 s). '
+  + 'Fixed: the owner proposes the expiry again once the log\'s time should have reached renew + TTL '
+  + '(Runtime.expiryShortBy).';
 
 export const regressions: readonly Regression[] = [
   {
     seed: 2,
     options: { clocks: { n1: { offsetMs: 30_000 } } },
-    status: 'src-bug',
+    status: 'fixed',
     invariant: 'ttl-liveness',
     found: `${ttlNeverRetried} Here n1 runs 30 s ahead; session c2-215e45a0ca58 (TTL 10 s) never expires.`,
   },
   {
     seed: 4,
     options: { offsetMaxMs: 15_000 },
-    status: 'src-bug',
+    status: 'fixed',
     invariant: 'ttl-liveness',
     found: `${ttlNeverRetried} Here offsets are drawn within ±15 s; session c2-45a0a9f71b1f (TTL 10 s) is last renewed `
       + 'by entry 253 at entry time +65.0 s (true 58.1 s); its owner proposes the expiry 20 s of true time later, '
