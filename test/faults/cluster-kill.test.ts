@@ -367,11 +367,15 @@ describe.sequential('process faults against a three-node cluster', () => {
     const clients = cluster.nodes.flatMap((n, k) => [0, 1].map((j) => new Client(`c${2 * k + j + 1}`, n, rng(knobs.seed + 1 + 2 * k + j))));
     const faults: Fault[] = [];
     let capped = false;
+    /** The first error of a client or the nemesis: it stops everyone (no loop is left running), then fails the test. */
+    let aborted: unknown;
     const stop = () => {
       if (Date.now() - startMs > capMs) capped = true;
-      return capped || (counts.pairs >= knobs.pairs && faults.length >= minKills && faults.at(-1)!.restartedMs !== undefined);
+      return aborted !== undefined || capped || (counts.pairs >= knobs.pairs && faults.length >= minKills && faults.at(-1)!.restartedMs !== undefined);
     };
-    await Promise.all([nemesis(clients, stop, faults), ...clients.map((c) => c.run(stop))]);
+    const abortOnError = (p: Promise<void>) => p.catch((err: unknown) => { aborted ??= err; });
+    await Promise.all([nemesis(clients, stop, faults), ...clients.map((c) => c.run(stop))].map(abortOnError));
+    if (aborted !== undefined) throw aborted;
     const loadMs = Date.now() - startMs;
 
     await cluster.heal();
@@ -417,6 +421,7 @@ describe.sequential('process faults against a three-node cluster', () => {
     expect(faults.length).toBeGreaterThanOrEqual(minKills);
     expect(locks.valid, summarize('mutex', locks)).toBe(true);
     expect(registers.valid, summarize('registers', registers)).toBe(true);
+    expect(fencing.writes, 'every successful acquire carried its fencing token (X-Consul-Index)').toBe(counts.acquired);
     expect(fencing.violations).toEqual([]);
     expect(fencing.sharedTokens).toEqual([]);
     expect(overlaps.overlaps).toEqual([]);
