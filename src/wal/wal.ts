@@ -265,8 +265,10 @@ export class WalLog implements ReplicatedLog {
     if (refused !== undefined) throw refused;
     await writeSnapshotFile(this.snapDir, s);
     this.snapIndex = s.index;
-    await pruneSnapshots(this.snapDir, s.index);
-    await this.compact(s.index);
+    const fallback = await pruneSnapshots(this.snapDir, s.index);
+    // Only what the previous snapshot covers: if the newest one turns out unreadable, recovery falls back
+    // to the previous one and needs the entries from there on (found by test/faults/wal-crash.test.ts).
+    if (fallback !== undefined) await this.compact(fallback);
   }
 
   /** Deletes segments the snapshot covers: one is unneeded once the next starts at or before index + 1. */
@@ -533,13 +535,17 @@ async function writeSnapshotFile(snapDir: string, s: Snapshot): Promise<void> {
   await syncDir(snapDir);
 }
 
-/** Keeps the newest snapshot and the one before it (a fallback if the newest turns out unreadable). */
-async function pruneSnapshots(snapDir: string, newest: number): Promise<void> {
+/**
+ * Keeps the newest snapshot and the one before it (a fallback if the newest turns out unreadable); returns
+ * the fallback's index, or undefined when there is none.
+ */
+async function pruneSnapshots(snapDir: string, newest: number): Promise<number | undefined> {
   const snaps = await listIndexed(snapDir, snapPattern);
   const previous = snaps.filter((s) => s.first < newest).at(-1)?.first;
   for (const s of snaps) {
     if (s.first !== newest && s.first !== previous) await unlink(s.path);
   }
+  return previous;
 }
 
 // ---- files ----------------------------------------------------------------------------------

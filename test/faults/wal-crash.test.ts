@@ -517,11 +517,10 @@ describe('damage on disk is detected, never applied (issue 9)', () => {
     rmSync(dir, { recursive: true, force: true });
   }, 90_000);
 
-  // KNOWN BUG (reported with issue 9, src/wal/wal.ts): pruneSnapshots keeps the snapshot before the
-  // newest "as a fallback if the newest turns out unreadable", but compact(newest) has already deleted
-  // the segments that fallback needs, so a damaged newest snapshot stops the agent instead. Remove
-  // `.fails` once compaction keeps the log from the fallback snapshot on.
-  test.fails('a damaged newest snapshot after a compaction falls back to the previous snapshot + the log (the fallback wal.ts promises)', async () => {
+  // Found by this file: compaction used to cut the log at the newest snapshot, so the fallback snapshot
+  // wal.ts keeps had no log after it and a damaged newest snapshot stopped the agent. Compaction now
+  // keeps the log from the fallback snapshot on.
+  test('a damaged newest snapshot after a compaction falls back to the previous snapshot + the log (the fallback wal.ts promises)', async () => {
     const { dir, agent, err, base } = await startOnDamagedNewest(root.child('compacted-fallback'));
     expect(err?.message, 'the agent refused to start').toBeUndefined();
     await expectKv(client(agent!), 'compacted/', base.values, `snapshots ${base.snaps.join(', ')}`);
