@@ -185,6 +185,7 @@ describe('a minority partition of a three-node cluster', () => {
       expect((await http(n.url, 'PUT', `/v1/kv/part/lock/${n.name}?acquire=${sessions[n.name]}`, { body: 'held' })).text).toBe('true');
     }
     const leaderBefore = await cluster.streamLeader();
+    const connectedTo = await Promise.all(cluster.nodes.map(async (n) => `${n.name}→nats ${await cluster!.natsServerOf(n.name)}`));
 
     const minority = [cluster.natsNode('n3').pid!, n3.pid!];
     const majority = [cluster.natsNode('n1').pid!, cluster.natsNode('n2').pid!, n1.pid!, n2.pid!];
@@ -212,7 +213,7 @@ describe('a minority partition of a three-node cluster', () => {
       const members = await http(n1.url, 'GET', '/v1/agent/members');
       const n3Status = members.json<{ Name: string; Status: number }[]>().find((m) => m.Name === 'n3')?.Status;
       console.log(`partition: cut ${cut.table}: minority pids ${minority.join(',')} | majority ${majority.join(',')}; `
-        + `${cut.pairs.length / 2} connections cut; stream leader ${leaderBefore} → ${leaderDuring}; n3 as seen by n1: status ${n3Status}`);
+        + `${cut.pairs.length / 2} connections cut; Roster nats connections before the cut ${connectedTo.join(' ')}; stream leader ${leaderBefore} → ${leaderDuring}; n3 as seen by n1: status ${n3Status}`);
       console.log('partition: drops', JSON.stringify(dropCounts(cut)));
       for (const name of ['n1', 'n2', 'n3'] as const) {
         console.log(`partition: ${name}${name === 'n3' ? ' (minority)' : ''} writes ${JSON.stringify(writes[name])} consistent reads ${JSON.stringify(reads[name])}`);
