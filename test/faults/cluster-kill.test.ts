@@ -51,10 +51,46 @@ afterAll(async () => {
   await cluster?.shutdown();
 });
 
+/** Saves the history (and every node's and nats-server's output next to it); returns the history's path. */
 function saveHistory(tag: string, extra: Record<string, unknown> = {}): string {
   const path = join(tmpdir(), `roster-faults-${tag}-${knobs.seed}-${Date.now()}.json`);
   writeFileSync(path, JSON.stringify({ seed: knobs.seed, ...extra, history: history.toJSON() }));
+  for (const n of cluster.nodes) writeFileSync(`${path}.${n.name}.log`, n.output());
+  for (const s of cluster.nats) writeFileSync(`${path}.nats-${s.name}.log`, s.output());
   return path;
+}
+
+/**
+ * Every node shows the same entries under `prefix` (key, value, session, LockIndex, ModifyIndex) and gives a
+ * fresh write the same ModifyIndex: equal state at equal index. Returns the disagreements.
+ */
+async function divergence(prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  const probe = `${prefix}probe`;
+  const w = await http(cluster.nodes[0]!.url, 'PUT', `/v1/kv/${probe}`, { body: String(Date.now()), timeoutMs: requestTimeoutMs });
+  if (w.status !== 200) return [`probe write: ${w.status} ${w.error ?? w.text}`];
+  const views = await Promise.all(cluster.nodes.map(async (n) => {
+    const a = await http(n.url, 'GET', `/v1/kv/${prefix}?recurse&consistent`, { timeoutMs: requestTimeoutMs });
+    if (a.status !== 200) return { node: n.name, entries: new Map<string, string>(), error: `${a.status} ${a.error ?? a.text}` };
+    const entries = a.json<{ Key: string; Value: string | null; Session?: string; LockIndex: number; ModifyIndex: number }[]>();
+    return { node: n.name, entries: new Map(entries.map((e) => [e.Key, `${e.Value}|${e.Session ?? ''}|${e.LockIndex}|${e.ModifyIndex}`])), error: undefined };
+  }));
+  const [first, ...rest] = views;
+  for (const v of views) if (v.error !== undefined) out.push(`${v.node}: ${v.error}`);
+  const probeIndex = indexOf(w);
+  for (const v of views) {
+    const mine = v.entries.get(probe)?.split('|')[3];
+    if (mine !== String(probeIndex)) out.push(`${v.node}: the probe written at index ${probeIndex} has ModifyIndex ${mine}`);
+  }
+  for (const v of rest) {
+    for (const key of new Set([...first!.entries.keys(), ...v.entries.keys()])) {
+      if (key === probe) continue;
+      const a = first!.entries.get(key);
+      const b = v.entries.get(key);
+      if (a !== b) out.push(`${key}: ${first!.node} ${a ?? 'absent'} vs ${v.node} ${b ?? 'absent'}`);
+    }
+  }
+  return out;
 }
 
 // ---- indexes --------------------------------------------------------------------------------
@@ -390,6 +426,8 @@ describe.sequential('process faults against a three-node cluster', () => {
       }
     }
 
+    const diverged = await divergence('faults/reg/');
+
     const ops = history.ops();
     const lockOps = ops.filter((op) => lockKeys.includes(op.key));
     const regOps = ops.filter((op) => registerKeys.includes(op.key));
@@ -413,9 +451,10 @@ describe.sequential('process faults against a three-node cluster', () => {
       + `  ${summarize('mutex', locks)}\n  ${summarize('registers', registers)}\n`
       + `  fencing: valid=${fencing.valid} writes=${fencing.writes} rejected=${fencing.rejected} violations=${fencing.violations.length} `
       + `shared tokens=${fencing.sharedTokens.length}; unfenced violations=${unfencedReport.violations.length}; definite overlaps=${overlaps.overlaps.length}\n`
-      + `  indexes checked=${indexed.length} regressions=${regressions.length}; lost writes=${lost.length}`);
-    const failed = capped || locks.valid !== true || registers.valid !== true || !fencing.valid || !overlaps.valid || lost.length > 0 || regressions.length > 0;
-    if (failed) console.log(`[faults] history saved to ${saveHistory('kill', { counts, faults, indexed, regressions, lost })}`);
+      + `  indexes checked=${indexed.length} regressions=${regressions.length}; lost writes=${lost.length}; nodes disagreeing after healing: ${diverged.length}`
+      + `${regressions.length > 0 ? `\n  first regressions: ${regressions.slice(0, 5).join('; ')}` : ''}${diverged.length > 0 ? `\n  disagreements: ${diverged.slice(0, 5).join('; ')}` : ''}`);
+    const failed = diverged.length > 0 || capped || locks.valid !== true || registers.valid !== true || !fencing.valid || !overlaps.valid || lost.length > 0 || regressions.length > 0;
+    if (failed) console.log(`[faults] history saved to ${saveHistory('kill', { counts, faults, indexed, regressions, lost, diverged })}`);
     expect(capped, `time cap of ${knobs.minutes} min passed first: ${JSON.stringify(counts)}, kills ${faults.length}`).toBe(false);
     expect(counts.pairs).toBeGreaterThanOrEqual(knobs.pairs);
     expect(faults.length).toBeGreaterThanOrEqual(minKills);
@@ -427,6 +466,7 @@ describe.sequential('process faults against a three-node cluster', () => {
     expect(overlaps.overlaps).toEqual([]);
     expect(lost).toEqual([]);
     expect(regressions.slice(0, 10)).toEqual([]);
+    expect(diverged.slice(0, 10), 'every node agrees on the registers and on the index of a fresh write').toEqual([]);
   }, 15 * 60_000);
 
   test('losing two of three nodes (Roster and nats-server): the survivor answers 503 or times out, never a false success', async () => {
@@ -505,10 +545,16 @@ describe.sequential('process faults against a three-node cluster', () => {
     }
     const after = await http(cluster.node('n2').url, 'PUT', '/v1/kv/faults/restart/after', { body: 'after', timeoutMs: requestTimeoutMs });
     expect(after.status).toBe(200);
+    const diverged = await divergence('faults/restart/');
     console.log(`[faults] full-cluster crash: ${acked.length} writes acknowledged before it (max index ${maxBefore}); `
-      + `back in ${Math.round(healMs / 1000)} s; missing ${missing.length}; first index after ${indexOf(after)}`);
+      + `back in ${Math.round(healMs / 1000)} s; missing ${missing.length}; acknowledged with another index ${wrongIndex.length}; `
+      + `first index after ${indexOf(after)}; nodes disagreeing ${diverged.length}`);
+    if (missing.length + wrongIndex.length + diverged.length > 0) {
+      console.log(`[faults] outputs saved next to ${saveHistory('restart', { acked, missing, wrongIndex, diverged })}`);
+    }
     expect(missing.slice(0, 20)).toEqual([]);
     expect(wrongIndex.slice(0, 20)).toEqual([]);
     expect(indexOf(after)!).toBeGreaterThan(maxBefore);
+    expect(diverged.slice(0, 10)).toEqual([]);
   }, 5 * 60_000);
 });
