@@ -47,8 +47,12 @@ beforeAll(async () => {
   cluster = await FaultCluster.start();
 }, 180_000);
 
+/** Set when nodes disagree: the stores (nats-servers' streams, data dirs) are kept for a post-mortem. */
+let keepStores = false;
+
 afterAll(async () => {
-  await cluster?.shutdown();
+  await cluster?.shutdown(keepStores);
+  if (keepStores) console.log(`[faults] nats-server stores and data dirs kept in ${cluster.root}`);
 });
 
 /** Saves the history (and every node's and nats-server's output next to it); returns the history's path. */
@@ -427,6 +431,7 @@ describe.sequential('process faults against a three-node cluster', () => {
     }
 
     const diverged = await divergence('faults/reg/');
+    if (diverged.length > 0) keepStores = true;
 
     const ops = history.ops();
     const lockOps = ops.filter((op) => lockKeys.includes(op.key));
@@ -546,6 +551,7 @@ describe.sequential('process faults against a three-node cluster', () => {
     const after = await http(cluster.node('n2').url, 'PUT', '/v1/kv/faults/restart/after', { body: 'after', timeoutMs: requestTimeoutMs });
     expect(after.status).toBe(200);
     const diverged = await divergence('faults/restart/');
+    if (diverged.length > 0) keepStores = true;
     console.log(`[faults] full-cluster crash: ${acked.length} writes acknowledged before it (max index ${maxBefore}); `
       + `back in ${Math.round(healMs / 1000)} s; missing ${missing.length}; acknowledged with another index ${wrongIndex.length}; `
       + `first index after ${indexOf(after)}; nodes disagreeing ${diverged.length}`);
