@@ -128,6 +128,9 @@ export interface JetStreamLogStats {
 
 /** How often the stream's leadership is asked. */
 const leadershipPollMs = 2_000;
+/** Client pings to its server: a silent server (partitioned, paused) is left after about 2 s × 3. */
+const natsPingIntervalMs = 2_000;
+const natsMaxPingOut = 3;
 /** Unanswered leadership requests in a row after which the leader is taken as unknown. */
 const leadershipFailuresMax = 3;
 const kind = 'JetStreamLog';
@@ -247,6 +250,11 @@ export class JetStreamLog implements ReplicatedLog {
       name: `roster-${this.opts.nodeName}`,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
+      // A server cut off without closing the socket (a partition) is noticed after about
+      // pingInterval × maxPingOut and the client moves to another server; nats.js's default is 2 minutes
+      // per ping, during which every write of this node would time out (seen in the partition fault test).
+      pingInterval: natsPingIntervalMs,
+      maxPingOut: natsMaxPingOut,
     });
     this.nc = nc;
     try {

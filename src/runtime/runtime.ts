@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { stepSession } from '../../machines/index.ts';
 import type { Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed } from '../domain/limits.ts';
-import type { Clock } from '../ports/clock.ts';
+import type { Clock, TimerHandle } from '../ports/clock.ts';
 import type { Leadership, LogEntry, ReplicatedLog } from '../ports/log.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import { StaticMembership, type Membership } from '../ports/membership.ts';
@@ -44,6 +44,8 @@ export interface RuntimeOptions {
   membership?: Membership;
   /** How long a starting node waits for gossip before judging members it has not heard. @default 10 s */
   membershipGraceMs?: number;
+  /** How long a member must stay failed, in a view where a majority is alive, before it is reported. @default 2 s */
+  failureConfirmMs?: number;
   /** Bounds of the ring of recent changes that stream subscribers resume from. */
   changes?: ChangeLogOptions;
   /** Check owner tuning (reaper period, DeregisterCriticalServiceAfter floor, interval floor). */
@@ -68,6 +70,14 @@ export class Runtime {
   readonly membership: Membership;
   private readonly membershipGraceMs: number;
   private startedAtMs = 0;
+  /** Set once start() listens to membership: from then on gossip-check entries are checked against it. */
+  private watchingMembers = false;
+  /** Nodes whose gossip check update this node has proposed and not yet seen applied. */
+  private readonly healthInFlight = new Set<string>();
+  /** Nodes this node has seen failed, in a majority view, since when (its clock): see reconcileNodeHealth. */
+  private readonly failureSince = new Map<string, number>();
+  private readonly failureConfirmMs: number;
+  private confirmTimer: TimerHandle | undefined;
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
@@ -97,6 +107,7 @@ export class Runtime {
     this.changes = new ChangeLog(o.changes);
     this.membership = o.membership ?? new StaticMembership({ name: o.nodeName, id: o.nodeId, http: o.address, grpc: o.address });
     this.membershipGraceMs = o.membershipGraceMs ?? 10_000;
+    this.failureConfirmMs = o.failureConfirmMs ?? 2_000;
     this.checkOwner = new CheckOwner({
       clock: o.clock, nodeName: o.nodeName, state: () => this.state, propose: (cmd) => this.propose(cmd),
       probeFor: o.probeFor ?? (() => undefined), logger: o.logger, ...o.checks,
@@ -128,6 +139,7 @@ export class Runtime {
     this.serving.start(this.state);
     this.changes.startAt(this.state.index);
     this.membership.onChange(() => this.membershipChanged());
+    this.watchingMembers = true;
     // Members that died before this node started are never heard: judge them once the grace has passed.
     this.clock.setTimer(this.membershipGraceMs, () => this.membershipChanged());
   }
@@ -196,6 +208,7 @@ export class Runtime {
     this.stopped = true;
     this.serving.shutdown();
     this.ttl.stop();
+    if (this.confirmTimer !== undefined) this.clock.clearTimer(this.confirmTimer);
     this.checkOwner.stop();
     this.watches.wakeAll();
     await this.snapshotInFlight;
@@ -212,6 +225,7 @@ export class Runtime {
     if (this.fatal) return;
     const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
     const checks = new Set<string>();
+    let gossipChecks = false;
     for (const entry of entries) {
       let applied;
       try {
@@ -221,6 +235,7 @@ export class Runtime {
         return;
       }
       for (const e of applied.effects) {
+        if (e.t === 'check' && e.checkId === gossipCheckId) gossipChecks = true;
         if (e.t === 'check' && e.node === this.nodeName) checks.add(e.checkId);
         else this.collect(e, touched);
       }
@@ -238,6 +253,7 @@ export class Runtime {
       this.checkOwner.catalogChanged();
       this.serving.update(this.state);
     }
+    if (gossipChecks && this.watchingMembers && !this.stopped) this.reconcileNodeHealth(true);
     this.maybeSnapshot();
   }
 
@@ -310,23 +326,62 @@ export class Runtime {
    * A member that failed or left gets its gossip check critical (invalidating the sessions bound to it);
    * one that is back gets it passing. One alive member — the owner of the node's name — proposes it;
    * the proposal changes nothing when the check already says so.
+   *
+   * Failures are reported only by a node that sees a majority of the cluster's Roster nodes alive (itself
+   * included; nodes that left cleanly do not count). A node cut off from the others, or just woken from a
+   * pause with a stale view, sees them all failed: its reports would commit once it is reconnected and
+   * invalidate the sessions of healthy nodes (found by test/faults partition and pause scenarios).
+   *
+   * And only once the failure has held for `failureConfirmMs` in such a view: gossip notices each peer on
+   * its own timer, so a node being cut off first sees one peer failed and the rest alive (a majority) for
+   * a moment, and a node being reconnected first sees one peer back; a report made then would be wrong.
+   *
+   * After an entry changed a gossip check (`afterEntries`) it only corrects towards alive: a report that
+   * got through anyway is undone by the owner, which sees the node alive, or by the node itself, which is
+   * evidently running. New failure reports come only from membership changes, so two nodes whose views
+   * disagree (an asymmetric partition) cannot keep proposing against each other.
    */
-  private reconcileNodeHealth(): void {
+  private reconcileNodeHealth(afterEntries = false): void {
     const members = new Map(this.membership.members().map((m) => [m.name, m]));
     const graceOver = this.clock.nowMs() - this.startedAtMs >= this.membershipGraceMs;
-    for (const node of this.state.nodes.values()) {
-      if (node.node === this.nodeName) continue;
+    const rosterNodes = [...this.state.nodes.values()].filter((node) => {
       const check = this.state.checkOf(node.node, gossipCheckId);
-      if (check === undefined || check.source !== 'catalog' || check.name !== gossipCheckName) continue; // not a Roster member
+      return check !== undefined && check.source === 'catalog' && check.name === gossipCheckName;
+    });
+    const counted = rosterNodes.filter((node) => node.node === this.nodeName || members.get(node.node)?.status !== 'left');
+    const aliveCount = counted.filter((node) => node.node === this.nodeName || members.get(node.node)?.status === 'alive').length;
+    const inMajority = 2 * aliveCount > counted.length;
+    const now = this.clock.nowMs();
+    for (const node of rosterNodes) {
+      const self = node.node === this.nodeName;
       const member = members.get(node.node);
-      const alive = member?.status === 'alive';
-      if (!alive && member === undefined && !graceOver) continue;
+      const alive = self || member?.status === 'alive';
+      const reportable = !alive && inMajority && (member !== undefined || graceOver);
+      if (!reportable) this.failureSince.delete(node.node);
+      if (this.healthInFlight.has(node.node)) continue;
+      const check = this.state.checkOf(node.node, gossipCheckId)!;
+      if (!alive && (afterEntries || !reportable)) continue;
       const wanted = alive ? 'passing' : 'critical';
-      if (check.status === wanted || !this.owns(`node:${node.node}`)) continue;
+      if (check.status === wanted || (!self && !this.owns(`node:${node.node}`))) continue;
+      if (!alive) {
+        const since = this.failureSince.get(node.node) ?? now;
+        this.failureSince.set(node.node, since);
+        if (now - since < this.failureConfirmMs) {
+          // One pending look at a time; it reschedules itself for any failure still unconfirmed then.
+          this.confirmTimer ??= this.clock.setTimer(since + this.failureConfirmMs - now, () => {
+            this.confirmTimer = undefined;
+            if (!this.stopped && !this.fatal) this.reconcileNodeHealth();
+          });
+          continue;
+        }
+      }
+      this.healthInFlight.add(node.node);
+      this.logger.info({ node: node.node, status: wanted, aliveSeen: aliveCount, counted: counted.length }, 'gossip check: reporting the node');
       void this.propose({
         t: 'catalog.register', node: node.node, id: node.id, address: node.address, meta: node.meta,
         checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: wanted, notes: '', output: alive ? gossipCheckOutputAlive : gossipCheckOutputFailed }],
-      }).catch((err: unknown) => this.logger.warn({ err, node: node.node }, 'gossip check update failed; retried on the next membership change'));
+      }).catch((err: unknown) => this.logger.warn({ err, node: node.node }, 'gossip check update failed; retried on the next membership or catalog change'))
+        .finally(() => this.healthInFlight.delete(node.node));
     }
   }
 
