@@ -205,6 +205,8 @@ export class RosterNode {
   agent: Agent | undefined;
   /** How many times this node was started. */
   starts = 0;
+  /** How many times kill() or stop() was called: bumped before the signal, so an answer can tell it came from before. */
+  stops = 0;
   /** Output of earlier incarnations (the newest at the end), for a failure report. */
   private history = '';
 
@@ -225,11 +227,13 @@ export class RosterNode {
 
   /** SIGKILL and wait for the exit. */
   async kill(): Promise<void> {
+    this.stops++;
     if (this.running()) await this.agent!.kill9();
   }
 
   /** SIGTERM and wait for the exit. */
   async stop(): Promise<void> {
+    this.stops++;
     if (this.running()) await this.agent!.stop();
   }
 

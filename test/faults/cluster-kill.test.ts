@@ -251,9 +251,12 @@ class Client {
     if (s !== undefined && now() - s.renewedAt < ttlMs - ttlMarginMs) return s;
     if (s !== undefined) this.retire('lease');
     const callMs = now();
+    const stops = this.node.stops;
     const a = await http(this.node.url, 'PUT', '/v1/session/create', { body: { Name: this.id, LockDelay: '0s', TTL: `${ttlMs / 1000}s` }, timeoutMs: requestTimeoutMs });
     if (a.status !== 200) { await sleep(200); return undefined; }
     this.session = { id: a.json<{ ID: string }>().ID, renewedAt: callMs, retired: false };
+    // Created on a node killed meanwhile: its gossipHealth may end it at any time, as for the others.
+    if (this.node.stops !== stops) { this.retire('node-killed'); return undefined; }
     this.renewer ??= this.renewLoop();
     return this.session;
   }
@@ -320,7 +323,7 @@ class Client {
   async run(stop: () => boolean): Promise<void> {
     try {
       while (!stop()) {
-        if (!this.node.running()) { await sleep(200); continue; }
+        if (!this.node.running()) { this.retire('node-killed'); await sleep(200); continue; }
         if (this.rand() < 0.15) {
           await registerOp(this, registerKeys[Math.floor(this.rand() * registerKeys.length)]!);
         } else {
