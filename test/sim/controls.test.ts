@@ -10,15 +10,17 @@ const invariantsOf = (r: { violations: { invariant: string }[] }) => new Set(r.v
 describe('controls', () => {
   test('a sequencer that reorders two writes of one key for one node is caught', async () => {
     const found = new Set<string>();
-    for (const seed of [1, 2]) {
+    // Every seed's swap is caught by equal state; whether the swapped pair was one the reordered node
+    // answered a client for (then a second holder) depends on the run, so a few seeds are tried.
+    for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
       const r = await runSim({ seed, bug: { kind: 'swap', node: 'n2' }, stopAtFirst: false });
       const inv = invariantsOf(r);
       expect(inv.has('equal-state'), `seed ${seed}: ${[...inv]}`).toBe(true);
       for (const i of inv) found.add(i);
     }
     // The reordered node acknowledged a result that log order contradicts (an acquire/release: a second holder).
-    expect(found.has('single-holder')).toBe(true);
-  }, 30_000);
+    expect(found.has('single-holder'), `found: ${[...found]}`).toBe(true);
+  }, 90_000);
 
   test('the same seeds without the planted fault pass', async () => {
     for (const seed of [1, 2]) expect((await runSim({ seed })).violations).toEqual([]);
