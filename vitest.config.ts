@@ -1,12 +1,25 @@
 import { defineConfig } from 'vitest/config';
 
+// Two groups, run one after the other: the main suite (files in parallel), then the fault tests of
+// test/faults one file at a time — each starts three nats-servers and three Roster nodes, kills and
+// pauses them, and on a two-core machine must not share the cores with another such file or with the
+// main suite's timing-sensitive tests.
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
     reporters: process.env.CI ? ['default', ['json', { outputFile: '.vitest-report.json' }]] : ['default'],
+    projects: [
+      {
+        extends: true,
+        test: { name: 'main', include: ['test/**/*.test.ts'], exclude: ['test/faults/**'], sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        test: { name: 'faults', include: ['test/faults/**/*.test.ts'], fileParallelism: false, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });
