@@ -338,7 +338,7 @@ export class Runtime {
    *
    * After an entry changed a gossip check (`afterEntries`) it only corrects towards alive: a report that
    * got through anyway is undone by the owner, which sees the node alive, or by the node itself, which is
-   * evidently running. New failure reports come only from membership changes, so two nodes whose views
+   * evidently running (only a report of the failure detector's, recognised by its output). New failure reports come only from membership changes, so two nodes whose views
    * disagree (an asymmetric partition) cannot keep proposing against each other.
    */
   private reconcileNodeHealth(afterEntries = false): void {
@@ -363,6 +363,8 @@ export class Runtime {
       if (!alive && (afterEntries || !reportable)) continue;
       const wanted = alive ? 'passing' : 'critical';
       if (check.status === wanted || (!self && !this.owns(`node:${node.node}`))) continue;
+      // A node undoes only the failure detector's reports about itself, not a status written by hand.
+      if (self && check.output !== gossipCheckOutputFailed) continue;
       if (!alive) {
         const since = this.failureSince.get(node.node) ?? now;
         this.failureSince.set(node.node, since);
