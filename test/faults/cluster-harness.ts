@@ -23,17 +23,8 @@ export { sleep };
 
 // ---- seed and knobs -------------------------------------------------------------------------
 
-/** mulberry32: the same seed gives the same draws everywhere. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded generator (mulberry32): the same seed gives the same draws everywhere. */
+export { mulberry32 as rng } from '../support/prng.ts';
 
 function intEnv(name: string, fallback: number): number {
   const text = process.env[name];

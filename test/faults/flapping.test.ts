@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { client, sleep, startAgent, type Agent } from '../support/agent.ts';
+import { mulberry32 } from '../support/prng.ts';
 
 const successBeforePassing = 3;
 const failuresBeforeCritical = 2;
@@ -18,15 +19,8 @@ const flippingAnswers = 36;
 const runLengthMax = 5;
 const seed = Number(process.env.FLAP_SEED ?? Date.now() % 1_000_000);
 
-/** mulberry32: a small seeded generator, so a failing run is repeated with FLAP_SEED. */
-function rng(s: number): () => number {
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded generator, so a failing run is repeated with FLAP_SEED. */
+const rng = mulberry32;
 
 /** Runs of 200 and 500 of irregular length (1..runLengthMax), starting with either. */
 function schedule(n: number, random: () => number): number[] {

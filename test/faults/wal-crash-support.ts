@@ -14,17 +14,9 @@ export type Client = ReturnType<typeof clientOf>;
 
 // ---- seed and knobs -------------------------------------------------------------------------
 
-/** mulberry32: a small, fast, well-mixed 32-bit PRNG; the same seed gives the same draws everywhere. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../support/prng.ts';
+
+export { mulberry32 };
 
 /** FNV-1a of a label, to derive independent streams from one seed. */
 function hash32(text: string): number {

@@ -2,20 +2,18 @@
  * The simulator's only source of randomness: mulberry32 over a 32-bit seed. Every fault, delay,
  * client operation and id of a run is drawn from one Prng in event order, so a seed replays exactly.
  */
+import { mulberry32 } from '../support/prng.ts';
+
 export class Prng {
-  private state: number;
+  private readonly draw: () => number;
 
   constructor(readonly seed: number) {
-    this.state = seed >>> 0;
+    this.draw = mulberry32(seed);
   }
 
   /** A float in [0, 1). */
   next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return this.draw();
   }
 
   /** An integer in [lo, hi]. */
