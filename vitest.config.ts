@@ -1,9 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// Two groups, run one after the other: the main suite (files in parallel), then the fault tests of
-// test/faults one file at a time — each starts three nats-servers and three Roster nodes, kills and
+// Two projects: `main` (files in parallel; `npm test`) and `faults` (test/faults one file at a time;
+// `npm run test:faults`) — each fault file starts three nats-servers and three Roster nodes, kills and
 // pauses them, and on a two-core machine must not share the cores with another such file or with the
-// main suite's timing-sensitive tests.
+// main suite's timing-sensitive tests. Run together (`npx vitest run`), faults go after main.
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],

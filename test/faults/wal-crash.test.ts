@@ -361,7 +361,8 @@ const tornKinds: TornKind[] = ['truncated inside the last commit', 'unacknowledg
 function tear(path: string, base: WalBase, kind: TornKind, rng: Rng, inHeader: boolean): { cutAt: number; dropped: string[]; detail: string } {
   const last = base.frames.at(-1)!;
   if (kind === 'truncated inside the last commit') {
-    const at = rng.int(last.start, inHeader ? last.start + 7 : last.end - 1);
+    // At least one byte of the commit stays: a cut at its very start leaves no torn commit to find.
+    const at = rng.int(last.start + 1, inHeader ? last.start + 7 : last.end - 1);
     truncateSync(path, at);
     return { cutAt: last.start, dropped: last.keys, detail: `truncated at ${at} (frame ${last.start}..${last.end})` };
   }
