@@ -102,6 +102,12 @@ export interface JetStreamLogOptions {
    * and two missed heartbeats make the consumer check itself and recreate. @default 5000
    */
   consumerExpiresMs?: number;
+  /**
+   * Called when the stream no longer holds a message this node already applied (see verifyCursor): the
+   * node's state has left the log's, and only a restart (a replay from the stream) brings it back. The
+   * log has failed by then; the caller should stop the process. @default none (the log just fails)
+   */
+  onDiverged?: (err: Error) => void;
   /** How long open() may take: connect, create the stream and bucket, load the snapshot, catch up. @default 30000 */
   openTimeoutMs?: number;
 }
@@ -208,6 +214,9 @@ export class JetStreamLog implements ReplicatedLog {
 
   /** The last consumed message. */
   private cursor: Mark = { seq: 0, index: 0, atMs: 0 };
+  /** The message id of the message at cursor.seq, when this node read it (not after a snapshot load). */
+  private cursorMsgID: string | undefined;
+  private jsm: JetStreamManager | undefined;
   /** Marks of consumed messages, oldest first; marks[0] is at or before the newest snapshot. */
   private marks: Mark[] = [];
   /** Commands up to this index are covered by the snapshot open() returned and are not delivered. */
@@ -333,6 +342,7 @@ export class JetStreamLog implements ReplicatedLog {
   /** Stream, bucket, snapshot, consumer, catch-up: everything open() does once connected. */
   private async setUp(nc: NatsConnection, deadline: number): Promise<Snapshot | undefined> {
     const jsm = await this.retrying('JetStream', deadline, () => jetstreamManager(nc, { timeout: this.publishTimeoutMs }));
+    this.jsm = jsm;
     this.js = jetstream(nc, { timeout: this.publishTimeoutMs });
     const info = await this.retrying(`stream ${this.stream}`, deadline, () => this.ensureStream(jsm));
     this.store = await this.retrying(`bucket ${this.bucket}`, deadline,
@@ -517,6 +527,7 @@ export class JetStreamLog implements ReplicatedLog {
 
   private async consumeOnce(): Promise<void> {
     this.stats.consumerStarts += 1;
+    if (!(await this.verifyCursor())) return;
     const consumer = await this.js!.consumers.get(this.stream, {
       opt_start_seq: this.cursor.seq + 1,
       filter_subjects: this.subject,
@@ -536,6 +547,34 @@ export class JetStreamLog implements ReplicatedLog {
       this.logger.warn({ stream: this.stream, err: err === undefined ? undefined : errorMessage(err), seq: this.cursor.seq },
         'JetStream log: consumer stopped, restarting it after the last message read');
     }
+  }
+
+  /**
+   * Before resuming after the cursor: is the message this node read last still the one at its sequence?
+   * A consumer hosted by a stream leader that was cut off or killed has been seen to deliver a message
+   * that the stream, once a new leader took over, does not hold at that sequence (the minority partition
+   * and kill fault tests: the node then numbered every later command one lower than the others, and a CAS
+   * decided by index differed between nodes). Resuming after such a message would skip the real one, so
+   * the log fails instead and `onDiverged` is told. Resolves false when it failed; throws on a transient
+   * error (the caller retries).
+   */
+  private async verifyCursor(): Promise<boolean> {
+    const { seq } = this.cursor;
+    const read = this.cursorMsgID;
+    if (seq === 0 || read === undefined || this.jsm === undefined) return true;
+    let stored: string | undefined;
+    try {
+      const sm = await this.jsm.streams.getMessage(this.stream, { seq });
+      stored = sm?.header.get('Nats-Msg-Id') || undefined;
+    } catch (err) {
+      if (!/no message found/i.test(errorMessage(err))) throw err;
+    }
+    if (stored === read) return true;
+    const err = new Error(`stream ${this.stream} changed under this node: seq ${seq} was read as commit ${read} and now holds `
+      + `${stored === undefined ? 'nothing' : `commit ${stored}`}; this node's state no longer follows the log, restart it to replay the stream`);
+    this.fail(err);
+    this.opts.onDiverged?.(err);
+    return false;
   }
 
   /**
@@ -601,6 +640,7 @@ export class JetStreamLog implements ReplicatedLog {
       }
     }
     this.cursor = { seq, index, atMs };
+    this.cursorMsgID = m.headers?.get('Nats-Msg-Id') || undefined;
     this.mark(this.cursor);
     if (entries.length > 0) this.deliver(entries);
     this.settleWaiters();

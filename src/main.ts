@@ -73,7 +73,15 @@ function definition<T>(what: string, parse: () => T): T {
 async function openLog(config: Config, dataDir: string, clock: SystemClock, logger: Logger): Promise<ReplicatedLog> {
   if (config.nats.length === 0) return new WalLog({ dir: dataDir, clock, logger });
   const { JetStreamLog } = await import('../cluster/index.ts');
-  return new JetStreamLog({ servers: config.nats, replicas: config.replicas, clock, nodeName: config.nodeName, logger });
+  return new JetStreamLog({
+    servers: config.nats, replicas: config.replicas, clock, nodeName: config.nodeName, logger,
+    // The node's state has left the log's: stop, so that a restart replays the stream (exit code 70, as a
+    // log that cannot be applied; a supervisor restarts it).
+    onDiverged: (err) => {
+      logger.fatal({ err }, 'stopping: this node\'s state no longer follows the log');
+      process.exit(70);
+    },
+  });
 }
 
 /** Cluster mode: gossip membership announcing this node's addresses (loaded only when needed). */

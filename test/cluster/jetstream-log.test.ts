@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
@@ -148,6 +148,47 @@ describe('JetStreamLog on one nats-server', () => {
     } finally {
       await nc.close();
     }
+  });
+
+  it('fails and reports divergence when the stream no longer holds the message it read last (checked before resuming)', async () => {
+    stream = freshStream();
+    // The log's own stream refuses deletes (and that cannot be lifted): this one, which the log adopts,
+    // allows them, so the test can plant the loss.
+    const admin = await connect({ servers: single.urls });
+    try {
+      await (await jetstreamManager(admin)).streams.add({
+        name: stream, subjects: [`roster.log.${stream}`], storage: StorageType.File, num_replicas: 1,
+        duplicate_window: 120_000_000_000, deny_delete: false,
+      });
+    } finally {
+      await admin.close();
+    }
+    const diverged: Error[] = [];
+    // Pulls of 1 s: the watchdog replaces a silent consumer after about 2 s.
+    const log = make('a', { consumerExpiresMs: 1_000, onDiverged: (err) => diverged.push(err) });
+    await log.open();
+    const got = collect(log);
+    await log.append(proposals('a', 1, 2));
+    expect(got.map((e) => e.pid)).toEqual(['a-1', 'a-2']);
+    // The message just read disappears from the stream (as a message delivered by a deposed leader did).
+    const nc = await connect({ servers: single.urls });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const last = (await jsm.streams.info(stream)).state.last_seq;
+      expect(await jsm.streams.deleteMessage(stream, last, false)).toBe(true);
+    } finally {
+      await nc.close();
+    }
+    // The server goes silent long enough for the watchdog to replace the consumer, which first checks.
+    const server = single.servers[0]!;
+    await server.pause();
+    await sleep(3_500);
+    server.resume();
+    for (let i = 0; i < 100 && diverged.length === 0; i++) await sleep(100);
+    expect(diverged).toHaveLength(1);
+    expect(diverged[0]!.message).toMatch(/changed under this node: seq \d+ was read as commit \S+ and now holds nothing/);
+    await expect(log.append(proposals('a', 3, 1))).rejects.toThrow(/changed under this node/);
+    expect(got).toHaveLength(2);
   });
 
   it('reads a message published twice with one message id once (JetStream de-duplicates)', async () => {
