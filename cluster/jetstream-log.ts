@@ -156,6 +156,9 @@ const consumerBatchMessages = 256;
  * replaced (its server is likely gone). The client checks on it after two; this is the backstop.
  */
 const consumerSilentHeartbeatsMax = 4;
+/** Messages read last that are remembered ([seq, message id]), and how many of them are checked after a client-side recreation. */
+const recentReadMax = 64;
+const recentAuditMax = 16;
 /** Consumer notifications that only come from a live server. */
 const aliveSignals: ReadonlySet<string> = new Set(['heartbeat', 'discard', 'debug', 'flow_control', 'ordered_consumer_recreated']);
 /** Marks kept between snapshots; above it every other one is dropped (a snapshot then replays a little more). */
@@ -216,6 +219,8 @@ export class JetStreamLog implements ReplicatedLog {
   private cursor: Mark = { seq: 0, index: 0, atMs: 0 };
   /** The message id of the message at cursor.seq, when this node read it (not after a snapshot load). */
   private cursorMsgID: string | undefined;
+  /** The last messages read, as [seq, message id], oldest first (at most `recentReadMax`). */
+  private recentRead: [number, string][] = [];
   private jsm: JetStreamManager | undefined;
   /** Marks of consumed messages, oldest first; marks[0] is at or before the newest snapshot. */
   private marks: Mark[] = [];
@@ -570,11 +575,32 @@ export class JetStreamLog implements ReplicatedLog {
       if (!/no message found/i.test(errorMessage(err))) throw err;
     }
     if (stored === read) return true;
+    this.diverged(seq, read, stored);
+    return false;
+  }
+
+  /** verifyCursor for the last messages read (after the client recreated its consumer by itself). */
+  private async auditRecent(): Promise<void> {
+    for (const [seq, read] of this.recentRead.slice(-recentAuditMax)) {
+      if (this.stopped || this.jsm === undefined) return;
+      let stored: string | undefined;
+      try {
+        stored = (await this.jsm.streams.getMessage(this.stream, { seq }))?.header.get('Nats-Msg-Id') || undefined;
+      } catch (err) {
+        if (!/no message found/i.test(errorMessage(err))) throw err;
+      }
+      if (stored !== read) {
+        this.diverged(seq, read, stored);
+        return;
+      }
+    }
+  }
+
+  private diverged(seq: number, read: string, stored: string | undefined): void {
     const err = new Error(`stream ${this.stream} changed under this node: seq ${seq} was read as commit ${read} and now holds `
       + `${stored === undefined ? 'nothing' : `commit ${stored}`}; this node's state no longer follows the log, restart it to replay the stream`);
     this.fail(err);
     this.opts.onDiverged?.(err);
-    return false;
   }
 
   /**
@@ -586,6 +612,8 @@ export class JetStreamLog implements ReplicatedLog {
       if (s.type === 'ordered_consumer_recreated') {
         this.stats.consumerResets += 1;
         this.logger.info({ stream: this.stream, consumer: s.name, seq: this.cursor.seq }, 'JetStream log: consumer recreated');
+        // The client resumed on its own after its last message: check the last ones read afterwards.
+        void this.auditRecent().catch((err: unknown) => this.logger.warn({ stream: this.stream, err: errorMessage(err) }, 'JetStream log: could not check the messages read last'));
       }
       if (aliveSignals.has(s.type)) this.aliveAtMs = Date.now();
     }
@@ -641,6 +669,10 @@ export class JetStreamLog implements ReplicatedLog {
     }
     this.cursor = { seq, index, atMs };
     this.cursorMsgID = m.headers?.get('Nats-Msg-Id') || undefined;
+    if (this.cursorMsgID !== undefined) {
+      this.recentRead.push([seq, this.cursorMsgID]);
+      if (this.recentRead.length > recentReadMax) this.recentRead.shift();
+    }
     this.mark(this.cursor);
     if (entries.length > 0) this.deliver(entries);
     this.settleWaiters();

@@ -260,6 +260,12 @@ describe('a minority partition of a three-node cluster', () => {
     console.log(`partition: healed in ${((Date.now() - healedAt) / 1000).toFixed(1)} s; views ${views.map((v) => `${v.name}@${v.index}`).join(' ')}; `
       + `${acked.size} acknowledged writes, ${lost.length} lost; sessions alive after heal: `
       + Object.entries(sessions).map(([n, id]) => `${n}:${alive.has(id)}`).join(' '));
+    if (!views.every((v) => v.index === views[0]!.index && v.body === views[0]!.body)) {
+      // The nodes disagree: show what each node's log said about its stream consumer.
+      for (const n of cluster.nodes) {
+        console.log(`partition: ${n.name} consumer log:\n${n.output().split('\n').filter((l) => /JetStream log|"level":(50|60)/.test(l)).slice(-25).join('\n')}`);
+      }
+    }
     if (!alive.has(sessions.n1!) || !alive.has(sessions.n2!)) {
       for (const n of cluster.nodes) {
         console.log(`partition: ${n.name} log:\n${n.output().split('\n').filter((l) => /gossip|member|invalidat|report/i.test(l)).join('\n')}`);
