@@ -25,6 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { mulberry32 } from '../test/support/prng.ts';
 import { benchOptions, exitOnInterrupt, formatRow, startRoster, type Server } from './server.ts';
 
 const valueBytes = 100;
@@ -174,17 +175,8 @@ function valueOf(prefix: string, i: number): string {
   return head + filler.slice(0, valueBytes - head.length);
 }
 
-/** mulberry32: a small seeded generator, so a printed seed reproduces the sample. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded generator (mulberry32), so a printed seed reproduces the sample. */
+const random = mulberry32;
 
 // ---------------------------------------------------------------- running many requests
 

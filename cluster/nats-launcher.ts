@@ -183,7 +183,7 @@ function spawnServer(root: string, p: ServerPorts, peers: ServerPorts[]): NatsSe
 }
 
 /** True when every thread of the process is in state T (stopped), read from /proc. */
-function allThreadsStopped(pid: number): boolean {
+export function allThreadsStopped(pid: number): boolean {
   try {
     return readdirSync(`/proc/${pid}/task`).every((tid) => {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');

@@ -10,13 +10,13 @@
  * unknown), the seeded PRNG and the env knobs of the fault runs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { freePort, natsServerBinary } from '../../cluster/nats-launcher.ts';
+import { allThreadsStopped, freePort, natsServerBinary } from '../../cluster/nats-launcher.ts';
 import { startAgent, type Agent } from '../support/agent.ts';
 
 export { sleep };
@@ -175,18 +175,6 @@ export class NatsNode {
     } catch {
       return [];
     }
-  }
-}
-
-/** True when every thread of the process is in state T (stopped), read from /proc. */
-function allThreadsStopped(pid: number): boolean {
-  try {
-    return readdirSync(`/proc/${pid}/task`).every((tid) => {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
-    });
-  } catch {
-    return false;
   }
 }
 
