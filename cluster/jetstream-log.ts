@@ -221,6 +221,10 @@ export class JetStreamLog implements ReplicatedLog {
   private cursorMsgID: string | undefined;
   /** The last messages read, as [seq, message id], oldest first (at most `recentReadMax`). */
   private recentRead: [number, string][] = [];
+  /** This node's own commits read before their PubAck came: message id → the sequence they were read at. */
+  private readonly ownReadAt = new Map<string, number>();
+  /** This node's own commits acknowledged before they were read: message id → the acknowledged sequence. */
+  private readonly ownAckedAt = new Map<string, number>();
   private jsm: JetStreamManager | undefined;
   /** Marks of consumed messages, oldest first; marks[0] is at or before the newest snapshot. */
   private marks: Mark[] = [];
@@ -603,6 +607,55 @@ export class JetStreamLog implements ReplicatedLog {
     this.opts.onDiverged?.(err);
   }
 
+  /** `<node>.<boot>.`: the start of every message id this process publishes. */
+  private get ownIdPrefix(): string {
+    return `${this.opts.nodeName}.${this.bootId}.`;
+  }
+
+  /**
+   * One of this node's commits was read at `seq`. Its PubAck names where the stream stored it; a
+   * different place means this node read a message the stream does not hold there. That is what a
+   * nats-server cut off with the stream's old leader did in the partition fault test: it delivered this
+   * node's own publish at a sequence that the majority then gave to another message. This node had
+   * applied the wrong message and skipped the right one, so every later index was one off.
+   */
+  private ownCommitRead(msgID: string, seq: number): void {
+    const acked = this.ownAckedAt.get(msgID);
+    if (acked === undefined) {
+      this.ownReadAt.set(msgID, seq);
+      return;
+    }
+    this.ownAckedAt.delete(msgID);
+    if (acked !== seq) this.checkOwnRead(msgID, seq);
+  }
+
+  private ownCommitAcked(msgID: string, seq: number): void {
+    const readAt = this.ownReadAt.get(msgID);
+    if (readAt === undefined) {
+      this.ownAckedAt.set(msgID, seq);
+      return;
+    }
+    this.ownReadAt.delete(msgID);
+    if (readAt !== seq) this.checkOwnRead(msgID, readAt);
+  }
+
+  /**
+   * Asks the stream what it holds at `seq`, where this node read `msgID`: the same message (a copy
+   * stored twice, harmless: every node reads both) or a divergence.
+   */
+  private checkOwnRead(msgID: string, seq: number): void {
+    void (async () => {
+      let stored: string | undefined;
+      try {
+        stored = (await this.jsm!.streams.getMessage(this.stream, { seq }))?.header.get('Nats-Msg-Id') || undefined;
+      } catch (err) {
+        if (!/no message found/i.test(errorMessage(err))) throw err;
+      }
+      if (stored !== msgID && !this.stopped) this.diverged(seq, msgID, stored);
+    })().catch((err: unknown) => this.logger.warn({ stream: this.stream, msgID, seq, err: errorMessage(err) },
+      'JetStream log: could not check where an own commit was read'));
+  }
+
   /**
    * Counts the ordered consumer's own recreations and notes every sign of life from the server
    * (heartbeats, expired pulls), so the watchdog can tell a consumer that went silent.
@@ -672,6 +725,7 @@ export class JetStreamLog implements ReplicatedLog {
     if (this.cursorMsgID !== undefined) {
       this.recentRead.push([seq, this.cursorMsgID]);
       if (this.recentRead.length > recentReadMax) this.recentRead.shift();
+      if (this.cursorMsgID.startsWith(this.ownIdPrefix)) this.ownCommitRead(this.cursorMsgID, seq);
     }
     this.mark(this.cursor);
     if (entries.length > 0) this.deliver(entries);
@@ -737,7 +791,18 @@ export class JetStreamLog implements ReplicatedLog {
       const payload = `[${batch.flatMap((p) => p.items.map((i) => `{"p":${i.pidJson},"c":${i.cmdJson},"t":${atMs}}`)).join(',')}]`;
       const entries = batch.reduce((sum, p) => sum + p.items.length, 0);
       this.commitCounter += 1;
-      const ack = await this.publish(payload, `${this.opts.nodeName}.${this.bootId}.${this.commitCounter}`);
+      const msgID = `${this.ownIdPrefix}${this.commitCounter}`;
+      let ack: PubAck;
+      try {
+        ack = await this.publish(payload, msgID);
+      } catch (err) {
+        // Never stored where this node read it, if it read it: that is a divergence (checked).
+        const readAt = this.ownReadAt.get(msgID);
+        this.ownReadAt.delete(msgID);
+        if (readAt !== undefined) this.checkOwnRead(msgID, readAt);
+        throw err;
+      }
+      this.ownCommitAcked(msgID, ack.seq);
       this.stats.commits += 1;
       this.stats.entries += entries;
       if (ack.duplicate) this.stats.duplicates += 1;
