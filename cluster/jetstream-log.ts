@@ -217,8 +217,6 @@ export class JetStreamLog implements ReplicatedLog {
 
   /** The last consumed message. */
   private cursor: Mark = { seq: 0, index: 0, atMs: 0 };
-  /** The message id of the message at cursor.seq, when this node read it (not after a snapshot load). */
-  private cursorMsgID: string | undefined;
   /** The last messages read, as [seq, message id], oldest first (at most `recentReadMax`). */
   private recentRead: [number, string][] = [];
   /** This node's own commits read before their PubAck came: message id → the sequence they were read at. */
@@ -568,43 +566,36 @@ export class JetStreamLog implements ReplicatedLog {
    * error (the caller retries).
    */
   private async verifyCursor(): Promise<boolean> {
-    const { seq } = this.cursor;
-    const read = this.cursorMsgID;
-    if (seq === 0 || read === undefined || this.jsm === undefined) return true;
-    let stored: string | undefined;
-    try {
-      const sm = await this.jsm.streams.getMessage(this.stream, { seq });
-      stored = sm?.header.get('Nats-Msg-Id') || undefined;
-    } catch (err) {
-      if (!/no message found/i.test(errorMessage(err))) throw err;
-    }
-    if (stored === read) return true;
-    this.diverged(seq, read, stored);
-    return false;
+    const last = this.recentRead.at(-1);
+    if (last === undefined || last[0] !== this.cursor.seq) return true; // not read here (a snapshot's mark)
+    return this.stillHolds(last[0], last[1]);
   }
 
   /** verifyCursor for the last messages read (after the client recreated its consumer by itself). */
   private async auditRecent(): Promise<void> {
     for (const [seq, read] of this.recentRead.slice(-recentAuditMax)) {
-      if (this.stopped || this.jsm === undefined) return;
-      let stored: string | undefined;
-      try {
-        stored = (await this.jsm.streams.getMessage(this.stream, { seq }))?.header.get('Nats-Msg-Id') || undefined;
-      } catch (err) {
-        if (!/no message found/i.test(errorMessage(err))) throw err;
-      }
-      if (stored !== read) {
-        this.diverged(seq, read, stored);
-        return;
-      }
+      if (this.stopped || !(await this.stillHolds(seq, read))) return;
     }
   }
 
-  private diverged(seq: number, read: string, stored: string | undefined): void {
+  /**
+   * Whether the stream holds message `read` at `seq`; when it does not, the log fails and `onDiverged` is
+   * told. Throws when the stream cannot be asked (the callers retry or log it).
+   */
+  private async stillHolds(seq: number, read: string): Promise<boolean> {
+    let stored: string | undefined;
+    try {
+      stored = (await this.jsm!.streams.getMessage(this.stream, { seq }))?.header.get('Nats-Msg-Id') || undefined;
+    } catch (err) {
+      if (!/no message found/i.test(errorMessage(err))) throw err;
+    }
+    if (stored === read) return true;
+    if (this.stopped) return false;
     const err = new Error(`stream ${this.stream} changed under this node: seq ${seq} was read as commit ${read} and now holds `
       + `${stored === undefined ? 'nothing' : `commit ${stored}`}; this node's state no longer follows the log, restart it to replay the stream`);
     this.fail(err);
     this.opts.onDiverged?.(err);
+    return false;
   }
 
   /** `<node>.<boot>.`: the start of every message id this process publishes. */
@@ -644,15 +635,7 @@ export class JetStreamLog implements ReplicatedLog {
    * stored twice, harmless: every node reads both) or a divergence.
    */
   private checkOwnRead(msgID: string, seq: number): void {
-    void (async () => {
-      let stored: string | undefined;
-      try {
-        stored = (await this.jsm!.streams.getMessage(this.stream, { seq }))?.header.get('Nats-Msg-Id') || undefined;
-      } catch (err) {
-        if (!/no message found/i.test(errorMessage(err))) throw err;
-      }
-      if (stored !== msgID && !this.stopped) this.diverged(seq, msgID, stored);
-    })().catch((err: unknown) => this.logger.warn({ stream: this.stream, msgID, seq, err: errorMessage(err) },
+    this.stillHolds(seq, msgID).catch((err: unknown) => this.logger.warn({ stream: this.stream, msgID, seq, err: errorMessage(err) },
       'JetStream log: could not check where an own commit was read'));
   }
 
@@ -721,11 +704,11 @@ export class JetStreamLog implements ReplicatedLog {
       }
     }
     this.cursor = { seq, index, atMs };
-    this.cursorMsgID = m.headers?.get('Nats-Msg-Id') || undefined;
-    if (this.cursorMsgID !== undefined) {
-      this.recentRead.push([seq, this.cursorMsgID]);
+    const msgID = m.headers?.get('Nats-Msg-Id');
+    if (msgID) {
+      this.recentRead.push([seq, msgID]);
       if (this.recentRead.length > recentReadMax) this.recentRead.shift();
-      if (this.cursorMsgID.startsWith(this.ownIdPrefix)) this.ownCommitRead(this.cursorMsgID, seq);
+      if (msgID.startsWith(this.ownIdPrefix)) this.ownCommitRead(msgID, seq);
     }
     this.mark(this.cursor);
     if (entries.length > 0) this.deliver(entries);
