@@ -159,6 +159,8 @@ const consumerSilentHeartbeatsMax = 4;
 /** Messages read last that are remembered ([seq, message id]), and how many of them are checked after a client-side recreation. */
 const recentReadMax = 64;
 const recentAuditMax = 16;
+/** Own commits read and awaiting their commit()'s check, at most (more than the commits in flight can be). */
+const ownReadMax = 65_536;
 /** Consumer notifications that only come from a live server. */
 const aliveSignals: ReadonlySet<string> = new Set(['heartbeat', 'discard', 'debug', 'flow_control', 'ordered_consumer_recreated']);
 /** Marks kept between snapshots; above it every other one is dropped (a snapshot then replays a little more). */
@@ -219,10 +221,13 @@ export class JetStreamLog implements ReplicatedLog {
   private cursor: Mark = { seq: 0, index: 0, atMs: 0 };
   /** The last messages read, as [seq, message id], oldest first (at most `recentReadMax`). */
   private recentRead: [number, string][] = [];
-  /** This node's own commits read before their PubAck came: message id → the sequence they were read at. */
+  /** This node's own commits read and not yet confirmed by their commit(): message id → the sequence they were read at. */
   private readonly ownReadAt = new Map<string, number>();
-  /** This node's own commits acknowledged before they were read: message id → the acknowledged sequence. */
-  private readonly ownAckedAt = new Map<string, number>();
+  /**
+   * The check of the last messages read after the client re-created its consumer by itself; commits wait
+   * for it before they resolve (resolves false when it found a divergence).
+   */
+  private auditing: Promise<boolean> = Promise.resolve(true);
   private jsm: JetStreamManager | undefined;
   /** Marks of consumed messages, oldest first; marks[0] is at or before the newest snapshot. */
   private marks: Mark[] = [];
@@ -354,7 +359,8 @@ export class JetStreamLog implements ReplicatedLog {
     const info = await this.retrying(`stream ${this.stream}`, deadline, () => this.ensureStream(jsm));
     this.store = await this.retrying(`bucket ${this.bucket}`, deadline,
       () => new Objm(this.js!).create(this.bucket, { replicas: this.replicas, storage: StorageType.File }));
-    const record = await this.retrying('snapshot', deadline, () => this.loadSnapshot(info));
+    // A snapshot can be large: its read is bounded by the open deadline only.
+    const record = await this.retrying('snapshot', deadline, () => this.loadSnapshot(info), this.openTimeoutMs);
     this.startFrom(info, record);
     this.bytesMax = Math.max(1, (nc.info?.max_payload ?? 1024 * 1024) - messageHeadroomBytes);
     this.commits = new CommitQueue(kind, {
@@ -490,11 +496,18 @@ export class JetStreamLog implements ReplicatedLog {
     }
   }
 
-  /** Retries a setup step through transient failures (no JetStream leader yet, timeouts) until the deadline. */
-  private async retrying<T>(what: string, deadline: number, step: () => Promise<T>): Promise<T> {
+  /**
+   * Retries a setup step through transient failures (no JetStream leader yet, timeouts) until the
+   * deadline. Each attempt is bounded too (by default 3 request timeouts): the object store's list and
+   * get read through a consumer that can wait without end when the stream's leader changes under it (a
+   * node restarted while the nats-servers restarted printed nothing for 90 s); such an attempt counts as
+   * a transient failure.
+   */
+  private async retrying<T>(what: string, deadline: number, step: () => Promise<T>, attemptMsMax = 3 * this.publishTimeoutMs): Promise<T> {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await step();
+        const attemptMs = Math.max(1, Math.min(attemptMsMax, deadline - Date.now()));
+        return await withinMs(step(), attemptMs, `${what}: no answer within ${attemptMs} ms`);
       } catch (err) {
         if (!isTransient(err) || Date.now() >= deadline) {
           throw new Error(`${kind}.open: ${what}: ${errorMessage(err)}`, { cause: err });
@@ -571,11 +584,24 @@ export class JetStreamLog implements ReplicatedLog {
     return this.stillHolds(last[0], last[1]);
   }
 
-  /** verifyCursor for the last messages read (after the client recreated its consumer by itself). */
-  private async auditRecent(): Promise<void> {
-    for (const [seq, read] of this.recentRead.slice(-recentAuditMax)) {
-      if (this.stopped || !(await this.stillHolds(seq, read))) return;
+  /**
+   * verifyCursor for the last messages read (after the client recreated its consumer by itself),
+   * retried while the stream cannot be asked: commits wait for it. Resolves false on a divergence.
+   */
+  private async auditRecent(): Promise<boolean> {
+    const recent = this.recentRead.slice(-recentAuditMax);
+    for (let attempt = 0; !this.stopped; attempt += 1) {
+      try {
+        for (const [seq, read] of recent) {
+          if (this.stopped || !(await this.stillHolds(seq, read))) return false;
+        }
+        return true;
+      } catch (err) {
+        this.logger.warn({ stream: this.stream, err: errorMessage(err) }, 'JetStream log: could not check the messages read last, retrying');
+        await sleep(backoffMs(attempt, retryPauseMsMax));
+      }
     }
+    return false;
   }
 
   /**
@@ -591,11 +617,16 @@ export class JetStreamLog implements ReplicatedLog {
     }
     if (stored === read) return true;
     if (this.stopped) return false;
-    const err = new Error(`stream ${this.stream} changed under this node: seq ${seq} was read as commit ${read} and now holds `
-      + `${stored === undefined ? 'nothing' : `commit ${stored}`}; this node's state no longer follows the log, restart it to replay the stream`);
+    this.diverged(new Error(`stream ${this.stream} changed under this node: seq ${seq} was read as commit ${read} and now holds `
+      + `${stored === undefined ? 'nothing' : `commit ${stored}`}; this node's state no longer follows the log, restart it to replay the stream`));
+    return false;
+  }
+
+  /** The node's state has left the stream's: the log fails and `onDiverged` is told. */
+  private diverged(err: Error): void {
+    if (this.failure !== undefined) return;
     this.fail(err);
     this.opts.onDiverged?.(err);
-    return false;
   }
 
   /** `<node>.<boot>.`: the start of every message id this process publishes. */
@@ -604,39 +635,27 @@ export class JetStreamLog implements ReplicatedLog {
   }
 
   /**
-   * One of this node's commits was read at `seq`. Its PubAck names where the stream stored it; a
-   * different place means this node read a message the stream does not hold there. That is what a
-   * nats-server cut off with the stream's old leader did in the partition fault test: it delivered this
-   * node's own publish at a sequence that the majority then gave to another message. This node had
-   * applied the wrong message and skipped the right one, so every later index was one off.
+   * Called by commit() once the cursor has passed `acked`, the sequence this node's commit `msgID` was
+   * stored at by its PubAck: resolves true when this node read the commit there, or read it earlier at a
+   * sequence the stream holds it at too (a copy stored twice, harmless: every node reads both). Anything
+   * else means this node read a message the stream does not hold where it read it, and the log fails.
+   * That is what a nats-server cut off with the stream's old leader did in the partition fault test: it
+   * delivered this node's own publish at a sequence that the majority then gave to another message; the
+   * node applied the wrong message and skipped the right one, so every later index was one off. The
+   * commit's proposers are answered only after this check, so none is told of a result computed on a
+   * message the stream does not hold.
    */
-  private ownCommitRead(msgID: string, seq: number): void {
-    const acked = this.ownAckedAt.get(msgID);
-    if (acked === undefined) {
-      this.ownReadAt.set(msgID, seq);
-      return;
-    }
-    this.ownAckedAt.delete(msgID);
-    if (acked !== seq) this.checkOwnRead(msgID, seq);
-  }
-
-  private ownCommitAcked(msgID: string, seq: number): void {
+  private async confirmOwnRead(msgID: string, acked: number): Promise<boolean> {
     const readAt = this.ownReadAt.get(msgID);
-    if (readAt === undefined) {
-      this.ownAckedAt.set(msgID, seq);
-      return;
-    }
     this.ownReadAt.delete(msgID);
-    if (readAt !== seq) this.checkOwnRead(msgID, readAt);
-  }
-
-  /**
-   * Asks the stream what it holds at `seq`, where this node read `msgID`: the same message (a copy
-   * stored twice, harmless: every node reads both) or a divergence.
-   */
-  private checkOwnRead(msgID: string, seq: number): void {
-    this.stillHolds(seq, msgID).catch((err: unknown) => this.logger.warn({ stream: this.stream, msgID, seq, err: errorMessage(err) },
-      'JetStream log: could not check where an own commit was read'));
+    if (readAt === acked) return true;
+    if (readAt !== undefined) return this.stillHolds(readAt, msgID);
+    // Passed its sequence without reading it there: what was read there is not what the stream holds.
+    const there = this.recentRead.find(([seq]) => seq === acked);
+    if (there !== undefined) return this.stillHolds(acked, there[1]);
+    this.diverged(new Error(`stream ${this.stream} changed under this node: commit ${msgID} is stored at seq ${acked} but this `
+      + 'node read another message there; this node\'s state no longer follows the log, restart it to replay the stream'));
+    return false;
   }
 
   /**
@@ -648,8 +667,10 @@ export class JetStreamLog implements ReplicatedLog {
       if (s.type === 'ordered_consumer_recreated') {
         this.stats.consumerResets += 1;
         this.logger.info({ stream: this.stream, consumer: s.name, seq: this.cursor.seq }, 'JetStream log: consumer recreated');
-        // The client resumed on its own after its last message: check the last ones read afterwards.
-        void this.auditRecent().catch((err: unknown) => this.logger.warn({ stream: this.stream, err: errorMessage(err) }, 'JetStream log: could not check the messages read last'));
+        // The client resumed on its own after its last message: check the last ones read afterwards
+        // (commits resolve only once this is done).
+        const previous = this.auditing;
+        this.auditing = previous.then((ok) => ok && this.auditRecent());
       }
       if (aliveSignals.has(s.type)) this.aliveAtMs = Date.now();
     }
@@ -708,7 +729,11 @@ export class JetStreamLog implements ReplicatedLog {
     if (msgID) {
       this.recentRead.push([seq, msgID]);
       if (this.recentRead.length > recentReadMax) this.recentRead.shift();
-      if (msgID.startsWith(this.ownIdPrefix)) this.ownCommitRead(msgID, seq);
+      if (msgID.startsWith(this.ownIdPrefix) && !this.ownReadAt.has(msgID)) {
+        this.ownReadAt.set(msgID, seq);
+        // Commits whose publish failed but were stored after all are never confirmed: forget the oldest.
+        if (this.ownReadAt.size > ownReadMax) this.ownReadAt.delete(this.ownReadAt.keys().next().value!);
+      }
     }
     this.mark(this.cursor);
     if (entries.length > 0) this.deliver(entries);
@@ -779,18 +804,24 @@ export class JetStreamLog implements ReplicatedLog {
       try {
         ack = await this.publish(payload, msgID);
       } catch (err) {
-        // Never stored where this node read it, if it read it: that is a divergence (checked).
+        // Not acknowledged, yet read here: the stream may hold it there or not (checked; a mismatch fails the log).
         const readAt = this.ownReadAt.get(msgID);
         this.ownReadAt.delete(msgID);
-        if (readAt !== undefined) this.checkOwnRead(msgID, readAt);
+        if (readAt !== undefined) {
+          this.stillHolds(readAt, msgID).catch((e: unknown) => this.logger.warn({ stream: this.stream, msgID, seq: readAt, err: errorMessage(e) },
+            'JetStream log: could not check where an unacknowledged own commit was read'));
+        }
         throw err;
       }
-      this.ownCommitAcked(msgID, ack.seq);
       this.stats.commits += 1;
       this.stats.entries += entries;
       if (ack.duplicate) this.stats.duplicates += 1;
-      // The proposer sees its own write applied before its append resolves (the port's promise).
+      // The proposer sees its own write applied before its append resolves (the port's promise)...
       await this.waitFor(ack.seq);
+      // ...read where the stream stored it, after any check of a consumer's resumption has passed.
+      if (!(await this.confirmOwnRead(msgID, ack.seq)) || !(await this.auditing)) {
+        throw this.failure ?? new Error(`${kind}: commit ${msgID} could not be confirmed`);
+      }
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
       for (const p of batch) p.reject(e);
@@ -934,6 +965,20 @@ function isTransient(err: unknown): boolean {
   if (err instanceof InvalidArgumentError || err instanceof PermissionViolationError || err instanceof AuthorizationError) return false;
   if (err instanceof JetStreamApiError) return err.status >= 500;
   return true;
+}
+
+/** `p`, or a rejection with `message` if it has not settled within `ms` (p's late outcome is ignored). */
+async function withinMs<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  p.catch(() => undefined);
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** True if `p` settled (either way) within `ms`. */

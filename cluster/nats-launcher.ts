@@ -53,17 +53,32 @@ export function natsServerBinary(): string {
   throw new Error('nats-server not found on PATH nor at /usr/sbin/nats-server: apt-get install -y nats-server');
 }
 
-/** A port nothing listens on right now (the OS picks it; it is released before the server binds it). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed out by {@link freePort}: below Linux's ephemeral range (32768–60999 by default), so a
+ * server restarted on its old port cannot find it taken by some client's outgoing connection.
+ */
+const portRange = { low: 20_000, high: 32_000 };
+const portTriesMax = 200;
+
+/** True when 127.0.0.1:port can be bound right now. */
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
   });
+}
+
+/**
+ * A port nothing listens on right now, drawn at random from {@link portRange} (released before the
+ * server binds it, so a start can still race; the starters retry on "address already in use").
+ */
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < portTriesMax; i++) {
+    const port = portRange.low + Math.floor(Math.random() * (portRange.high - portRange.low));
+    if (await canBind(port)) return port;
+  }
+  throw new Error(`no free port found in ${portRange.low}-${portRange.high} after ${portTriesMax} tries`);
 }
 
 interface ServerPorts {

@@ -41,8 +41,10 @@ export interface ReplicatedLog {
   subscribe(afterIndex: number, listener: EntriesListener): void;
   /**
    * Appends proposals. Resolves once they are committed (durable for the WAL) and, importantly,
-   * after the listener was called with them. Proposals arriving while a commit is in flight are
-   * grouped into the next commit (group commit).
+   * after the listener was called with them, at the place the log holds them. Proposals arriving while
+   * a commit is in flight are grouped into the next commit (group commit). A rejection leaves the outcome
+   * unknown, even when the listener already received them: the runtime answers a proposer only after
+   * both.
    */
   append(proposals: readonly Proposal[]): Promise<void>;
   /** Stores a snapshot of state at `snapshot.index` and drops log entries it makes unneeded. */

@@ -52,9 +52,16 @@ export interface RuntimeOptions {
   checks?: Pick<CheckOwnerOptions, 'reapIntervalMs' | 'deregisterAfterMsMin' | 'intervalMsMin'>;
 }
 
+/**
+ * A proposal's caller, answered once its entry has applied here *and* its append resolved (the log
+ * vouches the entry is committed where it was read): whichever comes second answers.
+ */
 interface Pending {
   resolve: (r: Result) => void;
   reject: (e: Error) => void;
+  appended: boolean;
+  /** Apply's result, held until the append resolves. */
+  result?: Result;
 }
 
 export class Runtime {
@@ -154,7 +161,7 @@ export class Runtime {
     return ownerOf(actor, this.membership.alive()) === this.nodeName;
   }
 
-  /** Proposes a command; resolves with apply's result once its entry applied on this node. */
+  /** Proposes a command; resolves with apply's result once its entry applied on this node and its append resolved. */
   propose(cmd: Command): Promise<Result> {
     return this.proposeAll([cmd])[0]!;
   }
@@ -164,8 +171,20 @@ export class Runtime {
     if (this.fatal) return cmds.map(() => Promise.reject(this.fatal));
     if (this.stopped) return cmds.map(() => Promise.reject(new Error('runtime is stopping')));
     const pids = cmds.map(() => `${this.pidPrefix}-${++this.pidCounter}`);
-    const results = pids.map((pid) => new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject })));
-    this.log.append(cmds.map((cmd, k) => ({ pid: pids[k]!, cmd }))).catch((err: unknown) => {
+    const results = pids.map((pid) => new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject, appended: false })));
+    this.log.append(cmds.map((cmd, k) => ({ pid: pids[k]!, cmd }))).then(() => {
+      for (const pid of pids) {
+        const waiter = this.pending.get(pid);
+        if (waiter === undefined) continue;
+        if (waiter.result === undefined) {
+          waiter.appended = true;
+          continue;
+        }
+        this.pending.delete(pid);
+        waiter.resolve(waiter.result);
+      }
+    }, (err: unknown) => {
+      // Even one applied here already: the log cannot vouch for where it was read, so the outcome is unknown.
       for (const pid of pids) {
         const waiter = this.pending.get(pid);
         if (waiter === undefined) continue;
@@ -241,10 +260,15 @@ export class Runtime {
       }
       this.changes.record(entry.index, entry.atMs, applied.effects);
       const waiter = this.pending.get(entry.pid);
-      if (waiter !== undefined) {
-        this.pending.delete(entry.pid);
+      if (waiter !== undefined && waiter.result === undefined) {
         // A success carries its entry's index: the answer's X-Consul-Index, a fencing token for locks.
-        waiter.resolve(applied.result.ok ? { ...applied.result, index: entry.index } : applied.result);
+        const result = applied.result.ok ? { ...applied.result, index: entry.index } : applied.result;
+        if (waiter.appended) {
+          this.pending.delete(entry.pid);
+          waiter.resolve(result);
+        } else {
+          waiter.result = result;
+        }
       }
     }
     if (touched.kvKeys.size > 0 || touched.sessions || touched.catalog) this.watches.notify(touched);

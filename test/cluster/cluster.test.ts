@@ -235,9 +235,15 @@ describe('failures', () => {
     expect((await c1.put(`/v1/kv/cl/survivor-lock?acquire=${survivor}`, 's')).text).toBe('true');
     // TTL sessions bound to no check: only their TTL ends them. Find some the victim owns.
     const alive = [...nodes.keys()].sort();
+    // Ownership hashes the random session ID, so make sessions until the victim owns a few (with 12
+    // fixed sessions it owned none about once in 130 runs).
     const ttlSessions: string[] = [];
-    for (let i = 0; i < 12; i++) ttlSessions.push(await c1.session({ TTL: '2s', NodeChecks: [], LockDelay: '0s' }));
-    const ownedByVictim = ttlSessions.filter((id) => ownerOf(`session:${id}`, alive) === victim);
+    const ownedByVictim: string[] = [];
+    for (let i = 0; i < 60 && ownedByVictim.length < 3; i++) {
+      const id = await c1.session({ TTL: '2s', NodeChecks: [], LockDelay: '0s' });
+      ttlSessions.push(id);
+      if (ownerOf(`session:${id}`, alive) === victim) ownedByVictim.push(id);
+    }
     expect(ownedByVictim.length).toBeGreaterThan(0);
     // Keep them alive until the kill, renewing through a surviving node.
     for (const id of ttlSessions) await c1.put(`/v1/session/renew/${id}`);

@@ -180,12 +180,17 @@ export class NatsNode {
 
 // ---- Roster node ----------------------------------------------------------------------------
 
+/** Starts of a Roster node tried before giving up. */
+const startAttemptsMax = 3;
+
 export class RosterNode {
   agent: Agent | undefined;
   /** How many times this node was started. */
   starts = 0;
   /** How many times kill() or stop() was called: bumped before the signal, so an answer can tell it came from before. */
   stops = 0;
+  /** True while start() is running (a supervisor leaves such a node alone). */
+  starting = false;
   /** Output of earlier incarnations (the newest at the end), for a failure report. */
   private history = '';
 
@@ -196,12 +201,38 @@ export class RosterNode {
   running(): boolean { return this.agent !== undefined && this.agent.proc.exitCode === null && this.agent.proc.signalCode === null; }
   get pid(): number | undefined { return this.running() ? this.agent!.proc.pid : undefined; }
 
+  /**
+   * Starts the node as a process supervisor would: a start that exits before it is ready (its log could
+   * not open while the nats-servers restart, or it stopped on a changed stream, exit 70) or is not ready
+   * in time (it is then killed) is tried again, up to {@link startAttemptsMax} times.
+   */
   async start(): Promise<void> {
-    if (this.running()) return;
-    if (this.agent !== undefined) this.history += this.agent.output();
-    this.agent = undefined;
-    this.starts++;
-    this.agent = await startAgent({ bare: true, dataDir: this.dataDir, args: this.argsOf(this), readyTimeoutMs: 90_000 });
+    if (this.running() || this.starting) return;
+    this.starting = true;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        if (this.agent !== undefined) this.history += this.agent.output();
+        this.agent = undefined;
+        this.starts++;
+        try {
+          this.agent = await startAgent({ bare: true, dataDir: this.dataDir, args: this.argsOf(this), readyTimeoutMs: 60_000 });
+          return;
+        } catch (err) {
+          this.history += `\n[harness] start ${attempt} of ${this.name} failed: ${(err as Error).message}\n`;
+          if (attempt >= startAttemptsMax) throw err;
+          await sleep(1_000);
+        }
+      }
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  /** The exit code (or signal) of the last incarnation, if it ended. */
+  lastExit(): string | undefined {
+    const p = this.agent?.proc;
+    if (p === undefined || (p.exitCode === null && p.signalCode === null)) return undefined;
+    return p.exitCode !== null ? String(p.exitCode) : String(p.signalCode);
   }
 
   /** SIGKILL and wait for the exit. */
@@ -383,6 +414,33 @@ export class FaultCluster {
     for (const n of this.nodes) if (!n.running()) await n.start();
     await this.writable();
     await this.allAlive();
+  }
+
+  /**
+   * Restarts, as a process supervisor would, every Roster node that stopped by itself (a node that finds
+   * the stream changed under it exits with code 70 so that a restart replays the stream), unless `held`
+   * says a fault is keeping it down. Checks every 500 ms until the returned function is called (it
+   * resolves with the names restarted, in order) or `maxMs` passes.
+   */
+  supervise(held: (n: RosterNode) => boolean = () => false, maxMs = 30 * 60_000): () => Promise<string[]> {
+    let supervising = true;
+    const restarted: string[] = [];
+    const loop = (async () => {
+      for (const until = Date.now() + maxMs; supervising && Date.now() < until;) {
+        for (const n of this.nodes) {
+          if (!supervising || n.running() || n.starting || held(n)) continue;
+          restarted.push(n.name);
+          console.log(`[supervisor] ${n.name} stopped by itself (exit ${n.lastExit()}); starting it again`);
+          await n.start().catch(() => undefined);
+        }
+        await sleep(500);
+      }
+    })();
+    return async () => {
+      supervising = false;
+      await loop;
+      return restarted;
+    };
   }
 
   /** Stops every process this harness started (by pid) and removes the temporary directory. */

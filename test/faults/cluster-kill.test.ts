@@ -353,6 +353,9 @@ class Client {
 
 interface Fault { atMs: number; kind: 'kill-node' | 'kill-nats-leader'; target: string; downMs: number; restartedMs?: number }
 
+/** Roster nodes the nemesis is keeping down (the supervisor leaves them alone). */
+const keptDown = new Set<string>();
+
 async function nemesis(clients: Client[], stop: () => boolean, faults: Fault[]): Promise<void> {
   const draw = rng(knobs.seed);
   while (!stop()) {
@@ -367,9 +370,14 @@ async function nemesis(clients: Client[], stop: () => boolean, faults: Fault[]):
       faults.push(fault);
       // Its clients' sessions may end from now on (gossipHealth goes critical): say so before the kill.
       for (const c of clients.filter((x) => x.node === victim)) c.retire('node-killed');
-      await victim.kill();
-      await sleep(downMs);
-      await victim.start();
+      keptDown.add(victim.name);
+      try {
+        await victim.kill();
+        await sleep(downMs);
+        await victim.start();
+      } finally {
+        keptDown.delete(victim.name);
+      }
       fault.restartedMs = now();
     } else {
       const leader = await cluster.streamLeader() ?? cluster.nats[Math.floor(draw() * 3)]!.name;
@@ -429,7 +437,10 @@ describe.sequential('process faults against a three-node cluster', () => {
       return aborted !== undefined || capped || (counts.pairs >= knobs.pairs && faults.length >= minKills && faults.at(-1)!.restartedMs !== undefined);
     };
     const abortOnError = (p: Promise<void>) => p.catch((err: unknown) => { aborted ??= err; });
+    // A node that stops by itself (exit 70: the stream changed under it) is started again, as in production.
+    const stopSupervising = cluster.supervise((n) => keptDown.has(n.name));
     await Promise.all([nemesis(clients, stop, faults), ...clients.map((c) => c.run(stop))].map(abortOnError));
+    const selfStops = await stopSupervising();
     if (aborted !== undefined) throw aborted;
     const loadMs = Date.now() - startMs;
 
@@ -465,7 +476,7 @@ describe.sequential('process faults against a three-node cluster', () => {
       unknown: list.filter((o) => o.outcome === 'unknown').length,
     });
     console.log(`[faults] load ${Math.round(loadMs / 1000)} s seed=${knobs.seed}: pairs=${counts.pairs} acquired=${counts.acquired} `
-      + `kills=${faults.length} (${faults.map((f) => `${f.kind}:${f.target}`).join(', ')})\n`
+      + `kills=${faults.length} (${faults.map((f) => `${f.kind}:${f.target}`).join(', ')}); nodes that stopped by themselves and were restarted: ${selfStops.length === 0 ? 'none' : selfStops.join(', ')}\n`
       + `  lock ops ${JSON.stringify(outcome(lockOps))}; register ops ${JSON.stringify(outcome(regOps))}\n`
       + `  sessions retired=${counts.retired} (observed gone ${counts.retiredObserved}) destroyed=${counts.destroyed}\n`
       + `  ${summarize('mutex', locks)}\n  ${summarize('registers', registers)}\n`

@@ -240,20 +240,7 @@ describe('a minority partition of a three-node cluster', () => {
 
     // A node that finds the stream changed under it stops (exit 70) so that a restart replays the stream;
     // like a process supervisor, restart it. Until the agreement check is done.
-    let supervising = true;
-    const divergenceRestarts: string[] = [];
-    const supervisor = (async () => {
-      // Bounded, should the test fail before it is told to stop.
-      for (const until = Date.now() + 180_000; supervising && Date.now() < until;) {
-        for (const n of cluster!.nodes) {
-          if (n.running() || divergenceRestarts.filter((x) => x === n.name).length >= 10) continue;
-          divergenceRestarts.push(n.name);
-          // It may stop again while starting (its nats-server still serving the old leader's copy): retried.
-          await n.start().catch(() => undefined);
-        }
-        await new Promise((res) => setTimeout(res, 500));
-      }
-    })();
+    const stopSupervising = cluster.supervise(() => false, 180_000);
     // After healing: n3 takes writes again and every node agrees on the prefix, values and index.
     await cluster.writable(90_000);
     const rejoined = await converged(cluster, 30_000);
@@ -269,8 +256,7 @@ describe('a minority partition of a three-node cluster', () => {
       if (views.every((v) => v.index !== undefined && v.index === views[0]!.index && v.body === views[0]!.body)) break;
       await new Promise((res) => setTimeout(res, 500));
     }
-    supervising = false;
-    await supervisor;
+    const divergenceRestarts = await stopSupervising();
     if (divergenceRestarts.length > 0) {
       const why = cluster.nodes.map((n) => `${n.name}: ${(n.output().match(/no longer follows the log/g) ?? []).length}`).join(', ');
       console.log(`partition: restarted after stopping: ${divergenceRestarts.join(', ')} (stops on a changed stream: ${why})`);

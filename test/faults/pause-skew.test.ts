@@ -61,9 +61,14 @@ describe('a paused Roster node (SIGSTOP)', () => {
     const others = { n1: await session('n1', { Name: 'bound-to-n1' }), n3: await session('n3', { Name: 'bound-to-n3' }) };
     // TTL sessions bound to nothing; the ones whose timers n2 owns matter most. Renewed through n1 all along.
     const ttlMs = 3_000;
+    // Ownership hashes the random ID: make sessions until n2 owns a few (12 fixed ones missed it 1 in 130).
     const ttl: string[] = [];
-    for (let i = 0; i < 12; i++) ttl.push(await session('n1', { TTL: `${ttlMs / 1000}s`, NodeChecks: [], LockDelay: '0s' }));
-    const ownedByVictim = ttl.filter((id) => ownerOf(`session:${id}`, names) === 'n2');
+    const ownedByVictim: string[] = [];
+    for (let i = 0; i < 60 && (ttl.length < 12 || ownedByVictim.length < 3); i++) {
+      const id = await session('n1', { TTL: `${ttlMs / 1000}s`, NodeChecks: [], LockDelay: '0s' });
+      ttl.push(id);
+      if (ownerOf(`session:${id}`, names) === 'n2') ownedByVictim.push(id);
+    }
     let renewing = true;
     let renewFailures = 0;
     const renewer = (async () => {

@@ -96,3 +96,41 @@ describe('runtime TTL owner under a refusing log', () => {
     expect(runtime.state.sessions.has('s')).toBe(false);
   });
 });
+
+/** A log whose appends are held after delivery until the test settles them (as a log still checking where it was read). */
+class HeldLog extends MemoryLog {
+  held: { settle: (ok: boolean) => void }[] = [];
+  holding = false;
+  override append(proposals: Parameters<MemoryLog['append']>[0]): Promise<void> {
+    const delivered = super.append(proposals);
+    if (!this.holding) return delivered;
+    return new Promise((resolve, reject) => {
+      void delivered.then(() => this.held.push({ settle: (ok) => (ok ? resolve() : reject(new Error('could not confirm where it was read'))) }), reject);
+    });
+  }
+}
+
+describe('runtime answers', () => {
+  test('a proposal applied here is answered only once its append resolves; a rejected append is an error, never the applied result', async () => {
+    const clock = new ManualClock();
+    const log = new HeldLog({ clock, store: createMemoryLogStore() });
+    const runtime = new Runtime({ log, clock, logger: quiet, nodeName: 'n1', nodeId: 'id', address: '127.0.0.1' });
+    await runtime.start();
+    log.holding = true;
+    let answered: unknown;
+    const first = runtime.propose({ t: 'kv.set', key: 'a', value: 'MQ==', flags: '0' }).then((r) => { answered = r; });
+    await flush();
+    expect(runtime.state.kv.get('a')).toBeDefined(); // applied
+    expect(answered).toBeUndefined(); // but not answered
+    log.held.shift()!.settle(true);
+    await first;
+    expect(answered).toMatchObject({ ok: true });
+
+    const second = runtime.propose({ t: 'kv.set', key: 'b', value: 'Mg==', flags: '0' });
+    await flush();
+    expect(runtime.state.kv.get('b')).toBeDefined();
+    log.held.shift()!.settle(false);
+    await expect(second).rejects.toThrow(/could not confirm/);
+    expect(runtime.inFlight).toBe(0);
+  });
+});

@@ -58,7 +58,11 @@ export async function startAgent(o: AgentOptions = {}): Promise<Agent> {
   const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
 
   const [url, grpc] = await new Promise<[string, string]>((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`agent not ready in time:\n${out}`)), o.readyTimeoutMs ?? 20_000);
+    // An agent not ready in time is ended here: nobody else holds its pid.
+    const timer = setTimeout(() => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      rej(new Error(`agent not ready in time:\n${out}`));
+    }, o.readyTimeoutMs ?? 20_000);
     const onData = () => {
       const m = readyPattern.exec(out);
       if (m) { clearTimeout(timer); res([m[1]!, m[2]!]); }
