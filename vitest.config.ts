@@ -1,9 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `main` (files in parallel; `npm test`) and `faults` (test/faults one file at a time;
-// `npm run test:faults`) — each fault file starts three nats-servers and three Roster nodes, kills and
-// pauses them, and on a two-core machine must not share the cores with another such file or with the
-// main suite's timing-sensitive tests. Run together (`npx vitest run`), faults go after main.
+// Two projects, both run by `npm test`: `main` (files in parallel; alone: `npm run test:main`) and then
+// `faults` (test/faults one file at a time; alone: `npm run test:faults`) — each fault file starts three
+// nats-servers and three Roster nodes, kills and pauses them, and on a two-core machine must not share
+// the cores with another such file or with the main suite's timing-sensitive tests.
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],

@@ -9,16 +9,15 @@
 //
 // Knobs: ROSTER_FAULT_PAIRS (default 2000), ROSTER_FAULT_KILLS (fewest kills before the load may stop,
 // default 4), ROSTER_FAULT_MINUTES (time cap of the load, default 4), ROSTER_FAULT_SEED (nemesis seed,
-// printed), ROSTER_FAULT_ORDER (`random`: each fault is either kind; `nodes-first`, the default: the first
+// printed), ROSTER_FAULT_ORDER (`random`, the default: each fault is either kind; `nodes-first`: the first
 // half of the ROSTER_FAULT_KILLS faults kill Roster nodes, the rest the stream leader's nats-server).
 // On a failure the history is saved as JSON and its path printed.
 //
-// KNOWN BUG (issue 9, open): a Roster node restarted (full replay of the stream) after the stream leader's
-// nats-server was killed once numbered the log one lower than the nodes that read it live, and the nodes
-// diverged (seed 103878333, 1 run in 8; a separate experiment found nats-server 2.9.10 delivering, storing
-// and de-duplicating consistently under leader kills, so the cause is presumably on Roster's side and is
-// not found yet). The CI tier therefore orders its faults so that no Roster restart follows a leader kill;
-// `npm run test:faults:long` uses ROSTER_FAULT_ORDER=random and can still hit it.
+// A node that stops by itself (exit 70: it found the stream changed under it, see cluster/jetstream-log.ts)
+// is started again by the harness's supervisor, as in production; the run prints how many did. Such a
+// divergence once made a node restarted after a leader kill number the log one lower than the others
+// (seed 103878333, 1 run in 8, before proposers were answered only after their commit was confirmed where
+// it was read); that seed now passes in random order.
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +33,7 @@ import {
 
 const knobs = faultKnobs();
 const minKills = Number(process.env.ROSTER_FAULT_KILLS ?? 4);
-const faultOrder = process.env.ROSTER_FAULT_ORDER ?? 'nodes-first';
+const faultOrder = process.env.ROSTER_FAULT_ORDER ?? 'random';
 if (faultOrder !== 'random' && faultOrder !== 'nodes-first') throw new Error(`ROSTER_FAULT_ORDER: "${faultOrder}" is not random or nodes-first`);
 const lockKeys = ['faults/lock/a', 'faults/lock/b', 'faults/lock/c'];
 const registerKeys = ['faults/reg/x', 'faults/reg/y'];
@@ -363,7 +362,10 @@ async function nemesis(clients: Client[], stop: () => boolean, faults: Fault[]):
     for (const until = Date.now() + waitMs; Date.now() < until && !stop();) await sleep(200);
     if (stop()) return;
     const downMs = 3_000 + draw() * 2_000;
-    const killNode = draw() < 0.5;
+    let killNode = draw() < 0.5;
+    // Random order still does both kinds within the fewest kills: the last of them is the kind not done yet.
+    const kinds = new Set(faults.map((f) => f.kind));
+    if (faults.length === minKills - 1 && kinds.size === 1) killNode = !kinds.has('kill-node');
     if (faultOrder === 'random' ? killNode : faults.length < Math.ceil(minKills / 2)) {
       const victim = cluster.nodes[Math.floor(draw() * cluster.nodes.length)]!;
       const fault: Fault = { atMs: now(), kind: 'kill-node', target: victim.name, downMs };
