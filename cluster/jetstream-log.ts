@@ -359,8 +359,7 @@ export class JetStreamLog implements ReplicatedLog {
     const info = await this.retrying(`stream ${this.stream}`, deadline, () => this.ensureStream(jsm));
     this.store = await this.retrying(`bucket ${this.bucket}`, deadline,
       () => new Objm(this.js!).create(this.bucket, { replicas: this.replicas, storage: StorageType.File }));
-    // A snapshot can be large: its read is bounded by the open deadline only.
-    const record = await this.retrying('snapshot', deadline, () => this.loadSnapshot(info), this.openTimeoutMs);
+    const record = await this.snapshotToStartFrom(info, deadline);
     this.startFrom(info, record);
     this.bytesMax = Math.max(1, (nc.info?.max_payload ?? 1024 * 1024) - messageHeadroomBytes);
     this.commits = new CommitQueue(kind, {
@@ -371,7 +370,8 @@ export class JetStreamLog implements ReplicatedLog {
     }, (batch) => this.commit(batch));
     this.following = this.follow();
     this.watchLeadership(jsm, info);
-    await this.catchUp(info.state.last_seq, deadline);
+    // Catching up gets a full open timeout of its own: reading a snapshot may have used the first.
+    await this.catchUp(info.state.last_seq, Math.max(deadline, Date.now() + this.openTimeoutMs));
     if (this.cursor.index < this.skipThrough) {
       throw new Error(`${kind}: stream ${this.stream} ends at index ${this.cursor.index}, before the snapshot at ${this.skipThrough}`);
     }
@@ -455,6 +455,28 @@ export class JetStreamLog implements ReplicatedLog {
       this.logger.warn({ stream: this.stream, object: name, reason: why }, 'JetStream log: skipping a snapshot');
     }
     return undefined;
+  }
+
+  /**
+   * The newest usable snapshot, or undefined to replay the stream from its start. The object store is
+   * read through consumers that have been seen to stay silent for minutes after two of three
+   * nats-servers were killed and restarted (the log's own stream was already taking writes): when the
+   * snapshots cannot be read within half the open timeout and the stream still holds every message
+   * (nothing is purged yet), the node replays the whole stream instead of not starting.
+   */
+  private async snapshotToStartFrom(info: StreamInfo, deadline: number): Promise<SnapshotRecord | undefined> {
+    const complete = info.state.messages === 0 || info.state.first_seq <= 1;
+    const budgetMs = complete ? Math.ceil(this.openTimeoutMs / 2) : this.openTimeoutMs;
+    const until = Math.min(deadline, Date.now() + budgetMs);
+    try {
+      // A snapshot can be large: one attempt may take the whole budget.
+      return await this.retrying('snapshot', until, () => this.loadSnapshot(info), budgetMs);
+    } catch (err) {
+      if (!complete || !isTransient((err as Error).cause ?? err)) throw err;
+      this.logger.warn({ stream: this.stream, err: errorMessage(err), messages: info.state.messages },
+        'JetStream log: snapshots could not be read; replaying the stream from its first message');
+      return undefined;
+    }
   }
 
   /** Why a snapshot cannot be the start of this stream, if it cannot. */

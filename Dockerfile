@@ -1,0 +1,34 @@
+# Roster agent image (issue 10). Build: docker build -t roster .
+# Run one node:  docker run --rm -p 8500:8500 -p 8502:8502 -v roster-data:/data roster
+# A three-node cluster with its nats-servers: deploy/compose.yaml.
+#
+# Two stages: the first installs everything (the dashboard is built by the `prepare` script with the
+# dev toolchain), the second keeps only the runtime dependencies and the built dashboard.
+FROM node:20.20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY . .
+RUN npm ci --no-audit --no-fund
+
+FROM node:20.20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/src ./src
+COPY --from=build /app/cluster ./cluster
+COPY --from=build /app/machines ./machines
+COPY --from=build /app/proto ./proto
+COPY --from=build /app/bin ./bin
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/tsconfig.json ./tsconfig.json
+# The data dir is the only state; mount a volume there. The agent runs as the image's unprivileged user.
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+# HTTP API and dashboard, gRPC health, gossip.
+EXPOSE 8500 8502 8301
+ENV ROSTER_DATA_DIR=/data ROSTER_HTTP_HOST=0.0.0.0
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "bin/roster.mjs"]
+CMD ["agent"]
