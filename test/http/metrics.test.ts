@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
+import { TokenAuthority } from '../../src/auth/index.ts';
 import { call, client, expectError, sleep, startAgent, type Agent } from '../support/agent.ts';
 import { parsePrometheus, sampleMap, seriesKey, type PromFamily } from '../support/prometheus.ts';
 
@@ -255,6 +256,32 @@ describe('JSON (Consul shape)', () => {
     const after = await scrape();
     expect(after.samples.get(gauge('roster_registry_index'))).toBe(before.samples.get(gauge('roster_registry_index')));
     expect(after.samples.get(requests('GET', '/v1/agent/metrics', 400))).toBe((before.samples.get(requests('GET', '/v1/agent/metrics', 400)) ?? 0) + 3);
+  });
+});
+
+describe('authentication', () => {
+  test('with auth on, the metrics need agent read, as /v1/agent/self does', async () => {
+    const secret = 'metrics-test-secret-that-is-long-enough-0123';
+    const secured = await startAgent({ env: { ROSTER_AUTH_SECRET: secret } });
+    try {
+      const tokens = new TokenAuthority({ secret });
+      const agentRead = await tokens.mint({ subject: 'scraper', rules: [{ resource: 'agent', prefix: '', access: 'read' }], ttlSeconds: 600 });
+      const keysOnly = await tokens.mint({ subject: 'other', rules: [{ resource: 'key', prefix: '', access: 'write' }], ttlSeconds: 600 });
+      for (const path of ['/v1/agent/metrics', '/v1/agent/metrics?format=prometheus']) {
+        expectError(await call(secured.url, 'GET', path), 401, 1002);
+        expectError(await call(secured.url, 'GET', path, undefined, { authorization: `Bearer ${keysOnly}` }), 403, 1004);
+        expect((await call(secured.url, 'GET', path, undefined, { authorization: `Bearer ${agentRead}` })).status).toBe(200);
+        expect((await call(secured.url, 'GET', '/v1/agent/self', undefined, { authorization: `Bearer ${agentRead}` })).status).toBe(200);
+      }
+      // The refused scrapes are counted too, against the route they asked for.
+      const text = (await call(secured.url, 'GET', '/v1/agent/metrics?format=prometheus', undefined, { 'x-consul-token': agentRead })).text;
+      const samples = sampleMap(await parsePrometheus(text));
+      expect(samples.get(requests('GET', '/v1/agent/metrics', 401))).toBe(2);
+      expect(samples.get(requests('GET', '/v1/agent/metrics', 403))).toBe(2);
+    } finally {
+      await secured.stop();
+      secured.cleanup();
+    }
   });
 });
 
