@@ -28,8 +28,12 @@ export interface MetricData {
   aggregator: 'sum';
 }
 
-/** Label sets one family may hold, at most: a label built from request data by mistake fails loudly, not by eating memory. */
-export const childrenPerFamilyMax = 4096;
+/**
+ * Label sets one family may hold, at most: a label built from request data by mistake fails loudly, not by
+ * eating memory. The largest family, HTTP requests, can reach about 35 route patterns × 8 methods × 20
+ * statuses (5,600) even when a client tries every combination.
+ */
+export const childrenPerFamilyMax = 10_000;
 
 export class CounterChild {
   value = 0;
