@@ -6,6 +6,8 @@
 // request lines are debug (absent at info) and 5xx lines are warn.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { TokenAuthority } from '../../src/auth/index.ts';
@@ -187,6 +189,35 @@ describe('Prometheus format', () => {
     }
     expect(after.samples.get(gauge('roster_stream_connections'))).toBe(before.samples.get(gauge('roster_stream_connections')));
     expect(after.samples.get(gauge('roster_stream_subscriptions'))).toBe(before.samples.get(gauge('roster_stream_subscriptions')));
+  });
+
+  test('open gRPC Health/Watch calls are counted while they last', async () => {
+    const Health = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, 'grpc.health.v1.Health');
+    const health = new Health(agent.grpc, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+      watch(req: { service: string }): grpc.ClientReadableStream<{ status: string }>;
+    };
+    const key = gauge('roster_grpc_watchers');
+    const before = (await scrape()).samples.get(key)!;
+    try {
+      const call = health.watch({ service: '' });
+      call.on('error', () => { /* the cancel below ends it */ });
+      const first = await new Promise<string>((res, rej) => {
+        const timer = setTimeout(() => rej(new Error('no Watch message within the bound')), waitMs);
+        call.once('data', (m: { status: string }) => { clearTimeout(timer); res(m.status); });
+      });
+      expect(first).toBe('SERVING');
+      expect((await scrape()).samples.get(key)).toBe(before + 1);
+      call.cancel();
+      const deadline = Date.now() + waitMs;
+      let now = (await scrape()).samples.get(key);
+      while (now !== before && Date.now() < deadline) {
+        await sleep(50);
+        now = (await scrape()).samples.get(key);
+      }
+      expect(now).toBe(before);
+    } finally {
+      health.close();
+    }
   });
 });
 
