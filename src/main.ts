@@ -14,6 +14,7 @@ import { parseCheck, parseService } from './http/definitions.ts';
 import { apiRouter, loadUws, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
 import { startGrpcHealthServer } from './grpc/index.ts';
 import { probeFor } from './probes/factory.ts';
+import { AgentMetrics } from './metrics/index.ts';
 import { AuthGate } from './http/auth-gate.ts';
 import { SystemClock } from './ports/clock.ts';
 import type { ReplicatedLog } from './ports/log.ts';
@@ -113,6 +114,8 @@ async function run(config: Config): Promise<void> {
   const clock = new SystemClock();
   const nodeId = nodeIdOf(dataDir);
   const log = await openLog(config, dataDir, clock, logger);
+  const metrics = new AgentMetrics();
+  log.observe?.(metrics.logObserver(config.nats.length === 0 ? 'wal' : 'jetstream'));
   const membership = new MembershipSlot(new StaticMembership({ name: config.nodeName, id: nodeId, http: config.httpHost, grpc: config.httpHost }));
   let http: HttpServer | undefined;
   const runtime = new Runtime({
@@ -121,6 +124,7 @@ async function run(config: Config): Promise<void> {
     snapshotEveryEntries: config.snapshotEveryEntries,
     probeFor,
     checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin },
+    observer: metrics,
     onFatal: (err) => {
       logger.fatal({ err }, 'stopping: the log cannot be applied');
       http?.close();
@@ -132,7 +136,7 @@ async function run(config: Config): Promise<void> {
   const ctx: ApiContext = {
     runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
     sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
-    serverAddress: `${config.httpHost}:${config.httpPort}`,
+    serverAddress: `${config.httpHost}:${config.httpPort}`, metrics,
   };
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
   const stream = new StreamServer(ctx, {
@@ -144,7 +148,7 @@ async function run(config: Config): Promise<void> {
     ...(gate ? { auth: gate } : {}),
   });
   http = await startHttpServer({
-    host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx,
+    host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx, observer: metrics,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
     ...(gate ? { authorize: (req) => gate.check(req) } : {}),
@@ -164,6 +168,10 @@ async function run(config: Config): Promise<void> {
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
   const gossip = await joinCluster(config, { name: config.nodeName, id: nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address }, logger);
   if (gossip !== undefined) membership.set(gossip);
+  metrics.track({
+    state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
+    streamConnections: () => stream.connections, streamSubscriptions: () => stream.subscriptions, grpcWatchers: () => grpc.watchers(),
+  });
   logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index, cluster: config.nats.length > 0 }, `roster listening http=${server.url} grpc=${grpc.address}`);
 
   let stopping = false;

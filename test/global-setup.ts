@@ -2,20 +2,31 @@
  * Vitest global setup: install the Debian tools the tests run before any test file starts.
  *   - nats-server (DESIGN §6: Debian's 2.9.10): the cluster tests start real servers;
  *   - nft (package nftables): the fault tests cut loopback ports apart for partitions;
- *   - faketime (package faketime, with libfaketime): the clock-skew fault test runs a node on a skewed clock.
- * Each is looked up on PATH (and in /usr/sbin, /usr/bin); when some are missing and this is root, one
- * `apt-get update && apt-get install -y <packages>` installs them; otherwise the run stops with the command to run.
+ *   - faketime (package faketime, with libfaketime): the clock-skew fault test runs a node on a skewed clock;
+ *   - python3-prometheus-client: the metrics test parses the Prometheus output with the Prometheus
+ *     project's own parser, run by Debian's /usr/bin/python3.
+ * Each binary is looked up on PATH (and in /usr/sbin, /usr/bin), the Python module by importing it; when
+ * some are missing and this is root, one `apt-get update && apt-get install -y <packages>` installs them;
+ * otherwise the run stops with the command to run.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { debianPython, parserModule } from './support/prometheus.ts';
 
-interface Tool { binary: string; pkg: string; why: string }
+interface Tool { what: string; pkg: string; why: string; present(): boolean }
+
+const binary = (name: string, pkg: string, why: string): Tool => ({ what: name, pkg, why, present: () => find(name) !== undefined });
 
 const tools: Tool[] = [
-  { binary: 'nats-server', pkg: 'nats-server', why: 'the cluster tests start real nats-server processes (2.9.10 is what they expect)' },
-  { binary: 'nft', pkg: 'nftables', why: 'the partition fault tests add nftables rules on loopback' },
-  { binary: 'faketime', pkg: 'faketime', why: 'the clock-skew fault test runs a node under libfaketime' },
+  binary('nats-server', 'nats-server', 'the cluster tests start real nats-server processes (2.9.10 is what they expect)'),
+  binary('nft', 'nftables', 'the partition fault tests add nftables rules on loopback'),
+  binary('faketime', 'faketime', 'the clock-skew fault test runs a node under libfaketime'),
+  {
+    what: `${debianPython} -c "import ${parserModule}"`, pkg: 'python3-prometheus-client',
+    why: 'the metrics test parses the Prometheus output with the official Python client\'s parser',
+    present: () => existsSync(debianPython) && spawnSync(debianPython, ['-c', `import ${parserModule}`], { stdio: 'ignore', timeout: 60_000 }).status === 0,
+  },
 ];
 
 function find(binary: string): string | undefined {
@@ -27,12 +38,12 @@ function find(binary: string): string | undefined {
 }
 
 export default function setup(): void {
-  const missing = tools.filter((t) => find(t.binary) === undefined);
+  const missing = tools.filter((t) => !t.present());
   if (missing.length === 0) return;
   const pkgs = missing.map((t) => t.pkg);
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   if (!root) {
-    throw new Error(`missing: ${missing.map((t) => `${t.binary} (${t.why})`).join('; ')}. This is not root, so they cannot be `
+    throw new Error(`missing: ${missing.map((t) => `${t.what} (${t.why})`).join('; ')}. This is not root, so they cannot be `
       + `installed here: run \`sudo apt-get install -y ${pkgs.join(' ')}\` (Debian).`);
   }
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -42,6 +53,6 @@ export default function setup(): void {
   } catch (err) {
     throw new Error(`\`apt-get install -y ${pkgs.join(' ')}\` failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
-  const still = missing.filter((t) => find(t.binary) === undefined);
-  if (still.length > 0) throw new Error(`apt-get installed ${pkgs.join(' ')} but ${still.map((t) => t.binary).join(', ')} is still not on PATH`);
+  const still = missing.filter((t) => !t.present());
+  if (still.length > 0) throw new Error(`apt-get installed ${pkgs.join(' ')} but ${still.map((t) => t.what).join(', ')} is still missing`);
 }

@@ -148,6 +148,8 @@ const routePermissions: readonly RoutePermission[] = [
   // Agent and cluster state. Leader and peers describe the Raft configuration: operator data, as in Consul.
   { path: '/v1/agent/self', prefix: false, resource: 'agent', access: 'read', name: '' },
   { path: '/v1/agent/members', prefix: false, resource: 'agent', access: 'read', name: '' },
+  // Metrics describe the agent as /v1/agent/self does (Consul: agent read).
+  { path: '/v1/agent/metrics', prefix: false, resource: 'agent', access: 'read', name: '' },
   { path: '/v1/status/leader', prefix: false, resource: 'operator', access: 'read', name: '' },
   { path: '/v1/status/peers', prefix: false, resource: 'operator', access: 'read', name: '' },
   // The upgrade only; each subscription is checked against its topic's resource.

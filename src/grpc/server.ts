@@ -27,6 +27,8 @@ export interface GrpcHealthServer {
   port: number;
   /** Freeze (tracker.shutdown()), push NOT_SERVING to every watcher, end every Watch call (OK), tryShutdown, forceShutdown after the grace. */
   stop(): Promise<void>;
+  /** Open Watch calls (metrics). */
+  watchers(): number;
 }
 
 export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise<GrpcHealthServer> {
@@ -47,7 +49,7 @@ export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise
   o.logger.info({ address }, 'gRPC health server listening');
   let stopping: Promise<void> | undefined;
   const stop = () => (stopping ??= shutdown(server, health, o));
-  return { address, port, stop };
+  return { address, port, stop, watchers: () => health.watchCount() };
 }
 
 function bind(server: Server, address: string): Promise<number> {

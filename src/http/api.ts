@@ -15,4 +15,14 @@ export interface ApiContext {
   startedAtMs: number;
   /** enable_script_checks: script and container checks may be registered through the HTTP API. */
   enableScriptChecks: boolean;
+  /** What /v1/agent/metrics serves. */
+  metrics: MetricsView;
+}
+
+/** The agent's metrics, in the two forms /v1/agent/metrics serves. */
+export interface MetricsView {
+  /** The Prometheus text exposition format and its content type. */
+  prometheus(): Promise<{ contentType: string; text: string }>;
+  /** Consul's JSON shape (Timestamp, Gauges, Points, Counters, Samples). */
+  consul(): Promise<unknown>;
 }

@@ -60,6 +60,8 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
         headers: [['Content-Type', 'text/plain'], ['X-Content-Type-Options', 'nosniff'], ['Content-Security-Policy', 'sandbox'], ...indexHeaders(reply.index, leader)],
         body: reply.body,
       };
+    case 'text':
+      return { status: 200, headers: [['Content-Type', reply.contentType]], body: reply.body };
     case 'outcome':
       if (reply.ok && reply.index !== undefined && dialect === 'seed') {
         return { status: 200, headers: [jsonType, ['X-Consul-Index', String(reply.index)]], body: 'true' };

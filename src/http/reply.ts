@@ -18,6 +18,8 @@ export type Reply =
   | { t: 'empty' }
   /** Raw bytes (KV `?raw`). */
   | { t: 'raw'; body: Buffer; index?: IndexInfo }
+  /** A text document of the agent's own with its media type (the Prometheus exposition format). */
+  | { t: 'text'; body: string; contentType: string }
   /** A conditional write: seed answers `true` or the error; consul answers `true`/`false` with 200. */
   /** `index`: the entry that applied a successful write (sent as X-Consul-Index in the seed dialect). */
   | { t: 'outcome'; ok: boolean; failure?: RegistryError; index?: number }

@@ -1,6 +1,8 @@
 /**
  * Routes: method, path, handler. A route is either exact or a prefix whose remainder is the trailing
  * parameter ("rest of the path", which may contain `/`). A matching path with another method is 405.
+ * Each route has a pattern (`/v1/kv/*` for the prefix `/v1/kv/`, the path itself for an exact route):
+ * the label metrics and request logs use, from a fixed set, never a request's own path.
  */
 import type { Request } from './request.ts';
 import type { Reply } from './reply.ts';
@@ -15,20 +17,29 @@ export interface Route<Ctx> {
 }
 
 export type Match<Ctx> =
-  | { kind: 'found'; handler: Handler<Ctx>; rest: string; allow: string[] }
-  | { kind: 'method'; allow: string[] }
+  | { kind: 'found'; handler: Handler<Ctx>; rest: string; allow: string[]; pattern: string }
+  | { kind: 'method'; allow: string[]; pattern: string }
   | { kind: 'none' };
 
+/** The pattern of paths no route serves. */
+export const unmatchedPattern = 'unmatched';
+
+interface Entry<Ctx> {
+  route: Route<Ctx>;
+  pattern: string;
+}
+
 export class Router<Ctx> {
-  private readonly exact = new Map<string, Route<Ctx>>();
-  private readonly prefixes: Route<Ctx>[] = [];
+  private readonly exact = new Map<string, Entry<Ctx>>();
+  private readonly prefixes: Entry<Ctx>[] = [];
 
   add(route: Route<Ctx>): this {
+    const entry = { route, pattern: route.prefix ? `${route.path}*` : route.path };
     if (route.prefix) {
-      this.prefixes.push(route);
-      this.prefixes.sort((a, b) => b.path.length - a.path.length);
+      this.prefixes.push(entry);
+      this.prefixes.sort((a, b) => b.route.path.length - a.route.path.length);
     } else {
-      this.exact.set(route.path, route);
+      this.exact.set(route.path, entry);
     }
     return this;
   }
@@ -36,17 +47,25 @@ export class Router<Ctx> {
   match(method: string, path: string): Match<Ctx> {
     const exact = this.exact.get(path) ?? (path.endsWith('/') ? this.exact.get(path.slice(0, -1)) : undefined);
     if (exact !== undefined) return this.pick(exact, method, '');
-    for (const route of this.prefixes) {
-      if (path.startsWith(route.path)) return this.pick(route, method, path.slice(route.path.length));
+    for (const entry of this.prefixes) {
+      const prefix = entry.route.path;
+      if (path.startsWith(prefix)) return this.pick(entry, method, path.slice(prefix.length));
       // "/v1/kv" without the trailing slash: the parameter is empty (handlers answer "Missing ...").
-      if (path === route.path.slice(0, -1)) return this.pick(route, method, '');
+      if (path === prefix.slice(0, -1)) return this.pick(entry, method, '');
     }
     return { kind: 'none' };
   }
 
-  private pick(route: Route<Ctx>, method: string, rest: string): Match<Ctx> {
-    const allow = Object.keys(route.methods);
-    const handler = route.methods[method];
-    return handler === undefined ? { kind: 'method', allow } : { kind: 'found', handler, rest, allow };
+  /** The pattern of the route serving `path`, whatever the method, or `unmatched`. */
+  pattern(path: string): string {
+    const m = this.match('GET', path);
+    return m.kind === 'none' ? unmatchedPattern : m.pattern;
+  }
+
+  private pick(entry: Entry<Ctx>, method: string, rest: string): Match<Ctx> {
+    const allow = Object.keys(entry.route.methods);
+    const handler = entry.route.methods[method];
+    const pattern = entry.pattern;
+    return handler === undefined ? { kind: 'method', allow, pattern } : { kind: 'found', handler, rest, allow, pattern };
   }
 }

@@ -14,9 +14,10 @@ import type { Reply } from './reply.ts';
 import { isLogOverloaded } from '../wal/index.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
 import type { Logger } from '../runtime/index.ts';
+import type { HttpObserver } from '../ports/observer.ts';
 import { renderError, renderReply, statusLine, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
-import type { Router } from './router.ts';
+import { unmatchedPattern, type Router } from './router.ts';
 
 type UwsModule = typeof Uws;
 
@@ -46,13 +47,21 @@ export interface WebSocketRoute {
   closeAll(): void;
 }
 
+/** The server's logger (pino's has all of it): one line per request at debug, 5xx at warn. */
+export interface HttpLogger extends Logger {
+  debug(obj: object, msg?: string): void;
+  isLevelEnabled(level: string): boolean;
+}
+
 export interface HttpServerOptions<Ctx> {
   host: string;
   port: number;
   router: Router<Ctx>;
   ctx: Ctx;
   dialect: Dialect;
-  logger: Logger;
+  logger: HttpLogger;
+  /** Told of every answered request (metrics). @default none */
+  observer?: HttpObserver;
   /** @default requestBodyBytesMax (512 KiB) */
   bodyBytesMax?: number;
   websockets?: WebSocketRoute[];
@@ -110,6 +119,8 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     const headers = new Map<string, string>();
     uwsReq.forEach((k, v) => headers.set(k, v));
     const method = effectiveMethod(sentMethod, headers);
+    const requestId = requestIdOf(headers.get('x-request-id'));
+    let req: Request | undefined;
     // The binary address as the in-flight key: uWS's text form cost a fifth of a simple GET (profiled),
     // so the text is made only where a message or the rate limiter shows it.
     const remote = addressKey(res.getRemoteAddress());
@@ -132,21 +143,26 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       done = true;
       release(remote);
       if (rate !== undefined) w = { ...w, headers: [...w.headers, ...rate.headers] };
+      const ms = performance.now() - startedMs;
       res.cork(() => {
         res.writeStatus(statusLine(w.status));
-        res.writeHeader('x-request-id', randomUUID());
-        res.writeHeader('x-response-time', (performance.now() - startedMs).toFixed(3));
+        res.writeHeader('x-request-id', requestId);
+        res.writeHeader('x-response-time', ms.toFixed(3));
         res.writeHeader('x-server-time', serverTime());
         for (const [k, v] of w.headers) res.writeHeader(k, v);
         // HEAD: the GET's headers, its length, no body.
         if (method === 'HEAD') res.endWithoutBody(Buffer.byteLength(w.body), closeConnection);
         else res.end(w.body, closeConnection);
       });
+      // Answers refused before routing (429, 413, 503...) still count against the route they asked for.
+      const route = req?.route ?? o.router.pattern(path);
+      o.observer?.request(method, route, w.status, ms / 1000);
+      logRequest(o.logger, requestId, method, route, path, w.status, ms);
     };
 
     const dispatch = (body: Buffer) => {
-      const req: Request = {
-        method, path, rest: '', query, headers, body, jsonTypeRequired: o.dialect === 'seed',
+      req = {
+        method, path, rest: '', query, headers, body, jsonTypeRequired: o.dialect === 'seed', id: requestId,
         get signal() {
           if (abort === undefined) {
             abort = new AbortController();
@@ -155,7 +171,8 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
           return abort.signal;
         },
       };
-      handle(o, req).then((w) => send(conditional(req, w, o.timeOfIndex)), (err: unknown) => send(errorWire(o, err)));
+      const routed = req;
+      handle(o, routed).then((w) => send(conditional(routed, w, o.timeOfIndex)), (err: unknown) => send(errorWire(o, err, requestId)));
     };
 
     if (rate !== undefined && !rate.allowed) {
@@ -308,6 +325,7 @@ function apiVersion(req: Request, dialect: Dialect): [string, string][] {
 
 async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire> {
   const match = o.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path);
+  req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
   if (match.kind === 'none') {
     if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: [] }, o.dialect);
     const inV1 = req.path.startsWith('/v1/');
@@ -378,15 +396,33 @@ function withListRules(req: Request, reply: Reply): { reply: Reply; headers: [st
   return { reply: { ...reply, value: applied.body, pretty: query.pretty }, headers: applied.headers };
 }
 
-function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown): Wire {
+function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown, reqId: string): Wire {
   if (err instanceof RegistryError) return renderError(err, o.dialect);
   if (isLogOverloaded(err)) {
     const busy = new RegistryError('remoteUnavailable', 'the log is overloaded; retry shortly', { retryAfterSeconds: 1 }, { status: 503, text: 'log overloaded' });
     return renderError(busy, o.dialect, [['Retry-After', '1']]);
   }
-  o.logger.error({ err }, 'request failed');
+  o.logger.error({ err, reqId }, 'request failed');
   const message = err instanceof Error ? err.message : String(err);
   return renderError(new RegistryError('unknown', `internal error: ${message}`), o.dialect);
+}
+
+/** Characters and length of an x-request-id a client may choose; anything else is replaced. */
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The client's x-request-id when it is a sane token (so it can be traced end to end), else a fresh UUID. */
+export function requestIdOf(sent: string | undefined): string {
+  return sent !== undefined && requestIdPattern.test(sent) ? sent : randomUUID();
+}
+
+/**
+ * One line per answered request: debug below 500, warn for 5xx. Nothing is built unless the level is on
+ * (the lock path is benchmarked with logging at info).
+ */
+function logRequest(logger: HttpLogger, reqId: string, method: string, route: string, path: string, status: number, ms: number): void {
+  const level = status >= 500 ? 'warn' : 'debug';
+  if (!logger.isLevelEnabled(level)) return;
+  logger[level]({ reqId, method, route, path, status, ms: Math.round(ms * 1000) / 1000 }, 'request');
 }
 
 function tooLarge(size: number, max: number): RegistryError {

@@ -143,6 +143,13 @@ export class StreamServer {
     return this.conns.size;
   }
 
+  /** Subscriptions over all open connections (read at metrics scrapes: one pass over the connections). */
+  get subscriptions(): number {
+    let n = 0;
+    for (const conn of this.conns) n += conn.subs.size;
+    return n;
+  }
+
   /** Shutdown: every connection gets 1001 before the app closes its sockets. */
   closeAll(): void {
     clearInterval(this.bookmarkTimer);

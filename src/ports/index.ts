@@ -4,3 +4,4 @@ export { SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';
 export type { Member, MemberStatus, Membership, MembershipListener } from './membership.ts';
 export { MembershipSlot, StaticMembership } from './membership.ts';
+export type { HttpObserver, LogObserver, RuntimeObserver } from './observer.ts';

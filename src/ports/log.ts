@@ -1,4 +1,5 @@
 import type { Command } from '../domain/commands.ts';
+import type { LogObserver } from './observer.ts';
 
 /** A proposal: the command and the proposer's id for it, so the proposer can find its entry again. */
 export interface Proposal {
@@ -58,6 +59,8 @@ export interface ReplicatedLog {
    * the node is its own leader.
    */
   leadership?(): Leadership;
+  /** Reports each of this node's group commits to `observer` from now on (metrics). Optional: a twin may leave it out. */
+  observe?(observer: LogObserver): void;
 }
 
 export interface Leadership {

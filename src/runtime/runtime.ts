@@ -11,6 +11,7 @@ import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutp
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import type { Leadership, LogEntry, ReplicatedLog } from '../ports/log.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
+import type { RuntimeObserver } from '../ports/observer.ts';
 import { StaticMembership, type Membership } from '../ports/membership.ts';
 import { ownerOf } from './ownership.ts';
 import { apply, fromSnapshotData, RegistryState, toSnapshotData, type Effect, type Result } from '../state/index.ts';
@@ -50,6 +51,8 @@ export interface RuntimeOptions {
   changes?: ChangeLogOptions;
   /** Check owner tuning (reaper period, DeregisterCriticalServiceAfter floor, interval floor). */
   checks?: Pick<CheckOwnerOptions, 'reapIntervalMs' | 'deregisterAfterMsMin' | 'intervalMsMin'>;
+  /** Told how long appends and applies take (metrics). @default none */
+  observer?: RuntimeObserver;
 }
 
 /**
@@ -93,6 +96,7 @@ export class Runtime {
   private readonly logger: Logger;
   private readonly snapshotEveryEntries: number;
   private readonly onFatal: ((err: Error) => void) | undefined;
+  private readonly observer: RuntimeObserver | undefined;
   private readonly pending = new Map<string, Pending>();
   private readonly pidPrefix = randomUUID().slice(0, 8);
   private pidCounter = 0;
@@ -111,6 +115,7 @@ export class Runtime {
     this.address = o.address;
     this.snapshotEveryEntries = o.snapshotEveryEntries ?? 20_000;
     this.onFatal = o.onFatal;
+    this.observer = o.observer;
     this.changes = new ChangeLog(o.changes);
     this.membership = o.membership ?? new StaticMembership({ name: o.nodeName, id: o.nodeId, http: o.address, grpc: o.address });
     this.membershipGraceMs = o.membershipGraceMs ?? 10_000;
@@ -172,7 +177,10 @@ export class Runtime {
     if (this.stopped) return cmds.map(() => Promise.reject(new Error('runtime is stopping')));
     const pids = cmds.map(() => `${this.pidPrefix}-${++this.pidCounter}`);
     const results = pids.map((pid) => new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject, appended: false })));
+    const observer = this.observer;
+    const startedMs = observer === undefined ? 0 : performance.now();
     this.log.append(cmds.map((cmd, k) => ({ pid: pids[k]!, cmd }))).then(() => {
+      observer?.appended((performance.now() - startedMs) / 1000);
       for (const pid of pids) {
         const waiter = this.pending.get(pid);
         if (waiter === undefined) continue;
@@ -242,6 +250,7 @@ export class Runtime {
 
   private onEntries(entries: readonly LogEntry[]): void {
     if (this.fatal) return;
+    const startedMs = this.observer === undefined ? 0 : performance.now();
     const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
     const checks = new Set<string>();
     let gossipChecks = false;
@@ -279,6 +288,7 @@ export class Runtime {
     }
     if (gossipChecks && this.watchingMembers && !this.stopped) this.reconcileNodeHealth(true);
     this.maybeSnapshot();
+    this.observer?.applied(entries.length, (performance.now() - startedMs) / 1000);
   }
 
   private collect(e: Effect, touched: Touched): void {

@@ -14,6 +14,7 @@ import { crc32 } from 'node:zlib';
 import { constants } from 'node:buffer';
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
+import type { LogObserver } from '../ports/observer.ts';
 import { appendTo, CommitQueue, deliverCommit, type Pending } from './commit-queue.ts';
 import {
   checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
@@ -52,6 +53,8 @@ export interface WalLogOptions {
   queuedEntriesMax?: number;
   /** Receives recovery warnings (a torn last commit dropped) and write failures. @default silent */
   logger?: WalLogger;
+  /** Told each commit's size and time (metrics); also settable later with `observe`. @default none */
+  observer?: LogObserver;
 }
 
 interface SegmentRef {
@@ -89,6 +92,7 @@ export class WalLog implements ReplicatedLog {
   private readonly snapDir: string;
   private readonly segmentBytesMax: number;
   private readonly logger: WalLogger;
+  private observer: LogObserver | undefined;
   private readonly commits: CommitQueue<EncodedProposal>;
   private phase: Phase = 'new';
   private failure: Error | undefined;
@@ -109,6 +113,7 @@ export class WalLog implements ReplicatedLog {
     this.segmentBytesMax = opts.segmentBytesMax ?? 64 * MiB;
     if (!(this.segmentBytesMax > 0)) throw new RangeError(`${kind}: segmentBytesMax must be positive`);
     this.logger = opts.logger ?? silent;
+    this.observer = opts.observer;
     const bounds = {
       entriesMax: positiveIntOption(kind, 'batchEntriesMax', opts.batchEntriesMax, 4096),
       // The entries' bounds of a batch within commitBytesMax keep its frame within frameBytesMax.
@@ -164,6 +169,10 @@ export class WalLog implements ReplicatedLog {
     return this.last;
   }
 
+  observe(observer: LogObserver): void {
+    this.observer = observer;
+  }
+
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
@@ -182,6 +191,7 @@ export class WalLog implements ReplicatedLog {
   /** One group commit: stamp, roll if due, one frame written, one fdatasync, then deliver and acknowledge. */
   private async commit(batch: Pending<EncodedProposal>[]): Promise<void> {
     let entries: LogEntry[];
+    const startedMs = this.observer === undefined ? 0 : performance.now();
     try {
       const stamped = stampBatch(batch, this.last, stampMs(this.lastAtMs, this.opts.clock.nowMs()));
       entries = stamped.entries;
@@ -191,6 +201,7 @@ export class WalLog implements ReplicatedLog {
       this.fail(err, batch);
       return;
     }
+    this.observer?.committed(entries.length, (performance.now() - startedMs) / 1000);
     this.publish(batch, entries);
     // After acknowledging, before the next commit: about once per MiB of log.
     try {

@@ -128,6 +128,7 @@ describe('accessFor', () => {
     ['PUT', '/v1/agent/service/deregister/web-1', 'web-1', { resource: 'service', name: 'web-1', access: 'write' }],
     // Agent, status, stream
     ['GET', '/v1/agent/self', '', { resource: 'agent', name: '', access: 'read' }],
+    ['GET', '/v1/agent/metrics', '', { resource: 'agent', name: '', access: 'read' }],
     ['GET', '/v1/agent/members', '', { resource: 'agent', name: '', access: 'read' }],
     ['GET', '/v1/status/leader', '', { resource: 'operator', name: '', access: 'read' }],
     ['GET', '/v1/status/peers', '', { resource: 'operator', name: '', access: 'read' }],

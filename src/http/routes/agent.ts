@@ -1,6 +1,6 @@
 /**
  * Status, agent and catalog-node endpoints the core needs: who leads (`/v1/status/*`), who this agent
- * is (`/v1/agent/self`), and registering/deregistering nodes and their node-level checks through the
+ * is (`/v1/agent/self`), its metrics (`/v1/agent/metrics`, JSON or `?format=prometheus`), and registering/deregistering nodes and their node-level checks through the
  * catalog (`/v1/catalog/register|deregister`), which is how a node's check goes critical or disappears
  * and so invalidates the sessions bound to it.
  */
@@ -85,6 +85,22 @@ function self(_req: Request, api: ApiContext): Reply {
     },
     Meta: node?.meta ?? {},
   });
+}
+
+/**
+ * `/v1/agent/metrics`: Consul's JSON shape, or the Prometheus text format with `?format=prometheus`.
+ * `?format=json` (or an empty value) names the default; any other format is refused, in both dialects
+ * (Consul would answer JSON, which a scraper asking for something else could not read either).
+ */
+async function metrics(req: Request, api: ApiContext): Promise<Reply> {
+  const format = param(req, 'format');
+  if (format === 'prometheus') {
+    const { contentType, text } = await api.metrics.prometheus();
+    return { t: 'text', body: text, contentType };
+  }
+  if (format === undefined || format === '' || format === 'json') return json(await api.metrics.consul());
+  throw new RegistryError('invalidParameter', `format must be prometheus or json, not ${JSON.stringify(format.slice(0, 64))}`,
+    { format: ['Enum:must be prometheus or json'] }, { status: 400, text: `Invalid format: must be prometheus or json` });
 }
 
 // ---------------------------------------------------------------- catalog register/deregister
@@ -179,6 +195,7 @@ export const agentRoutes: Route<ApiContext>[] = [
   { path: '/v1/status/leader', prefix: false, methods: { GET: leader } },
   { path: '/v1/status/peers', prefix: false, methods: { GET: peers } },
   { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
+  { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics } },
   { path: '/v1/agent/members', prefix: false, methods: { GET: members } },
   { path: '/v1/catalog/datacenters', prefix: false, methods: { GET: datacenters } },
   { path: '/v1/catalog/register', prefix: false, methods: { PUT: register } },

@@ -1,0 +1,210 @@
+/**
+ * The agent's metrics: one prom-client Registry per agent (never the global one) holding the request,
+ * log and apply instruments that the runtime, the log and the HTTP server feed through the observer
+ * ports, and gauges of state that are read only when someone scrapes (prom-client `collect`), so they
+ * cost nothing on the hot paths. Both answers of /v1/agent/metrics are made from this one registry.
+ */
+import { Gauge, Registry } from 'prom-client';
+import type { CheckStatus } from '../domain/types.ts';
+import type { Member, MemberStatus } from '../ports/membership.ts';
+import type { HttpObserver, LogObserver, RuntimeObserver } from '../ports/observer.ts';
+import type { RegistryState } from '../state/index.ts';
+import { consulMetrics, type ConsulMetrics } from './consul-json.ts';
+import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './instruments.ts';
+
+/** Bucket bounds of every duration histogram, in seconds: 100 µs (an apply) up to 10 min (the longest blocking query). */
+export const secondsBuckets: readonly number[] = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+];
+
+/** Bucket bounds of the batch-size histograms, in entries: powers of two up to the largest append a log queues (65536). */
+export const entriesBuckets: readonly number[] = Array.from({ length: 17 }, (_, k) => 2 ** k);
+
+/** Where scrape-time gauges read from; given once the agent's parts are up (before that the gauges stay empty). */
+export interface MetricsSources {
+  state(): RegistryState;
+  /** Proposals waiting for their entry to apply. */
+  writesInFlight(): number;
+  members(): readonly Member[];
+  /** Open /v1/stream WebSocket connections, and subscriptions over all of them. */
+  streamConnections(): number;
+  streamSubscriptions(): number;
+  /** Open gRPC Health/Watch calls. */
+  grpcWatchers(): number;
+}
+
+export type LogKind = 'wal' | 'jetstream';
+
+/** Methods counted by name; anything else a client sends is counted as OTHER (bounded label values). */
+const methods = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS', 'OTHER'] as const;
+
+function methodSlot(method: string): number {
+  switch (method) {
+    case 'GET': return 0;
+    case 'HEAD': return 1;
+    case 'PUT': return 2;
+    case 'POST': return 3;
+    case 'DELETE': return 4;
+    case 'PATCH': return 5;
+    case 'OPTIONS': return 6;
+    default: return 7;
+  }
+}
+
+/** One route's children, so that a request costs one map lookup by its (interned) pattern. */
+interface RouteChildren {
+  route: string;
+  duration: HistogramChild;
+  /** Request counters by status × method slot. */
+  counts: Map<number, CounterChild>;
+}
+
+const checkStatuses: readonly CheckStatus[] = ['passing', 'warning', 'critical'];
+const memberStatuses: readonly MemberStatus[] = ['alive', 'failed', 'left'];
+
+export class AgentMetrics implements HttpObserver, RuntimeObserver {
+  readonly registry = new Registry();
+  private readonly startedMs = performance.now();
+  private sources: MetricsSources | undefined;
+
+  private readonly requests = this.counter('roster_http_requests_total', 'HTTP requests answered, by method, route pattern and status.', ['method', 'route', 'status']);
+  private readonly requestSeconds = this.histogram('roster_http_request_duration_seconds', 'Time from a request\'s arrival to its answer, by route pattern.', ['route'], secondsBuckets);
+  private readonly appendSeconds = this.histogram('roster_log_append_duration_seconds', 'Time from proposing to the log acknowledging the append (queueing for a group commit included).', [], secondsBuckets).child();
+  private readonly commitSeconds = this.histogram('roster_log_commit_duration_seconds', 'Time of one group commit of this node: WAL write and fdatasync, or JetStream publish until its PubAck.', ['log'], secondsBuckets);
+  private readonly commitEntries = this.histogram('roster_log_commit_entries', 'Entries per group commit of this node.', ['log'], entriesBuckets);
+  private readonly applySeconds = this.histogram('roster_apply_duration_seconds', 'Time to apply one batch of committed entries, effects included.', [], secondsBuckets).child();
+  private readonly applyEntries = this.histogram('roster_apply_batch_entries', 'Committed entries per applied batch.', [], entriesBuckets).child();
+  private readonly routes = new Map<string, RouteChildren>();
+
+  constructor() {
+    this.gauge('roster_registry_index', 'The registry index: the last log entry applied on this node.', (s) => s.state().index);
+    this.gauge('roster_kv_keys', 'Keys in the KV store.', (s) => s.state().kv.size);
+    this.gauge('roster_sessions', 'Sessions in the registry (all nodes\').', (s) => s.state().sessions.size);
+    this.gauge('roster_locks_held', 'KV keys held by a session (locks).', (s) => locksHeld(s.state()));
+    this.gauge('roster_writes_in_flight', 'Proposals of this node waiting for their entry to apply.', (s) => s.writesInFlight());
+    this.gauge('roster_stream_connections', 'Open /v1/stream WebSocket connections.', (s) => s.streamConnections());
+    this.gauge('roster_stream_subscriptions', 'Subscriptions over all open /v1/stream connections.', (s) => s.streamSubscriptions());
+    this.gauge('roster_grpc_watchers', 'Open gRPC Health/Watch calls.', (s) => s.grpcWatchers());
+    this.labelledGauge('roster_checks', 'Health checks in the registry, by status.', 'status', checkStatuses, (s) => countBy(s.state().checks.values(), (c) => c.status));
+    this.labelledGauge('roster_gossip_members', 'Cluster members as this node\'s gossip sees them, by status (a single node: itself, alive).', 'status', memberStatuses,
+      (s) => countBy(s.members(), (m) => m.status));
+  }
+
+  /** The agent's parts the gauges read at scrape time. */
+  track(sources: MetricsSources): void {
+    this.sources = sources;
+  }
+
+  /** The observer a log reports its commits to. */
+  logObserver(log: LogKind): LogObserver {
+    const seconds = this.commitSeconds.child(log);
+    const entries = this.commitEntries.child(log);
+    return {
+      committed(n: number, s: number): void {
+        seconds.observe(s);
+        entries.observe(n);
+      },
+    };
+  }
+
+  request(method: string, route: string, status: number, seconds: number): void {
+    const r = this.routes.get(route) ?? this.addRoute(route);
+    r.duration.observe(seconds);
+    const slot = status * methods.length + methodSlot(method);
+    (r.counts.get(slot) ?? this.addCount(r, slot)).inc();
+  }
+
+  appended(seconds: number): void {
+    this.appendSeconds.observe(seconds);
+  }
+
+  applied(entries: number, seconds: number): void {
+    this.applySeconds.observe(seconds);
+    this.applyEntries.observe(entries);
+  }
+
+  /** Prometheus text exposition format 0.0.4, with its content type. */
+  async prometheus(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+
+  /** Consul's /v1/agent/metrics shape: Timestamp, Gauges, Points, Counters, Samples. */
+  consul(): Promise<ConsulMetrics> {
+    return consulMetrics(this.registry, Date.now(), (performance.now() - this.startedMs) / 1000);
+  }
+
+  // ---------------------------------------------------------------- construction
+
+  private addRoute(route: string): RouteChildren {
+    const r = { route, duration: this.requestSeconds.child(route), counts: new Map<number, CounterChild>() };
+    this.routes.set(route, r);
+    return r;
+  }
+
+  private addCount(r: RouteChildren, slot: number): CounterChild {
+    const status = Math.floor(slot / methods.length);
+    const child = this.requests.child(methods[slot % methods.length]!, r.route, String(status));
+    r.counts.set(slot, child);
+    return child;
+  }
+
+  private counter(name: string, help: string, labelNames: string[]): CounterFamily {
+    const family = new CounterFamily(name, help, labelNames);
+    this.register(family);
+    return family;
+  }
+
+  private histogram(name: string, help: string, labelNames: string[], bounds: readonly number[]): HistogramFamily {
+    const family = new HistogramFamily(name, help, labelNames, bounds);
+    this.register(family);
+    return family;
+  }
+
+  /**
+   * prom-client's Registry formats any object with its metric shape (name, help, type, get, reset); its
+   * typings list only its own classes, hence the cast. The version is pinned, and the metrics test
+   * parses the output with the Prometheus project's own parser.
+   */
+  private register(family: CounterFamily | HistogramFamily): void {
+    this.registry.registerMetric(family as unknown as Parameters<Registry['registerMetric']>[0]);
+  }
+
+  private gauge(name: string, help: string, read: (s: MetricsSources) => number): void {
+    const metrics = this;
+    new Gauge({
+      name, help, registers: [this.registry],
+      collect() {
+        if (metrics.sources !== undefined) this.set(read(metrics.sources));
+      },
+    });
+  }
+
+  /** A gauge with one label whose every value is always written (0 included), so a series never just vanishes. */
+  private labelledGauge<V extends string>(name: string, help: string, label: string, values: readonly V[], read: (s: MetricsSources) => Map<string, number>): void {
+    const metrics = this;
+    new Gauge({
+      name, help, labelNames: [label], registers: [this.registry],
+      collect() {
+        if (metrics.sources === undefined) return;
+        const counts = read(metrics.sources);
+        for (const v of values) this.set({ [label]: v }, counts.get(v) ?? 0);
+      },
+    });
+  }
+}
+
+/** Keys held by sessions: the lock sets of the sessions (one per session, so O(sessions), not O(keys)). */
+function locksHeld(state: RegistryState): number {
+  let n = 0;
+  for (const keys of state.locksBySession.values()) n += keys.size;
+  return n;
+}
+
+function countBy<T>(items: Iterable<T>, key: (item: T) => string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const item of items) {
+    const k = key(item);
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  return counts;
+}
