@@ -135,7 +135,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     dialect: dialect(pick(v.dialect, 'ROSTER_DIALECT', file.dialect) ?? 'seed'),
     datacenter: nonEmpty('datacenter', pick(v.datacenter, 'ROSTER_DATACENTER', file.datacenter) ?? 'dc1'),
     sessionTtlMsMin: duration('session-ttl-min', pick(v['session-ttl-min'], 'ROSTER_SESSION_TTL_MIN', file.session_ttl_min), sessionTtlMsMinDefault),
-    logLevel: pick(v['log-level'], 'ROSTER_LOG_LEVEL', file.log_level) ?? 'info',
+    logLevel: logLevel(pick(v['log-level'], 'ROSTER_LOG_LEVEL', file.log_level) ?? 'info'),
     snapshotEveryEntries: positive('snapshot-every', pick(v['snapshot-every'], 'ROSTER_SNAPSHOT_EVERY') ?? '20000'),
     enableScriptChecks: fileBool(file, 'enable_script_checks'),
     enableLocalScriptChecks: fileBool(file, 'enable_local_script_checks'),
@@ -301,6 +301,15 @@ function positive(name: string, text: string): number {
 function nonEmpty(name: string, text: string): string {
   if (text.trim() === '') throw new ConfigError(`--${name} must not be empty`);
   return text;
+}
+
+/** pino's levels, and `silent`. */
+const logLevels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+function logLevel(text: string): string {
+  const level = text.trim().toLowerCase();
+  if (!(logLevels as readonly string[]).includes(level)) throw new ConfigError(`--log-level: "${text}" is not one of ${logLevels.join(', ')}`);
+  return level;
 }
 
 function dialect(text: string): Dialect {

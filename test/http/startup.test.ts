@@ -104,6 +104,9 @@ describe('startup', () => {
     const badDialect = runToExit(['--dialect', 'grpc']);
     expect(badDialect.status).toBe(2);
     expect(badDialect.stderr).toMatch(/--dialect: "grpc" is not one of seed, consul/);
+    const badLevel = runToExit(['--log-level', 'loud']);
+    expect(badLevel.status).toBe(2);
+    expect(badLevel.stderr).toMatch(/--log-level: "loud" is not one of trace, debug, info, warn, error, fatal, silent/);
   });
 
   test('a native binding that does not load stops the start with a clear message', () => {
