@@ -34,7 +34,7 @@ export function parseExactJson(text: string): unknown {
       const m = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 64))!;
       const lit = m[0];
       const digits = lit.replace('-', '').length;
-      out += m[1] === undefined && m[2] === undefined && digits >= unsafeDigitsMin ? `"${bigMark}${lit}"` : lit;
+      out += m[1] === undefined && m[2] === undefined && digits >= unsafeDigitsMin ? `"\\u0000big:${lit}"` : lit; // the marker as a JSON escape
       i += lit.length;
     } else {
       out += c;

@@ -55,7 +55,8 @@ function buildProgram(run: (action: () => Action) => void): Command {
     .passThroughOptions()
     .action((prefix: string, command: string[]) => run(() => {
       const o = lock.opts<{ timeout: string; ttl: string; name?: string }>();
-      return lockCommand(ctxOf(lock), prefix, command, o);
+      // passThroughOptions keeps the `--` that separates the command; it is not part of it.
+      return lockCommand(ctxOf(lock), prefix, command[0] === '--' ? command.slice(1) : command, o);
     }));
 
   const kv = program.command('kv').description('read and write keys (get, put, delete)');
