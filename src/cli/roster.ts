@@ -16,8 +16,6 @@ import { kvDelete, kvGet, kvPut } from './kv.ts';
 import { lockCommand } from './lock.ts';
 import { colorsFor } from './output.ts';
 import { checks, members, sessionCreate, sessionDestroy, sessionInfo, sessionList } from './registry.ts';
-import { mintToken, TokenRequestError } from './token.ts';
-import { watchCommand } from './watch.ts';
 
 const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -114,7 +112,10 @@ function buildProgram(run: (action: () => Action) => void): Command {
     .argument('[key]', 'service, node, state, key prefix or node name (per topic)', '')
     .option('--index <n>', 'resume from this index instead of starting with a snapshot')
     .option('--passing-only', 'service_health: only instances whose checks pass')
-    .action((topic: string, key: string) => run(() => watchCommand(ctxOf(watch), topic, key, watch.opts())));
+    .action((topic: string, key: string) => run(async () => {
+      const { watchCommand } = await import('./watch.ts'); // ws only when watching
+      return watchCommand(ctxOf(watch), topic, key, watch.opts());
+    }));
 
   const token = program.command('token').description('mint a bearer token with the agent\'s JWT secret (when auth is on)')
     .requiredOption('--subject <name>', 'who the token is for')
@@ -123,6 +124,7 @@ function buildProgram(run: (action: () => Action) => void): Command {
     .option('--config-file <path>', 'the agent\'s config file holding auth.jwt_secret (else ROSTER_AUTH_SECRET)')
     .action(() => run(async () => {
       const o = token.opts<{ subject: string; rules: string; ttl: string; configFile?: string }>();
+      const { mintToken, TokenRequestError } = await import('./token.ts'); // jose only when minting
       try {
         process.stdout.write(`${await mintToken(o, process.env)}\n`);
       } catch (err) {
