@@ -7,11 +7,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentFlagNames, usage } from '../config.ts';
+import { agentFlagNames, usage, type ConfigDefaults } from '../config.ts';
 import { normaliseAgentFlags } from './args.ts';
 
 export const devUsage = `  --dev                    development mode: a temporary data dir removed on exit, node name "dev",
                            log level debug (each unless given); for trying Roster out, not for production`;
+
+/** What `--dev` changes: the defaults only, so a flag, the environment or the config file still wins. */
+export function devDefaults(dataDir: string): ConfigDefaults {
+  return { dataDir, nodeName: 'dev', logLevel: 'debug' };
+}
 
 export async function agentCommand(args: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const argv = normaliseAgentFlags(args, new Set([...agentFlagNames, 'dev']));
@@ -28,5 +33,5 @@ export async function agentCommand(args: readonly string[], env: NodeJS.ProcessE
   // main() ends the process with process.exit on every path (shutdown, failed start): 'exit' always runs.
   process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
   process.stderr.write(`roster: dev mode: data in ${dataDir} (removed on exit); do not use in production\n`);
-  main(rest, env, { dataDir, nodeName: 'dev', logLevel: 'debug' });
+  main(rest, env, devDefaults(dataDir));
 }
