@@ -22,12 +22,12 @@ const version = (JSON.parse(readFileSync(new URL('../../package.json', import.me
 /** What an action resolves with: the exit code (most commands: 0 unless they threw). */
 type Action = Promise<number | void>;
 
-/** The options every client command takes. */
-function clientCommand(parent: Command, name: string, description: string): Command {
-  return parent.command(name).description(description)
+/** The options every client command takes (`--json` where there is output to give as JSON). */
+function clientCommand(parent: Command, name: string, description: string, json = true): Command {
+  const cmd = parent.command(name).description(description)
     .addOption(new Option('--http-addr <addr>', `the agent's HTTP address (host:port or a URL) [ROSTER_HTTP_ADDR, default ${defaultHttpAddr}]`))
-    .addOption(new Option('--token <token>', 'bearer token sent as Authorization: Bearer [ROSTER_HTTP_TOKEN]'))
-    .option('--json', 'print JSON for scripts instead of text');
+    .addOption(new Option('--token <token>', 'bearer token sent as Authorization: Bearer [ROSTER_HTTP_TOKEN]'));
+  return json ? cmd.option('--json', 'print JSON for scripts instead of text') : cmd;
 }
 
 function buildProgram(run: (action: () => Action) => void): Command {
@@ -44,7 +44,7 @@ function buildProgram(run: (action: () => Action) => void): Command {
 
   const ctxOf = (cmd: Command) => makeContext(cmd.opts<ClientFlags>(), process.env);
 
-  const lock = clientCommand(program, 'lock', 'hold a lock while a command runs (like consul lock)')
+  const lock = clientCommand(program, 'lock', 'hold a lock while a command runs (like consul lock)', false)
     .argument('<prefix>', 'the lock is the key <prefix>/.lock')
     .argument('<command...>', 'the command and its arguments (after --); a single argument runs through sh -c')
     .option('--timeout <duration>', 'give up waiting for the lock after this long (0: wait for ever)', '0')

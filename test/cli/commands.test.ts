@@ -2,11 +2,13 @@
 // checks, watch (prints a change live, --json one object per line), token (mints a token the agent
 // accepts through --token / ROSTER_HTTP_TOKEN), and `roster agent --dev` starting, serving and
 // cleaning up after itself. Every --json output parses; failures exit 1, usage errors 2.
+import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
-import { roster, startRoster, until } from './support.ts';
+import { roster, rosterBin, startRoster } from './support.ts';
 
 let agent: Agent;
 let http: ReturnType<typeof client>;
@@ -111,6 +113,31 @@ describe('watch', () => {
     expect(lines[1].index).toBeGreaterThan(lines[0].index);
   });
 
+  test('a dropped connection: the watch reconnects by itself and resumes from its last index (nothing missed)', async () => {
+    const proxy = await tcpProxy(new URL(agent.url).port);
+    try {
+      await http.put('/v1/kv/rw/a', 'before');
+      const w = startRoster(['watch', 'kv_prefix', 'rw/', '--json'], { agent: `127.0.0.1:${proxy.port}`, timeoutMs: 60_000 });
+      await w.waitFor(/end_of_snapshot/);
+      proxy.cut();
+      await w.waitFor(/reconnecting in/);
+      await http.put('/v1/kv/rw/b', 'while away');
+      await w.waitFor(/"type":"upsert","index":\d+,"key":"rw\/b"/);
+      await http.put('/v1/kv/rw/c', 'after');
+      await w.waitFor(/"type":"upsert","index":\d+,"key":"rw\/c"/);
+      w.proc.kill('SIGINT');
+      const r = await w.exited;
+      expect(r.code).toBe(0);
+      expect(r.stderr).toMatch(/^roster: stream closed \(1006\); reconnecting in/m);
+      const types = r.stdout.trim().split('\n').map((l) => JSON.parse(l).type);
+      // Resumed, not reset: one snapshot only, then the change made while away and the next one.
+      expect(types).toEqual(['snapshot', 'end_of_snapshot', 'upsert', 'upsert']);
+      expect(proxy.connections()).toBe(2);
+    } finally {
+      proxy.close();
+    }
+  });
+
   test('an unknown topic exits 2 with the agent\'s message; an unreachable agent exits 1', async () => {
     const r = await run(['watch', 'weather', 'x']);
     expect(r).toMatchObject({ code: 2, stderr: 'roster: unknown topic "weather"\n' });
@@ -159,6 +186,60 @@ describe('token and authentication', () => {
     expect((await roster(['token'], { env: { ROSTER_AUTH_SECRET: secret } })).code).toBe(2);
     const ok = await roster(['token', '--subject', 'x'], { env: { ROSTER_AUTH_SECRET: secret } });
     expect(ok.code).toBe(0);
+  });
+});
+
+/** A loopback TCP proxy to the agent whose connections the test can cut (the client sees them drop). */
+async function tcpProxy(targetPort: string): Promise<{ port: number; cut(): void; close(): void; connections(): number }> {
+  const sockets = new Set<Socket>();
+  let count = 0;
+  const server = createServer((inbound) => {
+    count += 1;
+    const outbound = connect(Number(targetPort), '127.0.0.1');
+    for (const s of [inbound, outbound]) { sockets.add(s); s.on('close', () => sockets.delete(s)); s.on('error', () => {}); }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    cut: () => { for (const s of sockets) s.destroy(); },
+    close: () => { for (const s of sockets) s.destroy(); server.close(); },
+    connections: () => count,
+  };
+}
+
+/** Runs a roster command line on a pseudo-terminal (util-linux `script`), as a person at a terminal would. */
+function onTerminal(args: string, env: Record<string, string | undefined>): Promise<{ code: number; output: string }> {
+  const vars: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, ...env };
+  for (const k of Object.keys(vars)) if (vars[k] === undefined) delete vars[k];
+  return new Promise((resolve) => {
+    execFile('script', ['-qec', `${process.execPath} ${rosterBin} ${args}`, '/dev/null'], { env: vars as NodeJS.ProcessEnv, timeout: 20_000 }, (err, stdout) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, output: stdout });
+    });
+  });
+}
+
+describe('on a terminal', () => {
+  test('colours on a TTY, none with NO_COLOR (a pipe never gets them: see kv.test.ts)', async () => {
+    const colored = await onTerminal('members', { ROSTER_HTTP_ADDR: agent.url });
+    expect(colored.code).toBe(0);
+    expect(colored.output).toContain('\u001b[32malive\u001b[39m');
+    const plain = await onTerminal('members', { ROSTER_HTTP_ADDR: agent.url, NO_COLOR: '1' });
+    expect(plain.output).toMatch(/node1 .* alive/);
+    expect(plain.output).not.toContain('\u001b[');
+    const failed = await onTerminal('kv get nothing/here', { ROSTER_HTTP_ADDR: agent.url });
+    expect(failed.code).toBe(1);
+    expect(failed.output).toContain('\u001b[31mroster:\u001b[39m key "nothing/here" not found');
+  });
+
+  test('a long wait for a lock shows a spinner with the elapsed time, cleared afterwards', async () => {
+    const holder = await http.session({ Name: 'spin-holder' });
+    expect((await http.put(`/v1/kv/spin/.lock?acquire=${holder}`)).text).toBe('true');
+    const r = await onTerminal('lock --timeout 1500ms spin -- true', { ROSTER_HTTP_ADDR: agent.url });
+    expect(r.code).toBe(1);
+    expect(r.output).toMatch(/waiting for lock spin\/\.lock \ds/);
+    expect(r.output).toContain('\r\u001b[2K');
+    expect(r.output).toContain('did not acquire lock "spin/.lock" within 1500ms');
   });
 });
 
