@@ -178,7 +178,8 @@ export async function roster(argv: string[]): Promise<number> {
     return -1; // the agent runs until it is stopped, and exits by itself
   }
   let pending: Action | undefined;
-  const program = buildProgram((action) => { pending = action(); });
+  // Run after parsing, as a promise, so an error thrown while setting up (a bad address) is a CliError like any other.
+  const program = buildProgram((action) => { pending = Promise.resolve().then(action); });
   for (const cmd of [program, ...allCommands(program)]) {
     cmd.exitOverride().configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'roster: ')) });
   }
