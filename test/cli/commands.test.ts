@@ -270,5 +270,8 @@ describe('roster agent', () => {
     expect(bad.stderr).toContain('roster: --http-port: "nope" is not a port number');
     const unknown = await roster(['agent', '-no-such-flag']);
     expect(unknown.code).toBe(2);
+    const missing = await roster(['agent', '-config-file=/nonexistent/agent.json']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('roster: --config-file: cannot read /nonexistent/agent.json');
   });
 });
