@@ -88,7 +88,10 @@ const options = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-export const usage = `usage: roster [options]
+/** The agent's long flag names (the `roster` command accepts them Consul-style with one dash too). */
+export const agentFlagNames: readonly string[] = Object.keys(options);
+
+export const usage = `usage: roster agent [options]   (npm start -- [options])
   --http-port <n>          HTTP port (0 picks a free one)       [ROSTER_HTTP_PORT, default 8500]
   --http-host <addr>       HTTP and gRPC bind address           [ROSTER_HTTP_HOST, default 127.0.0.1]
   --grpc-port <n>          gRPC health service port             [ROSTER_GRPC_PORT, default 8502]
@@ -113,7 +116,10 @@ export const usage = `usage: roster [options]
 
 export class ConfigError extends Error {}
 
-export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'help' {
+/** Defaults that replace the built-in ones (flags, environment and the config file still win): `roster agent --dev`. */
+export type ConfigDefaults = Partial<Pick<Config, 'dataDir' | 'nodeName' | 'logLevel'>>;
+
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: ConfigDefaults = {}): Config | 'help' {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
@@ -130,12 +136,12 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | 'he
     httpPort: port(pick(v['http-port'], 'ROSTER_HTTP_PORT', ports.http) ?? '8500', 'http-port'),
     httpHost: pick(v['http-host'], 'ROSTER_HTTP_HOST', file.client_addr) ?? '127.0.0.1',
     grpcPort: port(pick(v['grpc-port'], 'ROSTER_GRPC_PORT', ports.grpc) ?? '8502', 'grpc-port'),
-    dataDir: pick(v['data-dir'], 'ROSTER_DATA_DIR', file.data_dir) ?? './data',
-    nodeName: nonEmpty('node-name', pick(v['node-name'], 'ROSTER_NODE_NAME', file.node_name) ?? hostname()),
+    dataDir: pick(v['data-dir'], 'ROSTER_DATA_DIR', file.data_dir) ?? defaults.dataDir ?? './data',
+    nodeName: nonEmpty('node-name', pick(v['node-name'], 'ROSTER_NODE_NAME', file.node_name) ?? defaults.nodeName ?? hostname()),
     dialect: dialect(pick(v.dialect, 'ROSTER_DIALECT', file.dialect) ?? 'seed'),
     datacenter: nonEmpty('datacenter', pick(v.datacenter, 'ROSTER_DATACENTER', file.datacenter) ?? 'dc1'),
     sessionTtlMsMin: duration('session-ttl-min', pick(v['session-ttl-min'], 'ROSTER_SESSION_TTL_MIN', file.session_ttl_min), sessionTtlMsMinDefault),
-    logLevel: logLevel(pick(v['log-level'], 'ROSTER_LOG_LEVEL', file.log_level) ?? 'info'),
+    logLevel: logLevel(pick(v['log-level'], 'ROSTER_LOG_LEVEL', file.log_level) ?? defaults.logLevel ?? 'info'),
     snapshotEveryEntries: positive('snapshot-every', pick(v['snapshot-every'], 'ROSTER_SNAPSHOT_EVERY') ?? '20000'),
     enableScriptChecks: fileBool(file, 'enable_script_checks'),
     enableLocalScriptChecks: fileBool(file, 'enable_local_script_checks'),

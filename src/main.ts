@@ -4,11 +4,12 @@
  * logs `roster listening http=<url>` when ready, and shuts down cleanly on SIGTERM/SIGINT.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { pino } from 'pino';
-import { ConfigError, loadConfig, usage, type Config } from './config.ts';
+import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { RegistryError } from './domain/errors.ts';
 import { parseCheck, parseService } from './http/definitions.ts';
 import { apiRouter, loadUws, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
@@ -190,10 +191,14 @@ async function run(config: Config): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
-function main(): void {
+/**
+ * The agent's entry: `npm start` and `roster agent` both come here. `defaults` replace built-in
+ * defaults (flags, environment and the config file still win), for `roster agent --dev`.
+ */
+export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defaults: ConfigDefaults = {}): void {
   let config;
   try {
-    config = loadConfig(process.argv.slice(2), process.env);
+    config = loadConfig(argv, env, defaults);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`roster: ${err.message}\n${usage}\n`);
@@ -211,4 +216,13 @@ function main(): void {
   });
 }
 
-main();
+/** True when this file is what node was asked to run (`node --import tsx src/main.ts`), not an import of `roster agent`. */
+function isEntryModule(): boolean {
+  try {
+    return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryModule()) main(process.argv.slice(2));

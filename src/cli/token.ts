@@ -1,34 +1,78 @@
 /**
- * `npm run token -- --subject <name> --rules '<json>' [--ttl 1h]`: mints a bearer token with the
- * agent's JWT secret (ROSTER_AUTH_SECRET, or `auth.jwt_secret` of --config-file) for bootstrap.
- * Rules: [{"resource":"key","prefix":"app/","access":"write"}, ...].
+ * `npm run token -- --subject <name> --rules '<json>' [--ttl 1h]` (and `roster token`): mints a bearer
+ * token with the agent's JWT secret (ROSTER_AUTH_SECRET, or `auth.jwt_secret` of --config-file) for
+ * bootstrap. Rules: [{"resource":"key","prefix":"app/","access":"write"}, ...].
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseRules, TokenAuthority } from '../auth/index.ts';
 import { parseGoDurationMs } from '../util/duration.ts';
 
-function fail(message: string): never {
-  process.stderr.write(`token: ${message}\n`);
-  process.exit(2);
+/** What is wrong with the request for a token (a usage error: exit 2). */
+export class TokenRequestError extends Error {}
+
+export interface TokenRequest {
+  subject?: string | undefined;
+  /** JSON text of the rules. @default "[]" */
+  rules?: string | undefined;
+  /** A Go duration. @default "1h" */
+  ttl?: string | undefined;
+  configFile?: string | undefined;
 }
 
-const { values } = parseArgs({
-  options: { subject: { type: 'string' }, rules: { type: 'string' }, ttl: { type: 'string', default: '1h' }, 'config-file': { type: 'string' } },
-});
-const file = values['config-file'] ? (JSON.parse(readFileSync(values['config-file'], 'utf8')) as { auth?: { jwt_secret?: string } }) : {};
-const secret = process.env.ROSTER_AUTH_SECRET ?? file.auth?.jwt_secret;
-if (secret === undefined) fail('no secret: set ROSTER_AUTH_SECRET or give --config-file with auth.jwt_secret');
-if (!values.subject) fail('--subject is required');
-let parsed: unknown;
-try {
-  parsed = JSON.parse(values.rules ?? '[]');
-} catch {
-  fail('--rules must be JSON');
+function secretOf(configFile: string | undefined, env: NodeJS.ProcessEnv): string {
+  let fileSecret: unknown;
+  if (configFile !== undefined) {
+    let file: { auth?: { jwt_secret?: unknown } };
+    try {
+      file = JSON.parse(readFileSync(configFile, 'utf8')) as typeof file;
+    } catch (err) {
+      throw new TokenRequestError(`--config-file: cannot read ${configFile}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    fileSecret = file?.auth?.jwt_secret;
+  }
+  const secret = env.ROSTER_AUTH_SECRET ?? fileSecret;
+  if (typeof secret !== 'string' || secret === '') throw new TokenRequestError('no secret: set ROSTER_AUTH_SECRET or give --config-file with auth.jwt_secret');
+  return secret;
 }
-const rules = parseRules(parsed);
-if (rules === undefined) fail('--rules: each rule is {resource, prefix, access: read|write|deny}');
-const ttlMs = parseGoDurationMs(values.ttl!);
-if (ttlMs === undefined || ttlMs <= 0) fail('--ttl must be a positive duration such as 1h');
-const token = await new TokenAuthority({ secret }).mint({ subject: values.subject, rules, ttlSeconds: Math.round(ttlMs / 1000) });
-process.stdout.write(`${token}\n`);
+
+/** Checks the request, then mints the token; a bad request throws TokenRequestError and mints nothing. */
+export async function mintToken(req: TokenRequest, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const secret = secretOf(req.configFile, env);
+  if (!req.subject) throw new TokenRequestError('--subject is required');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(req.rules ?? '[]');
+  } catch {
+    throw new TokenRequestError('--rules must be JSON');
+  }
+  const rules = parseRules(parsed);
+  if (rules === undefined) throw new TokenRequestError('--rules: each rule is {resource, prefix, access: read|write|deny}');
+  const ttlMs = parseGoDurationMs(req.ttl ?? '1h');
+  if (ttlMs === undefined || ttlMs <= 0) throw new TokenRequestError('--ttl must be a positive duration such as 1h');
+  return new TokenAuthority({ secret }).mint({ subject: req.subject, rules, ttlSeconds: Math.round(ttlMs / 1000) });
+}
+
+async function script(): Promise<void> {
+  const { values } = parseArgs({
+    options: { subject: { type: 'string' }, rules: { type: 'string' }, ttl: { type: 'string', default: '1h' }, 'config-file': { type: 'string' } },
+  });
+  try {
+    process.stdout.write(`${await mintToken({ subject: values.subject, rules: values.rules, ttl: values.ttl, configFile: values['config-file'] })}\n`);
+  } catch (err) {
+    if (!(err instanceof TokenRequestError)) throw err;
+    process.stderr.write(`token: ${err.message}\n`);
+    process.exit(2);
+  }
+}
+
+function isEntryModule(): boolean {
+  try {
+    return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryModule()) await script();

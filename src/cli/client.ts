@@ -1,0 +1,137 @@
+/**
+ * The agent's HTTP API as the `roster` client commands use it. The agent is found through
+ * `--http-addr` or ROSTER_HTTP_ADDR (`host:port`, with or without `http://`/`https://`), default
+ * 127.0.0.1:8500; `--token` / ROSTER_HTTP_TOKEN is sent as `Authorization: Bearer`. Answers in either
+ * wire dialect are understood: the seed dialect's `{code, message}` errors and Consul's plain text.
+ */
+import { CliError, usageError } from './errors.ts';
+import { parseExactJson } from './output.ts';
+
+export const defaultHttpAddr = '127.0.0.1:8500';
+/** A request that is not a blocking query gets this long for its answer. */
+export const requestTimeoutMs = 30_000;
+
+export interface ConnectionOptions {
+  httpAddr?: string | undefined;
+  token?: string | undefined;
+}
+
+/** `host:port`, `http://host:port` or `https://host:port` → the base URL (no trailing slash). */
+export function agentBaseUrl(flag: string | undefined, env: NodeJS.ProcessEnv): string {
+  const given = flag ?? (env.ROSTER_HTTP_ADDR || undefined) ?? defaultHttpAddr;
+  const source = flag !== undefined ? '--http-addr' : env.ROSTER_HTTP_ADDR ? 'ROSTER_HTTP_ADDR' : 'the default address';
+  const text = /^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? given : `http://${given}`;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw usageError(`${source}: "${given}" is not an address such as 127.0.0.1:8500 or http://127.0.0.1:8500`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usageError(`${source}: "${given}" must use http or https`);
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '') {
+    throw usageError(`${source}: "${given}" must be only a scheme, host and port`);
+  }
+  return `${url.protocol}//${url.host}`;
+}
+
+/** A KV key or prefix as a path: each segment percent-encoded, the slashes kept. */
+export function keyPath(key: string): string {
+  return key.split('/').map(encodeURIComponent).join('/');
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+  text: string;
+  /** X-Consul-Index, when the answer carried one. */
+  index: number | undefined;
+  json<T = unknown>(): T;
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: string | Buffer | Record<string, unknown>;
+  /** @default requestTimeoutMs */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export class AgentClient {
+  constructor(readonly baseUrl: string, private readonly token: string | undefined) {}
+
+  static from(o: ConnectionOptions, env: NodeJS.ProcessEnv): AgentClient {
+    const token = o.token ?? (env.ROSTER_HTTP_TOKEN || undefined);
+    return new AgentClient(agentBaseUrl(o.httpAddr, env), token);
+  }
+
+  /** Headers every request and the stream upgrade carry. */
+  authHeaders(): Record<string, string> {
+    return this.token === undefined ? {} : { authorization: `Bearer ${this.token}` };
+  }
+
+  async request(method: string, path: string, o: RequestOptions = {}): Promise<Answer> {
+    const url = new URL(this.baseUrl + path);
+    for (const [k, v] of Object.entries(o.query ?? {})) {
+      if (v === undefined || v === false) continue;
+      url.searchParams.set(k, v === true ? '' : String(v));
+    }
+    const headers: Record<string, string> = this.authHeaders();
+    let payload: string | Buffer | undefined;
+    if (o.body === undefined || typeof o.body === 'string' || Buffer.isBuffer(o.body)) payload = o.body;
+    else { payload = JSON.stringify(o.body); headers['content-type'] = 'application/json'; }
+    const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = o.signal ? AbortSignal.any([timeout, o.signal]) : timeout;
+    let res: Response;
+    let body: Buffer;
+    try {
+      res = await fetch(url, { method, headers, body: payload, signal });
+      body = Buffer.from(await res.arrayBuffer());
+    } catch (err) {
+      if (o.signal?.aborted) throw err;
+      if (timeout.aborted) throw new CliError(`the agent at ${this.baseUrl} did not answer within ${timeoutMs / 1000}s`);
+      throw new CliError(`cannot reach the agent at ${this.baseUrl}: ${causeOf(err)}`);
+    }
+    const text = body.toString('utf8');
+    const index = Number(res.headers.get('x-consul-index') ?? NaN);
+    return {
+      status: res.status, headers: res.headers, body, text,
+      index: Number.isFinite(index) ? index : undefined,
+      json: <T>() => parseExactJson(text) as T,
+    };
+  }
+
+  get(path: string, o?: RequestOptions): Promise<Answer> { return this.request('GET', path, o); }
+  put(path: string, o?: RequestOptions): Promise<Answer> { return this.request('PUT', path, o); }
+  del(path: string, o?: RequestOptions): Promise<Answer> { return this.request('DELETE', path, o); }
+
+  /** The answer's JSON when it is 200, else a CliError with the agent's message. */
+  async ok<T>(answer: Promise<Answer>): Promise<T> {
+    const a = await answer;
+    if (a.status !== 200) throw failureOf(a);
+    return a.json<T>();
+  }
+}
+
+function causeOf(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+}
+
+/** The agent's own words for a refusal: the seed dialect's `message`, Consul's plain text, else the status. */
+export function agentMessage(a: Answer): string {
+  const type = a.headers.get('content-type') ?? '';
+  if (type.startsWith('application/json')) {
+    try {
+      const body = JSON.parse(a.text) as { message?: unknown };
+      if (typeof body.message === 'string' && body.message !== '') return body.message;
+    } catch { /* not the error body we know: fall through to the text */ }
+  }
+  const text = a.text.trim();
+  return text !== '' && text.length <= 500 ? text : `the agent answered HTTP ${a.status}`;
+}
+
+export function failureOf(a: Answer): CliError {
+  return new CliError(agentMessage(a));
+}

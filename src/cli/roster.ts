@@ -1,0 +1,208 @@
+/**
+ * The `roster` command: `roster agent` runs the agent; every other subcommand is a client of a
+ * running agent's HTTP API (found through `--http-addr` or ROSTER_HTTP_ADDR). Parsed with commander;
+ * Consul-style single-dash long flags are rewritten first (args.ts). Exit codes: 0 done, 1 the
+ * operation failed (the agent's message on stderr), 2 a usage error; `roster lock` exits with its
+ * command's code.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { agentCommand } from './agent.ts';
+import { normaliseFlags, type FlagSpec } from './args.ts';
+import { defaultHttpAddr } from './client.ts';
+import { makeContext, type ClientFlags } from './context.ts';
+import { CliError, exitCodes } from './errors.ts';
+import { kvDelete, kvGet, kvPut } from './kv.ts';
+import { lockCommand } from './lock.ts';
+import { colorsFor } from './output.ts';
+import { checks, members, sessionCreate, sessionDestroy, sessionInfo, sessionList } from './registry.ts';
+
+const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** What an action resolves with: the exit code (most commands: 0 unless they threw). */
+type Action = Promise<number | void>;
+
+/** The options every client command takes (`--json` where there is output to give as JSON). */
+function clientCommand(parent: Command, name: string, description: string, json = true): Command {
+  const cmd = parent.command(name).description(description)
+    .addOption(new Option('--http-addr <addr>', `the agent's HTTP address (host:port or a URL) [ROSTER_HTTP_ADDR, default ${defaultHttpAddr}]`))
+    .addOption(new Option('--token <token>', 'bearer token sent as Authorization: Bearer [ROSTER_HTTP_TOKEN]'));
+  return json ? cmd.option('--json', 'print JSON for scripts instead of text') : cmd;
+}
+
+function buildProgram(run: (action: () => Action) => void): Command {
+  const program = new Command('roster')
+    .description('Sessions, distributed locks and health checks: the agent and its command-line client')
+    .version(version, '-v, --version')
+    .enablePositionalOptions()
+    .showHelpAfterError('(add --help for usage)');
+
+  program.command('agent')
+    .description('run the agent (the same flags as npm start; --dev for a throwaway development agent)')
+    .helpOption(false).allowUnknownOption().allowExcessArguments()
+    .argument('[flags...]', 'agent flags (roster agent --help lists them)');
+
+  const ctxOf = (cmd: Command) => makeContext(cmd.opts<ClientFlags>(), process.env);
+
+  const lock = clientCommand(program, 'lock', 'hold a lock while a command runs (like consul lock)', false)
+    .argument('<prefix>', 'the lock is the key <prefix>/.lock')
+    .argument('<command...>', 'the command and its arguments (after --); a single argument runs through sh -c')
+    .option('--timeout <duration>', 'give up waiting for the lock after this long (0: wait for ever)', '0')
+    .option('--ttl <duration>', 'session TTL; the session is renewed every TTL/2', '15s')
+    .option('--name <name>', 'session name (default: roster lock <key>)')
+    .passThroughOptions()
+    .action((prefix: string, command: string[]) => run(() => {
+      const o = lock.opts<{ timeout: string; ttl: string; name?: string }>();
+      // passThroughOptions keeps the `--` that separates the command; it is not part of it.
+      return lockCommand(ctxOf(lock), prefix, command[0] === '--' ? command.slice(1) : command, o);
+    }));
+
+  const kv = program.command('kv').description('read and write keys (get, put, delete)');
+  const get = clientCommand(kv, 'get', 'print the value of a key (or the keys and values under a prefix)')
+    .argument('[key]', 'the key, or the prefix with --recurse / --keys', '')
+    .option('--recurse', 'every key under the prefix, as key:value lines')
+    .option('--keys', 'list the keys under the prefix (up to the separator)')
+    .option('--separator <sep>', 'with --keys: list only up to this separator', '/')
+    .option('--detailed', 'print every field of the entry')
+    .option('--base64', 'print values base64-encoded')
+    .action((key: string) => run(() => kvGet(ctxOf(get), key, get.opts())));
+  const put = clientCommand(kv, 'put', 'write a key (value: text, - for stdin, @file for a file)')
+    .argument('<key>', 'the key')
+    .argument('[value]', 'the value (default empty)')
+    .option('--cas <index>', 'write only if the key\'s modify index is this (0: only if absent); also -cas -modify-index=N')
+    .option('--acquire', 'take the lock on the key for --session')
+    .option('--release', 'give back the lock on the key held by --session')
+    .option('--session <id>', 'the session for --acquire / --release')
+    .option('--flags <n>', 'unsigned 64-bit flags stored with the value')
+    .option('--base64', 'the value is base64: decode it before storing')
+    .action((key: string, value: string | undefined) => run(() => kvPut(ctxOf(put), key, value, put.opts())));
+  const del = clientCommand(kv, 'delete', 'delete a key (or every key under a prefix)')
+    .argument('[key]', 'the key, or the prefix with --recurse', '')
+    .option('--recurse', 'delete every key under the prefix')
+    .option('--cas <index>', 'delete only if the key\'s modify index is this; also -cas -modify-index=N')
+    .action((key: string) => run(() => kvDelete(ctxOf(del), key, del.opts())));
+
+  const session = program.command('session').description('list, inspect, create and destroy sessions');
+  const list = clientCommand(session, 'list', 'list sessions')
+    .option('--node <name>', 'only the sessions of this node')
+    .action(() => run(() => sessionList(ctxOf(list), list.opts())));
+  const info = clientCommand(session, 'info', 'show one session')
+    .argument('<id>', 'the session id')
+    .action((id: string) => run(() => sessionInfo(ctxOf(info), id)));
+  const create = clientCommand(session, 'create', 'create a session and print its id')
+    .option('--name <name>', 'session name')
+    .option('--ttl <duration>', 'TTL such as 30s (none: no TTL)')
+    .option('--behavior <b>', 'release or delete the locks when the session is invalidated', undefined)
+    .option('--lock-delay <duration>', 'lock-delay such as 15s')
+    .option('--node <name>', 'the node the session belongs to (default: the agent\'s)')
+    .action(() => run(() => sessionCreate(ctxOf(create), create.opts())));
+  const destroy = clientCommand(session, 'destroy', 'destroy a session (its locks are released)')
+    .argument('<id>', 'the session id')
+    .action((id: string) => run(() => sessionDestroy(ctxOf(destroy), id)));
+
+  const mem = clientCommand(program, 'members', 'list the cluster\'s members')
+    .action(() => run(() => members(ctxOf(mem))));
+  const chk = clientCommand(program, 'checks', 'list health checks')
+    .option('--state <state>', 'any, passing, warning or critical (default any)')
+    .option('--node <name>', 'only this node\'s checks')
+    .option('--service <name>', 'only this service\'s checks')
+    .action(() => run(() => checks(ctxOf(chk), chk.opts())));
+  const watch = clientCommand(program, 'watch', 'print a live stream of changes until interrupted')
+    .argument('<topic>', 'service_health, service_checks, node_checks, checks_in_state, serving_status, kv_prefix or sessions')
+    .argument('[key]', 'service, node, state, key prefix or node name (per topic)', '')
+    .option('--index <n>', 'resume from this index instead of starting with a snapshot')
+    .option('--passing-only', 'service_health: only instances whose checks pass')
+    .action((topic: string, key: string) => run(async () => {
+      const { watchCommand } = await import('./watch.ts'); // ws only when watching
+      return watchCommand(ctxOf(watch), topic, key, watch.opts());
+    }));
+
+  const token = program.command('token').description('mint a bearer token with the agent\'s JWT secret (when auth is on)')
+    .requiredOption('--subject <name>', 'who the token is for')
+    .option('--rules <json>', 'ACL rules: [{"resource":"key","prefix":"app/","access":"write"}]', '[]')
+    .option('--ttl <duration>', 'how long the token is valid', '1h')
+    .option('--config-file <path>', 'the agent\'s config file holding auth.jwt_secret (else ROSTER_AUTH_SECRET)')
+    .action(() => run(async () => {
+      const o = token.opts<{ subject: string; rules: string; ttl: string; configFile?: string }>();
+      const { mintToken, TokenRequestError } = await import('./token.ts'); // jose only when minting
+      try {
+        process.stdout.write(`${await mintToken(o, process.env)}\n`);
+      } catch (err) {
+        if (err instanceof TokenRequestError) throw new CliError(err.message, exitCodes.usage);
+        throw err;
+      }
+    }));
+
+  return program;
+}
+
+/** Every command's long flags, to rewrite `-flag` as `--flag` for the command a line names. */
+function flagSpecOf(cmd: Command): FlagSpec {
+  const names = new Set<string>(['help']);
+  const takesValue = new Set<string>();
+  for (const opt of cmd.options) {
+    const name = opt.long?.replace(/^--/, '');
+    if (name === undefined) continue;
+    names.add(name);
+    if (opt.required || opt.optional) takesValue.add(name);
+  }
+  return { names, takesValue, ...(cmd.name() === 'lock' ? { operandsBeforeChild: 1 } : {}) };
+}
+
+/** Finds the (sub)command the line names and rewrites the arguments that follow it. */
+function normalise(program: Command, argv: string[]): string[] {
+  let cmd = program;
+  let i = 0;
+  while (i < argv.length) {
+    const next = cmd.commands.find((c) => c.name() === argv[i]);
+    if (next === undefined) break;
+    cmd = next;
+    i += 1;
+  }
+  if (cmd === program) return argv;
+  return [...argv.slice(0, i), ...normaliseFlags(argv.slice(i), flagSpecOf(cmd))];
+}
+
+function fail(err: unknown): number {
+  if (err instanceof CliError) {
+    const c = colorsFor(process.stderr, process.env);
+    process.stderr.write(`${c.red('roster:')} ${err.message}\n`);
+    return err.exitCode;
+  }
+  throw err;
+}
+
+export async function roster(argv: string[]): Promise<number> {
+  if (argv[0] === 'agent') {
+    await agentCommand(argv.slice(1), process.env);
+    return -1; // the agent runs until it is stopped, and exits by itself
+  }
+  let pending: Action | undefined;
+  // Run after parsing, as a promise, so an error thrown while setting up (a bad address) is a CliError like any other.
+  const program = buildProgram((action) => { pending = Promise.resolve().then(action); });
+  for (const cmd of [program, ...allCommands(program)]) {
+    cmd.exitOverride().configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'roster: ')) });
+  }
+  try {
+    await program.parseAsync(normalise(program, argv), { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help asked for, or the version: 0. Help shown because the line was incomplete, or any parse error: 2.
+      return err.exitCode === 0 ? exitCodes.ok : exitCodes.usage;
+    }
+    throw err;
+  }
+  if (pending === undefined) return exitCodes.ok;
+  try {
+    return (await pending) ?? exitCodes.ok;
+  } catch (err) {
+    return fail(err);
+  }
+}
+
+function allCommands(cmd: Command): Command[] {
+  return cmd.commands.flatMap((c) => [c, ...allCommands(c)]);
+}
+
+const code = await roster(process.argv.slice(2));
+if (code >= 0) process.exit(code);

@@ -1,0 +1,200 @@
+/**
+ * `roster watch <topic> <key>`: subscribes on the agent's WebSocket stream (`/v1/stream`, watch.md §4)
+ * and prints the snapshot, then every change, until interrupted (SIGINT/SIGTERM end it with 0). Human
+ * output is one line per item or event; `--json` one JSON object per line. A dropped connection is
+ * resumed from the last index seen (with the server's epoch), backing off between attempts.
+ */
+import WebSocket from 'ws';
+import type { CliContext } from './context.ts';
+import { CliError, usageError } from './errors.ts';
+import { parseExactJson, stringifyExact } from './output.ts';
+
+export interface WatchOptions {
+  /** Resume from this index (an X-Consul-Index); absent: a snapshot first. */
+  index?: string;
+  /** service_health only: healthy instances only. */
+  passingOnly?: boolean;
+}
+
+const subprotocol = 'registry.stream.v1';
+const subscriptionId = 'watch';
+/** Reconnect backoff: from this, doubling, with jitter, up to the maximum (watch.md §4.5). */
+const reconnectDelayMsMin = 250;
+const reconnectDelayMsMax = 30_000;
+/** Reconnects in a row without a message in between before we give up. */
+const reconnectAttemptsMax = 20;
+/** Close codes after which reconnecting cannot help (watch.md §4.7): policy, token expired, forbidden. */
+const finalCloseCodes = new Set([1008, 4001, 4003]);
+
+interface Line {
+  type: 'snapshot' | 'upsert' | 'delete' | 'end_of_snapshot' | 'reset';
+  index?: number;
+  key?: string;
+  value?: unknown;
+  reason?: string;
+}
+
+type Message = Record<string, unknown> & { type?: string };
+
+export async function watchCommand(ctx: CliContext, topic: string, key: string, o: WatchOptions): Promise<number> {
+  if (topic === '') throw usageError('a topic is required');
+  let resumeIndex: number | undefined;
+  if (o.index !== undefined) {
+    if (!/^\d+$/.test(o.index)) throw usageError(`--index: "${o.index}" is not an index`);
+    resumeIndex = Number(o.index);
+  }
+  const url = `${ctx.client.baseUrl.replace(/^http/, 'ws')}/v1/stream`;
+  return new Watcher(ctx, url, topic, key, o.passingOnly === true, resumeIndex).run();
+}
+
+class Watcher {
+  private lastIndex: number | undefined;
+  private epoch: string | undefined;
+  private ws: WebSocket | undefined;
+  private stopping = false;
+  private attempts = 0;
+  private done!: (code: number) => void;
+  private fail!: (err: Error) => void;
+
+  constructor(
+    private readonly ctx: CliContext,
+    private readonly url: string,
+    private readonly topic: string,
+    private readonly key: string,
+    private readonly passingOnly: boolean,
+    resumeIndex: number | undefined,
+  ) {
+    this.lastIndex = resumeIndex;
+  }
+
+  run(): Promise<number> {
+    const stop = () => {
+      this.stopping = true;
+      this.ws?.close(1000);
+      this.done(0);
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    return new Promise<number>((resolve, reject) => {
+      this.done = resolve;
+      this.fail = reject;
+      this.connect(true);
+    }).finally(() => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    });
+  }
+
+  private connect(first: boolean): void {
+    const ws = new WebSocket(this.url, [subprotocol], { headers: this.ctx.client.authHeaders() });
+    this.ws = ws;
+    let opened = false;
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => { body += d.toString(); });
+      res.on('end', () => {
+        let message = body.trim() || `HTTP ${res.statusCode}`;
+        try { message = (JSON.parse(body) as { message?: string }).message ?? message; } catch { /* plain text */ }
+        this.stopping = true;
+        ws.terminate();
+        this.fail(new CliError(`the agent refused the stream: ${message}`));
+      });
+    });
+    ws.on('open', () => {
+      opened = true;
+      const index = this.lastIndex;
+      ws.send(JSON.stringify({
+        op: 'subscribe', id: subscriptionId, topic: this.topic, key: this.key,
+        ...(index !== undefined ? { index, ...(this.epoch !== undefined ? { epoch: this.epoch } : {}) } : {}),
+        ...(this.passingOnly ? { filter: { passingOnly: true } } : {}),
+      }));
+    });
+    ws.on('message', (data) => {
+      this.attempts = 0;
+      this.onMessage(parseExactJson(data.toString()) as Message);
+    });
+    ws.on('error', (err) => {
+      if (first && !opened && !this.stopping) {
+        this.stopping = true;
+        this.fail(new CliError(`cannot open the stream at ${this.url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
+      }
+    });
+    ws.on('close', (code, reason) => {
+      if (this.stopping || (first && !opened)) return;
+      const why = `${code}${reason.length > 0 ? ` ${reason.toString()}` : ''}`;
+      if (finalCloseCodes.has(code)) { this.stopping = true; this.fail(new CliError(`the agent closed the stream: ${why}`)); return; }
+      this.attempts += 1;
+      if (this.attempts > reconnectAttemptsMax) { this.stopping = true; this.fail(new CliError(`the stream closed (${why}) and ${reconnectAttemptsMax} reconnects failed`)); return; }
+      const delay = Math.min(reconnectDelayMsMax, reconnectDelayMsMin * 2 ** (this.attempts - 1)) * (0.5 + Math.random() / 2);
+      this.ctx.stderr.write(`roster: stream closed (${why}); reconnecting in ${(delay / 1000).toFixed(1)}s\n`);
+      setTimeout(() => { if (!this.stopping) this.connect(false); }, delay);
+    });
+  }
+
+  private onMessage(m: Message): void {
+    const index = typeof m.index === 'number' ? m.index : undefined;
+    switch (m.type) {
+      case 'subscribed':
+        this.epoch = typeof m.epoch === 'string' ? m.epoch : this.epoch;
+        this.seen(index);
+        return;
+      case 'snapshot': {
+        const keys = m.keys as string[];
+        (m.items as unknown[]).forEach((value, i) => this.print({ type: 'snapshot', index, key: keys[i], value }));
+        return;
+      }
+      case 'end_of_snapshot':
+        this.seen(index);
+        this.print({ type: 'end_of_snapshot', index });
+        return;
+      case 'event':
+        this.seen(index);
+        this.print({ type: m.op as 'upsert' | 'delete', index, key: m.key as string, ...(m.op === 'upsert' ? { value: m.value } : {}) });
+        return;
+      case 'batch':
+        this.seen(index);
+        for (const e of m.events as Message[]) this.print({ type: e.op as 'upsert' | 'delete', index, key: e.key as string, ...(e.op === 'upsert' ? { value: e.value } : {}) });
+        return;
+      case 'bookmark':
+        this.seen(index);
+        return;
+      case 'reset':
+        this.print({ type: 'reset', reason: String(m.reason) });
+        return;
+      case 'error': {
+        this.stopping = true;
+        this.ws?.close(1000);
+        const message = typeof m.message === 'string' ? m.message : String(m.code);
+        this.fail(m.code === 'unknown_topic' || m.code === 'bad_key' ? usageError(message) : new CliError(message));
+        return;
+      }
+      default:
+    }
+  }
+
+  private seen(index: number | undefined): void {
+    if (index !== undefined && (this.lastIndex === undefined || index > this.lastIndex)) this.lastIndex = index;
+  }
+
+  private print(line: Line): void {
+    if (this.ctx.json) { this.ctx.outJson(line); return; }
+    const c = this.ctx.colors;
+    const at = line.index === undefined ? '' : `${line.index}`;
+    if (line.type === 'reset') { this.ctx.out(`${c.yellow('reset')} ${line.reason} (a new snapshot follows)\n`); return; }
+    if (line.type === 'end_of_snapshot') { this.ctx.out(`${c.dim(`${at} end of snapshot; watching for changes`)}\n`); return; }
+    const label = line.type === 'upsert' ? c.green('upsert') : line.type === 'delete' ? c.red('delete') : c.dim('snapshot');
+    const value = line.value === undefined ? '' : ` ${stringifyExact(readable(line.value))}`;
+    this.ctx.out(`${at} ${label} ${line.key}${value}\n`);
+  }
+}
+
+/** For people: a KV entry's base64 Value shown as its text when it is printable UTF-8. */
+function readable(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || !('Key' in value) || !('Value' in value)) return value;
+  const v = (value as { Value: unknown }).Value;
+  if (typeof v !== 'string') return value;
+  const text = Buffer.from(v, 'base64').toString('utf8');
+  // eslint-disable-next-line no-control-regex
+  if (text.includes('\uFFFD') || /[\u0000-\u0008\u000e-\u001f]/.test(text)) return value;
+  return { ...value, Value: text };
+}

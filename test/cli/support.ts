@@ -1,0 +1,74 @@
+/**
+ * Runs the `roster` command as a user does: `node bin/roster.mjs ...` in its own process, finding the
+ * agent through ROSTER_HTTP_ADDR. Every wait is bounded; a process still running at its deadline is
+ * ended here by its pid (the test started it, nobody else holds it).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from '../support/agent.ts';
+
+export const rosterBin = join(repoRoot, 'bin/roster.mjs');
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  /** The agent's base URL (set as ROSTER_HTTP_ADDR); absent: ROSTER_HTTP_ADDR is not set. */
+  agent?: string;
+  env?: Record<string, string | undefined>;
+  input?: string | Buffer;
+  /** @default 20000 */
+  timeoutMs?: number;
+}
+
+export interface Running {
+  proc: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when the process exits (killed with SIGKILL at the deadline). */
+  exited: Promise<RunResult>;
+  /** Waits until stdout or stderr matches, bounded. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+export function startRoster(args: string[], o: RunOptions = {}): Running {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, ROSTER_HTTP_ADDR: o.agent, ROSTER_HTTP_TOKEN: undefined, ...o.env };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  const proc = spawn(process.execPath, [rosterBin, ...args], { cwd: repoRoot, env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
+  proc.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  if (o.input !== undefined) proc.stdin!.end(o.input);
+  else proc.stdin!.end();
+  const deadline = setTimeout(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); }, o.timeoutMs ?? 20_000);
+  const exited = new Promise<RunResult>((resolve) => {
+    proc.once('close', (code, signal) => { clearTimeout(deadline); resolve({ code, signal, stdout, stderr }); });
+  });
+  const waitFor = async (pattern: RegExp, timeoutMs = 15_000) => {
+    const until = Date.now() + timeoutMs;
+    while (!pattern.test(stdout) && !pattern.test(stderr)) {
+      if (Date.now() > until) throw new Error(`no ${pattern} within ${timeoutMs} ms:\nstdout: ${stdout}\nstderr: ${stderr}`);
+      if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`exited (${proc.exitCode ?? proc.signalCode}) before ${pattern}:\nstdout: ${stdout}\nstderr: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return { proc, stdout: () => stdout, stderr: () => stderr, exited, waitFor };
+}
+
+export function roster(args: string[], o: RunOptions = {}): Promise<RunResult> {
+  return startRoster(args, o).exited;
+}
+
+/** Waits for a condition, bounded. */
+export async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
