@@ -2,13 +2,16 @@
  * Vitest global setup: install the Debian tools the tests run before any test file starts.
  *   - nats-server (DESIGN §6: Debian's 2.9.10): the cluster tests start real servers;
  *   - nft (package nftables): the fault tests cut loopback ports apart for partitions;
- *   - faketime (package faketime, with libfaketime): the clock-skew fault test runs a node on a skewed clock.
+ *   - faketime (package faketime, with libfaketime): the clock-skew fault test runs a node on a skewed clock;
+ *   - chromium: the dashboard's browser test drives Debian's Chromium headless through playwright-core.
  * Each is looked up on PATH (and in /usr/sbin, /usr/bin); when some are missing and this is root, one
  * `apt-get update && apt-get install -y <packages>` installs them; otherwise the run stops with the command to run.
+ * Then the dashboard is built (`npm run build:ui`) when dist/ui is missing or older than a file under ui/,
+ * so no test serves a stale build.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 
 interface Tool { binary: string; pkg: string; why: string }
 
@@ -16,6 +19,7 @@ const tools: Tool[] = [
   { binary: 'nats-server', pkg: 'nats-server', why: 'the cluster tests start real nats-server processes (2.9.10 is what they expect)' },
   { binary: 'nft', pkg: 'nftables', why: 'the partition fault tests add nftables rules on loopback' },
   { binary: 'faketime', pkg: 'faketime', why: 'the clock-skew fault test runs a node under libfaketime' },
+  { binary: 'chromium', pkg: 'chromium', why: 'the dashboard test (test/ui) drives Chromium headless' },
 ];
 
 function find(binary: string): string | undefined {
@@ -27,6 +31,11 @@ function find(binary: string): string | undefined {
 }
 
 export default function setup(): void {
+  installTools();
+  buildDashboard();
+}
+
+function installTools(): void {
   const missing = tools.filter((t) => find(t.binary) === undefined);
   if (missing.length === 0) return;
   const pkgs = missing.map((t) => t.pkg);
@@ -44,4 +53,28 @@ export default function setup(): void {
   }
   const still = missing.filter((t) => find(t.binary) === undefined);
   if (still.length > 0) throw new Error(`apt-get installed ${pkgs.join(' ')} but ${still.map((t) => t.binary).join(', ')} is still not on PATH`);
+}
+
+const repoRoot = resolve(import.meta.dirname, '..');
+
+/** Newest modification time of the files under a directory (0 when it does not exist). */
+function newestMs(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return newest;
+}
+
+/** `npm run build:ui` when dist/ui/index.html is missing or older than any source of the dashboard. */
+function buildDashboard(): void {
+  const built = join(repoRoot, 'dist/ui/index.html');
+  if (existsSync(built) && statSync(built).mtimeMs >= newestMs(join(repoRoot, 'ui'))) return;
+  try {
+    execFileSync(process.execPath, [join(repoRoot, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'ui/vite.config.ts'],
+      { cwd: repoRoot, stdio: 'inherit', timeout: 120_000 });
+  } catch (err) {
+    throw new Error(`building the dashboard (npm run build:ui) failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
 }

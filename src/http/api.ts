@@ -15,4 +15,6 @@ export interface ApiContext {
   startedAtMs: number;
   /** enable_script_checks: script and container checks may be registered through the HTTP API. */
   enableScriptChecks: boolean;
+  /** The built dashboard (dist/ui) served at /ui/; absent: /ui/ answers 404 saying how to build it. */
+  uiDir?: string;
 }

@@ -12,10 +12,12 @@ export interface Route<Ctx> {
   /** When true, `path` is a prefix and the remainder becomes `req.rest`. */
   prefix: boolean;
   methods: Partial<Record<string, Handler<Ctx>>>;
+  /** Served without authentication (the dashboard's static files, public like Consul's UI). @default false */
+  public?: boolean;
 }
 
 export type Match<Ctx> =
-  | { kind: 'found'; handler: Handler<Ctx>; rest: string; allow: string[] }
+  | { kind: 'found'; handler: Handler<Ctx>; rest: string; allow: string[]; public: boolean }
   | { kind: 'method'; allow: string[] }
   | { kind: 'none' };
 
@@ -47,6 +49,6 @@ export class Router<Ctx> {
   private pick(route: Route<Ctx>, method: string, rest: string): Match<Ctx> {
     const allow = Object.keys(route.methods);
     const handler = route.methods[method];
-    return handler === undefined ? { kind: 'method', allow } : { kind: 'found', handler, rest, allow };
+    return handler === undefined ? { kind: 'method', allow } : { kind: 'found', handler, rest, allow, public: route.public === true };
   }
 }

@@ -482,13 +482,15 @@ export class StreamServer {
 
 /**
  * The read a subscription needs, as the matching HTTP query would: a service's health or checks need
- * read on the service; a node's checks, or checks by state, read on nodes; sessions read on the session.
+ * read on the service (every service's health: read on all of them); a node's checks, or checks by state, read on nodes; sessions read on the session.
  * A KV prefix needs read on the prefix and on every rule below it, since the view shows every key.
  */
 function mayWatch(identity: Identity, topic: string, key: string): boolean {
   const need = (resource: AccessRequest['resource'], name: string): AccessRequest => ({ resource, name, access: 'read' });
   switch (topic) {
-    case 'service_health': case 'service_checks': case 'serving_status': return allowed(identity, need('service', key));
+    // Every service (the `""` subject of service_health): read on every service rule, as a prefix.
+    case 'service_health': return key === '' ? allowedPrefix(identity, need('service', '')) : allowed(identity, need('service', key));
+    case 'service_checks': case 'serving_status': return allowed(identity, need('service', key));
     case 'node_checks': return allowed(identity, need('node', key));
     case 'checks_in_state': return allowed(identity, need('node', ''));
     case 'sessions': return allowed(identity, need('session', key));
