@@ -29,7 +29,10 @@ export interface TopicView {
 }
 
 export interface ViewFilter {
+  /** service_health: only entries whose checks all pass (the HTTP `?passing`). */
   passingOnly?: boolean;
+  /** kv_prefix: only entries a session holds (the locks); a released key leaves the view as a delete. */
+  lockedOnly?: boolean;
 }
 
 const checkStates = new Set(['any', 'passing', 'warning', 'critical']);
@@ -43,7 +46,7 @@ export function makeView(topic: string, key: string, filter: ViewFilter, api: Ap
     case 'node_checks': return key === '' ? { error: 'bad_key' } : nodeChecks(st, key);
     case 'checks_in_state': return checkStates.has(key) ? checksInState(st, key) : { error: 'bad_key' };
     case 'serving_status': return servingStatus(st, key, api);
-    case 'kv_prefix': return kvPrefix(st, key);
+    case 'kv_prefix': return kvPrefix(st, key, filter.lockedOnly === true);
     case 'sessions': return sessions(st, key);
     default: return { error: 'unknown_topic' };
   }
@@ -141,14 +144,15 @@ function servingStatus(st: StateOf, name: string, api: ApiContext): TopicView {
   };
 }
 
-function kvPrefix(st: StateOf, prefix: string): TopicView {
+function kvPrefix(st: StateOf, prefix: string, lockedOnly: boolean): TopicView {
+  const keep = (e: { session?: string }) => !lockedOnly || e.session !== undefined;
   return {
-    snapshot: () => st().kvList(prefix).map((e) => [e.key, renderEntry(e)]),
+    snapshot: () => st().kvList(prefix).filter(keep).map((e) => [e.key, renderEntry(e)]),
     candidates: (change) => change.kv.filter((k) => k.startsWith(prefix)).map((key) => ({
       key,
       value: () => {
         const e = st().kvGet(key);
-        return e === undefined ? undefined : renderEntry(e);
+        return e === undefined || !keep(e) ? undefined : renderEntry(e);
       },
     })),
   };

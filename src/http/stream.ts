@@ -280,13 +280,14 @@ export class StreamServer {
     if (typeof key !== 'string') return this.refuse(conn, id, 'bad_key', 'key must be a string');
     if (index !== undefined && (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0)) return this.refuse(conn, id, 'bad_request', 'index must be a non-negative integer');
     if (filter !== undefined && (filter === null || typeof filter !== 'object')) return this.refuse(conn, id, 'bad_request', 'filter must be an object');
-    const viewFilter: ViewFilter = { passingOnly: (filter as ViewFilter | undefined)?.passingOnly === true };
+    const asked = filter as ViewFilter | undefined;
+    const viewFilter: ViewFilter = { passingOnly: asked?.passingOnly === true, lockedOnly: asked?.lockedOnly === true };
     const made = makeView(String(topic), key, viewFilter, this.api);
     if ('error' in made) return this.refuse(conn, id, made.error, made.error === 'unknown_topic' ? `unknown topic ${JSON.stringify(topic)}` : `bad key ${JSON.stringify(key)} for topic ${String(topic)}`);
     if (conn.identity !== undefined && !mayWatch(conn.identity, String(topic), key)) {
       return this.refuse(conn, id, 'forbidden', `permission denied: read on ${String(topic)} ${JSON.stringify(key)}`);
     }
-    const view = this.viewFor(`${String(topic)}\0${key}\0${viewFilter.passingOnly ? 1 : 0}`, made);
+    const view = this.viewFor(`${String(topic)}\0${key}\0${viewFilter.passingOnly ? 1 : 0}${viewFilter.lockedOnly ? 1 : 0}`, made);
     const sub: Sub = { id, conn, view };
     // Snapshot or replay, then live, in one synchronous step: no change can fall in between.
     conn.subs.set(id, sub);

@@ -2,14 +2,14 @@
  * The dashboard at /ui/: services, nodes, checks and sessions of this agent, kept live over the
  * WebSocket stream (/v1/stream). Four subscriptions feed it: every service's health entries
  * (`service_health` with the `""` subject), every check (`checks_in_state` `any`), every session
- * (`sessions` `""`) and the KV entries (`kv_prefix` `""`, of which only lock holders are kept). The
+ * (`sessions` `""`) and the held locks (`kv_prefix` `""` with the `lockedOnly` filter). The
  * node list and gossip members have no topic: they are read over HTTP when the page connects and
  * again whenever the stream shows a node appear, leave, or change its node checks.
  */
 import './style.css';
 import { checkRows, nodeRows, serviceRows, sessionRows, type CatalogNode, type Check, type HealthEntry, type KvEntry, type Member, type Session } from './model.ts';
 import { StreamClient, type LinkState } from './stream.ts';
-import { applyFilter, checksView, nodesView, servicesView, sessionsView } from './views.ts';
+import { applyFilter, checksView, h, nodesView, servicesView, sessionsView } from './views.ts';
 
 type ViewName = 'services' | 'nodes' | 'checks' | 'sessions';
 const viewNames: ViewName[] = ['services', 'nodes', 'checks', 'sessions'];
@@ -27,6 +27,11 @@ const data = {
   nodes: [] as CatalogNode[],
   members: [] as Member[],
 };
+
+type StreamField = 'entries' | 'checks' | 'sessions' | 'kv';
+/** The stream views each page needs before it can say "none" rather than "not yet". */
+const needs: Record<ViewName, StreamField[]> = { services: ['entries'], nodes: ['entries', 'checks'], checks: ['checks'], sessions: ['sessions', 'kv'] };
+const arrived = new Set<StreamField>();
 
 const token = () => localStorage.getItem(tokenKey) ?? '';
 
@@ -119,6 +124,11 @@ function render(): void {
   $('title').textContent = titles[view];
   document.title = `${titles[view]} · Roster`;
   for (const a of document.querySelectorAll<HTMLElement>('[data-nav]')) a.classList.toggle('active', a.dataset.nav === view);
+  if (!needs[view].every((f) => arrived.has(f))) {
+    $('view').replaceChildren(h('p', { class: 'muted', 'data-waiting': '' }, 'Waiting for the stream…'));
+    $('count').textContent = '';
+    return;
+  }
   const content = view === 'services' ? servicesView(serviceRows(data.entries.values()))
     : view === 'nodes' ? nodesView(nodeRows(data.nodes, data.members, data.checks.values(), data.entries.values()))
       : view === 'checks' ? checksView(checkRows(data.checks.values()))
@@ -205,16 +215,17 @@ function main(): void {
     showLink(s);
     if (s.kind === 'retrying' && token() === '') probeAuth();
   }, (text) => notice(`Stream: ${text}`));
-  const into = (field: 'entries' | 'checks' | 'sessions' | 'kv') => (items: ReadonlyMap<string, unknown>) => {
-    (data as Record<typeof field, ReadonlyMap<string, unknown>>)[field] = items;
+  const into = (field: StreamField) => (items: ReadonlyMap<string, unknown>) => {
+    (data as Record<StreamField, ReadonlyMap<string, unknown>>)[field] = items;
+    arrived.add(field);
     refreshNodesIfChanged();
     schedule();
   };
   stream.add({ topic: 'service_health', key: '', onView: into('entries') });
   stream.add({ topic: 'checks_in_state', key: 'any', onView: into('checks') });
   stream.add({ topic: 'sessions', key: '', onView: into('sessions') });
-  // Locks are the KV entries with a Session; the sessions view shows them beside their holders.
-  stream.add({ topic: 'kv_prefix', key: '', onView: into('kv') });
+  // Only the KV entries a session holds (the locks): the sessions view shows them beside their holders.
+  stream.add({ topic: 'kv_prefix', key: '', filter: { lockedOnly: true }, onView: into('kv') });
   wire(stream);
   render();
   stream.start();

@@ -13,6 +13,8 @@ export type LinkState =
 export interface Subscription {
   topic: string;
   key: string;
+  /** The view's filter (`passingOnly`, `lockedOnly`). */
+  filter?: Record<string, boolean>;
   /** Items by key after each complete change (a whole snapshot, one event, or one batch). */
   onView(items: ReadonlyMap<string, unknown>): void;
 }
@@ -147,7 +149,8 @@ export class StreamClient {
   private subscribe(sub: Sub): void {
     sub.incoming = undefined;
     const resume = sub.index > 0 && this.epoch !== undefined ? { index: sub.index, epoch: this.epoch } : {};
-    this.ws?.send(JSON.stringify({ op: 'subscribe', id: sub.id, topic: sub.topic, key: sub.key, ...resume }));
+    const filter = sub.filter === undefined ? {} : { filter: sub.filter };
+    this.ws?.send(JSON.stringify({ op: 'subscribe', id: sub.id, topic: sub.topic, key: sub.key, ...filter, ...resume }));
   }
 
   private receive(m: Message): void {
