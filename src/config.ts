@@ -4,6 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestBodyBytesMax, sessionTtlMsMinDefault } from './domain/limits.ts';
 import { dialects, type Dialect } from './http/render.ts';
@@ -65,6 +66,8 @@ export interface Config {
   rateLimit: { limit: number; periodMs: number } | undefined;
   /** Writes in flight beyond which new writes are answered 503. @default 10000 */
   writesInFlightMax: number;
+  /** The built dashboard served at /ui/ (Consul's ui_dir). @default dist/ui of this checkout */
+  uiDir: string;
 }
 
 const options = {
@@ -85,6 +88,7 @@ const options = {
   join: { type: 'string', multiple: true },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
+  'ui-dir': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -110,6 +114,7 @@ export const usage = `usage: roster agent [options]   (npm start -- [options])
                                                                 [ROSTER_JOIN, comma-separated]
   --tls-cert <pem>, --tls-key <pem>
                            serve HTTPS with this certificate and key [ROSTER_TLS_CERT, ROSTER_TLS_KEY]
+  --ui-dir <path>          the built dashboard served at /ui/   [ROSTER_UI_DIR, default dist/ui of the checkout]
   --config-file <path>     JSON agent configuration (Consul names: node_name, datacenter, data_dir,
                            ports.http, enable_script_checks, enable_local_script_checks, check(s),
                            service(s), ...); environment and flags override it   [ROSTER_CONFIG_FILE]`;
@@ -160,6 +165,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     rateLimit: rateLimit(file.rate_limit),
     writesInFlightMax: positive('writes_in_flight_max', fileText(file.writes_in_flight_max) ?? '10000'),
     limits: limits(file.limits),
+    uiDir: pick(v['ui-dir'], 'ROSTER_UI_DIR', file.ui_dir) ?? defaultUiDir,
   };
 }
 
@@ -207,8 +213,11 @@ const fileKeys = new Set([
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
   'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'cert_file', 'key_file', 'auth',
-  'rate_limit', 'writes_in_flight_max', 'limits',
+  'rate_limit', 'writes_in_flight_max', 'limits', 'ui_dir',
 ]);
+
+/** Where `npm run build:ui` puts the dashboard: dist/ui beside src/, whatever the working directory. */
+const defaultUiDir = resolve(import.meta.dirname, '../dist/ui');
 
 function rateLimit(value: unknown): Config['rateLimit'] {
   if (value === undefined) return undefined;

@@ -137,7 +137,7 @@ async function run(config: Config): Promise<void> {
   const ctx: ApiContext = {
     runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
     sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
-    serverAddress: `${config.httpHost}:${config.httpPort}`, metrics,
+    serverAddress: `${config.httpHost}:${config.httpPort}`, metrics, uiDir: config.uiDir,
   };
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
   const stream = new StreamServer(ctx, {

@@ -15,6 +15,8 @@ export interface ApiContext {
   startedAtMs: number;
   /** enable_script_checks: script and container checks may be registered through the HTTP API. */
   enableScriptChecks: boolean;
+  /** The built dashboard (dist/ui) served at /ui/; absent: /ui/ answers 404 saying how to build it. */
+  uiDir?: string;
   /** What /v1/agent/metrics serves. */
   metrics: MetricsView;
 }

@@ -3,6 +3,7 @@ import { agentRoutes } from './routes/agent.ts';
 import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
 import { sessionRoutes } from './routes/session.ts';
+import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
 
 export type { ApiContext } from './api.ts';
@@ -13,9 +14,9 @@ export type { HttpServer } from './server.ts';
 export { dialects } from './render.ts';
 export type { Dialect } from './render.ts';
 
-/** The /v1 API: every route of the registry in one table. */
+/** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  for (const route of [...sessionRoutes, ...kvRoutes, ...agentRoutes, ...healthRoutes]) router.add(route);
+  for (const route of [...sessionRoutes, ...kvRoutes, ...agentRoutes, ...healthRoutes, ...uiRoutes]) router.add(route);
   return router;
 }

@@ -17,7 +17,7 @@ export interface Wire {
 }
 
 const statusText: Record<number, string> = {
-  200: 'OK', 201: 'Created', 204: 'No Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized',
+  200: 'OK', 201: 'Created', 204: 'No Content', 301: 'Moved Permanently', 302: 'Found', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized',
   403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 413: 'Payload Too Large',
   408: 'Request Timeout', 415: 'Unsupported Media Type', 428: 'Precondition Required', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };
@@ -73,6 +73,14 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
       return withHeaders(renderError(reply.failure, dialect), indexHeaders(reply.index, leader));
     case 'options':
       return { status: 200, headers: [['Allow', ['OPTIONS', ...reply.allow].join(',')]], body: '' };
+    case 'file':
+      return {
+        status: 200,
+        headers: [['Content-Type', reply.contentType], ['Cache-Control', reply.cacheControl], ['X-Content-Type-Options', 'nosniff'], ...(reply.headers ?? [])],
+        body: reply.body,
+      };
+    case 'redirect':
+      return { status: reply.status, headers: [['Location', reply.location]], body: '' };
   }
 }
 

@@ -26,7 +26,11 @@ export type Reply =
   /** A missing KV key: 404 with the index headers (seed: error body; consul: empty body). */
   | { t: 'missing'; index: IndexInfo; failure: RegistryError }
   /** OPTIONS: 200, empty body, Allow header. */
-  | { t: 'options'; allow: string[] };
+  | { t: 'options'; allow: string[] }
+  /** A static file of the dashboard: its bytes, content type and caching rule, plus headers of its own (CSP). */
+  | { t: 'file'; body: Buffer; contentType: string; cacheControl: string; headers?: [string, string][] }
+  /** A redirect to another path of this agent (`/` and `/ui` to `/ui/`, as Consul answers). */
+  | { t: 'redirect'; location: string; status: 301 | 302 };
 
 export const json = (value: unknown, index?: IndexInfo): Reply => (index ? { t: 'json', value, index } : { t: 'json', value });
 export const jsonText = (text: string, index?: IndexInfo): Reply => (index ? { t: 'json', json: text, index } : { t: 'json', json: text });

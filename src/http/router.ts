@@ -14,10 +14,12 @@ export interface Route<Ctx> {
   /** When true, `path` is a prefix and the remainder becomes `req.rest`. */
   prefix: boolean;
   methods: Partial<Record<string, Handler<Ctx>>>;
+  /** Served without authentication (the dashboard's static files, public like Consul's UI). @default false */
+  public?: boolean;
 }
 
 export type Match<Ctx> =
-  | { kind: 'found'; handler: Handler<Ctx>; rest: string; allow: string[]; pattern: string }
+  | { kind: 'found'; handler: Handler<Ctx>; rest: string; allow: string[]; pattern: string; public: boolean }
   | { kind: 'method'; allow: string[]; pattern: string }
   | { kind: 'none' };
 
@@ -66,6 +68,8 @@ export class Router<Ctx> {
     const allow = Object.keys(entry.route.methods);
     const handler = entry.route.methods[method];
     const pattern = entry.pattern;
-    return handler === undefined ? { kind: 'method', allow, pattern } : { kind: 'found', handler, rest, allow, pattern };
+    return handler === undefined
+      ? { kind: 'method', allow, pattern }
+      : { kind: 'found', handler, rest, allow, pattern, public: entry.route.public === true };
   }
 }

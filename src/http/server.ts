@@ -346,7 +346,7 @@ async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire
     );
   }
   req.rest = decodeOnce(match.rest);
-  await o.authorize?.(req);
+  if (!match.public) await o.authorize?.(req);
   const listed = withListRules(req, await match.handler(req, o.ctx));
   const w = renderReply(listed.reply, o.dialect, o.leader?.());
   return listed.headers.length === 0 ? w : { ...w, headers: [...w.headers, ...listed.headers] };

@@ -29,7 +29,10 @@ export interface TopicView {
 }
 
 export interface ViewFilter {
+  /** service_health: only entries whose checks all pass (the HTTP `?passing`). */
   passingOnly?: boolean;
+  /** kv_prefix: only entries a session holds (the locks); a released key leaves the view as a delete. */
+  lockedOnly?: boolean;
 }
 
 const checkStates = new Set(['any', 'passing', 'warning', 'critical']);
@@ -38,12 +41,12 @@ const checkStates = new Set(['any', 'passing', 'warning', 'critical']);
 export function makeView(topic: string, key: string, filter: ViewFilter, api: ApiContext): TopicView | { error: 'unknown_topic' | 'bad_key' } {
   const st = () => api.runtime.state;
   switch (topic) {
-    case 'service_health': return key === '' ? { error: 'bad_key' } : serviceHealth(st, key, filter.passingOnly === true, api.datacenter);
+    case 'service_health': return serviceHealth(st, key, filter.passingOnly === true, api.datacenter);
     case 'service_checks': return key === '' ? { error: 'bad_key' } : serviceChecks(st, key);
     case 'node_checks': return key === '' ? { error: 'bad_key' } : nodeChecks(st, key);
     case 'checks_in_state': return checkStates.has(key) ? checksInState(st, key) : { error: 'bad_key' };
     case 'serving_status': return servingStatus(st, key, api);
-    case 'kv_prefix': return kvPrefix(st, key);
+    case 'kv_prefix': return kvPrefix(st, key, filter.lockedOnly === true);
     case 'sessions': return sessions(st, key);
     default: return { error: 'unknown_topic' };
   }
@@ -63,31 +66,43 @@ function checkCandidate(st: StateOf, node: string, checkId: string, keep: (c: No
   };
 }
 
+/**
+ * Health entries of one service name, or of every service when the name is `""` (a wildcard subject, as
+ * Consul's streaming has for some topics; the dashboard lists services with it, ordered by name, then
+ * node, then service id).
+ */
 function serviceHealth(st: StateOf, name: string, passingOnly: boolean, dc: string): TopicView {
+  const every = name === '';
+  const instances = () => (every ? allInstances(st()) : st().instancesOf(name));
   const entryOf = (node: string, serviceId: string): Candidate => ({
     key: `${node}/${serviceId}`,
     value: () => {
       const s = st().services.get(st().serviceKey(node, serviceId));
-      if (s === undefined || s.service !== name) return undefined;
+      if (s === undefined || (!every && s.service !== name)) return undefined;
       const entry = healthEntry(st(), s, dc, passingOnly);
       return entry === undefined ? undefined : json(entry);
     },
   });
   return {
-    snapshot: () => st().instancesOf(name).flatMap((s) => {
+    snapshot: () => instances().flatMap((s) => {
       const entry = healthEntry(st(), s, dc, passingOnly);
       return entry === undefined ? [] : [[`${s.node}/${s.id}`, json(entry)] as [string, string]];
     }),
     candidates: (change) => {
       const out = new Map<string, Candidate>();
       const add = (node: string, serviceId: string) => out.set(`${node}/${serviceId}`, entryOf(node, serviceId));
-      const onNode = (node: string) => { for (const s of st().instancesOf(name)) if (s.node === node) add(node, s.id); };
+      const onNode = (node: string) => { for (const s of every ? st().servicesOfNode(node) : st().instancesOf(name)) if (s.node === node) add(node, s.id); };
       for (const s of change.services) add(s.node, s.serviceId);
       for (const c of change.checks) c.serviceId !== '' ? add(c.node, c.serviceId) : onNode(c.node);
       for (const n of change.nodes) onNode(n);
       return [...out.values()];
     },
   };
+}
+
+function allInstances(state: RegistryState): ReturnType<RegistryState['instancesOf']> {
+  const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...state.services.values()].sort((a, b) => order(a.service, b.service) || order(a.node, b.node) || order(a.id, b.id));
 }
 
 function serviceChecks(st: StateOf, name: string): TopicView {
@@ -129,14 +144,15 @@ function servingStatus(st: StateOf, name: string, api: ApiContext): TopicView {
   };
 }
 
-function kvPrefix(st: StateOf, prefix: string): TopicView {
+function kvPrefix(st: StateOf, prefix: string, lockedOnly: boolean): TopicView {
+  const keep = (e: { session?: string }) => !lockedOnly || e.session !== undefined;
   return {
-    snapshot: () => st().kvList(prefix).map((e) => [e.key, renderEntry(e)]),
+    snapshot: () => st().kvList(prefix).filter(keep).map((e) => [e.key, renderEntry(e)]),
     candidates: (change) => change.kv.filter((k) => k.startsWith(prefix)).map((key) => ({
       key,
       value: () => {
         const e = st().kvGet(key);
-        return e === undefined ? undefined : renderEntry(e);
+        return e === undefined || !keep(e) ? undefined : renderEntry(e);
       },
     })),
   };

@@ -287,13 +287,14 @@ export class StreamServer {
     if (typeof key !== 'string') return this.refuse(conn, id, 'bad_key', 'key must be a string');
     if (index !== undefined && (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0)) return this.refuse(conn, id, 'bad_request', 'index must be a non-negative integer');
     if (filter !== undefined && (filter === null || typeof filter !== 'object')) return this.refuse(conn, id, 'bad_request', 'filter must be an object');
-    const viewFilter: ViewFilter = { passingOnly: (filter as ViewFilter | undefined)?.passingOnly === true };
+    const asked = filter as ViewFilter | undefined;
+    const viewFilter: ViewFilter = { passingOnly: asked?.passingOnly === true, lockedOnly: asked?.lockedOnly === true };
     const made = makeView(String(topic), key, viewFilter, this.api);
     if ('error' in made) return this.refuse(conn, id, made.error, made.error === 'unknown_topic' ? `unknown topic ${JSON.stringify(topic)}` : `bad key ${JSON.stringify(key)} for topic ${String(topic)}`);
     if (conn.identity !== undefined && !mayWatch(conn.identity, String(topic), key)) {
       return this.refuse(conn, id, 'forbidden', `permission denied: read on ${String(topic)} ${JSON.stringify(key)}`);
     }
-    const view = this.viewFor(`${String(topic)}\0${key}\0${viewFilter.passingOnly ? 1 : 0}`, made);
+    const view = this.viewFor(`${String(topic)}\0${key}\0${viewFilter.passingOnly ? 1 : 0}${viewFilter.lockedOnly ? 1 : 0}`, made);
     const sub: Sub = { id, conn, view };
     // Snapshot or replay, then live, in one synchronous step: no change can fall in between.
     conn.subs.set(id, sub);
@@ -489,13 +490,15 @@ export class StreamServer {
 
 /**
  * The read a subscription needs, as the matching HTTP query would: a service's health or checks need
- * read on the service; a node's checks, or checks by state, read on nodes; sessions read on the session.
+ * read on the service (every service's health: read on all of them); a node's checks, or checks by state, read on nodes; sessions read on the session.
  * A KV prefix needs read on the prefix and on every rule below it, since the view shows every key.
  */
 function mayWatch(identity: Identity, topic: string, key: string): boolean {
   const need = (resource: AccessRequest['resource'], name: string): AccessRequest => ({ resource, name, access: 'read' });
   switch (topic) {
-    case 'service_health': case 'service_checks': case 'serving_status': return allowed(identity, need('service', key));
+    // Every service (the `""` subject of service_health): read on every service rule, as a prefix.
+    case 'service_health': return key === '' ? allowedPrefix(identity, need('service', '')) : allowed(identity, need('service', key));
+    case 'service_checks': case 'serving_status': return allowed(identity, need('service', key));
     case 'node_checks': return allowed(identity, need('node', key));
     case 'checks_in_state': return allowed(identity, need('node', ''));
     case 'sessions': return allowed(identity, need('session', key));

@@ -468,7 +468,8 @@ const unknownPaths: fc.Arbitrary<FuzzRequest> = fc.record({
   path: fc.oneof(
     fc.tuple(fc.constantFrom('/v1/zz', '/v1/kvx', '/v2/kv/', '/V1/kv/', '/v1/session/createx', '/v1/agent/check/registerx', '/v1/catalogue/', '/v0/', '/'), pathTail).map(([p, t]) => p + t),
     segment.filter((s) => !s.toLowerCase().startsWith('v1')).map((s) => `/${s}`),
-  ),
+  // `/` and `/ui...` are the dashboard's (redirects and public files), not unknown paths.
+  ).filter((p) => p !== '/' && !/^\/ui(\/|%2f|$)/i.test(p)),
   query: readQuery, body: anyBody, headers: junkHeaders(true),
 }).map((r) => ({ family: 'unknown-path', ...r, body: r.method === 'GET' ? undefined : r.body, refuse: true }));
 

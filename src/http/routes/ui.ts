@@ -1,0 +1,111 @@
+/**
+ * The web dashboard's files: `GET /ui/*` from the directory `npm run build:ui` fills (dist/ui), and the
+ * redirects Consul answers (`/` and `/ui` to `/ui/`). The files are public, as Consul's UI is: the page
+ * holds no data, and the API calls it makes carry the token the user gives it.
+ *
+ * Only regular files under that directory are served: a path with a `..` segment, a backslash or a NUL
+ * is refused before the file system is asked, and the resolved file must still lie under the directory.
+ * A path that names no file gets index.html (the page routes on the client), except under `assets/`,
+ * where a missing script or style sheet is a 404 rather than HTML the browser would then misread.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { extname, resolve, sep } from 'node:path';
+import { RegistryError } from '../../domain/errors.ts';
+import type { ApiContext } from '../api.ts';
+import type { Reply } from '../reply.ts';
+import type { Request } from '../request.ts';
+import type { Route } from '../router.ts';
+
+const contentTypes: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.map': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+/**
+ * The page talks only to this agent (HTTP and the stream; CSP 3 lets 'self' cover ws: and wss: of the
+ * same host) and may not be framed.
+ */
+const pagePolicy = "default-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** Vite names what it puts under assets/ by a hash of the content: such a file never changes. */
+const immutable = 'public, max-age=31536000, immutable';
+/** Everything else (index.html above all) is revalidated by its ETag on every use. */
+const revalidate = 'no-cache';
+
+function notBuilt(dir: string): RegistryError {
+  return new RegistryError('notFound', `the dashboard is not built: run \`npm run build:ui\` (it builds ui/ into ${dir})`, { dir }, {
+    status: 404, text: 'dashboard not built: run `npm run build:ui`\n',
+  });
+}
+
+function noFile(path: string): RegistryError {
+  return new RegistryError('notFound', `no dashboard file at ${path}`, { path }, { status: 404, text: `no dashboard file at ${path}\n` });
+}
+
+/** The dashboard's relative path, or a refusal when it would leave the directory. */
+function relativePath(rest: string): string {
+  const segments = rest.split('/');
+  if (rest.includes('\0') || rest.includes('\\') || segments.some((s) => s === '..')) {
+    throw new RegistryError('illegalRequest', 'the path leaves the dashboard directory', { path: ['Path:no ".." segments, backslashes or NUL'] }, {
+      status: 400, text: 'invalid dashboard path\n',
+    });
+  }
+  return segments.filter((s) => s !== '' && s !== '.').join('/');
+}
+
+async function isFile(file: string): Promise<boolean> {
+  try {
+    return (await stat(file)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+async function fileReply(file: string, cacheControl: string): Promise<Reply> {
+  const type = contentTypes[extname(file).toLowerCase()] ?? 'application/octet-stream';
+  const body = await readFile(file);
+  return { t: 'file', body, contentType: type, cacheControl, ...(type.startsWith('text/html') ? { headers: [['Content-Security-Policy', pagePolicy]] } : {}) };
+}
+
+async function serve(req: Request, api: ApiContext): Promise<Reply> {
+  // `/ui` itself: the page's relative asset paths need the trailing slash.
+  if (req.path === '/ui') return { t: 'redirect', location: withQuery('/ui/', req), status: 301 };
+  const dir = api.uiDir;
+  if (dir === undefined) throw notBuilt('dist/ui');
+  const root = resolve(dir);
+  const rel = relativePath(req.rest);
+  const index = resolve(root, 'index.html');
+  if (rel !== '') {
+    const file = resolve(root, rel);
+    if (!file.startsWith(root + sep)) throw noFile(req.path);
+    if (await isFile(file)) return fileReply(file, rel.startsWith('assets/') ? immutable : revalidate);
+    if (rel.startsWith('assets/')) throw noFile(req.path);
+  }
+  if (!(await isFile(index))) throw notBuilt(dir);
+  return fileReply(index, revalidate);
+}
+
+function withQuery(path: string, req: Request): string {
+  const q = req.query.toString();
+  return q === '' ? path : `${path}?${q}`;
+}
+
+/** `/` goes to the dashboard, as on Consul; `//` and the like stay unknown. */
+function home(req: Request): Reply {
+  if (req.path !== '/') throw new RegistryError('notFound', `no endpoint at ${req.method} ${req.path}`, { path: req.path });
+  return { t: 'redirect', location: '/ui/', status: 301 };
+}
+
+export const uiRoutes: Route<ApiContext>[] = [
+  { path: '/', prefix: false, public: true, methods: { GET: home } },
+  { path: '/ui/', prefix: true, public: true, methods: { GET: serve } },
+];

@@ -1,0 +1,228 @@
+/**
+ * A browser client of `/v1/stream` (watch.md §4): one WebSocket carrying several subscriptions, each a
+ * keyed view kept whole (snapshot frames are gathered and swapped in at `end_of_snapshot`, so a
+ * half-received snapshot never shows). After a drop it reconnects with backoff and resumes every view
+ * from its last index and the server's epoch; a `reset` starts that view afresh.
+ */
+
+export type LinkState =
+  | { kind: 'connecting' }
+  | { kind: 'live'; index: number }
+  | { kind: 'retrying'; inMs: number; why: string };
+
+export interface Subscription {
+  topic: string;
+  key: string;
+  /** The view's filter (`passingOnly`, `lockedOnly`). */
+  filter?: Record<string, boolean>;
+  /** Items by key after each complete change (a whole snapshot, one event, or one batch). */
+  onView(items: ReadonlyMap<string, unknown>): void;
+}
+
+interface Sub extends Subscription {
+  id: string;
+  items: Map<string, unknown>;
+  /** Snapshot frames being gathered; undefined when none is under way. */
+  incoming: Map<string, unknown> | undefined;
+  /** Highest index applied (0: no complete view yet, so the next subscribe asks for a snapshot). */
+  index: number;
+}
+
+interface Message {
+  type: string;
+  id?: string;
+  index?: number;
+  epoch?: string;
+  op?: 'upsert' | 'delete';
+  key?: string;
+  value?: unknown;
+  keys?: string[];
+  items?: unknown[];
+  more?: boolean;
+  events?: { op: 'upsert' | 'delete'; key: string; value?: unknown }[];
+  code?: string;
+  message?: string;
+}
+
+const protocol = 'registry.stream.v1';
+/** Reconnect backoff (watch.md §4.5): from this… */
+const retryMsMin = 250;
+/** …doubling up to this, with jitter; back to the minimum after a message arrives. */
+const retryMsMax = 30_000;
+/** Bookmarks come after 30 s of silence; nothing at all for this long means the link is dead. */
+const silenceMsMax = 75_000;
+
+export class StreamClient {
+  private readonly subs = new Map<string, Sub>();
+  private ws: WebSocket | undefined;
+  private epoch: string | undefined;
+  private retryMs = retryMsMin;
+  private retryTimer: number | undefined;
+  private silenceTimer: number | undefined;
+  private lastIndex = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly token: () => string,
+    private readonly onState: (s: LinkState) => void,
+    private readonly onError: (text: string) => void,
+  ) {}
+
+  add(sub: Subscription): void {
+    const id = `${sub.topic}:${sub.key}`;
+    const entry: Sub = { ...sub, id, items: new Map(), incoming: undefined, index: 0 };
+    this.subs.set(id, entry);
+    if (this.ws?.readyState === WebSocket.OPEN) this.subscribe(entry);
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.connect();
+  }
+
+  /** Drops the connection and connects again at once (a new token), resuming every view. */
+  restart(): void {
+    this.retryMs = retryMsMin;
+    this.close();
+    this.connect();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.close();
+  }
+
+  private close(): void {
+    window.clearTimeout(this.retryTimer);
+    window.clearTimeout(this.silenceTimer);
+    const ws = this.ws;
+    this.ws = undefined;
+    if (ws !== undefined) {
+      ws.onclose = null;
+      ws.onmessage = null;
+      ws.close(1000);
+    }
+  }
+
+  private connect(): void {
+    this.onState({ kind: 'connecting' });
+    const token = this.token();
+    // Browsers cannot set headers on a WebSocket: the token rides in a second subprotocol (watch.md §4.1).
+    const protocols = token === '' ? [protocol] : [protocol, `bearer.${base64url(token)}`];
+    const ws = new WebSocket(this.url, protocols);
+    this.ws = ws;
+    ws.onopen = () => {
+      this.heard();
+      for (const sub of this.subs.values()) this.subscribe(sub);
+    };
+    ws.onmessage = (ev) => {
+      this.heard();
+      this.retryMs = retryMsMin;
+      this.receive(JSON.parse(String(ev.data)) as Message);
+    };
+    ws.onclose = (ev) => {
+      if (this.ws !== ws) return;
+      this.ws = undefined;
+      this.retry(closeReason(ev));
+    };
+  }
+
+  private retry(why: string): void {
+    window.clearTimeout(this.silenceTimer);
+    if (this.stopped) return;
+    const inMs = Math.round(this.retryMs * (0.5 + Math.random() / 2));
+    this.retryMs = Math.min(retryMsMax, this.retryMs * 2);
+    this.onState({ kind: 'retrying', inMs, why });
+    this.retryTimer = window.setTimeout(() => this.connect(), inMs);
+  }
+
+  private heard(): void {
+    window.clearTimeout(this.silenceTimer);
+    this.silenceTimer = window.setTimeout(() => {
+      const ws = this.ws;
+      this.close();
+      if (ws !== undefined) this.retry('no message for 75 s');
+    }, silenceMsMax);
+  }
+
+  private subscribe(sub: Sub): void {
+    sub.incoming = undefined;
+    const resume = sub.index > 0 && this.epoch !== undefined ? { index: sub.index, epoch: this.epoch } : {};
+    const filter = sub.filter === undefined ? {} : { filter: sub.filter };
+    this.ws?.send(JSON.stringify({ op: 'subscribe', id: sub.id, topic: sub.topic, key: sub.key, ...filter, ...resume }));
+  }
+
+  private receive(m: Message): void {
+    if (m.type === 'bookmark') return this.advance(m.index ?? 0);
+    const sub = m.id === undefined ? undefined : this.subs.get(m.id);
+    if (sub === undefined) {
+      if (m.type === 'error') this.onError(`${m.code ?? 'error'}: ${m.message ?? ''}`);
+      return;
+    }
+    switch (m.type) {
+      case 'subscribed':
+        this.epoch = m.epoch;
+        // Resumed: the view stays and the missed changes follow as one batch; else a snapshot follows.
+        if (m.index !== undefined) this.advance(m.index);
+        return;
+      case 'reset':
+        sub.incoming = undefined;
+        return;
+      case 'snapshot':
+        sub.incoming ??= new Map();
+        (m.keys ?? []).forEach((k, i) => sub.incoming!.set(k, m.items?.[i]));
+        return;
+      case 'end_of_snapshot':
+        sub.items = sub.incoming ?? new Map();
+        sub.incoming = undefined;
+        return this.applied(sub, m.index ?? 0);
+      case 'event':
+        apply(sub.items, m.op, m.key, m.value);
+        return this.applied(sub, m.index ?? 0);
+      case 'batch':
+        for (const e of m.events ?? []) apply(sub.items, e.op, e.key, e.value);
+        return this.applied(sub, m.index ?? 0);
+      case 'error':
+        this.onError(`${sub.topic} ${JSON.stringify(sub.key)}: ${m.code ?? 'error'} ${m.message ?? ''}`);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private applied(sub: Sub, index: number): void {
+    sub.index = Math.max(sub.index, index);
+    this.advance(index);
+    sub.onView(sub.items);
+  }
+
+  private advance(index: number): void {
+    this.lastIndex = Math.max(this.lastIndex, index);
+    this.onState({ kind: 'live', index: this.lastIndex });
+  }
+}
+
+function apply(items: Map<string, unknown>, op: string | undefined, key: string | undefined, value: unknown): void {
+  if (key === undefined) return;
+  if (op === 'delete') items.delete(key);
+  else items.set(key, value);
+}
+
+function base64url(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let binary = '';
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** What a close means to the user (watch.md §4.7); a refused upgrade (401, 429) shows as 1006. */
+function closeReason(ev: CloseEvent): string {
+  switch (ev.code) {
+    case 1001: return 'server shutting down';
+    case 4001: return 'token expired';
+    case 4008: return 'too slow a reader';
+    case 1006: return 'connection lost or refused';
+    default: return ev.reason !== '' ? ev.reason : `closed (${ev.code})`;
+  }
+}
