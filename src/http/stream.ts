@@ -176,18 +176,19 @@ export class StreamServer {
       this.reject(res, new RegistryError('invalidParameter', `unsupported subprotocol; use ${streamSubprotocol}`, { offered: protocols.filter((p) => !p.startsWith(bearerSubprotocol)) }));
       return;
     }
-    const accept = (identity: Identity | undefined) => {
+    // `corked` wraps writes made after an await (uWS wants them corked); the upgrade itself is not wrapped.
+    const accept = (identity: Identity | undefined, corked: (write: () => void) => void) => {
       const client = identity !== undefined ? `token:${identity.subject}` : `address:${remote}`;
       if ((this.perClient.get(client) ?? 0) >= this.o.connectionsPerClientMax) {
-        this.reject(res, new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
-          { connectionsMax: this.o.connectionsPerClientMax }, { status: 429, text: 'too many stream connections' }, [['Retry-After', '1']]), 429);
+        corked(() => this.reject(res, new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
+          { connectionsMax: this.o.connectionsPerClientMax }, { status: 429, text: 'too many stream connections' }, [['Retry-After', '1']]), 429));
         return;
       }
       // Echo only our protocol, never the token (watch.md §4.1).
       res.upgrade<ConnData>({ client, identity }, key, protocols.length > 0 ? streamSubprotocol : '', extensions, context);
     };
     if (this.o.auth === undefined) {
-      accept(undefined);
+      accept(undefined, (write) => write());
       return;
     }
     const carried = protocols.find((p) => p.startsWith(bearerSubprotocol));
@@ -197,7 +198,10 @@ export class StreamServer {
       aborted = true;
     });
     this.o.auth.bearer(headers, query, subprotocolToken).then(
-      (identity) => { if (!aborted) res.cork(() => accept(identity)); },
+      // Not inside cork(): uWebSockets.js 20.x now and then closes (1006) a socket upgraded after an await
+      // within cork() right after its open (uNetworking/uWebSockets issue 1928, fixed upstream by PR 1929;
+      // seen here in about 1 of 15 authenticated connections, never without auth).
+      (identity) => { if (!aborted) accept(identity, (write) => res.cork(write)); },
       (err: unknown) => {
         if (aborted) return;
         const refusal = err instanceof RegistryError ? err : new RegistryError('unknown', 'authentication failed');

@@ -176,7 +176,8 @@ async function answer(s: Opened, id: string): Promise<any> {
     if (m !== undefined) return m;
     await sleep(20);
   }
-  throw new Error(`no answer to ${id}: ${JSON.stringify(s.msgs)}`);
+  const closed = await Promise.race([s.closed, sleep(0).then(() => undefined)]);
+  throw new Error(`no answer to ${id}: ${JSON.stringify(s.msgs)}${closed ? ` (the socket closed: ${closed.code} ${closed.reason})` : ''}`);
 }
 
 describe('stream authentication', () => {
