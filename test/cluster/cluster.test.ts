@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ownerOf } from '../../src/runtime/ownership.ts';
 import { client, sleep, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/nats-launcher.ts';
+import { until } from '../support/until.ts';
 
 /** Gossip: a member unheard this long is failed (the cluster's documented detection bound adds one heartbeat). */
 const suspicionMs = 4_000;
@@ -37,16 +38,6 @@ async function startNode(name: string): Promise<Agent> {
 }
 
 const node = (name: string) => nodes.get(name)!;
-
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** Every node sees every node alive, and no gossip check is critical any more (startup may flap). */
 async function allAlive(): Promise<void> {

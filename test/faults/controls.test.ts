@@ -18,6 +18,7 @@ import { checkLinearizable, formatOp, type Report } from '../checker/linearizabi
 import { casRegister, makeMutex } from '../checker/models.ts';
 import { ProtectedResource, checkFencing } from '../checker/fencing.ts';
 import { FaultCluster, errorCode, http, indexOf, sleep, verdictOf, type Answer, type RosterNode } from './cluster-harness.ts';
+import { until } from '../support/until.ts';
 
 const requestTimeoutMs = 3_000;
 let cluster: FaultCluster;
@@ -50,22 +51,12 @@ const decode = (a: Answer): string | null => {
   return v === null ? null : Buffer.from(v, 'base64').toString();
 };
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
 describe.sequential('checker controls against real processes', () => {
   test('(a) reads that skip the barrier on a node cut off from new entries are caught; ?consistent reads check valid', async () => {
     const key = 'faults/control/register';
     // The node to cut off: one whose nats-server does not lead the stream (so writes go on without an election)
     // and that no other node uses.
-    const leader = await until('a stream leader', () => cluster.streamLeader());
+    const leader = await until('a stream leader', () => cluster.streamLeader(), 30_000);
     let lagging: RosterNode | undefined;
     for (const n of cluster.nodes) {
       const server = await cluster.natsServerOf(n.name);
@@ -100,7 +91,7 @@ describe.sequential('checker controls against real processes', () => {
     await until('the lagging node caught up', async () => {
       const a = await http(lagging!.url, 'GET', `/v1/kv/${key}`);
       return a.status === 200 && decode(a) === 'before-pause' ? true : undefined;
-    });
+    }, 30_000);
 
     await server.pause();
     const pausedAt = now();
