@@ -27,6 +27,7 @@ interface Options {
   clients: number[];
   dialect: string | undefined;
   dataParent: string;
+  scenarios: Scenario[];
 }
 
 const usage = `usage: npm run bench:locks -- [options]
@@ -34,7 +35,8 @@ const usage = `usage: npm run bench:locks -- [options]
   --duration <seconds>   measured time per scenario and client count, after ${warmupMs} ms warm-up [default 5]
   --clients <list>       comma-separated concurrent client counts                 [default 1,16,64]
   --dialect seed|consul  wire dialect of the Roster started by the bench          [default: Roster's own]
-  --data-parent <dir>    where the started Roster's temporary data dir is made    [default: os.tmpdir()]`;
+  --data-parent <dir>    where the started Roster's temporary data dir is made    [default: os.tmpdir()]
+  --scenarios <list>     distinct, shared or both, in that order                 [default distinct,shared]`;
 
 function parseOptions(argv: string[]): Options {
   const { values } = parseArgs({
@@ -45,6 +47,7 @@ function parseOptions(argv: string[]): Options {
       clients: { type: 'string' },
       dialect: { type: 'string' },
       'data-parent': { type: 'string' },
+      scenarios: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -56,12 +59,17 @@ function parseOptions(argv: string[]): Options {
     return n;
   });
   if (clients.length === 0) throw new Error('--clients: give at least one client count');
+  const named = (values.scenarios ?? 'distinct,shared').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const s of named) if (s !== 'distinct' && s !== 'shared') throw new Error(`--scenarios: "${s}" is not a scenario (distinct, shared)`);
+  const scenarios = (['distinct', 'shared'] as Scenario[]).filter((s) => named.includes(s));
+  if (scenarios.length === 0) throw new Error('--scenarios: give at least one scenario');
   if (values.url !== undefined && values.dialect !== undefined) throw new Error('--dialect applies only to the Roster the bench starts, not to --url');
   return {
     url: values.url?.replace(/\/+$/, ''),
     durationS, clients,
     dialect: values.dialect,
     dataParent: values['data-parent'] ?? tmpdir(),
+    scenarios,
   };
 }
 
@@ -110,7 +118,7 @@ async function main(): Promise<number> {
     // Refused acquires retry at once: this bench measures the server's refusal path, not a client recipe.
     driver = new RosterDriver({ urls: [url], connectionsPerNode: Math.max(...o.clients), contention: 'retry' });
     process.stdout.write(`${header(url, server, o)}\n\n${formatRow(cols, widths)}\n`);
-    for (const scenario of ['distinct', 'shared'] as Scenario[]) {
+    for (const scenario of o.scenarios) {
       for (const clients of o.clients) {
         const row = await runRow(driver, scenario, clients, { durationS: o.durationS, warmupMs, sharedLatencyFrom: 'winning-try', keyPrefix: 'bench' });
         if (interrupted()) return 130;

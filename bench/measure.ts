@@ -29,6 +29,8 @@ export interface RowOptions {
   keyPrefix: string;
   /** Polled before every pair: true ends the row early (an interrupted run). @default never */
   stopped?: () => boolean;
+  /** Told the measured window (performance.now() times) once the setup is done and it is fixed. */
+  onWindow?: (from: number, until: number) => void;
 }
 
 export interface RowResult {
@@ -150,6 +152,7 @@ export async function runRow(d: LockDriver, scenario: Scenario, clients: number,
     await d.setup(keys, scenario);
     const from = performance.now() + o.warmupMs;
     w = { from, until: from + o.durationS * 1000, stopped: o.stopped ?? (() => false) };
+    o.onWindow?.(w.from, w.until);
     tallies = keys.map(() => newTally(o.durationS));
     await Promise.all(keys.map((key, c) => (scenario === 'distinct'
       ? distinctLoop(d, c, key, w, tallies[c]!)

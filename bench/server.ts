@@ -64,7 +64,10 @@ export async function startRoster(extraArgs: string[], dataParent: string, opts:
   // Every bench client comes from one address: lift the per-client caps above the largest client count.
   const configFile = join(dataDir, 'bench-config.json');
   writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000 } }));
-  const args = ['--import', 'tsx', join(repoRoot, 'src/main.ts'),
+  // ROSTER_BENCH_CPU_PROF=<dir>: every Roster the bench starts writes a V8 CPU profile there when it stops.
+  const profileDir = process.env.ROSTER_BENCH_CPU_PROF;
+  const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const args = [...profiling, '--import', 'tsx', join(repoRoot, 'src/main.ts'),
     '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
     ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
     ...extraArgs];

@@ -279,20 +279,40 @@ function conditional(req: Request, w: Wire, timeOfIndex?: (index: number) => num
   // bodies (a sha256 object per read cost a sixth of a GET), and a change slipping past both is rare
   // enough for a cache validator; the registry index headers remain the exact change signal.
   const tag = `"${Buffer.byteLength(w.body).toString(36)}-${crc32(w.body).toString(36)}"`;
-  const headers: [string, string][] = [...w.headers, ['ETag', tag]];
-  const index = Number(w.headers.find(([k]) => k === 'X-Consul-Index')?.[1] ?? NaN);
+  let index = NaN;
+  for (const [k, v] of w.headers) {
+    if (k === 'X-Consul-Index') {
+      index = Number(v);
+      break;
+    }
+  }
   const modifiedMs = Number.isFinite(index) ? timeOfIndex?.(index) : undefined;
-  if (modifiedMs !== undefined) headers.push(['Last-Modified', new Date(modifiedMs).toUTCString()]);
-  const notModified = { status: 304, headers: headers.filter(([k]) => k.toLowerCase() !== 'content-type'), body: '' };
+  const headers: [string, string][] = w.headers.slice();
+  headers.push(['ETag', tag]);
+  if (modifiedMs !== undefined) headers.push(['Last-Modified', httpDate(modifiedMs)]);
+  // Made only when it is the answer (most reads send no validator).
+  const notModified = () => ({ status: 304, headers: headers.filter(([k]) => k.toLowerCase() !== 'content-type'), body: '' });
   const wanted = req.headers.get('if-none-match');
   if (wanted !== undefined) {
     const match = wanted.trim() === '*' || wanted.split(',').some((t) => t.trim().replace(/^W\//, '') === tag);
-    return match ? notModified : { ...w, headers };
+    return match ? notModified() : { ...w, headers };
   }
   const since = parseHttpDate(req.headers.get('if-modified-since'));
   // Last-Modified has whole seconds: compare at that precision.
-  if (since !== undefined && modifiedMs !== undefined && Math.floor(modifiedMs / 1000) * 1000 <= since) return notModified;
+  if (since !== undefined && modifiedMs !== undefined && Math.floor(modifiedMs / 1000) * 1000 <= since) return notModified();
   return { ...w, headers };
+}
+
+let httpDateSecond = NaN;
+let httpDateText = '';
+/** An HTTP date (RFC 1123), remembered for the last second asked: most reads ask for the same few. */
+function httpDate(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== httpDateSecond) {
+    httpDateSecond = second;
+    httpDateText = new Date(ms).toUTCString();
+  }
+  return httpDateText;
 }
 
 /** The three date formats of HTTP (RFC 1123, RFC 850, asctime — the last has no zone and means GMT). */
