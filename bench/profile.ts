@@ -132,7 +132,7 @@ function processName(pid: number, comm: string): string {
   let args: string[] = [];
   try { args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'); } catch { /* gone */ }
   const name = args.some((a) => a.endsWith('src/main.ts'))
-    ? `roster ${args[args.indexOf('--node-name') + 1] ?? ''}`.trim()
+    ? `roster ${args[args.lastIndexOf('--node-name') + 1] ?? ''}`.trim()
     : comm === 'nats-server' ? `nats-server ${args.find((a) => a.endsWith('.conf'))?.replace(/^.*\//, '') ?? ''}`.trim()
       : comm;
   names.set(pid, name);
