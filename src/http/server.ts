@@ -290,17 +290,20 @@ function conditional(req: Request, w: Wire, timeOfIndex?: (index: number) => num
   const headers: [string, string][] = w.headers.slice();
   headers.push(['ETag', tag]);
   if (modifiedMs !== undefined) headers.push(['Last-Modified', httpDate(modifiedMs)]);
-  // Made only when it is the answer (most reads send no validator).
-  const notModified = () => ({ status: 304, headers: headers.filter(([k]) => k.toLowerCase() !== 'content-type'), body: '' });
   const wanted = req.headers.get('if-none-match');
   if (wanted !== undefined) {
     const match = wanted.trim() === '*' || wanted.split(',').some((t) => t.trim().replace(/^W\//, '') === tag);
-    return match ? notModified() : { ...w, headers };
+    return match ? notModified(headers) : { ...w, headers };
   }
   const since = parseHttpDate(req.headers.get('if-modified-since'));
   // Last-Modified has whole seconds: compare at that precision.
-  if (since !== undefined && modifiedMs !== undefined && Math.floor(modifiedMs / 1000) * 1000 <= since) return notModified();
+  if (since !== undefined && modifiedMs !== undefined && Math.floor(modifiedMs / 1000) * 1000 <= since) return notModified(headers);
   return { ...w, headers };
+}
+
+/** The 304 answer: the 200's headers but its content type, no body (made only when it is the answer). */
+function notModified(headers: [string, string][]): Wire {
+  return { status: 304, headers: headers.filter(([k]) => k.toLowerCase() !== 'content-type'), body: '' };
 }
 
 let httpDateSecond = NaN;
