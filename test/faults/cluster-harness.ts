@@ -399,7 +399,10 @@ export class FaultCluster {
       for (;;) {
         const a = await http(n.url, 'PUT', `/v1/kv/faults/writable/${n.name}`, { body: String(Date.now()), timeoutMs: 5_000 });
         if (a.status === 200) break;
-        if (Date.now() > deadline) throw new Error(`node ${n.name} not writable after ${ms} ms: ${a.status} ${a.error ?? a.text}`);
+        if (Date.now() > deadline) {
+          throw new Error(`node ${n.name} not writable after ${ms} ms: ${a.status} ${a.error ?? a.text}\n`
+            + `${n.name} ${n.running() ? 'running' : `not running (last exit ${n.lastExit()})`}; its output (tail):\n${n.output().slice(-6000)}`);
+        }
         await sleep(250);
       }
     }
