@@ -434,7 +434,9 @@ export class FaultCluster {
           if (!supervising || n.running() || n.starting || held(n)) continue;
           restarted.push(n.name);
           console.log(`[supervisor] ${n.name} stopped by itself (exit ${n.lastExit()}); starting it again`);
-          await n.start().catch(() => undefined);
+          const startedAt = Date.now();
+          const started = await n.start().then(() => 'ready', (err: unknown) => `not started: ${(err as Error).message.split('\n')[0]}`);
+          console.log(`[supervisor] ${n.name} ${started} after ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
         }
         await sleep(500);
       }
