@@ -6,20 +6,19 @@ import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { call, client, startAgent, tempDataDir, withAgent, type Agent } from '../support/agent.ts';
 import { roster, rosterBin, startRoster } from './support.ts';
 
 let agent: Agent;
 let http: ReturnType<typeof client>;
 let run: (args: string[]) => ReturnType<typeof roster>;
 
-beforeAll(async () => {
-  agent = await startAgent();
-  http = client(agent);
-  run = (args) => roster(args, { agent: agent.url });
+withAgent((a) => {
+  agent = a;
+  http = client(a);
+  run = (args) => roster(args, { agent: a.url });
 });
-afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
 
 describe('session', () => {
   test('create prints the id; list and info show it (text and --json); destroy removes it', async () => {

@@ -1,7 +1,7 @@
 // Goal: blocking queries and consistency modes (consul-compat §2) and the status/agent-self endpoints,
 // through a real process: what wakes a parked GET, what does not, and the index headers it answers with.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, sleep, startAgent, type Agent, type HttpResult, expectError } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { client, sleep, startAgent, type HttpResult, expectError, withAgent } from '../support/agent.ts';
 
 type Client = ReturnType<typeof client>;
 
@@ -24,20 +24,11 @@ const shortWaitMs = 500;
 /** Time given to a blocking GET to reach the server and park before the write that should wake it. */
 const parkMs = 150;
 
-let agent: Agent;
 let c: Client;
 let seq = 0;
 const uniq = (name: string) => `blk/${name}-${++seq}`;
 
-beforeAll(async () => {
-  agent = await startAgent();
-  c = client(agent);
-});
-
-afterAll(async () => {
-  await agent?.stop();
-  agent?.cleanup();
-});
+withAgent((a) => { c = client(a); });
 
 const index = (r: HttpResult) => Number(r.headers.get('x-consul-index'));
 const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -2,12 +2,11 @@
 // X-HTTP-Method-Override, x-api-version echoed (and refused when malformed), unknown major versions,
 // a trailing slash naming the same resource, OPTIONS listing the methods.
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, client, expectError, startAgent, type Agent } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { call, client, expectError, startAgent, withAgent, type Agent } from '../support/agent.ts';
 
 let agent: Agent;
-beforeAll(async () => { agent = await startAgent(); });
-afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
+withAgent((a) => { agent = a; });
 
 describe('caching', () => {
   test('GET answers carry an ETag; If-None-Match with it answers 304 without a body; a change gives a new tag', async () => {

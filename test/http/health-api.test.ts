@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, expectError, repoRoot, sleep, startAgent, tempDataDir, tsxLoader, type Agent, type HttpResult } from '../support/agent.ts';
+import { client, expectError, repoRoot, sleep, startAgent, tempDataDir, tsxLoader, withAgent, type Agent, type HttpResult } from '../support/agent.ts';
 
 type Client = ReturnType<typeof client>;
 
@@ -98,18 +98,9 @@ function expectSubset<T>(all: T[], filtered: T[], want: (x: T) => boolean, key: 
 }
 
 describe('health API on one agent', () => {
-  let agent: Agent;
   let c: Client;
 
-  beforeAll(async () => {
-    agent = await startAgent();
-    c = client(agent);
-  }, 30_000);
-
-  afterAll(async () => {
-    await agent?.stop();
-    agent?.cleanup();
-  });
+  withAgent((a) => { c = client(a); });
 
   test('a fresh agent: /v1/health/state/fail is [] when no check is critical; agent checks and services are empty; gossipHealth passes', async () => {
     expect(await getJson(c, '/v1/health/state/fail')).toEqual([]);

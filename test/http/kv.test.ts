@@ -1,7 +1,7 @@
 // Goal: the KV HTTP API through a real process — the "Lock on a key" table (registry.md, consul-compat §3.2),
 // every KV mode of consul-compat §1.2, and the seed-dialect error bodies and common response headers.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, startAgent, type Agent, type HttpResult, expectError } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { client, startAgent, type HttpResult, expectError, withAgent } from '../support/agent.ts';
 
 type Client = ReturnType<typeof client>;
 
@@ -18,21 +18,12 @@ interface Entry {
 const entryKeys = ['LockIndex', 'Key', 'Flags', 'Value', 'CreateIndex', 'ModifyIndex'];
 const lockedEntryKeys = ['LockIndex', 'Key', 'Flags', 'Value', 'Session', 'CreateIndex', 'ModifyIndex'];
 
-let agent: Agent;
 let c: Client;
 let seq = 0;
 /** A key no other test uses. */
 const uniq = (name: string) => `kvt/${name}-${++seq}`;
 
-beforeAll(async () => {
-  agent = await startAgent();
-  c = client(agent);
-});
-
-afterAll(async () => {
-  await agent?.stop();
-  agent?.cleanup();
-});
+withAgent((a) => { c = client(a); });
 
 async function read(key: string): Promise<Entry> {
   const r = await c.get(`/v1/kv/${key}`);

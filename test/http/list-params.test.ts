@@ -1,17 +1,16 @@
 // Goal: the conventions' list parameters on real list endpoints of a started agent — paging envelopes
 // whose pages concatenate to the full list, sort, fields, equality filters, q, Total-Count, pretty —
 // while lists without them stay plain arrays.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, expectError, startAgent, type Agent } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { client, expectError, withAgent, type Agent } from '../support/agent.ts';
 
 let agent: Agent;
-beforeAll(async () => {
-  agent = await startAgent();
-  const c = client(agent);
+withAgent(async (a) => {
+  agent = a;
+  const c = client(a);
   for (let i = 0; i < 23; i++) await c.put(`/v1/kv/lp/k${String(i).padStart(2, '0')}?flags=${i % 3 === 0 ? '18446744073709551615' : i}`, `v${i}`);
   for (let i = 0; i < 7; i++) await c.session({ Name: `s${i}`, Behavior: i % 2 ? 'delete' : 'release' });
 });
-afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
 
 describe('list parameters', () => {
   test('without list parameters a list is a plain array', async () => {

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 
 export const repoRoot = resolve(import.meta.dirname, '../..');
 /** tsx's loader by absolute URL, so a process started in another working directory still finds it. */
@@ -38,6 +39,22 @@ export interface Agent {
   kill9(): Promise<void>;
   /** Removes the data dir (only when the harness created it). */
   cleanup(): void;
+}
+
+/**
+ * One agent for the enclosing suite (file or describe): started before its tests, handed to `started`,
+ * stopped and its data dir removed after them (also when `started` throws).
+ */
+export function withAgent(started: (agent: Agent) => void | Promise<void>, o: AgentOptions = {}): void {
+  let agent: Agent | undefined;
+  beforeAll(async () => {
+    agent = await startAgent(o);
+    await started(agent);
+  });
+  afterAll(async () => {
+    await agent?.stop();
+    agent?.cleanup();
+  });
 }
 
 const readyPattern = /roster listening http=(https?:\/\/[^\s"]+) grpc=([^\s"]+)/;

@@ -3,10 +3,10 @@
 // by service name, node and service id; live upserts for a registration, a check change and a node check
 // (every service of that node), a delete for a deregistration; and, with authentication on, only a token
 // that may read every service may subscribe to it.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { TokenAuthority } from '../../src/auth/index.ts';
-import { client, startAgent, type Agent } from '../support/agent.ts';
+import { client, type Agent, withAgent } from '../support/agent.ts';
 
 type Msg = Record<string, any> & { type: string };
 
@@ -43,14 +43,9 @@ describe('service_health with the "" subject', () => {
   let agent: Agent;
   let c: ReturnType<typeof client>;
 
-  beforeAll(async () => {
-    agent = await startAgent();
-    c = client(agent);
-  });
-
-  afterAll(async () => {
-    await agent?.stop();
-    agent?.cleanup();
+  withAgent((a) => {
+    agent = a;
+    c = client(a);
   });
 
   test('snapshot of every service in the HTTP shape and order, then upserts and deletes as things change', async () => {
@@ -134,14 +129,7 @@ describe('with authentication', () => {
   const secret = 'a-stream-subject-test-secret-long-enough-0123';
   let agent: Agent;
 
-  beforeAll(async () => {
-    agent = await startAgent({ env: { ROSTER_AUTH_SECRET: secret } });
-  });
-
-  afterAll(async () => {
-    await agent?.stop();
-    agent?.cleanup();
-  });
+  withAgent((a) => { agent = a; }, { env: { ROSTER_AUTH_SECRET: secret } });
 
   test('needs read on every service: a token limited to one service is refused, one for all is not', async () => {
     const authority = new TokenAuthority({ secret });
