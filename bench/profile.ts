@@ -12,7 +12,7 @@
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runRow, type RowResult, type Scenario } from './measure.ts';
@@ -124,6 +124,7 @@ function snapshot(): CpuSnapshot {
   return { atUs: nowUs(), procs, machine };
 }
 
+/** Names of the processes seen in this scenario's snapshots, by pid (cleared for each scenario). */
 const names = new Map<number, string>();
 function processName(pid: number, comm: string): string {
   if (pid === process.pid) return 'bench client (this process)';
@@ -159,7 +160,7 @@ function cpuBetween(a: CpuSnapshot, b: CpuSnapshot): { processes: ProcessCpu[]; 
   processes.sort((x, y) => y.cpuPct - x.cpuPct);
   // /proc/stat: user nice system idle iowait irq softirq steal (in ticks, summed over the cores).
   const d = b.machine.map((v, k) => v - (a.machine[k] ?? 0));
-  const cores = Number(execFileSync('nproc').toString().trim());
+  const cores = cpus().length;
   const m = (k: number) => pct(d[k] ?? 0);
   const machine = {
     userPct: m(0) + m(1), systemPct: m(2) + m(5), softirqPct: m(6), idlePct: m(3), iowaitPct: m(4), stealPct: m(7), cores,
@@ -195,8 +196,8 @@ class WindowMeter {
 
 async function runScenario(name: ScenarioName, o: Options, profileDir: string): Promise<ScenarioResult> {
   const result: ScenarioResult = { scenario: name, description: described[name], mainThreads: [] };
+  names.clear();
   const meter = new WindowMeter();
-  const pidNames = new Map<number, string>();
   let single: Server | undefined;
   let cluster: RosterCluster | undefined;
   let driver: RosterDriver | undefined;
@@ -204,10 +205,8 @@ async function runScenario(name: ScenarioName, o: Options, profileDir: string): 
   try {
     if (name === 'cluster-distinct') {
       cluster = await startRosterCluster(o.dataParent);
-      cluster.nodes.forEach((n, k) => pidNames.set(n.pid, `roster n${k + 1}`));
     } else {
       single = await startRoster([], o.dataParent);
-      pidNames.set(single.pid, 'roster');
     }
     const urls = cluster?.nodes.map((n) => n.url) ?? [single!.url];
     if (name === 'reads') {
@@ -253,7 +252,8 @@ async function runScenario(name: ScenarioName, o: Options, profileDir: string): 
       const [, , , pid, thread] = file.split('.');
       if (thread !== '0') continue;
       const main = readProfile(join(profileDir, file), meter.start.atUs, meter.end.atUs);
-      result.mainThreads.push({ process: pidNames.get(Number(pid)) ?? `pid ${pid}`, ...main });
+      // Named when the window's CPU was read (the process has exited since).
+      result.mainThreads.push({ process: names.get(Number(pid)) ?? `pid ${pid}`, ...main });
     }
     result.mainThreads.sort((a, b) => a.process.localeCompare(b.process));
   }

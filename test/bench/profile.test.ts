@@ -63,7 +63,7 @@ test('npm run bench:profile profiles a started Roster under a lock row and says 
       '--duration', '1', '--json', json, '--keep-profiles', join(dir, 'profiles')], { cwd: repoRoot, timeout: 90_000 });
     expect(stdout).toContain('== single-distinct');
     expect(stdout).toMatch(/row: 4 clients, \d+ pairs\/s.*errors 0/);
-    expect(stdout).toMatch(/roster: main thread busy \d+% of the window/);
+    expect(stdout).toMatch(/roster bench: main thread busy \d+% of the window/);
     const out = JSON.parse(readFileSync(json, 'utf8')) as {
       results: { error?: string; row: { pairsPerS: number }; cpu: { processes: { name: string; cpuPct: number }[] };
         mainThreads: { process: string; busyPct: number; components: { name: string; pct: number }[] }[] }[];
@@ -74,7 +74,7 @@ test('npm run bench:profile profiles a started Roster under a lock row and says 
     // The started agent did the work: it used CPU and its HTTP front end and WAL show in its profile.
     expect(r!.cpu.processes.find((p) => p.name.startsWith('roster'))!.cpuPct).toBeGreaterThan(0);
     const [main] = r!.mainThreads;
-    expect(main!.process).toBe('roster');
+    expect(main!.process).toBe('roster bench'); // `roster <node name>`, as in the CPU list
     expect(main!.busyPct).toBeGreaterThan(0);
     const names = main!.components.map((c) => c.name);
     expect(names).toContain('HTTP front end (uWS calls, request, routing, rendering)');
