@@ -279,16 +279,9 @@ function conditional(req: Request, w: Wire, timeOfIndex?: (index: number) => num
   // bodies (a sha256 object per read cost a sixth of a GET), and a change slipping past both is rare
   // enough for a cache validator; the registry index headers remain the exact change signal.
   const tag = `"${Buffer.byteLength(w.body).toString(36)}-${crc32(w.body).toString(36)}"`;
-  let index = NaN;
-  for (const [k, v] of w.headers) {
-    if (k === 'X-Consul-Index') {
-      index = Number(v);
-      break;
-    }
-  }
+  const index = Number(w.headers.find(([k]) => k === 'X-Consul-Index')?.[1] ?? NaN);
   const modifiedMs = Number.isFinite(index) ? timeOfIndex?.(index) : undefined;
-  const headers: [string, string][] = w.headers.slice();
-  headers.push(['ETag', tag]);
+  const headers: [string, string][] = [...w.headers, ['ETag', tag]];
   if (modifiedMs !== undefined) headers.push(['Last-Modified', httpDate(modifiedMs)]);
   const wanted = req.headers.get('if-none-match');
   if (wanted !== undefined) {
