@@ -1,0 +1,138 @@
+// Goal (resource exhaustion): one agent under three kinds of hostile load — thousands of blocking queries
+// woken together, stream subscribers that never read a large snapshot, and a full disk — while a normal
+// client on its own address keeps taking a lock (acquire, write, release) through its session. Every request
+// of the normal client is answered (a status, within its timeout; 503 is an answer while the disk is full),
+// the agent never dies, and every write the normal client saw acknowledged is read back after a restart.
+// Hostile clients connect from other loopback addresses (127.0.0.x), so the per-client caps that refuse
+// them do not also fall on the normal client.
+import net from 'node:net';
+import { afterAll, describe, expect, test } from 'vitest';
+import { call, sleep, startAgent, type Agent } from '../support/agent.ts';
+
+/** How long the normal client waits for one answer before it counts the request as unanswered. */
+const answerTimeoutMs = 10_000;
+
+interface NormalStats {
+  requests: number;
+  unanswered: string[];
+  statuses: Map<number, number>;
+  /** Values the agent acknowledged (200) under `exhaustion/ack/<n>`. */
+  acknowledged: Map<string, string>;
+  lockHolds: number;
+}
+
+async function answered(base: string, method: string, path: string, stats: NormalStats, body?: string): Promise<{ status: number; text: string } | undefined> {
+  stats.requests++;
+  try {
+    const headers = body?.startsWith('{') ? { 'content-type': 'application/json' } : undefined;
+    const res = await fetch(base + path, { method, body, headers, signal: AbortSignal.timeout(answerTimeoutMs) });
+    const text = await res.text();
+    stats.statuses.set(res.status, (stats.statuses.get(res.status) ?? 0) + 1);
+    return { status: res.status, text };
+  } catch (e) {
+    stats.unanswered.push(`${method} ${path}: ${(e as Error).message}`);
+    return undefined;
+  }
+}
+
+/**
+ * The normal client: one session, then rounds of acquire → write a unique key → release on one lock key,
+ * until `stop()` is called. A round whose session is gone creates a new one.
+ */
+function normalClient(agent: Agent, tag: string) {
+  const stats: NormalStats = { requests: 0, unanswered: [], statuses: new Map(), acknowledged: new Map(), lockHolds: 0 };
+  let running = true;
+  const done = (async () => {
+    let sid: string | undefined;
+    for (let n = 0; running; n++) {
+      if (sid === undefined) {
+        const r = await answered(agent.url, 'PUT', '/v1/session/create', stats, JSON.stringify({ Name: `normal-${tag}`, TTL: '30s', LockDelay: '0s' }));
+        if (r?.status === 200) sid = (JSON.parse(r.text) as { ID: string }).ID;
+        else { await sleep(100); continue; }
+      }
+      const acq = await answered(agent.url, 'PUT', `/v1/kv/exhaustion/lock?acquire=${sid}`, stats, `${tag}-${n}`);
+      if (acq?.status === 200) {
+        stats.lockHolds++;
+        const key = `exhaustion/ack/${tag}-${n}`;
+        const w = await answered(agent.url, 'PUT', `/v1/kv/${key}`, stats, `value-${tag}-${n}`);
+        if (w?.status === 200) stats.acknowledged.set(key, `value-${tag}-${n}`);
+        await answered(agent.url, 'PUT', `/v1/kv/exhaustion/lock?release=${sid}`, stats);
+      } else if (acq?.status === 404 || (acq?.status === 400 && /session/i.test(acq.text))) {
+        sid = undefined;
+      } else {
+        await sleep(50);
+      }
+    }
+  })();
+  return { stats, stop: async () => { running = false; await done; return stats; } };
+}
+
+function report(name: string, s: NormalStats): void {
+  const statuses = [...s.statuses].map(([k, v]) => `${k}×${v}`).join(' ');
+  console.log(`[faults] ${name}: normal client ${s.requests} requests (${statuses}), ${s.lockHolds} lock holds, ${s.acknowledged.size} writes acknowledged, ${s.unanswered.length} unanswered`);
+}
+
+/** Restarts the agent on its data dir and reads back every acknowledged write; returns the new agent. */
+async function expectAcknowledgedAfterRestart(agent: Agent, acknowledged: Map<string, string>): Promise<Agent> {
+  expect(await agent.stop()).toBe(0);
+  agent = await startAgent({ dataDir: agent.dataDir });
+  agents.push(agent);
+  const r = await call(agent.url, 'GET', '/v1/kv/exhaustion/ack/?recurse');
+  expect(r.status).toBe(200);
+  const stored = new Map((r.json<{ Key: string; Value: string }[]>()).map((e) => [e.Key, Buffer.from(e.Value, 'base64').toString()]));
+  const lost = [...acknowledged].filter(([k, v]) => stored.get(k) !== v).map(([k]) => k);
+  expect(lost).toEqual([]);
+  return agent;
+}
+
+const agents: Agent[] = [];
+afterAll(async () => {
+  for (const a of agents) await a.stop();
+  for (const a of agents) a.cleanup();
+});
+
+describe('many blocking queries', () => {
+  /** Hostile addresses × blocking queries each: 2,000 parked queries, woken together by every write. */
+  const hostileAddresses = 10;
+  const queriesPerAddress = 200;
+
+  test('thousands of parked blocking queries woken together do not starve a normal client', async () => {
+    const agent = await startAgent();
+    agents.push(agent);
+    const port = Number(new URL(agent.url).port);
+    const index = Number((await call(agent.url, 'PUT', '/v1/kv/exhaustion/watched', 'v0')).headers.get('x-consul-index') ?? '0');
+    const sockets: net.Socket[] = [];
+    let answers = 0;
+    /** One keep-alive connection per query: each answer is read for its index and the query asked again. */
+    const park = (address: string) => {
+      const s = net.connect({ host: '127.0.0.1', port, localAddress: address });
+      const ask = (at: string) => s.write(`GET /v1/kv/exhaustion/watched?index=${at}&wait=60s HTTP/1.1\r\nHost: x\r\n\r\n`);
+      s.on('error', () => { /* refused by a per-client cap, or cut at the end */ });
+      s.on('data', (d: Buffer) => {
+        answers++;
+        const next = /x-consul-index: (\d+)/i.exec(d.toString('latin1'))?.[1];
+        if (next !== undefined && !s.destroyed) ask(next);
+      });
+      ask(String(index));
+      sockets.push(s);
+    };
+    const normal = normalClient(agent, 'blocking');
+    try {
+      for (let a = 0; a < hostileAddresses; a++) for (let q = 0; q < queriesPerAddress; q++) park(`127.0.0.${10 + a}`);
+      const deadline = Date.now() + 20_000;
+      for (let n = 1; Date.now() < deadline; n++) {
+        await call(agent.url, 'PUT', '/v1/kv/exhaustion/watched', `v${n}`);
+        await sleep(500);
+      }
+    } finally {
+      const stats = await normal.stop();
+      for (const s of sockets) s.destroy();
+      report('blocking queries', stats);
+      console.log(`[faults] blocking queries: ${sockets.length} parked, ${answers} answer chunks received by them`);
+      expect(stats.unanswered).toEqual([]);
+      expect(stats.lockHolds).toBeGreaterThan(10);
+      expect(answers).toBeGreaterThan(0);
+      await expectAcknowledgedAfterRestart(agent, stats.acknowledged);
+    }
+  }, 120_000);
+});
