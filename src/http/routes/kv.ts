@@ -50,8 +50,9 @@ async function get(req: Request, api: ApiContext): Promise<Reply> {
   const q = parseQueryOptions(req, api);
   const key = req.rest;
   const state = () => api.runtime.state;
+  const list = flag(req, 'keys') || flag(req, 'recurse');
   // With authentication, lists and their index count only keys the caller may read (undefined: all of them).
-  const readable = readableUnder(req, 'key', key);
+  const readable = list ? readableUnder(req, 'key', key) : undefined;
   const prefixIndex = () => state().kvPrefixIndex(key, readable);
   if (flag(req, 'keys')) {
     const separator = param(req, 'separator') ?? param(req, 'seperator') ?? '';
@@ -73,7 +74,8 @@ async function get(req: Request, api: ApiContext): Promise<Reply> {
   }
   if (key === '') throw missingKey();
   // The gate let the caller read this key; a missing key's index then counts only what it may read too.
-  const keyIndex = () => state().kvKeyIndex(key, readableUnder(req, 'key', ''));
+  const readableKeys = readableUnder(req, 'key', '');
+  const keyIndex = () => state().kvKeyIndex(key, readableKeys);
   await awaitQuery(req, api, q, { kind: 'key', key }, keyIndex);
   const entry = state().kvGet(key);
   const index = { index: keyIndex() };
@@ -151,7 +153,7 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
   // `?wait=` on an acquire: queue behind this node's earlier waiters until the lock is free (Roster's extension).
   const waitMs = op === 'acquire' && flag(req, 'wait') ? acquireWaitMs(req) : undefined;
   // Locking with a session is its owner's (or an operator's) right; the key's own rule was checked by the gate.
-  if (cmd.t === 'kv.acquire' || cmd.t === 'kv.release') await requireSessionUse(req, api, cmd.session);
+  if (req.identity !== undefined && (cmd.t === 'kv.acquire' || cmd.t === 'kv.release')) await requireSessionUse(req, api, cmd.session);
   // A release goes through the queues too: a waiter parked on the key gets the lock in the same commit.
   const result = waitMs !== undefined && cmd.t === 'kv.acquire'
     ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal)
