@@ -98,6 +98,16 @@ describe('session owners', () => {
     expect((await call(seed.url, 'GET', `/v1/session/info/${id}`, undefined, bearer(alice))).json()).toEqual([]);
   });
 
+  test('an unknown session answers as without authentication; a token with no session write is refused first', async () => {
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    expectError(await call(seed.url, 'PUT', `/v1/session/renew/${unknown}`, undefined, bearer(alice)), 404, 1006);
+    expect((await call(seed.url, 'PUT', `/v1/session/destroy/${unknown}`, undefined, bearer(alice))).text).toBe('true');
+    expectError(await call(seed.url, 'PUT', `/v1/kv/locks/u?acquire=${unknown}`, 'x', bearer(alice)), 400, 1007);
+    const keysOnly = await mint('k', [{ resource: 'key', prefix: '', access: 'write' }]);
+    expectError(await call(seed.url, 'PUT', `/v1/session/renew/${unknown}`, undefined, bearer(keysOnly)), 403, 1004);
+    expectError(await call(seed.url, 'PUT', `/v1/session/destroy/${unknown}`, undefined, bearer(keysOnly)), 403, 1004);
+  });
+
   test('the owner survives log replay (SIGKILL) and snapshot restore (SIGTERM)', async () => {
     const agent = await startAgent({ args: ['--config-file', configFile] });
     const dataDir = agent.dataDir;
