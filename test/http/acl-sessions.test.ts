@@ -6,8 +6,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import WebSocket from 'ws';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
-import { call, expectError, startAgent, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
+import { call, expectError, sleep, startAgent, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
 
 const secret = 'an-ownership-secret-that-is-long-enough-7';
 const tokens = new TokenAuthority({ secret });
@@ -156,6 +157,46 @@ describe('session rules name nodes', () => {
     expect((await call(seed.url, 'GET', `/v1/session/info/${id}`, undefined, bearer(thisNode))).json()[0].ID).toBe(id);
     expect((await call(seed.url, 'GET', '/v1/session/list', undefined, bearer(thisNode))).json().map((s: { ID: string }) => s.ID)).toContain(id);
     expect((await call(seed.url, 'GET', '/v1/session/node/node1', undefined, bearer(thisNode))).json().map((s: { ID: string }) => s.ID)).toContain(id);
+  });
+});
+
+describe('the stream\'s sessions topic', () => {
+  /** Subscribes to `sessions` for each key on one stream; resolves with each subscription's first answer. */
+  async function subscribe(token: string, keys: string[]): Promise<any[]> {
+    const ws = new WebSocket(`ws://127.0.0.1:${new URL(seed.url).port}/v1/stream`, ['registry.stream.v1'], { headers: bearer(token) });
+    const msgs: any[] = [];
+    ws.on('message', (d) => msgs.push(JSON.parse(d.toString())));
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    try {
+      keys.forEach((key, i) => ws.send(JSON.stringify({ op: 'subscribe', id: `s${i}`, topic: 'sessions', key })));
+      const answers: any[] = [];
+      for (let i = 0; i < keys.length; i++) {
+        let found: any;
+        for (let tries = 0; tries < 500 && found === undefined; tries++) {
+          found = msgs.find((m) => m.id === `s${i}` && (m.type === 'end_of_snapshot' || m.type === 'error'));
+          if (found === undefined) await sleep(20);
+        }
+        answers.push({ end: found, items: msgs.filter((m) => m.id === `s${i}` && m.type !== 'end_of_snapshot') });
+      }
+      return answers;
+    } finally {
+      ws.close();
+    }
+  }
+
+  test('every node\'s sessions need read on all of them; the items carry the owner', async () => {
+    const id = await createSession(seed, alice);
+    const reader = await mint('sr', [{ resource: 'session', prefix: '', access: 'read' }, { resource: 'agent', prefix: '', access: 'read' }]);
+    const partial = await mint('sp', [
+      { resource: 'session', prefix: '', access: 'read' }, { resource: 'session', prefix: 'node1', access: 'deny' },
+      { resource: 'agent', prefix: '', access: 'read' },
+    ]);
+    const [all] = await subscribe(reader, ['']);
+    expect(all.end.type).toBe('end_of_snapshot');
+    expect(JSON.stringify(all.items)).toContain(`"Owner":"alice"`);
+    expect(JSON.stringify(all.items)).toContain(id);
+    const denied = await subscribe(partial, ['', 'node1']);
+    for (const d of denied) expect(d.end).toMatchObject({ type: 'error', code: 'forbidden' });
   });
 });
 
