@@ -7,7 +7,9 @@
  *
  * The checks read the session from local state before proposing. That is sound because a session's id
  * (chosen by the agent) is never reused and its node and owner never change: a session found here is the
- * one the command will act on, or gone by then (the command then fails as for an unknown session).
+ * one the command will act on, or gone by then (the command then fails as for an unknown session). A
+ * session missing after the barrier cannot appear later under that id: its id is known to clients only
+ * once its create has applied, so before the barrier.
  */
 import { allowed, allowedSomewhere, mayUseSession, type Access, type Identity } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
@@ -52,6 +54,6 @@ export async function requireSessionUse(req: Request, api: ApiContext, id: strin
 }
 
 function notOwner(identity: Identity, s: Session): RegistryError {
-  return new RegistryError('insufficientPermission', `permission denied: session "${s.id}" belongs to another identity than "${identity.subject}"`,
+  return new RegistryError('insufficientPermission', `permission denied: session "${s.id}" is not owned by "${identity.subject}" (nor is it an operator)`,
     { session: s.id, access: 'owner' }, { status: 403, text: 'Permission denied' });
 }

@@ -223,6 +223,11 @@ describe('KV lists under a denied prefix', () => {
       { resource: 'key', prefix: 'pub/hidden/', access: 'deny' },
     ]);
     const get = (path: string) => call(seed.url, 'GET', path, undefined, bearer(reader));
+    // A whole subtree it may read, with nothing in it: its index is not the KV table's either.
+    const vacantReader = await mint('v', [{ resource: 'key', prefix: 'vacant/', access: 'read' }]);
+    const vacant = () => call(seed.url, 'GET', '/v1/kv/vacant/?recurse', undefined, bearer(vacantReader));
+    const vacantBefore = await vacant();
+    expect(vacantBefore.status).toBe(404);
     const before = await get('/v1/kv/pub/?recurse');
     const keysBefore = await get('/v1/kv/pub/?keys');
     const missingBefore = await get('/v1/kv/pub/none');
@@ -235,6 +240,7 @@ describe('KV lists under a denied prefix', () => {
     expect(index(await get('/v1/kv/pub/?recurse'))).toBe(index(before));
     expect(index(await get('/v1/kv/pub/?keys'))).toBe(index(keysBefore));
     expect(index(await get('/v1/kv/pub/none'))).toBe(index(missingBefore));
+    expect(index(await vacant())).toBe(index(vacantBefore));
     // A token that may read every key sees the table move, as Consul reports it.
     const all = await call(seed.url, 'GET', '/v1/kv/pub/none', undefined, bearer(admin));
     expect(index(all)).toBeGreaterThan(index(missingBefore));

@@ -46,14 +46,20 @@ function keyNotFound(key: string): RegistryError {
 
 // ---------------------------------------------------------------- GET
 
+/** The filter of a subtree the caller may read whole: it counts every key, and not the table index. */
+const anyKey = () => true;
+
 async function get(req: Request, api: ApiContext): Promise<Reply> {
   const q = parseQueryOptions(req, api);
   const key = req.rest;
   const state = () => api.runtime.state;
+  // With authentication, a caller that may not read every key sees lists of, and an index counting, only
+  // the keys it may read (undefined: no filter). Its index never falls back to the KV table's.
+  const readableKeys = readableUnder(req, 'key', '');
   const list = flag(req, 'keys') || flag(req, 'recurse');
-  // With authentication, lists and their index count only keys the caller may read (undefined: all of them).
-  const readable = list ? readableUnder(req, 'key', key) : undefined;
-  const prefixIndex = () => state().kvPrefixIndex(key, readable);
+  const readable = list && readableKeys !== undefined ? readableUnder(req, 'key', key) : undefined;
+  const counted = readableKeys === undefined ? undefined : readable ?? anyKey;
+  const prefixIndex = () => state().kvPrefixIndex(key, counted);
   if (flag(req, 'keys')) {
     const separator = param(req, 'separator') ?? param(req, 'seperator') ?? '';
     await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, prefixIndex);
@@ -74,7 +80,6 @@ async function get(req: Request, api: ApiContext): Promise<Reply> {
   }
   if (key === '') throw missingKey();
   // The gate let the caller read this key; a missing key's index then counts only what it may read too.
-  const readableKeys = readableUnder(req, 'key', '');
   const keyIndex = () => state().kvKeyIndex(key, readableKeys);
   await awaitQuery(req, api, q, { kind: 'key', key }, keyIndex);
   const entry = state().kvGet(key);
