@@ -30,6 +30,11 @@ export interface AccessRequest {
   resource: Resource;
   name: string;
   access: Access;
+  /**
+   * The name is known only to the route's handler (a session's node is in state, a new session's in the
+   * body): the gate authenticates, the handler checks `resource` and `access` on that name.
+   */
+  byHandler?: true;
 }
 
 /** Rules one identity may carry (they travel inside every token, so they stay few). */
@@ -82,6 +87,35 @@ export function allowedPrefix(identity: Identity, req: AccessRequest): boolean {
   );
 }
 
+/**
+ * The operator rule: `{resource: "operator", prefix: "", access: "write"}` (Consul's `operator = "write"`).
+ * It stands in for the owner of any session, so an operator can renew, destroy or release what another
+ * identity's session holds (a stuck lock, a departed service).
+ */
+const operatorWrite: AccessRequest = { resource: 'operator', name: '', access: 'write' };
+
+/** Whether `identity` holds the operator rule. */
+export function isOperator(identity: Identity): boolean {
+  return allowed(identity, operatorWrite);
+}
+
+/**
+ * Whether `identity` may use a session as its owner does: renew or destroy it, acquire or release locks
+ * with it. The identity that created it may, and an operator. A session without an owner (created while
+ * authentication was off) is an operator's alone.
+ */
+export function mayUseSession(identity: Identity, session: { owner?: string }): boolean {
+  return (session.owner !== undefined && session.owner === identity.subject) || isOperator(identity);
+}
+
+/**
+ * Whether some rule of `identity` grants `access` on some name of `resource` (a cheap first test before
+ * work that finds the name; the real check on the name still follows).
+ */
+export function allowedSomewhere(identity: Identity, resource: Resource, access: Access): boolean {
+  return identity.rules.some((r) => r.resource === resource && grants(r.access, access));
+}
+
 /** Longest matching prefix decides; at that length a deny beats any allow, else any allow grants. */
 function decide(rules: readonly Rule[], resource: Resource, name: string, access: Access): boolean {
   const matching = rules.filter((r) => r.resource === resource && name.startsWith(r.prefix));
@@ -100,27 +134,30 @@ function grants(held: Access | 'deny', wanted: Access): boolean {
 /**
  * What a route needs. `access: 'byMethod'` means GET and HEAD read, any other method writes (so a method
  * the route does not serve still needs write before the router answers 405). `name: 'rest'` takes the
- * route's trailing parameter; `''` is for routes whose subject is in the body or that list everything.
+ * route's trailing parameter; `''` is for routes whose subject is in the body or that list everything;
+ * `'byHandler'` leaves the check to the handler, which alone knows the name (see AccessRequest.byHandler).
  */
 interface RoutePermission {
   path: string;
   prefix: boolean;
   resource: Resource;
   access: Access | 'byMethod';
-  name: 'rest' | '';
+  name: 'rest' | '' | 'byHandler';
 }
 
 /** One row per route of src/http/routes, in the same order. */
 const routePermissions: readonly RoutePermission[] = [
   // KV: a key or, with ?recurse / ?keys, a prefix (see allowedPrefix).
   { path: '/v1/kv/', prefix: true, resource: 'key', access: 'byMethod', name: 'rest' },
-  // Sessions: the node for /node/<node>, the session id for info/renew/destroy; create names its node in the body.
-  { path: '/v1/session/create', prefix: false, resource: 'session', access: 'write', name: '' },
-  { path: '/v1/session/destroy/', prefix: true, resource: 'session', access: 'write', name: 'rest' },
-  { path: '/v1/session/renew/', prefix: true, resource: 'session', access: 'write', name: 'rest' },
-  { path: '/v1/session/info/', prefix: true, resource: 'session', access: 'read', name: 'rest' },
+  // Sessions: rules name the session's node, never its id (Consul's `session "<node prefix>"`). The node is
+  // in the path for /node/<node>; create names it in the body, info/renew/destroy find it in state, and the
+  // list holds only sessions on readable nodes, so their handlers check it.
+  { path: '/v1/session/create', prefix: false, resource: 'session', access: 'write', name: 'byHandler' },
+  { path: '/v1/session/destroy/', prefix: true, resource: 'session', access: 'write', name: 'byHandler' },
+  { path: '/v1/session/renew/', prefix: true, resource: 'session', access: 'write', name: 'byHandler' },
+  { path: '/v1/session/info/', prefix: true, resource: 'session', access: 'read', name: 'byHandler' },
   { path: '/v1/session/node/', prefix: true, resource: 'session', access: 'read', name: 'rest' },
-  { path: '/v1/session/list', prefix: false, resource: 'session', access: 'read', name: '' },
+  { path: '/v1/session/list', prefix: false, resource: 'session', access: 'read', name: 'byHandler' },
   // Catalog writes name the node in the body.
   { path: '/v1/catalog/register', prefix: false, resource: 'node', access: 'write', name: '' },
   { path: '/v1/catalog/deregister', prefix: false, resource: 'node', access: 'write', name: '' },
@@ -171,6 +208,7 @@ export function accessFor(method: string, path: string, rest: string): AccessReq
   const route = matchRoute(path);
   if (route === undefined) return undefined;
   const access = route.access === 'byMethod' ? (verb === 'GET' || verb === 'HEAD' ? 'read' : 'write') : route.access;
+  if (route.name === 'byHandler') return { resource: route.resource, name: '', access, byHandler: true };
   return { resource: route.resource, name: route.name === 'rest' ? rest : '', access };
 }
 

@@ -17,6 +17,8 @@ interface Session {
   TTL: string;
   NodeChecks: string[] | null;
   ServiceChecks: { ID: string }[] | null;
+  /** The identity that created it (seed dialect, with authentication on). */
+  Owner?: string;
   CreateIndex: number;
   ModifyIndex: number;
 }
@@ -51,6 +53,7 @@ export async function sessionInfo(ctx: CliContext, id: string): Promise<void> {
     ['ID', s.ID], ['Name', s.Name], ['Node', s.Node], ['TTL', s.TTL || '-'], ['Behavior', s.Behavior],
     ['LockDelay', lockDelayText(s.LockDelay)], ['NodeChecks', (s.NodeChecks ?? []).join(', ') || '-'],
     ['ServiceChecks', (s.ServiceChecks ?? []).map((c) => c.ID).join(', ') || '-'],
+    ...(s.Owner !== undefined ? [['Owner', s.Owner] as [string, string]] : []),
     ['CreateIndex', String(s.CreateIndex)], ['ModifyIndex', String(s.ModifyIndex)],
   ]));
 }

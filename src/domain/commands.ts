@@ -7,7 +7,11 @@ import type { CheckDefinition, CheckKind, CheckStatus, ServiceInstance, Session 
 
 export type Behavior = 'release' | 'delete';
 
-/** A new session: the record as state keeps it, less what apply fills in from the entry. */
+/**
+ * A new session: the record as state keeps it, less what apply fills in from the entry. `owner` is set by
+ * the proposer from the verified caller; entries written without it (no authentication, or before owners
+ * were recorded) apply as sessions without an owner.
+ */
 export type SessionCreate = { t: 'session.create' } & Omit<Session, 'createIndex' | 'modifyIndex' | 'renewIndex' | 'renewedAtMs'>;
 
 export interface SessionDestroy { t: 'session.destroy'; id: string }

@@ -15,6 +15,11 @@ export interface Session {
   serviceChecks: { ID: string; Namespace: string }[] | null;
   /** Legacy `Checks` (bound too), present only when a client sent it with more than the gossip check. */
   checks?: string[];
+  /**
+   * The identity that created it (a token's subject, `app:<appKey>` for a signed request): only it, or an
+   * operator, may renew, destroy or lock with it. Absent when it was created without authentication.
+   */
+  owner?: string;
   createIndex: number;
   modifyIndex: number;
   /** Index and time of the entry that last started the TTL (create or renew). */

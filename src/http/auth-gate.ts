@@ -52,7 +52,8 @@ export class AuthGate {
     req.identity = identity;
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const need = accessFor(method, req.path, req.rest);
-    if (need === undefined) return;
+    // Session routes check the session's node in their handler (need.byHandler).
+    if (need === undefined || need.byHandler) return;
     const kvList = need.resource === 'key' && method === 'GET' && (req.query.has('recurse') || req.query.has('keys'));
     if (kvList) return;
     const recursiveDelete = need.resource === 'key' && method === 'DELETE' && req.query.has('recurse');

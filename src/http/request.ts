@@ -1,5 +1,5 @@
 /** The request as handlers see it: copied out of uWS synchronously, body complete, path decoded once. */
-import { allowed, type Identity } from '../auth/index.ts';
+import { allowed, allowedPrefix, type Identity } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 
 export interface Request {
@@ -28,13 +28,15 @@ export interface Request {
 }
 
 /**
- * Whether the caller may read one item of a list the route filters item by item (KV recurse and keys
- * lists, as Consul filters them): always, without authentication.
+ * Which names under `prefix` the caller may read, for a route that filters its list item by item (KV
+ * recurse and keys lists, as Consul filters them) and counts only those items in its index. Undefined
+ * when every name under the prefix is readable: always without authentication, and for a token whose
+ * rules allow the whole subtree.
  */
-export function mayRead(req: Request, resource: 'key', name: string): boolean {
+export function readableUnder(req: Request, resource: 'key', prefix: string): ((name: string) => boolean) | undefined {
   const identity = req.identity;
-  if (identity === undefined) return true;
-  return allowed(identity, { resource, name, access: 'read' });
+  if (identity === undefined || allowedPrefix(identity, { resource, name: prefix, access: 'read' })) return undefined;
+  return (name) => allowed(identity, { resource, name, access: 'read' });
 }
 
 /** Presence-tested flag (`?recurse`, `?keys`, `?raw`, `?consistent`...): on whatever its value. */

@@ -47,7 +47,7 @@ export function makeView(topic: string, key: string, filter: ViewFilter, api: Ap
     case 'checks_in_state': return checkStates.has(key) ? checksInState(st, key) : { error: 'bad_key' };
     case 'serving_status': return servingStatus(st, key, api);
     case 'kv_prefix': return kvPrefix(st, key, filter.lockedOnly === true);
-    case 'sessions': return sessions(st, key);
+    case 'sessions': return sessions(st, key, api.dialect);
     default: return { error: 'unknown_topic' };
   }
 }
@@ -158,14 +158,14 @@ function kvPrefix(st: StateOf, prefix: string, lockedOnly: boolean): TopicView {
   };
 }
 
-function sessions(st: StateOf, node: string): TopicView {
+function sessions(st: StateOf, node: string, dialect: ApiContext['dialect']): TopicView {
   return {
-    snapshot: () => (node === '' ? st().sessionList() : st().sessionsOfNode(node)).map((s) => [s.id, json(renderSession(s))]),
+    snapshot: () => (node === '' ? st().sessionList() : st().sessionsOfNode(node)).map((s) => [s.id, json(renderSession(s, dialect))]),
     candidates: (change) => change.sessions.map((id) => ({
       key: id,
       value: () => {
         const s = st().sessions.get(id);
-        return s !== undefined && (node === '' || s.node === node) ? json(renderSession(s)) : undefined;
+        return s !== undefined && (node === '' || s.node === node) ? json(renderSession(s, dialect)) : undefined;
       },
     })),
   };

@@ -494,7 +494,8 @@ export class StreamServer {
 
 /**
  * The read a subscription needs, as the matching HTTP query would: a service's health or checks need
- * read on the service (every service's health: read on all of them); a node's checks, or checks by state, read on nodes; sessions read on the session.
+ * read on the service (every service's health: read on all of them); a node's checks, or checks by state, read on nodes; a node's
+ * sessions read on that node's sessions (every node's: read on all of them, as a prefix).
  * A KV prefix needs read on the prefix and on every rule below it, since the view shows every key.
  */
 function mayWatch(identity: Identity, topic: string, key: string): boolean {
@@ -505,7 +506,7 @@ function mayWatch(identity: Identity, topic: string, key: string): boolean {
     case 'service_checks': case 'serving_status': return allowed(identity, need('service', key));
     case 'node_checks': return allowed(identity, need('node', key));
     case 'checks_in_state': return allowed(identity, need('node', ''));
-    case 'sessions': return allowed(identity, need('session', key));
+    case 'sessions': return key === '' ? allowedPrefix(identity, need('session', '')) : allowed(identity, need('session', key));
     case 'kv_prefix': return allowedPrefix(identity, need('key', key));
     default: return false;
   }

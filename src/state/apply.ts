@@ -123,6 +123,7 @@ function sessionCreate(c: Ctx, cmd: SessionCreate): Result {
     id: cmd.id, name: cmd.name, node: cmd.node, lockDelayNs: cmd.lockDelayNs, behavior: cmd.behavior,
     ttl: cmd.ttl, ttlMs: cmd.ttlMs, nodeChecks: cmd.nodeChecks, serviceChecks: cmd.serviceChecks,
     ...(cmd.checks !== undefined ? { checks: cmd.checks } : {}),
+    ...(cmd.owner !== undefined ? { owner: cmd.owner } : {}),
     createIndex: c.index, modifyIndex: c.index, renewIndex: c.index, renewedAtMs: c.atMs,
   };
   const next = stepSession(sessionContext(session), { type: 'create', index: c.index, atMs: c.atMs });

@@ -68,31 +68,56 @@ export class RegistryState {
     }
   }
 
-  /** Keys under `prefix`; with a separator each is cut just after the first separator past the prefix. */
-  kvKeys(prefix: string, separator: string): string[] {
+  /**
+   * Keys under `prefix`; with a separator each is cut just after the first separator past the prefix.
+   * `readable` (a caller's ACL) filters the full keys before the cut, so a cut name is listed only when
+   * a key the caller may read lies under it.
+   */
+  kvKeys(prefix: string, separator: string, readable?: (key: string) => boolean): string[] {
     const keys = new Set<string>();
     for (const k of this.keysUnder(prefix)) {
+      if (readable !== undefined && !readable(k)) continue;
       const cut = separator === '' ? -1 : k.indexOf(separator, prefix.length);
       keys.add(cut < 0 ? k : k.slice(0, cut + separator.length));
     }
     return [...keys].sort(compareKeys);
   }
 
-  /** X-Consul-Index of a single-key read: the entry's ModifyIndex, else the KV table index. */
-  kvKeyIndex(key: string): number {
-    return this.kv.get(key)?.modifyIndex ?? this.kvIndex;
+  /**
+   * X-Consul-Index of a single-key read: the entry's ModifyIndex, else the KV table index. For a caller
+   * who may not read every key (`readable` given), a missing key's index is its deletion's instead (see
+   * hiddenIndex), as the table index moves with writes the caller cannot see.
+   */
+  kvKeyIndex(key: string, readable?: (key: string) => boolean): number {
+    const entry = this.kv.get(key);
+    if (entry !== undefined) return entry.modifyIndex;
+    return readable === undefined ? this.kvIndex : this.hiddenIndex(this.tombstones.get(key) ?? 0);
   }
 
-  /** X-Consul-Index of a prefix read: newest change under the prefix (tombstones too), else the table index. */
-  kvPrefixIndex(prefix: string): number {
+  /**
+   * X-Consul-Index of a prefix read: newest change under the prefix (tombstones too), else the table index.
+   * With `readable` (a caller's ACL) only changes to keys it accepts count, so the index, and a blocking
+   * query waiting on it, never moves with a write the caller cannot see.
+   */
+  kvPrefixIndex(prefix: string, readable?: (key: string) => boolean): number {
     let max = 0;
     for (const k of this.keysUnder(prefix)) {
       const m = this.kv.get(k)!.modifyIndex;
-      if (m > max) max = m;
+      if (m > max && (readable === undefined || readable(k))) max = m;
     }
-    for (const [k, idx] of this.tombstones) if (k.startsWith(prefix) && idx > max) max = idx;
+    for (const [k, idx] of this.tombstones) if (idx > max && k.startsWith(prefix) && (readable === undefined || readable(k))) max = idx;
+    if (readable !== undefined) return this.hiddenIndex(max);
     if (max === 0) return this.kvIndex;
     return Math.max(max, this.tombstoneFloor);
+  }
+
+  /**
+   * The index of a filtered read whose newest visible change is at `max` (0: none). Never below the
+   * tombstone floor, so it does not go back when that change's tombstone is compacted away (the floor
+   * moves only then); never 0, which would not block (Consul answers 1 in that case).
+   */
+  private hiddenIndex(max: number): number {
+    return Math.max(max, this.tombstoneFloor, 1);
   }
 
   // ---- Session reads ----

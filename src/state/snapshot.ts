@@ -63,6 +63,7 @@ export function fromSnapshotData(data: unknown): RegistryState {
       held.add(entry.key);
     }
   }
+  // Whole records: a session's optional fields (owner, legacy checks) restore as they were saved, or absent.
   for (const x of d.sessions) s.sessions.set(x.id, x);
   for (const [k, v] of d.lockDelays) s.lockDelays.set(k, v);
   for (const [k, v] of d.tombstones) s.tombstones.set(k, v);

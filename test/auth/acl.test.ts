@@ -1,7 +1,8 @@
 // Goal: prefix rules decide as specified (longest prefix wins, deny beats an equal-length allow, write
-// implies read, default deny), and accessFor names the permission of every endpoint family.
+// implies read, default deny), accessFor names the permission of every endpoint family, and a session
+// is usable by its owner or an operator only.
 import { describe, expect, test } from 'vitest';
-import { accessFor, allowed, allowedPrefix, isRule, parseRules, type Identity, type Rule } from '../../src/auth/index.ts';
+import { accessFor, allowed, allowedPrefix, isOperator, isRule, mayUseSession, parseRules, type Identity, type Rule } from '../../src/auth/index.ts';
 
 const who = (...rules: Rule[]): Identity => ({ subject: 'alice', rules });
 const key = (name: string, access: 'read' | 'write') => ({ resource: 'key' as const, name, access });
@@ -95,13 +96,14 @@ describe('accessFor', () => {
     ['GET', '/v1/kv/a%20b', 'a b', { resource: 'key', name: 'a b', access: 'read' }],
     ['GET', '/v1/kv', '', { resource: 'key', name: '', access: 'read' }],
     // Sessions
-    ['PUT', '/v1/session/create', '', { resource: 'session', name: '', access: 'write' }],
-    ['PUT', '/v1/session/destroy/abc', 'abc', { resource: 'session', name: 'abc', access: 'write' }],
-    ['PUT', '/v1/session/renew/abc', 'abc', { resource: 'session', name: 'abc', access: 'write' }],
-    ['GET', '/v1/session/info/abc', 'abc', { resource: 'session', name: 'abc', access: 'read' }],
+    // Sessions: rules name nodes; where the node is not in the path, the handler checks it.
+    ['PUT', '/v1/session/create', '', { resource: 'session', name: '', access: 'write', byHandler: true }],
+    ['PUT', '/v1/session/destroy/abc', 'abc', { resource: 'session', name: '', access: 'write', byHandler: true }],
+    ['PUT', '/v1/session/renew/abc', 'abc', { resource: 'session', name: '', access: 'write', byHandler: true }],
+    ['GET', '/v1/session/info/abc', 'abc', { resource: 'session', name: '', access: 'read', byHandler: true }],
     ['GET', '/v1/session/node/n1', 'n1', { resource: 'session', name: 'n1', access: 'read' }],
-    ['GET', '/v1/session/list', '', { resource: 'session', name: '', access: 'read' }],
-    ['GET', '/v1/session/list/', '', { resource: 'session', name: '', access: 'read' }],
+    ['GET', '/v1/session/list', '', { resource: 'session', name: '', access: 'read', byHandler: true }],
+    ['GET', '/v1/session/list/', '', { resource: 'session', name: '', access: 'read', byHandler: true }],
     // Catalog
     ['PUT', '/v1/catalog/register', '', { resource: 'node', name: '', access: 'write' }],
     ['PUT', '/v1/catalog/deregister', '', { resource: 'node', name: '', access: 'write' }],
@@ -147,6 +149,25 @@ describe('accessFor', () => {
   test('a method the KV route does not serve still needs write; fixed routes keep their access', () => {
     expect(accessFor('POST', '/v1/kv/a', 'a')).toEqual({ resource: 'key', name: 'a', access: 'write' });
     expect(accessFor('get', '/v1/kv/a', 'a')).toEqual({ resource: 'key', name: 'a', access: 'read' });
-    expect(accessFor('GET', '/v1/session/create', '')).toEqual({ resource: 'session', name: '', access: 'write' });
+    expect(accessFor('GET', '/v1/session/create', '')).toEqual({ resource: 'session', name: '', access: 'write', byHandler: true });
+  });
+});
+
+describe('session ownership', () => {
+  const caller = (subject: string, rules: Rule[] = []): Identity => ({ subject, rules });
+  const operator: Rule = { resource: 'operator', prefix: '', access: 'write' };
+
+  test('the creating identity may use its session; another may not, nor anyone an ownerless one', () => {
+    expect(mayUseSession(caller('a'), { owner: 'a' })).toBe(true);
+    expect(mayUseSession(caller('b', [{ resource: 'session', prefix: '', access: 'write' }]), { owner: 'a' })).toBe(false);
+    expect(mayUseSession(caller('a'), {})).toBe(false);
+  });
+
+  test('operator write on "" stands in for any owner; operator read or a narrower prefix does not', () => {
+    expect(isOperator(caller('op', [operator]))).toBe(true);
+    expect(mayUseSession(caller('op', [operator]), { owner: 'a' })).toBe(true);
+    expect(mayUseSession(caller('op', [operator]), {})).toBe(true);
+    expect(mayUseSession(caller('r', [{ resource: 'operator', prefix: '', access: 'read' }]), { owner: 'a' })).toBe(false);
+    expect(mayUseSession(caller('p', [{ resource: 'operator', prefix: 'x', access: 'write' }]), { owner: 'a' })).toBe(false);
   });
 });

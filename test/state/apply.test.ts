@@ -41,7 +41,8 @@ function randomLog(seed: number, count: number): LogEntry[] {
     const key = pick(keys);
     const value = r() < 0.2 ? null : Buffer.from(`v${i}`).toString('base64');
     switch (Math.floor(r() * 14)) {
-      case 0: push({ t: 'session.create', id: session, node: 'n1', name: '', lockDelayNs: pick([0, 2e9]), behavior: pick(['release', 'delete'] as const), ttl: '10s', ttlMs: 10_000, nodeChecks: ['gossipHealth'], serviceChecks: null }); break;
+      // Sessions with and without an owner (entries from before owners were recorded have none).
+      case 0: push({ t: 'session.create', id: session, node: 'n1', name: '', lockDelayNs: pick([0, 2e9]), behavior: pick(['release', 'delete'] as const), ttl: '10s', ttlMs: 10_000, nodeChecks: ['gossipHealth'], serviceChecks: null, ...pick([{}, { owner: 'alice' }]) }); break;
       case 1: push({ t: 'session.destroy', id: session }); break;
       case 2: push({ t: 'session.renew', id: session }); break;
       case 3: push({ t: 'session.expire', id: session, renewIndex: Math.floor(r() * entries.length) }); break;
@@ -114,6 +115,20 @@ describe('apply', () => {
         }
       }
     }
+  });
+
+  test('a session keeps the owner its create entry carries through a snapshot; an entry without one applies without', () => {
+    const create = (id: string): Command => ({ t: 'session.create', id, node: 'n1', name: '', lockDelayNs: 0, behavior: 'release', ttl: '', ttlMs: 0, nodeChecks: [], serviceChecks: null });
+    const cmds: Command[] = [
+      { t: 'catalog.register', node: 'n1', id: 'id1', address: '127.0.0.1', meta: {}, checks: [] },
+      { ...create('owned'), owner: 'alice' } as Command,
+      create('old'),
+    ];
+    const state = replay(cmds.map((cmd, i) => ({ index: i + 1, atMs: 1_000, pid: `p${i}`, cmd })));
+    const restored = fromSnapshotData(JSON.parse(JSON.stringify(toSnapshotData(state))));
+    expect(restored.sessions.get('owned')?.owner).toBe('alice');
+    expect(restored.sessions.get('old')).toBeDefined();
+    expect(restored.sessions.get('old')).not.toHaveProperty('owner');
   });
 
   test('an unknown command tag stops apply', () => {

@@ -10,7 +10,8 @@ import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64 } from '../query.ts';
 import { jsonText, type Reply } from '../reply.ts';
-import { flag, mayRead, param, type Request } from '../request.ts';
+import { flag, param, readableUnder, type Request } from '../request.ts';
+import { requireSessionUse } from '../session-access.ts';
 import type { Route } from '../router.ts';
 import { blockingWaitMsMax } from '../../domain/limits.ts';
 import { parseGoDurationMs } from '../../util/duration.ts';
@@ -45,31 +46,44 @@ function keyNotFound(key: string): RegistryError {
 
 // ---------------------------------------------------------------- GET
 
+/** The filter of a subtree the caller may read whole: it counts every key, and not the table index. */
+const anyKey = () => true;
+
 async function get(req: Request, api: ApiContext): Promise<Reply> {
   const q = parseQueryOptions(req, api);
   const key = req.rest;
   const state = () => api.runtime.state;
+  // With authentication, a caller that may not read every key sees lists of, and an index counting, only
+  // the keys it may read (undefined: no filter). Its index never falls back to the KV table's.
+  const readableKeys = readableUnder(req, 'key', '');
+  const list = flag(req, 'keys') || flag(req, 'recurse');
+  const readable = list && readableKeys !== undefined ? readableUnder(req, 'key', key) : undefined;
+  const counted = readableKeys === undefined ? undefined : readable ?? anyKey;
+  const prefixIndex = () => state().kvPrefixIndex(key, counted);
   if (flag(req, 'keys')) {
     const separator = param(req, 'separator') ?? param(req, 'seperator') ?? '';
-    await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, () => state().kvPrefixIndex(key));
-    const keys = state().kvKeys(key, separator).filter((k) => mayRead(req, 'key', k));
-    const index = { index: state().kvPrefixIndex(key) };
+    await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, prefixIndex);
+    // Filtered before the cut: a cut name shows only when a readable key lies under it.
+    const keys = state().kvKeys(key, separator, readable);
+    const index = { index: prefixIndex() };
     if (keys.length === 0 && key !== '') return { t: 'missing', index, failure: keyNotFound(key) };
     return jsonText(JSON.stringify(keys), index);
   }
   if (flag(req, 'recurse')) {
-    await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, () => state().kvPrefixIndex(key));
+    await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, prefixIndex);
     // Only the entries the caller may read, as Consul filters lists by ACL.
-    const entries = state().kvList(key).filter((e) => mayRead(req, 'key', e.key));
-    const index = { index: state().kvPrefixIndex(key) };
+    const entries = readable === undefined ? state().kvList(key) : state().kvList(key).filter((e) => readable(e.key));
+    const index = { index: prefixIndex() };
     if (entries.length === 0) return { t: 'missing', index, failure: keyNotFound(key) };
     // As values (Flags as BigInt, printed exactly) so list parameters can page and sort them.
     return { t: 'json', value: entries.map(entryValue), index };
   }
   if (key === '') throw missingKey();
-  await awaitQuery(req, api, q, { kind: 'key', key }, () => state().kvKeyIndex(key));
+  // The gate let the caller read this key; a missing key's index then counts only what it may read too.
+  const keyIndex = () => state().kvKeyIndex(key, readableKeys);
+  await awaitQuery(req, api, q, { kind: 'key', key }, keyIndex);
   const entry = state().kvGet(key);
-  const index = { index: state().kvKeyIndex(key) };
+  const index = { index: keyIndex() };
   if (entry === undefined) return { t: 'missing', index, failure: keyNotFound(key) };
   if (flag(req, 'raw')) {
     return { t: 'raw', body: entry.value === null ? Buffer.alloc(0) : Buffer.from(entry.value, 'base64'), index };
@@ -143,6 +157,8 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
   else { cmd = { t: 'kv.set', key, value, flags }; op = 'set'; }
   // `?wait=` on an acquire: queue behind this node's earlier waiters until the lock is free (Roster's extension).
   const waitMs = op === 'acquire' && flag(req, 'wait') ? acquireWaitMs(req) : undefined;
+  // Locking with a session is its owner's (or an operator's) right; the key's own rule was checked by the gate.
+  if (req.identity !== undefined && (cmd.t === 'kv.acquire' || cmd.t === 'kv.release')) await requireSessionUse(req, api, cmd.session);
   // A release goes through the queues too: a waiter parked on the key gets the lock in the same commit.
   const result = waitMs !== undefined && cmd.t === 'kv.acquire'
     ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal)

@@ -16,12 +16,19 @@ import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import type { Request } from '../request.ts';
 import type { Route } from '../router.ts';
+import { maySeeSession, requireSessionNode, requireSessionUse } from '../session-access.ts';
+import type { Dialect } from '../render.ts';
 
-export function renderSession(s: Session): Record<string, unknown> {
+/**
+ * A session in Consul's field order. The seed dialect adds `Owner` (the identity that created it) when
+ * there is one; the consul dialect never does, so its answers stay Consul's bytes.
+ */
+export function renderSession(s: Session, dialect: Dialect): Record<string, unknown> {
   return {
     ID: s.id, Name: s.name, Node: s.node, LockDelay: s.lockDelayNs, Behavior: s.behavior, TTL: s.ttl,
     NodeChecks: s.nodeChecks, ServiceChecks: s.serviceChecks,
     ...(s.checks !== undefined ? { Checks: s.checks } : {}),
+    ...(s.owner !== undefined && dialect === 'seed' ? { Owner: s.owner } : {}),
     CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex,
   };
 }
@@ -171,6 +178,8 @@ function createFailure(r: Extract<Result, { ok: false }>): RegistryError {
 async function create(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const cmd = parseSessionCreate(jsonObject(req), api);
+  requireSessionNode(req, cmd.node, 'write');
+  if (req.identity !== undefined) cmd.owner = req.identity.subject;
   const result = await api.runtime.propose(cmd);
   if (!result.ok) throw createFailure(result);
   return json({ ID: cmd.id });
@@ -187,6 +196,7 @@ function sessionId(req: Request): string {
 async function destroy(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const id = sessionId(req);
+  await requireSessionUse(req, api, id, 'write');
   await api.runtime.propose({ t: 'session.destroy', id });
   return json(true);
 }
@@ -194,11 +204,12 @@ async function destroy(req: Request, api: ApiContext): Promise<Reply> {
 async function renew(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const id = sessionId(req);
+  await requireSessionUse(req, api, id, 'write');
   const result = await api.runtime.propose({ t: 'session.renew', id });
   if (!result.ok || result.session === undefined) {
     throw new RegistryError('notFound', `session "${id}" not found`, { session: id }, { status: 404, text: `Session id '${id}' not found` });
   }
-  return json([renderSession(result.session)]);
+  return json([renderSession(result.session, api.dialect)]);
 }
 
 // ---------------------------------------------------------------- reads (blocking)
@@ -211,7 +222,9 @@ function sessionRead(select: (req: Request, api: ApiContext) => Session[], needs
     }
     const state = () => api.runtime.state;
     await awaitQuery(req, api, q, { kind: 'sessions' }, () => state().sessionsIndex);
-    return json(select(req, api).map(renderSession), { index: state().sessionsIndex });
+    // Only sessions on nodes the caller may read (all of them without authentication).
+    const shown = select(req, api).filter((s) => maySeeSession(req, s));
+    return json(shown.map((s) => renderSession(s, api.dialect)), { index: state().sessionsIndex });
   };
 }
 
