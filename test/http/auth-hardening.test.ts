@@ -247,3 +247,17 @@ describe('rate limits count verified identities and client addresses', () => {
     expectError(await callFrom(limited, from, 'GET', '/v1/kv/any'), 429, 1022);
   });
 });
+
+describe('auth settings are checked at start', () => {
+  test.each([
+    [{ max_token_lifetme: '1h' }, /unknown setting "auth\.max_token_lifetme"/],
+    [{ max_token_lifetime: 'forever' }, /auth\.max_token_lifetime/],
+    [{ clock_skew: '-5s' }, /auth\.clock_skew/],
+    [{ audience: ['', 'x'] }, /auth\.audience/],
+    [{ signature_window: '0s' }, /auth\.signature_window/],
+  ])('%j stops the start with exit 2 and the reason', async (settings, reason) => {
+    const started = startAgent({ args: ['--config-file', configFile({ auth: { jwt_secret: secret, ...settings } })] });
+    await expect(started).rejects.toThrow(/exited \(2\)/);
+    await expect(started).rejects.toThrow(reason);
+  });
+});
