@@ -396,7 +396,7 @@ async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request, admit: Admit)
 const reservedParameters = [
   'index', 'wait', 'filter', 'dc', 'token', 'stale', 'consistent', 'leader', 'max_stale', 'recurse', 'keys', 'raw',
   'separator', 'seperator', 'passing', 'tag', 'near', 'node-meta', 'cas', 'flags', 'acquire', 'release', 'note',
-  'replace-existing-checks', 'wan', 'segment', 'appKey', 'nonce', 'signMethod', 'sign',
+  'replace-existing-checks', 'wan', 'segment', 'appKey', 'nonce', 'timestamp', 'signMethod', 'sign',
 ];
 
 /** An empty list has no fields to check names against: every name the request mentions is taken as known. */

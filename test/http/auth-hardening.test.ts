@@ -105,6 +105,17 @@ describe('signed requests: every parameter covered, bound to a timestamp', () =>
     expect(await exists('app/y/1')).toBe(false);
   });
 
+  test('a signed list read answers the list: the signature parameters are no list filters', async () => {
+    await put('app/list/1');
+    await put('app/list/2');
+    const path = '/v1/kv/app/list/';
+    const keys = await call(open.url, 'GET', `${path}?${sign('GET', path, '', [['keys', 'true']])}`);
+    expect([keys.status, keys.json()]).toEqual([200, ['app/list/1', 'app/list/2']]);
+    const entries = await call(open.url, 'GET', `${path}?${sign('GET', path, '', [['recurse', 'true']])}`);
+    expect(entries.status).toBe(200);
+    expect(entries.json().map((e: { Key: string }) => e.Key)).toEqual(['app/list/1', 'app/list/2']);
+  });
+
   test('a request stamped outside the window is refused (400 code 1023) whatever its nonce, and changes nothing', async () => {
     const path = '/v1/kv/app/stale';
     for (const timestamp of [nowSeconds() - 6 * 60, nowSeconds() - 3600, nowSeconds() + 6 * 60]) {
