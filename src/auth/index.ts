@@ -5,6 +5,7 @@ export {
   authErrorCatalogue,
   bearerToken,
   clockSkewSecondsDefault,
+  tokenLifetimeSecondsMaxDefault,
   issuerDefault,
   secretBytesMin,
   tokenCharsMax,

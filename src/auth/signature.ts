@@ -10,8 +10,15 @@
  * - content-md5: lower-case hex MD5 of the body bytes, like the signature. "Has a body" means a body of
  *   at least one byte; an empty body adds nothing. `content-md5` is a reserved name: a request that sends
  *   it as a query parameter is refused (bad_signature) and signRequest refuses to send it.
- * - stringC excludes `sign` itself and every parameter with an empty value (so empty-valued parameters are
- *   not covered by the signature). appKey, nonce and signMethod are ordinary parameters and are covered.
+ * - Coverage: stringC holds the parameters with non-empty values, as the spec says, so a parameter with an
+ *   empty value (`?recurse`, `&recurse=`) would ride along unsigned. A signed request carrying one is
+ *   refused (unsigned_parameter): every parameter of an accepted request is covered by its signature.
+ *   A flag is sent with a value (`recurse=true`). appKey, nonce, timestamp and signMethod are covered.
+ * - Timestamp: the spec's parameters have none, so a nonce alone can only be remembered for a while and
+ *   an older capture would be accepted again. A `timestamp` parameter (Unix seconds, the conventions' base
+ *   time rule) is required and signed; it must be less than timestampSkewMs from the agent's clock, either
+ *   way. Nonces are remembered for twice that (the NonceWindow's windowMs): a request is acceptable for at
+ *   most 2 × timestampSkewMs after its first acceptance, so every replay it could see is remembered.
  * - Encoding: names and values are UTF-8 and percent-encoded except the RFC 3986 unreserved set
  *   `A-Z a-z 0-9 - . _ ~`; hex is upper-case and space is `%20` (never `+`). Encoding bytes (not
  *   encodeURIComponent) also encodes `! ' ( ) *` and turns a lone surrogate into U+FFFD as URLSearchParams does.
@@ -19,16 +26,15 @@
  *   its encoded value.
  * - stringA upper-cases whatever method it gets (the spec names GET and POST; others are not refused here).
  *   stringB is the path as it appears on the request line, without the query, neither decoded nor re-encoded.
- * - appKey, nonce, signMethod and sign must each appear exactly once with a non-empty value; otherwise the
- *   request is `missing` them (a repeated one is ambiguous, which is no better than absent).
+ * - appKey, nonce, timestamp, signMethod and sign must each appear exactly once with a non-empty value;
+ *   otherwise the request is `missing` them (a repeated one is ambiguous, which is no better than absent).
  *   signMethod is matched exactly (case-sensitive).
- * - Order of checks: missing → bad_method → unknown_key → bad_signature → replayed. The nonce is recorded
- *   only after the signature checks out, so unsigned traffic can neither fill the window nor burn a caller's nonces.
- * - Replay window: a nonce is a replay when the same (appKey, nonce) was accepted less than windowMs ago;
- *   at exactly windowMs it is accepted again (the spec has no timestamp, so an older replay cannot be told apart).
- *   When entriesMax is reached the oldest entry is forgotten to make room: memory stays bounded and service stays
- *   up, at the price that a burst of more than entriesMax signed requests within windowMs shortens the window.
- *   Only callers holding a valid secret can cause that.
+ * - Order of checks: missing → bad_method → bad_timestamp → unknown_key → unsigned_parameter →
+ *   bad_signature → stale → replayed → busy. The nonce is recorded only after the signature and the
+ *   timestamp check out, so unsigned traffic can neither fill the memory nor burn a caller's nonces.
+ * - Memory: at most entriesMax nonces. A nonce is never forgotten before its window has passed (that would
+ *   let its request be replayed): when the memory is full of live nonces a new signed request is refused
+ *   (busy) until the oldest expire. Only callers holding a valid secret can fill it.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -36,18 +42,21 @@ export type SignMethod = 'MD5' | 'HMACSHA256' | 'HMACSHA512' | 'HMACMD5';
 
 export const signMethods: readonly SignMethod[] = ['MD5', 'HMACSHA256', 'HMACSHA512', 'HMACMD5'];
 
-/** The remembered span of nonces the spec suggests: 5 minutes. */
-export const nonceWindowMsDefault = 5 * 60_000;
+/** How far a signed request's timestamp may be from the agent's clock, either way: 5 minutes. */
+export const timestampSkewMsDefault = 5 * 60_000;
+/** How long accepted nonces are remembered by default: twice the timestamp skew (see above). */
+export const nonceWindowMsDefault = 2 * timestampSkewMsDefault;
 /** How many (appKey, nonce) pairs a NonceWindow holds at most by default. */
-export const nonceEntriesMaxDefault = 100_000;
+export const nonceEntriesMaxDefault = 200_000;
 
 /** Query parameters that carry the signature itself rather than the request. */
-const signatureParams = ['appKey', 'nonce', 'signMethod', 'sign'] as const;
+const signatureParams = ['appKey', 'nonce', 'timestamp', 'signMethod', 'sign'] as const;
 const contentMd5Name = 'content-md5';
 
-export type SignatureErrorKind = 'missing' | 'unknown_key' | 'bad_method' | 'bad_signature' | 'replayed';
+export type SignatureErrorKind =
+  | 'missing' | 'bad_method' | 'bad_timestamp' | 'unknown_key' | 'unsigned_parameter' | 'bad_signature' | 'stale' | 'replayed' | 'busy';
 
-/** An expected failure of verification; the HTTP layer maps every kind to 401. */
+/** An expected failure of verification; the HTTP layer maps each kind to its status. */
 export class SignatureError extends Error {
   override readonly name = 'SignatureError';
   constructor(readonly kind: SignatureErrorKind, message: string) {
@@ -107,9 +116,9 @@ function hexEquals(expected: string, received: string): boolean {
 }
 
 export interface NonceWindowOptions {
-  /** How long an accepted (appKey, nonce) counts as a replay, in milliseconds. @default 300_000 (nonceWindowMsDefault) */
+  /** How long an accepted (appKey, nonce) counts as a replay, in milliseconds. @default 600_000 (nonceWindowMsDefault) */
   windowMs: number;
-  /** Most (appKey, nonce) pairs remembered; the oldest is forgotten first. @default 100_000 (nonceEntriesMaxDefault) */
+  /** Most (appKey, nonce) pairs remembered; when all are live, new ones are refused. @default 200_000 (nonceEntriesMaxDefault) */
   entriesMax: number;
 }
 
@@ -133,23 +142,29 @@ export class NonceWindow {
     return this.#acceptedAtMs.size;
   }
 
-  /** true when (appKey, nonce) was seen within the window (a replay); records it otherwise. */
-  seen(appKey: string, nonce: string, nowMs: number): boolean {
+  /**
+   * 'replayed' when (appKey, nonce) was seen within the window; 'full' when it was not but every entry is
+   * still live (nothing is recorded then); 'recorded' otherwise.
+   */
+  record(appKey: string, nonce: string, nowMs: number): 'recorded' | 'replayed' | 'full' {
     this.#forgetExpired(nowMs);
     // Length-prefixed so that no two (appKey, nonce) pairs share a key.
     const key = `${appKey.length}:${appKey}${nonce}`;
     const acceptedAtMs = this.#acceptedAtMs.get(key);
-    if (acceptedAtMs !== undefined && nowMs - acceptedAtMs < this.windowMs) return true;
+    if (acceptedAtMs !== undefined && nowMs - acceptedAtMs < this.windowMs) return 'replayed';
     this.#acceptedAtMs.delete(key);
-    for (const oldest of this.#acceptedAtMs.keys()) {
-      if (this.#acceptedAtMs.size < this.entriesMax) break;
-      this.#acceptedAtMs.delete(oldest);
-    }
+    if (this.#acceptedAtMs.size >= this.entriesMax) return 'full';
     this.#acceptedAtMs.set(key, nowMs);
-    return false;
+    return 'recorded';
   }
 
-  /** Drops expired entries from the front; stops at the first live one (a clock step back may leave some behind, which seen() re-checks). */
+  /** Milliseconds until the oldest entry expires (0 when empty): how long a 'full' caller should wait. */
+  oldestLeftMs(nowMs: number): number {
+    for (const acceptedAtMs of this.#acceptedAtMs.values()) return Math.max(0, acceptedAtMs + this.windowMs - nowMs);
+    return 0;
+  }
+
+  /** Drops expired entries from the front; stops at the first live one (a clock step back may leave some behind, which record() re-checks). */
   #forgetExpired(nowMs: number): void {
     for (const [key, acceptedAtMs] of this.#acceptedAtMs) {
       if (nowMs - acceptedAtMs < this.windowMs) break;
@@ -164,35 +179,56 @@ function single(query: URLSearchParams, name: string): string | undefined {
   return values.length === 1 && values[0] !== '' ? values[0] : undefined;
 }
 
-/** Verifies a request carrying appKey/nonce/signMethod/sign query parameters; returns the appKey. */
+/** Unix seconds as sent: decimal digits only, at most 12 (no sign, exponent or fraction to play with). */
+const timestampPattern = /^\d{1,12}$/;
+
+/**
+ * Verifies a request carrying appKey/nonce/timestamp/signMethod/sign query parameters; returns the appKey.
+ * The timestamp must be less than half the nonce window from `nowMs` (see the header comment).
+ */
 export function verifySignedRequest(
   req: { method: string; path: string; query: URLSearchParams; body: Buffer },
   secrets: ReadonlyMap<string, string>,
   nonces: NonceWindow,
   nowMs: number,
 ): { appKey: string } {
-  const [appKey, nonce, signMethod, sign] = signatureParams.map((name) => single(req.query, name));
-  if (appKey === undefined || nonce === undefined || signMethod === undefined || sign === undefined) {
+  const [appKey, nonce, timestamp, signMethod, sign] = signatureParams.map((name) => single(req.query, name));
+  if (appKey === undefined || nonce === undefined || timestamp === undefined || signMethod === undefined || sign === undefined) {
     const absent = signatureParams.filter((name) => single(req.query, name) === undefined);
     throw new SignatureError('missing', `signature parameters missing, empty or repeated: ${absent.join(', ')}`);
   }
   if (!isSignMethod(signMethod)) {
     throw new SignatureError('bad_method', `signMethod must be one of ${signMethods.join(', ')}`);
   }
+  if (!timestampPattern.test(timestamp)) {
+    throw new SignatureError('bad_timestamp', 'timestamp must be Unix time in whole seconds');
+  }
   const secret = secrets.get(appKey);
   if (secret === undefined) throw new SignatureError('unknown_key', 'unknown appKey');
+  const unsigned = [...new Set([...req.query].filter(([, value]) => value === '').map(([name]) => name))];
+  if (unsigned.length > 0) {
+    throw new SignatureError('unsigned_parameter',
+      `parameters with an empty value are not covered by the signature; send them with a value: ${unsigned.join(', ')}`);
+  }
   if (req.query.has(contentMd5Name)) {
     throw new SignatureError('bad_signature', `${contentMd5Name} is computed from the body and must not be sent`);
   }
   const expected = signature(signMethod, secret, canonicalString(req.method, req.path, [...req.query], req.body));
   if (!hexEquals(expected, sign)) throw new SignatureError('bad_signature', 'signature does not match');
-  if (nonces.seen(appKey, nonce, nowMs)) throw new SignatureError('replayed', 'nonce already used');
+  const skewMs = nonces.windowMs / 2;
+  if (!(Math.abs(nowMs - Number(timestamp) * 1000) < skewMs)) {
+    throw new SignatureError('stale', `timestamp is not within ${Math.round(skewMs / 1000)} s of the server's clock`);
+  }
+  const recorded = nonces.record(appKey, nonce, nowMs);
+  if (recorded === 'replayed') throw new SignatureError('replayed', 'nonce already used');
+  if (recorded === 'full') throw new SignatureError('busy', 'too many signed requests in the replay window; retry shortly');
   return { appKey };
 }
 
 /**
- * Client side, for tests and tools: the query string to send (without `?`): `params` in their order (empty
- * values included: they are sent but not signed), then appKey, nonce, signMethod, and sign last.
+ * Client side, for tests and tools: the query string to send (without `?`): `params` in their order, then
+ * appKey, nonce, timestamp (`timestampSeconds`, else the current time), signMethod, and sign last. A
+ * parameter with an empty value is refused: it could not be signed, and the server refuses it.
  */
 export function signRequest(o: {
   method: string;
@@ -203,11 +239,18 @@ export function signRequest(o: {
   secret: string;
   nonce: string;
   signMethod: SignMethod;
+  /** @default the current time */
+  timestampSeconds?: number;
 }): string {
   const reserved = o.params.find(([name]) => name === contentMd5Name || (signatureParams as readonly string[]).includes(name));
   if (reserved !== undefined) throw new Error(`signRequest: params must not contain ${reserved[0]}; it is added here`);
+  const empty = o.params.find(([, value]) => value === '');
+  if (empty !== undefined) throw new Error(`signRequest: ${empty[0]} has an empty value, which a signature cannot cover; give it one`);
   if (o.appKey === '' || o.nonce === '') throw new Error('signRequest: appKey and nonce must be non-empty');
-  const params: [string, string][] = [...o.params, ['appKey', o.appKey], ['nonce', o.nonce], ['signMethod', o.signMethod]];
+  const timestamp = String(o.timestampSeconds ?? Math.floor(Date.now() / 1000));
+  const params: [string, string][] = [
+    ...o.params, ['appKey', o.appKey], ['nonce', o.nonce], ['timestamp', timestamp], ['signMethod', o.signMethod],
+  ];
   const sign = signature(o.signMethod, o.secret, canonicalString(o.method, o.path, params, o.body));
   const sent: [string, string][] = [...params, ['sign', sign]];
   return sent.map(([name, value]) => `${percentEncode(name)}=${percentEncode(value)}`).join('&');

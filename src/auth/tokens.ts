@@ -44,16 +44,30 @@ export const secretBytesMin = 32;
 export const tokenCharsMax = 16 * 1024;
 /** @default issuer of minted tokens and the only one verify accepts */
 export const issuerDefault = 'roster';
-/** @default seconds of clock difference tolerated on `exp` */
-export const clockSkewSecondsDefault = 5;
+/** @default seconds of clock difference tolerated on `exp`, `nbf` and `iat` (Consul's JWT auth method leeway) */
+export const clockSkewSecondsDefault = 60;
+/** @default seconds a token is accepted after its `iat`, whatever its `exp` says (Consul's ACL token cap: 24h) */
+export const tokenLifetimeSecondsMaxDefault = 24 * 60 * 60;
 
 export interface TokenAuthorityOptions {
   /** HMAC key, at least `secretBytesMin` bytes of UTF-8. */
   secret: string;
   /** @default 'roster' */
   issuer?: string;
-  /** @default 5 */
+  /** Clock difference tolerated on `exp`, `nbf` and `iat`. @default 60 (clockSkewSecondsDefault) */
   clockSkewSeconds?: number;
+  /**
+   * Longest a token is accepted after its `iat` (jose's maxTokenAge): a token is refused as expired once
+   * `iat` + this (+ skew) has passed even when its `exp` is later, and mint refuses a longer ttl.
+   * @default 86400 (tokenLifetimeSecondsMaxDefault)
+   */
+  tokenLifetimeSecondsMax?: number;
+  /**
+   * Audiences accepted in `aud` (any one matching suffices); minted tokens carry the first. Absent or
+   * empty: a token carrying any `aud` is refused, since it was issued for some other service.
+   * @default []
+   */
+  audiences?: readonly string[];
   /** @default the system clock */
   clock?: Pick<Clock, 'nowMs'>;
 }
@@ -64,6 +78,8 @@ export class TokenAuthority {
   private readonly key: Uint8Array;
   private readonly issuer: string;
   private readonly clockSkewSeconds: number;
+  private readonly tokenLifetimeSecondsMax: number;
+  private readonly audiences: readonly string[];
   private readonly clock: Pick<Clock, 'nowMs'>;
 
   constructor(o: TokenAuthorityOptions) {
@@ -76,23 +92,37 @@ export class TokenAuthority {
     if (!Number.isFinite(this.clockSkewSeconds) || this.clockSkewSeconds < 0) {
       throw new RangeError('clockSkewSeconds must be a non-negative number');
     }
+    this.tokenLifetimeSecondsMax = o.tokenLifetimeSecondsMax ?? tokenLifetimeSecondsMaxDefault;
+    if (!Number.isInteger(this.tokenLifetimeSecondsMax) || this.tokenLifetimeSecondsMax < 1) {
+      throw new RangeError('tokenLifetimeSecondsMax must be a positive whole number of seconds');
+    }
+    this.audiences = [...(o.audiences ?? [])];
+    if (this.audiences.some((a) => typeof a !== 'string' || a === '')) throw new RangeError('audiences must be non-empty strings');
     this.clock = o.clock ?? systemClock;
   }
 
-  /** A token for `subject` with `rules`, valid `ttlSeconds` from now (a negative ttl mints an expired one). */
+  /**
+   * A token for `subject` with `rules`, valid `ttlSeconds` from now (a negative ttl mints an expired one),
+   * for the first configured audience if there is one. A ttl above tokenLifetimeSecondsMax is refused:
+   * verify would stop accepting the token before its `exp`.
+   */
   async mint(o: { subject: string; rules: Rule[]; ttlSeconds: number }): Promise<string> {
     if (o.subject === '') throw new RangeError('token subject must not be empty');
     if (!Number.isFinite(o.ttlSeconds)) throw new RangeError('ttlSeconds must be finite');
+    if (o.ttlSeconds > this.tokenLifetimeSecondsMax) {
+      throw new RangeError(`ttlSeconds must be at most the token lifetime limit, ${this.tokenLifetimeSecondsMax} s`);
+    }
     const rules = parseRules(o.rules);
     if (rules === undefined) throw new RangeError(`rules must be at most ${rulesPerIdentityMax} well-formed rules`);
     const iat = Math.floor(this.clock.nowMs() / 1000);
-    return new SignJWT({ rules })
+    const jwt = new SignJWT({ rules })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setIssuer(this.issuer)
       .setSubject(o.subject)
       .setIssuedAt(iat)
-      .setExpirationTime(iat + Math.trunc(o.ttlSeconds))
-      .sign(this.key);
+      .setExpirationTime(iat + Math.trunc(o.ttlSeconds));
+    if (this.audiences.length > 0) jwt.setAudience(this.audiences[0]!);
+    return jwt.sign(this.key);
   }
 
   /** The identity a token proves. Throws AuthError `expired` or `invalid`; nothing else for bad input. */
@@ -100,11 +130,15 @@ export class TokenAuthority {
     if (typeof token !== 'string' || token === '' || token.length > tokenCharsMax) throw new AuthError('invalid');
     let payload: Record<string, unknown>;
     try {
+      // jose checks exp and nbf against the clock, and with maxTokenAge also an iat in the future
+      // (beyond the tolerance: invalid) or older than the lifetime limit (expired).
       ({ payload } = await jwtVerify(token, this.key, {
         algorithms: ['HS256'],
         issuer: this.issuer,
         requiredClaims: ['sub', 'exp', 'iat'],
         clockTolerance: this.clockSkewSeconds,
+        maxTokenAge: this.tokenLifetimeSecondsMax,
+        ...(this.audiences.length > 0 ? { audience: [...this.audiences] } : {}),
         currentDate: new Date(this.clock.nowMs()),
       }));
     } catch (err) {
@@ -114,7 +148,10 @@ export class TokenAuthority {
     }
     const rules = parseRules(payload.rules);
     if (typeof payload.sub !== 'string' || payload.sub === '' || rules === undefined) throw new AuthError('invalid');
-    const expiresAtMs = ((payload.exp as number) + this.clockSkewSeconds) * 1000;
+    // jose has no option for "no audience": without configured audiences a token naming any is refused.
+    if (this.audiences.length === 0 && payload.aud !== undefined) throw new AuthError('invalid');
+    const lastSecond = Math.min(payload.exp as number, (payload.iat as number) + this.tokenLifetimeSecondsMax);
+    const expiresAtMs = (lastSecond + this.clockSkewSeconds) * 1000;
     return { subject: payload.sub, rules, expiresAtMs };
   }
 }
@@ -124,6 +161,7 @@ export class TokenAuthority {
  * nothing after it → `invalid` (the caller sent credentials we cannot accept).
  */
 export function bearerToken(authorization: string | undefined): string {
+  // An empty or blank header is no header: it neither fails the request nor hides another credential.
   if (authorization === undefined || authorization.trim() === '') throw new AuthError('missing');
   const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i.exec(authorization);
   if (match === null) throw new AuthError('invalid');

@@ -6,7 +6,8 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parseRules, TokenAuthority } from '../auth/index.ts';
+import { parseRules, TokenAuthority, tokenLifetimeSecondsMaxDefault, type TokenAuthorityOptions } from '../auth/index.ts';
+import { authSettings, ConfigError } from '../config.ts';
 import { parseGoDurationMs } from '../util/duration.ts';
 
 /** What is wrong with the request for a token (a usage error: exit 2). */
@@ -21,25 +22,38 @@ export interface TokenRequest {
   configFile?: string | undefined;
 }
 
-function secretOf(configFile: string | undefined, env: NodeJS.ProcessEnv): string {
-  let fileSecret: unknown;
+/** The agent's token settings: its secret, lifetime limit and audience, from the environment and the config file. */
+function authorityOptions(configFile: string | undefined, env: NodeJS.ProcessEnv): TokenAuthorityOptions {
+  let auth: Record<string, unknown> = {};
   if (configFile !== undefined) {
-    let file: { auth?: { jwt_secret?: unknown } };
+    let file: { auth?: unknown };
     try {
       file = JSON.parse(readFileSync(configFile, 'utf8')) as typeof file;
     } catch (err) {
       throw new TokenRequestError(`--config-file: cannot read ${configFile}: ${err instanceof Error ? err.message : String(err)}`);
     }
-    fileSecret = file?.auth?.jwt_secret;
+    if (file?.auth !== null && typeof file?.auth === 'object') auth = file.auth as Record<string, unknown>;
   }
-  const secret = env.ROSTER_AUTH_SECRET ?? fileSecret;
+  const secret = env.ROSTER_AUTH_SECRET ?? auth.jwt_secret;
   if (typeof secret !== 'string' || secret === '') throw new TokenRequestError('no secret: set ROSTER_AUTH_SECRET or give --config-file with auth.jwt_secret');
-  return secret;
+  // The agent's own reading of the auth section, so a token minted here is one it accepts.
+  let settings;
+  try {
+    settings = authSettings({ ...auth, jwt_secret: secret }, undefined);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new TokenRequestError(err.message);
+    throw err;
+  }
+  return {
+    secret,
+    ...(settings?.tokenLifetimeSecondsMax !== undefined ? { tokenLifetimeSecondsMax: settings.tokenLifetimeSecondsMax } : {}),
+    ...(settings?.audiences !== undefined ? { audiences: settings.audiences } : {}),
+  };
 }
 
 /** Checks the request, then mints the token; a bad request throws TokenRequestError and mints nothing. */
 export async function mintToken(req: TokenRequest, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const secret = secretOf(req.configFile, env);
+  const authority = authorityOptions(req.configFile, env);
   if (!req.subject) throw new TokenRequestError('--subject is required');
   let parsed: unknown;
   try {
@@ -51,7 +65,12 @@ export async function mintToken(req: TokenRequest, env: NodeJS.ProcessEnv = proc
   if (rules === undefined) throw new TokenRequestError('--rules: each rule is {resource, prefix, access: read|write|deny}');
   const ttlMs = parseGoDurationMs(req.ttl ?? '1h');
   if (ttlMs === undefined || ttlMs <= 0) throw new TokenRequestError('--ttl must be a positive duration such as 1h');
-  return new TokenAuthority({ secret }).mint({ subject: req.subject, rules, ttlSeconds: Math.round(ttlMs / 1000) });
+  const ttlSeconds = Math.round(ttlMs / 1000);
+  const lifetimeMax = authority.tokenLifetimeSecondsMax ?? tokenLifetimeSecondsMaxDefault;
+  if (ttlSeconds > lifetimeMax) {
+    throw new TokenRequestError(`--ttl must be at most the agent's auth.max_token_lifetime (${lifetimeMax} s); the agent would refuse the token before then`);
+  }
+  return new TokenAuthority(authority).mint({ subject: req.subject, rules, ttlSeconds });
 }
 
 async function script(): Promise<void> {

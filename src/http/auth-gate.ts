@@ -5,7 +5,7 @@
  * request is refused (default deny); the identity's rules decide each route's read or write.
  */
 import { accessFor, allowed, allowedPrefix, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type AccessRequest, type Identity, type Rule } from '../auth/index.ts';
-import { NonceWindow, SignatureError, verifySignedRequest } from '../auth/signature.ts';
+import { NonceWindow, nonceEntriesMaxDefault, SignatureError, timestampSkewMsDefault, verifySignedRequest } from '../auth/signature.ts';
 import { RegistryError, type ErrorKind } from '../domain/errors.ts';
 import type { Request } from './request.ts';
 
@@ -14,12 +14,27 @@ export interface AuthSettings {
   jwtSecret: string;
   /** Signed-request callers: appKey → its secret and rules. */
   appKeys: Record<string, { secret: string; rules: Rule[] }>;
+  /** Longest a bearer token is accepted after its `iat`. @default 86400 (24h) */
+  tokenLifetimeSecondsMax?: number;
+  /** Clock difference tolerated on a token's `exp`, `nbf` and `iat`. @default 60 */
+  clockSkewSeconds?: number;
+  /** Audiences a token's `aud` must name one of; empty: tokens naming any audience are refused. @default [] */
+  audiences?: string[];
+  /** How far a signed request's timestamp may be from the agent's clock. @default 5 minutes */
+  signatureSkewMs?: number;
 }
 
 const tokenErrors: Record<AuthError['kind'], ErrorKind> = { missing: 'notLoggedIn', invalid: 'invalidToken', expired: 'tokenExpired' };
 const signatureErrors: Record<SignatureError['kind'], ErrorKind> = {
-  missing: 'missingParameter', unknown_key: 'unknownUser', bad_method: 'invalidParameter', bad_signature: 'illegalRequest', replayed: 'expiredRequest',
+  missing: 'missingParameter', bad_method: 'invalidParameter', bad_timestamp: 'invalidParameter', unknown_key: 'unknownUser',
+  unsigned_parameter: 'illegalRequest', bad_signature: 'illegalRequest', stale: 'expiredRequest', replayed: 'expiredRequest',
+  busy: 'remoteUnavailable',
 };
+
+/** A header or parameter that is absent, empty or blank is no credential at all. */
+function present(value: string | undefined | null): string | undefined {
+  return value === undefined || value === null || value.trim() === '' ? undefined : value;
+}
 
 /** 403 code 1004 for a permission the caller's rules do not grant. */
 export function denied(need: AccessRequest): RegistryError {
@@ -30,10 +45,17 @@ export function denied(need: AccessRequest): RegistryError {
 export class AuthGate {
   private readonly tokens: TokenAuthority;
   private readonly secrets: Map<string, string>;
-  private readonly nonces = new NonceWindow({ windowMs: 5 * 60_000, entriesMax: 100_000 });
+  private readonly nonces: NonceWindow;
 
   constructor(private readonly settings: AuthSettings) {
-    this.tokens = new TokenAuthority({ secret: settings.jwtSecret });
+    this.tokens = new TokenAuthority({
+      secret: settings.jwtSecret,
+      ...(settings.tokenLifetimeSecondsMax !== undefined ? { tokenLifetimeSecondsMax: settings.tokenLifetimeSecondsMax } : {}),
+      ...(settings.clockSkewSeconds !== undefined ? { clockSkewSeconds: settings.clockSkewSeconds } : {}),
+      ...(settings.audiences !== undefined ? { audiences: settings.audiences } : {}),
+    });
+    // Nonces live twice the timestamp skew: as long as any request carrying them could be accepted.
+    this.nonces = new NonceWindow({ windowMs: 2 * (settings.signatureSkewMs ?? timestampSkewMsDefault), entriesMax: nonceEntriesMaxDefault });
     this.secrets = new Map(Object.entries(settings.appKeys).map(([k, v]) => [k, v.secret]));
   }
 
@@ -42,14 +64,17 @@ export class AuthGate {
   }
 
   /**
-   * Resolves when the request may go on, leaving the caller's identity on the request; throws the
+   * Resolves when the request may go on, leaving the caller's identity on the request (and whom the rate
+   * limiter counts it against: the verified token subject or app key); throws the
    * 401/403 (or signature) error otherwise. KV lists (`?recurse`, `?keys` on GET) need no permission
    * on the prefix: their answer holds only the keys the caller may read. A recursive delete needs
    * write on the prefix and on every rule below it (a protected subtree cannot be deleted from above).
    */
   async check(req: Request): Promise<void> {
-    const identity = req.query.has('appKey') || req.query.has('sign') ? this.signed(req) : await this.bearer(req.headers, req.query);
+    const signed = req.query.has('appKey') || req.query.has('sign');
+    const identity = signed ? this.signed(req) : await this.bearer(req.headers, req.query);
     req.identity = identity;
+    req.caller = signed ? identity.subject : `token:${identity.subject}`;
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const need = accessFor(method, req.path, req.rest);
     // Session routes check the session's node in their handler (need.byHandler).
@@ -62,18 +87,19 @@ export class AuthGate {
 
   /**
    * The identity of a bearer token: `Authorization: Bearer`, else `X-Consul-Token`, else `?token=`, else
-   * (for the stream upgrade, where browsers cannot set headers) a token carried in a subprotocol.
+   * (for the stream upgrade, where browsers cannot set headers) a token carried in a subprotocol. An empty
+   * or blank one counts as absent, so it cannot hide the next.
    */
   async bearer(headers: Map<string, string>, query: URLSearchParams, subprotocolToken?: string): Promise<Identity> {
-    const authorization = headers.get('authorization');
-    const token = headers.get('x-consul-token') ?? query.get('token') ?? subprotocolToken;
+    const authorization = present(headers.get('authorization'));
+    const token = present(headers.get('x-consul-token')) ?? present(query.get('token')) ?? present(subprotocolToken);
     try {
       const jwt = authorization !== undefined || token === undefined ? bearerToken(authorization) : token;
       return await this.tokens.verify(jwt);
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
       const kind = tokenErrors[err.kind];
-      const challenge: [string, string][] = authorization !== undefined || subprotocolToken !== undefined ? [['WWW-Authenticate', wwwAuthenticate(err)]] : [];
+      const challenge: [string, string][] = authorization !== undefined || present(subprotocolToken) !== undefined ? [['WWW-Authenticate', wwwAuthenticate(err)]] : [];
       throw new RegistryError(kind, err.message, { credentials: err.kind }, { status: 403, text: 'ACL not found' }, challenge);
     }
   }
@@ -84,7 +110,12 @@ export class AuthGate {
       return { subject: `app:${appKey}`, rules: this.settings.appKeys[appKey]!.rules };
     } catch (err) {
       if (!(err instanceof SignatureError)) throw err;
-      throw new RegistryError(signatureErrors[err.kind], `request signature refused: ${err.kind}`, { signature: err.kind }, { status: 403, text: 'Permission denied' });
+      if (err.kind === 'busy') {
+        const retry = String(Math.max(1, Math.ceil(this.nonces.oldestLeftMs(Date.now()) / 1000)));
+        throw new RegistryError('remoteUnavailable', `request signature refused: ${err.message}`, { signature: err.kind, retryAfterSeconds: Number(retry) },
+          { status: 503, text: err.message }, [['Retry-After', retry]]);
+      }
+      throw new RegistryError(signatureErrors[err.kind], `request signature refused: ${err.message}`, { signature: err.kind }, { status: 403, text: 'Permission denied' });
     }
   }
 }

@@ -1,6 +1,8 @@
 /**
- * Rate limiting per identity (http-conventions.md Limits): a fixed window of `limit` requests per
- * `periodMs` for each caller — its token, its app key, or else its address. Every answer then carries
+ * Rate limiting per caller (http-conventions.md Limits): a fixed window of `limit` requests per
+ * `periodMs` for each caller — the identity a request proved (its token's subject, its app key), or else
+ * its client address. Callers are named by the server only after verification: a string the client
+ * sends is never a key by itself, or a fresh one per request would never be limited. Every answer then carries
  * X-Rate-Limit-Limit, -Remaining and -Reset (seconds left in the window, never a timestamp); a caller past
  * its limit gets 429 with Retry-After.
  */
@@ -59,13 +61,4 @@ export class RateLimiter {
       this.windows.delete(key);
     }
   }
-}
-
-/** Who is asking, for the limiter: the credentials when there are some, else the address. */
-export function callerOf(headers: Map<string, string>, query: URLSearchParams, remote: string): string {
-  const token = headers.get('authorization') ?? headers.get('x-consul-token') ?? query.get('token');
-  if (token) return `token:${token}`;
-  const appKey = query.get('appKey');
-  if (appKey) return `app:${appKey}`;
-  return `addr:${remote}`;
 }

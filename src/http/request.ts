@@ -21,6 +21,8 @@ export interface Request {
   jsonTypeRequired?: boolean;
   /** Who is asking, once authentication is on and has passed (absent: no authentication configured). */
   identity?: Identity;
+  /** The verified caller the rate limiter counts this request against (absent: its client address). */
+  caller?: string;
   /** The request id: sent back as x-request-id and carried by the request's log lines. */
   id: string;
   /** The pattern of the route that took the request (`/v1/kv/*`, or `unmatched`), once routed. */

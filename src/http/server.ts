@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { invalidField, RegistryError } from '../domain/errors.ts';
 import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
-import { callerOf, RateLimiter, type RateLimitOptions } from './rate-limit.ts';
+import { RateLimiter, type RateDecision, type RateLimitOptions } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
 import { isLogOverloaded } from '../wal/index.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
@@ -67,7 +67,10 @@ export interface HttpServerOptions<Ctx> {
   websockets?: WebSocketRoute[];
   /** The leader as this node sees it, for the index headers. @default this node leads */
   leader?: () => LeaderView;
-  /** Requests per period per caller; absent: no rate limit (and no rate-limit headers). */
+  /**
+   * Requests per period per caller: the verified identity (token subject, app key) of a request that
+   * passed authentication, else its client address. Absent: no rate limit (and no rate-limit headers).
+   */
   rateLimit?: RateLimitOptions;
   /** True when too many writes are in flight: writes are then answered 503 with Retry-After. */
   overloaded?: () => boolean;
@@ -137,11 +140,19 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       abort?.abort();
     });
 
-    const rate = limiter?.take(callerOf(headers, query, Buffer.from(res.getRemoteAddressAsText()).toString()), Date.now());
+    // Counted once per request, against the first caller named: the verified identity once authentication
+    // has passed, the client address for everything else (no auth, public routes, failed auth, refusals).
+    let rate: RateDecision | undefined;
+    const admit = (caller: string | undefined): Wire | undefined => {
+      if (limiter === undefined) return undefined;
+      rate ??= limiter.take(caller ?? `addr:${remote}`, Date.now());
+      return rate.allowed ? undefined : rateLimited(rate, o.dialect);
+    };
     const send = (w: Wire, closeConnection = false) => {
       if (done) return;
       done = true;
       release(remote);
+      admit(undefined);
       if (rate !== undefined) w = { ...w, headers: [...w.headers, ...rate.headers] };
       const ms = performance.now() - startedMs;
       res.cork(() => {
@@ -172,12 +183,15 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
         },
       };
       const routed = req;
-      handle(o, routed).then((w) => send(conditional(routed, w, o.timeOfIndex)), (err: unknown) => send(errorWire(o, err, requestId)));
+      // A request that failed (authentication above all) counts against its address: past the address's
+      // limit it is answered 429 rather than with its error.
+      handle(o, routed, admit).then((w) => send(conditional(routed, w, o.timeOfIndex)), (err: unknown) => send(admit(undefined) ?? errorWire(o, err, requestId)));
     };
 
-    if (rate !== undefined && !rate.allowed) {
-      send(renderError(new RegistryError('illegalRequest', `rate limit exceeded: retry in ${rate.retryAfterSeconds}s`,
-        { retryAfterSeconds: rate.retryAfterSeconds }, { status: 429, text: 'rate limit exceeded' }), o.dialect, [['Retry-After', String(rate.retryAfterSeconds)]], 429));
+    // Without authentication there is no identity to wait for: the address is counted before the body is read.
+    const early = o.authorize === undefined ? admit(undefined) : undefined;
+    if (early !== undefined) {
+      send(early);
       return;
     }
     if (held > inFlightMax) {
@@ -322,9 +336,17 @@ export function parseHttpDate(text: string | undefined): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-async function handle<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire> {
+/** Counts a request against a caller (undefined: its address); the 429 answer when that caller is past its limit. */
+type Admit = (caller: string | undefined) => Wire | undefined;
+
+function rateLimited(rate: RateDecision, dialect: Dialect): Wire {
+  return renderError(new RegistryError('illegalRequest', `rate limit exceeded: retry in ${rate.retryAfterSeconds}s`,
+    { retryAfterSeconds: rate.retryAfterSeconds }, { status: 429, text: 'rate limit exceeded' }), dialect, [['Retry-After', String(rate.retryAfterSeconds)]], 429);
+}
+
+async function handle<Ctx>(o: HttpServerOptions<Ctx>, req: Request, admit: Admit): Promise<Wire> {
   const versionHeaders = apiVersion(req, o.dialect);
-  const w = await route(o, req);
+  const w = await route(o, req, admit);
   return versionHeaders.length === 0 ? w : { ...w, headers: [...w.headers, ...versionHeaders] };
 }
 
@@ -339,7 +361,7 @@ function apiVersion(req: Request, dialect: Dialect): [string, string][] {
   return [['x-api-version', version.trim()]];
 }
 
-async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire> {
+async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request, admit: Admit): Promise<Wire> {
   const match = o.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path);
   req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
   if (match.kind === 'none') {
@@ -363,6 +385,8 @@ async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire
   }
   req.rest = decodeOnce(match.rest);
   if (!match.public) await o.authorize?.(req);
+  const limited = admit(req.caller);
+  if (limited !== undefined) return limited;
   const listed = withListRules(req, await match.handler(req, o.ctx));
   const w = renderReply(listed.reply, o.dialect, o.leader?.());
   return listed.headers.length === 0 ? w : { ...w, headers: [...w.headers, ...listed.headers] };
@@ -372,7 +396,7 @@ async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request): Promise<Wire
 const reservedParameters = [
   'index', 'wait', 'filter', 'dc', 'token', 'stale', 'consistent', 'leader', 'max_stale', 'recurse', 'keys', 'raw',
   'separator', 'seperator', 'passing', 'tag', 'near', 'node-meta', 'cas', 'flags', 'acquire', 'release', 'note',
-  'replace-existing-checks', 'wan', 'segment', 'appKey', 'nonce', 'signMethod', 'sign',
+  'replace-existing-checks', 'wan', 'segment', 'appKey', 'nonce', 'timestamp', 'signMethod', 'sign',
 ];
 
 /** An empty list has no fields to check names against: every name the request mentions is taken as known. */

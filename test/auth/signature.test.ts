@@ -1,7 +1,8 @@
 // Goal: the request signature of http-conventions "Authentication › Request signature" (steps 1–6).
 // A reference signer written here from the spec's steps, sharing no code with src/auth/signature.ts,
 // must agree with signRequest and be accepted by verifySignedRequest for every signMethod, with and
-// without a body; every way of breaking a request must fail with the right SignatureError kind.
+// without a body; every way of breaking a request must fail with the right SignatureError kind. A signed
+// request carries a timestamp and no parameter its signature does not cover.
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import {
@@ -11,8 +12,11 @@ import {
 
 const methods: SignMethod[] = ['MD5', 'HMACSHA256', 'HMACSHA512', 'HMACMD5'];
 const secrets = new Map([['k1', 's3cret'], ['k2', 'other secret']]);
-const windowMs = 5 * 60_000;
+/** Nonces are remembered for windowMs; a timestamp is accepted less than skewMs = windowMs / 2 away. */
+const windowMs = 10 * 60_000;
+const skewMs = windowMs / 2;
 const t0 = 1_700_000_000_000;
+const ts0 = t0 / 1000;
 
 // ---- Reference implementation, from the spec text only ----
 
@@ -27,7 +31,7 @@ function refSign(method: string, path: string, params: [string, string][], body:
   const stringB = `${path || '/'}\n`;
   const list = params.filter(([, v]) => v.length > 0).map(([k, v]) => `${refEncode(k)}=${refEncode(v)}`);
   if (body.length > 0) list.push(`content-md5=${createHash('md5').update(body).digest('hex')}`);
-  list.sort(); // names here are distinct and free of '=' and chars below '=', so sorting whole pairs sorts by name
+  list.sort(); // no name here is a prefix of another, so sorting whole pairs sorts by name, then value
   const stringD = stringA + stringB + list.join('&');
   if (how === 'MD5') return createHash('md5').update(secret + stringD + secret).digest('hex');
   const algorithm = { HMACSHA256: 'sha256', HMACSHA512: 'sha512', HMACMD5: 'md5' }[how];
@@ -36,7 +40,7 @@ function refSign(method: string, path: string, params: [string, string][], body:
 
 /** An independent client: the query string it would send, signed by refSign. */
 function refQuery(o: { method: string; path: string; params: [string, string][]; body: Buffer; appKey: string; secret: string; nonce: string; how: SignMethod }): URLSearchParams {
-  const all: [string, string][] = [...o.params, ['appKey', o.appKey], ['nonce', o.nonce], ['signMethod', o.how]];
+  const all: [string, string][] = [...o.params, ['appKey', o.appKey], ['nonce', o.nonce], ['timestamp', String(ts0)], ['signMethod', o.how]];
   return new URLSearchParams([...all, ['sign', refSign(o.method, o.path, all, o.body, o.secret, o.how)]]);
 }
 
@@ -46,7 +50,7 @@ const paramSets: Record<string, [string, string][]> = {
   none: [],
   plain: [['zeta', '1'], ['alpha', 'two'], ['Mid', 'x']],
   'spaces, slash, unicode, reserved chars': [['q', 'a b/c'], ['name', 'Zoë 東京 🚀'], ['expr', "it's (a)*b!~+=&?#%"]],
-  'empty values': [['keep', 'v'], ['empty', ''], ['also-empty', '']],
+  'repeated name': [['tag', 'b'], ['tag', 'a']],
 };
 const bodies: Record<string, Buffer> = { 'no body': Buffer.alloc(0), 'JSON body': Buffer.from('{"Key":"é","n":1}') };
 
@@ -65,11 +69,11 @@ function freshNonces(entriesMax = 100_000): NonceWindow {
   return new NonceWindow({ windowMs, entriesMax });
 }
 
-/** A good signed POST to play with. */
-function goodRequest(how: SignMethod = 'HMACSHA256', nonce = 'n-1') {
+/** A good signed POST to play with, stamped `timestampSeconds` (t0 by default). */
+function goodRequest(how: SignMethod = 'HMACSHA256', nonce = 'n-1', timestampSeconds = ts0) {
   const body = Buffer.from('{"a":1}');
   const query = new URLSearchParams(signRequest({
-    method: 'POST', path: '/v1/kv/x', params: [['q', 'a b'], ['flags', '3']], body, appKey: 'k1', secret: 's3cret', nonce, signMethod: how,
+    method: 'POST', path: '/v1/kv/x', params: [['q', 'a b'], ['flags', '3']], body, appKey: 'k1', secret: 's3cret', nonce, signMethod: how, timestampSeconds,
   }));
   return { method: 'POST', path: '/v1/kv/x', query, body };
 }
@@ -107,10 +111,10 @@ describe.each(methods)('%s: module and reference agree', (how) => {
     for (const [setName, params] of Object.entries(paramSets)) {
       test(`${bodyName}, ${setName}`, () => {
         const o = { method: 'POST', path: '/v1/kv/a%20b/c', params, body, appKey: 'k1', secret: 's3cret', nonce: `n-${how}` };
-        const sent = new URLSearchParams(signRequest({ ...o, signMethod: how }));
+        const sent = new URLSearchParams(signRequest({ ...o, signMethod: how, timestampSeconds: ts0 }));
         const ref = refQuery({ ...o, how });
 
-        // signRequest sends every parameter (empty ones too), content-md5 never, sign last, and the reference's signature.
+        // signRequest sends every parameter, content-md5 never, sign last, and the reference's signature.
         expect([...sent.keys()].at(-1)).toBe('sign');
         expect(sent.has('content-md5')).toBe(false);
         expect([...sent].slice(0, -1)).toEqual([...ref].slice(0, -1));
@@ -138,7 +142,7 @@ describe('bad_signature', () => {
     expectKind(() => verify({ ...goodRequest(), body: Buffer.alloc(0) }), 'bad_signature');
     const empty = Buffer.alloc(0);
     const signedWithout = { method: 'POST', path: '/v1/kv/x', body: empty, query: new URLSearchParams(signRequest({
-      method: 'POST', path: '/v1/kv/x', params: [], body: empty, appKey: 'k1', secret: 's3cret', nonce: 'n', signMethod: 'MD5',
+      method: 'POST', path: '/v1/kv/x', params: [], body: empty, appKey: 'k1', secret: 's3cret', nonce: 'n', signMethod: 'MD5', timestampSeconds: ts0,
     })) };
     expect(verify(signedWithout).appKey).toBe('k1');
     expectKind(() => verify({ ...signedWithout, body: Buffer.from('x') }), 'bad_signature');
@@ -178,16 +182,42 @@ describe('accepted variations', () => {
     req.query.set('sign', req.query.get('sign')!.toUpperCase());
     expect(verify(req).appKey).toBe('k1');
   });
+});
 
-  test('empty-valued parameters are not covered: adding one keeps the signature valid', () => {
+describe('coverage: every parameter of an accepted request is signed', () => {
+  test.each([['blank', ''], ['recurse', ''], ['q', '']])('an added parameter %s with an empty value → unsigned_parameter', (name, value) => {
     const req = goodRequest();
-    req.query.append('blank', '');
+    req.query.append(name, value);
+    expectKind(() => verify(req), 'unsigned_parameter');
+  });
+
+  test('a request signed by the spec\'s steps with an empty-valued parameter is refused, not accepted unsigned', () => {
+    const body = Buffer.alloc(0);
+    const query = refQuery({ method: 'DELETE', path: '/v1/kv/app/x', params: [['recurse', '']], body, appKey: 'k1', secret: 's3cret', nonce: 'n', how: 'HMACSHA256' });
+    expectKind(() => verifySignedRequest({ method: 'DELETE', path: '/v1/kv/app/x', query, body }, secrets, freshNonces(), t0), 'unsigned_parameter');
+  });
+
+  test('a flag sent with a value is covered: removing or changing it breaks the signature', () => {
+    const body = Buffer.alloc(0);
+    const query = new URLSearchParams(signRequest({
+      method: 'DELETE', path: '/v1/kv/app/x', params: [['recurse', 'true']], body, appKey: 'k1', secret: 's3cret', nonce: 'n', signMethod: 'MD5', timestampSeconds: ts0,
+    }));
+    const req = { method: 'DELETE', path: '/v1/kv/app/x', query, body };
     expect(verify(req).appKey).toBe('k1');
+    const removed = { ...req, query: new URLSearchParams(query) };
+    removed.query.delete('recurse');
+    expectKind(() => verify(removed), 'bad_signature');
+  });
+
+  test('a signed timestamp: changing it breaks the signature', () => {
+    const req = goodRequest();
+    req.query.set('timestamp', String(ts0 + 1));
+    expectKind(() => verify(req), 'bad_signature');
   });
 });
 
 describe('missing, unknown_key, bad_method', () => {
-  test.each(['appKey', 'nonce', 'signMethod', 'sign'])('%s absent, empty or repeated → missing', (name) => {
+  test.each(['appKey', 'nonce', 'timestamp', 'signMethod', 'sign'])('%s absent, empty or repeated → missing', (name) => {
     const absent = goodRequest();
     absent.query.delete(name);
     expectKind(() => verify(absent), 'missing');
@@ -203,6 +233,12 @@ describe('missing, unknown_key, bad_method', () => {
     expectKind(() => verify({ method: 'GET', path: '/', query: new URLSearchParams('a=1'), body: Buffer.alloc(0) }), 'missing');
   });
 
+  test.each(['-1', '1.7e9', '1700000000.5', ' 1700000000', '0x10', '1234567890123'])('timestamp %s → bad_timestamp', (ts) => {
+    const req = goodRequest();
+    req.query.set('timestamp', ts);
+    expectKind(() => verify(req), 'bad_timestamp');
+  });
+
   test('unknown appKey', () => {
     const req = goodRequest();
     req.query.set('appKey', 'nobody');
@@ -216,55 +252,71 @@ describe('missing, unknown_key, bad_method', () => {
   });
 });
 
-describe('replay', () => {
-  test('the same nonce twice within the window → replayed; another nonce is fine', () => {
+describe('timestamp window and replay', () => {
+  test('a timestamp less than skewMs away either way is accepted; at skewMs or beyond it is stale', () => {
+    expect(verify(goodRequest('MD5', 'a'), freshNonces(), t0 + skewMs - 1).appKey).toBe('k1');
+    expect(verify(goodRequest('MD5', 'b'), freshNonces(), t0 - skewMs + 1).appKey).toBe('k1');
+    expectKind(() => verify(goodRequest('MD5', 'c'), freshNonces(), t0 + skewMs), 'stale');
+    expectKind(() => verify(goodRequest('MD5', 'd'), freshNonces(), t0 - skewMs), 'stale');
+    expectKind(() => verify(goodRequest('MD5', 'e'), freshNonces(), t0 + 3_600_000), 'stale');
+  });
+
+  test('the same nonce twice → replayed; another nonce is fine', () => {
     const nonces = freshNonces();
     expect(verify(goodRequest('HMACSHA256', 'n-1'), nonces, t0).appKey).toBe('k1');
-    expectKind(() => verify(goodRequest('HMACSHA256', 'n-1'), nonces, t0 + windowMs - 1), 'replayed');
+    expectKind(() => verify(goodRequest('HMACSHA256', 'n-1'), nonces, t0 + 1), 'replayed');
     expect(verify(goodRequest('HMACSHA256', 'n-2'), nonces, t0 + 1).appKey).toBe('k1');
   });
 
-  test('the nonce is accepted again once the window has passed', () => {
+  test('a captured request is refused at every later moment: replayed while remembered, stale after', () => {
     const nonces = freshNonces();
-    verify(goodRequest('MD5', 'n-1'), nonces, t0);
-    expect(verify(goodRequest('MD5', 'n-1'), nonces, t0 + windowMs).appKey).toBe('k1');
-    expectKind(() => verify(goodRequest('MD5', 'n-1'), nonces, t0 + windowMs + 1), 'replayed');
+    // First accepted as early as its timestamp allows: the longest span in which it stays acceptable.
+    const first = t0 - skewMs + 1;
+    expect(verify(goodRequest('HMACSHA256', 'cap'), nonces, first).appKey).toBe('k1');
+    for (let now = first + 1; now < t0 + skewMs + 2 * windowMs; now += 7_919) {
+      const kind = Math.abs(now - t0) < skewMs ? 'replayed' : 'stale';
+      expectKind(() => verify(goodRequest('HMACSHA256', 'cap'), nonces, now), kind);
+    }
+    expectKind(() => verify(goodRequest('HMACSHA256', 'cap'), nonces, t0 + skewMs - 1), 'replayed');
   });
 
-  test('a request that fails verification does not burn its nonce', () => {
+  test('a request that fails verification (or is stale) does not burn its nonce', () => {
     const nonces = freshNonces();
     const forged = goodRequest('HMACSHA256', 'n-1');
     forged.query.set('q', 'forged');
     expectKind(() => verify(forged, nonces), 'bad_signature');
+    expectKind(() => verify(goodRequest('HMACSHA256', 'n-1', ts0 - 3600), nonces), 'stale');
     expect(nonces.size).toBe(0);
     expect(verify(goodRequest('HMACSHA256', 'n-1'), nonces).appKey).toBe('k1');
   });
 
   test('nonces are per appKey', () => {
     const w = freshNonces();
-    expect(w.seen('k1', 'n', t0)).toBe(false);
-    expect(w.seen('k2', 'n', t0)).toBe(false);
-    expect(w.seen('k1', 'n', t0)).toBe(true);
+    expect(w.record('k1', 'n', t0)).toBe('recorded');
+    expect(w.record('k2', 'n', t0)).toBe('recorded');
+    expect(w.record('k1', 'n', t0)).toBe('replayed');
     // the pair key cannot be forged by moving characters between appKey and nonce
-    expect(w.seen('k', '1n', t0)).toBe(false);
+    expect(w.record('k', '1n', t0)).toBe('recorded');
   });
 
-  test('entries are bounded: the oldest is forgotten first', () => {
+  test('entries are bounded: when all are live a new one is refused (busy), never an old one forgotten', () => {
+    const nonces = freshNonces(3);
+    for (const n of ['a', 'b', 'c']) expect(verify(goodRequest('MD5', n), nonces, t0).appKey).toBe('k1');
+    expectKind(() => verify(goodRequest('MD5', 'd'), nonces, t0 + 1), 'busy');
+    expectKind(() => verify(goodRequest('MD5', 'a'), nonces, t0 + 1), 'replayed');
+    expect(nonces.size).toBe(3);
+    expect(nonces.oldestLeftMs(t0 + 1)).toBe(windowMs - 1);
+    // Once the oldest expire there is room again.
     const w = freshNonces(3);
-    for (const n of ['a', 'b', 'c', 'd']) expect(w.seen('k1', n, t0)).toBe(false);
-    expect(w.size).toBe(3);
-    expect(w.seen('k1', 'a', t0)).toBe(false); // forgotten to make room; recording it evicts b
-    expect(w.seen('k1', 'c', t0)).toBe(true);
-    expect(w.seen('k1', 'd', t0)).toBe(true);
-    expect(w.size).toBe(3);
-    for (let i = 0; i < 1000; i++) w.seen('k1', `x${i}`, t0 + i);
-    expect(w.size).toBe(3);
+    for (const n of ['a', 'b', 'c']) w.record('k1', n, t0);
+    expect(w.record('k1', 'd', t0 + windowMs)).toBe('recorded');
+    expect(w.size).toBe(1);
   });
 
   test('expired entries are dropped as time passes', () => {
     const w = freshNonces();
-    for (let i = 0; i < 10; i++) w.seen('k1', `n${i}`, t0 + i);
-    w.seen('k1', 'late', t0 + windowMs + 4);
+    for (let i = 0; i < 10; i++) w.record('k1', `n${i}`, t0 + i);
+    w.record('k1', 'late', t0 + windowMs + 4);
     expect(w.size).toBe(10 - 5 + 1);
   });
 
@@ -275,9 +327,15 @@ describe('replay', () => {
 });
 
 describe('signRequest refuses what it adds itself', () => {
-  test.each(['appKey', 'nonce', 'signMethod', 'sign', 'content-md5'])('%s in params', (name) => {
+  test.each(['appKey', 'nonce', 'timestamp', 'signMethod', 'sign', 'content-md5'])('%s in params', (name) => {
     expect(() => signRequest({
       method: 'GET', path: '/', params: [[name, 'x']], body: Buffer.alloc(0), appKey: 'k1', secret: 's', nonce: 'n', signMethod: 'MD5',
     })).toThrow();
+  });
+
+  test('a parameter with an empty value, which no signature covers', () => {
+    expect(() => signRequest({
+      method: 'GET', path: '/', params: [['raw', '']], body: Buffer.alloc(0), appKey: 'k1', secret: 's', nonce: 'n', signMethod: 'MD5',
+    })).toThrow(/empty value/);
   });
 });

@@ -1,5 +1,6 @@
 // Goal: a minted token verifies to the same identity; an expired one fails as `expired` (1005) and every
-// forged, foreign or malformed one as `invalid` (1021); no error ever carries the token.
+// forged, foreign or malformed one as `invalid` (1021); the lifetime limit, the clock leeway and the audience
+// hold; no error ever carries the token.
 import { SignJWT } from 'jose';
 import { describe, expect, test } from 'vitest';
 import {
@@ -75,6 +76,42 @@ describe('TokenAuthority', () => {
     await expect(authority.verify(token)).resolves.toMatchObject({ subject: 'alice' });
     clock.advance(2_000);
     await expectKind(authority.verify(token), 'expired', 1005, token);
+  });
+
+  test('lifetime limit: a token older than tokenLifetimeSecondsMax (+ skew) is expired whatever its exp; mint refuses a longer ttl', async () => {
+    const clock = fakeClock(1_700_000_000_000);
+    const authority = new TokenAuthority({ secret, clock, clockSkewSeconds: 0, tokenLifetimeSecondsMax: 3600 });
+    const sign = (claims: Record<string, unknown>) => new SignJWT({ rules, ...claims }).setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('roster').setSubject('alice').sign(new TextEncoder().encode(secret));
+    const long = await sign({ iat: 1_700_000_000, exp: 1_700_000_000 + 30 * 86400 });
+    await expect(authority.verify(long)).resolves.toMatchObject({ expiresAtMs: (1_700_000_000 + 3600) * 1000 });
+    clock.advance(3_601_000);
+    await expectKind(authority.verify(long), 'expired', 1005, long);
+    await expect(authority.mint({ subject: 'alice', rules, ttlSeconds: 3601 })).rejects.toThrow(RangeError);
+    await expect(new TokenAuthority({ secret }).mint({ subject: 'alice', rules, ttlSeconds: 86401 })).rejects.toThrow(RangeError);
+  });
+
+  test('iat or nbf beyond the leeway in the future → invalid; within it → accepted', async () => {
+    const clock = fakeClock(1_700_000_000_000);
+    const authority = new TokenAuthority({ secret, clock });
+    const sign = (claims: Record<string, unknown>) => new SignJWT({ rules, ...claims }).setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('roster').setSubject('alice').setExpirationTime(1_700_003_000).sign(new TextEncoder().encode(secret));
+    await expect(authority.verify(await sign({ iat: 1_700_000_000 + clockSkewSecondsDefault }))).resolves.toMatchObject({ subject: 'alice' });
+    await expectKind(authority.verify(await sign({ iat: 1_700_000_001 + clockSkewSecondsDefault })), 'invalid', 1021);
+    await expectKind(authority.verify(await sign({ iat: 1_700_000_000, nbf: 1_700_000_001 + clockSkewSecondsDefault })), 'invalid', 1021);
+  });
+
+  test('audience: without one configured any aud is refused; with one, aud must name it and minted tokens do', async () => {
+    const plain = new TokenAuthority({ secret });
+    const scoped = new TokenAuthority({ secret, audiences: ['roster-a', 'roster-b'] });
+    const forB = await new TokenAuthority({ secret, audiences: ['roster-b'] }).mint({ subject: 'alice', rules, ttlSeconds: 60 });
+    await expectKind(plain.verify(forB), 'invalid', 1021, forB);
+    await expect(scoped.verify(forB)).resolves.toMatchObject({ subject: 'alice' });
+    await expect(scoped.verify(await scoped.mint({ subject: 'alice', rules, ttlSeconds: 60 }))).resolves.toMatchObject({ subject: 'alice' });
+    const none = await plain.mint({ subject: 'alice', rules, ttlSeconds: 60 });
+    await expectKind(scoped.verify(none), 'invalid', 1021, none);
+    const other = await new TokenAuthority({ secret, audiences: ['elsewhere'] }).mint({ subject: 'alice', rules, ttlSeconds: 60 });
+    await expectKind(scoped.verify(other), 'invalid', 1021, other);
   });
 
   test('a tampered signature → invalid (1021)', async () => {

@@ -74,7 +74,7 @@ describe('signed requests', () => {
     expectError(replay, 400, 1023);
     const tampered = await call(agent.url, 'PUT', `/v1/kv/signed/a?${signed('PUT', '/v1/kv/signed/a', 'body-2', 'nonce-2')}`, 'other body');
     expectError(tampered, 400, 1022);
-    const read = await call(agent.url, 'GET', `/v1/kv/signed/a?raw&${signed('GET', '/v1/kv/signed/a', '', 'nonce-3', [['raw', '']])}`);
+    const read = await call(agent.url, 'GET', `/v1/kv/signed/a?${signed('GET', '/v1/kv/signed/a', '', 'nonce-3', [['raw', 'true']])}`);
     expect([read.status, read.text]).toEqual([200, 'body-1']);
     const unknown = signRequest({ method: 'GET', path: '/v1/kv/signed/a', params: [], body: Buffer.alloc(0), appKey: 'nobody', secret: 'x', nonce: 'n', signMethod: 'MD5' });
     expectError(await call(agent.url, 'GET', `/v1/kv/signed/a?${unknown}`), 401, 1001);

@@ -31,7 +31,7 @@ beforeAll(async () => {
   const limits = { kv_max_value_size: 1000, http_max_conns_per_client: 5, stream_max_conns_per_client: 3, request_body_timeout: '1s' };
   [open, secured, consul] = await Promise.all([
     startAgent({ args: ['--config-file', configFile({ limits })] }),
-    startAgent({ args: ['--config-file', configFile({ auth: { jwt_secret: secret } })] }),
+    startAgent({ args: ['--config-file', configFile({ auth: { jwt_secret: secret, clock_skew: '5s' } })] }),
     startAgent({ args: ['--dialect', 'consul'] }),
   ]);
 });
@@ -226,7 +226,7 @@ describe('stream authentication', () => {
   });
 
   test('the stream is closed with 4001 "token expired" when its token expires', async () => {
-    // Issued 2 s in the past with the 5 s clock skew allowed: valid for at most three more seconds (one
+    // Issued 2 s in the past with the 5 s clock skew this agent allows: valid for at most three more seconds (one
     // was too short to open the stream on a loaded machine).
     const token = await mint([{ resource: 'service', prefix: '', access: 'read' }], -2);
     const s = await openStream(secured, [subprotocol], bearer(token));
