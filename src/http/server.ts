@@ -12,6 +12,7 @@ import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
 import { callerOf, RateLimiter, type RateLimitOptions } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
 import { isLogOverloaded } from '../wal/index.ts';
+import { listenErrorFor } from '../util/listen-error.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
 import type { Logger } from '../runtime/index.ts';
 import type { HttpObserver } from '../ports/observer.ts';
@@ -216,9 +217,13 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
   });
 
   return new Promise((resolve, reject) => {
-    app.listen(o.host, o.port, (socket) => {
+    // Exclusive: without it uWS sets SO_REUSEPORT, and a second agent on the same port would silently
+    // share it, the kernel splitting connections between the two.
+    const listen = app.listen as unknown as (host: string, port: number, options: number, cb: (socket: Uws.us_listen_socket | false) => void) => void;
+    listen.call(app, o.host, o.port, exclusivePort(uws), (socket) => {
       if (socket === false) {
-        reject(new Error(`roster: cannot listen for HTTP on ${o.host}:${o.port} (port in use or not permitted)`));
+        app.close();
+        listenErrorFor(o.host, o.port).then(reject, reject);
         return;
       }
       const port = uws.us_socket_local_port(socket as unknown as Uws.us_socket);
@@ -233,6 +238,11 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       });
     });
   });
+}
+
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT flag (exported as a value by the binding, declared only as an enum member). */
+function exclusivePort(uws: UwsModule): number {
+  return (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
 }
 
 /** A map key for a binary address (4 or 16 bytes): one char per byte, no Buffer, no formatting. */
