@@ -175,7 +175,7 @@ async function run(config: Config): Promise<void> {
     ...(config.tls ? { tls: config.tls } : {}),
     leader: () => {
       const l = runtime.leadership();
-      return { knownLeader: l.peers.length === 0 || l.leader !== undefined, lastContactMs: l.lastContactMs };
+      return { knownLeader: runtime.writable && (l.peers.length === 0 || l.leader !== undefined), lastContactMs: l.lastContactMs };
     },
   }));
   const server = http;

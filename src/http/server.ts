@@ -11,7 +11,7 @@ import { invalidField, RegistryError } from '../domain/errors.ts';
 import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
 import { callerOf, RateLimiter, type RateLimitOptions } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
-import { isLogOverloaded } from '../wal/index.ts';
+import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts';
 import { listenErrorFor } from '../util/listen-error.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
 import type { Logger } from '../runtime/index.ts';
@@ -427,6 +427,17 @@ function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown, reqId: string):
   if (isLogOverloaded(err)) {
     const busy = new RegistryError('remoteUnavailable', 'the log is overloaded; retry shortly', { retryAfterSeconds: 1 }, { status: 503, text: 'log overloaded' });
     return renderError(busy, o.dialect, [['Retry-After', '1']]);
+  }
+  if (isLogUnavailable(err)) {
+    // The write was not applied; the log stores writes again by itself once the disk has room.
+    const full = new RegistryError('remoteUnavailable', 'the agent cannot store writes now: no space left on its disk; retry later',
+      { retryAfterSeconds: 1 }, { status: 503, text: 'cannot store writes now: no space left on disk' });
+    return renderError(full, o.dialect, [['Retry-After', '1']]);
+  }
+  if (isLogFailed(err)) {
+    // The cause (with paths) is in the agent's log, not in the answer.
+    o.logger.error({ err, reqId }, 'request failed: the log has failed');
+    return renderError(new RegistryError('unknown', 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it'), o.dialect);
   }
   o.logger.error({ err, reqId }, 'request failed');
   const message = err instanceof Error ? err.message : String(err);

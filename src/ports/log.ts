@@ -59,6 +59,12 @@ export interface ReplicatedLog {
    * the node is its own leader.
    */
   leadership?(): Leadership;
+  /**
+   * Tells `listener` each time the log stops or starts again being able to store appends: the WAL while
+   * its disk is full (appends are then refused with an error the log marks as unavailable, and nothing
+   * of them is applied) or after it failed for good. A log that is always writable leaves it out.
+   */
+  onWritable?(listener: (writable: boolean) => void): void;
   /** Reports each of this node's group commits to `observer` from now on (metrics). Optional: a twin may leave it out. */
   observe?(observer: LogObserver): void;
 }

@@ -105,6 +105,7 @@ export class Runtime {
   private stopped = false;
   /** Set when applying failed: the node must not serve a state it could not build. */
   private fatal: Error | undefined;
+  private logWritable = true;
 
   constructor(o: RuntimeOptions) {
     this.log = o.log;
@@ -136,6 +137,10 @@ export class Runtime {
 
   /** Opens the log, restores the snapshot, replays the tail, registers this node, restarts TTL timers. */
   async start(): Promise<void> {
+    this.log.onWritable?.((writable) => {
+      this.logWritable = writable;
+      this.serving.setWritable(writable);
+    });
     const snapshot = await this.log.open();
     if (snapshot !== undefined) {
       this.state = fromSnapshotData(snapshot.data);
@@ -230,6 +235,11 @@ export class Runtime {
     return this.stopped;
   }
 
+  /** False while the log cannot store writes (the WAL's disk is full, or the log failed): writes are refused meanwhile. */
+  get writable(): boolean {
+    return this.logWritable && this.fatal === undefined;
+  }
+
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -241,6 +251,10 @@ export class Runtime {
     await this.snapshotInFlight;
     try {
       if (this.fatal === undefined && this.state.index > this.lastSnapshotIndex) await this.saveSnapshot();
+    } catch (err) {
+      // The log holds every acknowledged entry; the snapshot only shortens the next start's replay
+      // (it fails when the disk is full, say): not a reason to fail the shutdown.
+      this.logger.warn({ err }, 'shutdown snapshot failed; the next start replays the log instead');
     } finally {
       await this.log.close();
     }

@@ -77,6 +77,37 @@ export function isLogOverloaded(err: unknown): err is Error & { code: 'LOG_OVERL
   return err instanceof Error && (err as { code?: unknown }).code === logOverloadedCode;
 }
 
+/** `code` of the error appends get while the log cannot store them for now (the WAL: its disk is full). */
+export const logUnavailableCode = 'LOG_UNAVAILABLE' as const;
+
+/** The error for appends refused until the log can store them again; the message names no path. */
+export function unavailableError(kind: string, why: string): Error {
+  return Object.assign(new Error(`${kind}: cannot store writes now: ${why}; retry later`), { code: logUnavailableCode });
+}
+
+/** True for the error of an append the log could not store for now and may store later (nothing of it was applied). */
+export function isLogUnavailable(err: unknown): err is Error & { code: 'LOG_UNAVAILABLE' } {
+  return err instanceof Error && (err as { code?: unknown }).code === logUnavailableCode;
+}
+
+/** `code` of the error appends get once the log has failed for good (a write or fsync error other than a full disk). */
+export const logFailedCode = 'LOG_FAILED' as const;
+
+export function isLogFailed(err: unknown): err is Error & { code: 'LOG_FAILED' } {
+  return err instanceof Error && (err as { code?: unknown }).code === logFailedCode;
+}
+
+/** `code` of the error open() throws when the data on disk is damaged or incomplete and it refuses to open. */
+export const logDamagedCode = 'LOG_DAMAGED' as const;
+
+export function damagedError(message: string): Error {
+  return Object.assign(new Error(message), { code: logDamagedCode });
+}
+
+export function isLogDamaged(err: unknown): err is Error & { code: 'LOG_DAMAGED' } {
+  return err instanceof Error && (err as { code?: unknown }).code === logDamagedCode;
+}
+
 /** A positive integer option, or its default. */
 export function positiveIntOption(kind: string, name: string, value: number | undefined, fallback: number,
   max = Number.MAX_SAFE_INTEGER): number {

@@ -12,13 +12,13 @@ import fs from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { constants } from 'node:buffer';
-import type { Clock } from '../ports/clock.ts';
+import type { Clock, TimerHandle } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import { appendTo, CommitQueue, deliverCommit, type Pending } from './commit-queue.ts';
 import {
   checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
-  refusal, replayBatchEntriesMax, snapshotPayloadChunks, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
+  logFailedCode, refusal, replayBatchEntriesMax, snapshotPayloadChunks, snapshotRefusal, stampBatch, stampMs, unavailableError, type EncodedProposal,
   type LogStats, type Phase,
 } from './common.ts';
 import {
@@ -55,6 +55,11 @@ export interface WalLogOptions {
   logger?: WalLogger;
   /** Told each commit's size and time (metrics); also settable later with `observe`. @default none */
   observer?: LogObserver;
+  /**
+   * While the disk is full, how often the log tries again to reserve space ahead of its write position;
+   * appends are refused (LOG_UNAVAILABLE) until one try succeeds. @default 1000
+   */
+  spaceRetryMs?: number;
 }
 
 interface SegmentRef {
@@ -106,6 +111,13 @@ export class WalLog implements ReplicatedLog {
   private snapIndex = 0;
   /** Snapshot saves run one at a time: each prunes files that the next must not race on. */
   private snapshots: Promise<void> = Promise.resolve();
+  /** Set while the disk is full: appends are refused with it until a retry finds room again. */
+  private noSpace: Error | undefined;
+  private spaceRetry: TimerHandle | undefined;
+  private spaceRetrying: Promise<void> | undefined;
+  private readonly spaceRetryMs: number;
+  private readonly writableListeners: ((writable: boolean) => void)[] = [];
+  private writable = true;
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
@@ -121,6 +133,7 @@ export class WalLog implements ReplicatedLog {
       queuedEntriesMax: positiveIntOption(kind, 'queuedEntriesMax', opts.queuedEntriesMax, queuedEntriesMaxDefault),
     };
     this.commits = new CommitQueue(kind, bounds, (batch) => this.commit(batch));
+    this.spaceRetryMs = positiveIntOption(kind, 'spaceRetryMs', opts.spaceRetryMs, 1000);
   }
 
   async open(): Promise<Snapshot | undefined> {
@@ -153,7 +166,13 @@ export class WalLog implements ReplicatedLog {
   }
 
   append(proposals: readonly Proposal[]): Promise<void> {
+    if (this.noSpace !== undefined && this.failure === undefined && this.phase === 'open') return Promise.reject(this.noSpace);
     return appendTo(kind, this.phase, this.failure, this.commits, proposals);
+  }
+
+  /** Tells `listener` each time the log stops (disk full) or starts again (space back) storing appends. */
+  onWritable(listener: (writable: boolean) => void): void {
+    this.writableListeners.push(listener);
   }
 
   saveSnapshot(snapshot: Snapshot): Promise<void> {
@@ -180,6 +199,9 @@ export class WalLog implements ReplicatedLog {
 
   private async shutdown(): Promise<void> {
     if (this.phase === 'open') this.phase = 'closing';
+    if (this.spaceRetry !== undefined) this.opts.clock.clearTimer(this.spaceRetry);
+    this.spaceRetry = undefined;
+    await this.spaceRetrying;
     // Queued appends are committed, not dropped: the port promises pending appends are never lost silently.
     await this.commits.idle();
     await this.snapshots;
@@ -198,7 +220,7 @@ export class WalLog implements ReplicatedLog {
       await this.rollIfFull();
       await this.writeDurably(encodeFrame(stamped.payload, frameBytesMax));
     } catch (err) {
-      this.fail(err, batch);
+      await this.writeFailed(err, batch);
       return;
     }
     this.observer?.committed(entries.length, (performance.now() - startedMs) / 1000);
@@ -207,8 +229,73 @@ export class WalLog implements ReplicatedLog {
     try {
       await this.preallocate();
     } catch (err) {
-      this.fail(err, []);
+      await this.writeFailed(err, []);
     }
+  }
+
+  /**
+   * A full disk (ENOSPC, EDQUOT) is waited out: the bytes past the last acknowledged commit are cut
+   * (a partly written frame must not stay behind the next one), the batch and the queue are refused
+   * as unavailable, and a retry tries again to reserve space. Any other error fails the log for good.
+   */
+  private async writeFailed(err: unknown, batch: Pending<EncodedProposal>[]): Promise<void> {
+    if (!isOutOfSpace(err)) {
+      this.fail(err, batch);
+      return;
+    }
+    try {
+      await this.restoreTail();
+    } catch (again) {
+      this.fail(again, batch);
+      return;
+    }
+    const first = this.noSpace === undefined;
+    this.noSpace ??= unavailableError(kind, 'no space left on the disk of the data dir');
+    for (const p of batch) p.reject(this.noSpace);
+    this.commits.rejectQueued(this.noSpace);
+    if (first) this.logger.error({ err, dir: this.opts.dir }, 'WAL: out of disk space; writes are refused until space is back');
+    this.tellWritable(false);
+    this.scheduleSpaceRetry();
+  }
+
+  /** Cuts the current segment back to its acknowledged commits (durably); the reserve is made again later. */
+  private async restoreTail(): Promise<void> {
+    const seg = this.active!;
+    await seg.fh.truncate(seg.bytes);
+    await seg.fh.sync();
+    seg.allocated = seg.bytes;
+  }
+
+  private scheduleSpaceRetry(): void {
+    if (this.spaceRetry !== undefined || this.phase !== 'open') return;
+    this.spaceRetry = this.opts.clock.setTimer(this.spaceRetryMs, () => {
+      this.spaceRetry = undefined;
+      this.spaceRetrying = this.retrySpace().finally(() => { this.spaceRetrying = undefined; });
+    });
+  }
+
+  /** Tries to make room again (roll if due, reserve the next MiB); no commit runs meanwhile (appends are refused). */
+  private async retrySpace(): Promise<void> {
+    if (this.noSpace === undefined || this.failure !== undefined || this.phase !== 'open') return;
+    try {
+      await this.commits.idle();
+      await this.rollIfFull();
+      await this.preallocate();
+    } catch (err) {
+      if (isOutOfSpace(err)) this.scheduleSpaceRetry();
+      else this.fail(err, []);
+      return;
+    }
+    this.noSpace = undefined;
+    this.logger.info({ dir: this.opts.dir }, 'WAL: disk space is back; writes are accepted again');
+    this.tellWritable(true);
+  }
+
+  /** Tells the listeners when the log starts or stops being able to store appends (each change once). */
+  private tellWritable(writable: boolean): void {
+    if (writable === this.writable) return;
+    this.writable = writable;
+    for (const listener of this.writableListeners) listener(writable);
   }
 
   private async writeDurably(buf: Buffer): Promise<void> {
@@ -237,14 +324,23 @@ export class WalLog implements ReplicatedLog {
     if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
     await old.fh.truncate(old.bytes);
     await old.fh.sync();
+    old.allocated = old.bytes;
     const first = this.last + 1;
     const path = join(this.walDir, segmentName(first));
     const fh = await open(path, 'wx');
-    this.active = { first, path, fh, bytes: 0, allocated: 0 };
+    const next: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
+    try {
+      await this.preallocate(next);
+      // The new name must be durable before an entry in it is acknowledged.
+      await syncDir(this.walDir);
+    } catch (err) {
+      // Not rolled after all (a full disk is retried): the old segment stays current, the new file goes.
+      await fh.close().catch(() => undefined);
+      await rm(path, { force: true }).catch(() => undefined);
+      throw err;
+    }
+    this.active = next;
     this.segments.push({ first, path });
-    await this.preallocate();
-    // The new name must be durable before an entry in it is acknowledged.
-    await syncDir(this.walDir);
     await old.fh.close();
   }
 
@@ -253,8 +349,7 @@ export class WalLog implements ReplicatedLog {
    * overwrite allocated blocks, so their fdatasync has no file size or extent change to journal:
    * measured on this machine kind with both cores busy, 0.2 ms per commit instead of 1.6 ms.
    */
-  private async preallocate(): Promise<void> {
-    const seg = this.active!;
+  private async preallocate(seg = this.active!): Promise<void> {
     if (seg.allocated - seg.bytes >= preallocBytes / 2 || seg.allocated >= this.segmentBytesMax) return;
     const to = Math.min(Math.max(seg.allocated, seg.bytes) + preallocBytes, this.segmentBytesMax);
     await zeroFill(seg.fh, Math.max(seg.allocated, seg.bytes), to);
@@ -264,7 +359,9 @@ export class WalLog implements ReplicatedLog {
   /** Never acknowledge after a failed write: reject this batch and everything queued, refuse the rest. */
   private fail(cause: unknown, batch: Pending<EncodedProposal>[]): void {
     const msg = cause instanceof Error ? cause.message : String(cause);
-    this.failure ??= new Error(`${kind} ${this.opts.dir} failed, no further appends are accepted: ${msg}`, { cause });
+    this.failure ??= Object.assign(new Error(`${kind} failed, no further appends are accepted: ${msg}`, { cause }), { code: logFailedCode });
+    this.noSpace = undefined;
+    this.tellWritable(false);
     this.logger.error({ err: cause, dir: this.opts.dir }, 'WAL failed');
     for (const p of batch) p.reject(this.failure);
     this.commits.rejectQueued(this.failure);
@@ -560,6 +657,12 @@ async function pruneSnapshots(snapDir: string, newest: number): Promise<number |
 }
 
 // ---- files ----------------------------------------------------------------------------------
+
+/** Errors that mean the disk (or the user's quota) is full: the log waits for space instead of failing for good. */
+function isOutOfSpace(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
 
 /** The longest string V8 makes (and so the largest snapshot payload recovery can decode). */
 const snapshotPayloadBytesMax = Math.min(constants.MAX_STRING_LENGTH, 0xffff_ffff);
