@@ -22,7 +22,7 @@ import type { ReplicatedLog } from './ports/log.ts';
 import { MembershipSlot, StaticMembership, type Membership } from './ports/membership.ts';
 import type { Logger } from 'pino';
 import { Runtime } from './runtime/index.ts';
-import { WalLog } from './wal/index.ts';
+import { isLogDamaged, WalLog } from './wal/index.ts';
 import { DataDirLocked, lockDataDir } from './util/data-dir-lock.ts';
 import { ListenError } from './util/listen-error.ts';
 
@@ -227,7 +227,7 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
   run(config).catch((err: unknown) => {
     process.stderr.write(`roster: ${err instanceof Error ? err.message : String(err)}\n`);
     // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged log).
-    process.exit(err instanceof ConfigError || err instanceof DataDirLocked ? 2 : 1);
+    process.exit(err instanceof ConfigError || err instanceof DataDirLocked || isLogDamaged(err) ? 2 : 1);
   });
 }
 
