@@ -25,6 +25,14 @@ export interface Snapshot {
 
 export type EntriesListener = (entries: readonly LogEntry[]) => void;
 
+/** `code` of the error an append gets while the log cannot store it for now (the WAL: its disk is full). */
+export const logUnavailableCode = 'LOG_UNAVAILABLE' as const;
+
+/** True for the error of an append the log could not store for now and may store later (nothing of it was applied). */
+export function isLogUnavailable(err: unknown): err is Error & { code: typeof logUnavailableCode } {
+  return err instanceof Error && (err as { code?: unknown }).code === logUnavailableCode;
+}
+
 /**
  * The replicated log. The embedded WAL (src/wal) and the in-memory twin implement it; the JetStream
  * adapter (cluster/) will too. All pass test/log/compliance.ts.

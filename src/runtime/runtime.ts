@@ -9,7 +9,7 @@ import { stepSession } from '../../machines/index.ts';
 import type { Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed } from '../domain/limits.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
-import type { Leadership, LogEntry, ReplicatedLog } from '../ports/log.ts';
+import { isLogUnavailable, type Leadership, type LogEntry, type ReplicatedLog } from '../ports/log.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import { StaticMembership, type Membership } from '../ports/membership.ts';
@@ -106,6 +106,8 @@ export class Runtime {
   /** Set when applying failed: the node must not serve a state it could not build. */
   private fatal: Error | undefined;
   private logWritable = true;
+  /** This node's catalog registration waits for the log to store writes again (started on a full disk). */
+  private registrationPending = false;
 
   constructor(o: RuntimeOptions) {
     this.log = o.log;
@@ -140,6 +142,7 @@ export class Runtime {
     this.log.onWritable?.((writable) => {
       this.logWritable = writable;
       this.serving.setWritable(writable);
+      if (writable && this.registrationPending && !this.stopped) void this.registerSelfWhenWritable();
     });
     const snapshot = await this.log.open();
     if (snapshot !== undefined) {
@@ -151,7 +154,7 @@ export class Runtime {
     this.logger.info({ index: this.state.index, sessions: this.state.sessions.size, keys: this.state.kv.size }, 'state recovered');
     this.startedAtMs = this.clock.nowMs();
     this.rebalanceTtlTimers();
-    await this.registerSelf();
+    await this.registerSelfWhenWritable();
     this.checkOwner.start();
     this.serving.start(this.state);
     this.changes.startAt(this.state.index);
@@ -432,6 +435,21 @@ export class Runtime {
         checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: wanted, notes: '', output: alive ? gossipCheckOutputAlive : gossipCheckOutputFailed }],
       }).catch((err: unknown) => this.logger.warn({ err, node: node.node }, 'gossip check update failed; retried on the next membership or catalog change'))
         .finally(() => this.healthInFlight.delete(node.node));
+    }
+  }
+
+  /**
+   * Registers this node, or, while the log cannot store writes (an agent started on a full disk),
+   * serves reads meanwhile and registers once the log can again.
+   */
+  private async registerSelfWhenWritable(): Promise<void> {
+    this.registrationPending = false;
+    try {
+      await this.registerSelf();
+    } catch (err) {
+      if (!isLogUnavailable(err)) throw err;
+      this.registrationPending = true;
+      this.logger.warn({ err }, 'this node is not registered yet: the log cannot store writes; registering once it can');
     }
   }
 

@@ -71,9 +71,13 @@ function createExclusive(path: string, text: string): boolean {
   }
   try {
     writeSync(fd, text);
-  } finally {
+  } catch (err) {
+    // An empty lock would read as stale to the next starter: leave none (a full disk, say).
     closeSync(fd);
+    removeQuietly(path);
+    throw err;
   }
+  closeSync(fd);
   return true;
 }
 

@@ -4,7 +4,8 @@
  * survive JSON fails in both, an append too large for one commit frame is refused by both).
  */
 import type { Command } from '../domain/commands.ts';
-import type { LogEntry, Proposal, Snapshot } from '../ports/log.ts';
+import { logUnavailableCode, type LogEntry, type Proposal, type Snapshot } from '../ports/log.ts';
+export { isLogUnavailable } from '../ports/log.ts';
 import { entryBytesMax, frameBytesMax } from './record.ts';
 
 /** Counters that make group commit visible: `commits` is the number of fdatasyncs (WAL). */
@@ -77,17 +78,9 @@ export function isLogOverloaded(err: unknown): err is Error & { code: 'LOG_OVERL
   return err instanceof Error && (err as { code?: unknown }).code === logOverloadedCode;
 }
 
-/** `code` of the error appends get while the log cannot store them for now (the WAL: its disk is full). */
-export const logUnavailableCode = 'LOG_UNAVAILABLE' as const;
-
 /** The error for appends refused until the log can store them again; the message names no path. */
 export function unavailableError(kind: string, why: string): Error {
   return Object.assign(new Error(`${kind}: cannot store writes now: ${why}; retry later`), { code: logUnavailableCode });
-}
-
-/** True for the error of an append the log could not store for now and may store later (nothing of it was applied). */
-export function isLogUnavailable(err: unknown): err is Error & { code: 'LOG_UNAVAILABLE' } {
-  return err instanceof Error && (err as { code?: unknown }).code === logUnavailableCode;
 }
 
 /** `code` of the error appends get once the log has failed for good (a write or fsync error other than a full disk). */

@@ -154,11 +154,17 @@ export class WalLog implements ReplicatedLog {
     this.active = { ...current, fh, bytes: found.activeBytes, allocated: found.activeBytes };
     // Recovery left only zeros past activeBytes, so the whole file counts as allocated.
     this.active.allocated = Math.max(found.activeBytes, (await fh.stat()).size);
-    await this.preallocate();
     this.segments = found.segments;
     this.last = found.last;
     this.lastAtMs = found.lastAtMs;
     this.phase = 'open';
+    try {
+      await this.preallocate();
+    } catch (err) {
+      // Opened on a full disk: the log is read (replay serves reads) and waits for space to write.
+      if (!isOutOfSpace(err)) throw err;
+      await this.writeFailed(err, []);
+    }
     return snapshot;
   }
 
