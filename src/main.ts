@@ -22,7 +22,9 @@ import type { ReplicatedLog } from './ports/log.ts';
 import { MembershipSlot, StaticMembership, type Membership } from './ports/membership.ts';
 import type { Logger } from 'pino';
 import { Runtime } from './runtime/index.ts';
-import { WalLog } from './wal/index.ts';
+import { isLogDamaged, WalLog } from './wal/index.ts';
+import { DataDirLocked, lockDataDir } from './util/data-dir-lock.ts';
+import { ListenError } from './util/listen-error.ts';
 
 const version = '0.1.0';
 
@@ -107,11 +109,23 @@ function toMultiaddr(address: string): string {
   return `/ip4/${m[1]}/tcp/${m[2]}`;
 }
 
+/** A listener that could not bind stops the start naming the flag that chose its port (exit 2, as a config error). */
+async function listening<T>(flag: string, started: Promise<T>): Promise<T> {
+  try {
+    return await started;
+  } catch (err) {
+    if (err instanceof ListenError) throw new ConfigError(`${flag} ${err.port}: ${err.message}`);
+    throw err;
+  }
+}
+
 async function run(config: Config): Promise<void> {
   const logger = pino({ level: config.logLevel, base: { node: config.nodeName } });
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
+  // Before anything in the data dir is read or written: two agents on one log would interleave its frames.
+  lockDataDir(dataDir);
   const clock = new SystemClock();
   const nodeId = nodeIdOf(dataDir);
   const log = await openLog(config, dataDir, clock, logger);
@@ -148,7 +162,7 @@ async function run(config: Config): Promise<void> {
     pendingItemsMax: config.limits.streamHeldItemsMax,
     ...(gate ? { auth: gate } : {}),
   });
-  http = await startHttpServer({
+  http = await listening('--http-port', startHttpServer({
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx, observer: metrics,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
@@ -161,11 +175,11 @@ async function run(config: Config): Promise<void> {
     ...(config.tls ? { tls: config.tls } : {}),
     leader: () => {
       const l = runtime.leadership();
-      return { knownLeader: l.peers.length === 0 || l.leader !== undefined, lastContactMs: l.lastContactMs };
+      return { knownLeader: runtime.writable && (l.peers.length === 0 || l.leader !== undefined), lastContactMs: l.lastContactMs };
     },
-  });
+  }));
   const server = http;
-  const grpc = await startGrpcHealthServer({ host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger });
+  const grpc = await listening('--grpc-port', startGrpcHealthServer({ host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger }));
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
   const gossip = await joinCluster(config, { name: config.nodeName, id: nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address }, logger);
   if (gossip !== undefined) membership.set(gossip);
@@ -212,7 +226,8 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
   }
   run(config).catch((err: unknown) => {
     process.stderr.write(`roster: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(err instanceof ConfigError ? 2 : 1);
+    // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged log).
+    process.exit(err instanceof ConfigError || err instanceof DataDirLocked || isLogDamaged(err) ? 2 : 1);
   });
 }
 

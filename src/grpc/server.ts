@@ -8,6 +8,7 @@ import type { Logger, ServingTracker } from '../runtime/index.ts';
 import { HealthService } from './health-service.ts';
 import { listEntriesMaxDefault, shutdownGraceMsDefault } from './limits.ts';
 import { healthServiceDefinition } from './proto.ts';
+import { listenErrorFor } from '../util/listen-error.ts';
 
 export interface GrpcHealthServerOptions {
   host: string;
@@ -34,16 +35,18 @@ export interface GrpcHealthServer {
 export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise<GrpcHealthServer> {
   const definition = healthServiceDefinition();
   const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault);
-  const server = new Server();
+  // No port sharing: a second agent on the same port must fail to start, not split the calls.
+  const server = new Server({ 'grpc.so_reuseport': 0 });
   server.addService(definition, health.implementation());
   const host = o.host.includes(':') ? `[${o.host}]` : o.host;
   let port: number;
   try {
     port = await bind(server, `${host}:${o.port}`);
-  } catch (err) {
+  } catch {
     health.finishAll();
     server.forceShutdown();
-    throw err;
+    // grpc-js words the cause in a sentence of its own: ask the OS again for a reason to report.
+    throw await listenErrorFor(o.host, o.port);
   }
   const address = `${host}:${port}`;
   o.logger.info({ address }, 'gRPC health server listening');

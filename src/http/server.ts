@@ -11,7 +11,8 @@ import { invalidField, RegistryError } from '../domain/errors.ts';
 import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
 import { RateLimiter, type RateDecision, type RateLimitOptions } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
-import { isLogOverloaded } from '../wal/index.ts';
+import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts';
+import { listenErrorFor } from '../util/listen-error.ts';
 import { requestBodyBytesMax } from '../domain/limits.ts';
 import type { Logger } from '../runtime/index.ts';
 import type { HttpObserver } from '../ports/observer.ts';
@@ -230,9 +231,13 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
   });
 
   return new Promise((resolve, reject) => {
-    app.listen(o.host, o.port, (socket) => {
+    // Exclusive: without it uWS sets SO_REUSEPORT, and a second agent on the same port would silently
+    // share it, the kernel splitting connections between the two.
+    const listen = app.listen as unknown as (host: string, port: number, options: number, cb: (socket: Uws.us_listen_socket | false) => void) => void;
+    listen.call(app, o.host, o.port, exclusivePort(uws), (socket) => {
       if (socket === false) {
-        reject(new Error(`roster: cannot listen for HTTP on ${o.host}:${o.port} (port in use or not permitted)`));
+        app.close();
+        listenErrorFor(o.host, o.port).then(reject, reject);
         return;
       }
       const port = uws.us_socket_local_port(socket as unknown as Uws.us_socket);
@@ -247,6 +252,11 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       });
     });
   });
+}
+
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT flag (exported as a value by the binding, declared only as an enum member). */
+function exclusivePort(uws: UwsModule): number {
+  return (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
 }
 
 /** A map key for a binary address (4 or 16 bytes): one char per byte, no Buffer, no formatting. */
@@ -441,6 +451,17 @@ function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown, reqId: string):
   if (isLogOverloaded(err)) {
     const busy = new RegistryError('remoteUnavailable', 'the log is overloaded; retry shortly', { retryAfterSeconds: 1 }, { status: 503, text: 'log overloaded' });
     return renderError(busy, o.dialect, [['Retry-After', '1']]);
+  }
+  if (isLogUnavailable(err)) {
+    // The write was not applied; the log stores writes again by itself once the disk has room.
+    const full = new RegistryError('remoteUnavailable', 'the agent cannot store writes now: no space left on its disk; retry later',
+      { retryAfterSeconds: 1 }, { status: 503, text: 'cannot store writes now: no space left on disk' });
+    return renderError(full, o.dialect, [['Retry-After', '1']]);
+  }
+  if (isLogFailed(err)) {
+    // The cause (with paths) is in the agent's log, not in the answer.
+    o.logger.error({ err, reqId }, 'request failed: the log has failed');
+    return renderError(new RegistryError('unknown', 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it'), o.dialect);
   }
   o.logger.error({ err, reqId }, 'request failed');
   const message = err instanceof Error ? err.message : String(err);

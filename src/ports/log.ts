@@ -25,6 +25,14 @@ export interface Snapshot {
 
 export type EntriesListener = (entries: readonly LogEntry[]) => void;
 
+/** `code` of the error an append gets while the log cannot store it for now (the WAL: its disk is full). */
+export const logUnavailableCode = 'LOG_UNAVAILABLE' as const;
+
+/** True for the error of an append the log could not store for now and may store later (nothing of it was applied). */
+export function isLogUnavailable(err: unknown): err is Error & { code: typeof logUnavailableCode } {
+  return err instanceof Error && (err as { code?: unknown }).code === logUnavailableCode;
+}
+
 /**
  * The replicated log. The embedded WAL (src/wal) and the in-memory twin implement it; the JetStream
  * adapter (cluster/) will too. All pass test/log/compliance.ts.
@@ -59,6 +67,12 @@ export interface ReplicatedLog {
    * the node is its own leader.
    */
   leadership?(): Leadership;
+  /**
+   * Tells `listener` each time the log stops or starts again being able to store appends: the WAL while
+   * its disk is full (appends are then refused with an error the log marks as unavailable, and nothing
+   * of them is applied) or after it failed for good. A log that is always writable leaves it out.
+   */
+  onWritable?(listener: (writable: boolean) => void): void;
   /** Reports each of this node's group commits to `observer` from now on (metrics). Optional: a twin may leave it out. */
   observe?(observer: LogObserver): void;
 }

@@ -9,7 +9,7 @@ import { stepSession } from '../../machines/index.ts';
 import type { Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed } from '../domain/limits.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
-import type { Leadership, LogEntry, ReplicatedLog } from '../ports/log.ts';
+import { isLogUnavailable, type Leadership, type LogEntry, type ReplicatedLog } from '../ports/log.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import { StaticMembership, type Membership } from '../ports/membership.ts';
@@ -105,6 +105,9 @@ export class Runtime {
   private stopped = false;
   /** Set when applying failed: the node must not serve a state it could not build. */
   private fatal: Error | undefined;
+  private logWritable = true;
+  /** This node's catalog registration waits for the log to store writes again (started on a full disk). */
+  private registrationPending = false;
 
   constructor(o: RuntimeOptions) {
     this.log = o.log;
@@ -136,6 +139,11 @@ export class Runtime {
 
   /** Opens the log, restores the snapshot, replays the tail, registers this node, restarts TTL timers. */
   async start(): Promise<void> {
+    this.log.onWritable?.((writable) => {
+      this.logWritable = writable;
+      this.serving.setWritable(writable);
+      if (writable && this.registrationPending && !this.stopped) void this.registerSelfWhenWritable();
+    });
     const snapshot = await this.log.open();
     if (snapshot !== undefined) {
       this.state = fromSnapshotData(snapshot.data);
@@ -146,7 +154,7 @@ export class Runtime {
     this.logger.info({ index: this.state.index, sessions: this.state.sessions.size, keys: this.state.kv.size }, 'state recovered');
     this.startedAtMs = this.clock.nowMs();
     this.rebalanceTtlTimers();
-    await this.registerSelf();
+    await this.registerSelfWhenWritable();
     this.checkOwner.start();
     this.serving.start(this.state);
     this.changes.startAt(this.state.index);
@@ -230,6 +238,11 @@ export class Runtime {
     return this.stopped;
   }
 
+  /** False while the log cannot store writes (the WAL's disk is full, or the log failed): writes are refused meanwhile. */
+  get writable(): boolean {
+    return this.logWritable && this.fatal === undefined;
+  }
+
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -241,6 +254,10 @@ export class Runtime {
     await this.snapshotInFlight;
     try {
       if (this.fatal === undefined && this.state.index > this.lastSnapshotIndex) await this.saveSnapshot();
+    } catch (err) {
+      // The log holds every acknowledged entry; the snapshot only shortens the next start's replay
+      // (it fails when the disk is full, say): not a reason to fail the shutdown.
+      this.logger.warn({ err }, 'shutdown snapshot failed; the next start replays the log instead');
     } finally {
       await this.log.close();
     }
@@ -418,6 +435,21 @@ export class Runtime {
         checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: wanted, notes: '', output: alive ? gossipCheckOutputAlive : gossipCheckOutputFailed }],
       }).catch((err: unknown) => this.logger.warn({ err, node: node.node }, 'gossip check update failed; retried on the next membership or catalog change'))
         .finally(() => this.healthInFlight.delete(node.node));
+    }
+  }
+
+  /**
+   * Registers this node, or, while the log cannot store writes (an agent started on a full disk),
+   * serves reads meanwhile and registers once the log can again.
+   */
+  private async registerSelfWhenWritable(): Promise<void> {
+    this.registrationPending = false;
+    try {
+      await this.registerSelf();
+    } catch (err) {
+      if (!isLogUnavailable(err)) throw err;
+      this.registrationPending = true;
+      this.logger.warn({ err }, 'this node is not registered yet: the log cannot store writes; registering once it can');
     }
   }
 

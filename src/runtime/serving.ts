@@ -3,7 +3,8 @@
  * stream topic report it (watch.md §1.6): SERVING when at least one instance is healthy — its own
  * checks and its node's checks have no critical (warning counts as healthy) — NOT_SERVING when
  * instances exist but none is healthy, and no entry when no instance is registered. `""` is the Roster
- * process itself: SERVING while it runs, NOT_SERVING once it shuts down.
+ * process itself: SERVING while it runs and can store writes, NOT_SERVING while its log cannot (a full
+ * disk) and once it shuts down.
  */
 import type { RegistryState } from '../state/index.ts';
 
@@ -38,6 +39,9 @@ export class ServingTracker {
   private current = new Map<string, ServingStatus>();
   private processStatus: ServingStatus = 'NOT_SERVING';
   private frozen = false;
+  private started = false;
+  /** False while the log cannot store writes (a full disk): the process reads NOT_SERVING meanwhile. */
+  private writable = true;
   private readonly listeners = new Set<ServingListener>();
 
   /** Status of a name ("" = this process), or undefined when no instance is registered. */
@@ -67,11 +71,23 @@ export class ServingTracker {
     for (const name of previous.keys()) if (!next.has(name)) this.emit(name, undefined);
   }
 
-  /** The process is up and serving. */
+  /** The process is up and serving (NOT_SERVING instead while the log cannot store writes). */
   start(state: RegistryState): void {
     this.current = computeServingStatuses(state);
-    this.processStatus = 'SERVING';
-    this.emit('', 'SERVING');
+    this.started = true;
+    this.setProcessStatus(this.writable ? 'SERVING' : 'NOT_SERVING');
+  }
+
+  /** The log can (again) or cannot (a full disk) store writes: `""` follows, SERVING only while it can. */
+  setWritable(writable: boolean): void {
+    this.writable = writable;
+    if (this.started && !this.frozen) this.setProcessStatus(writable ? 'SERVING' : 'NOT_SERVING');
+  }
+
+  private setProcessStatus(status: ServingStatus): void {
+    if (status === this.processStatus) return;
+    this.processStatus = status;
+    this.emit('', status);
   }
 
   /** Shutdown: everything reads NOT_SERVING from now on and watchers are told. */

@@ -4,7 +4,8 @@
  * survive JSON fails in both, an append too large for one commit frame is refused by both).
  */
 import type { Command } from '../domain/commands.ts';
-import type { LogEntry, Proposal, Snapshot } from '../ports/log.ts';
+import { logUnavailableCode, type LogEntry, type Proposal, type Snapshot } from '../ports/log.ts';
+export { isLogUnavailable } from '../ports/log.ts';
 import { entryBytesMax, frameBytesMax } from './record.ts';
 
 /** Counters that make group commit visible: `commits` is the number of fdatasyncs (WAL). */
@@ -75,6 +76,29 @@ export function overloadedError(kind: string, queued: number, adding: number, ma
 /** True for the error an append gets when the log is overloaded (its queue of waiting appends is full). */
 export function isLogOverloaded(err: unknown): err is Error & { code: 'LOG_OVERLOADED' } {
   return err instanceof Error && (err as { code?: unknown }).code === logOverloadedCode;
+}
+
+/** The error for appends refused until the log can store them again; the message names no path. */
+export function unavailableError(kind: string, why: string): Error {
+  return Object.assign(new Error(`${kind}: cannot store writes now: ${why}; retry later`), { code: logUnavailableCode });
+}
+
+/** `code` of the error appends get once the log has failed for good (a write or fsync error other than a full disk). */
+export const logFailedCode = 'LOG_FAILED' as const;
+
+export function isLogFailed(err: unknown): err is Error & { code: 'LOG_FAILED' } {
+  return err instanceof Error && (err as { code?: unknown }).code === logFailedCode;
+}
+
+/** `code` of the error open() throws when the data on disk is damaged or incomplete and it refuses to open. */
+export const logDamagedCode = 'LOG_DAMAGED' as const;
+
+export function damagedError(message: string): Error {
+  return Object.assign(new Error(message), { code: logDamagedCode });
+}
+
+export function isLogDamaged(err: unknown): err is Error & { code: 'LOG_DAMAGED' } {
+  return err instanceof Error && (err as { code?: unknown }).code === logDamagedCode;
 }
 
 /** A positive integer option, or its default. */

@@ -15,9 +15,10 @@
  *
  * The commit is the unit of validation: one crc covers all its entries, so recovery keeps a commit
  * whole or drops it whole. Because a segment is only ever appended to, and a commit is written only
- * after the previous commit's fdatasync succeeded, a damaged frame with nothing intact after it in
- * the last segment is an unacknowledged commit torn by a crash (truncated), while a damaged frame
- * followed by an intact one was acknowledged (refused). See wal.ts, `scanSegment`.
+ * after the previous commit's fdatasync succeeded, only the last frame of the last segment can be a
+ * commit torn by a crash (never acknowledged: truncated), and only if its bytes are incomplete; a
+ * complete frame that fails its crc, or a damaged frame followed by an intact one, was acknowledged
+ * (refused). See wal.ts, `scanSegment` and `judgeTail`.
  *
  * The last segment is preallocated: zero bytes past its last frame are space not yet used, not damage
  * (a frame never holds a zero byte in its first eight bytes' place with only zeros after it, since a
@@ -124,6 +125,12 @@ export class RecordFile {
         yield { at: pos + hit, following: view.subarray(start, Math.min(got, start + after)) };
       }
     }
+  }
+
+  /** A copy of bytes [offset, offset + n), fewer where the file ends first. */
+  bytes(offset: number, n: number): Buffer {
+    const len = Math.max(0, Math.min(n, this.size - offset));
+    return len === 0 ? Buffer.alloc(0) : Buffer.from(this.view(offset, len));
   }
 
   /** Whether every byte from `offset` to the end of the file is zero (unused preallocated space). */

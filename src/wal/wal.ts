@@ -2,7 +2,8 @@
  * The embedded write-ahead log (DESIGN §3): segment files of checksummed frames, one frame per group
  * commit (format in record.ts); one write and one fdatasync per commit before anything in it is
  * acknowledged; snapshots that let old segments go; recovery that truncates a torn last commit and
- * refuses every other kind of damage.
+ * refuses every other kind of damage (unless a snapshot holds it), deciding before it changes anything;
+ * a full disk waited out (appends refused as unavailable, retried) rather than failing the log for good.
  *
  * On disk: `<dir>/wal/<20-digit first index>.seg` and `<dir>/snap/<20-digit index>.snap`.
  */
@@ -12,13 +13,13 @@ import fs from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { constants } from 'node:buffer';
-import type { Clock } from '../ports/clock.ts';
+import type { Clock, TimerHandle } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import { appendTo, CommitQueue, deliverCommit, type Pending } from './commit-queue.ts';
 import {
   checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
-  refusal, replayBatchEntriesMax, snapshotPayloadChunks, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
+  damagedError, logFailedCode, refusal, replayBatchEntriesMax, snapshotPayloadChunks, snapshotRefusal, stampBatch, stampMs, unavailableError, type EncodedProposal,
   type LogStats, type Phase,
 } from './common.ts';
 import {
@@ -55,6 +56,11 @@ export interface WalLogOptions {
   logger?: WalLogger;
   /** Told each commit's size and time (metrics); also settable later with `observe`. @default none */
   observer?: LogObserver;
+  /**
+   * While the disk is full, how often the log tries again to reserve space ahead of its write position;
+   * appends are refused (LOG_UNAVAILABLE) until one try succeeds. @default 1000
+   */
+  spaceRetryMs?: number;
 }
 
 interface SegmentRef {
@@ -106,6 +112,13 @@ export class WalLog implements ReplicatedLog {
   private snapIndex = 0;
   /** Snapshot saves run one at a time: each prunes files that the next must not race on. */
   private snapshots: Promise<void> = Promise.resolve();
+  /** Set while the disk is full: appends are refused with it until a retry finds room again. */
+  private noSpace: Error | undefined;
+  private spaceRetry: TimerHandle | undefined;
+  private spaceRetrying: Promise<void> | undefined;
+  private readonly spaceRetryMs: number;
+  private readonly writableListeners: ((writable: boolean) => void)[] = [];
+  private writable = true;
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
@@ -121,6 +134,7 @@ export class WalLog implements ReplicatedLog {
       queuedEntriesMax: positiveIntOption(kind, 'queuedEntriesMax', opts.queuedEntriesMax, queuedEntriesMaxDefault),
     };
     this.commits = new CommitQueue(kind, bounds, (batch) => this.commit(batch));
+    this.spaceRetryMs = positiveIntOption(kind, 'spaceRetryMs', opts.spaceRetryMs, 1000);
   }
 
   async open(): Promise<Snapshot | undefined> {
@@ -128,19 +142,29 @@ export class WalLog implements ReplicatedLog {
     await mkdir(this.walDir, { recursive: true });
     await mkdir(this.snapDir, { recursive: true });
     await syncDir(this.opts.dir);
+    // Decide first (reading only): a log that is refused is left exactly as it was found.
     const snapshot = await loadSnapshot(this.snapDir, this.logger);
     this.snapIndex = snapshot?.index ?? 0;
-    const found = await recoverSegments(this.walDir, this.snapIndex, this.logger);
+    const plan = planRecovery(this.walDir, await listIndexed(this.walDir, segmentPattern), this.snapIndex);
+    await removeUnfinishedSnapshots(this.snapDir, this.logger);
+    await applyPlan(this.walDir, plan, this.logger);
+    const found = plan.recovered;
     const current = found.segments.at(-1)!;
     const fh = await open(current.path, 'r+');
     this.active = { ...current, fh, bytes: found.activeBytes, allocated: found.activeBytes };
     // Recovery left only zeros past activeBytes, so the whole file counts as allocated.
     this.active.allocated = Math.max(found.activeBytes, (await fh.stat()).size);
-    await this.preallocate();
     this.segments = found.segments;
     this.last = found.last;
     this.lastAtMs = found.lastAtMs;
     this.phase = 'open';
+    try {
+      await this.preallocate();
+    } catch (err) {
+      // Opened on a full disk: the log is read (replay serves reads) and waits for space to write.
+      if (!isOutOfSpace(err)) throw err;
+      await this.writeFailed(err, []);
+    }
     return snapshot;
   }
 
@@ -153,7 +177,13 @@ export class WalLog implements ReplicatedLog {
   }
 
   append(proposals: readonly Proposal[]): Promise<void> {
+    if (this.noSpace !== undefined && this.failure === undefined && this.phase === 'open') return Promise.reject(this.noSpace);
     return appendTo(kind, this.phase, this.failure, this.commits, proposals);
+  }
+
+  /** Tells `listener` each time the log stops (disk full) or starts again (space back) storing appends. */
+  onWritable(listener: (writable: boolean) => void): void {
+    this.writableListeners.push(listener);
   }
 
   saveSnapshot(snapshot: Snapshot): Promise<void> {
@@ -180,6 +210,9 @@ export class WalLog implements ReplicatedLog {
 
   private async shutdown(): Promise<void> {
     if (this.phase === 'open') this.phase = 'closing';
+    if (this.spaceRetry !== undefined) this.opts.clock.clearTimer(this.spaceRetry);
+    this.spaceRetry = undefined;
+    await this.spaceRetrying;
     // Queued appends are committed, not dropped: the port promises pending appends are never lost silently.
     await this.commits.idle();
     await this.snapshots;
@@ -198,7 +231,7 @@ export class WalLog implements ReplicatedLog {
       await this.rollIfFull();
       await this.writeDurably(encodeFrame(stamped.payload, frameBytesMax));
     } catch (err) {
-      this.fail(err, batch);
+      await this.writeFailed(err, batch);
       return;
     }
     this.observer?.committed(entries.length, (performance.now() - startedMs) / 1000);
@@ -207,8 +240,73 @@ export class WalLog implements ReplicatedLog {
     try {
       await this.preallocate();
     } catch (err) {
-      this.fail(err, []);
+      await this.writeFailed(err, []);
     }
+  }
+
+  /**
+   * A full disk (ENOSPC, EDQUOT) is waited out: the bytes past the last acknowledged commit are cut
+   * (a partly written frame must not stay behind the next one), the batch and the queue are refused
+   * as unavailable, and a retry tries again to reserve space. Any other error fails the log for good.
+   */
+  private async writeFailed(err: unknown, batch: Pending<EncodedProposal>[]): Promise<void> {
+    if (!isOutOfSpace(err)) {
+      this.fail(err, batch);
+      return;
+    }
+    try {
+      await this.restoreTail();
+    } catch (again) {
+      this.fail(again, batch);
+      return;
+    }
+    const first = this.noSpace === undefined;
+    this.noSpace ??= unavailableError(kind, 'no space left on the disk of the data dir');
+    for (const p of batch) p.reject(this.noSpace);
+    this.commits.rejectQueued(this.noSpace);
+    if (first) this.logger.error({ err, dir: this.opts.dir }, 'WAL: out of disk space; writes are refused until space is back');
+    this.tellWritable(false);
+    this.scheduleSpaceRetry();
+  }
+
+  /** Cuts the current segment back to its acknowledged commits (durably); the reserve is made again later. */
+  private async restoreTail(): Promise<void> {
+    const seg = this.active!;
+    await seg.fh.truncate(seg.bytes);
+    await seg.fh.sync();
+    seg.allocated = seg.bytes;
+  }
+
+  private scheduleSpaceRetry(): void {
+    if (this.spaceRetry !== undefined || this.phase !== 'open') return;
+    this.spaceRetry = this.opts.clock.setTimer(this.spaceRetryMs, () => {
+      this.spaceRetry = undefined;
+      this.spaceRetrying = this.retrySpace().finally(() => { this.spaceRetrying = undefined; });
+    });
+  }
+
+  /** Tries to make room again (roll if due, reserve the next MiB); no commit runs meanwhile (appends are refused). */
+  private async retrySpace(): Promise<void> {
+    if (this.noSpace === undefined || this.failure !== undefined || this.phase !== 'open') return;
+    try {
+      await this.commits.idle();
+      await this.rollIfFull();
+      await this.preallocate();
+    } catch (err) {
+      if (isOutOfSpace(err)) this.scheduleSpaceRetry();
+      else this.fail(err, []);
+      return;
+    }
+    this.noSpace = undefined;
+    this.logger.info({ dir: this.opts.dir }, 'WAL: disk space is back; writes are accepted again');
+    this.tellWritable(true);
+  }
+
+  /** Tells the listeners when the log starts or stops being able to store appends (each change once). */
+  private tellWritable(writable: boolean): void {
+    if (writable === this.writable) return;
+    this.writable = writable;
+    for (const listener of this.writableListeners) listener(writable);
   }
 
   private async writeDurably(buf: Buffer): Promise<void> {
@@ -237,14 +335,23 @@ export class WalLog implements ReplicatedLog {
     if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
     await old.fh.truncate(old.bytes);
     await old.fh.sync();
+    old.allocated = old.bytes;
     const first = this.last + 1;
     const path = join(this.walDir, segmentName(first));
     const fh = await open(path, 'wx');
-    this.active = { first, path, fh, bytes: 0, allocated: 0 };
+    const next: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
+    try {
+      await this.preallocate(next);
+      // The new name must be durable before an entry in it is acknowledged.
+      await syncDir(this.walDir);
+    } catch (err) {
+      // Not rolled after all (a full disk is retried): the old segment stays current, the new file goes.
+      await fh.close().catch(() => undefined);
+      await rm(path, { force: true }).catch(() => undefined);
+      throw err;
+    }
+    this.active = next;
     this.segments.push({ first, path });
-    await this.preallocate();
-    // The new name must be durable before an entry in it is acknowledged.
-    await syncDir(this.walDir);
     await old.fh.close();
   }
 
@@ -253,8 +360,7 @@ export class WalLog implements ReplicatedLog {
    * overwrite allocated blocks, so their fdatasync has no file size or extent change to journal:
    * measured on this machine kind with both cores busy, 0.2 ms per commit instead of 1.6 ms.
    */
-  private async preallocate(): Promise<void> {
-    const seg = this.active!;
+  private async preallocate(seg = this.active!): Promise<void> {
     if (seg.allocated - seg.bytes >= preallocBytes / 2 || seg.allocated >= this.segmentBytesMax) return;
     const to = Math.min(Math.max(seg.allocated, seg.bytes) + preallocBytes, this.segmentBytesMax);
     await zeroFill(seg.fh, Math.max(seg.allocated, seg.bytes), to);
@@ -264,7 +370,9 @@ export class WalLog implements ReplicatedLog {
   /** Never acknowledge after a failed write: reject this batch and everything queued, refuse the rest. */
   private fail(cause: unknown, batch: Pending<EncodedProposal>[]): void {
     const msg = cause instanceof Error ? cause.message : String(cause);
-    this.failure ??= new Error(`${kind} ${this.opts.dir} failed, no further appends are accepted: ${msg}`, { cause });
+    this.failure ??= Object.assign(new Error(`${kind} failed, no further appends are accepted: ${msg}`, { cause }), { code: logFailedCode });
+    this.noSpace = undefined;
+    this.tellWritable(false);
     this.logger.error({ err: cause, dir: this.opts.dir }, 'WAL failed');
     for (const p of batch) p.reject(this.failure);
     this.commits.rejectQueued(this.failure);
@@ -291,51 +399,119 @@ export class WalLog implements ReplicatedLog {
   }
 }
 
-// ---- recovery -------------------------------------------------------------------------------
+// ---- recovery ----------------------------------------------------------------------------------
+//
+// Recovery first reads everything and decides (plan), touching nothing; only a log it has decided to
+// open is then changed on disk (apply). A refusal leaves the data dir byte for byte as it was.
 
-async function recoverSegments(walDir: string, snapIndex: number, logger: WalLogger): Promise<Recovered> {
-  const segments = await listIndexed(walDir, segmentPattern);
-  if (segments.length === 0) return createFirstSegment(walDir, snapIndex);
+/** What recovery will change on disk once it has decided to open, in this order. */
+interface Plan {
+  recovered: Recovered;
+  /** A torn last commit (never acknowledged) to cut. */
+  cut?: { path: string; goodBytes: number; torn: Torn };
+  /** A last segment that holds no entry, to delete. */
+  dropEmpty?: string;
+  /** The log starts afresh after the snapshot: this segment is created, then `drop` are deleted. */
+  restart?: SegmentRef;
+  /** Segments the snapshot covers, deleted after `restart` exists. */
+  drop?: SegmentRef[];
+  /** Said in the log once the plan is applied. */
+  warning?: { obj: Record<string, unknown>; msg: string };
+}
+
+function planRecovery(walDir: string, segments: SegmentRef[], snapIndex: number): Plan {
+  if (segments.length === 0) {
+    // A brand-new log, or one whose snapshot is at 0. Segments vanishing behind a snapshot is damage.
+    if (snapIndex > 0) throw damagedError(`${kind}: snapshot at ${snapIndex} but no segment in ${walDir}; refusing to open`);
+    const first = { first: 1, path: join(walDir, segmentName(1)) };
+    return { recovered: { segments: [first], last: 0, lastAtMs: 0, activeBytes: 0 }, restart: first };
+  }
+  const restarted = restartedAfterSnapshot(segments, snapIndex);
+  if (restarted !== undefined) return restarted;
   const oldest = segments[0]!;
   if (oldest.first > snapIndex + 1) {
-    throw new Error(`${kind}: entries ${snapIndex + 1}..${oldest.first - 1} are missing: `
-      + `the oldest segment ${oldest.path} starts at ${oldest.first}, the snapshot is at ${snapIndex}`);
+    throw damagedError(`${kind}: entries ${snapIndex + 1}..${oldest.first - 1} are missing: `
+      + `the oldest segment ${oldest.path} starts at ${oldest.first}, the snapshot is at ${snapIndex}; refusing to open`);
   }
   let next = oldest.first;
   let lastAtMs = 0;
   const sizes: number[] = [];
+  let tail: Tail | undefined;
   for (const [k, seg] of segments.entries()) {
-    if (seg.first !== next) throw new Error(`${kind}: index gap at ${seg.path}: expected a segment starting at ${next}`);
+    if (seg.first !== next) throw damagedError(`${kind}: index gap at ${seg.path}: expected a segment starting at ${next}; refusing to open`);
     const scan = scanSegment(seg, k === segments.length - 1);
-    if (scan.torn !== undefined) await truncateTail(seg.path, scan.goodBytes, scan.torn, logger);
+    tail = scan.tail;
     next = scan.next;
     lastAtMs = scan.lastAtMs ?? lastAtMs;
     sizes.push(scan.goodBytes);
   }
-  if (next - 1 < snapIndex) throw new Error(`${kind}: the log ends at ${next - 1}, before the snapshot at ${snapIndex}`);
-  await dropEmptyTail(walDir, segments, sizes);
-  return { segments, last: next - 1, lastAtMs, activeBytes: sizes.at(-1)! };
-}
-
-/** A brand-new log, or one whose snapshot is at 0. Segments vanishing behind a snapshot is damage. */
-async function createFirstSegment(walDir: string, snapIndex: number): Promise<Recovered> {
-  if (snapIndex > 0) throw new Error(`${kind}: snapshot at ${snapIndex} but no segment in ${walDir}`);
-  const path = join(walDir, segmentName(1));
-  await (await open(path, 'wx')).close();
-  await syncDir(walDir);
-  return { segments: [{ first: 1, path }], last: 0, lastAtMs: 0, activeBytes: 0 };
+  const last = segments.at(-1)!;
+  if (tail?.kind === 'damaged') return planDamagedTail(walDir, segments, last, tail, next, snapIndex);
+  if (next - 1 < snapIndex) throw damagedError(`${kind}: the log ends at ${next - 1}, before the snapshot at ${snapIndex}; refusing to open`);
+  const plan: Plan = { recovered: { segments: [...segments], last: next - 1, lastAtMs, activeBytes: sizes.at(-1)! } };
+  if (tail !== undefined) plan.cut = { path: last.path, goodBytes: tail.offset, torn: tail };
+  // An empty last segment (a crash right after a roll, or a tail torn to nothing) holds no entry.
+  // Appending to its predecessor instead keeps the last entry, and with it atMs, in the current
+  // segment, which compaction never deletes.
+  if (segments.length >= 2 && sizes.at(-1) === 0) {
+    plan.dropEmpty = plan.recovered.segments.pop()!.path;
+    plan.recovered.activeBytes = sizes.at(-2)!;
+  }
+  return plan;
 }
 
 /**
- * An empty last segment (a crash right after a roll, or a tail torn to nothing) holds no entry.
- * Appending to its predecessor instead keeps the last entry, and with it atMs, in the current
- * segment, which compaction never deletes.
+ * A complete last commit that fails its checksum was written whole, so it was most likely acknowledged:
+ * refuse, naming file, offset and entries, unless the snapshot holds every entry still recognisable in
+ * it (a shutdown snapshot at the last index). Then the log starts afresh after the snapshot: nothing
+ * acknowledged is lost, and the damaged segment goes with the older ones the snapshot covers.
  */
-async function dropEmptyTail(walDir: string, segments: SegmentRef[], sizes: number[]): Promise<void> {
-  if (segments.length < 2 || sizes.at(-1) !== 0) return;
-  await unlink(segments.pop()!.path);
-  sizes.pop();
-  await syncDir(walDir);
+function planDamagedTail(walDir: string, segments: SegmentRef[], last: SegmentRef, tail: Tail, next: number, snapIndex: number): Plan {
+  const where = `${last.path} at offset ${tail.offset}`;
+  const entries = tail.highest === undefined ? `entries from index ${next}` : `entries ${next}..${tail.highest} at least`;
+  const covered = tail.highest !== undefined && tail.highest <= snapIndex;
+  if (!covered) {
+    throw damagedError(`${kind}: corrupt commit frame in ${where}: ${tail.reason}; it is the last commit, `
+      + `complete on disk, so it was acknowledged (${entries}); refusing to open, acknowledged entries would be lost. `
+      + `Restore the data dir from a backup, or accept losing ${entries} by truncating ${last.path} to ${tail.offset} bytes.`);
+  }
+  const restart = { first: snapIndex + 1, path: join(walDir, segmentName(snapIndex + 1)) };
+  return {
+    recovered: { segments: [restart], last: snapIndex, lastAtMs: 0, activeBytes: 0 },
+    restart,
+    drop: segments,
+    warning: {
+      obj: { file: last.path, offset: tail.offset, firstIndex: next, lastIndexSeen: tail.highest, snapshot: snapIndex, reason: tail.reason },
+      msg: 'WAL: the last commit is damaged but the snapshot holds all of it; the log continues after the snapshot',
+    },
+  };
+}
+
+/**
+ * An empty newest segment starting right after the snapshot is where an earlier recovery restarted the
+ * log (planDamagedTail) before it could delete the older segments: they are covered by the snapshot.
+ */
+function restartedAfterSnapshot(segments: SegmentRef[], snapIndex: number): Plan | undefined {
+  const newest = segments.at(-1)!;
+  if (snapIndex === 0 || segments.length < 2 || newest.first !== snapIndex + 1 || fs.statSync(newest.path).size !== 0) return undefined;
+  return { recovered: { segments: [newest], last: snapIndex, lastAtMs: 0, activeBytes: 0 }, drop: segments.slice(0, -1) };
+}
+
+async function applyPlan(walDir: string, plan: Plan, logger: WalLogger): Promise<void> {
+  if (plan.cut !== undefined) await truncateTail(plan.cut.path, plan.cut.goodBytes, plan.cut.torn, logger);
+  if (plan.dropEmpty !== undefined) {
+    await unlink(plan.dropEmpty);
+    await syncDir(walDir);
+  }
+  if (plan.restart !== undefined) {
+    await (await open(plan.restart.path, 'wx')).close();
+    await syncDir(walDir);
+  }
+  if (plan.drop !== undefined && plan.drop.length > 0) {
+    for (const seg of plan.drop) await unlink(seg.path);
+    await syncDir(walDir);
+  }
+  if (plan.warning !== undefined) logger.warn(plan.warning.obj, plan.warning.msg);
 }
 
 interface Scan {
@@ -343,14 +519,19 @@ interface Scan {
   lastAtMs: number | undefined;
   /** Offset just past the last whole commit frame. */
   goodBytes: number;
-  /** Set when the tail after goodBytes is a torn, unacknowledged commit to cut off. */
-  torn?: Torn;
+  /** Set when bytes after goodBytes in the last segment are no whole commit: a torn or a damaged last commit. */
+  tail?: Tail;
 }
 
-interface Torn {
+interface Tail {
+  /** torn: its write never finished, so it was never acknowledged; damaged: complete on disk, then damaged. */
+  kind: 'torn' | 'damaged';
+  offset: number;
   bytes: number;
   /** Entries recognisable in the dropped bytes: a lower bound, damage may have erased some. */
   entries: number;
+  /** The highest entry index recognisable in them (at least the first one's), if any. */
+  highest: number | undefined;
   reason: string;
 }
 
@@ -359,9 +540,9 @@ interface Torn {
  *
  * A commit is written only after the previous one's fdatasync succeeded, and nothing in it is
  * acknowledged before its own fdatasync. So only the last commit of the last segment can have been
- * torn by a crash, and then anywhere inside it: pages of an unsynced write reach the disk in any
- * order. A damaged frame there with no intact frame after it is cut off whole. A damaged frame with
- * an intact one after it, or in an earlier segment, was acknowledged: refuse to open.
+ * torn by a crash, and then anywhere inside it: sectors of an unsynced write reach the disk in any
+ * order. A damaged frame with an intact one after it, or in an earlier segment, was acknowledged:
+ * refuse to open. A damaged last frame is judged by `judgeTail`: torn (cut) or damaged (refused).
  */
 function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
   const file = new RecordFile(seg.path);
@@ -371,19 +552,22 @@ function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
     let lastAtMs: number | undefined;
     for (let frame = file.at(offset); frame !== undefined; frame = file.at(offset)) {
       if (!frame.ok) {
-        if (!isLast) throw corrupt(seg.path, offset, frame.reason);
+        if (!isLast) throw corrupt(seg.path, offset, next, frame.reason);
         // The preallocated space of the current segment: nothing was ever written there.
         if (file.zeroFrom(offset)) return { next, lastAtMs, goodBytes: offset };
         const intact = intactFrameAfter(file, offset);
         if (intact !== undefined) {
-          throw corrupt(seg.path, offset, `${frame.reason}, and an intact commit follows at offset ${intact}`);
+          throw corrupt(seg.path, offset, next, `${frame.reason}, and an intact commit follows at offset ${intact}`);
         }
-        const torn = { bytes: file.size - offset, entries: entriesIn(file, offset, next), reason: frame.reason };
-        return { next, lastAtMs, goodBytes: offset, torn };
+        const seen = entriesIn(file, offset, next);
+        const tail: Tail = {
+          kind: judgeTail(file, offset, next), offset, bytes: file.size - offset, entries: seen.count, highest: seen.highest, reason: frame.reason,
+        };
+        return { next, lastAtMs, goodBytes: offset, tail };
       }
       // A frame whose crc matches was written whole: bad content in it is not a crash artifact.
       const entries = parseCommit(frame.payload, next);
-      if (typeof entries === 'string') throw corrupt(seg.path, offset, entries);
+      if (typeof entries === 'string') throw corrupt(seg.path, offset, next, entries);
       next += entries.length;
       lastAtMs = entries.at(-1)!.atMs;
       offset = frame.end;
@@ -393,6 +577,44 @@ function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
     file.close();
   }
 }
+
+/**
+ * Whether the last frame's bytes at `offset` are what a crash leaves of a write that never finished
+ * ('torn') or a complete frame damaged afterwards ('damaged'). A commit is written over zero-filled,
+ * synced space (or at the end of the file), and sectors land whole or not at all, so a torn commit is
+ * its header and some of its sectors, the rest zeros or missing; its JSON payload never holds a zero
+ * byte itself. So:
+ * - torn: the header is missing or zero, the file ends before the length says, or the payload holds
+ *   zeros from some point to its end or over a whole sector — unless the bytes before the first zero
+ *   are the whole commit (its crc matches them, or they parse as the commit): then only the length
+ *   field was damaged;
+ * - damaged: every byte the header claims is there with no zero among them but the crc fails, or the
+ *   header is not one the WAL writes (a length above the frame limit, a zero length with a crc).
+ */
+function judgeTail(file: RecordFile, offset: number, next: number): 'torn' | 'damaged' {
+  const head = file.bytes(offset, headerBytes);
+  if (head.length < headerBytes) return 'torn';
+  const len = head.readUInt32LE(0);
+  const crc = head.readUInt32LE(4);
+  if (len === 0 && crc === 0) return 'torn';
+  const start = offset + headerBytes;
+  const plausible = len > 0 && len <= frameBytesMax;
+  const region = file.bytes(start, Math.min(plausible ? len : file.size - start, frameBytesMax));
+  const zero = region.indexOf(0);
+  const prefix = zero === -1 ? region : region.subarray(0, zero);
+  if (prefix.length > 0 && (crc32(prefix) === crc || typeof parseCommit(prefix.toString('utf8'), next) !== 'string')) return 'damaged';
+  if (!plausible) return 'damaged';
+  if (start + len > file.size) return 'torn';
+  if (zero === -1) return 'damaged';
+  // Missing data is zeros from where the write stopped to the end, or whole sectors; a lone zero byte
+  // amid written bytes is damage.
+  const stopped = region.subarray(zero).every((b) => b === 0);
+  const lostSector = (start + zero) % sectorBytes === 0 && region.subarray(zero, zero + sectorBytes).every((b) => b === 0);
+  return stopped || lostSector ? 'torn' : 'damaged';
+}
+
+/** The smallest unit a disk writes whole (sector boundaries are multiples of it in the file). */
+const sectorBytes = 512;
 
 /**
  * Offset of a whole frame (crc matching) that starts after `damaged`, if there is one. Found by
@@ -406,14 +628,17 @@ function intactFrameAfter(file: RecordFile, damaged: number): number | undefined
   return undefined;
 }
 
-/** How many distinct entries from index `next` on can still be recognised in bytes `from`.. (for the log). */
-function entriesIn(file: RecordFile, from: number, next: number): number {
+/** Distinct entries from index `next` on still recognisable in bytes `from`.., and the highest of them (for the log). */
+function entriesIn(file: RecordFile, from: number, next: number): { count: number; highest: number | undefined } {
   const seen = new Set<number>();
   for (const { following } of file.find(entryStart, from, 17)) {
     const index = Number(/^\d+/.exec(following.toString('latin1'))?.[0]);
     if (Number.isSafeInteger(index) && index >= next) seen.add(index);
   }
-  return seen.size;
+  // `{"i":` occurs in a commit only where an entry starts (inside JSON strings quotes are escaped).
+  let highest: number | undefined;
+  for (const index of seen) highest = Math.max(highest ?? index, index);
+  return { count: seen.size, highest };
 }
 
 async function truncateTail(path: string, goodBytes: number, torn: Torn, logger: WalLogger): Promise<void> {
@@ -429,8 +654,10 @@ async function truncateTail(path: string, goodBytes: number, torn: Torn, logger:
   }, 'WAL: truncated a torn last commit left by a crash (never acknowledged)');
 }
 
-function corrupt(path: string, offset: number, reason: string): Error {
-  return new Error(`${kind}: corrupt commit frame in ${path} at offset ${offset}: ${reason}; `
+type Torn = Pick<Tail, 'bytes' | 'entries' | 'reason'>;
+
+function corrupt(path: string, offset: number, index: number, reason: string): Error {
+  return damagedError(`${kind}: corrupt commit frame in ${path} at offset ${offset}: ${reason} (the commit of entries from index ${index}); `
     + 'refusing to open, acknowledged entries would be lost');
 }
 
@@ -473,9 +700,9 @@ function* readEntries(seg: SegmentRef, upTo: number): Generator<LogEntry> {
     for (let next = seg.first; next <= upTo;) {
       const frame = file.at(offset);
       if (frame === undefined) return;
-      if (!frame.ok) throw corrupt(seg.path, offset, frame.reason);
+      if (!frame.ok) throw corrupt(seg.path, offset, next, frame.reason);
       const entries = parseCommit(frame.payload, next);
-      if (typeof entries === 'string') throw corrupt(seg.path, offset, entries);
+      if (typeof entries === 'string') throw corrupt(seg.path, offset, next, entries);
       for (const entry of entries) {
         if (entry.index > upTo) return;
         yield entry;
@@ -490,13 +717,16 @@ function* readEntries(seg: SegmentRef, upTo: number): Generator<LogEntry> {
 
 // ---- snapshots ------------------------------------------------------------------------------
 
-/** The newest snapshot that reads back whole; unfinished `.tmp` files from a crash are removed. */
-async function loadSnapshot(snapDir: string, logger: WalLogger): Promise<Snapshot | undefined> {
-  const names = await readdir(snapDir);
-  for (const name of names.filter((n) => n.endsWith('.tmp'))) {
+/** Unfinished `.tmp` snapshot files a crash left: never loaded, removed once recovery has decided to open. */
+async function removeUnfinishedSnapshots(snapDir: string, logger: WalLogger): Promise<void> {
+  for (const name of (await readdir(snapDir)).filter((n) => n.endsWith('.tmp'))) {
     await rm(join(snapDir, name), { force: true });
     logger.info({ file: join(snapDir, name) }, 'WAL: removed an unfinished snapshot');
   }
+}
+
+/** The newest snapshot that reads back whole (`.tmp` files are never read). */
+async function loadSnapshot(snapDir: string, logger: WalLogger): Promise<Snapshot | undefined> {
   const snaps = await listIndexed(snapDir, snapPattern);
   for (const { first: index, path } of snaps.reverse()) {
     const s = await readSnapshotFile(path, index);
@@ -560,6 +790,12 @@ async function pruneSnapshots(snapDir: string, newest: number): Promise<number |
 }
 
 // ---- files ----------------------------------------------------------------------------------
+
+/** Errors that mean the disk (or the user's quota) is full: the log waits for space instead of failing for good. */
+function isOutOfSpace(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
 
 /** The longest string V8 makes (and so the largest snapshot payload recovery can decode). */
 const snapshotPayloadBytesMax = Math.min(constants.MAX_STRING_LENGTH, 0xffff_ffff);

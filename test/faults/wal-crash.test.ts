@@ -354,8 +354,10 @@ function ghostCommit(index: number, bytes: number): Buffer {
   return encodeFrame(JSON.stringify([{ i: index, t: Date.now(), p: 'ghost-1', c: { t: 'kv.set', key: 'dmg/ghost', value, flags: '0' } }]));
 }
 
-type TornKind = 'truncated inside the last commit' | 'unacknowledged commit cut short' | 'unacknowledged commit with flipped bytes' | 'unacknowledged commit with a lost page';
-const tornKinds: TornKind[] = ['truncated inside the last commit', 'unacknowledged commit cut short', 'unacknowledged commit with flipped bytes', 'unacknowledged commit with a lost page'];
+// A whole commit on disk with flipped bytes is not what a crash leaves: recovery takes it as an
+// acknowledged commit damaged afterwards and refuses (the flipped-bytes test below covers the last commit).
+type TornKind = 'truncated inside the last commit' | 'unacknowledged commit cut short' | 'unacknowledged commit with a lost page';
+const tornKinds: TornKind[] = ['truncated inside the last commit', 'unacknowledged commit cut short', 'unacknowledged commit with a lost page'];
 
 /** Puts a torn tail on the segment; returns the offset recovery must cut at and the keys that must vanish. */
 function tear(path: string, base: WalBase, kind: TornKind, rng: Rng, inHeader: boolean): { cutAt: number; dropped: string[]; detail: string } {
@@ -374,9 +376,6 @@ function tear(path: string, base: WalBase, kind: TornKind, rng: Rng, inHeader: b
     const n = rng.int(1, ghost.length - 1);
     ghost.copy(buf, last.end, 0, n);
     detail = `${n} of ${ghost.length} bytes landed`;
-  } else if (kind === 'unacknowledged commit with flipped bytes') {
-    ghost.copy(buf, last.end);
-    detail = `flipped at ${flipBytes(buf, last.end, last.end + ghost.length, rng.int(1, 3), rng).join(',')}`;
   } else {
     ghost.copy(buf, last.end);
     const pages = [];
@@ -417,7 +416,7 @@ describe('damage on disk is detected, never applied (issue 9)', () => {
       }
     }
     report('torn tail', { seed, cases, commitsInBase: base.frames.length });
-  }, budgetMs(20_000, 4 * 4_000, damageCases));
+  }, budgetMs(20_000, 3 * 4_000, damageCases));
 
   test('flipped bytes in an acknowledged commit: the agent refuses to start, naming file and offset, and leaves the file alone', async () => {
     const rng = root.child('flipped');
@@ -426,8 +425,8 @@ describe('damage on disk is detected, never applied (issue 9)', () => {
       const dir = copyOf(base);
       const seg = join(dir, base.seg);
       const buf = readFileSync(seg);
-      // Any commit but the last: an intact, acknowledged commit follows it.
-      const k = rng.int(0, base.frames.length - 2);
+      // Any commit, the last one too: each was acknowledged (the base has no snapshot holding any).
+      const k = rng.int(0, base.frames.length - 1);
       const frame = base.frames[k]!;
       // Every other case hits the header (length or crc field), the rest anywhere in the commit.
       const headerOnly = n % 2 === 1;

@@ -7,7 +7,7 @@ import { crc32 } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
-import { isLogOverloaded, WalLog, type WalLogger, type WalLogOptions } from '../../src/wal/index.ts';
+import { isLogDamaged, isLogOverloaded, isLogUnavailable, WalLog, type WalLogger, type WalLogOptions } from '../../src/wal/index.ts';
 import { logCompliance } from './compliance.ts';
 
 logCompliance('WalLog', () => {
@@ -278,23 +278,139 @@ describe('WalLog', () => {
     expect(warn).toMatchObject({ droppedEntries: 1, reason: 'short payload' });
   });
 
-  it('cuts garbage after the last commit', async () => {
+  /** open() must refuse with a damage error and leave every file of the data dir as it was. */
+  async function expectRefused(pattern: RegExp): Promise<string> {
+    const before = await snapshotOfDir();
+    const err: unknown = await make().open().catch((e: unknown) => e);
+    expect(isLogDamaged(err)).toBe(true);
+    expect((err as Error).message).toMatch(pattern);
+    expect(await snapshotOfDir()).toEqual(before);
+    return (err as Error).message;
+  }
+
+  async function snapshotOfDir(): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const sub of ['wal', 'snap']) {
+      for (const name of await readdir(join(dir, sub))) out[`${sub}/${name}`] = (await readFile(join(dir, sub, name))).toString('base64');
+    }
+    return out;
+  }
+
+  it('refuses to open on bytes after the last commit that no write of the WAL leaves (a header it never writes)', async () => {
     await seed(5);
     const [seg] = await segments();
     const size = (await readUsed(seg!)).length;
     await appendFile(seg!, Buffer.from('garbage from a crash'));
-    const warn = await expectRecovered(5);
-    expect(warn).toMatchObject({ offset: size, droppedBytes: 20, droppedEntries: 0 });
+    await expectRefused(new RegExp(`${basename(seg!)} at offset ${size}: implausible length .*entries from index 6`));
   });
 
-  it('cuts a last commit whose crc does not match', async () => {
+  it('refuses to open when the last commit is complete but fails its crc: it was acknowledged; names file, offset and entries, changes nothing', async () => {
     await seed(5);
     const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const last = frameOffsets(buf).at(-1)!;
+    buf[last + 8 + 15]! ^= 0x01; // a digit of the entry time
+    await writeFile(seg!, buf);
+    const message = await expectRefused(new RegExp(`corrupt commit frame in .*${basename(seg!)} at offset ${last}: crc mismatch`));
+    expect(message).toMatch(/it is the last commit, complete on disk, so it was acknowledged \(entries 5\.\.5 at least\)/);
+    expect(message).toMatch(/refusing to open, acknowledged entries would be lost/);
+    expect(message).toContain(`truncating ${seg} to ${last} bytes`);
+  });
+
+  it.each([
+    ['grows into the preallocated zeros', (len: number) => len + 3000],
+    ['grows past the end of the file', (len: number) => len + (32 << 20)],
+    ['shrinks', (len: number) => len - 5],
+    ['is zero', () => 0],
+  ])('refuses to open when the last commit\'s length field %s (a damaged header, not a torn write)', async (_, length) => {
+    await seed(5);
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const last = frameOffsets(buf).at(-1)!;
+    buf.writeUInt32LE(length(buf.readUInt32LE(last)), last);
+    await writeFile(seg!, buf);
+    await expectRefused(new RegExp(`${basename(seg!)} at offset ${last}: .*so it was acknowledged`));
+  });
+
+  it('refuses when a single byte of the last commit became zero (damage, not a sector that never landed)', async () => {
+    await seed(5);
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const last = frameOffsets(buf).at(-1)!;
+    buf[last + 8 + 15] = 0;
+    await writeFile(seg!, buf);
+    await expectRefused(/so it was acknowledged/);
+  });
+
+  it('decides before it changes anything: a torn last commit behind a snapshot of it is refused and left on disk', async () => {
+    await seed(5);
+    const log = make();
+    await log.open();
+    await log.saveSnapshot({ index: 5, data: 'five' });
+    await log.close();
+    const [seg] = await segments();
     const buf = await readUsed(seg!);
+    await truncate(seg!, buf.length - 3);
+    await expectRefused(/the log ends at 4, before the snapshot at 5/);
+    expect((await readFile(seg!)).length).toBe(buf.length - 3);
+  });
+
+  it('opens when the snapshot holds the whole damaged last commit (a shutdown snapshot): the log continues after it', async () => {
+    await seed(4);
+    const first = make();
+    await first.open();
+    await first.append(proposals(5, 3));
+    await first.saveSnapshot({ index: 7, data: 'seven' });
+    await first.close();
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
     const last = frameOffsets(buf).at(-1)!;
     buf[last + 8 + 3]! ^= 0x01;
     await writeFile(seg!, buf);
-    await expectRecovered(4);
+    const logger = capture();
+    const { log, entries, snapIndex } = await reopen({ logger });
+    expect(snapIndex).toBe(7);
+    expect(entries).toEqual([]);
+    expect(logger.warns).toEqual([expect.objectContaining({ file: seg, offset: last, firstIndex: 5, lastIndexSeen: 7, snapshot: 7 })]);
+    await log.append(proposals(8, 1));
+    expect(log.lastIndex()).toBe(8);
+    await log.close();
+    expect((await segments()).map((p) => basename(p))).toEqual([`${pad(8)}.seg`]);
+    const again = await reopen({ logger: capture() });
+    expect(again.snapIndex).toBe(7);
+    expect(again.entries.map((e) => [e.index, e.pid])).toEqual([[8, 'n1-8']]);
+  });
+
+  it('refuses when the snapshot holds only part of the damaged last commit', async () => {
+    await seed(4);
+    const first = make();
+    await first.open();
+    await first.saveSnapshot({ index: 4, data: 'four' });
+    await first.append(proposals(5, 3));
+    await first.close();
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const last = frameOffsets(buf).at(-1)!;
+    buf[last + 8 + 3]! ^= 0x01;
+    await writeFile(seg!, buf);
+    await expectRefused(/entries 5\.\.7 at least/);
+  });
+
+  it('finishes a restart after the snapshot that a crash interrupted (the new empty segment beside the old ones)', async () => {
+    await seed(5);
+    const log = make();
+    await log.open();
+    await log.saveSnapshot({ index: 5, data: 'five' });
+    await log.close();
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    buf[frameOffsets(buf).at(-1)! + 8 + 3]! ^= 0x01;
+    await writeFile(seg!, buf);
+    await writeFile(join(dir, 'wal', `${pad(6)}.seg`), Buffer.alloc(0));
+    const { log: again, entries, snapIndex } = await reopen();
+    expect([snapIndex, entries.length]).toEqual([5, 0]);
+    await again.append(proposals(6, 1));
+    expect((await segments()).map((p) => basename(p))).toEqual([`${pad(6)}.seg`]);
   });
 
   it('cuts the whole last commit when a page in its middle is lost but the entries after it look intact', async () => {
@@ -524,6 +640,66 @@ describe('WalLog', () => {
     expect(entries.map((e) => e.index)).toEqual([1, 2, 3]);
     await again.append(proposals(4, 1));
     expect(again.lastIndex()).toBe(4);
+  });
+
+  it('waits out a full disk: the failed commit is refused as unavailable and cut from the file, writes resume once space is back', async () => {
+    const clock = new ManualClock();
+    const log = make({ clock });
+    const writable: boolean[] = [];
+    log.onWritable((w) => void writable.push(w));
+    await log.open();
+    await log.append(proposals(1, 3));
+    const delivered: number[] = [];
+    log.subscribe(3, (batch) => void delivered.push(...batch.map((e) => e.index)));
+    const [seg] = await segments();
+    const before = usedBytes(await readFile(seg!));
+    // The disk fills in the middle of a commit: part of its frame lands, then ENOSPC.
+    const real = fs.writeSync.bind(fs) as (fd: number, buf: Buffer, off: number, len: number, pos: number) => number;
+    vi.spyOn(fs, 'writeSync')
+      .mockImplementationOnce(((fd: number, buf: Buffer, off: number, _len: number, pos: number) => real(fd, buf, off, 10, pos)) as typeof fs.writeSync)
+      .mockImplementationOnce(() => { throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }); });
+    const failed: unknown = await log.append(proposals(4, 1)).catch((e: unknown) => e);
+    expect(isLogUnavailable(failed)).toBe(true);
+    expect((failed as Error).message).not.toContain(dir);
+    expect(writable).toEqual([false]);
+    // Refused at once meanwhile, without touching the disk; nothing was delivered.
+    expect(isLogUnavailable(await log.append(proposals(5, 1)).catch((e: unknown) => e))).toBe(true);
+    expect(delivered).toEqual([]);
+    // The partial frame is gone: the file ends at the last acknowledged commit.
+    expect((await readFile(seg!)).length).toBe(before);
+    vi.restoreAllMocks();
+    clock.advance(1000);
+    await vi.waitFor(() => expect(writable).toEqual([false, true]));
+    await log.append(proposals(6, 1));
+    expect(delivered).toEqual([4]);
+    await log.close();
+    const { entries } = await reopen();
+    expect(entries.map((e) => e.pid)).toEqual(['n1-1', 'n1-2', 'n1-3', 'n1-6']);
+  });
+
+  it('stays unavailable while retries still find the disk full', async () => {
+    const clock = new ManualClock();
+    const log = make({ clock });
+    const writable: boolean[] = [];
+    log.onWritable((w) => void writable.push(w));
+    await log.open();
+    const enospc = () => { throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }); };
+    vi.spyOn(fs, 'writeSync').mockImplementationOnce(enospc);
+    expect(isLogUnavailable(await log.append(proposals(1, 1)).catch((e: unknown) => e))).toBe(true);
+    // The retry reserves space with FileHandle.write: make it fail twice, then let it through.
+    const proto = await fileHandlePrototype();
+    const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const write = vi.spyOn(proto, 'write').mockRejectedValueOnce(full).mockRejectedValueOnce(full);
+    clock.advance(1000);
+    await vi.waitFor(() => expect(write).toHaveBeenCalledTimes(1));
+    clock.advance(1000);
+    await vi.waitFor(() => expect(write).toHaveBeenCalledTimes(2));
+    expect(writable).toEqual([false]);
+    expect(isLogUnavailable(await log.append(proposals(2, 1)).catch((e: unknown) => e))).toBe(true);
+    clock.advance(1000);
+    await vi.waitFor(() => expect(writable).toEqual([false, true]));
+    await log.append(proposals(3, 1));
+    expect(log.lastIndex()).toBe(1);
   });
 
   it('never acknowledges a batch whose fdatasync failed', async () => {

@@ -20,6 +20,8 @@ import type { Route } from '../router.ts';
 /** The log's leader (a cluster: the JetStream stream leader; one node: this node), "" during an election. */
 function leader(_req: Request, api: ApiContext): Reply {
   const l = api.runtime.leadership();
+  // A node whose log cannot store writes (a full disk) can commit nothing: no leader, as Consul answers then.
+  if (!api.runtime.writable) return json('');
   return json(l.peers.length === 0 ? api.serverAddress : l.leader ?? '');
 }
 
