@@ -6,8 +6,10 @@
 // Hostile clients connect from other loopback addresses (127.0.0.x), so the per-client caps that refuse
 // them do not also fall on the normal client.
 import net from 'node:net';
+import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { call, sleep, startAgent, type Agent } from '../support/agent.ts';
+import { mountSmallDisk, type SmallDisk } from '../support/disk.ts';
 
 /** How long the normal client waits for one answer before it counts the request as unanswered. */
 const answerTimeoutMs = 10_000;
@@ -86,9 +88,11 @@ async function expectAcknowledgedAfterRestart(agent: Agent, acknowledged: Map<st
 }
 
 const agents: Agent[] = [];
+const disks: SmallDisk[] = [];
 afterAll(async () => {
   for (const a of agents) await a.stop();
   for (const a of agents) a.cleanup();
+  for (const d of disks) d.unmount();
 });
 
 describe('many blocking queries', () => {
@@ -133,6 +137,41 @@ describe('many blocking queries', () => {
       expect(stats.lockHolds).toBeGreaterThan(10);
       expect(answers).toBeGreaterThan(0);
       await expectAcknowledgedAfterRestart(agent, stats.acknowledged);
+    }
+  }, 120_000);
+});
+
+describe('a full disk', () => {
+  test('writes answer 503 while the disk is full and succeed again once it is freed; the normal client is always answered', async (ctx) => {
+    const mounted = mountSmallDisk(32 * 1024);
+    if (typeof mounted === 'string') return ctx.skip(`the disk-full scenario needs a tmpfs: ${mounted}`);
+    disks.push(mounted);
+    let agent = await startAgent({ dataDir: join(mounted.dir, 'data') });
+    agents.push(agent);
+    const normal = normalClient(agent, 'disk');
+    let holdsBeforeFull = 0;
+    let holdsWhileFull = 0;
+    try {
+      await sleep(3_000);
+      holdsBeforeFull = normal.stats.lockHolds;
+      mounted.fill();
+      const fullAt = normal.stats.lockHolds;
+      await sleep(5_000);
+      holdsWhileFull = normal.stats.lockHolds - fullAt;
+      mounted.free();
+      await sleep(5_000);
+    } finally {
+      mounted.free();
+      const stats = await normal.stop();
+      report('full disk', stats);
+      console.log(`[faults] full disk: ${holdsBeforeFull} lock holds before the disk filled, ${holdsWhileFull} while it was full, ${stats.lockHolds - holdsBeforeFull - holdsWhileFull} after it was freed`);
+      expect(stats.unanswered).toEqual([]);
+      // The statuses are answers: 200, a refused acquire, or 503 (the log cannot write); never another 5xx.
+      expect([...stats.statuses.keys()].filter((s) => s >= 500 && s !== 503)).toEqual([]);
+      expect(stats.statuses.get(503) ?? 0).toBeGreaterThan(0);
+      expect(holdsBeforeFull).toBeGreaterThan(0);
+      expect(stats.lockHolds - holdsBeforeFull - holdsWhileFull).toBeGreaterThan(0);
+      agent = await expectAcknowledgedAfterRestart(agent, stats.acknowledged);
     }
   }, 120_000);
 });
