@@ -7,7 +7,7 @@
 import type { CheckRegistration, ServiceInput } from '../domain/commands.ts';
 import { RegistryError } from '../domain/errors.ts';
 import type { CheckDefinition, CheckKind, CheckStatus } from '../domain/types.ts';
-import { formatGoDuration, parseGoDurationNs } from '../util/duration.ts';
+import { formatGoDuration, goDurationMaxText, goDurationRule, nsInRange, readGoDuration } from '../util/duration.ts';
 import { FieldErrors } from './body.ts';
 import { validateHttpUrl } from '../probes/index.ts';
 
@@ -96,11 +96,14 @@ class Reader {
   durationMs(field: string): number {
     const v = this.raw[field];
     if (v === undefined || v === null || v === '') return 0;
-    const ns = typeof v === 'number' ? v : typeof v === 'string' ? parseGoDurationNs(v) : undefined;
-    if (ns === undefined || !Number.isFinite(ns)) {
-      this.errors.add(this.name(field), 'Format', 'must be a duration such as 10s', { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(v))}` });
+    const read = typeof v === 'number' ? (nsInRange(v) ? { ns: v } : { problem: 'range' as const })
+      : typeof v === 'string' ? readGoDuration(v) : { problem: 'format' as const };
+    if ('problem' in read) {
+      const [rule, text] = read.problem === 'range' ? ['Range', `must be at most ${goDurationMaxText}`] : ['Format', goDurationRule];
+      this.errors.add(this.name(field), rule, text, { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(v))}` });
       return 0;
     }
+    const ns = read.ns;
     if (ns < 0) { this.errors.add(this.name(field), 'Range', 'must not be negative'); return 0; }
     return ns / 1e6;
   }
