@@ -9,7 +9,7 @@ import { RegistryError } from '../domain/errors.ts';
 import type { CheckDefinition, CheckKind, CheckStatus } from '../domain/types.ts';
 import { formatGoDuration, goDurationMaxText, goDurationRule, nsInRange, readGoDuration } from '../util/duration.ts';
 import { FieldErrors } from './body.ts';
-import { validateHttpUrl } from '../probes/index.ts';
+import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes/index.ts';
 
 /** Consul's check_output_max_size default. */
 export const checkOutputBytesMax = 4096;
@@ -182,6 +182,14 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   if (type === 'http' && definition.http !== undefined) {
     const bad = validateHttpUrl(definition.http);
     if (bad !== undefined) errors.add('HTTP', 'Format', bad, { status: 400, text: `Invalid check: ${bad}` });
+  }
+  if (type === 'tcp' && definition.tcp !== undefined) {
+    const bad = validateHostPort(definition.tcp);
+    if (bad !== undefined) errors.add('TCP', 'Format', `${bad}: give host:port ([v6]:port for IPv6)`, { status: 400, text: `Invalid check: TCP ${bad}` });
+  }
+  if (type === 'grpc' && definition.grpc !== undefined) {
+    const bad = validateGrpcTarget(definition.grpc);
+    if (bad !== undefined) errors.add('GRPC', 'Format', `${bad}: give host:port or host:port/service`, { status: 400, text: `Invalid check: GRPC ${bad}` });
   }
   errors.throwIfAny();
   if ((type === 'script' || type === 'docker') && !o.scriptsAllowed) {

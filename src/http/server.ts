@@ -115,9 +115,14 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     const startedMs = performance.now();
     const sentMethod = uwsReq.getCaseSensitiveMethod();
     const path = uwsReq.getUrl();
-    const query = new URLSearchParams(uwsReq.getQuery() ?? '');
+    const rawQuery = uwsReq.getQuery() ?? '';
+    const query = new URLSearchParams(rawQuery);
     const headers = new Map<string, string>();
-    uwsReq.forEach((k, v) => headers.set(k, v));
+    let lengthsDiffer = false;
+    uwsReq.forEach((k, v) => {
+      if (k === 'content-length' && headers.has(k) && headers.get(k) !== v) lengthsDiffer = true;
+      headers.set(k, v);
+    });
     const method = effectiveMethod(sentMethod, headers);
     const requestId = requestIdOf(headers.get('x-request-id'));
     let req: Request | undefined;
@@ -175,6 +180,23 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       handle(o, routed).then((w) => send(conditional(routed, w, o.timeOfIndex)), (err: unknown) => send(errorWire(o, err, requestId)));
     };
 
+    // A head whose framing or encoding is unusable is refused before anything else looks at it.
+    const unusable = unusableHead(path, rawQuery, headers, lengthsDiffer);
+    if (unusable !== undefined) {
+      // uWS writes `Connection: close` itself when it is told to close.
+      send(renderError(unusable.error, o.dialect, [], unusable.status), unusable.close);
+      return;
+    }
+    // uWS serves pipelined requests only while each is answered before the next is parsed: a request
+    // arriving behind one still in flight makes it close the connection, and the one in flight can no
+    // longer be answered. A write therefore starts one turn of the event loop later, after uWS has
+    // parsed what came with it, and only while its connection is open: a write that cannot be answered
+    // is not applied. (Reads change nothing and start at once.)
+    const start = (body: Buffer) => {
+      if (bodylessMethods.has(method)) dispatch(body);
+      else setImmediate(() => { if (!done) dispatch(body); });
+    };
+
     if (rate !== undefined && !rate.allowed) {
       send(renderError(new RegistryError('illegalRequest', `rate limit exceeded: retry in ${rate.retryAfterSeconds}s`,
         { retryAfterSeconds: rate.retryAfterSeconds }, { status: 429, text: 'rate limit exceeded' }), o.dialect, [['Retry-After', String(rate.retryAfterSeconds)]], 429));
@@ -197,7 +219,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       return;
     }
     if (bodylessMethods.has(method) || (declared === 0 && !headers.has('transfer-encoding'))) {
-      dispatch(Buffer.alloc(0));
+      start(Buffer.alloc(0));
       return;
     }
     // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
@@ -208,7 +230,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     }, bodyTimeoutMs);
     readBody(res, bodyBytesMax, (body) => {
       clearTimeout(deadline);
-      if (!done) dispatch(body);
+      start(body);
     }, (size) => {
       clearTimeout(deadline);
       send(renderError(tooLarge(size, bodyBytesMax), o.dialect, [['Connection', 'close']]));
@@ -233,6 +255,49 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       });
     });
   });
+}
+
+/**
+ * Why a request head cannot be served, answered at once in the dialect's format:
+ * * two Content-Length headers that differ (the body's end is ambiguous: 400, connection closed);
+ * * a Transfer-Encoding other than `chunked` (uWS reads no body for it, so the request would wait for a
+ *   body that never comes: 400, connection closed; a 4xx like every refusal of a malformed request);
+ * * a path or query that is not UTF-8, raw or percent-encoded (uWS hands raw bytes on as U+FFFD, so two
+ *   different keys would become one: 400).
+ */
+export function unusableHead(path: string, rawQuery: string, headers: Map<string, string>, lengthsDiffer: boolean):
+  { error: RegistryError; status: number; close: boolean } | undefined {
+  if (lengthsDiffer) {
+    return { status: 400, close: true, error: new RegistryError('illegalRequest', 'the request has Content-Length headers that differ',
+      { 'Content-Length': ['Conflict:send one Content-Length'] }, { status: 400, text: 'conflicting Content-Length headers' }) };
+  }
+  const coding = headers.get('transfer-encoding');
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    return { status: 400, close: true, error: new RegistryError('illegalRequest', `Transfer-Encoding ${JSON.stringify(coding)} is not supported: send the body with Content-Length or Transfer-Encoding: chunked`,
+      { 'Transfer-Encoding': [`Unsupported:${coding}`] }, { status: 400, text: `unsupported transfer encoding: ${JSON.stringify(coding)}` }) };
+  }
+  const where = !isUtf8Text(path) ? 'path' : !isUtf8Text(rawQuery) ? 'query' : undefined;
+  if (where !== undefined) {
+    return { status: 400, close: false, error: new RegistryError('illegalRequest', `the request ${where} is not valid UTF-8: send UTF-8, percent-encoded`,
+      { [where]: ['Encoding:not valid UTF-8'] }, { status: 400, text: `invalid UTF-8 in request ${where}` }) };
+  }
+  return undefined;
+}
+
+/**
+ * Whether a raw path or query is UTF-8 once percent-decoded. uWS turns raw bytes that are not UTF-8
+ * into U+FFFD (so a raw U+FFFD is refused too: percent-encode it); a malformed `%` escape is left to
+ * the decoding that follows (URLSearchParams keeps it as text, the path decoder refuses it).
+ */
+function isUtf8Text(raw: string): boolean {
+  if (raw.includes('\uFFFD')) return false;
+  if (!raw.includes('%')) return true;
+  try {
+    decodeURIComponent(raw.replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A map key for a binary address (4 or 16 bytes): one char per byte, no Buffer, no formatting. */
