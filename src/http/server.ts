@@ -18,6 +18,7 @@ import type { HttpObserver } from '../ports/observer.ts';
 import { renderError, renderReply, statusLine, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
 import { unmatchedPattern, type Router } from './router.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 type UwsModule = typeof Uws;
 
@@ -224,15 +225,15 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     }
     // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
     // the connection silently about 10 s after the head).
-    const deadline = setTimeout(() => {
+    const deadline = setLongTimeout(() => {
       send(renderError(new RegistryError('requestTimeout', `the request body did not arrive within ${bodyTimeoutMs} ms`, { bodyTimeoutMs },
         { status: 408, text: 'request body timeout' }), o.dialect), true);
-    }, bodyTimeoutMs);
+    }, bodyTimeoutMs, false);
     readBody(res, bodyBytesMax, (body) => {
-      clearTimeout(deadline);
+      deadline.clear();
       start(body);
     }, (size) => {
-      clearTimeout(deadline);
+      deadline.clear();
       send(renderError(tooLarge(size, bodyBytesMax), o.dialect, [['Connection', 'close']]));
     });
   });

@@ -2,10 +2,13 @@
 // maximum, in both dialects), and an accepted duration longer than Node's 32-bit timer limit (about 24.8 days)
 // is waited for in full: a check TTL of 720h does not lapse at once, a probe Interval of 100000h does not probe
 // in a loop. Driven through started agents.
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, client, expectError, sleep, startAgent, withAgent, type Agent } from '../support/agent.ts';
+import { call, client, expectError, sleep, startAgent, tempDataDir, withAgent, type Agent } from '../support/agent.ts';
+import { parseAnswers } from '../support/raw-http.ts';
 
 const goMax = '2562047h47m16.854775807s';
 
@@ -85,5 +88,37 @@ describe('consul dialect', () => {
     const r = await call(agent.url, 'PUT', '/v1/agent/check/register', { Name: 'over', HTTP: 'http://127.0.0.1:1/', Interval: '1000000000h' });
     expect(r.status).toBe(400);
     expect(r.text).toBe('Request decode failed: time: invalid duration "1000000000h"');
+  });
+});
+
+describe('configuration durations', () => {
+  let agent: Agent;
+  beforeAll(async () => {
+    const file = join(tempDataDir(), 'agent.json');
+    writeFileSync(file, JSON.stringify({ limits: { request_body_timeout: '720h' } }));
+    agent = await startAgent({ args: ['--config-file', file] });
+  });
+  afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
+
+  test('a request_body_timeout of 720h lets a body that follows its head a little later arrive', async () => {
+    const { port } = new URL(agent.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let data = Buffer.alloc(0);
+    socket.on('data', (d: Buffer) => { data = Buffer.concat([data, d]); });
+    await new Promise((r) => socket.once('connect', r));
+    socket.write('PUT /v1/kv/late/body HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\n');
+    // An overflowed deadline fired after 1 ms and answered 400/1015 before the body came.
+    await sleep(200);
+    socket.write('late');
+    for (let i = 0; i < 100 && parseAnswers(data, false).length === 0; i++) await sleep(50);
+    socket.destroy();
+    expect(parseAnswers(data, false).map((a) => a.status)).toEqual([200]);
+    expect((await call(agent.url, 'GET', '/v1/kv/late/body?raw')).text).toBe('late');
+  });
+
+  test('a configuration duration beyond the maximum stops the start naming the setting and the maximum', async () => {
+    const file = join(tempDataDir(), 'agent.json');
+    writeFileSync(file, JSON.stringify({ limits: { request_body_timeout: '1000000000h' } }));
+    await expect(startAgent({ args: ['--config-file', file], readyTimeoutMs: 15_000 })).rejects.toThrow(/request_body_timeout.*at most 2562047h47m16\.854775807s/);
   });
 });
