@@ -266,7 +266,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
  * * a path or query that is not UTF-8, raw or percent-encoded (uWS hands raw bytes on as U+FFFD, so two
  *   different keys would become one: 400).
  */
-export function unusableHead(path: string, rawQuery: string, headers: Map<string, string>, lengthsDiffer: boolean):
+function unusableHead(path: string, rawQuery: string, headers: Map<string, string>, lengthsDiffer: boolean):
   { error: RegistryError; status: number; close: boolean } | undefined {
   if (lengthsDiffer) {
     return { status: 400, close: true, error: new RegistryError('illegalRequest', 'the request has Content-Length headers that differ',

@@ -131,6 +131,12 @@ describe('seed dialect', () => {
         expect(err?.details).toMatch(/^the \/grpc\.health\.v1\.Health\/Check request is not a valid protobuf message: /);
       }
       expect((await send('List', Buffer.from([0x0a, 0x64, 0x61])))?.code).toBe(grpc.status.INVALID_ARGUMENT);
+      const watched = await new Promise<grpc.ServiceError>((resolve) => {
+        const stream = c.makeServerStreamRequest('/grpc.health.v1.Health/Watch', () => Buffer.from([0x0a, 0x02, 0xff, 0xfe]), (b: Buffer) => b, {});
+        stream.on('error', resolve);
+        stream.on('data', () => undefined);
+      });
+      expect([watched.code, watched.details]).toEqual([grpc.status.INVALID_ARGUMENT, 'the /grpc.health.v1.Health/Watch request is not a valid protobuf message: string field 1 is not valid UTF-8']);
       // An empty message is a valid request for "" (the server itself).
       expect(await send('Check', Buffer.alloc(0))).toBeNull();
     } finally {
