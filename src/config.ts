@@ -11,7 +11,7 @@ import { dialects, type Dialect } from './http/render.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { clockSkewSecondsDefault, parseRules, tokenLifetimeSecondsMaxDefault } from './auth/index.ts';
 import { timestampSkewMsDefault } from './auth/signature.ts';
-import { parseGoDurationMs } from './util/duration.ts';
+import { goDurationMaxText, parseGoDurationMs } from './util/duration.ts';
 
 export interface Config {
   /** @default 8500 */
@@ -365,6 +365,6 @@ function dialect(text: string): Dialect {
 function duration(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   const ms = parseGoDurationMs(text);
-  if (ms === undefined || ms <= 0) throw new ConfigError(`--${name}: "${text}" is not a positive duration such as 10s`);
+  if (ms === undefined || ms <= 0) throw new ConfigError(`--${name}: "${text}" is not a positive duration such as 10s (at most ${goDurationMaxText})`);
   return ms;
 }

@@ -6,6 +6,7 @@
 import { status as GrpcStatus, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { ServingStatus, ServingTracker } from '../runtime/index.ts';
 import { serviceNameBytesMax } from './limits.ts';
+import { undecodableReason } from './proto.ts';
 import { WatchStream, type HealthCheckRequest, type HealthCheckResponse, type WatchCall, type WatchStatus } from './watch-stream.ts';
 
 type HealthListResponse = { statuses: Record<string, { status: ServingStatus }> };
@@ -13,6 +14,13 @@ type ServiceError = { code: GrpcStatus; details: string };
 
 /** Absent from the tracker means no instance is registered: Watch says SERVICE_UNKNOWN. */
 const watchStatus = (s: ServingStatus | undefined): WatchStatus => s ?? 'SERVICE_UNKNOWN';
+
+/** INVALID_ARGUMENT for a request that did not decode, or a service name over the limit. */
+function requestError(request: unknown): ServiceError | undefined {
+  const reason = undecodableReason(request);
+  if (reason !== undefined) return { code: GrpcStatus.INVALID_ARGUMENT, details: reason };
+  return nameError((request as HealthCheckRequest).service);
+}
 
 function nameError(name: string): ServiceError | undefined {
   if (Buffer.byteLength(name, 'utf8') <= serviceNameBytesMax) return undefined;
@@ -31,8 +39,8 @@ export class HealthService {
   /** Handlers for `server.addService(definition, ...)`. */
   implementation(): UntypedServiceImplementation {
     return {
-      Check: (call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, done: sendUnaryData<HealthCheckResponse>) => this.check(call.request.service, done),
-      List: (_call: ServerUnaryCall<object, HealthListResponse>, done: sendUnaryData<HealthListResponse>) => this.list(done),
+      Check: (call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, done: sendUnaryData<HealthCheckResponse>) => this.check(call.request, done),
+      List: (call: ServerUnaryCall<object, HealthListResponse>, done: sendUnaryData<HealthListResponse>) => this.list(call.request, done),
       Watch: (call: WatchCall) => this.watch(call),
     };
   }
@@ -52,15 +60,18 @@ export class HealthService {
     return n;
   }
 
-  private check(name: string, done: sendUnaryData<HealthCheckResponse>): void {
-    const invalid = nameError(name);
+  private check(request: HealthCheckRequest, done: sendUnaryData<HealthCheckResponse>): void {
+    const invalid = requestError(request);
     if (invalid) return done(invalid, null);
+    const name = request.service;
     const status = this.tracker.get(name);
     if (status === undefined) return done({ code: GrpcStatus.NOT_FOUND, details: `unknown service ${name}` }, null);
     done(null, { status });
   }
 
-  private list(done: sendUnaryData<HealthListResponse>): void {
+  private list(request: object, done: sendUnaryData<HealthListResponse>): void {
+    const reason = undecodableReason(request);
+    if (reason !== undefined) return done({ code: GrpcStatus.INVALID_ARGUMENT, details: reason }, null);
     const entries = this.tracker.list();
     if (entries.length > this.listEntriesMax) {
       return done({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: `server health list exceeds maximum capacity: ${this.listEntriesMax}` }, null);
@@ -71,9 +82,9 @@ export class HealthService {
   }
 
   private watch(call: WatchCall): void {
-    const name = call.request.service;
-    const invalid = nameError(name);
+    const invalid = requestError(call.request);
     if (invalid) return void call.emit('error', invalid);
+    const name = call.request.service;
     const stream = new WatchStream(call);
     if (this.finished) return stream.finish('NOT_SERVING');
     // Filed and given the current value in one synchronous step: no change can fall in between.

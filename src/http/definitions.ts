@@ -7,9 +7,9 @@
 import type { CheckRegistration, ServiceInput } from '../domain/commands.ts';
 import { RegistryError } from '../domain/errors.ts';
 import type { CheckDefinition, CheckKind, CheckStatus } from '../domain/types.ts';
-import { formatGoDuration, parseGoDurationNs } from '../util/duration.ts';
+import { formatGoDuration, goDurationMaxText, goDurationRule, nsInRange, readGoDuration } from '../util/duration.ts';
 import { FieldErrors } from './body.ts';
-import { validateHttpUrl } from '../probes/index.ts';
+import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes/index.ts';
 
 /** Consul's check_output_max_size default. */
 export const checkOutputBytesMax = 4096;
@@ -96,11 +96,14 @@ class Reader {
   durationMs(field: string): number {
     const v = this.raw[field];
     if (v === undefined || v === null || v === '') return 0;
-    const ns = typeof v === 'number' ? v : typeof v === 'string' ? parseGoDurationNs(v) : undefined;
-    if (ns === undefined || !Number.isFinite(ns)) {
-      this.errors.add(this.name(field), 'Format', 'must be a duration such as 10s', { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(v))}` });
+    const read = typeof v === 'number' ? (nsInRange(v) ? { ns: v } : { problem: 'range' as const })
+      : typeof v === 'string' ? readGoDuration(v) : { problem: 'format' as const };
+    if ('problem' in read) {
+      const [rule, text] = read.problem === 'range' ? ['Range', `must be at most ${goDurationMaxText}`] : ['Format', goDurationRule];
+      this.errors.add(this.name(field), rule, text, { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(v))}` });
       return 0;
     }
+    const ns = read.ns;
     if (ns < 0) { this.errors.add(this.name(field), 'Range', 'must not be negative'); return 0; }
     return ns / 1e6;
   }
@@ -179,6 +182,14 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   if (type === 'http' && definition.http !== undefined) {
     const bad = validateHttpUrl(definition.http);
     if (bad !== undefined) errors.add('HTTP', 'Format', bad, { status: 400, text: `Invalid check: ${bad}` });
+  }
+  if (type === 'tcp' && definition.tcp !== undefined) {
+    const bad = validateHostPort(definition.tcp);
+    if (bad !== undefined) errors.add('TCP', 'Format', `${bad}: give host:port ([v6]:port for IPv6)`, { status: 400, text: `Invalid check: TCP ${bad}` });
+  }
+  if (type === 'grpc' && definition.grpc !== undefined) {
+    const bad = validateGrpcTarget(definition.grpc);
+    if (bad !== undefined) errors.add('GRPC', 'Format', `${bad}: give host:port or host:port/service`, { status: 400, text: `Invalid check: GRPC ${bad}` });
   }
   errors.throwIfAny();
   if ((type === 'script' || type === 'docker') && !o.scriptsAllowed) {

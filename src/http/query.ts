@@ -6,7 +6,7 @@
 import { invalidField, RegistryError } from '../domain/errors.ts';
 import { blockingJitterDivisor, blockingWaitMsDefault, blockingWaitMsMax } from '../domain/limits.ts';
 import type { Interest } from '../runtime/index.ts';
-import { parseGoDurationMs } from '../util/duration.ts';
+import { goDurationRule, parseGoDurationMs } from '../util/duration.ts';
 import type { ApiContext } from './api.ts';
 import { flag, param, type Request } from './request.ts';
 
@@ -41,7 +41,7 @@ export function parseQueryOptions(req: Request, api: ApiContext): QueryOptions {
   const waitText = param(req, 'wait');
   if (waitText !== undefined && waitText !== '') {
     const parsed = parseGoDurationMs(waitText);
-    if (parsed === undefined || parsed < 0) throw invalidField('wait', 'Format', 'must be a duration such as 30s or 1500ms', { status: 400, text: 'Invalid wait time' });
+    if (parsed === undefined || parsed < 0) throw invalidField('wait', 'Format', goDurationRule, { status: 400, text: 'Invalid wait time' });
     waitMs = Math.min(parsed, blockingWaitMsMax);
   }
   const consistent = flag(req, 'consistent');
@@ -51,7 +51,7 @@ export function parseQueryOptions(req: Request, api: ApiContext): QueryOptions {
   }
   const maxStale = param(req, 'max_stale');
   if (maxStale !== undefined && maxStale !== '' && parseGoDurationMs(maxStale) === undefined) {
-    throw invalidField('max_stale', 'Format', 'must be a duration such as 5s', { status: 400, text: `Invalid max_stale value ${JSON.stringify(maxStale)}` });
+    throw invalidField('max_stale', 'Format', goDurationRule, { status: 400, text: `Invalid max_stale value ${JSON.stringify(maxStale)}` });
   }
   checkDatacenter(req, api);
   // One node reads one state: ?stale and ?leader answer from it as the default does; ?consistent adds a barrier.

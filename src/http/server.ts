@@ -19,6 +19,7 @@ import type { HttpObserver } from '../ports/observer.ts';
 import { renderError, renderReply, statusLine, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
 import { unmatchedPattern, type Router } from './router.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 type UwsModule = typeof Uws;
 
@@ -119,9 +120,14 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     const startedMs = performance.now();
     const sentMethod = uwsReq.getCaseSensitiveMethod();
     const path = uwsReq.getUrl();
-    const query = new URLSearchParams(uwsReq.getQuery() ?? '');
+    const rawQuery = uwsReq.getQuery() ?? '';
+    const query = new URLSearchParams(rawQuery);
     const headers = new Map<string, string>();
-    uwsReq.forEach((k, v) => headers.set(k, v));
+    let lengthsDiffer = false;
+    uwsReq.forEach((k, v) => {
+      if (k === 'content-length' && headers.has(k) && headers.get(k) !== v) lengthsDiffer = true;
+      headers.set(k, v);
+    });
     const method = effectiveMethod(sentMethod, headers);
     const requestId = requestIdOf(headers.get('x-request-id'));
     let req: Request | undefined;
@@ -189,6 +195,23 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       handle(o, routed, admit).then((w) => send(conditional(routed, w, o.timeOfIndex)), (err: unknown) => send(admit(undefined) ?? errorWire(o, err, requestId)));
     };
 
+    // A head whose framing or encoding is unusable is refused before anything else looks at it.
+    const unusable = unusableHead(path, rawQuery, headers, lengthsDiffer);
+    if (unusable !== undefined) {
+      // uWS writes `Connection: close` itself when it is told to close.
+      send(renderError(unusable.error, o.dialect, [], unusable.status), unusable.close);
+      return;
+    }
+    // uWS serves pipelined requests only while each is answered before the next is parsed: a request
+    // arriving behind one still in flight makes it close the connection, and the one in flight can no
+    // longer be answered. A write therefore starts one turn of the event loop later, after uWS has
+    // parsed what came with it, and only while its connection is open: a write that cannot be answered
+    // is not applied. (Reads change nothing and start at once.)
+    const start = (body: Buffer) => {
+      if (bodylessMethods.has(method)) dispatch(body);
+      else setImmediate(() => { if (!done) dispatch(body); });
+    };
+
     // Without authentication there is no identity to wait for: the address is counted before the body is read.
     const early = o.authorize === undefined ? admit(undefined) : undefined;
     if (early !== undefined) {
@@ -212,20 +235,20 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       return;
     }
     if (bodylessMethods.has(method) || (declared === 0 && !headers.has('transfer-encoding'))) {
-      dispatch(Buffer.alloc(0));
+      start(Buffer.alloc(0));
       return;
     }
     // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
     // the connection silently about 10 s after the head).
-    const deadline = setTimeout(() => {
+    const deadline = setLongTimeout(() => {
       send(renderError(new RegistryError('requestTimeout', `the request body did not arrive within ${bodyTimeoutMs} ms`, { bodyTimeoutMs },
         { status: 408, text: 'request body timeout' }), o.dialect), true);
-    }, bodyTimeoutMs);
+    }, bodyTimeoutMs, false);
     readBody(res, bodyBytesMax, (body) => {
-      clearTimeout(deadline);
-      if (!done) dispatch(body);
+      deadline.clear();
+      start(body);
     }, (size) => {
-      clearTimeout(deadline);
+      deadline.clear();
       send(renderError(tooLarge(size, bodyBytesMax), o.dialect, [['Connection', 'close']]));
     });
   });
@@ -257,6 +280,49 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
 /** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT flag (exported as a value by the binding, declared only as an enum member). */
 function exclusivePort(uws: UwsModule): number {
   return (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
+}
+
+/**
+ * Why a request head cannot be served, answered at once in the dialect's format:
+ * * two Content-Length headers that differ (the body's end is ambiguous: 400, connection closed);
+ * * a Transfer-Encoding other than `chunked` (uWS reads no body for it, so the request would wait for a
+ *   body that never comes: 400, connection closed; a 4xx like every refusal of a malformed request);
+ * * a path or query that is not UTF-8, raw or percent-encoded (uWS hands raw bytes on as U+FFFD, so two
+ *   different keys would become one: 400).
+ */
+function unusableHead(path: string, rawQuery: string, headers: Map<string, string>, lengthsDiffer: boolean):
+  { error: RegistryError; status: number; close: boolean } | undefined {
+  if (lengthsDiffer) {
+    return { status: 400, close: true, error: new RegistryError('illegalRequest', 'the request has Content-Length headers that differ',
+      { 'Content-Length': ['Conflict:send one Content-Length'] }, { status: 400, text: 'conflicting Content-Length headers' }) };
+  }
+  const coding = headers.get('transfer-encoding');
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    return { status: 400, close: true, error: new RegistryError('illegalRequest', `Transfer-Encoding ${JSON.stringify(coding)} is not supported: send the body with Content-Length or Transfer-Encoding: chunked`,
+      { 'Transfer-Encoding': [`Unsupported:${coding}`] }, { status: 400, text: `unsupported transfer encoding: ${JSON.stringify(coding)}` }) };
+  }
+  const where = !isUtf8Text(path) ? 'path' : !isUtf8Text(rawQuery) ? 'query' : undefined;
+  if (where !== undefined) {
+    return { status: 400, close: false, error: new RegistryError('illegalRequest', `the request ${where} is not valid UTF-8: send UTF-8, percent-encoded`,
+      { [where]: ['Encoding:not valid UTF-8'] }, { status: 400, text: `invalid UTF-8 in request ${where}` }) };
+  }
+  return undefined;
+}
+
+/**
+ * Whether a raw path or query is UTF-8 once percent-decoded. uWS turns raw bytes that are not UTF-8
+ * into U+FFFD (so a raw U+FFFD is refused too: percent-encode it); a malformed `%` escape is left to
+ * the decoding that follows (URLSearchParams keeps it as text, the path decoder refuses it).
+ */
+function isUtf8Text(raw: string): boolean {
+  if (raw.includes('\uFFFD')) return false;
+  if (!raw.includes('%')) return true;
+  try {
+    decodeURIComponent(raw.replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A map key for a binary address (4 or 16 bytes): one char per byte, no Buffer, no formatting. */

@@ -15,6 +15,7 @@ import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
 import { renderError, statusLine, type Wire } from './render.ts';
 import { makeView, type TopicView, type ViewFilter } from './stream-views.ts';
+import { timerStepMsMax } from '../util/timer.ts';
 
 export const streamSubprotocol = 'registry.stream.v1';
 
@@ -118,7 +119,8 @@ export class StreamServer {
       auth: options.auth,
     };
     this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
-    this.bookmarkTimer = setInterval(() => this.bookmarks(), Math.max(100, this.o.bookmarkIntervalMs / 4));
+    // Capped at Node's timer limit (about 24.8 days), past which setInterval would fire every millisecond.
+    this.bookmarkTimer = setInterval(() => this.bookmarks(), Math.min(Math.max(100, this.o.bookmarkIntervalMs / 4), timerStepMsMax));
     this.bookmarkTimer.unref();
   }
 

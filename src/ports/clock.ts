@@ -1,3 +1,5 @@
+import { setLongTimeout, type LongTimer } from '../util/timer.ts';
+
 /** Time is an input: the runtime and the logs read it only through this port. */
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -9,10 +11,13 @@ export interface Clock {
 
 export interface TimerHandle { readonly id: number }
 
-/** The real clock. Timers are unref'd so a pending TTL timer never keeps a stopping process alive. */
+/**
+ * The real clock. Timers are unref'd so a pending TTL timer never keeps a stopping process alive, and
+ * delays beyond Node's 32-bit limit (check TTLs and intervals of weeks) are waited for in full.
+ */
 export class SystemClock implements Clock {
   private next = 1;
-  private readonly timers = new Map<number, NodeJS.Timeout>();
+  private readonly timers = new Map<number, LongTimer>();
 
   nowMs(): number {
     return Date.now();
@@ -20,11 +25,10 @@ export class SystemClock implements Clock {
 
   setTimer(ms: number, fn: () => void): TimerHandle {
     const id = this.next++;
-    const t = setTimeout(() => {
+    const t = setLongTimeout(() => {
       this.timers.delete(id);
       fn();
-    }, Math.max(0, ms));
-    t.unref();
+    }, ms);
     this.timers.set(id, t);
     return { id };
   }
@@ -32,7 +36,7 @@ export class SystemClock implements Clock {
   clearTimer(handle: TimerHandle): void {
     const t = this.timers.get(handle.id);
     if (t !== undefined) {
-      clearTimeout(t);
+      t.clear();
       this.timers.delete(handle.id);
     }
   }

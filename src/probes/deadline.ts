@@ -1,4 +1,5 @@
 /** One signal that fires on the probe's own timeout or on the caller's abort, remembering which. */
+import { setLongTimeout } from '../util/timer.ts';
 import { formatGoDuration } from './go-text.ts';
 
 export type StopReason = 'timeout' | 'canceled';
@@ -21,7 +22,8 @@ export function startDeadline(timeoutMs: number | undefined, outer: AbortSignal 
     controller.abort();
   };
   const onOuterAbort = () => stop('canceled');
-  const timer = timeoutMs === undefined ? undefined : setTimeout(() => stop('timeout'), Math.max(0, timeoutMs));
+  // A Timeout may exceed Node's 32-bit timer limit: setLongTimeout waits it out in full.
+  const timer = timeoutMs === undefined ? undefined : setLongTimeout(() => stop('timeout'), timeoutMs, false);
   if (outer?.aborted) stop('canceled');
   else outer?.addEventListener('abort', onOuterAbort, { once: true });
   return {
@@ -30,7 +32,7 @@ export function startDeadline(timeoutMs: number | undefined, outer: AbortSignal 
       return reason;
     },
     dispose() {
-      clearTimeout(timer);
+      timer?.clear();
       outer?.removeEventListener('abort', onOuterAbort);
     },
   };

@@ -9,6 +9,7 @@ import { service as healthService } from 'grpc-health-check';
 import { startDeadline, type StopReason } from './deadline.ts';
 import { dialErrorText } from './go-text.ts';
 import { grpcTimeoutMsDefault } from './limits.ts';
+import { validateHostPort } from './tcp.ts';
 import { critical, passing, type Probe } from './types.ts';
 
 export interface GrpcProbeOptions {
@@ -41,6 +42,16 @@ const channelOptions: grpc.ChannelOptions = {
   'grpc.service_config_disable_resolution': 1,
   'grpc.enable_retries': 0,
 };
+
+/** Why `target` is not `host:port[/service]` (validateHostPort's rules), or undefined when it is. */
+export function validateGrpcTarget(target: string): string | undefined {
+  const slash = target.indexOf('/');
+  const bad = validateHostPort(slash < 0 ? target : target.slice(0, slash));
+  if (bad !== undefined) return bad;
+  // eslint-disable-next-line no-control-regex
+  if (slash >= 0 && /[\u0000-\u001f\u007f]/.test(target.slice(slash + 1))) return `target ${JSON.stringify(target)}: control characters in the service name`;
+  return undefined;
+}
 
 export function grpcProbe(o: GrpcProbeOptions): Probe {
   const timeoutMs = o.timeoutMs ?? grpcTimeoutMsDefault;

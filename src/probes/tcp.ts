@@ -1,5 +1,5 @@
 /** TCP check (consul-compat.md §4 TCP): connect and close; the failure is Go's dial error text. */
-import net from 'node:net';
+import net, { isIPv4, isIPv6 } from 'node:net';
 import { startDeadline } from './deadline.ts';
 import { dialErrorText, splitHostPort } from './go-text.ts';
 import { tcpTimeoutMsDefault } from './limits.ts';
@@ -10,6 +10,26 @@ export interface TcpProbeOptions {
   address: string;
   /** @default tcpTimeoutMsDefault (10 s) */
   timeoutMs?: number;
+}
+
+/** A host name: dot-separated labels of letters, digits, `-` and `_` (as DNS names and /etc/hosts use them). */
+const hostNamePattern = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
+
+/**
+ * Why `address` is not a dialable `host:port`, or undefined when it is: a non-empty host (a name, an IPv4
+ * address, or an IPv6 address in brackets) and a port from 1 to 65535. Checked at registration, so a
+ * typo is a 400 rather than a check critical forever.
+ */
+export function validateHostPort(address: string): string | undefined {
+  const target = splitHostPort(address);
+  if (typeof target === 'string') return target;
+  const bracketed = address.startsWith('[');
+  if (target.host === '') return `address ${address}: missing host (give host:port)`;
+  if (bracketed ? !isIPv6(target.host.replace(/%[^%]+$/, '')) : !(isIPv4(target.host) || hostNamePattern.test(target.host))) {
+    return `address ${address}: invalid host ${JSON.stringify(target.host)}${bracketed ? ' (brackets hold an IPv6 address)' : ''}`;
+  }
+  if (target.port < 1) return `address ${address}: port must be between 1 and 65535`;
+  return undefined;
 }
 
 export function tcpProbe(o: TcpProbeOptions): Probe {

@@ -8,12 +8,39 @@ import parse from 'parse-duration';
  */
 const goDurationPattern = /^[-+]?(?:0|(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/;
 
-/** Parses a Go duration string to integer nanoseconds, or returns undefined when it is not one. */
-export function parseGoDurationNs(text: string): number | undefined {
-  if (!goDurationPattern.test(text)) return undefined;
+/**
+ * The longest duration anything accepts, in either sign: Go's, an int64 of nanoseconds (about 292 years).
+ * Consul refuses a longer text as an invalid duration, and so does every duration Roster reads (API
+ * fields, query parameters, configuration). Timers longer than Node's own limit are re-armed in steps
+ * (util/timer.ts), so every accepted duration is waited for in full.
+ */
+export const goDurationNsMax = 2 ** 63 - 1;
+export const goDurationMaxText = '2562047h47m16.854775807s';
+
+/** The rule text for a duration field: what to send and the maximum. */
+export const goDurationRule = `must be a duration such as 10s, at most ${goDurationMaxText}`;
+
+/** A parsed duration, or why the text is not one: not Go's grammar, or beyond goDurationNsMax. */
+export type GoDuration = { ns: number } | { problem: 'format' | 'range' };
+
+/** Parses a Go duration string to integer nanoseconds, telling a bad text from an overlong one. */
+export function readGoDuration(text: string): GoDuration {
+  if (!goDurationPattern.test(text)) return { problem: 'format' };
   const ns = parse(text.replace('μs', 'us'), 'ns');
-  if (ns === null || ns === undefined || !Number.isFinite(ns)) return undefined;
-  return Math.round(ns);
+  if (ns === null || ns === undefined || Number.isNaN(ns)) return { problem: 'format' };
+  if (!Number.isFinite(ns) || Math.abs(ns) > goDurationNsMax) return { problem: 'range' };
+  return { ns: Math.round(ns) };
+}
+
+/** A number of nanoseconds (JSON, as Go's decoder takes it) within goDurationNsMax. */
+export function nsInRange(ns: number): boolean {
+  return Number.isFinite(ns) && Math.abs(ns) <= goDurationNsMax;
+}
+
+/** Parses a Go duration string to integer nanoseconds, or returns undefined when it is not one or is too long. */
+export function parseGoDurationNs(text: string): number | undefined {
+  const d = readGoDuration(text);
+  return 'ns' in d ? d.ns : undefined;
 }
 
 export function parseGoDurationMs(text: string): number | undefined {

@@ -14,7 +14,7 @@ import { flag, param, readableUnder, type Request } from '../request.ts';
 import { requireSessionUse } from '../session-access.ts';
 import type { Route } from '../router.ts';
 import { blockingWaitMsMax } from '../../domain/limits.ts';
-import { parseGoDurationMs } from '../../util/duration.ts';
+import { goDurationRule, parseGoDurationMs } from '../../util/duration.ts';
 
 /** Renders entries by hand: Flags must print as exact uint64 digits, which JSON.stringify cannot do. */
 export function renderEntries(entries: readonly KvEntry[]): string {
@@ -135,7 +135,7 @@ function failure(r: Extract<Result, { ok: false }>, op: 'acquire' | 'release' | 
 function acquireWaitMs(req: Request): number {
   const text = param(req, 'wait') ?? '';
   const ms = parseGoDurationMs(text);
-  if (ms === undefined || ms < 0) throw invalidField('wait', 'Format', 'must be a duration such as 30s or 1500ms', { status: 400, text: 'Invalid wait time' });
+  if (ms === undefined || ms < 0) throw invalidField('wait', 'Format', goDurationRule, { status: 400, text: 'Invalid wait time' });
   return Math.min(ms, blockingWaitMsMax);
 }
 

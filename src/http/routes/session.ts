@@ -9,7 +9,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import { canonicalCheckId, gossipCheckId, lockDelayMsDefault, lockDelayMsMax, sessionTtlMsMax } from '../../domain/limits.ts';
 import type { Session } from '../../domain/types.ts';
 import type { Result } from '../../state/index.ts';
-import { parseGoDurationNs } from '../../util/duration.ts';
+import { nsInRange, parseGoDurationNs, readGoDuration } from '../../util/duration.ts';
 import type { ApiContext } from '../api.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
@@ -39,7 +39,7 @@ const nsPerMs = 1e6;
 
 function parseLockDelay(value: unknown, errors: FieldErrors, dialect: ApiContext['dialect']): number {
   let ns: number | undefined;
-  if (typeof value === 'number' && Number.isFinite(value)) ns = Math.trunc(value);
+  if (typeof value === 'number' && nsInRange(value)) ns = Math.trunc(value);
   else if (typeof value === 'string') ns = parseGoDurationNs(value);
   if (ns === undefined) {
     errors.add('LockDelay', 'Format', 'must be a duration such as 15s, or a number of nanoseconds',
@@ -60,9 +60,11 @@ function parseTtl(value: unknown, errors: FieldErrors, ttlMsMin: number): { ttl:
     errors.add('TTL', 'Type', 'must be a duration string such as 30s', { status: 400, text: 'Request decode failed: json: cannot unmarshal number into Go struct field Session.TTL of type string' });
     return { ttl: '', ttlMs: 0 };
   }
-  const ns = parseGoDurationNs(value);
+  const read = readGoDuration(value);
+  const ns = 'ns' in read ? read.ns : undefined;
   if (ns === undefined) {
-    errors.add('TTL', 'Format', 'must be a duration such as 30s', { status: 500, text: `Session TTL '${value}' invalid: time: invalid duration ${JSON.stringify(value)}` });
+    const tooLong = 'problem' in read && read.problem === 'range';
+    errors.add('TTL', tooLong ? 'Range' : 'Format', tooLong ? `must be between ${ttlMsMin / 1000}s and 24h` : 'must be a duration such as 30s', { status: 500, text: `Session TTL '${value}' invalid: time: invalid duration ${JSON.stringify(value)}` });
     return { ttl: '', ttlMs: 0 };
   }
   if (ns === 0) return { ttl: '', ttlMs: 0 };

@@ -1,0 +1,124 @@
+// Goal: every duration the API takes is refused above its documented maximum (400 naming the field and the
+// maximum, in both dialects), and an accepted duration longer than Node's 32-bit timer limit (about 24.8 days)
+// is waited for in full: a check TTL of 720h does not lapse at once, a probe Interval of 100000h does not probe
+// in a loop. Driven through started agents.
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { call, client, expectError, sleep, startAgent, tempDataDir, withAgent, type Agent } from '../support/agent.ts';
+import { parseAnswers } from '../support/raw-http.ts';
+
+const goMax = '2562047h47m16.854775807s';
+
+describe('seed dialect', () => {
+  let agent: Agent;
+  withAgent((a) => { agent = a; });
+
+  test('a check TTL of 720h keeps the status it was given', async () => {
+    const c = client(agent);
+    const r = await c.put('/v1/agent/check/register', { ID: 'long-ttl', Name: 'long ttl', TTL: '720h', Status: 'passing' });
+    expect(r.status).toBe(200);
+    const passed = await c.put('/v1/agent/check/pass/long-ttl');
+    expect(passed.status).toBe(200);
+    // A TTL beyond the timer limit used to lapse after 1 ms; give such a lapse ample time to show.
+    await sleep(500);
+    const checks = (await c.get('/v1/agent/checks')).json<Record<string, { Status: string }>>();
+    expect(checks['long-ttl']?.Status).toBe('passing');
+  });
+
+  test('an HTTP probe with an Interval of 100000h is not run in a loop', async () => {
+    let hits = 0;
+    const server = http.createServer((_req, res) => { hits++; res.end('ok'); });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      const r = await client(agent).put('/v1/agent/check/register', { ID: 'long-interval', Name: 'long interval', HTTP: url, Interval: '100000h' });
+      expect(r.status).toBe(200);
+      await sleep(1000);
+      // The first probe comes after a random part of the interval (at most one here); an overflowed timer probed hundreds of times a second.
+      expect(hits).toBeLessThanOrEqual(1);
+    } finally {
+      await client(agent).put('/v1/agent/check/deregister/long-interval');
+      server.close();
+    }
+  });
+
+  test.each([
+    ['Interval', { HTTP: 'http://127.0.0.1:1/', Interval: '1000000000h' }],
+    ['TTL', { TTL: '99999999999h' }],
+    ['Timeout', { TCP: '127.0.0.1:1', Interval: '10s', Timeout: '3000000h' }],
+    ['DeregisterCriticalServiceAfter', { TTL: '10s', DeregisterCriticalServiceAfter: '99999999999h' }],
+  ])('a check %s beyond the maximum duration is refused 400 naming the field and the maximum', async (fieldName, extra) => {
+    const r = await client(agent).put('/v1/agent/check/register', { ID: `over-${fieldName}`, Name: 'over', ...extra });
+    const body = expectError(r, 400, 1009);
+    expect(body.message).toContain(fieldName);
+    expect(body.message).toContain(goMax);
+    expect(body.details[fieldName]).toContain(`Range:must be at most ${goMax}`);
+    const checks = (await client(agent).get('/v1/agent/checks')).json<Record<string, unknown>>();
+    expect(checks[`over-${fieldName}`]).toBeUndefined();
+  });
+
+  test('a duration given as nanoseconds beyond the maximum is refused too', async () => {
+    const r = await client(agent).put('/v1/agent/check/register', { ID: 'over-ns', Name: 'over', TTL: 1e30 });
+    expect(expectError(r, 400, 1009).details.TTL).toContain(`Range:must be at most ${goMax}`);
+  });
+
+  test('a session TTL above 24h is refused, as Consul caps it', async () => {
+    for (const ttl of ['25h', '720h', '1000000000h']) {
+      const r = await client(agent).put('/v1/session/create', { TTL: ttl });
+      expect(expectError(r, 400, 1009).details.TTL).toEqual(['Range:must be between 10s and 24h']);
+    }
+    expect((await client(agent).put('/v1/session/create', { TTL: '24h' })).status).toBe(200);
+  });
+
+  test('a blocking wait beyond the maximum duration is refused', async () => {
+    const r = await client(agent).get('/v1/kv/some/key?index=1&wait=1000000000h');
+    expect(expectError(r, 400, 1009).message).toContain(goMax);
+  });
+});
+
+describe('consul dialect', () => {
+  let agent: Agent;
+  beforeAll(async () => { agent = await startAgent({ args: ['--dialect', 'consul'] }); });
+  afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
+
+  test('an overlong Interval is refused 400 with Go\'s text', async () => {
+    const r = await call(agent.url, 'PUT', '/v1/agent/check/register', { Name: 'over', HTTP: 'http://127.0.0.1:1/', Interval: '1000000000h' });
+    expect(r.status).toBe(400);
+    expect(r.text).toBe('Request decode failed: time: invalid duration "1000000000h"');
+  });
+});
+
+describe('configuration durations', () => {
+  let agent: Agent;
+  beforeAll(async () => {
+    const file = join(tempDataDir(), 'agent.json');
+    writeFileSync(file, JSON.stringify({ limits: { request_body_timeout: '720h' } }));
+    agent = await startAgent({ args: ['--config-file', file] });
+  });
+  afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
+
+  test('a request_body_timeout of 720h lets a body that follows its head a little later arrive', async () => {
+    const { port } = new URL(agent.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let data = Buffer.alloc(0);
+    socket.on('data', (d: Buffer) => { data = Buffer.concat([data, d]); });
+    await new Promise((r) => socket.once('connect', r));
+    socket.write('PUT /v1/kv/late/body HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\n');
+    // An overflowed deadline fired after 1 ms and answered 400/1015 before the body came.
+    await sleep(200);
+    socket.write('late');
+    for (let i = 0; i < 100 && parseAnswers(data, false).length === 0; i++) await sleep(50);
+    socket.destroy();
+    expect(parseAnswers(data, false).map((a) => a.status)).toEqual([200]);
+    expect((await call(agent.url, 'GET', '/v1/kv/late/body?raw')).text).toBe('late');
+  });
+
+  test('a configuration duration beyond the maximum stops the start naming the setting and the maximum', async () => {
+    const file = join(tempDataDir(), 'agent.json');
+    writeFileSync(file, JSON.stringify({ limits: { request_body_timeout: '1000000000h' } }));
+    await expect(startAgent({ args: ['--config-file', file], readyTimeoutMs: 15_000 })).rejects.toThrow(/request_body_timeout.*at most 2562047h47m16\.854775807s/);
+  });
+});
