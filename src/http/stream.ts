@@ -170,9 +170,9 @@ export class StreamServer {
       maxPayloadLength: nativePayloadBytesMax,
       idleTimeout: 60,
       sendPingsAutomatically: true,
-      // A safety net only: writes stop at the soft limit and one message (a page, a flushed batch within
-      // the hard limit) stays far below this.
-      maxBackpressure: 2 * (this.o.bufferedBytesSoft + this.o.bufferedBytesHard) + 4 * this.o.snapshotFrameBytes,
+      // A safety net only: writes stop at the soft limit, and one message (a page, an event with a 512 KiB
+      // value as base64, a flushed batch within the hard limit) stays below this.
+      maxBackpressure: 2 * (this.o.bufferedBytesSoft + this.o.bufferedBytesHard + this.o.snapshotFrameBytes) + 2 * 1024 * 1024,
       closeOnBackpressureLimit: 1, // typed as a number in this build; any non-zero value turns it on
       upgrade: (res, req, context) => this.upgrade(res, req, context),
       open: (ws) => this.open(ws),

@@ -1,6 +1,6 @@
 // Goal: stream consumers that subscribe to a large KV prefix and never read cannot take the agent's
 // memory: against a started agent with small stream budgets, 60 such connections (3 prefix subscriptions
-// each over ~16 MB of values, ~21 MB as JSON) keep its RSS under the bound its configuration implies (README,
+// each over ~14 MB of values in 7,000 keys, ~20 MB as JSON) keep its RSS under the bound its configuration implies (README,
 // "Guarantees"), a reading subscriber still gets the whole snapshot, a normal client's lock requests keep
 // answering, and once the prefix changes under them the stalled consumers are closed with 4008.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -19,8 +19,9 @@ const limits = {
   stream_max_conns: 64,
   stream_max_conns_per_client: 64,
 };
-const valueBytes = 64 * KiB;
-const keyCount = 240;
+/** ~14 MB of values, ~20 MB as JSON: snapshot frames of many items each (as a prefix of many keys has). */
+const valueBytes = 2 * KiB;
+const keyCount = 7000;
 const stalledCount = 60;
 /** Three prefixes over the same data: three views, three snapshots per connection. */
 const subscriptions = [{ topic: 'kv_prefix', key: 'big/' }, { topic: 'kv_prefix', key: 'big' }, { topic: 'kv_prefix', key: 'bi' }];
@@ -39,7 +40,7 @@ let agent: Agent;
 
 beforeAll(async () => {
   agent = await startAgent({ args: ['--config-file', writeConfigFile({ limits })] });
-  await fillPrefix(agent, 'big/', keyCount, valueBytes);
+  await fillPrefix(agent, 'big/', keyCount, valueBytes, { connections: 16 });
 }, 120_000);
 
 afterAll(async () => {
@@ -106,7 +107,7 @@ describe('stalled stream consumers of a large prefix', () => {
       expect(items).toBe(keyCount);
       expect(answers).toEqual(Array.from({ length: 10 }, () => ['200 true', '200 true']).flat());
       // Changes under the prefix are held for each stalled subscription until its budget is spent: 4008.
-      await fillPrefix(agent, 'big/', 8, valueBytes, { connections: 2, round: 1 });
+      await fillPrefix(agent, 'big/', 200, valueBytes, { connections: 4, round: 1 });
       for (let i = 0; i < 100 && (await streamConnections()) > 0; i++) await sleep(100);
       expect(await streamConnections(), agent.output().slice(-3000)).toBe(0);
     } finally {
