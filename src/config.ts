@@ -178,9 +178,9 @@ export interface Limits {
   requestBodyTimeoutMs: number;
   /** Largest request body, KV values included (Consul's limits.kv_max_value_size). @default 524288 */
   kvMaxValueSize: number;
-  /** Stream backpressure: buffered bytes above which events are held and coalesced. @default 1 MiB */
+  /** Stream backpressure: buffered bytes above which events are held and coalesced and snapshot pages wait. @default 1 MiB */
   streamBufferedBytesSoft: number;
-  /** Buffered plus held bytes above which a slow stream reader is closed with 4008. @default 4 MiB */
+  /** A stream connection's queue budget (events and messages buffered, held or queued) past which it is closed with 4008. @default 4 MiB */
   streamBufferedBytesHard: number;
   /** Held distinct items above which a slow stream reader is closed with 4008. @default 10000 */
   streamHeldItemsMax: number;
