@@ -83,25 +83,30 @@ const checkKey = (node: string, checkId: string) => `${node}/${checkId}`;
 const json = (v: unknown) => JSON.stringify(v);
 
 /**
- * A cursor over a list of items in the HTTP query's order, taken when the first page is read; each item
- * is rendered when its page is (an item gone by then is skipped: its delete follows as an event).
+ * A cursor over a list of state objects in the HTTP query's order, taken when the first page is read
+ * (so a connection holds one such list at a time: its snapshots are written one after another) and kept
+ * as references only; each item is rendered from the current state when its page is read (an item gone
+ * by then is skipped: its delete follows as an event).
  */
-function listCursor(entries: () => Candidate[]): SnapshotCursor {
-  let list: Candidate[] | undefined;
+function listCursor<T>(list: () => T[], candidate: (item: T) => Candidate): SnapshotCursor {
+  let items: T[] | undefined;
   let at = 0;
   return {
     next(charsMax) {
-      list ??= entries();
-      const items: [string, string][] = [];
+      items ??= list();
+      const page: [string, string][] = [];
       let chars = 0;
-      while (at < list.length && chars < charsMax) {
-        const c = list[at++]!;
+      while (at < items.length && chars < charsMax) {
+        const c = candidate(items[at++]!);
         const value = c.value();
         if (value === undefined) continue;
-        items.push([c.key, value]);
+        page.push([c.key, value]);
         chars += c.key.length + value.length;
       }
-      return { items, chars, done: at >= list.length };
+      const done = at >= items.length;
+      // A finished cursor lets go of its list.
+      if (done) items = [];
+      return { items: page, chars, done };
     },
   };
 }
@@ -135,7 +140,7 @@ function serviceHealth(st: StateOf, name: string, passingOnly: boolean, dc: stri
   });
   return {
     tracking: 'fingerprints',
-    cursor: () => listCursor(() => instances().map((s) => entryOf(s.node, s.id))),
+    cursor: () => listCursor(instances, (s) => entryOf(s.node, s.id)),
     candidates: (change) => {
       const out = new Map<string, Candidate>();
       const add = (node: string, serviceId: string) => out.set(`${node}/${serviceId}`, entryOf(node, serviceId));
@@ -157,7 +162,7 @@ function serviceChecks(st: StateOf, name: string): TopicView {
   const keep = (c: { serviceName: string; serviceId: string }) => c.serviceId !== '' && c.serviceName === name;
   return {
     tracking: 'fingerprints',
-    cursor: () => listCursor(() => st().allChecks().filter(keep).map((c) => checkCandidate(st, c.node, c.checkId, keep))),
+    cursor: () => listCursor(() => st().allChecks().filter(keep), (c) => checkCandidate(st, c.node, c.checkId, keep)),
     candidates: (change) => {
       const out = new Map<string, Candidate>();
       for (const c of change.checks) if (c.serviceId !== '') out.set(checkKey(c.node, c.checkId), checkCandidate(st, c.node, c.checkId, keep));
@@ -172,7 +177,7 @@ function serviceChecks(st: StateOf, name: string): TopicView {
 function nodeChecks(st: StateOf, node: string): TopicView {
   return {
     tracking: 'fingerprints',
-    cursor: () => listCursor(() => st().checksOfNode(node).map((c) => checkCandidate(st, c.node, c.checkId, () => true))),
+    cursor: () => listCursor(() => st().checksOfNode(node), (c) => checkCandidate(st, c.node, c.checkId, () => true)),
     candidates: (change) => change.checks.filter((c) => c.node === node).map((c) => checkCandidate(st, c.node, c.checkId, () => true)),
   };
 }
@@ -181,7 +186,7 @@ function checksInState(st: StateOf, state: string): TopicView {
   const keep = (c: { status: string }) => state === 'any' || c.status === state;
   return {
     tracking: 'fingerprints',
-    cursor: () => listCursor(() => st().allChecks().filter(keep).map((c) => checkCandidate(st, c.node, c.checkId, keep))),
+    cursor: () => listCursor(() => st().allChecks().filter(keep), (c) => checkCandidate(st, c.node, c.checkId, keep)),
     candidates: (change) => change.checks.map((c) => checkCandidate(st, c.node, c.checkId, keep)),
   };
 }
@@ -191,7 +196,7 @@ function servingStatus(st: StateOf, name: string, api: ApiContext): TopicView {
   const value = () => json({ status: name === '' ? (api.runtime.isStopping ? 'NOT_SERVING' : 'SERVING') : servingOf(st(), name) ?? 'SERVICE_UNKNOWN' });
   return {
     tracking: 'fingerprints',
-    cursor: () => listCursor(() => [{ key: name, value }]),
+    cursor: () => listCursor(() => [name], (key) => ({ key, value })),
     candidates: (change) => (change.checks.length + change.services.length + change.nodes.length > 0 ? [{ key: name, value }] : []),
   };
 }
@@ -250,7 +255,7 @@ function sessions(st: StateOf, node: string): TopicView {
   });
   return {
     tracking: 'fingerprints',
-    cursor: () => listCursor(() => (node === '' ? st().sessionList() : st().sessionsOfNode(node)).map((s) => sessionOf(s.id))),
+    cursor: () => listCursor(() => (node === '' ? st().sessionList() : st().sessionsOfNode(node)), (s) => sessionOf(s.id)),
     candidates: (change) => change.sessions.map(sessionOf),
   };
 }
