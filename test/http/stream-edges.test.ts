@@ -2,12 +2,13 @@
 // needs a token whose rules can read something a topic shows (403/1004 otherwise, nothing opened);
 // client messages over the protocol's limit close with 1009, binary frames with 1003; what the native
 // layer cuts before Roster sees it (a message over 64 KiB, a text frame of invalid UTF-8) ends in 1006
-// and leaves the agent serving; the agent-wide connection cap answers 503 with Retry-After.
+// and leaves the agent serving; the agent-wide connection cap answers 503 with Retry-After; a resume
+// whose replay would not fit half the connection's queue budget is a reset and a snapshot.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
 import { call, startAgent, type Agent } from '../support/agent.ts';
-import { streamSubprotocol, writeConfigFile } from '../support/stream-load.ts';
+import { fillPrefix, streamSubprotocol, writeConfigFile } from '../support/stream-load.ts';
 
 const secret = 'a-stream-edges-secret-that-is-long-enough';
 const tokens = new TokenAuthority({ secret });
@@ -15,15 +16,17 @@ const mint = (rules: Rule[]) => tokens.mint({ subject: 'edge', rules, ttlSeconds
 
 let open: Agent;
 let secured: Agent;
+let small: Agent;
 
 beforeAll(async () => {
-  [open, secured] = await Promise.all([
+  [open, secured, small] = await Promise.all([
     startAgent({ args: ['--config-file', writeConfigFile({ limits: { stream_max_conns: 3 } })] }),
     startAgent({ args: ['--config-file', writeConfigFile({ auth: { jwt_secret: secret } })] }),
+    startAgent({ args: ['--config-file', writeConfigFile({ limits: { stream_buffered_bytes_hard: 64 * 1024 } })] }),
   ]);
 });
 afterAll(async () => {
-  for (const a of [open, secured]) { await a?.stop(); a?.cleanup(); }
+  for (const a of [open, secured, small]) { await a?.stop(); a?.cleanup(); }
 });
 
 interface Outcome { status?: number; body?: any; headers?: Record<string, unknown>; ws?: WebSocket }
@@ -114,5 +117,39 @@ describe('limits.stream_max_conns', () => {
     } finally {
       for (const ws of held) ws.close();
     }
+  });
+});
+
+describe('resume within the queue budget (limits.stream_buffered_bytes_hard = 64 KiB)', () => {
+  /** Subscribes `r` to kv_prefix `key` from `index`; resolves with its messages up to end_of_snapshot or resumed. */
+  function resumeFrom(index: number, key: string): Promise<any[]> {
+    const ws = new WebSocket(`ws://127.0.0.1:${new URL(small.url).port}/v1/stream`, [streamSubprotocol]);
+    const msgs: any[] = [];
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { ws.close(); reject(new Error(`no end within 10 s: ${JSON.stringify(msgs.map((m) => m.type))}`)); }, 10_000);
+      ws.on('open', () => ws.send(JSON.stringify({ op: 'subscribe', id: 'r', topic: 'kv_prefix', key, index })));
+      ws.on('message', (d) => {
+        const m = JSON.parse(d.toString());
+        msgs.push(m);
+        const batchDone = msgs.some((x) => x.type === 'subscribed' && x.resumed) && (m.type === 'batch' || m.type === 'event');
+        if (m.type === 'end_of_snapshot' || batchDone) { clearTimeout(timer); ws.close(); resolve(msgs); }
+      });
+      ws.on('error', reject);
+    });
+  }
+
+  test('a small replay is one batch; one larger than half the budget is reset{replay_too_large} and a snapshot', async () => {
+    await fillPrefix(small, 'r/', 4, 1024);
+    const index = Number((await call(small.url, 'GET', '/v1/kv/r/?recurse')).headers.get('x-consul-index'));
+    await fillPrefix(small, 'r/', 4, 1024, { round: 1 });
+    const few = await resumeFrom(index, 'r/');
+    expect(few.map((m) => m.type)).toEqual(['subscribed', 'batch']);
+    expect(few[1].events).toHaveLength(4);
+    // 40 values of 1 KiB (about 55 KB as JSON) after the index: more than 32 KiB to replay.
+    await fillPrefix(small, 'r/', 40, 1024, { round: 2 });
+    const many = await resumeFrom(index, 'r/');
+    expect(many.slice(0, 2)).toMatchObject([{ type: 'subscribed', resumed: false }, { type: 'reset', reason: 'replay_too_large' }]);
+    expect(many.filter((m) => m.type === 'snapshot').flatMap((m) => m.keys)).toHaveLength(40);
+    expect(many.at(-1).type).toBe('end_of_snapshot');
   });
 });
