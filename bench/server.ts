@@ -61,9 +61,9 @@ export async function startRoster(extraArgs: string[], dataParent: string, opts:
   const removeDataDir = () => { if (!opts.keepDataDir) rmSync(dataDir, { recursive: true, force: true }); };
   const readyMs = opts.readyTimeoutMs ?? readyTimeoutMs;
   const stopMs = opts.stopTimeoutMs ?? stopTimeoutMs;
-  // Every bench client comes from one address: lift the per-client caps above the largest client count.
+  // Every bench client comes from one address: lift the per-client and agent-wide caps above the largest client count.
   const configFile = join(dataDir, 'bench-config.json');
-  writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000 } }));
+  writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000, stream_max_conns: 10_000 } }));
   // ROSTER_BENCH_CPU_PROF=<dir>: every Roster the bench starts writes a V8 CPU profile there when it stops.
   const profileDir = process.env.ROSTER_BENCH_CPU_PROF;
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];

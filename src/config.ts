@@ -179,16 +179,20 @@ export interface Limits {
   requestBodyTimeoutMs: number;
   /** Largest request body, KV values included (Consul's limits.kv_max_value_size). @default 524288 */
   kvMaxValueSize: number;
-  /** Stream backpressure: buffered bytes above which events are held and coalesced. @default 1 MiB */
+  /** Stream backpressure: buffered bytes above which events are held and coalesced and snapshot pages wait. @default 1 MiB */
   streamBufferedBytesSoft: number;
-  /** Buffered plus held bytes above which a slow stream reader is closed with 4008. @default 4 MiB */
+  /** A stream connection's queue budget (events and messages buffered, held or queued) past which it is closed with 4008. @default 4 MiB */
   streamBufferedBytesHard: number;
   /** Held distinct items above which a slow stream reader is closed with 4008. @default 10000 */
   streamHeldItemsMax: number;
+  /** Open /v1/stream connections of the agent; the next upgrade is refused 503. @default 256 */
+  streamMaxConns: number;
+  /** Stream snapshot pages in flight over all connections, past which further pages wait. @default 64 MiB */
+  streamSnapshotBytesMax: number;
 }
 
 const limitKeys = ['kv_max_value_size', 'http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
-  'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max'];
+  'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max', 'stream_max_conns', 'stream_snapshot_bytes_max'];
 
 /** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
 function limits(value: unknown): Limits {
@@ -205,6 +209,8 @@ function limits(value: unknown): Limits {
     streamBufferedBytesSoft: n('stream_buffered_bytes_soft', 1024 * 1024),
     streamBufferedBytesHard: n('stream_buffered_bytes_hard', 4 * 1024 * 1024),
     streamHeldItemsMax: n('stream_held_items_max', 10_000),
+    streamMaxConns: n('stream_max_conns', 256),
+    streamSnapshotBytesMax: n('stream_snapshot_bytes_max', 64 * 1024 * 1024),
   };
 }
 

@@ -160,6 +160,8 @@ async function run(config: Config): Promise<void> {
     bufferedBytesSoft: config.limits.streamBufferedBytesSoft,
     bufferedBytesHard: config.limits.streamBufferedBytesHard,
     pendingItemsMax: config.limits.streamHeldItemsMax,
+    connectionsMax: config.limits.streamMaxConns,
+    snapshotBytesMax: config.limits.streamSnapshotBytesMax,
     ...(gate ? { auth: gate } : {}),
   });
   http = await listening('--http-port', startHttpServer({

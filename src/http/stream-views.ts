@@ -1,13 +1,15 @@
 /**
  * The topics of the WebSocket stream (watch.md §4.3). Each topic is a view over state whose items have
  * exactly the shape of the matching HTTP query, keyed as the protocol says (`node/checkID`,
- * `node/serviceID`, the KV key, the session id, the service name). A view lists its items for a
- * snapshot and, for a recorded change, names the items the change may have touched with a way to read
- * each one's current JSON (undefined: not in the view any more).
+ * `node/serviceID`, the KV key, the session id, the service name). A view reads its snapshot through a
+ * cursor, a page at a time from the state as it is when the page is read (a large KV prefix is never
+ * rendered whole), and, for a recorded change, names the items the change may have touched with a way to
+ * read each one's current JSON (undefined: not in the view any more).
  */
 import type { Change } from '../runtime/index.ts';
 import { servingOf } from '../runtime/index.ts';
 import type { RegistryState } from '../state/index.ts';
+import type { KvEntry } from '../domain/index.ts';
 import type { ApiContext } from './api.ts';
 import { renderEntry } from './routes/kv.ts';
 import { healthEntry, renderCheck } from './routes/health.ts';
@@ -21,11 +23,35 @@ export interface Candidate {
   value(): string | undefined;
 }
 
+export interface SnapshotPage {
+  /** [key, JSON text] in the HTTP query's order. */
+  items: [string, string][];
+  /** Characters of the items' keys and JSON. */
+  chars: number;
+  /** True when the cursor has nothing after these items. */
+  done: boolean;
+}
+
+/** Reads a view's items in order, each page from the state as it is when it is read. */
+export interface SnapshotCursor {
+  /** The next items, about `charsMax` of them (at least one item when any is left). */
+  next(charsMax: number): SnapshotPage;
+}
+
+/**
+ * How a view tells a real change from a candidate that changed nothing a subscriber can see:
+ * `fingerprints` keeps a fingerprint of each item's JSON (small items: checks, health entries, sessions);
+ * `members` keeps only which keys are in the view (every candidate still in the view is a real change,
+ * one that left it is a delete only when it was in it); `none`: every candidate is a real change.
+ */
+export type Tracking = 'fingerprints' | 'members' | 'none';
+
 export interface TopicView {
-  /** Every item now, in the HTTP query's order: [key, JSON text]. */
-  snapshot(): [string, string][];
-  /** Items a change may have touched (a superset is fine: unchanged items are not sent). */
+  /** A cursor over every item, from the first. */
+  cursor(): SnapshotCursor;
+  /** Items a change may have touched (a superset is fine when `tracking` drops unchanged items). */
   candidates(change: Change): Candidate[];
+  tracking: Tracking;
 }
 
 export interface ViewFilter {
@@ -56,6 +82,35 @@ type StateOf = () => RegistryState;
 const checkKey = (node: string, checkId: string) => `${node}/${checkId}`;
 const json = (v: unknown) => JSON.stringify(v);
 
+/**
+ * A cursor over a list of state objects in the HTTP query's order, taken when the first page is read
+ * (so a connection holds one such list at a time: its snapshots are written one after another) and kept
+ * as references only; each item is rendered from the current state when its page is read (an item gone
+ * by then is skipped: its delete follows as an event).
+ */
+function listCursor<T>(list: () => T[], candidate: (item: T) => Candidate): SnapshotCursor {
+  let items: T[] | undefined;
+  let at = 0;
+  return {
+    next(charsMax) {
+      items ??= list();
+      const page: [string, string][] = [];
+      let chars = 0;
+      while (at < items.length && chars < charsMax) {
+        const c = candidate(items[at++]!);
+        const value = c.value();
+        if (value === undefined) continue;
+        page.push([c.key, value]);
+        chars += c.key.length + value.length;
+      }
+      const done = at >= items.length;
+      // A finished cursor lets go of its list.
+      if (done) items = [];
+      return { items: page, chars, done };
+    },
+  };
+}
+
 function checkCandidate(st: StateOf, node: string, checkId: string, keep: (c: NonNullable<ReturnType<RegistryState['checkOf']>>) => boolean): Candidate {
   return {
     key: checkKey(node, checkId),
@@ -84,10 +139,8 @@ function serviceHealth(st: StateOf, name: string, passingOnly: boolean, dc: stri
     },
   });
   return {
-    snapshot: () => instances().flatMap((s) => {
-      const entry = healthEntry(st(), s, dc, passingOnly);
-      return entry === undefined ? [] : [[`${s.node}/${s.id}`, json(entry)] as [string, string]];
-    }),
+    tracking: 'fingerprints',
+    cursor: () => listCursor(instances, (s) => entryOf(s.node, s.id)),
     candidates: (change) => {
       const out = new Map<string, Candidate>();
       const add = (node: string, serviceId: string) => out.set(`${node}/${serviceId}`, entryOf(node, serviceId));
@@ -108,7 +161,8 @@ function allInstances(state: RegistryState): ReturnType<RegistryState['instances
 function serviceChecks(st: StateOf, name: string): TopicView {
   const keep = (c: { serviceName: string; serviceId: string }) => c.serviceId !== '' && c.serviceName === name;
   return {
-    snapshot: () => st().allChecks().filter(keep).map((c) => [checkKey(c.node, c.checkId), json(renderCheck(c))]),
+    tracking: 'fingerprints',
+    cursor: () => listCursor(() => st().allChecks().filter(keep), (c) => checkCandidate(st, c.node, c.checkId, keep)),
     candidates: (change) => {
       const out = new Map<string, Candidate>();
       for (const c of change.checks) if (c.serviceId !== '') out.set(checkKey(c.node, c.checkId), checkCandidate(st, c.node, c.checkId, keep));
@@ -122,7 +176,8 @@ function serviceChecks(st: StateOf, name: string): TopicView {
 
 function nodeChecks(st: StateOf, node: string): TopicView {
   return {
-    snapshot: () => st().checksOfNode(node).map((c) => [checkKey(c.node, c.checkId), json(renderCheck(c))]),
+    tracking: 'fingerprints',
+    cursor: () => listCursor(() => st().checksOfNode(node), (c) => checkCandidate(st, c.node, c.checkId, () => true)),
     candidates: (change) => change.checks.filter((c) => c.node === node).map((c) => checkCandidate(st, c.node, c.checkId, () => true)),
   };
 }
@@ -130,7 +185,8 @@ function nodeChecks(st: StateOf, node: string): TopicView {
 function checksInState(st: StateOf, state: string): TopicView {
   const keep = (c: { status: string }) => state === 'any' || c.status === state;
   return {
-    snapshot: () => st().allChecks().filter(keep).map((c) => [checkKey(c.node, c.checkId), json(renderCheck(c))]),
+    tracking: 'fingerprints',
+    cursor: () => listCursor(() => st().allChecks().filter(keep), (c) => checkCandidate(st, c.node, c.checkId, keep)),
     candidates: (change) => change.checks.map((c) => checkCandidate(st, c.node, c.checkId, keep)),
   };
 }
@@ -139,15 +195,23 @@ function checksInState(st: StateOf, state: string): TopicView {
 function servingStatus(st: StateOf, name: string, api: ApiContext): TopicView {
   const value = () => json({ status: name === '' ? (api.runtime.isStopping ? 'NOT_SERVING' : 'SERVING') : servingOf(st(), name) ?? 'SERVICE_UNKNOWN' });
   return {
-    snapshot: () => [[name, value()]],
+    tracking: 'fingerprints',
+    cursor: () => listCursor(() => [name], (key) => ({ key, value })),
     candidates: (change) => (change.checks.length + change.services.length + change.nodes.length > 0 ? [{ key: name, value }] : []),
   };
 }
 
+/**
+ * A KV prefix. Its snapshot walks the key tree from the last key read, so a page costs the keys it
+ * holds, whatever the prefix's size. Every KV change recorded is a write (a new ModifyIndex) or a real
+ * delete, so without a filter each candidate is sent; with `lockedOnly` a key that was written while no
+ * session held it is not in the view, and its delete is sent only when it was.
+ */
 function kvPrefix(st: StateOf, prefix: string, lockedOnly: boolean): TopicView {
   const keep = (e: { session?: string }) => !lockedOnly || e.session !== undefined;
   return {
-    snapshot: () => st().kvList(prefix).filter(keep).map((e) => [e.key, renderEntry(e)]),
+    tracking: lockedOnly ? 'members' : 'none',
+    cursor: () => kvCursor(st, prefix, keep),
     candidates: (change) => change.kv.filter((k) => k.startsWith(prefix)).map((key) => ({
       key,
       value: () => {
@@ -158,15 +222,40 @@ function kvPrefix(st: StateOf, prefix: string, lockedOnly: boolean): TopicView {
   };
 }
 
-function sessions(st: StateOf, node: string, dialect: ApiContext['dialect']): TopicView {
+function kvCursor(st: StateOf, prefix: string, keep: (e: KvEntry) => boolean): SnapshotCursor {
+  let after: string | undefined;
+  let done = false;
   return {
-    snapshot: () => (node === '' ? st().sessionList() : st().sessionsOfNode(node)).map((s) => [s.id, json(renderSession(s, dialect))]),
-    candidates: (change) => change.sessions.map((id) => ({
-      key: id,
-      value: () => {
-        const s = st().sessions.get(id);
-        return s !== undefined && (node === '' || s.node === node) ? json(renderSession(s, dialect)) : undefined;
-      },
-    })),
+    next(charsMax) {
+      const items: [string, string][] = [];
+      let chars = 0;
+      if (done) return { items, chars, done };
+      for (const key of st().kvKeysAfter(prefix, after)) {
+        if (chars >= charsMax) return { items, chars, done: false };
+        after = key;
+        const e = st().kvGet(key)!;
+        if (!keep(e)) continue;
+        const value = renderEntry(e);
+        items.push([key, value]);
+        chars += key.length + value.length;
+      }
+      done = true;
+      return { items, chars, done };
+    },
+  };
+}
+
+function sessions(st: StateOf, node: string, dialect: ApiContext['dialect']): TopicView {
+  const sessionOf = (id: string): Candidate => ({
+    key: id,
+    value: () => {
+      const s = st().sessions.get(id);
+      return s !== undefined && (node === '' || s.node === node) ? json(renderSession(s, dialect)) : undefined;
+    },
+  });
+  return {
+    tracking: 'fingerprints',
+    cursor: () => listCursor(() => (node === '' ? st().sessionList() : st().sessionsOfNode(node)), (s) => sessionOf(s.id)),
+    candidates: (change) => change.sessions.map(sessionOf),
   };
 }

@@ -3,28 +3,36 @@
  * subscribes to a topic and key; it gets a snapshot then live events stamped with the registry index,
  * or, resuming from an index this node still holds, only what changed since (else `reset` + snapshot).
  * Events are computed once per view for each applied entry and fanned out to the view's subscribers;
- * several changes at one index travel as one `batch`. A slow reader's events are coalesced per item
- * (newest wins — events carry full state) and flushed as one batch on drain; past the hard limits the
- * connection is closed with 4008. Nothing is ever silently dropped.
+ * several changes at one index travel as one `batch`.
+ *
+ * Memory is bounded by budgets, never by the reader's goodwill: a snapshot is read from state a page
+ * at a time, only while the socket is below the soft limit and the agent's snapshot pages in flight are
+ * within their budget, so a reader that stops reading costs one page, not its prefix. A slow reader's
+ * live events are coalesced per item (newest wins — events carry full state) and flushed as one batch on
+ * drain; a connection whose queued bytes (events and messages waiting in uWS and here) pass the hard
+ * limit is closed with 4008. Nothing is ever silently dropped.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type * as Uws from 'uWebSockets.js';
 import { allowed, allowedPrefix, type AccessRequest, type Identity } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
 import { renderError, statusLine, type Wire } from './render.ts';
-import { makeView, type TopicView, type ViewFilter } from './stream-views.ts';
-import { timerStepMsMax } from '../util/timer.ts';
+import { makeView, type SnapshotCursor, type TopicView, type ViewFilter } from './stream-views.ts';
 
 export const streamSubprotocol = 'registry.stream.v1';
 
 export interface StreamOptions {
   /** A bookmark after this much silence on a connection. @default 30 s */
   bookmarkIntervalMs?: number;
-  /** Above this many buffered bytes, events are held and coalesced. @default 1 MiB */
+  /** Above this many bytes buffered in uWS, events are held and coalesced and snapshot pages wait. @default 1 MiB */
   bufferedBytesSoft?: number;
-  /** Above this many buffered and held bytes the reader is closed with 4008. @default 4 MiB */
+  /**
+   * A connection's queue budget: bytes of events and messages waiting for its socket (in uWS, held and
+   * queued here; snapshot pages in flight are the agent's budget below) past which it is closed with 4008.
+   * @default 4 MiB
+   */
   bufferedBytesHard?: number;
   /** Held events (distinct items) beyond which the reader is closed with 4008. @default 10000 */
   pendingItemsMax?: number;
@@ -32,10 +40,17 @@ export interface StreamOptions {
   subscriptionsMax?: number;
   /** Approximate size of one snapshot frame's items. @default 64 KiB */
   snapshotFrameBytes?: number;
-  /** Ordered messages (snapshots) waiting for the socket beyond which the reader is closed with 4008. @default 64 MiB */
-  outboxBytesMax?: number;
+  /**
+   * Snapshot pages written to sockets and not yet drained, over all connections, past which further
+   * pages wait (each snapshotting connection may still have one page in flight). @default 64 MiB
+   */
+  snapshotBytesMax?: number;
   /** Open stream connections per client (token subject, else address); more are refused 429. @default 64 */
   connectionsPerClientMax?: number;
+  /** Open stream connections of the agent; more are refused 503. @default 256 */
+  connectionsMax?: number;
+  /** Largest client message; a larger one closes the connection with 1009. @default 16 KiB */
+  messageBytesMax?: number;
   /** Authentication of the upgrade (absent: the stream is open, as the HTTP API is without auth). */
   auth?: StreamAuth;
 }
@@ -54,9 +69,21 @@ interface Sub {
 interface View {
   id: string;
   topic: TopicView;
-  items: Map<string, string>;
+  /** What subscribers were last sent of each item, per the topic's tracking (see stream-views.ts). */
+  fingerprints: Map<string, string> | undefined;
+  members: Set<string> | undefined;
   subs: Set<Sub>;
 }
+
+/** A snapshot being written: the cursor reads its next page when the socket and the budget allow. */
+interface SnapshotJob {
+  sub: Sub;
+  cursor: SnapshotCursor;
+  index: number;
+}
+
+/** What waits for a socket, in order: a message, or the rest of a snapshot. */
+type Task = { text: string } | { job: SnapshotJob };
 
 interface PendingEvent {
   subId: string;
@@ -69,9 +96,12 @@ interface PendingEvent {
 interface Conn {
   ws: Uws.WebSocket<ConnData>;
   subs: Map<string, Sub>;
-  /** Messages that must go out in order (snapshot frames, control messages) once the socket drains. */
-  outbox: string[];
+  /** Messages and snapshots that must go out in order once the socket drains. */
+  outbox: Task[];
+  /** Characters of the messages in the outbox. */
   outboxBytes: number;
+  /** Snapshot bytes written to the socket that may still be buffered (an upper bound). */
+  snapshotInFlight: number;
   /** Live events held for a slow reader, newest state per item, and their size. */
   pending: Map<string, PendingEvent>;
   pendingBytes: number;
@@ -92,7 +122,10 @@ interface ConnData {
 
 type Out = { op: 'upsert' | 'delete'; key: string; value: string | undefined };
 
-const closeCodes = { normal: 1000, goingAway: 1001, policy: 1008, internal: 1011, tokenExpired: 4001, slowConsumer: 4008 } as const;
+const closeCodes = { normal: 1000, goingAway: 1001, unsupportedData: 1003, policy: 1008, tooBig: 1009, internal: 1011, tokenExpired: 4001, slowConsumer: 4008 } as const;
+
+/** uWS cuts (1006, no close frame) an inbound message above this; up to it a message over the protocol's limit gets 1009. */
+const nativePayloadBytesMax = 64 * 1024;
 
 /** The subprotocol prefix that carries a bearer token for browsers (watch.md §4.1). */
 const bearerSubprotocol = 'bearer.';
@@ -102,6 +135,10 @@ export class StreamServer {
   private readonly views = new Map<string, View>();
   private readonly conns = new Set<Conn>();
   private readonly perClient = new Map<string, number>();
+  /** Snapshot bytes in flight over all connections (the sum of their upper bounds). */
+  private snapshotInFlight = 0;
+  /** Connections whose snapshot waits for the agent's snapshot budget. */
+  private readonly waiting = new Set<Conn>();
   private readonly o: Required<Omit<StreamOptions, 'auth'>> & Pick<StreamOptions, 'auth'>;
   private readonly unsubscribeChanges: () => void;
   private readonly bookmarkTimer: NodeJS.Timeout;
@@ -114,28 +151,32 @@ export class StreamServer {
       pendingItemsMax: options.pendingItemsMax ?? 10_000,
       subscriptionsMax: options.subscriptionsMax ?? 64,
       snapshotFrameBytes: options.snapshotFrameBytes ?? 64 * 1024,
-      outboxBytesMax: options.outboxBytesMax ?? 64 * 1024 * 1024,
+      snapshotBytesMax: options.snapshotBytesMax ?? 64 * 1024 * 1024,
       connectionsPerClientMax: options.connectionsPerClientMax ?? 64,
+      connectionsMax: options.connectionsMax ?? 256,
+      messageBytesMax: Math.min(options.messageBytesMax ?? 16 * 1024, nativePayloadBytesMax),
       auth: options.auth,
     };
     this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
-    // Capped at Node's timer limit (about 24.8 days), past which setInterval would fire every millisecond.
-    this.bookmarkTimer = setInterval(() => this.bookmarks(), Math.min(Math.max(100, this.o.bookmarkIntervalMs / 4), timerStepMsMax));
+    // Bookmarks, and snapshots waiting for the agent's budget when no drain came to wake them.
+    this.bookmarkTimer = setInterval(() => { this.bookmarks(); this.wakeWaiting(); }, Math.max(100, Math.min(1000, this.o.bookmarkIntervalMs / 4)));
     this.bookmarkTimer.unref();
   }
 
   /** The uWS behaviour for `app.ws('/v1/stream', ...)`. */
   behavior(): Uws.WebSocketBehavior<ConnData> {
     return {
-      maxPayloadLength: 16 * 1024,
+      // uWS itself cuts a larger message without a close frame; up to it, messageBytesMax gives 1009.
+      maxPayloadLength: nativePayloadBytesMax,
       idleTimeout: 60,
       sendPingsAutomatically: true,
-      // A safety net only: the soft and hard limits above act long before this.
-      maxBackpressure: 8 * 1024 * 1024,
+      // A safety net only: writes stop at the soft limit, and one message (a page, an event with a 512 KiB
+      // value as base64, a flushed batch within the hard limit) stays below this.
+      maxBackpressure: 2 * (this.o.bufferedBytesSoft + this.o.bufferedBytesHard + this.o.snapshotFrameBytes) + 2 * 1024 * 1024,
       closeOnBackpressureLimit: 1, // typed as a number in this build; any non-zero value turns it on
       upgrade: (res, req, context) => this.upgrade(res, req, context),
       open: (ws) => this.open(ws),
-      message: (ws, message) => this.message(ws, Buffer.from(message).toString('utf8')),
+      message: (ws, message, isBinary) => this.message(ws, message, isBinary),
       drain: (ws) => this.drain(ws.getUserData().conn),
       close: (ws) => this.close(ws.getUserData().conn),
     };
@@ -181,6 +222,16 @@ export class StreamServer {
     // `corked` wraps writes made after an await (uWS wants them corked); the upgrade itself is not wrapped.
     const accept = (identity: Identity | undefined, corked: (write: () => void) => void) => {
       const client = identity !== undefined ? `token:${identity.subject}` : `address:${remote}`;
+      if (identity !== undefined && !mayOpen(identity)) {
+        corked(() => this.reject(res, new RegistryError('insufficientPermission', 'permission denied: the stream needs read on a service, node, session or key prefix',
+          { resource: streamResources.join('|'), access: 'read' }, { status: 403, text: 'Permission denied' })));
+        return;
+      }
+      if (this.conns.size >= this.o.connectionsMax) {
+        corked(() => this.reject(res, new RegistryError('remoteUnavailable', `too many stream connections: at most ${this.o.connectionsMax} on this agent`,
+          { connectionsMax: this.o.connectionsMax, retryAfterSeconds: 1 }, { status: 503, text: 'too many stream connections' }, [['Retry-After', '1']]), 503));
+        return;
+      }
       if ((this.perClient.get(client) ?? 0) >= this.o.connectionsPerClientMax) {
         corked(() => this.reject(res, new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
           { connectionsMax: this.o.connectionsPerClientMax }, { status: 429, text: 'too many stream connections' }, [['Retry-After', '1']]), 429));
@@ -222,7 +273,7 @@ export class StreamServer {
   private open(ws: Uws.WebSocket<ConnData>): void {
     const { client, identity } = ws.getUserData();
     const conn: Conn = {
-      ws, subs: new Map(), outbox: [], outboxBytes: 0, pending: new Map(), pendingBytes: 0, lastSentMs: Date.now(), closed: false,
+      ws, subs: new Map(), outbox: [], outboxBytes: 0, snapshotInFlight: 0, pending: new Map(), pendingBytes: 0, lastSentMs: Date.now(), closed: false,
       client, identity, expiry: undefined,
     };
     ws.getUserData().conn = conn;
@@ -252,8 +303,15 @@ export class StreamServer {
     for (const sub of conn.subs.values()) this.leave(sub);
     conn.subs.clear();
     conn.pending.clear();
+    conn.pendingBytes = 0;
     conn.outbox.length = 0;
+    conn.outboxBytes = 0;
     this.conns.delete(conn);
+    this.waiting.delete(conn);
+    // What uWS still buffers for it goes with the socket.
+    this.snapshotInFlight -= conn.snapshotInFlight;
+    conn.snapshotInFlight = 0;
+    this.wakeWaiting();
   }
 
   private end(conn: Conn, code: number, reason: string): void {
@@ -264,9 +322,19 @@ export class StreamServer {
 
   // ---------------------------------------------------------------- client messages
 
-  private message(ws: Uws.WebSocket<ConnData>, text: string): void {
+  /** uWS has checked a text message's UTF-8 (it cuts the connection on invalid UTF-8 before this). */
+  private message(ws: Uws.WebSocket<ConnData>, message: ArrayBuffer, isBinary: boolean): void {
     const conn = ws.getUserData().conn;
     if (conn === undefined || conn.closed) return;
+    if (message.byteLength > this.o.messageBytesMax) {
+      this.end(conn, closeCodes.tooBig, `message too big: at most ${this.o.messageBytesMax} bytes`);
+      return;
+    }
+    if (isBinary) {
+      this.end(conn, closeCodes.unsupportedData, 'messages must be JSON text frames');
+      return;
+    }
+    const text = Buffer.from(message).toString('utf8');
     let msg: Record<string, unknown>;
     try {
       const parsed = JSON.parse(text) as unknown;
@@ -313,8 +381,9 @@ export class StreamServer {
     if (index > 0) {
       const epochMatches = epoch === undefined || epoch === this.epoch;
       const changes = epochMatches && index <= current ? this.api.runtime.changes.since(index) : undefined;
-      if (changes !== undefined) return this.resume(sub, changes, current);
-      const reason = !epochMatches || index > current ? 'epoch_changed' : 'index_too_old';
+      const replay = changes === undefined ? undefined : this.replay(sub, changes);
+      if (replay !== undefined) return this.resume(sub, replay, current);
+      const reason = !epochMatches || index > current ? 'epoch_changed' : changes === undefined ? 'index_too_old' : 'replay_too_large';
       this.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: false }));
       this.send(sub.conn, JSON.stringify({ type: 'reset', id: sub.id, reason }));
       return this.snapshot(sub, current);
@@ -323,40 +392,39 @@ export class StreamServer {
     this.snapshot(sub, current);
   }
 
-  /** Everything the client missed, as one batch at the current index (newest state of each item). */
-  private resume(sub: Sub, changes: Change[], current: number): void {
-    this.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: true }));
+  /**
+   * The newest state of everything that changed since a resume index, or undefined when it is larger
+   * than a connection may queue (the client then gets a reset and a paged snapshot instead).
+   */
+  private replay(sub: Sub, changes: Change[]): Out[] | undefined {
     const seen = new Map<string, Out>();
+    let chars = 0;
     for (const change of changes) {
       for (const c of sub.view.topic.candidates(change)) {
         if (seen.has(c.key)) continue;
         const value = c.value();
         seen.set(c.key, { op: value === undefined ? 'delete' : 'upsert', key: c.key, value });
+        chars += c.key.length + (value?.length ?? 0);
+        if (chars > this.o.bufferedBytesHard / 2) return undefined;
       }
     }
-    if (seen.size > 0) this.deliver(sub, current, [...seen.values()]);
+    return [...seen.values()];
   }
 
+  /** Everything the client missed, as one batch at the current index (newest state of each item). */
+  private resume(sub: Sub, replay: Out[], current: number): void {
+    this.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: true }));
+    if (replay.length > 0) this.deliver(sub, current, replay);
+  }
+
+  /**
+   * Queues the snapshot: its pages are read from state as the socket takes them, so they may carry
+   * items newer than `index`; every change after `index` follows as an event (held while the snapshot
+   * is written), so the view is exact once those arrive, and a resume from `index` misses nothing.
+   */
   private snapshot(sub: Sub, index: number): void {
-    const items = [...sub.view.items];
-    let frame: [string, string][] = [];
-    let bytes = 0;
-    const flush = (more: boolean) => {
-      const keys = frame.map(([k]) => JSON.stringify(k)).join(',');
-      const values = frame.map(([, v]) => v).join(',');
-      this.send(sub.conn, `{"type":"snapshot","id":${JSON.stringify(sub.id)},"index":${index},"keys":[${keys}],"items":[${values}],"more":${more}}`);
-      frame = [];
-      bytes = 0;
-    };
-    sub.conn.ws.cork(() => {
-      for (const item of items) {
-        frame.push(item);
-        bytes += item[1].length;
-        if (bytes >= this.o.snapshotFrameBytes) flush(true);
-      }
-      flush(false);
-      this.send(sub.conn, JSON.stringify({ type: 'end_of_snapshot', id: sub.id, index }));
-    });
+    sub.conn.outbox.push({ job: { sub, cursor: sub.view.topic.cursor(), index } });
+    this.pump(sub.conn);
   }
 
   private unsubscribe(conn: Conn, msg: Record<string, unknown>): void {
@@ -368,6 +436,9 @@ export class StreamServer {
       conn.pending.delete(k);
       conn.pendingBytes -= p.value?.length ?? 0;
     }
+    // A snapshot not written yet is dropped (what was written of it already is the client's to discard).
+    const left = conn.outbox.filter((t) => !('job' in t) || t.job.sub !== sub);
+    conn.outbox.splice(0, conn.outbox.length, ...left);
     this.leave(sub);
     this.send(conn, JSON.stringify({ type: 'unsubscribed', id: sub.id }));
   }
@@ -377,7 +448,22 @@ export class StreamServer {
   private viewFor(id: string, topic: TopicView): View {
     let view = this.views.get(id);
     if (view === undefined) {
-      view = { id, topic, items: new Map(topic.snapshot()), subs: new Set() };
+      view = { id, topic, fingerprints: undefined, members: undefined, subs: new Set() };
+      if (topic.tracking !== 'none') {
+        // Read page by page: only the fingerprints (or keys) stay, not the items.
+        const fingerprints = topic.tracking === 'fingerprints' ? new Map<string, string>() : undefined;
+        const members = topic.tracking === 'members' ? new Set<string>() : undefined;
+        const cursor = topic.cursor();
+        for (let page = cursor.next(this.o.snapshotFrameBytes); ; page = cursor.next(this.o.snapshotFrameBytes)) {
+          for (const [key, value] of page.items) {
+            fingerprints?.set(key, fingerprint(value));
+            members?.add(key);
+          }
+          if (page.done) break;
+        }
+        view.fingerprints = fingerprints;
+        view.members = members;
+      }
       this.views.set(id, view);
     }
     return view;
@@ -388,16 +474,29 @@ export class StreamServer {
     if (sub.view.subs.size === 0) this.views.delete(sub.view.id);
   }
 
+  /** Whether a candidate's current value is news for the view's subscribers (and remembers it). */
+  private changed(view: View, key: string, value: string | undefined): boolean {
+    if (view.fingerprints !== undefined) {
+      const next = value === undefined ? undefined : fingerprint(value);
+      if (next === view.fingerprints.get(key)) return false;
+      if (next === undefined) view.fingerprints.delete(key);
+      else view.fingerprints.set(key, next);
+      return true;
+    }
+    if (view.members !== undefined) {
+      if (value === undefined) return view.members.delete(key);
+      view.members.add(key);
+    }
+    return true;
+  }
+
   /** One applied entry: each view works out what changed for it once, then tells its subscribers. */
   private onChange(change: Change): void {
     for (const view of this.views.values()) {
       const out: Out[] = [];
       for (const c of view.topic.candidates(change)) {
         const value = c.value();
-        const before = view.items.get(c.key);
-        if (value === before) continue;
-        if (value === undefined) view.items.delete(c.key);
-        else view.items.set(c.key, value);
+        if (!this.changed(view, c.key, value)) continue;
         out.push({ op: value === undefined ? 'delete' : 'upsert', key: c.key, value });
       }
       if (out.length === 0) continue;
@@ -423,18 +522,94 @@ export class StreamServer {
       conn.pending.set(slot, { subId, key: e.key, value: e.value, index });
       conn.pendingBytes += e.value?.length ?? 0;
     }
-    const heldBytes = conn.ws.getBufferedAmount() + conn.pendingBytes;
-    if (conn.pending.size > this.o.pendingItemsMax || heldBytes > this.o.bufferedBytesHard) {
-      this.end(conn, closeCodes.slowConsumer, 'slow consumer');
-    }
+    if (conn.pending.size > this.o.pendingItemsMax) this.end(conn, closeCodes.slowConsumer, 'slow consumer');
+    else this.overBudget(conn);
   }
 
-  /** The socket drained: ordered messages first, then the held events as one batch per subscription. */
+  /**
+   * A connection's queued bytes: what uWS buffers for it beyond its snapshot pages in flight (those are
+   * the agent's snapshot budget), its held events and its queued messages. Past the hard limit it is
+   * closed with 4008; true then.
+   */
+  private overBudget(conn: Conn): boolean {
+    if (conn.closed) return true;
+    this.observe(conn);
+    const queued = conn.ws.getBufferedAmount() - conn.snapshotInFlight + conn.pendingBytes + conn.outboxBytes;
+    if (queued <= this.o.bufferedBytesHard) return false;
+    this.end(conn, closeCodes.slowConsumer, 'slow consumer');
+    return true;
+  }
+
+  /** Lowers a connection's snapshot bytes in flight to what uWS can still be holding of them. */
+  private observe(conn: Conn): void {
+    const buffered = conn.ws.getBufferedAmount();
+    if (conn.snapshotInFlight <= buffered) return;
+    this.snapshotInFlight -= conn.snapshotInFlight - buffered;
+    conn.snapshotInFlight = buffered;
+  }
+
+  /** The socket drained: ordered messages and snapshot pages first, then the held events. */
   private drain(conn: Conn | undefined): void {
     if (conn === undefined || conn.closed) return;
-    this.flushOutbox(conn);
-    if (conn.closed || conn.outbox.length > 0 || conn.pending.size === 0) return;
-    if (conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) return;
+    this.pump(conn);
+    this.wakeWaiting();
+  }
+
+  /** Snapshots that waited for the agent's budget try again (budget freed by a drain or a close). */
+  private wakeWaiting(): void {
+    if (this.waiting.size === 0) return;
+    for (const conn of this.conns) this.observe(conn);
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    for (const conn of waiting) this.pump(conn);
+  }
+
+  /**
+   * Writes what waits for the socket while it is below the soft limit: messages in order, snapshot pages
+   * read as they go (while the agent's snapshot budget allows, or when this connection has none in
+   * flight); once nothing waits, the held events as one batch per subscription.
+   */
+  private pump(conn: Conn): void {
+    if (conn.closed) return;
+    this.observe(conn);
+    conn.ws.cork(() => {
+      while (conn.outbox.length > 0 && !conn.closed && conn.ws.getBufferedAmount() <= this.o.bufferedBytesSoft) {
+        const task = conn.outbox[0]!;
+        if ('text' in task) {
+          conn.outbox.shift();
+          conn.outboxBytes -= task.text.length;
+          this.write(conn, task.text);
+          continue;
+        }
+        // A page the kernel took at once is no longer in flight here.
+        this.observe(conn);
+        if (this.snapshotInFlight >= this.o.snapshotBytesMax && conn.snapshotInFlight > 0) {
+          this.waiting.add(conn);
+          return;
+        }
+        this.page(conn, task.job);
+      }
+      if (conn.closed || conn.outbox.length > 0 || conn.pending.size === 0) return;
+      if (conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) return;
+      this.flushHeld(conn);
+    });
+  }
+
+  /** One snapshot frame; the last one (`more: false`) is followed by `end_of_snapshot`. */
+  private page(conn: Conn, job: SnapshotJob): void {
+    const { items, done } = job.cursor.next(this.o.snapshotFrameBytes);
+    const keys = items.map(([k]) => JSON.stringify(k)).join(',');
+    const values = items.map(([, v]) => v).join(',');
+    const text = `{"type":"snapshot","id":${JSON.stringify(job.sub.id)},"index":${job.index},"keys":[${keys}],"items":[${values}],"more":${!done}}`;
+    conn.snapshotInFlight += text.length;
+    this.snapshotInFlight += text.length;
+    this.write(conn, text);
+    if (!done) return;
+    conn.outbox.shift();
+    this.write(conn, JSON.stringify({ type: 'end_of_snapshot', id: job.sub.id, index: job.index }));
+  }
+
+  private flushHeld(conn: Conn): void {
     const bySub = new Map<string, { index: number; events: Out[] }>();
     for (const p of conn.pending.values()) {
       const group = bySub.get(p.subId) ?? { index: 0, events: [] };
@@ -444,22 +619,7 @@ export class StreamServer {
     }
     conn.pending.clear();
     conn.pendingBytes = 0;
-    conn.ws.cork(() => {
-      for (const [subId, g] of bySub) this.write(conn, renderBatch(subId, g.index, g.events));
-    });
-  }
-
-  private flushOutbox(conn: Conn): void {
-    if (conn.outbox.length === 0) return;
-    conn.ws.cork(() => {
-      let sent = 0;
-      while (sent < conn.outbox.length && !conn.closed && conn.ws.getBufferedAmount() <= this.o.bufferedBytesSoft) {
-        const text = conn.outbox[sent++]!;
-        conn.outboxBytes -= text.length;
-        this.write(conn, text);
-      }
-      conn.outbox.splice(0, sent);
-    });
+    for (const [subId, g] of bySub) this.write(conn, renderBatch(subId, g.index, g.events));
   }
 
   private bookmarks(): void {
@@ -472,15 +632,15 @@ export class StreamServer {
   }
 
   /**
-   * Sends a message that must keep its place (control messages, snapshot frames): behind anything
-   * already waiting, and held in the outbox while the socket is backed up.
+   * Sends a message that must keep its place (control messages): behind anything already waiting, and
+   * queued while the socket is backed up, within the connection's budget.
    */
   private send(conn: Conn, text: string): void {
     if (conn.closed) return;
     if (conn.outbox.length > 0 || conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) {
-      conn.outbox.push(text);
+      conn.outbox.push({ text });
       conn.outboxBytes += text.length;
-      if (conn.outboxBytes > this.o.outboxBytesMax) this.end(conn, closeCodes.slowConsumer, 'slow consumer');
+      this.overBudget(conn);
       return;
     }
     this.write(conn, text);
@@ -492,6 +652,24 @@ export class StreamServer {
     conn.lastSentMs = Date.now();
     if (conn.ws.send(text, false) === 2) this.end(conn, closeCodes.slowConsumer, 'slow consumer');
   }
+}
+
+/** What the stream's topics show, by the resource their rules name. */
+const streamResources = ['service', 'node', 'session', 'key'] as const;
+
+/**
+ * Whether a token may open the stream: its rules must grant read on some name of a resource a topic
+ * shows (a service, node, session or key prefix). A rule's own prefix is such a name when any is: the
+ * longest rule matching a readable name is an allow rule whose prefix is itself readable.
+ */
+function mayOpen(identity: Identity): boolean {
+  return identity.rules.some((r) => r.access !== 'deny' && (streamResources as readonly string[]).includes(r.resource)
+    && allowed(identity, { resource: r.resource, name: r.prefix, access: 'read' }));
+}
+
+/** What tells an item's JSON from its next version: the text itself when short, else its length and digest. */
+function fingerprint(text: string): string {
+  return text.length <= 64 ? text : `#${text.length}:${createHash('sha1').update(text).digest('base64')}`;
 }
 
 /**

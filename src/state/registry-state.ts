@@ -69,6 +69,19 @@ export class RegistryState {
   }
 
   /**
+   * Keys under `prefix` strictly after `after` (from the first one when undefined), in key-byte order,
+   * read lazily: a reader that pages through a large prefix holds one key, not the list. Consume it
+   * within one synchronous step (the tree must not change while it is read).
+   */
+  *kvKeysAfter(prefix: string, after: string | undefined): Generator<string> {
+    const from = after !== undefined && compareKeys(after, prefix) > 0 ? after : prefix;
+    for (const k of this.kvOrder.keys(from)) {
+      if (!k.startsWith(prefix)) return;
+      if (k !== after) yield k;
+    }
+  }
+
+  /**
    * Keys under `prefix`; with a separator each is cut just after the first separator past the prefix.
    * `readable` (a caller's ACL) filters the full keys before the cut, so a cut name is listed only when
    * a key the caller may read lies under it.
