@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { call, sleep, startAgent, type Agent } from '../support/agent.ts';
 import { mountSmallDisk, type SmallDisk } from '../support/disk.ts';
+import { agentRssBytes, fillPrefix, openStalledStreams, sampleRss, type StalledStream } from '../support/stream-load.ts';
 
 /** How long the normal client waits for one answer before it counts the request as unanswered. */
 const answerTimeoutMs = 10_000;
@@ -174,4 +175,45 @@ describe('a full disk', () => {
       agent = await expectAcknowledgedAfterRestart(agent, stats.acknowledged);
     }
   }, 120_000);
+});
+
+describe('hostile stream subscribers', () => {
+  const MiB = 1024 * 1024;
+  /** The README's bound with the default limits: 256 × (4 MiB + 64 KiB + one page of ~0.75 MiB) + 64 MiB. */
+  const streamBoundBytes = 256 * (4 * MiB + 64 * 1024 + 0.75 * MiB) + 64 * MiB;
+  /** Garbage the collector has not returned yet. */
+  const gcAllowanceBytes = 256 * MiB;
+
+  test('64 connections × 3 prefix subscriptions over ~20 MB that never read: RSS stays under the documented bound; the normal client is always answered', async () => {
+    const agent = await startAgent();
+    agents.push(agent);
+    await fillPrefix(agent, 'big/', 7000, 2048, { connections: 16 });
+    await sleep(1_000);
+    const baseline = agentRssBytes(agent);
+    const rss = sampleRss(agent);
+    const normal = normalClient(agent, 'stream');
+    let stalled: StalledStream[] = [];
+    let closedByAgent = 0;
+    try {
+      stalled = await openStalledStreams(agent, 64, [{ topic: 'kv_prefix', key: 'big/' }, { topic: 'kv_prefix', key: 'big' }, { topic: 'kv_prefix', key: 'bi' }]);
+      // Changes under the prefix pile up behind the stalled readers, several rounds of them.
+      for (let round = 1; round <= 3; round++) {
+        await fillPrefix(agent, 'big/', 1000, 2048, { connections: 4, round });
+        await sleep(2_000);
+      }
+    } finally {
+      const stats = await normal.stop();
+      const peak = rss.stop();
+      const closes = await Promise.all(stalled.map((s) => Promise.race([s.closed, sleep(100).then(() => undefined)])));
+      closedByAgent = closes.filter((c) => c?.code === 4008).length;
+      for (const s of stalled) s.ws.terminate();
+      report('stream subscribers', stats);
+      console.log(`[faults] stream subscribers: ${stalled.length} stalled connections, ${closedByAgent} closed with 4008; agent RSS ${(baseline / MiB).toFixed(0)} MiB before, ${(peak / MiB).toFixed(0)} MiB at most, bound ${((baseline + streamBoundBytes + gcAllowanceBytes) / MiB).toFixed(0)} MiB`);
+      expect(agent.proc.exitCode).toBeNull();
+      expect(stats.unanswered).toEqual([]);
+      expect(stats.lockHolds).toBeGreaterThan(10);
+      expect(peak).toBeLessThanOrEqual(baseline + streamBoundBytes + gcAllowanceBytes);
+      await expectAcknowledgedAfterRestart(agent, stats.acknowledged);
+    }
+  }, 180_000);
 });
