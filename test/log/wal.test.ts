@@ -143,6 +143,16 @@ describe('WalLog', () => {
     return { seg: seg!, buf, last: frameOffsets(buf).at(-1)! };
   }
 
+  /** Changes the last commit of the first segment in place with `damage(buf, offset of that commit)`; returns both. */
+  async function damageLastCommit(damage: (buf: Buffer, last: number) => void): Promise<{ seg: string; last: number }> {
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const last = frameOffsets(buf).at(-1)!;
+    damage(buf, last);
+    await writeFile(seg!, buf);
+    return { seg: seg!, last };
+  }
+
   /** A gate on the next fdatasync: `inFlight` resolves once a commit waits on it, `release` lets it go. */
   async function holdNextDatasync(): Promise<{ inFlight: Promise<void>; release: () => void }> {
     const proto = await fileHandlePrototype();
@@ -306,11 +316,7 @@ describe('WalLog', () => {
 
   it('refuses to open when the last commit is complete but fails its crc: it was acknowledged; names file, offset and entries, changes nothing', async () => {
     await seed(5);
-    const [seg] = await segments();
-    const buf = await readFile(seg!);
-    const last = frameOffsets(buf).at(-1)!;
-    buf[last + 8 + 15]! ^= 0x01; // a digit of the entry time
-    await writeFile(seg!, buf);
+    const { seg, last } = await damageLastCommit((buf, last) => { buf[last + 8 + 15]! ^= 0x01; }); // a digit of the entry time
     const message = await expectRefused(new RegExp(`corrupt commit frame in .*${basename(seg!)} at offset ${last}: crc mismatch`));
     expect(message).toMatch(/it is the last commit, complete on disk, so it was acknowledged \(entries 5\.\.5 at least\)/);
     expect(message).toMatch(/refusing to open, acknowledged entries would be lost/);
@@ -324,21 +330,13 @@ describe('WalLog', () => {
     ['is zero', () => 0],
   ])('refuses to open when the last commit\'s length field %s (a damaged header, not a torn write)', async (_, length) => {
     await seed(5);
-    const [seg] = await segments();
-    const buf = await readFile(seg!);
-    const last = frameOffsets(buf).at(-1)!;
-    buf.writeUInt32LE(length(buf.readUInt32LE(last)), last);
-    await writeFile(seg!, buf);
+    const { seg, last } = await damageLastCommit((buf, last) => { buf.writeUInt32LE(length(buf.readUInt32LE(last)), last); });
     await expectRefused(new RegExp(`${basename(seg!)} at offset ${last}: .*so it was acknowledged`));
   });
 
   it('refuses when a single byte of the last commit became zero (damage, not a sector that never landed)', async () => {
     await seed(5);
-    const [seg] = await segments();
-    const buf = await readFile(seg!);
-    const last = frameOffsets(buf).at(-1)!;
-    buf[last + 8 + 15] = 0;
-    await writeFile(seg!, buf);
+    await damageLastCommit((buf, last) => { buf[last + 8 + 15] = 0; });
     await expectRefused(/so it was acknowledged/);
   });
 
@@ -362,11 +360,7 @@ describe('WalLog', () => {
     await first.append(proposals(5, 3));
     await first.saveSnapshot({ index: 7, data: 'seven' });
     await first.close();
-    const [seg] = await segments();
-    const buf = await readFile(seg!);
-    const last = frameOffsets(buf).at(-1)!;
-    buf[last + 8 + 3]! ^= 0x01;
-    await writeFile(seg!, buf);
+    const { seg, last } = await damageLastCommit((buf, last) => { buf[last + 8 + 3]! ^= 0x01; });
     const logger = capture();
     const { log, entries, snapIndex } = await reopen({ logger });
     expect(snapIndex).toBe(7);
@@ -388,11 +382,7 @@ describe('WalLog', () => {
     await first.saveSnapshot({ index: 4, data: 'four' });
     await first.append(proposals(5, 3));
     await first.close();
-    const [seg] = await segments();
-    const buf = await readFile(seg!);
-    const last = frameOffsets(buf).at(-1)!;
-    buf[last + 8 + 3]! ^= 0x01;
-    await writeFile(seg!, buf);
+    await damageLastCommit((buf, last) => { buf[last + 8 + 3]! ^= 0x01; });
     await expectRefused(/entries 5\.\.7 at least/);
   });
 
