@@ -138,6 +138,8 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     let abort: AbortController | undefined;
     let aborted = false;
     let done = false;
+    /** Reading from the connection is paused while a write commits (see `start`). */
+    let paused = false;
     const held = (inFlight.get(remote) ?? 0) + 1;
     inFlight.set(remote, held);
     res.onAborted(() => {
@@ -163,6 +165,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       if (rate !== undefined) w = { ...w, headers: [...w.headers, ...rate.headers] };
       const ms = performance.now() - startedMs;
       res.cork(() => {
+        if (paused) res.resume();
         res.writeStatus(statusLine(w.status));
         res.writeHeader('x-request-id', requestId);
         res.writeHeader('x-response-time', ms.toFixed(3));
@@ -206,10 +209,22 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     // arriving behind one still in flight makes it close the connection, and the one in flight can no
     // longer be answered. A write therefore starts one turn of the event loop later, after uWS has
     // parsed what came with it, and only while its connection is open: a write that cannot be answered
-    // is not applied. (Reads change nothing and start at once.)
+    // is not applied. While it commits, the connection is paused, so a request sent behind it stays in
+    // the kernel's buffer until the write is answered, and is then read and answered in order. Reads
+    // change nothing and start at once. A request that waits for a change (`?wait=`: a blocking query,
+    // a queued acquire) is never paused: a paused connection does not see its client go away.
     const start = (body: Buffer) => {
       if (bodylessMethods.has(method)) dispatch(body);
-      else setImmediate(() => { if (!done) dispatch(body); });
+      else {
+        setImmediate(() => {
+          if (done) return;
+          if (!query.has('wait')) {
+            res.pause();
+            paused = true;
+          }
+          dispatch(body);
+        });
+      }
     };
 
     // Without authentication there is no identity to wait for: the address is counted before the body is read.

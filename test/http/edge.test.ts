@@ -82,6 +82,20 @@ describe('seed dialect', () => {
     }
   });
 
+  test('a request sent while a write commits is answered after it, in order (the connection is paused meanwhile)', async () => {
+    // The follower arrives in a later packet, 0–2 ms after the write: often while the write waits for
+    // its fsync. Every exchange must give both answers, the write's first.
+    const outcomes: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const body = `v${i}`;
+      const write = `PUT /v1/kv/edge/paused/${i} HTTP/1.1\r\n${host}x-request-id: w-${i}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+      const read = `GET /v1/kv/edge/paused/${i}?raw HTTP/1.1\r\n${host}x-request-id: r-${i}\r\n\r\n`;
+      const r = await rawExchange(agent.url, write, { expect: 2, later: { afterMs: i % 3, bytes: read } });
+      outcomes.push(r.answers.map((a) => `${a.headers['x-request-id']} ${a.status} ${a.body}`).join(', ') || (r.closed ? 'closed' : 'timed out'));
+    }
+    expect(outcomes).toEqual(Array.from({ length: 40 }, (_, i) => `w-${i} 200 true, r-${i} 200 v${i}`));
+  });
+
   test.each([
     ['TCP', '127.0.0.1'],
     ['TCP', 'localhost:0'],

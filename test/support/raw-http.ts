@@ -24,6 +24,8 @@ export interface RawOptions {
   expect?: number;
   /** The longest the exchange may take. @default 5000 */
   waitMs?: number;
+  /** More bytes, sent `afterMs` after the first (a pipelined request in a later packet). */
+  later?: { afterMs: number; bytes: string | Buffer };
 }
 
 /** Sends `bytes` to the agent at `url` (http://host:port) and collects the answers. */
@@ -42,7 +44,11 @@ export function rawExchange(url: string, bytes: string | Buffer, o: RawOptions =
       resolve({ answers: parseAnswers(data, closed), closed, timedOut });
     };
     const timer = setTimeout(() => finish(false, true), o.waitMs ?? 5000);
-    socket.on('connect', () => socket.write(bytes));
+    socket.on('connect', () => {
+      socket.write(bytes);
+      const later = o.later;
+      if (later !== undefined) setTimeout(() => { if (!settled) socket.write(later.bytes); }, later.afterMs);
+    });
     socket.on('data', (d: Buffer) => {
       data = Buffer.concat([data, d]);
       if (parseAnswers(data, false).length >= expect) finish(false, false);
