@@ -46,21 +46,25 @@ function nodeIdOf(dataDir: string): string {
 
 /**
  * Registers the config file's services and checks as local definitions (script checks allowed with
- * enable_local_script_checks). A definition that does not validate stops the start with its reason.
+ * enable_local_script_checks). A definition that does not validate stops the start with its reason. On a
+ * full disk they are registered once the log can store writes again, as this node's own registration is.
  */
 async function registerLocalDefinitions(runtime: Runtime, config: Config): Promise<void> {
   const local = { scriptsAllowed: config.enableScriptChecks || config.enableLocalScriptChecks, origin: 'local' as const };
   const node = config.nodeName;
-  for (const raw of config.services) {
-    const parsed = definition('service', () => parseService(raw, local));
-    const result = await runtime.propose({ t: 'service.register', node, service: parsed.service, checks: parsed.checks, replaceExistingChecks: true });
-    if (!result.ok) throw new ConfigError(`--config-file: service "${parsed.service.id}" was not registered: ${result.reason}`);
-  }
-  for (const raw of config.checks) {
-    const check = definition('check', () => parseCheck(raw, local));
-    const result = await runtime.propose({ t: 'check.register', node, check });
-    if (!result.ok) throw new ConfigError(`--config-file: check "${check.checkId}" was not registered: ${result.reason}${result.detail ? ` ${result.detail}` : ''}`);
-  }
+  const services = config.services.map((raw) => definition('service', () => parseService(raw, local)));
+  const checks = config.checks.map((raw) => definition('check', () => parseCheck(raw, local)));
+  if (services.length === 0 && checks.length === 0) return;
+  await runtime.onceWritable('the config file\'s services and checks', async () => {
+    for (const parsed of services) {
+      const result = await runtime.propose({ t: 'service.register', node, service: parsed.service, checks: parsed.checks, replaceExistingChecks: true });
+      if (!result.ok) throw new ConfigError(`--config-file: service "${parsed.service.id}" was not registered: ${result.reason}`);
+    }
+    for (const check of checks) {
+      const result = await runtime.propose({ t: 'check.register', node, check });
+      if (!result.ok) throw new ConfigError(`--config-file: check "${check.checkId}" was not registered: ${result.reason}${result.detail ? ` ${result.detail}` : ''}`);
+    }
+  });
 }
 
 function definition<T>(what: string, parse: () => T): T {
