@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { RegistryError } from './domain/errors.ts';
 import { parseCheck, parseService } from './http/definitions.ts';
-import { apiRouter, loadUws, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
+import { apiRouter, loadUws, RateLimiter, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
 import { startGrpcHealthServer } from './grpc/index.ts';
 import { probeFor } from './probes/factory.ts';
 import { AgentMetrics } from './metrics/index.ts';
@@ -158,6 +158,8 @@ async function run(config: Config): Promise<void> {
     serverAddress: `${config.httpHost}:${config.httpPort}`, metrics, uiDir: config.uiDir,
   };
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
+  // One limiter for the HTTP API and the stream's upgrades: a caller's requests and upgrades share its window.
+  const rateLimit = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
   const stream = new StreamServer(ctx, {
     bookmarkIntervalMs: config.streamBookmarkIntervalMs,
     connectionsPerClientMax: config.limits.streamMaxConnsPerClient,
@@ -167,13 +169,14 @@ async function run(config: Config): Promise<void> {
     connectionsMax: config.limits.streamMaxConns,
     snapshotBytesMax: config.limits.streamSnapshotBytesMax,
     ...(gate ? { auth: gate } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
   });
   http = await listening('--http-port', startHttpServer({
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx, observer: metrics,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
     ...(gate ? { authorize: (req) => gate.check(req) } : {}),
-    ...(config.rateLimit ? { rateLimit: config.rateLimit } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
     overloaded: () => runtime.inFlight >= config.writesInFlightMax,
     requestsInFlightPerClientMax: config.limits.httpMaxConnsPerClient,
     bodyTimeoutMs: config.limits.requestBodyTimeoutMs,
