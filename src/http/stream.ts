@@ -18,7 +18,7 @@ import { allowed, allowedPrefix, type AccessRequest, type Identity } from '../au
 import { RegistryError } from '../domain/errors.ts';
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
-import { addressCaller, addressKey, rateLimited, tokenCaller, type RateLimiter } from './rate-limit.ts';
+import { addressCaller, addressKey, rateLimited, tokenCaller, type RateDecision, type RateLimiter } from './rate-limit.ts';
 import { renderError, statusLine, type Wire } from './render.ts';
 import { makeView, type SnapshotCursor, type TopicView, type ViewFilter } from './stream-views.ts';
 
@@ -227,26 +227,29 @@ export class StreamServer {
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     const byAddress = addressCaller(addressKey(res.getRemoteAddress()));
     // Counted once per attempt, against the first caller named (as `admit` in the HTTP server).
-    let counted: Wire | undefined | false = false;
+    let rate: RateDecision | undefined;
+    let counted = false;
     const limited = (caller: string): Wire | undefined => {
-      if (counted !== false) return counted;
-      const rate = this.o.rateLimit?.take(caller, Date.now());
-      counted = rate === undefined || rate.allowed ? undefined : withHeaders(rateLimited(rate, this.api.dialect), rate.headers);
-      return counted;
+      if (!counted) rate = this.o.rateLimit?.take(caller, Date.now());
+      counted = true;
+      return rate === undefined || rate.allowed ? undefined : withHeaders(rateLimited(rate, this.api.dialect), rate.headers);
     };
+    // Every refusal carries the rate headers, as every HTTP answer does.
+    const refuseUpgrade = (err: RegistryError, status?: number) =>
+      this.reject(res, withHeaders(renderError(err, this.api.dialect, [], status), rate?.headers ?? []));
     // Without authentication there is no identity to wait for: the address counts at once.
     const early = this.o.auth === undefined ? limited(byAddress) : undefined;
     if (early !== undefined) {
-      this.rejectWire(res, early);
+      this.reject(res, early);
       return;
     }
     if (protocols.length > 0 && !protocols.includes(streamSubprotocol)) {
       const over = limited(byAddress);
       if (over !== undefined) {
-        this.rejectWire(res, over);
+        this.reject(res, over);
         return;
       }
-      this.reject(res, new RegistryError('invalidParameter', `unsupported subprotocol; use ${streamSubprotocol}`, { offered: protocols.filter((p) => !p.startsWith(bearerSubprotocol)) }));
+      refuseUpgrade(new RegistryError('invalidParameter', `unsupported subprotocol; use ${streamSubprotocol}`, { offered: protocols.filter((p) => !p.startsWith(bearerSubprotocol)) }));
       return;
     }
     // `corked` wraps writes made after an await (uWS wants them corked); the upgrade itself is not wrapped.
@@ -254,21 +257,21 @@ export class StreamServer {
       const client = identity !== undefined ? `token:${identity.subject}` : `address:${remote}`;
       const over = identity !== undefined ? limited(tokenCaller(identity.subject)) : undefined;
       if (over !== undefined) {
-        corked(() => this.rejectWire(res, over));
+        corked(() => this.reject(res, over));
         return;
       }
       if (identity !== undefined && !mayOpen(identity)) {
-        corked(() => this.reject(res, new RegistryError('insufficientPermission', 'permission denied: the stream needs read on a service, node, session or key prefix',
+        corked(() => refuseUpgrade(new RegistryError('insufficientPermission', 'permission denied: the stream needs read on a service, node, session or key prefix',
           { resource: streamResources.join('|'), access: 'read' }, { status: 403, text: 'Permission denied' })));
         return;
       }
       if (this.conns.size >= this.o.connectionsMax) {
-        corked(() => this.reject(res, new RegistryError('remoteUnavailable', `too many stream connections: at most ${this.o.connectionsMax} on this agent`,
+        corked(() => refuseUpgrade(new RegistryError('remoteUnavailable', `too many stream connections: at most ${this.o.connectionsMax} on this agent`,
           { connectionsMax: this.o.connectionsMax, retryAfterSeconds: 1 }, { status: 503, text: 'too many stream connections' }, [['Retry-After', '1']]), 503));
         return;
       }
       if ((this.perClient.get(client) ?? 0) >= this.o.connectionsPerClientMax) {
-        corked(() => this.reject(res, new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
+        corked(() => refuseUpgrade(new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
           { connectionsMax: this.o.connectionsPerClientMax }, { status: 429, text: 'too many stream connections' }, [['Retry-After', '1']]), 429));
         return;
       }
@@ -294,16 +297,12 @@ export class StreamServer {
         if (aborted) return;
         const refusal = err instanceof RegistryError ? err : new RegistryError('unknown', 'authentication failed');
         const over = limited(byAddress);
-        res.cork(() => (over !== undefined ? this.rejectWire(res, over) : this.reject(res, refusal)));
+        res.cork(() => (over !== undefined ? this.reject(res, over) : refuseUpgrade(refusal)));
       },
     );
   }
 
-  private reject(res: Uws.HttpResponse, err: RegistryError, status?: number): void {
-    this.rejectWire(res, renderError(err, this.api.dialect, [], status));
-  }
-
-  private rejectWire(res: Uws.HttpResponse, w: Wire): void {
+  private reject(res: Uws.HttpResponse, w: Wire): void {
     res.writeStatus(statusLine(w.status));
     for (const [k, v] of w.headers) res.writeHeader(k, v);
     res.end(w.body);

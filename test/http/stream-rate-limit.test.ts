@@ -64,7 +64,11 @@ describe('stream upgrades and the rate limit', () => {
 
   test('with auth: failed upgrades count against the address (401, then 429); a verified token counts against itself', async () => {
     const garbage = { authorization: 'Bearer not-a-token' };
-    for (let i = 0; i < limit; i++) expect(await upgrade(secured, { headers: garbage })).toMatchObject({ status: 401 });
+    for (let i = 1; i <= limit; i++) {
+      const got = await upgrade(secured, { headers: garbage });
+      expect(got).toMatchObject({ status: 401 });
+      expect(got.headers!['x-rate-limit-remaining']).toBe(String(limit - i));
+    }
     for (let i = 0; i < 6; i++) expectRateLimited(await upgrade(secured, { headers: garbage }));
 
     const token = await tokens.mint({ subject: 'reader', rules: [{ resource: 'key', prefix: '', access: 'read' }], ttlSeconds: 600 });
