@@ -1,12 +1,13 @@
 /**
- * One agent per data dir. Node has no flock, so the lock is a file, `<dir>/LOCK`, holding
- * `{"pid","startTicks","host"}` of the agent that holds it. It is removed when the process exits (any
+ * One agent per data dir. Node has no flock, so the lock is `<dir>/LOCK`, a symbolic link whose target
+ * is the holder, `<pid>:<startTicks>:<host>` (not a path). It is removed when the process exits (any
  * exit that runs Node's `exit` handlers: a signal handled, a fatal error, process.exit).
  *
- * Taking it: the holder's text is first written whole to a file of this attempt's own
- * (`LOCK.new-<pid>-<random>`), then hard-linked to `LOCK`; link() fails when `LOCK` exists, so the
- * lock appears atomically and never empty or half written (another starter never reads a lock being
- * written as an unreadable, stale one).
+ * A symlink because symlink() creates the name and its content in one step and fails when the name
+ * exists: the lock appears atomically, never empty or half written (another starter would judge such a
+ * lock unreadable, so stale); and a short target is kept in the inode, so an agent starts on a full disk
+ * (tmpfs and ext4 keep targets that short without a data block). A regular file holding
+ * `{"pid","startTicks","host"}` (older versions) is read too.
  *
  * A lock left behind by a process that died without exiting (SIGKILL, power loss) is stale: its pid no
  * longer runs, or runs a different process (pid reuse, told apart by the process's start time, field
@@ -14,8 +15,8 @@
  * replaces it, the other then removes the new lock), so takeovers of one stale lock are serialized: see
  * `replaceStale`. A live lock refuses the start.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -58,30 +59,19 @@ export interface LockOptions {
 export function lockDataDir(dir: string, o: LockOptions = {}): DataDirLock {
   const path = join(dir, lockFileName);
   const me: LockHolder = o.holder ?? { pid: process.pid, startTicks: startTicksOf(process.pid), host: hostname() };
-  const text = `${JSON.stringify(me)}\n`;
-  const mine = `${path}.new-${me.pid}-${randomBytes(6).toString('hex')}`;
-  try {
-    writeFileSync(mine, text, { flag: 'wx', mode: 0o644 });
-  } catch (err) {
-    removeQuietly(mine); // a full disk, say: leave no partial file
-    throw err;
-  }
+  const text = holderText(me);
   let rival: LockHolder | undefined;
-  try {
-    for (let attempt = 0; attempt < takeoverAttemptsMax; attempt++) {
-      if (linkExclusive(mine, path)) return held(path, text);
-      const seen = readLock(path);
-      if (seen === undefined) continue; // released between our link and our read: try again
-      const holder = parseHolder(seen);
-      if (holder !== undefined && isAlive(holder)) throw new DataDirLocked(dir, holder);
-      // Stale (or unreadable: written by an older version that crashed while writing it).
-      o.onStep?.('judged-stale');
-      const outcome = replaceStale(path, seen, mine, text, guardDepthMax, o);
-      if (outcome === true) return held(path, text);
-      rival = outcome ?? rival;
-    }
-  } finally {
-    removeQuietly(mine);
+  for (let attempt = 0; attempt < takeoverAttemptsMax; attempt++) {
+    if (createExclusive(path, text)) return held(path, text);
+    const seen = readLock(path);
+    if (seen === undefined) continue; // released between our create and our read: try again
+    const holder = parseHolder(seen);
+    if (holder !== undefined && isAlive(holder)) throw new DataDirLocked(dir, holder);
+    // Stale (or unreadable: a file an older version crashed while writing).
+    o.onStep?.('judged-stale');
+    const outcome = replaceStale(path, seen, text, guardDepthMax, o);
+    if (outcome === true) return held(path, text);
+    rival = outcome ?? rival;
   }
   const holder = parseHolder(readLock(path) ?? '');
   throw new DataDirLocked(dir, holder !== undefined && isAlive(holder) ? holder : rival ?? holder ?? { pid: 0 });
@@ -95,8 +85,8 @@ function held(path: string, text: string): DataDirLock {
 
 /**
  * Replaces `path`, found holding `stale`, with our text, only while it still holds `stale`. Takers of
- * one stale content are serialized by a guard file named after that content (`<path>.takeover-<hash>`),
- * linked exclusively from our file: only the guard's holder may replace `path`. It checks that `path`
+ * one stale content are serialized by a guard named after that content (`<path>.takeover-<hash>`),
+ * created exclusively with our text: only the guard's holder may replace `path`. It checks that `path`
  * still holds `stale` — nobody can change it after that check: its writer is dead and every other taker
  * of that content needs the guard — then renames the guard (holding our text) onto `path`, atomically.
  * A later taker that judged the same content stale gets the guard name again but finds `path` changed,
@@ -105,15 +95,15 @@ function held(path: string, text: string): DataDirLock {
  *
  * True when `path` now holds our text; else the live taker in the way, if one was seen.
  */
-function replaceStale(path: string, stale: string, mine: string, text: string, depth: number, o: LockOptions): true | LockHolder | undefined {
+function replaceStale(path: string, stale: string, text: string, depth: number, o: LockOptions): true | LockHolder | undefined {
   const guard = `${path}.takeover-${createHash('sha256').update(stale).digest('hex').slice(0, 16)}`;
-  if (!linkExclusive(mine, guard)) {
+  if (!createExclusive(guard, text)) {
     const seen = readLock(guard);
     if (seen === undefined) return undefined; // its taker is done: look at the lock again
     const taker = parseHolder(seen);
     if (taker !== undefined && isAlive(taker)) return taker;
     if (depth <= 1) return undefined;
-    const outcome = replaceStale(guard, seen, mine, text, depth - 1, o);
+    const outcome = replaceStale(guard, seen, text, depth - 1, o);
     if (outcome !== true) return outcome;
   }
   o.onStep?.('guard-taken');
@@ -126,10 +116,10 @@ function replaceStale(path: string, stale: string, mine: string, text: string, d
   return true;
 }
 
-/** True when this call created `to` as a link to `from`; false when `to` exists. Other errors propagate. */
-function linkExclusive(from: string, to: string): boolean {
+/** True when this call created `path` holding `text`; false when `path` exists. Other errors propagate. */
+function createExclusive(path: string, text: string): boolean {
   try {
-    linkSync(from, to);
+    symlinkSync(text, path);
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -137,7 +127,15 @@ function linkExclusive(from: string, to: string): boolean {
   }
 }
 
-function readLock(path: string): string | undefined {
+/** The holder text of the lock at `path` (a symlink's target, or an older version's file); undefined when absent. */
+export function readLock(path: string): string | undefined {
+  try {
+    return readlinkSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code !== 'EINVAL') throw err; // EINVAL: not a symlink
+  }
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
@@ -146,7 +144,18 @@ function readLock(path: string): string | undefined {
   }
 }
 
-function parseHolder(text: string): LockHolder | undefined {
+/** Holds the host name to 32 characters: the whole target then stays short enough to live in the inode. */
+function holderText(h: LockHolder): string {
+  return `${h.pid}:${h.startTicks ?? ''}:${(h.host ?? '').slice(0, 32)}`;
+}
+
+export function parseHolder(text: string): LockHolder | undefined {
+  const m = /^(\d+):(\d*):(.*)$/s.exec(text);
+  if (m !== null) {
+    const pid = Number(m[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
+    return { pid, ...(m[2] !== '' ? { startTicks: Number(m[2]) } : {}), ...(m[3] !== '' ? { host: m[3] } : {}) };
+  }
   try {
     const v = JSON.parse(text) as Partial<LockHolder>;
     if (!Number.isSafeInteger(v.pid) || v.pid! <= 0) return undefined;

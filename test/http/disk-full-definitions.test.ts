@@ -1,6 +1,6 @@
-// Goal: an agent whose config file defines services and checks starts on a full disk as one without them
-// does: it serves reads and answers writes 503 meanwhile, and registers the definitions by itself once
-// space is freed (no restart). The disk is a small tmpfs filled and freed with test/support/disk.ts.
+// Goal: an agent whose config file defines services and checks starts on a disk full to the last byte as
+// one without them does: it takes its data-dir lock, serves reads and answers writes 503 meanwhile, and
+// registers the definitions by itself once space is freed (no restart). The disk is a small tmpfs filled and freed with test/support/disk.ts.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,12 +27,12 @@ describe.skipIf(disk === undefined)('config-file definitions on a full disk', ()
 
   test('the agent starts, serves reads and refuses writes; once space is freed the service and its TTL check appear', async () => {
     const dataDir = join(disk!.dir, 'data');
-    // The disk fills while an agent without definitions runs; it is stopped and started again with them.
+    // A first agent makes the data dir while there is space, then the disk fills while it runs: the space
+    // its log reserved ahead is used up until a write is refused. It stops; the disk stays full.
     const first = await startAgent({ dataDir });
     agents.push(first);
     expect((await call(first.url, 'PUT', '/v1/kv/before', 'x')).status).toBe(200);
     expect(disk!.fill()).toBeGreaterThan(0);
-    // The log's space reserved in advance is used up first: write until a write is refused.
     let refusedFirst = 0;
     for (let k = 0; k < 60 && refusedFirst === 0; k++) {
       const status = (await call(first.url, 'PUT', `/v1/kv/fill/${k}`, 'x'.repeat(100_000))).status;
@@ -40,9 +40,9 @@ describe.skipIf(disk === undefined)('config-file definitions on a full disk', ()
     }
     expect(refusedFirst).toBe(503);
     expect(await first.stop()).toBe(0);
-
     const configFile = join(configDir, 'services.json');
     writeFileSync(configFile, JSON.stringify({ service: { name: 'web', id: 'web-1', port: 8080, check: { id: 'web-ttl', ttl: '10m', status: 'passing' } } }));
+    disk!.fill(); // to the last byte again, should stopping have freed any
     const agent = await startAgent({ dataDir, args: ['--config-file', configFile] });
     agents.push(agent);
 

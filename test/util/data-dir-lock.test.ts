@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { DataDirLocked, lockDataDir, lockFileName, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
+import { DataDirLocked, lockDataDir, lockFileName, parseHolder, readLock, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
 
 const sleepers: ChildProcess[] = [];
 let holderA: LockHolder;
@@ -63,7 +63,7 @@ describe('taking over a stale lock', () => {
     expect(rival, `the rival ran at ${at}`).toBeDefined();
     expect([first, rival].sort()).toEqual(['held', 'refused']);
     const winner = first === 'held' ? holderA : holderB;
-    expect(JSON.parse(readFileSync(join(dir, lockFileName), 'utf8')).pid).toBe(winner.pid);
+    expect(parseHolder(readLock(join(dir, lockFileName))!)?.pid).toBe(winner.pid);
     expect(readdirSync(dir)).toEqual([lockFileName]);
   });
 
@@ -73,7 +73,7 @@ describe('taking over a stale lock', () => {
     const guard = `${lockFileName}.takeover-${createHash('sha256').update(stale).digest('hex').slice(0, 16)}`;
     writeFileSync(join(dir, guard), dead(2 ** 22 + 9));
     expect(take(dir, holderA)).toBe('held');
-    expect(JSON.parse(readFileSync(join(dir, lockFileName), 'utf8')).pid).toBe(holderA.pid);
+    expect(parseHolder(readLock(join(dir, lockFileName))!)?.pid).toBe(holderA.pid);
     expect(readdirSync(dir)).toEqual([lockFileName]);
     expect(take(dir, holderB)).toBe('refused');
   });
