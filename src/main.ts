@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { RegistryError } from './domain/errors.ts';
 import { parseCheck, parseService } from './http/definitions.ts';
-import { apiRouter, loadUws, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
+import { apiRouter, loadUws, RateLimiter, startHttpServer, StreamServer, type ApiContext, type HttpServer } from './http/index.ts';
 import { startGrpcHealthServer } from './grpc/index.ts';
 import { probeFor } from './probes/factory.ts';
 import { AgentMetrics } from './metrics/index.ts';
@@ -46,21 +46,25 @@ function nodeIdOf(dataDir: string): string {
 
 /**
  * Registers the config file's services and checks as local definitions (script checks allowed with
- * enable_local_script_checks). A definition that does not validate stops the start with its reason.
+ * enable_local_script_checks). A definition that does not validate stops the start with its reason. On a
+ * full disk they are registered once the log can store writes again, as this node's own registration is.
  */
 async function registerLocalDefinitions(runtime: Runtime, config: Config): Promise<void> {
   const local = { scriptsAllowed: config.enableScriptChecks || config.enableLocalScriptChecks, origin: 'local' as const };
   const node = config.nodeName;
-  for (const raw of config.services) {
-    const parsed = definition('service', () => parseService(raw, local));
-    const result = await runtime.propose({ t: 'service.register', node, service: parsed.service, checks: parsed.checks, replaceExistingChecks: true });
-    if (!result.ok) throw new ConfigError(`--config-file: service "${parsed.service.id}" was not registered: ${result.reason}`);
-  }
-  for (const raw of config.checks) {
-    const check = definition('check', () => parseCheck(raw, local));
-    const result = await runtime.propose({ t: 'check.register', node, check });
-    if (!result.ok) throw new ConfigError(`--config-file: check "${check.checkId}" was not registered: ${result.reason}${result.detail ? ` ${result.detail}` : ''}`);
-  }
+  const services = config.services.map((raw) => definition('service', () => parseService(raw, local)));
+  const checks = config.checks.map((raw) => definition('check', () => parseCheck(raw, local)));
+  if (services.length === 0 && checks.length === 0) return;
+  await runtime.onceWritable('the config file\'s services and checks', async () => {
+    for (const parsed of services) {
+      const result = await runtime.propose({ t: 'service.register', node, service: parsed.service, checks: parsed.checks, replaceExistingChecks: true });
+      if (!result.ok) throw new ConfigError(`--config-file: service "${parsed.service.id}" was not registered: ${result.reason}`);
+    }
+    for (const check of checks) {
+      const result = await runtime.propose({ t: 'check.register', node, check });
+      if (!result.ok) throw new ConfigError(`--config-file: check "${check.checkId}" was not registered: ${result.reason}${result.detail ? ` ${result.detail}` : ''}`);
+    }
+  });
 }
 
 function definition<T>(what: string, parse: () => T): T {
@@ -154,6 +158,8 @@ async function run(config: Config): Promise<void> {
     serverAddress: `${config.httpHost}:${config.httpPort}`, metrics, uiDir: config.uiDir,
   };
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
+  // One limiter for the HTTP API and the stream's upgrades: a caller's requests and upgrades share its window.
+  const rateLimit = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
   const stream = new StreamServer(ctx, {
     bookmarkIntervalMs: config.streamBookmarkIntervalMs,
     connectionsPerClientMax: config.limits.streamMaxConnsPerClient,
@@ -163,13 +169,14 @@ async function run(config: Config): Promise<void> {
     connectionsMax: config.limits.streamMaxConns,
     snapshotBytesMax: config.limits.streamSnapshotBytesMax,
     ...(gate ? { auth: gate } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
   });
   http = await listening('--http-port', startHttpServer({
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx, observer: metrics,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
     ...(gate ? { authorize: (req) => gate.check(req) } : {}),
-    ...(config.rateLimit ? { rateLimit: config.rateLimit } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
     overloaded: () => runtime.inFlight >= config.writesInFlightMax,
     requestsInFlightPerClientMax: config.limits.httpMaxConnsPerClient,
     bodyTimeoutMs: config.limits.requestBodyTimeoutMs,

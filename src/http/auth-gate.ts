@@ -7,6 +7,7 @@
 import { accessFor, allowed, allowedPrefix, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type AccessRequest, type Identity, type Rule } from '../auth/index.ts';
 import { NonceWindow, nonceEntriesMaxDefault, SignatureError, timestampSkewMsDefault, verifySignedRequest } from '../auth/signature.ts';
 import { RegistryError, type ErrorKind } from '../domain/errors.ts';
+import { tokenCaller } from './rate-limit.ts';
 import type { Request } from './request.ts';
 
 export interface AuthSettings {
@@ -74,7 +75,7 @@ export class AuthGate {
     const signed = req.query.has('appKey') || req.query.has('sign');
     const identity = signed ? this.signed(req) : await this.bearer(req.headers, req.query);
     req.identity = identity;
-    req.caller = signed ? identity.subject : `token:${identity.subject}`;
+    req.caller = signed ? identity.subject : tokenCaller(identity.subject);
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const need = accessFor(method, req.path, req.rest);
     // Session routes check the session's node in their handler (need.byHandler).

@@ -9,6 +9,7 @@ import { Router } from './router.ts';
 export type { ApiContext } from './api.ts';
 export { startHttpServer, loadUws } from './server.ts';
 export { StreamServer, streamSubprotocol } from './stream.ts';
+export { RateLimiter } from './rate-limit.ts';
 export type { StreamOptions } from './stream.ts';
 export type { HttpServer } from './server.ts';
 export { dialects } from './render.ts';

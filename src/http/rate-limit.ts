@@ -4,8 +4,12 @@
  * its client address. Callers are named by the server only after verification: a string the client
  * sends is never a key by itself, or a fresh one per request would never be limited. Every answer then carries
  * X-Rate-Limit-Limit, -Remaining and -Reset (seconds left in the window, never a timestamp); a caller past
- * its limit gets 429 with Retry-After.
+ * its limit gets 429 with Retry-After. One limiter serves the HTTP API and the /v1/stream upgrades alike,
+ * so a caller's requests and upgrades count against the same window.
  */
+import { RegistryError } from '../domain/errors.ts';
+import { renderError, type Dialect, type Wire } from './render.ts';
+
 export interface RateLimitOptions {
   limit: number;
   periodMs: number;
@@ -61,4 +65,25 @@ export class RateLimiter {
       this.windows.delete(key);
     }
   }
+}
+
+/** A map key for a binary address (4 or 16 bytes): one char per byte, no Buffer, no formatting. */
+export function addressKey(address: ArrayBuffer): string {
+  return String.fromCharCode(...new Uint8Array(address));
+}
+
+/** The key of a caller known only by its address (an `addressKey`). */
+export function addressCaller(key: string): string {
+  return `addr:${key}`;
+}
+
+/** The key of a caller that proved a bearer token. */
+export function tokenCaller(subject: string): string {
+  return `token:${subject}`;
+}
+
+/** 429 in the dialect's format with Retry-After, for a caller past its limit. */
+export function rateLimited(rate: RateDecision, dialect: Dialect): Wire {
+  return renderError(new RegistryError('illegalRequest', `rate limit exceeded: retry in ${rate.retryAfterSeconds}s`,
+    { retryAfterSeconds: rate.retryAfterSeconds }, { status: 429, text: 'rate limit exceeded' }), dialect, [['Retry-After', String(rate.retryAfterSeconds)]], 429);
 }

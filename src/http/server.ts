@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { invalidField, RegistryError } from '../domain/errors.ts';
 import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
-import { RateLimiter, type RateDecision, type RateLimitOptions } from './rate-limit.ts';
+import { addressCaller, addressKey, rateLimited, type RateDecision, type RateLimiter } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
 import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts';
 import { listenErrorFor } from '../util/listen-error.ts';
@@ -72,8 +72,9 @@ export interface HttpServerOptions<Ctx> {
   /**
    * Requests per period per caller: the verified identity (token subject, app key) of a request that
    * passed authentication, else its client address. Absent: no rate limit (and no rate-limit headers).
+   * The composition root shares it with the stream's upgrades.
    */
-  rateLimit?: RateLimitOptions;
+  rateLimit?: RateLimiter;
   /** True when too many writes are in flight: writes are then answered 503 with Retry-After. */
   overloaded?: () => boolean;
   /** Authentication and authorization of every routed request (absent: open, as without ACLs). */
@@ -104,7 +105,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
   const uws = loadUws();
   const app = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
   const bodyBytesMax = o.bodyBytesMax ?? requestBodyBytesMax;
-  const limiter = o.rateLimit ? new RateLimiter(o.rateLimit) : undefined;
+  const limiter = o.rateLimit;
   const inFlightMax = o.requestsInFlightPerClientMax ?? 200;
   const bodyTimeoutMs = o.bodyTimeoutMs ?? 8_000;
   const inFlight = new Map<string, number>();
@@ -154,7 +155,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     let rate: RateDecision | undefined;
     const admit = (caller: string | undefined): Wire | undefined => {
       if (limiter === undefined) return undefined;
-      rate ??= limiter.take(caller ?? `addr:${remote}`, Date.now());
+      rate ??= limiter.take(caller ?? addressCaller(remote), Date.now());
       return rate.allowed ? undefined : rateLimited(rate, o.dialect);
     };
     const send = (w: Wire, closeConnection = false) => {
@@ -340,11 +341,6 @@ function isUtf8Text(raw: string): boolean {
   }
 }
 
-/** A map key for a binary address (4 or 16 bytes): one char per byte, no Buffer, no formatting. */
-function addressKey(address: ArrayBuffer): string {
-  return String.fromCharCode(...new Uint8Array(address));
-}
-
 function readBody(res: Uws.HttpResponse, max: number, onBody: (b: Buffer) => void, onTooLarge: (size: number) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -429,11 +425,6 @@ export function parseHttpDate(text: string | undefined): number | undefined {
 
 /** Counts a request against a caller (undefined: its address); the 429 answer when that caller is past its limit. */
 type Admit = (caller: string | undefined) => Wire | undefined;
-
-function rateLimited(rate: RateDecision, dialect: Dialect): Wire {
-  return renderError(new RegistryError('illegalRequest', `rate limit exceeded: retry in ${rate.retryAfterSeconds}s`,
-    { retryAfterSeconds: rate.retryAfterSeconds }, { status: 429, text: 'rate limit exceeded' }), dialect, [['Retry-After', String(rate.retryAfterSeconds)]], 429);
-}
 
 async function handle<Ctx>(o: HttpServerOptions<Ctx>, req: Request, admit: Admit): Promise<Wire> {
   const versionHeaders = apiVersion(req, o.dialect);

@@ -18,6 +18,7 @@ import { allowed, allowedPrefix, type AccessRequest, type Identity } from '../au
 import { RegistryError } from '../domain/errors.ts';
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
+import { addressCaller, addressKey, rateLimited, tokenCaller, type RateDecision, type RateLimiter } from './rate-limit.ts';
 import { renderError, statusLine, type Wire } from './render.ts';
 import { makeView, type SnapshotCursor, type TopicView, type ViewFilter } from './stream-views.ts';
 
@@ -53,6 +54,11 @@ export interface StreamOptions {
   messageBytesMax?: number;
   /** Authentication of the upgrade (absent: the stream is open, as the HTTP API is without auth). */
   auth?: StreamAuth;
+  /**
+   * The HTTP API's rate limiter: each upgrade attempt counts as one request, against the token's subject
+   * once it verified, else the client address. Absent: upgrades are not rate-limited.
+   */
+  rateLimit?: RateLimiter;
 }
 
 /** Who opens a stream: the identity of a bearer token from a header, `?token=` or a `bearer.` subprotocol. */
@@ -139,7 +145,7 @@ export class StreamServer {
   private snapshotInFlight = 0;
   /** Connections whose snapshot waits for the agent's snapshot budget. */
   private readonly waiting = new Set<Conn>();
-  private readonly o: Required<Omit<StreamOptions, 'auth'>> & Pick<StreamOptions, 'auth'>;
+  private readonly o: Required<Omit<StreamOptions, 'auth' | 'rateLimit'>> & Pick<StreamOptions, 'auth' | 'rateLimit'>;
   private readonly unsubscribeChanges: () => void;
   private readonly bookmarkTimer: NodeJS.Timeout;
 
@@ -156,6 +162,7 @@ export class StreamServer {
       connectionsMax: options.connectionsMax ?? 256,
       messageBytesMax: Math.min(options.messageBytesMax ?? 16 * 1024, nativePayloadBytesMax),
       auth: options.auth,
+      rateLimit: options.rateLimit,
     };
     this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
     // Bookmarks, and snapshots waiting for the agent's budget when no drain came to wake them.
@@ -205,7 +212,10 @@ export class StreamServer {
   /**
    * The upgrade (watch.md §4.1): the subprotocol must be ours when any is offered; with authentication
    * on, a valid token (Authorization, X-Consul-Token, `?token=` or a `bearer.<base64url>` subprotocol)
-   * or 401; then the per-client cap or 429. Refusals are answered in the dialect's error format.
+   * or 401; then the per-client cap or 429. Each attempt counts once against the rate limit, as an HTTP
+   * request does: against the token's subject once it verified, else (no auth, a refusal before or by
+   * authentication) the address; past it the answer is 429 with Retry-After instead, before any upgrade.
+   * Refusals are answered in the dialect's error format.
    */
   private upgrade(res: Uws.HttpResponse, req: Uws.HttpRequest, context: Uws.us_socket_context_t): void {
     const key = req.getHeader('sec-websocket-key');
@@ -215,25 +225,53 @@ export class StreamServer {
     req.forEach((k, v) => headers.set(k, v));
     const query = new URLSearchParams(req.getQuery() ?? '');
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const byAddress = addressCaller(addressKey(res.getRemoteAddress()));
+    // Counted once per attempt, against the first caller named (as `admit` in the HTTP server).
+    let rate: RateDecision | undefined;
+    let counted = false;
+    const limited = (caller: string): Wire | undefined => {
+      if (!counted) rate = this.o.rateLimit?.take(caller, Date.now());
+      counted = true;
+      return rate === undefined || rate.allowed ? undefined : withHeaders(rateLimited(rate, this.api.dialect), rate.headers);
+    };
+    // Every refusal carries the rate headers, as every HTTP answer does.
+    const refuseUpgrade = (err: RegistryError, status?: number) =>
+      this.reject(res, withHeaders(renderError(err, this.api.dialect, [], status), rate?.headers ?? []));
+    // Without authentication there is no identity to wait for: the address counts at once.
+    const early = this.o.auth === undefined ? limited(byAddress) : undefined;
+    if (early !== undefined) {
+      this.reject(res, early);
+      return;
+    }
     if (protocols.length > 0 && !protocols.includes(streamSubprotocol)) {
-      this.reject(res, new RegistryError('invalidParameter', `unsupported subprotocol; use ${streamSubprotocol}`, { offered: protocols.filter((p) => !p.startsWith(bearerSubprotocol)) }));
+      const over = limited(byAddress);
+      if (over !== undefined) {
+        this.reject(res, over);
+        return;
+      }
+      refuseUpgrade(new RegistryError('invalidParameter', `unsupported subprotocol; use ${streamSubprotocol}`, { offered: protocols.filter((p) => !p.startsWith(bearerSubprotocol)) }));
       return;
     }
     // `corked` wraps writes made after an await (uWS wants them corked); the upgrade itself is not wrapped.
     const accept = (identity: Identity | undefined, corked: (write: () => void) => void) => {
       const client = identity !== undefined ? `token:${identity.subject}` : `address:${remote}`;
+      const over = identity !== undefined ? limited(tokenCaller(identity.subject)) : undefined;
+      if (over !== undefined) {
+        corked(() => this.reject(res, over));
+        return;
+      }
       if (identity !== undefined && !mayOpen(identity)) {
-        corked(() => this.reject(res, new RegistryError('insufficientPermission', 'permission denied: the stream needs read on a service, node, session or key prefix',
+        corked(() => refuseUpgrade(new RegistryError('insufficientPermission', 'permission denied: the stream needs read on a service, node, session or key prefix',
           { resource: streamResources.join('|'), access: 'read' }, { status: 403, text: 'Permission denied' })));
         return;
       }
       if (this.conns.size >= this.o.connectionsMax) {
-        corked(() => this.reject(res, new RegistryError('remoteUnavailable', `too many stream connections: at most ${this.o.connectionsMax} on this agent`,
+        corked(() => refuseUpgrade(new RegistryError('remoteUnavailable', `too many stream connections: at most ${this.o.connectionsMax} on this agent`,
           { connectionsMax: this.o.connectionsMax, retryAfterSeconds: 1 }, { status: 503, text: 'too many stream connections' }, [['Retry-After', '1']]), 503));
         return;
       }
       if ((this.perClient.get(client) ?? 0) >= this.o.connectionsPerClientMax) {
-        corked(() => this.reject(res, new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
+        corked(() => refuseUpgrade(new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
           { connectionsMax: this.o.connectionsPerClientMax }, { status: 429, text: 'too many stream connections' }, [['Retry-After', '1']]), 429));
         return;
       }
@@ -258,13 +296,13 @@ export class StreamServer {
       (err: unknown) => {
         if (aborted) return;
         const refusal = err instanceof RegistryError ? err : new RegistryError('unknown', 'authentication failed');
-        res.cork(() => this.reject(res, refusal));
+        const over = limited(byAddress);
+        res.cork(() => (over !== undefined ? this.reject(res, over) : refuseUpgrade(refusal)));
       },
     );
   }
 
-  private reject(res: Uws.HttpResponse, err: RegistryError, status?: number): void {
-    const w: Wire = renderError(err, this.api.dialect, [], status);
+  private reject(res: Uws.HttpResponse, w: Wire): void {
     res.writeStatus(statusLine(w.status));
     for (const [k, v] of w.headers) res.writeHeader(k, v);
     res.end(w.body);
@@ -707,4 +745,8 @@ function render(subId: string, index: number, events: Out[]): string {
   const e = events[0]!;
   const value = e.op === 'delete' ? '' : `,"value":${e.value}`;
   return `{"type":"event","id":${JSON.stringify(subId)},"index":${index},"op":"${e.op}","key":${JSON.stringify(e.key)}${value}}`;
+}
+
+function withHeaders(w: Wire, headers: [string, string][]): Wire {
+  return { ...w, headers: [...w.headers, ...headers] };
 }

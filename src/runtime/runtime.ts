@@ -106,8 +106,14 @@ export class Runtime {
   /** Set when applying failed: the node must not serve a state it could not build. */
   private fatal: Error | undefined;
   private logWritable = true;
-  /** This node's catalog registration waits for the log to store writes again (started on a full disk). */
-  private registrationPending = false;
+  /**
+   * Writes that wait for the log to store writes again (an agent started on a full disk: this node's
+   * registration, the config file's definitions), run in the order given; bounded by what start asks for.
+   */
+  private readonly waitingForWritable: { what: string; write: () => Promise<void> }[] = [];
+  private drainingWaiting = false;
+  /** Counts the log's turns back to writable, so a write refused just before one is not left waiting for the next. */
+  private writableTurns = 0;
 
   constructor(o: RuntimeOptions) {
     this.log = o.log;
@@ -142,7 +148,9 @@ export class Runtime {
     this.log.onWritable?.((writable) => {
       this.logWritable = writable;
       this.serving.setWritable(writable);
-      if (writable && this.registrationPending && !this.stopped) void this.registerSelfWhenWritable();
+      if (!writable) return;
+      this.writableTurns++;
+      void this.runWaiting();
     });
     const snapshot = await this.log.open();
     if (snapshot !== undefined) {
@@ -154,7 +162,7 @@ export class Runtime {
     this.logger.info({ index: this.state.index, sessions: this.state.sessions.size, keys: this.state.kv.size }, 'state recovered');
     this.startedAtMs = this.clock.nowMs();
     this.rebalanceTtlTimers();
-    await this.registerSelfWhenWritable();
+    await this.onceWritable('this node\'s registration', () => this.registerSelf());
     this.checkOwner.start();
     this.serving.start(this.state);
     this.changes.startAt(this.state.index);
@@ -439,17 +447,49 @@ export class Runtime {
   }
 
   /**
-   * Registers this node, or, while the log cannot store writes (an agent started on a full disk),
-   * serves reads meanwhile and registers once the log can again.
+   * Runs `write` now, or, while the log cannot store writes (an agent started on a full disk), serves
+   * reads meanwhile and runs it once the log can again, after the writes waiting before it (so this
+   * node is registered before the services defined on it). Resolves once `write` ran or was set aside;
+   * a failure other than "log unavailable" rejects now, or is logged when it happens later.
    */
-  private async registerSelfWhenWritable(): Promise<void> {
-    this.registrationPending = false;
+  async onceWritable(what: string, write: () => Promise<void>): Promise<void> {
+    const turn = this.writableTurns;
+    if (this.waitingForWritable.length === 0 && this.logWritable) {
+      try {
+        await write();
+        return;
+      } catch (err) {
+        if (!isLogUnavailable(err)) throw err;
+      }
+    }
+    this.waitingForWritable.push({ what, write });
+    this.logger.warn({ what }, 'the log cannot store writes: deferred until it can');
+    if (this.writableTurns !== turn) void this.runWaiting();
+  }
+
+  /** Runs the waiting writes in order; one refused as unavailable again stays first for the next writable turn. */
+  private async runWaiting(): Promise<void> {
+    if (this.drainingWaiting) return;
+    this.drainingWaiting = true;
     try {
-      await this.registerSelf();
-    } catch (err) {
-      if (!isLogUnavailable(err)) throw err;
-      this.registrationPending = true;
-      this.logger.warn({ err }, 'this node is not registered yet: the log cannot store writes; registering once it can');
+      while (this.waitingForWritable.length > 0 && !this.stopped && !this.fatal) {
+        const next = this.waitingForWritable[0]!;
+        const turn = this.writableTurns;
+        try {
+          await next.write();
+          this.logger.info({ what: next.what }, 'deferred write done: the log stores writes again');
+        } catch (err) {
+          // Writable again meanwhile (a turn this loop would otherwise miss): try again; else wait for the next turn.
+          if (isLogUnavailable(err)) {
+            if (this.writableTurns !== turn) continue;
+            return;
+          }
+          this.logger.error({ err, what: next.what }, 'a deferred write failed; it is not retried');
+        }
+        this.waitingForWritable.shift();
+      }
+    } finally {
+      this.drainingWaiting = false;
     }
   }
 

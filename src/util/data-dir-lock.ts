@@ -1,13 +1,22 @@
 /**
- * One agent per data dir. Node has no flock, so the lock is a file, `<dir>/LOCK`, created with O_EXCL
- * and holding `{"pid","startTicks","host"}` of the agent that holds it. It is removed when the process
- * exits (any exit that runs Node's `exit` handlers: a signal handled, a fatal error, process.exit).
+ * One agent per data dir. Node has no flock, so the lock is `<dir>/LOCK`, a symbolic link whose target
+ * is the holder, `<pid>:<startTicks>:<host>` (not a path). It is removed when the process exits (any
+ * exit that runs Node's `exit` handlers: a signal handled, a fatal error, process.exit).
+ *
+ * A symlink because symlink() creates the name and its content in one step and fails when the name
+ * exists: the lock appears atomically, never empty or half written (another starter would judge such a
+ * lock unreadable, so stale); and a short target is kept in the inode, so an agent starts on a full disk
+ * (tmpfs and ext4 keep targets that short without a data block). A regular file holding
+ * `{"pid","startTicks","host"}` (older versions) is read too.
  *
  * A lock left behind by a process that died without exiting (SIGKILL, power loss) is stale: its pid no
  * longer runs, or runs a different process (pid reuse, told apart by the process's start time, field
- * 22 of /proc/<pid>/stat). A stale lock is replaced; a live one refuses the start.
+ * 22 of /proc/<pid>/stat). Replacing it is where two starters could both win (both judge it stale, one
+ * replaces it, the other then removes the new lock), so takeovers of one stale lock are serialized: see
+ * `replaceStale`. A live lock refuses the start.
  */
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -34,54 +43,99 @@ export interface DataDirLock {
   release(): void;
 }
 
-/** Attempts to take over a stale lock before giving up: another starter may be replacing it at the same moment. */
+/** Attempts to take the lock before giving up: another starter may be taking it over at the same moment. */
 const takeoverAttemptsMax = 3;
 
-/** Takes the lock of `dir` (which must exist) for this process's lifetime, or throws DataDirLocked. */
-export function lockDataDir(dir: string): DataDirLock {
-  const path = join(dir, lockFileName);
-  const me: LockHolder = { pid: process.pid, startTicks: startTicksOf(process.pid), host: hostname() };
-  const text = `${JSON.stringify(me)}\n`;
-  for (let attempt = 0; attempt < takeoverAttemptsMax; attempt++) {
-    if (createExclusive(path, text)) {
-      const lock = { path, release: () => releaseIfOurs(path, text) };
-      process.once('exit', lock.release);
-      return lock;
-    }
-    const seen = readLock(path);
-    if (seen === undefined) continue; // removed between our create and our read: try again
-    const holder = parseHolder(seen);
-    if (holder !== undefined && isAlive(holder)) throw new DataDirLocked(dir, holder);
-    // Stale (or unreadable: a crash while writing it). Remove it only if it is still the same file
-    // content we judged, so a lock just taken by another starter is not removed.
-    if (readLock(path) === seen) removeQuietly(path);
-  }
-  const holder = parseHolder(readLock(path) ?? '');
-  throw new DataDirLocked(dir, holder ?? { pid: 0 });
+/** Levels of abandoned takeover guards (a taker that died mid-takeover) taken over in turn. */
+const guardDepthMax = 4;
+
+/** Test seams: another holder identity, and a hook at each step of a takeover (to interleave a rival). */
+export interface LockOptions {
+  holder?: LockHolder;
+  onStep?: (step: 'judged-stale' | 'guard-taken' | 'verified') => void;
 }
 
-/** True when this call created the file; false when it exists. Other errors propagate. */
+/** Takes the lock of `dir` (which must exist) for this process's lifetime, or throws DataDirLocked. */
+export function lockDataDir(dir: string, o: LockOptions = {}): DataDirLock {
+  const path = join(dir, lockFileName);
+  const me: LockHolder = o.holder ?? { pid: process.pid, startTicks: startTicksOf(process.pid), host: hostname() };
+  const text = holderText(me);
+  let rival: LockHolder | undefined;
+  for (let attempt = 0; attempt < takeoverAttemptsMax; attempt++) {
+    if (createExclusive(path, text)) return held(path, text);
+    const seen = readLock(path);
+    if (seen === undefined) continue; // released between our create and our read: try again
+    const holder = parseHolder(seen);
+    if (holder !== undefined && isAlive(holder)) throw new DataDirLocked(dir, holder);
+    // Stale (or unreadable: a file an older version crashed while writing).
+    o.onStep?.('judged-stale');
+    const outcome = replaceStale(path, seen, text, guardDepthMax, o);
+    if (outcome === true) return held(path, text);
+    rival = outcome ?? rival;
+  }
+  const holder = parseHolder(readLock(path) ?? '');
+  throw new DataDirLocked(dir, holder !== undefined && isAlive(holder) ? holder : rival ?? holder ?? { pid: 0 });
+}
+
+function held(path: string, text: string): DataDirLock {
+  const lock = { path, release: () => releaseIfOurs(path, text) };
+  process.once('exit', lock.release);
+  return lock;
+}
+
+/**
+ * Replaces `path`, found holding `stale`, with our text, only while it still holds `stale`. Takers of
+ * one stale content are serialized by a guard named after that content (`<path>.takeover-<hash>`),
+ * created exclusively with our text: only the guard's holder may replace `path`. It checks that `path`
+ * still holds `stale` — nobody can change it after that check: its writer is dead and every other taker
+ * of that content needs the guard — then renames the guard (holding our text) onto `path`, atomically.
+ * A later taker that judged the same content stale gets the guard name again but finds `path` changed,
+ * and drops its guard. A guard left by a taker that died holding it is stale in turn and taken over the
+ * same way one level down (at most `depth` levels).
+ *
+ * True when `path` now holds our text; else the live taker in the way, if one was seen.
+ */
+function replaceStale(path: string, stale: string, text: string, depth: number, o: LockOptions): true | LockHolder | undefined {
+  const guard = `${path}.takeover-${createHash('sha256').update(stale).digest('hex').slice(0, 16)}`;
+  if (!createExclusive(guard, text)) {
+    const seen = readLock(guard);
+    if (seen === undefined) return undefined; // its taker is done: look at the lock again
+    const taker = parseHolder(seen);
+    if (taker !== undefined && isAlive(taker)) return taker;
+    if (depth <= 1) return undefined;
+    const outcome = replaceStale(guard, seen, text, depth - 1, o);
+    if (outcome !== true) return outcome;
+  }
+  o.onStep?.('guard-taken');
+  if (readLock(path) !== stale) {
+    if (readLock(guard) === text) removeQuietly(guard);
+    return undefined;
+  }
+  o.onStep?.('verified');
+  renameSync(guard, path);
+  return true;
+}
+
+/** True when this call created `path` holding `text`; false when `path` exists. Other errors propagate. */
 function createExclusive(path: string, text: string): boolean {
-  let fd: number;
   try {
-    fd = openSync(path, 'wx', 0o644);
+    symlinkSync(text, path);
+    return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw err;
   }
-  try {
-    writeSync(fd, text);
-  } catch (err) {
-    // An empty lock would read as stale to the next starter: leave none (a full disk, say).
-    closeSync(fd);
-    removeQuietly(path);
-    throw err;
-  }
-  closeSync(fd);
-  return true;
 }
 
-function readLock(path: string): string | undefined {
+/** The holder text of the lock at `path` (a symlink's target, or an older version's file); undefined when absent. */
+export function readLock(path: string): string | undefined {
+  try {
+    return readlinkSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code !== 'EINVAL') throw err; // EINVAL: not a symlink
+  }
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
@@ -90,7 +144,18 @@ function readLock(path: string): string | undefined {
   }
 }
 
-function parseHolder(text: string): LockHolder | undefined {
+/** Holds the host name to 32 characters: the whole target then stays short enough to live in the inode. */
+function holderText(h: LockHolder): string {
+  return `${h.pid}:${h.startTicks ?? ''}:${(h.host ?? '').slice(0, 32)}`;
+}
+
+export function parseHolder(text: string): LockHolder | undefined {
+  const m = /^(\d+):(\d*):(.*)$/s.exec(text);
+  if (m !== null) {
+    const pid = Number(m[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
+    return { pid, ...(m[2] !== '' ? { startTicks: Number(m[2]) } : {}), ...(m[3] !== '' ? { host: m[3] } : {}) };
+  }
   try {
     const v = JSON.parse(text) as Partial<LockHolder>;
     if (!Number.isSafeInteger(v.pid) || v.pid! <= 0) return undefined;

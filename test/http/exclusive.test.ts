@@ -3,11 +3,11 @@
 // holder's pid, or the flag, address and port) while the first keeps serving; a lock left by a SIGKILLed
 // agent (or naming a pid now reused by another process) does not block the next start; SIGTERM removes it.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { client, repoRoot, startAgent, tempDataDir, tsxLoader, type Agent } from '../support/agent.ts';
-import { startTicksOf } from '../../src/util/data-dir-lock.ts';
+import { parseHolder, readLock, startTicksOf } from '../../src/util/data-dir-lock.ts';
 
 const started: Agent[] = [];
 afterAll(async () => {
@@ -51,10 +51,10 @@ describe('one agent per data dir', () => {
     const a = await start({ dataDir });
     expect((await client(a).put('/v1/kv/kept', 'yes')).status).toBe(200);
     await a.kill9();
-    expect(existsSync(join(dataDir, 'LOCK'))).toBe(true);
+    expect(readLock(join(dataDir, 'LOCK'))).toBeDefined();
     const c = await start({ dataDir });
     expect((await client(c).get('/v1/kv/kept?raw')).text).toBe('yes');
-    expect(JSON.parse(readFileSync(join(dataDir, 'LOCK'), 'utf8')).pid).toBe(c.proc.pid);
+    expect(parseHolder(readLock(join(dataDir, 'LOCK'))!)?.pid).toBe(c.proc.pid);
   });
 
   test('a lock naming a live pid with another start time (pid reused) is stale too', async () => {
@@ -68,9 +68,9 @@ describe('one agent per data dir', () => {
   test('SIGTERM removes the lock', async () => {
     const dataDir = tempDataDir();
     const a = await startAgent({ dataDir });
-    expect(existsSync(join(dataDir, 'LOCK'))).toBe(true);
+    expect(readLock(join(dataDir, 'LOCK'))).toBeDefined();
     expect(await a.stop()).toBe(0);
-    expect(existsSync(join(dataDir, 'LOCK'))).toBe(false);
+    expect(readLock(join(dataDir, 'LOCK'))).toBeUndefined();
     a.cleanup();
   });
 });

@@ -1,0 +1,80 @@
+// Goal: two starters taking over the same stale data-dir lock never both hold it. The race needs two
+// starters interleaved inside a few synchronous file operations, which two started agents cannot be
+// made to hit reliably; so here one takeover runs a whole rival takeover at each of its steps (the
+// module's test seam), with holder identities of two live processes, and exactly one of them must hold
+// the lock afterwards. Also: a guard left by a taker that died mid-takeover does not block the next start.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { DataDirLocked, lockDataDir, lockFileName, parseHolder, readLock, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
+
+const sleepers: ChildProcess[] = [];
+let holderA: LockHolder;
+let holderB: LockHolder;
+const dirs: string[] = [];
+
+/** A holder identity of a live process of ours (a `sleep`), so the lock module judges it alive. */
+function liveHolder(): LockHolder {
+  const proc = spawn('sleep', ['600'], { stdio: 'ignore' });
+  sleepers.push(proc);
+  return { pid: proc.pid!, startTicks: startTicksOf(proc.pid!), host: 'test' };
+}
+
+/** A holder that no longer runs: a pid that cannot be live with start time 1. */
+const dead = (pid: number): string => `${JSON.stringify({ pid, startTicks: 1, host: 'gone' })}\n`;
+
+function staleDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'roster-lock-'));
+  dirs.push(dir);
+  writeFileSync(join(dir, lockFileName), dead(2 ** 22 + 7));
+  return dir;
+}
+
+/** Takes the lock as `holder`: 'held' or 'refused' (DataDirLocked). */
+function take(dir: string, holder: LockHolder, onStep?: (step: string) => void): 'held' | 'refused' {
+  try {
+    lockDataDir(dir, { holder, ...(onStep ? { onStep } : {}) });
+    return 'held';
+  } catch (err) {
+    if (err instanceof DataDirLocked) return 'refused';
+    throw err;
+  }
+}
+
+beforeAll(() => {
+  holderA = liveHolder();
+  holderB = liveHolder();
+});
+afterAll(() => {
+  for (const p of sleepers) p.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('taking over a stale lock', () => {
+  test.each(['judged-stale', 'guard-taken', 'verified'])('a rival taking it over while one takeover is at "%s": exactly one holds it', (at) => {
+    const dir = staleDir();
+    let rival: 'held' | 'refused' | undefined;
+    const first = take(dir, holderA, (step) => {
+      if (step === at && rival === undefined) rival = take(dir, holderB);
+    });
+    expect(rival, `the rival ran at ${at}`).toBeDefined();
+    expect([first, rival].sort()).toEqual(['held', 'refused']);
+    const winner = first === 'held' ? holderA : holderB;
+    expect(parseHolder(readLock(join(dir, lockFileName))!)?.pid).toBe(winner.pid);
+    expect(readdirSync(dir)).toEqual([lockFileName]);
+  });
+
+  test('a guard left by a taker that died mid-takeover is taken over in turn; nothing is left behind', () => {
+    const dir = staleDir();
+    const stale = readFileSync(join(dir, lockFileName), 'utf8');
+    const guard = `${lockFileName}.takeover-${createHash('sha256').update(stale).digest('hex').slice(0, 16)}`;
+    writeFileSync(join(dir, guard), dead(2 ** 22 + 9));
+    expect(take(dir, holderA)).toBe('held');
+    expect(parseHolder(readLock(join(dir, lockFileName))!)?.pid).toBe(holderA.pid);
+    expect(readdirSync(dir)).toEqual([lockFileName]);
+    expect(take(dir, holderB)).toBe('refused');
+  });
+});
