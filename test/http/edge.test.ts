@@ -83,17 +83,21 @@ describe('seed dialect', () => {
   });
 
   test('a request sent while a write commits is answered after it, in order (the connection is paused meanwhile)', async () => {
-    // The follower arrives in a later packet, 0–2 ms after the write: often while the write waits for
-    // its fsync. Every exchange must give both answers, the write's first.
+    // The follower is sent 0–2 ms after the write: usually it arrives while the write waits for its
+    // fsync, and must then be answered after it. When the kernel hands both over in one read (a loaded
+    // machine), it is the same-packet case: the connection is closed and the write is not applied.
     const outcomes: string[] = [];
     for (let i = 0; i < 40; i++) {
       const body = `v${i}`;
       const write = `PUT /v1/kv/edge/paused/${i} HTTP/1.1\r\n${host}x-request-id: w-${i}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
       const read = `GET /v1/kv/edge/paused/${i}?raw HTTP/1.1\r\n${host}x-request-id: r-${i}\r\n\r\n`;
       const r = await rawExchange(agent.url, write, { expect: 2, later: { afterMs: i % 3, bytes: read } });
-      outcomes.push(r.answers.map((a) => `${a.headers['x-request-id']} ${a.status} ${a.body}`).join(', ') || (r.closed ? 'closed' : 'timed out'));
+      const answers = r.answers.map((a) => `${a.headers['x-request-id']} ${a.status} ${a.body}`).join(', ');
+      if (answers === '' && r.closed) outcomes.push((await missing(`edge/paused/${i}`)) ? 'closed, not applied' : 'closed, applied');
+      else outcomes.push(answers === `w-${i} 200 true, r-${i} 200 v${i}` ? 'both in order' : `${answers}${r.timedOut ? ' (timed out)' : ''}`);
     }
-    expect(outcomes).toEqual(Array.from({ length: 40 }, (_, i) => `w-${i} 200 true, r-${i} 200 v${i}`));
+    expect(outcomes.filter((o) => o !== 'both in order' && o !== 'closed, not applied')).toEqual([]);
+    expect(outcomes).toContain('both in order');
   });
 
   test.each([
