@@ -112,13 +112,17 @@ export interface HttpResult {
   json<T = any>(): T;
 }
 
-/** One HTTP call. `body` as a string or Buffer is sent as is; anything else as JSON. */
-export async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+/**
+ * One HTTP call. `body` as a string or Buffer is sent as is; anything else as JSON. `signal` aborts it
+ * (e.g. `AbortSignal.timeout(ms)`: the call then rejects); without one it waits as long as the agent takes.
+ */
+export async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {},
+  signal?: AbortSignal): Promise<HttpResult> {
   let payload: string | Buffer | undefined;
   if (body === undefined) payload = undefined;
   else if (typeof body === 'string' || Buffer.isBuffer(body)) payload = body;
   else { payload = JSON.stringify(body); headers = { 'content-type': 'application/json', ...headers }; }
-  const res = await fetch(base + path, { method, body: payload, headers });
+  const res = await fetch(base + path, { method, body: payload, headers, signal });
   const buf = Buffer.from(await res.arrayBuffer());
   const text = buf.toString('utf8');
   return { status: res.status, headers: res.headers, text, body: buf, json: () => JSON.parse(text) };
