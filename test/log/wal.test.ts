@@ -143,6 +143,15 @@ describe('WalLog', () => {
     return { seg: seg!, buf, last: frameOffsets(buf).at(-1)! };
   }
 
+  /** `count` entries, then a snapshot at the last of them (as a clean shutdown leaves the data dir). */
+  async function seedWithSnapshot(count: number): Promise<void> {
+    await seed(count);
+    const log = make();
+    await log.open();
+    await log.saveSnapshot({ index: count, data: `snapshot at ${count}` });
+    await log.close();
+  }
+
   /** Changes the last commit of the first segment in place with `damage(buf, offset of that commit)`; returns both. */
   async function damageLastCommit(damage: (buf: Buffer, last: number) => void): Promise<{ seg: string; last: number }> {
     const [seg] = await segments();
@@ -341,11 +350,7 @@ describe('WalLog', () => {
   });
 
   it('decides before it changes anything: a torn last commit behind a snapshot of it is refused and left on disk', async () => {
-    await seed(5);
-    const log = make();
-    await log.open();
-    await log.saveSnapshot({ index: 5, data: 'five' });
-    await log.close();
+    await seedWithSnapshot(5);
     const [seg] = await segments();
     const buf = await readUsed(seg!);
     await truncate(seg!, buf.length - 3);
@@ -387,11 +392,7 @@ describe('WalLog', () => {
   });
 
   it('finishes a restart after the snapshot that a crash interrupted (the new empty segment beside the old ones)', async () => {
-    await seed(5);
-    const log = make();
-    await log.open();
-    await log.saveSnapshot({ index: 5, data: 'five' });
-    await log.close();
+    await seedWithSnapshot(5);
     const [seg] = await segments();
     const buf = await readFile(seg!);
     buf[frameOffsets(buf).at(-1)! + 8 + 3]! ^= 0x01;
