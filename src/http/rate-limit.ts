@@ -67,6 +67,29 @@ export class RateLimiter {
   }
 }
 
+/**
+ * One request's (or stream upgrade's) count against the limiter: taken once, against the first caller
+ * named — the verified identity once authentication has passed, the client address for everything else.
+ */
+export class Admission {
+  private decision: RateDecision | undefined;
+  private counted = false;
+
+  constructor(private readonly limiter: RateLimiter | undefined, private readonly dialect: Dialect) {}
+
+  /** Counts the request against `caller` unless it was counted already; the 429 when it is past its limit. */
+  admit(caller: string): Wire | undefined {
+    if (!this.counted) this.decision = this.limiter?.take(caller, Date.now());
+    this.counted = true;
+    return this.decision === undefined || this.decision.allowed ? undefined : rateLimited(this.decision, this.dialect);
+  }
+
+  /** The X-Rate-Limit-* headers every answer carries once the request was counted (none without a limiter). */
+  get headers(): [string, string][] {
+    return this.decision?.headers ?? [];
+  }
+}
+
 /** A map key for a binary address (4 or 16 bytes): one char per byte, no Buffer, no formatting. */
 export function addressKey(address: ArrayBuffer): string {
   return String.fromCharCode(...new Uint8Array(address));

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { invalidField, RegistryError } from '../domain/errors.ts';
 import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
-import { addressCaller, addressKey, rateLimited, type RateDecision, type RateLimiter } from './rate-limit.ts';
+import { addressCaller, addressKey, Admission, type RateLimiter } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
 import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts';
 import { listenErrorFor } from '../util/listen-error.ts';
@@ -150,20 +150,16 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       abort?.abort();
     });
 
-    // Counted once per request, against the first caller named: the verified identity once authentication
-    // has passed, the client address for everything else (no auth, public routes, failed auth, refusals).
-    let rate: RateDecision | undefined;
-    const admit = (caller: string | undefined): Wire | undefined => {
-      if (limiter === undefined) return undefined;
-      rate ??= limiter.take(caller ?? addressCaller(remote), Date.now());
-      return rate.allowed ? undefined : rateLimited(rate, o.dialect);
-    };
+    // Counted once per request: against the verified identity once authentication has passed, the client
+    // address for everything else (no auth, public routes, failed auth, refusals).
+    const admission = new Admission(limiter, o.dialect);
+    const admit = (caller: string | undefined): Wire | undefined => admission.admit(caller ?? addressCaller(remote));
     const send = (w: Wire, closeConnection = false) => {
       if (done) return;
       done = true;
       release(remote);
       admit(undefined);
-      if (rate !== undefined) w = { ...w, headers: [...w.headers, ...rate.headers] };
+      if (limiter !== undefined) w = { ...w, headers: [...w.headers, ...admission.headers] };
       const ms = performance.now() - startedMs;
       res.cork(() => {
         if (paused) res.resume();

@@ -18,7 +18,7 @@ import { allowed, allowedPrefix, type AccessRequest, type Identity } from '../au
 import { RegistryError } from '../domain/errors.ts';
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
-import { addressCaller, addressKey, rateLimited, tokenCaller, type RateDecision, type RateLimiter } from './rate-limit.ts';
+import { addressCaller, addressKey, Admission, tokenCaller, type RateLimiter } from './rate-limit.ts';
 import { renderError, statusLine, type Wire } from './render.ts';
 import { makeView, type SnapshotCursor, type TopicView, type ViewFilter } from './stream-views.ts';
 
@@ -226,17 +226,15 @@ export class StreamServer {
     const query = new URLSearchParams(req.getQuery() ?? '');
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     const byAddress = addressCaller(addressKey(res.getRemoteAddress()));
-    // Counted once per attempt, against the first caller named (as `admit` in the HTTP server).
-    let rate: RateDecision | undefined;
-    let counted = false;
+    // Counted once per attempt, against the first caller named, as an HTTP request is.
+    const admission = new Admission(this.o.rateLimit, this.api.dialect);
     const limited = (caller: string): Wire | undefined => {
-      if (!counted) rate = this.o.rateLimit?.take(caller, Date.now());
-      counted = true;
-      return rate === undefined || rate.allowed ? undefined : withHeaders(rateLimited(rate, this.api.dialect), rate.headers);
+      const over = admission.admit(caller);
+      return over === undefined ? undefined : withHeaders(over, admission.headers);
     };
     // Every refusal carries the rate headers, as every HTTP answer does.
     const refuseUpgrade = (err: RegistryError, status?: number) =>
-      this.reject(res, withHeaders(renderError(err, this.api.dialect, [], status), rate?.headers ?? []));
+      this.reject(res, withHeaders(renderError(err, this.api.dialect, [], status), admission.headers));
     // Without authentication there is no identity to wait for: the address counts at once.
     const early = this.o.auth === undefined ? limited(byAddress) : undefined;
     if (early !== undefined) {
