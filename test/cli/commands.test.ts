@@ -178,6 +178,27 @@ describe('token and authentication', () => {
     }
   }, 60_000);
 
+  test('roster token follows the agent\'s auth settings: it mints for the configured audience and refuses a --ttl past max_token_lifetime', async () => {
+    const dir = tempDataDir();
+    const configFile = join(dir, 'agent.json');
+    writeFileSync(configFile, JSON.stringify({ auth: { jwt_secret: secret, audience: 'roster-cli-test', max_token_lifetime: '1h' } }));
+    const secured = await startAgent({ args: ['--config-file', configFile] });
+    try {
+      const rules = '[{"resource":"key","prefix":"","access":"write"}]';
+      const tooLong = await roster(['token', '--subject', 'ops', '--rules', rules, '--ttl', '2h', '-config-file', configFile]);
+      expect(tooLong.code).toBe(2);
+      expect(tooLong.stderr).toContain('max_token_lifetime');
+      const minted = await roster(['token', '--subject', 'ops', '--rules', rules, '--ttl', '30m', '-config-file', configFile]);
+      expect(minted.code).toBe(0);
+      const token = minted.stdout.trim();
+      expect(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).aud).toBe('roster-cli-test');
+      expect((await roster(['kv', 'put', '--token', token, 'aud/k', 'v'], { agent: secured.url })).code).toBe(0);
+    } finally {
+      await secured.stop();
+      secured.cleanup();
+    }
+  }, 60_000);
+
   test('roster token without a secret or subject exits 2', async () => {
     const none = await roster(['token', '--subject', 'x'], { env: { ROSTER_AUTH_SECRET: undefined } });
     expect(none).toMatchObject({ code: 2, stdout: '' });
