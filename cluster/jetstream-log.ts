@@ -46,11 +46,10 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Clock } from '../src/ports/clock.ts';
 import type { EntriesListener, Leadership, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../src/ports/log.ts';
 import type { LogObserver } from '../src/ports/observer.ts';
-import { CommitQueue, type Pending } from '../src/wal/commit-queue.ts';
 import {
-  checkAfterIndex, encodeProposal, positiveIntOption, queuedEntriesMaxDefault, refusal, replayBatchEntriesMax,
-  snapshotRefusal, stampMs, type EncodedProposal, type Phase,
-} from '../src/wal/common.ts';
+  CommitQueue, checkAfterIndex, encodeProposal, positiveIntOption, queuedEntriesMaxDefault, refusal,
+  replayBatchEntriesMax, snapshotRefusal, stampMs, type EncodedProposal, type Pending, type Phase,
+} from '../src/log/index.ts';
 import { backoffMs, parseCommitMessage, parseSnapshotRecord, type Mark, type SnapshotRecord } from './jetstream-format.ts';
 
 /** pino-compatible: the log reports configuration mismatches, retries, consumer restarts and failures. */

@@ -33,18 +33,16 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 
-const MiB = 1024 * 1024;
+import { frameBytesMax } from '../log/common.ts';
+
+export { entryBytesMax, frameBytesMax } from '../log/common.ts';
 export const headerBytes = 8;
-/** Largest commit payload; a larger length in a segment frame header is corruption, not a frame. */
-export const frameBytesMax = 64 * MiB;
-/** Largest single entry (as JSON) a proposal may produce; unchanged from the one-record-per-entry format. */
-export const entryBytesMax = 16 * MiB;
 /** The bytes every commit payload begins with: how recovery spots an intact frame past damaged bytes. */
 export const commitPayloadStart = Buffer.from('[{"i":', 'utf8');
 /** The bytes every entry in a commit payload begins with. */
 export const entryStart = Buffer.from('{"i":', 'utf8');
 /** Read buffer for scanning: large enough to amortise syscalls, small enough to stream a 64 MiB segment. */
-const readChunkBytes = MiB;
+const readChunkBytes = 1024 * 1024;
 /** The length field is a u32. */
 const u32Max = 0xffff_ffff;
 

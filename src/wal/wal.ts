@@ -16,12 +16,12 @@ import { constants } from 'node:buffer';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import type { LogObserver } from '../ports/observer.ts';
-import { appendTo, CommitQueue, deliverCommit, type Pending } from './commit-queue.ts';
+import { appendTo, CommitQueue, deliverCommit, type Pending } from '../log/commit-queue.ts';
 import {
   checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
   damagedError, logFailedCode, refusal, replayBatchEntriesMax, snapshotPayloadChunks, snapshotRefusal, stampBatch, stampMs, unavailableError, type EncodedProposal,
   type LogStats, type Phase,
-} from './common.ts';
+} from '../log/common.ts';
 import {
   commitPayloadStart, decodeSingle, encodeFrame, entryStart, frameBytesMax, headerBytes, RecordFile,
 } from './record.ts';

@@ -1,12 +1,17 @@
 /**
- * What the WAL and its in-memory twin share: the commit payload format (see record.ts) and the
- * argument checks, so the twin behaves byte-for-byte like the durable log (a cmd that does not
- * survive JSON fails in both, an append too large for one commit frame is refused by both).
+ * What every log shares: the commit payload format (its on-disk framing is in src/wal/record.ts), the
+ * size limits and the argument checks, so the WAL, its in-memory twin and the cluster log behave alike
+ * (a cmd that does not survive JSON fails in all, an append too large for one commit is refused by all).
  */
 import type { Command } from '../domain/commands.ts';
 import { logUnavailableCode, type LogEntry, type Proposal, type Snapshot } from '../ports/log.ts';
 export { isLogUnavailable } from '../ports/log.ts';
-import { entryBytesMax, frameBytesMax } from './record.ts';
+
+const MiB = 1024 * 1024;
+/** Largest commit payload; a larger length in a segment frame header is corruption, not a frame. */
+export const frameBytesMax = 64 * MiB;
+/** Largest single entry (as JSON) a proposal may produce. */
+export const entryBytesMax = 16 * MiB;
 
 /** Counters that make group commit visible: `commits` is the number of fdatasyncs (WAL). */
 export interface LogStats {
