@@ -17,17 +17,14 @@ import { identify } from '@libp2p/identify';
 import { gossipsub } from '@chainsafe/libp2p-gossipsub';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SystemClock, type Clock, type TimerHandle } from '../src/ports/clock.ts';
-import type { Member, Membership, MembershipListener } from '../src/ports/membership.ts';
+import {
+  silentLogger, SystemClock, type Clock, type Logger, type Member, type Membership, type MembershipListener,
+  type TimerHandle,
+} from '../src/ports/index.ts';
 import { membersTopic, encodeHeartbeat, decodeHeartbeat, type Heartbeat } from './heartbeat.ts';
 import { MemberTable, type MemberIdentity } from './member-table.ts';
 import { seedAddr, withoutPeerId } from './addresses.ts';
 
-export interface MembershipLogger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
 
 export interface GossipMembershipOptions {
   /** This node as the others will see it. */
@@ -54,7 +51,7 @@ export interface GossipMembershipOptions {
   discover?: () => Promise<string[]>;
   /** @default SystemClock */
   clock?: Clock;
-  logger?: MembershipLogger;
+  logger?: Logger;
 }
 
 /** A dial that has not connected by then is abandoned until the next round. */
@@ -72,7 +69,6 @@ const gossipHeartbeatMsMax = 1_000;
  */
 const leaveFlushMs = 100;
 
-const silent: MembershipLogger = { debug() {}, info() {}, warn() {} };
 
 type Node = Awaited<ReturnType<typeof createNode>>;
 
@@ -83,7 +79,7 @@ export class GossipMembership implements Membership {
   private readonly redialMs: number;
   private readonly seeds: Multiaddr[];
   private readonly clock: Clock;
-  private readonly logger: MembershipLogger;
+  private readonly logger: Logger;
   private readonly table: MemberTable;
   private readonly listeners = new Set<MembershipListener>();
   private node: Node | undefined;
@@ -107,7 +103,7 @@ export class GossipMembership implements Membership {
     }
     this.seeds = opts.seeds.map(seedAddr);
     this.clock = opts.clock ?? new SystemClock();
-    this.logger = opts.logger ?? silent;
+    this.logger = opts.logger ?? silentLogger;
     this.table = new MemberTable(this.self);
   }
 

@@ -9,7 +9,7 @@
  * `p` the proposal id, `c` the command (the log does not judge it: an unknown tag is the applier's to
  * refuse), `t` the proposer's clock when it formed the batch. No index: readers count.
  */
-import type { Command } from '../src/domain/commands.ts';
+import type { Command } from '../src/domain/index.ts';
 
 /** A consumed message: its stream sequence, the index of its last command, and the atMs there. */
 export interface Mark {

@@ -43,21 +43,16 @@ import {
   type StreamConfig, type StreamInfo,
 } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
-import type { Clock } from '../src/ports/clock.ts';
-import type { EntriesListener, Leadership, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../src/ports/log.ts';
-import type { LogObserver } from '../src/ports/observer.ts';
+import {
+  silentLogger, type Clock, type EntriesListener, type Leadership, type LogEntry, type Logger, type LogObserver,
+  type Proposal, type ReplicatedLog, type Snapshot,
+} from '../src/ports/index.ts';
 import {
   CommitQueue, checkAfterIndex, encodeProposal, positiveIntOption, queuedEntriesMaxDefault, refusal,
   replayBatchEntriesMax, snapshotRefusal, stampMs, type EncodedProposal, type Pending, type Phase,
 } from '../src/log/index.ts';
 import { backoffMs, parseCommitMessage, parseSnapshotRecord, type Mark, type SnapshotRecord } from './jetstream-format.ts';
 
-/** pino-compatible: the log reports configuration mismatches, retries, consumer restarts and failures. */
-export interface JetStreamLogLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface JetStreamLogOptions {
   /** NATS urls (`nats://host:port`); the client connects to one and reconnects to any of them. */
@@ -73,7 +68,7 @@ export interface JetStreamLogOptions {
   /** This node's name: in commit message ids, the snapshot object's name and the connection name. */
   nodeName: string;
   /** @default silent */
-  logger?: JetStreamLogLogger;
+  logger?: Logger;
   /** Object store bucket holding the snapshots. @default 'ROSTER_SNAPSHOTS' */
   snapshotBucket?: string;
   /** Most entries in one commit (one message). @default 4096 */
@@ -142,7 +137,6 @@ const natsMaxPingOut = 3;
 /** Unanswered leadership requests in a row after which the leader is taken as unknown. */
 const leadershipFailuresMax = 3;
 const kind = 'JetStreamLog';
-const silent: JetStreamLogLogger = { info() {}, warn() {}, error() {} };
 const streamDefault = 'ROSTER_LOG';
 const snapshotBucketDefault = 'ROSTER_SNAPSHOTS';
 /** JetStream drops a repeated message id within this window; it must outlast a commit's retries. */
@@ -180,7 +174,7 @@ export class JetStreamLog implements ReplicatedLog {
   readonly stream: string;
   private subject: string;
   private readonly replicas: number;
-  private readonly logger: JetStreamLogLogger;
+  private readonly logger: Logger;
   private observer: LogObserver | undefined;
   private readonly bucket: string;
   private readonly publishTimeoutMs: number;
@@ -252,7 +246,7 @@ export class JetStreamLog implements ReplicatedLog {
     this.stream = opts.stream ?? streamDefault;
     this.subject = opts.subject ?? `roster.log.${this.stream}`;
     this.replicas = positiveIntOption(kind, 'replicas', opts.replicas, 3, 5);
-    this.logger = opts.logger ?? silent;
+    this.logger = opts.logger ?? silentLogger;
     this.observer = opts.observer;
     this.bucket = opts.snapshotBucket ?? snapshotBucketDefault;
     this.publishTimeoutMs = positiveIntOption(kind, 'publishTimeoutMs', opts.publishTimeoutMs, 5000);

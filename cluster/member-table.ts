@@ -2,7 +2,7 @@
  * Who has been heard from, and their status: the pure core of GossipMembership. It never reads a
  * clock; the caller passes `nowMs`, so tests drive it with plain numbers.
  */
-import type { Member, MemberStatus } from '../src/ports/membership.ts';
+import type { Member, MemberStatus } from '../src/ports/index.ts';
 import type { Heartbeat } from './heartbeat.ts';
 
 export type MemberIdentity = Pick<Member, 'name' | 'id' | 'http' | 'grpc'>;

@@ -98,7 +98,7 @@ async function joinCluster(config: Config, self: { name: string; id: string; htt
   const { GossipMembership } = await import('../cluster/gossip-membership.ts');
   const gossip = new GossipMembership({
     self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,
-    logger: { debug: (o, m) => logger.debug(o, m), info: (o, m) => logger.info(o, m), warn: (o, m) => logger.warn(o, m) },
+    logger,
   });
   await gossip.start();
   logger.info({ gossip: gossip.addresses() }, 'gossip membership started');

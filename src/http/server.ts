@@ -49,11 +49,6 @@ export interface WebSocketRoute {
   closeAll(): void;
 }
 
-/** The server's logger (pino's has all of it): one line per request at debug, 5xx at warn. */
-export interface HttpLogger extends Logger {
-  debug(obj: object, msg?: string): void;
-  isLevelEnabled(level: string): boolean;
-}
 
 export interface HttpServerOptions<Ctx> {
   host: string;
@@ -61,7 +56,7 @@ export interface HttpServerOptions<Ctx> {
   router: Router<Ctx>;
   ctx: Ctx;
   dialect: Dialect;
-  logger: HttpLogger;
+  logger: Logger;
   /** Told of every answered request (metrics). @default none */
   observer?: HttpObserver;
   /** @default requestBodyBytesMax (512 KiB) */
@@ -548,7 +543,7 @@ export function requestIdOf(sent: string | undefined): string {
  * One line per answered request: debug below 500, warn for 5xx. Nothing is built unless the level is on
  * (the lock path is benchmarked with logging at info).
  */
-function logRequest(logger: HttpLogger, reqId: string, method: string, route: string, path: string, status: number, ms: number): void {
+function logRequest(logger: Logger, reqId: string, method: string, route: string, path: string, status: number, ms: number): void {
   const level = status >= 500 ? 'warn' : 'debug';
   if (!logger.isLevelEnabled(level)) return;
   logger[level]({ reqId, method, route, path, status, ms: Math.round(ms * 1000) / 1000 }, 'request');

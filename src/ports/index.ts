@@ -5,3 +5,5 @@ export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';
 export type { Member, MemberStatus, Membership, MembershipListener } from './membership.ts';
 export { MembershipSlot, StaticMembership } from './membership.ts';
 export type { HttpObserver, LogObserver, RuntimeObserver } from './observer.ts';
+export type { Logger } from './logger.ts';
+export { silentLogger } from './logger.ts';

@@ -21,11 +21,9 @@ import { ServingTracker } from './serving.ts';
 import { expiryRetryMs, TtlOwner } from './ttl-owner.ts';
 import { Watches, type Interest, type Touched } from './watches.ts';
 
-export interface Logger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+import type { Logger } from '../ports/logger.ts';
+
+export type { Logger };
 
 export interface RuntimeOptions {
   log: ReplicatedLog;

@@ -1,6 +1,6 @@
 /** The embedded WAL and its in-memory twin; everything else in src/wal is private to this folder. */
 export { WalLog } from './wal.ts';
-export type { WalLogOptions, WalLogger } from './wal.ts';
+export type { WalLogOptions } from './wal.ts';
 export { MemoryLog, createMemoryLogStore } from './memory-log.ts';
 export type { MemoryLogOptions, MemoryLogStore } from './memory-log.ts';
 export { isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable } from '../log/common.ts';

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { constants } from 'node:buffer';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
+import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import { appendTo, CommitQueue, deliverCommit, type Pending } from '../log/commit-queue.ts';
@@ -26,12 +27,6 @@ import {
   commitPayloadStart, decodeSingle, encodeFrame, entryStart, frameBytesMax, headerBytes, RecordFile,
 } from './record.ts';
 
-/** pino-compatible: the WAL reports recovery and failures through it. */
-export interface WalLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface WalLogOptions {
   /** Data directory; `wal/` and `snap/` are created in it (recursively) on open. */
@@ -53,7 +48,7 @@ export interface WalLogOptions {
    */
   queuedEntriesMax?: number;
   /** Receives recovery warnings (a torn last commit dropped) and write failures. @default silent */
-  logger?: WalLogger;
+  logger?: Logger;
   /** Told each commit's size and time (metrics); also settable later with `observe`. @default none */
   observer?: LogObserver;
   /**
@@ -89,7 +84,6 @@ const kind = 'WalLog';
 const indexDigits = 20;
 const segmentPattern = /^(\d{20})\.seg$/;
 const snapPattern = /^(\d{20})\.snap$/;
-const silent: WalLogger = { info() {}, warn() {}, error() {} };
 
 export class WalLog implements ReplicatedLog {
   /** `commits` counts fdatasyncs of entry batches; `entries` counts entries they made durable. */
@@ -97,7 +91,7 @@ export class WalLog implements ReplicatedLog {
   private readonly walDir: string;
   private readonly snapDir: string;
   private readonly segmentBytesMax: number;
-  private readonly logger: WalLogger;
+  private readonly logger: Logger;
   private observer: LogObserver | undefined;
   private readonly commits: CommitQueue<EncodedProposal>;
   private phase: Phase = 'new';
@@ -125,7 +119,7 @@ export class WalLog implements ReplicatedLog {
     this.snapDir = join(opts.dir, 'snap');
     this.segmentBytesMax = opts.segmentBytesMax ?? 64 * MiB;
     if (!(this.segmentBytesMax > 0)) throw new RangeError(`${kind}: segmentBytesMax must be positive`);
-    this.logger = opts.logger ?? silent;
+    this.logger = opts.logger ?? silentLogger;
     this.observer = opts.observer;
     const bounds = {
       entriesMax: positiveIntOption(kind, 'batchEntriesMax', opts.batchEntriesMax, 4096),
@@ -497,7 +491,7 @@ function restartedAfterSnapshot(segments: SegmentRef[], snapIndex: number): Plan
   return { recovered: { segments: [newest], last: snapIndex, lastAtMs: 0, activeBytes: 0 }, drop: segments.slice(0, -1) };
 }
 
-async function applyPlan(walDir: string, plan: Plan, logger: WalLogger): Promise<void> {
+async function applyPlan(walDir: string, plan: Plan, logger: Logger): Promise<void> {
   if (plan.cut !== undefined) await truncateTail(plan.cut.path, plan.cut.goodBytes, plan.cut.torn, logger);
   if (plan.dropEmpty !== undefined) {
     await unlink(plan.dropEmpty);
@@ -641,7 +635,7 @@ function entriesIn(file: RecordFile, from: number, next: number): { count: numbe
   return { count: seen.size, highest };
 }
 
-async function truncateTail(path: string, goodBytes: number, torn: Torn, logger: WalLogger): Promise<void> {
+async function truncateTail(path: string, goodBytes: number, torn: Torn, logger: Logger): Promise<void> {
   const fh = await open(path, 'r+');
   try {
     await fh.truncate(goodBytes);
@@ -718,7 +712,7 @@ function* readEntries(seg: SegmentRef, upTo: number): Generator<LogEntry> {
 // ---- snapshots ------------------------------------------------------------------------------
 
 /** Unfinished `.tmp` snapshot files a crash left: never loaded, removed once recovery has decided to open. */
-async function removeUnfinishedSnapshots(snapDir: string, logger: WalLogger): Promise<void> {
+async function removeUnfinishedSnapshots(snapDir: string, logger: Logger): Promise<void> {
   for (const name of (await readdir(snapDir)).filter((n) => n.endsWith('.tmp'))) {
     await rm(join(snapDir, name), { force: true });
     logger.info({ file: join(snapDir, name) }, 'WAL: removed an unfinished snapshot');
@@ -726,7 +720,7 @@ async function removeUnfinishedSnapshots(snapDir: string, logger: WalLogger): Pr
 }
 
 /** The newest snapshot that reads back whole (`.tmp` files are never read). */
-async function loadSnapshot(snapDir: string, logger: WalLogger): Promise<Snapshot | undefined> {
+async function loadSnapshot(snapDir: string, logger: Logger): Promise<Snapshot | undefined> {
   const snaps = await listIndexed(snapDir, snapPattern);
   for (const { first: index, path } of snaps.reverse()) {
     const s = await readSnapshotFile(path, index);

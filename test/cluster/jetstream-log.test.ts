@@ -9,6 +9,7 @@ import { jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
+import { silentLogger } from '../../src/ports/logger.ts';
 import { logCompliance } from '../log/compliance.ts';
 import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/nats-launcher.ts';
 
@@ -285,7 +286,7 @@ describe('JetStreamLog on a three-server cluster (R3)', () => {
   function make(nodeName: string, stream: string, servers: string[]): JetStreamLog {
     const log = new JetStreamLog({
       servers, stream, replicas: 3, nodeName, clock: new SystemClock(), publishTimeoutMs: 1000, consumerExpiresMs: 2000,
-      logger: { info: note(nodeName), warn: note(nodeName), error: note(nodeName) },
+      logger: { ...silentLogger, info: note(nodeName), warn: note(nodeName), error: note(nodeName) },
     });
     logs.push(log);
     return log;

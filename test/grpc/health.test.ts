@@ -1,4 +1,5 @@
 // Goal: our grpc.health.v1.Health server, driven by a real ServingTracker over a real RegistryState and spoken to by grpc-health-check's independent client, keeps the contract of watch.md §1.6: Check/List/Watch answers, deduplicated and coalesced Watch streams, SERVICE_UNKNOWN for unknown or deregistered names, and a shutdown that ends every Watch with NOT_SERVING then OK.
+import { silentLogger } from '../../src/ports/logger.ts';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { afterEach, expect, test } from 'vitest';
@@ -72,7 +73,7 @@ afterEach(async () => {
 function recordingLogger() {
   const lines: { level: string; msg: string | undefined }[] = [];
   const at = (level: string) => (_obj: object | string, msg?: string) => void lines.push({ level, msg });
-  return { lines, logger: { info: at('info'), warn: at('warn'), error: at('error') } };
+  return { lines, logger: { ...silentLogger, info: at('info'), warn: at('warn'), error: at('error') } };
 }
 
 async function setup(reg: Registry, o: Partial<GrpcHealthServerOptions> = {}) {

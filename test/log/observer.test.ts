@@ -1,6 +1,7 @@
 // Goal: both logs report each of their group commits to a LogObserver — one call per commit, with the
 // commit's entries (so the batch-size histogram sums to the entries appended) and a duration — whether the
 // observer is given as an option or later with observe(); the runtime reports appends and applied batches.
+import { silentLogger } from '../../src/ports/logger.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,7 +83,7 @@ describe('Runtime', () => {
       applied: (entries, seconds) => applies.push({ entries, seconds }),
     };
     const clock = new ManualClock();
-    const quiet = { info() {}, warn() {}, error() {} };
+    const quiet = silentLogger;
     const runtime = new Runtime({ log: new MemoryLog({ clock }), clock, logger: quiet, nodeName: 'n1', nodeId: 'id', address: '127.0.0.1', observer });
     await runtime.start();
     const before = { appends: appends.length, entries: applies.reduce((n, a) => n + a.entries, 0) };

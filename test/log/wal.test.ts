@@ -7,7 +7,8 @@ import { crc32 } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
-import { isLogDamaged, isLogOverloaded, isLogUnavailable, WalLog, type WalLogger, type WalLogOptions } from '../../src/wal/index.ts';
+import { isLogDamaged, isLogOverloaded, isLogUnavailable, WalLog, type WalLogOptions } from '../../src/wal/index.ts';
+import { silentLogger, type Logger } from '../../src/ports/index.ts';
 import { logCompliance } from './compliance.ts';
 
 logCompliance('WalLog', () => {
@@ -24,9 +25,9 @@ const proposals = (from: number, count: number): Proposal[] => Array.from({ leng
 }));
 
 /** A logger that keeps what it was told, so a test can check the recovery warning. */
-function capture(): WalLogger & { warns: Record<string, unknown>[] } {
+function capture(): Logger & { warns: Record<string, unknown>[] } {
   const warns: Record<string, unknown>[] = [];
-  return { warns, info() {}, warn: (obj) => void warns.push(obj as Record<string, unknown>), error() {} };
+  return { ...silentLogger, warns, warn: (obj) => void warns.push(obj as Record<string, unknown>) };
 }
 
 const pad = (n: number): string => String(n).padStart(20, '0');

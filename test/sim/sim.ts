@@ -10,6 +10,7 @@
  * silent (no more renewals), and the cluster runs quietly long enough for every TTL to run out twice
  * over; then the end-of-run invariants are checked.
  */
+import { silentLogger } from '../../src/ports/logger.ts';
 import { createHash } from 'node:crypto';
 import type { Command } from '../../src/domain/commands.ts';
 import type { LogEntry } from '../../src/ports/log.ts';
@@ -76,7 +77,7 @@ const dataKeys = ['data/x', 'data/y', 'data/z', 'lock/a'] as const;
 const clientTimeoutMs = 6_000;
 const trailMax = 40;
 
-const quiet = { info() {}, warn() {}, error() {} };
+const quiet = silentLogger;
 
 class SimNode {
   inc = 0;

@@ -1,12 +1,13 @@
 // Goal: the runtime over the in-memory log twin and a simulated clock — TTL owners propose expiry
 // 2×TTL after the last renew (never before the TTL), a late timer is a no-op, restart re-arms timers.
+import { silentLogger } from '../../src/ports/logger.ts';
 import { describe, expect, test } from 'vitest';
 import { ManualClock } from '../../src/ports/clock.ts';
 import { Runtime } from '../../src/runtime/index.ts';
 import { createMemoryLogStore, MemoryLog } from '../../src/wal/index.ts';
 import { expiryRetryMs } from '../../src/runtime/ttl-owner.ts';
 
-const quiet = { info() {}, warn() {}, error() {} };
+const quiet = silentLogger;
 const flush = async () => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
 
 async function boot(clock: ManualClock, store = createMemoryLogStore()) {
