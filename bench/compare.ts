@@ -26,7 +26,7 @@ import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
 import { describeMachine, fsTypeOf, type Machine } from './peers/tools.ts';
 import type { LockDriver } from './peers/driver.ts';
 import { benchOptions, formatRow, ms, startRoster, type Server } from './server.ts';
-import { startNatsCluster, startNatsServer } from '../cluster/nats-launcher.ts';
+import { startNatsCluster, startNatsServer } from '../cluster/dev/nats-launcher.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const warmupMs = 500;

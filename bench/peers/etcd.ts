@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { noop } from 'cockatiel';
 import { Etcd3, type Lease } from 'etcd3';
-import { freePort } from '../../cluster/nats-launcher.ts';
+import { freePort } from '../../cluster/dev/nats-launcher.ts';
 import { within, type LockDriver, type LockOutcome } from './driver.ts';
 import { debianBinary, startChild, type Child } from './tools.ts';
 

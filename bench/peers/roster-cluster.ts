@@ -1,12 +1,12 @@
 /**
  * A three-node Roster cluster for the comparison: three nats-servers with JetStream and routes
- * (cluster/nats-launcher.ts), and three Roster nodes started as users start them (`--nats` with every
+ * (cluster/dev/nats-launcher.ts), and three Roster nodes started as users start them (`--nats` with every
  * server, `--gossip-listen`, `--join` with every node's gossip address), each with its own data dir.
  * Ready once every node lists three live members and no gossip check is critical: a session made while
  * startup gossip still flaps could be invalidated mid-row by its node check.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/nats-launcher.ts';
+import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { startRoster, type Server } from '../server.ts';
 
 const nodeNames = ['n1', 'n2', 'n3'];

@@ -10,7 +10,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ownerOf } from '../../src/runtime/ownership.ts';
 import { call, client, sleep, startAgent, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
-import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/nats-launcher.ts';
+import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { until } from '../support/until.ts';
 
 /** Gossip: a member unheard this long is failed (the cluster's documented detection bound adds one heartbeat). */

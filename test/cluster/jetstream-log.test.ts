@@ -11,7 +11,7 @@ import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
 import { logCompliance } from '../log/compliance.ts';
-import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/nats-launcher.ts';
+import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 
 let single: NatsCluster;
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { client, repoRoot, sleep, tsxLoader } from '../support/agent.ts';
 test('npm run cluster starts three nodes, serves one registry, and stops on SIGTERM', async () => {
   // Ports base … base+22, below Linux's ephemeral range (32768+) so no port picked "free" elsewhere lands here.
   const base = 20_000 + Math.floor(Math.random() * 1_100) * 10;
-  const proc = spawn(process.execPath, ['--import', tsxLoader, 'cluster/local.ts', '--http-port-base', String(base)], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', tsxLoader, 'cluster/dev/local.ts', '--http-port-base', String(base)], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
   proc.stderr.on('data', (d: Buffer) => { out += d.toString(); });

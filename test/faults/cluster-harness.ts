@@ -1,7 +1,7 @@
 /**
  * A three-node Roster cluster for the process-level fault tests (issue 9): three nats-server
  * processes with JetStream and routes, and three Roster nodes started as users start them (node + tsx,
- * --nats, --gossip-listen, --join, --config-file). Unlike cluster/nats-launcher.ts, every process here
+ * --nats, --gossip-listen, --join, --config-file). Unlike cluster/dev/nats-launcher.ts, every process here
  * can be killed *and started again* with the same ports and store, so a nemesis can SIGKILL a node or a
  * nats-server and bring it back; HTTP ports are fixed per node so a client keeps its address across a
  * restart. Everything is started and stopped by pid, never by name.
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { allThreadsStopped, freePort, natsServerBinary } from '../../cluster/nats-launcher.ts';
+import { allThreadsStopped, freePort, natsServerBinary } from '../../cluster/dev/nats-launcher.ts';
 import { startAgent, type Agent } from '../support/agent.ts';
 
 export { sleep };

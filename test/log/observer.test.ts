@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { JetStreamLog } from '../../cluster/index.ts';
-import { startNatsServer, type NatsCluster } from '../../cluster/nats-launcher.ts';
+import { startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import type { Proposal, ReplicatedLog } from '../../src/ports/log.ts';
 import type { LogObserver, RuntimeObserver } from '../../src/ports/observer.ts';

@@ -15,7 +15,7 @@ const { values } = parseArgs({
   options: { 'http-port-base': { type: 'string', default: '8500' }, dialect: { type: 'string', default: 'seed' } },
 });
 const base = Number(values['http-port-base']);
-const repoRoot = resolve(import.meta.dirname, '..');
+const repoRoot = resolve(import.meta.dirname, '../..');
 const readyPattern = /roster listening http=(http:\/\/[^\s"]+) grpc=([^\s"]+)/;
 
 interface NodeProcess { name: string; proc: ChildProcess; ready: Promise<string> }
