@@ -8,9 +8,9 @@ import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
-import type { LogEntry, Proposal } from '../../src/ports/log.ts';
+import type { Proposal } from '../../src/ports/log.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
-import { logCompliance } from '../log/compliance.ts';
+import { collect, logCompliance } from '../log/compliance.ts';
 import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 
 let single: NatsCluster;
@@ -49,18 +49,6 @@ const proposals = (node: string, from: number, count: number): Proposal[] => Arr
   pid: `${node}-${from + k}`,
   cmd: { t: 'kv.set', key: `${node}/k${from + k}`, value: null, flags: '0' },
 }));
-
-/** Subscribes and collects, checking indexes stay consecutive. */
-function collect(log: JetStreamLog, afterIndex = 0): LogEntry[] {
-  const got: LogEntry[] = [];
-  log.subscribe(afterIndex, (batch) => {
-    for (const e of batch) {
-      expect(e.index).toBe((got.at(-1)?.index ?? afterIndex) + 1);
-      got.push(e);
-    }
-  });
-  return got;
-}
 
 async function until(what: string, cond: () => boolean, timeoutMs = 10_000, detail = (): string => ''): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -38,7 +38,7 @@ const proposals = (from: number, count: number): Proposal[] =>
   Array.from({ length: count }, (_, k) => proposal(from + k));
 
 /** Subscribes and collects everything delivered, checking the stream stays consecutive. */
-function collect(log: ReplicatedLog, afterIndex = 0): LogEntry[] {
+export function collect(log: ReplicatedLog, afterIndex = 0): LogEntry[] {
   const got: LogEntry[] = [];
   log.subscribe(afterIndex, (batch) => {
     for (const e of batch) {
