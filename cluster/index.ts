@@ -3,5 +3,5 @@
  * `cluster/dev/` holds the local-cluster tooling (the nats-server launcher, `npm run cluster`) that
  * tests, benches and developers use; the agent never loads it.
  */
-export { JetStreamLog } from './jetstream-log.ts';
-export type { JetStreamLogOptions, JetStreamLogStats } from './jetstream-log.ts';
+export { JetStreamLog } from './jetstream/log.ts';
+export type { JetStreamLogOptions, JetStreamLogStats } from './jetstream/log.ts';

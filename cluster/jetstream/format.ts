@@ -1,6 +1,6 @@
 /**
  * What the JetStream log writes and reads back: commit messages, snapshot records, and the
- * seq ↔ index marks that tie them together. Pure functions, private to cluster/.
+ * seq ↔ index marks that tie them together. Pure functions, private to cluster/jetstream.
  *
  * Commit message payload (UTF-8 JSON), one per group commit, at least one proposal:
  *
@@ -9,7 +9,8 @@
  * `p` the proposal id, `c` the command (the log does not judge it: an unknown tag is the applier's to
  * refuse), `t` the proposer's clock when it formed the batch. No index: readers count.
  */
-import type { Command } from '../src/domain/index.ts';
+import type { Command } from '../../src/domain/index.ts';
+import type { LogEntry } from '../../src/ports/index.ts';
 
 /** A consumed message: its stream sequence, the index of its last command, and the atMs there. */
 export interface Mark {
@@ -87,9 +88,22 @@ export function parseSnapshotRecord(text: string): SnapshotRecord | string {
   };
 }
 
-/** Exponential backoff from 50 ms, doubling per attempt, capped at `capMs`. */
-export function backoffMs(attempt: number, capMs: number): number {
-  return Math.min(capMs, 50 * 2 ** Math.min(attempt, 16));
+/**
+ * Numbers the proposals of the message at `seq` after `cursor`: index = previous index + 1 for each,
+ * atMs = max(previous atMs, t). Returns the message's mark and the entries past `skipThrough` (the
+ * ones a snapshot the node opened from does not already cover). A message that is not a commit
+ * (`items` empty) still moves the mark to its sequence.
+ */
+export function numberCommit(cursor: Mark, seq: number, items: readonly CommitItem[], skipThrough: number): { mark: Mark; entries: LogEntry[] } {
+  let index = cursor.index;
+  let atMs = cursor.atMs;
+  const entries: LogEntry[] = [];
+  for (const item of items) {
+    atMs = Math.max(atMs, item.t);
+    index += 1;
+    if (index > skipThrough) entries.push({ index, atMs, pid: item.p, cmd: item.c });
+  }
+  return { mark: { seq, index, atMs }, entries };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

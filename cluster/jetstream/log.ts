@@ -1,0 +1,303 @@
+/**
+ * The cluster's replicated log on NATS JetStream (DESIGN §3), composed of its pieces:
+ *
+ * * setup.ts: connect, find or create the stream (file storage, `replicas` copies) and the snapshot bucket;
+ * * publisher.ts: each group commit is one message with a message id unique per commit, retried
+ *   through timeouts and elections and stored once;
+ * * reader.ts: every node reads the stream in order and numbers the commands it reads, so indexes stay
+ *   dense however many commands a message carries (format.ts); the registry index is not the stream
+ *   sequence;
+ * * audit.ts: checks that what this node read is what the stream holds, and fails the log when not;
+ * * snapshots.ts and marks.ts: snapshots in the object store, each recording the mark (stream seq ↔
+ *   index) at or before its index, so a node opening from it starts consuming right after that message;
+ * * leadership.ts: the stream's leader and replicas, asked in the background.
+ *
+ * Entry time: the proposer stamps `t` from its clock when it forms the batch; every reader takes
+ * `atMs = max(previous atMs, t)`, so atMs never decreases along the log and is the same on every
+ * node (a snapshot records the atMs at its mark, so a node starting from it computes the same).
+ *
+ * Correctness never rests on JetStream's own compare-and-set (expected-sequence headers, KV
+ * revisions): the log only orders commands; conditional writes are decided by apply (DESIGN §3).
+ * Durability is what nats-server 2.9.10 gives: a PubAck means the message is in memory on a quorum
+ * of the stream's replicas (2.9 has no sync_interval setting); it reaches disk shortly after.
+ *
+ * Stream messages are never purged or deleted (the stream is created with deny_delete): a node that
+ * is behind, or opens from an older snapshot, must still find every message after its mark, and a
+ * removed message would shift every index counted after it. Safe compaction needs to know the
+ * oldest mark any node may still start from; it is left for later.
+ */
+import type { NatsConnection } from '@nats-io/transport-node';
+import type {
+  EntriesListener, Leadership, LogEntry, LogObserver, Proposal, ReplicatedLog, Snapshot,
+} from '../../src/ports/index.ts';
+import {
+  CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, stampMs, type EncodedProposal, type Pending, type Phase,
+} from '../../src/log/index.ts';
+import { DivergenceAudit, storedMessageId } from './audit.ts';
+import { LeadershipWatch } from './leadership.ts';
+import { Marks } from './marks.ts';
+import { emptyStats, inFlightMaxOf, kind, settingsOf, type JetStreamLogOptions, type JetStreamLogStats, type Settings } from './options.ts';
+import { encodeForMessage, ownIdPrefixOf, Publisher } from './publisher.ts';
+import { Reader } from './reader.ts';
+import { errorMessage, settlesWithin } from './retry.ts';
+import { connectNats, openStores, type Stores } from './setup.ts';
+import { SnapshotStore, startMark } from './snapshots.ts';
+
+export type { JetStreamLogOptions, JetStreamLogStats } from './options.ts';
+
+/** After close() had to stop waiting for delivery, how long the commit in flight gets to settle. */
+const closeSettleMs = 1000;
+
+/** What open() builds once connected. */
+interface Parts {
+  stores: Stores;
+  marks: Marks;
+  audit: DivergenceAudit;
+  reader: Reader;
+  publisher: Publisher;
+  snapshots: SnapshotStore;
+  commits: CommitQueue<EncodedProposal>;
+}
+
+export class JetStreamLog implements ReplicatedLog {
+  readonly stats: JetStreamLogStats = emptyStats();
+  readonly stream: string;
+  private readonly settings: Settings;
+  private observer: LogObserver | undefined;
+  /** Unique per process start: the start of each of this node's commit message ids. */
+  private readonly ownIdPrefix: string;
+  private readonly leadershipWatch = new LeadershipWatch();
+
+  private phase: Phase = 'new';
+  private opening = false;
+  private failure: Error | undefined;
+  private closing: Promise<void> | undefined;
+  /** Set when the consumer must stop for good (close or failure). */
+  private stopped = false;
+  private nc: NatsConnection | undefined;
+  private parts: Parts | undefined;
+  private listener: EntriesListener | undefined;
+  /** Entries consumed before `subscribe`, kept for its replay. */
+  private buffered: LogEntry[] = [];
+
+  constructor(private readonly opts: JetStreamLogOptions) {
+    this.settings = settingsOf(opts);
+    this.stream = this.settings.stream;
+    this.observer = opts.observer;
+    this.ownIdPrefix = ownIdPrefixOf(opts.nodeName);
+  }
+
+  // ---- ReplicatedLog ----------------------------------------------------------------------------
+
+  async open(): Promise<Snapshot | undefined> {
+    if (this.phase !== 'new' || this.opening) throw new Error(`${kind}.open: already opened`);
+    this.opening = true;
+    const deadline = Date.now() + this.settings.openTimeoutMs;
+    const nc = await connectNats(this.settings.servers, this.settings.nodeName);
+    this.nc = nc;
+    try {
+      const snapshot = await this.setUp(nc, deadline);
+      this.phase = 'open';
+      this.watchConnection(nc);
+      return snapshot;
+    } catch (err) {
+      this.stopped = true;
+      this.parts?.reader.stop();
+      await nc.close().catch(() => undefined);
+      this.phase = 'closed';
+      throw err;
+    }
+  }
+
+  subscribe(afterIndex: number, listener: EntriesListener): void {
+    if (this.phase !== 'open') throw new Error(`${kind}.subscribe: log is not open`);
+    if (this.listener !== undefined) throw new Error(`${kind}.subscribe: the log has a single consumer`);
+    checkAfterIndex(kind, afterIndex, this.lastIndex());
+    const skipThrough = this.parts!.reader.skipThrough;
+    if (afterIndex < skipThrough) {
+      throw new RangeError(`${kind}.subscribe: entries after ${afterIndex} are not kept: this node opened from `
+        + `the snapshot at ${skipThrough}; subscribe from there`);
+    }
+    const replay = this.buffered.filter((e) => e.index > afterIndex);
+    this.buffered = [];
+    try {
+      for (let k = 0; k < replay.length; k += replayBatchEntriesMax) listener(replay.slice(k, k + replayBatchEntriesMax));
+    } catch (err) {
+      this.fail(err);
+      throw err;
+    }
+    this.listener = listener;
+  }
+
+  append(proposals: readonly Proposal[]): Promise<void> {
+    const refused = refusal(kind, this.phase, this.failure);
+    if (refused !== undefined) return Promise.reject(refused);
+    if (proposals.length === 0) return Promise.resolve();
+    const { commits, stores } = this.parts!;
+    const full = commits.refusal(proposals.length);
+    if (full !== undefined) return Promise.reject(full);
+    try {
+      const { items, bytes } = encodeForMessage(proposals, stores.bytesMax);
+      return commits.enqueue(items, bytes);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  saveSnapshot(snapshot: Snapshot): Promise<void> {
+    const refused = refusal(kind, this.phase, this.failure) ?? this.parts!.snapshots.refusal(snapshot, this.lastIndex());
+    if (refused !== undefined) return Promise.reject(refused);
+    const { snapshots, marks } = this.parts!;
+    return snapshots.save(snapshot, () => this.lastIndex(), marks);
+  }
+
+  lastIndex(): number {
+    return this.parts?.reader.cursor.index ?? 0;
+  }
+
+  observe(observer: LogObserver): void {
+    this.observer = observer;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  /** The stream's leader and replicas, for /v1/status and the index headers. */
+  leadership(): Leadership {
+    return this.leadershipWatch.current();
+  }
+
+  // ---- open -------------------------------------------------------------------------------------
+
+  /** Stream, bucket, snapshot, consumer, catch-up: everything open() does once connected. */
+  private async setUp(nc: NatsConnection, deadline: number): Promise<Snapshot | undefined> {
+    const s = this.settings;
+    const stores = await openStores(nc, s, deadline);
+    const { info, subject, strictSeq } = stores.stream;
+    const snapshots = new SnapshotStore({
+      store: stores.store, stream: s.stream, nodeName: s.nodeName, logger: s.logger, streamCreated: info.created,
+      publishTimeoutMs: s.publishTimeoutMs, openTimeoutMs: s.openTimeoutMs,
+    });
+    const record = await snapshots.startFrom(info, deadline);
+    const start = startMark(info, record, s.stream);
+    const marks = new Marks(start);
+    const stopped = (): boolean => this.stopped;
+    const audit = new DivergenceAudit({
+      stream: s.stream, logger: s.logger, ownIdPrefix: this.ownIdPrefix, storedId: storedMessageId(stores.jsm, s.stream),
+      stopped, diverged: (err) => this.diverged(err),
+    });
+    const reader = new Reader({
+      js: stores.js, stream: s.stream, subject, strictSeq, consumerExpiresMs: s.consumerExpiresMs, stats: this.stats,
+      logger: s.logger, marks, audit, stopped, failure: () => this.failure, fail: (cause) => this.fail(cause),
+      deliver: (entries) => this.deliver(entries),
+    }, start, record?.index ?? 0);
+    const publisher = new Publisher({
+      js: stores.js, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,
+      stats: this.stats, logger: s.logger, failed: () => this.failure !== undefined, observer: () => this.observer,
+    }, this.ownIdPrefix);
+    const commits = new CommitQueue<EncodedProposal>(kind, {
+      entriesMax: s.batchEntriesMax, bytesMax: stores.bytesMax, queuedEntriesMax: s.queuedEntriesMax, inFlightMax: inFlightMaxOf(s),
+    }, (batch) => this.commit(batch));
+    this.parts = { stores, marks, audit, reader, publisher, snapshots, commits };
+    reader.start();
+    this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);
+    // Catching up gets a full open timeout of its own: reading a snapshot may have used the first.
+    await reader.catchUp(info.state.last_seq, Math.max(deadline, Date.now() + s.openTimeoutMs), s.openTimeoutMs);
+    if (reader.cursor.index < reader.skipThrough) {
+      throw new Error(`${kind}: stream ${s.stream} ends at index ${reader.cursor.index}, before the snapshot at ${reader.skipThrough}`);
+    }
+    return record === undefined ? undefined : { index: record.index, data: record.data };
+  }
+
+  /** A connection that closes without close() (it never should: reconnects are unlimited) fails the log. */
+  private watchConnection(nc: NatsConnection): void {
+    void nc.closed().then((err) => {
+      if (this.closing === undefined) this.fail(err ?? new Error('NATS connection closed'));
+    });
+  }
+
+  // ---- reading and committing -------------------------------------------------------------------
+
+  private deliver(entries: LogEntry[]): void {
+    if (this.listener === undefined) {
+      this.buffered.push(...entries);
+      return;
+    }
+    try {
+      this.listener(entries);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** One group commit: one message, published until acknowledged (same id), then read back here and audited. */
+  private async commit(batch: Pending<EncodedProposal>[]): Promise<void> {
+    const { reader, publisher, audit } = this.parts!;
+    try {
+      const atMs = stampMs(reader.cursor.atMs, this.opts.clock.nowMs());
+      const msgID = publisher.nextId();
+      const ack = await publisher.commit(batch, atMs, msgID).catch((err: unknown) => {
+        // Not acknowledged, yet maybe read here: the stream may hold it there or not (a mismatch fails the log).
+        audit.unacknowledged(msgID);
+        throw err;
+      });
+      // The proposer sees its own write applied before its append resolves (the port's promise)...
+      await reader.waitFor(ack.seq);
+      // ...read where the stream stored it, after any check of a consumer's resumption has passed.
+      if (!(await audit.ownCommit(msgID, ack.seq)) || !(await audit.passed())) {
+        throw this.failure ?? new Error(`${kind}: commit ${msgID} could not be confirmed`);
+      }
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      for (const p of batch) p.reject(e);
+      return;
+    }
+    for (const p of batch) p.resolve();
+  }
+
+  // ---- failure and close ------------------------------------------------------------------------
+
+  /** The consumer missed entries (a listener threw, messages vanished): stop taking appends. */
+  private fail(cause: unknown): void {
+    if (this.failure !== undefined) return;
+    this.failure = new Error(`${kind} ${this.stream} failed, no further appends are accepted: ${errorMessage(cause)}`, { cause });
+    this.settings.logger.error({ stream: this.stream, err: errorMessage(cause) }, 'JetStream log failed');
+    this.stopped = true;
+    this.parts?.reader.stop();
+    this.parts?.reader.rejectWaiters(this.failure);
+    this.parts?.commits.rejectQueued(this.failure);
+  }
+
+  /** The node's state has left the stream's: the log fails and `onDiverged` is told. */
+  private diverged(err: Error): void {
+    if (this.failure !== undefined) return;
+    this.fail(err);
+    this.opts.onDiverged?.(err);
+  }
+
+  private async shutdown(): Promise<void> {
+    this.leadershipWatch.stop();
+    if (this.phase === 'new') {
+      this.phase = 'closed';
+      return;
+    }
+    if (this.phase === 'open') this.phase = 'closing';
+    const { publishRetryMsMax, publishTimeoutMs } = this.settings;
+    const idle = (): Promise<void> => this.parts?.commits.idle() ?? Promise.resolve();
+    // Queued appends are committed, not dropped. A commit waits for its publish (bounded by the
+    // retries) and then for the consumer; if the consumer cannot get there, stop waiting for it.
+    const flushed = await settlesWithin(idle(), publishRetryMsMax + 2 * publishTimeoutMs);
+    if (!flushed) {
+      this.parts?.reader.rejectWaiters(new Error(`${kind}: closed before the commit was read back (it is stored in the stream)`));
+      await settlesWithin(idle(), closeSettleMs);
+    }
+    await this.parts?.snapshots.settled();
+    this.stopped = true;
+    this.parts?.reader.stop();
+    await this.parts?.reader.finish();
+    await this.nc?.drain().catch(() => undefined);
+    this.phase = 'closed';
+  }
+}

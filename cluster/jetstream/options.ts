@@ -1,0 +1,140 @@
+/** The JetStream log's options, their defaults and bounds, and the counters it keeps. */
+import { silentLogger, type Clock, type Logger, type LogObserver } from '../../src/ports/index.ts';
+import { positiveIntOption, queuedEntriesMaxDefault } from '../../src/log/index.ts';
+
+export const kind = 'JetStreamLog';
+
+export interface JetStreamLogOptions {
+  /** NATS urls (`nats://host:port`); the client connects to one and reconnects to any of them. */
+  servers: string[];
+  /** The stream that is the log. @default 'ROSTER_LOG' */
+  stream?: string;
+  /** The stream's subject, where commits are published. @default `roster.log.<stream>` */
+  subject?: string;
+  /** Copies of the stream and of the snapshot bucket, when this node creates them. @default 3 */
+  replicas?: number;
+  /** Stamps each commit's time; retries and timeouts use real time, not this clock. */
+  clock: Clock;
+  /** This node's name: in commit message ids, the snapshot object's name and the connection name. */
+  nodeName: string;
+  /** @default silent */
+  logger?: Logger;
+  /** Object store bucket holding the snapshots. @default 'ROSTER_SNAPSHOTS' */
+  snapshotBucket?: string;
+  /** Most entries in one commit (one message). @default 4096 */
+  batchEntriesMax?: number;
+  /**
+   * Most entries waiting for the next commit while one is in flight. An append that would pass it is
+   * rejected at once with an error whose `code` is 'LOG_OVERLOADED'; one larger than it with a
+   * RangeError. Same rule as the WAL. @default 65536
+   */
+  queuedEntriesMax?: number;
+  /**
+   * Commits published and not yet read back at once. Each is its own message with its own id, so
+   * they may be stored in any order; indexes are counted while consuming, and atMs never decreases
+   * there, so the log stays the same on every node. @default 8
+   */
+  publishesInFlightMax?: number;
+  /** How long one publish attempt waits for its PubAck. @default 5000 */
+  publishTimeoutMs?: number;
+  /**
+   * How long a commit keeps retrying its publish (same message id, backoff) through timeouts and
+   * leader elections before its appends are rejected. @default 30000
+   */
+  publishRetryMsMax?: number;
+  /**
+   * Lifetime of one pull request of the consumer; the server sends idle heartbeats every half of it,
+   * and two missed heartbeats make the consumer check itself and recreate. @default 5000
+   */
+  consumerExpiresMs?: number;
+  /**
+   * Called when the stream no longer holds a message this node already applied (see audit.ts): the
+   * node's state has left the log's, and only a restart (a replay from the stream) brings it back. The
+   * log has failed by then; the caller should stop the process. @default none (the log just fails)
+   */
+  onDiverged?: (err: Error) => void;
+  /** How long open() may take: connect, create the stream and bucket, load the snapshot, catch up. @default 30000 */
+  openTimeoutMs?: number;
+  /** Told each of this node's commits, its size and its publish time (metrics); also settable with `observe`. @default none */
+  observer?: LogObserver;
+}
+
+/** Counters for tests and metrics. */
+export interface JetStreamLogStats {
+  /** Commits published and acknowledged by this node (duplicates included). */
+  commits: number;
+  /** Entries in those commits. */
+  entries: number;
+  /** Publish attempts repeated after a failure (timeout, no responders). */
+  publishRetries: number;
+  /** PubAcks that said the message was a duplicate of one already stored: a retry after a lost ack. */
+  duplicates: number;
+  /** Stream messages this node consumed (its own and other nodes'). */
+  messagesConsumed: number;
+  /** Messages that were not a commit and were skipped (every node skips the same ones). */
+  messagesSkipped: number;
+  /** Times the consumer was (re)created by this log after it stopped, the first start included. */
+  consumerStarts: number;
+  /** Times the ordered consumer recreated itself after a gap, a missed heartbeat or a reconnect. */
+  consumerResets: number;
+}
+
+/** The options with their defaults applied and their bounds checked. */
+export interface Settings {
+  servers: string[];
+  stream: string;
+  /** As configured; an existing stream with another single subject is used with its own (see setup.ts). */
+  subject: string;
+  replicas: number;
+  nodeName: string;
+  logger: Logger;
+  bucket: string;
+  batchEntriesMax: number;
+  queuedEntriesMax: number;
+  /** Checked when the log opens (see `inFlightMaxOf`). */
+  publishesInFlightMax: number | undefined;
+  publishTimeoutMs: number;
+  publishRetryMsMax: number;
+  consumerExpiresMs: number;
+  openTimeoutMs: number;
+}
+
+const streamDefault = 'ROSTER_LOG';
+const snapshotBucketDefault = 'ROSTER_SNAPSHOTS';
+
+/** Checks the options and fills in the defaults; throws a RangeError for a bad one. */
+export function settingsOf(opts: JetStreamLogOptions): Settings {
+  if (!Array.isArray(opts.servers) || opts.servers.length === 0) throw new RangeError(`${kind}: servers must list at least one url`);
+  if (typeof opts.nodeName !== 'string' || opts.nodeName === '') throw new RangeError(`${kind}: nodeName is required`);
+  const stream = opts.stream ?? streamDefault;
+  const consumerExpiresMs = positiveIntOption(kind, 'consumerExpiresMs', opts.consumerExpiresMs, 5000);
+  if (consumerExpiresMs < 1000) throw new RangeError(`${kind}: consumerExpiresMs must be at least 1000`);
+  return {
+    servers: opts.servers,
+    stream,
+    subject: opts.subject ?? `roster.log.${stream}`,
+    replicas: positiveIntOption(kind, 'replicas', opts.replicas, 3, 5),
+    nodeName: opts.nodeName,
+    logger: opts.logger ?? silentLogger,
+    bucket: opts.snapshotBucket ?? snapshotBucketDefault,
+    publishTimeoutMs: positiveIntOption(kind, 'publishTimeoutMs', opts.publishTimeoutMs, 5000),
+    publishRetryMsMax: positiveIntOption(kind, 'publishRetryMsMax', opts.publishRetryMsMax, 30_000),
+    consumerExpiresMs,
+    openTimeoutMs: positiveIntOption(kind, 'openTimeoutMs', opts.openTimeoutMs, 30_000),
+    batchEntriesMax: positiveIntOption(kind, 'batchEntriesMax', opts.batchEntriesMax, 4096),
+    queuedEntriesMax: positiveIntOption(kind, 'queuedEntriesMax', opts.queuedEntriesMax, queuedEntriesMaxDefault),
+    publishesInFlightMax: opts.publishesInFlightMax,
+  };
+}
+
+/** Commits in flight at once: checked at open, where the commit queue is built. */
+export function inFlightMaxOf(s: Settings): number {
+  return positiveIntOption(kind, 'publishesInFlightMax', s.publishesInFlightMax, 8);
+}
+
+export function emptyStats(): JetStreamLogStats {
+  return {
+    commits: 0, entries: 0, publishRetries: 0, duplicates: 0, messagesConsumed: 0, messagesSkipped: 0,
+    consumerStarts: 0, consumerResets: 0,
+  };
+}

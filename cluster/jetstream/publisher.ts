@@ -1,0 +1,103 @@
+/**
+ * Publishes commits. Each group commit is one message whose payload is a JSON array of proposals
+ * (format.ts), with a `Nats-Msg-Id` header unique per commit (node name, boot id, counter) so that a
+ * publish retried after a lost PubAck is stored once: JetStream drops the duplicate within the
+ * stream's duplicate window and acknowledges it with the original sequence.
+ */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { JetStreamClient, PubAck } from '@nats-io/jetstream';
+import type { Logger, LogObserver, Proposal } from '../../src/ports/index.ts';
+import { encodeProposal, type EncodedProposal, type Pending } from '../../src/log/index.ts';
+import { kind, type JetStreamLogStats } from './options.ts';
+import { backoffMs, errorMessage, isTransient, retryPauseMsMax } from './retry.ts';
+
+export interface PublisherPorts {
+  js: Pick<JetStreamClient, 'publish'>;
+  stream: string;
+  subject: string;
+  publishTimeoutMs: number;
+  publishRetryMsMax: number;
+  stats: JetStreamLogStats;
+  logger: Logger;
+  /** True once the log has failed: a failing publish is then not retried. */
+  failed(): boolean;
+  observer(): LogObserver | undefined;
+}
+
+/** `<node>.<boot>.`: the start of every message id this process publishes (the boot id is new per process). */
+export function ownIdPrefixOf(nodeName: string): string {
+  return `${nodeName}.${randomBytes(6).toString('hex')}.`;
+}
+
+/** One commit message's payload: every proposal of the batch, all stamped `atMs`. */
+export function commitPayload(batch: readonly Pending<EncodedProposal>[], atMs: number): string {
+  return `[${batch.flatMap((p) => p.items.map((i) => `{"p":${i.pidJson},"c":${i.cmdJson},"t":${atMs}}`)).join(',')}]`;
+}
+
+/** Encodes one append; throws if a proposal is invalid or all together cannot fit one message of `bytesMax`. */
+export function encodeForMessage(proposals: readonly Proposal[], bytesMax: number): { items: EncodedProposal[]; bytes: number } {
+  const items = proposals.map((p) => encodeProposal(p, bytesMax));
+  const bytes = items.reduce((sum, p) => sum + p.bytes, 0);
+  if (bytes > bytesMax) {
+    throw new RangeError(`${kind}: an append of ${items.length} proposals needs ${bytes} bytes, above the `
+      + `${bytesMax}-byte commit limit (the server's max_payload; one append is one message); split it`);
+  }
+  return { items, bytes };
+}
+
+export class Publisher {
+  private counter = 0;
+
+  constructor(private readonly ports: PublisherPorts, private readonly ownIdPrefix: string) {}
+
+  /** The message id of the next commit. */
+  nextId(): string {
+    this.counter += 1;
+    return `${this.ownIdPrefix}${this.counter}`;
+  }
+
+  /** Publishes one commit until acknowledged (see publish), counting it and telling the observer. */
+  async commit(batch: readonly Pending<EncodedProposal>[], atMs: number, msgID: string): Promise<PubAck> {
+    const payload = commitPayload(batch, atMs);
+    const entries = batch.reduce((sum, p) => sum + p.items.length, 0);
+    const startedMs = this.ports.observer() === undefined ? 0 : performance.now();
+    const ack = await this.publish(payload, msgID);
+    const { stats } = this.ports;
+    stats.commits += 1;
+    stats.entries += entries;
+    if (ack.duplicate) stats.duplicates += 1;
+    this.ports.observer()?.committed(entries, (performance.now() - startedMs) / 1000);
+    return ack;
+  }
+
+  /**
+   * Publishes one message, retrying timeouts and missing responders (a stream leader election, a
+   * reconnect) with backoff and the same message id, for at most `publishRetryMsMax`. A commit that
+   * finally fails is rejected; its message may still have been stored (the ack was lost), so the
+   * outcome is unknown to the caller and the entries may appear in the log later.
+   */
+  async publish(payload: string, msgID: string): Promise<PubAck> {
+    const { ports } = this;
+    const started = Date.now();
+    for (let attempt = 0; ; attempt += 1) {
+      let ack: PubAck;
+      try {
+        ack = await ports.js.publish(ports.subject, payload, { msgID, timeout: ports.publishTimeoutMs, retries: 1 });
+      } catch (err) {
+        const pause = backoffMs(attempt, retryPauseMsMax);
+        const spent = Date.now() - started;
+        if (!isTransient(err) || ports.failed() || spent + pause > ports.publishRetryMsMax) {
+          throw new Error(`${kind}: publishing commit ${msgID} failed after ${attempt + 1} attempts in ${spent} ms `
+            + `(it may still have been stored: outcome unknown): ${errorMessage(err)}`, { cause: err });
+        }
+        ports.stats.publishRetries += 1;
+        ports.logger.warn({ stream: ports.stream, msgID, attempt: attempt + 1, err: errorMessage(err) }, 'JetStream log: publish failed, retrying');
+        await sleep(pause);
+        continue;
+      }
+      if (ack.stream !== ports.stream) throw new Error(`${kind}: ${ports.subject} is stored by stream ${ack.stream}, not ${ports.stream}`);
+      return ack;
+    }
+  }
+}

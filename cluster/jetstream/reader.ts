@@ -1,0 +1,179 @@
+/**
+ * Reads the stream in order with an ordered consumer from the message after the cursor, numbers the
+ * commands it reads (format.ts), hands them on and settles whoever waits for a sequence. The consumer
+ * recreates itself after gaps, missed heartbeats and reconnects (resuming after the last message it
+ * delivered); if it gives up or goes silent, the reader starts a new one after the cursor, so nothing
+ * is skipped or read twice, once the divergence audit has checked the message read last.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Consumer, ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { LogEntry, Logger } from '../../src/ports/index.ts';
+import type { DivergenceAudit } from './audit.ts';
+import { numberCommit, parseCommitMessage, type Mark } from './format.ts';
+import { ConsumerLiveness } from './liveness.ts';
+import type { Marks } from './marks.ts';
+import { kind, type JetStreamLogStats } from './options.ts';
+import { backoffMs, errorMessage, retryPauseMsMax } from './retry.ts';
+
+/** Messages one pull request of the consumer asks for. */
+const consumerBatchMessages = 256;
+
+export interface ReaderPorts {
+  js: JetStreamClient;
+  stream: string;
+  subject: string;
+  /** True when the stream carries only our subject: then a jump in sequence numbers is lost data. */
+  strictSeq: boolean;
+  consumerExpiresMs: number;
+  stats: JetStreamLogStats;
+  logger: Logger;
+  marks: Marks;
+  audit: DivergenceAudit;
+  /** True once the log has stopped for good (closed or failed). */
+  stopped(): boolean;
+  /** Why the log failed, if it did. */
+  failure(): Error | undefined;
+  /** The reader missed entries (messages vanished, the consumer of the entries threw): the log fails. */
+  fail(cause: unknown): void;
+  /** Numbered entries, in order. */
+  deliver(entries: LogEntry[]): void;
+}
+
+export class Reader {
+  /** The last consumed message. */
+  cursor: Mark;
+  private consumer: Consumer | undefined;
+  private messages: ConsumerMessages | undefined;
+  private following: Promise<void> | undefined;
+  private readonly liveness = new ConsumerLiveness();
+  /** Promises waiting for the consumer to pass a stream sequence. */
+  private waiters: { seq: number; resolve(): void; reject(err: Error): void }[] = [];
+
+  /** Starts after `start`; commands up to `skipThrough` (a snapshot's index) are numbered, not delivered. */
+  constructor(private readonly ports: ReaderPorts, start: Mark, readonly skipThrough: number) {
+    this.cursor = start;
+  }
+
+  start(): void {
+    this.following = this.follow();
+  }
+
+  /** Stops the consumer in use (the log has set stopped: no other starts). */
+  stop(): void {
+    this.messages?.stop();
+  }
+
+  /** After stop(): waits for the loop to end and removes the consumer from the server. */
+  async finish(): Promise<void> {
+    await this.following;
+    await this.consumer?.delete().catch(() => undefined);
+  }
+
+  /** Resolves once the consumer has passed `seq`. */
+  waitFor(seq: number): Promise<void> {
+    if (this.cursor.seq >= seq) return Promise.resolve();
+    const failure = this.ports.failure();
+    if (failure !== undefined) return Promise.reject(failure);
+    return new Promise((resolve, reject) => this.waiters.push({ seq, resolve, reject }));
+  }
+
+  rejectWaiters(err: Error): void {
+    for (const w of this.waiters.splice(0)) w.reject(err);
+  }
+
+  /** Resolves once the consumer has read up to `seq` (the stream's end when open() began), else rejects at `deadline`. */
+  async catchUp(seq: number, deadline: number, openTimeoutMs: number): Promise<void> {
+    const caught = this.waitFor(seq);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${kind}.open: not caught up with stream ${this.ports.stream} `
+        + `(seq ${this.cursor.seq} of ${seq}) within ${openTimeoutMs} ms`)), Math.max(0, deadline - Date.now()));
+    });
+    try {
+      await Promise.race([caught, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async follow(): Promise<void> {
+    const { ports } = this;
+    for (let attempt = 0; !ports.stopped(); attempt += 1) {
+      try {
+        await this.consumeOnce();
+        attempt = 0;
+      } catch (err) {
+        if (ports.stopped()) break;
+        ports.logger.warn({ stream: ports.stream, err: errorMessage(err), seq: this.cursor.seq }, 'JetStream log: consumer failed, restarting');
+      }
+      if (!ports.stopped()) await sleep(backoffMs(attempt, retryPauseMsMax));
+    }
+  }
+
+  private async consumeOnce(): Promise<void> {
+    const { ports } = this;
+    ports.stats.consumerStarts += 1;
+    if (!(await ports.audit.beforeResume(this.cursor.seq))) return;
+    const consumer = await ports.js.consumers.get(ports.stream, { opt_start_seq: this.cursor.seq + 1, filter_subjects: ports.subject });
+    this.consumer = consumer;
+    const messages = await consumer.consume({
+      max_messages: consumerBatchMessages,
+      expires: ports.consumerExpiresMs,
+      callback: (m) => this.onMessage(m),
+    });
+    this.messages = messages;
+    void this.liveness.watch(messages, (name) => this.onRecreated(name));
+    const stopWatchdog = this.liveness.watchdog(ports.consumerExpiresMs / 2, ports.stopped, (silentMs) => {
+      ports.logger.warn({ stream: ports.stream, silentMs, seq: this.cursor.seq }, 'JetStream log: consumer silent, replacing it');
+      void this.consumer?.delete().catch(() => undefined);
+      messages.stop();
+    });
+    if (ports.stopped()) messages.stop();
+    const err = await messages.closed().finally(stopWatchdog);
+    if (!ports.stopped()) {
+      ports.logger.warn({ stream: ports.stream, err: err === undefined ? undefined : errorMessage(err), seq: this.cursor.seq },
+        'JetStream log: consumer stopped, restarting it after the last message read');
+    }
+  }
+
+  /** The client resumed on its own after its last message: the audit checks the last ones read (commits wait for it). */
+  private onRecreated(consumer: string): void {
+    this.ports.stats.consumerResets += 1;
+    this.ports.logger.info({ stream: this.ports.stream, consumer, seq: this.cursor.seq }, 'JetStream log: consumer recreated');
+    this.ports.audit.afterRecreate();
+  }
+
+  /** One stream message: number its commands, deliver them, settle whoever waited for it. */
+  private onMessage(m: JsMsg): void {
+    const { ports } = this;
+    if (ports.stopped()) return;
+    const seq = m.seq;
+    this.liveness.alive();
+    // The ordered consumer resumes after the last message it delivered; a restarted one after ours.
+    if (seq <= this.cursor.seq) return;
+    if (ports.strictSeq && seq !== this.cursor.seq + 1) {
+      ports.fail(new Error(`${kind}: stream ${ports.stream} skips from seq ${this.cursor.seq} to ${seq}: messages were removed`));
+      return;
+    }
+    ports.stats.messagesConsumed += 1;
+    const items = parseCommitMessage(m.data);
+    if (typeof items === 'string') {
+      // Every node reads the same bytes and skips them alike, so indexes stay the same everywhere.
+      ports.stats.messagesSkipped += 1;
+      ports.logger.error({ stream: ports.stream, seq, reason: items }, 'JetStream log: skipping a message that is not a commit');
+    }
+    const { mark, entries } = numberCommit(this.cursor, seq, typeof items === 'string' ? [] : items, this.skipThrough);
+    this.cursor = mark;
+    ports.audit.read(seq, m.headers?.get('Nats-Msg-Id'));
+    ports.marks.push(mark);
+    if (entries.length > 0) ports.deliver(entries);
+    this.settleWaiters();
+  }
+
+  private settleWaiters(): void {
+    if (this.waiters.length === 0) return;
+    const ready = this.waiters.filter((w) => w.seq <= this.cursor.seq);
+    this.waiters = this.waiters.filter((w) => w.seq > this.cursor.seq);
+    for (const w of ready) w.resolve();
+  }
+}

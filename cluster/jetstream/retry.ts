@@ -1,0 +1,90 @@
+/**
+ * Which failures the JetStream log retries, how long it waits between tries, and the time bounds it
+ * puts around requests that nats.js may leave waiting without end.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  AuthorizationError, ClosedConnectionError, DrainingConnectionError, InvalidArgumentError, PermissionViolationError,
+} from '@nats-io/transport-node';
+import { JetStreamApiError } from '@nats-io/jetstream';
+import type { Logger } from '../../src/ports/index.ts';
+import { kind } from './options.ts';
+
+/** Pause between restarts of a consumer that stopped, and between retries of a setup step or a publish, at most. */
+export const retryPauseMsMax = 2000;
+
+/** Exponential backoff from 50 ms, doubling per attempt, capped at `capMs`. */
+export function backoffMs(attempt: number, capMs: number): number {
+  return Math.min(capMs, 50 * 2 ** Math.min(attempt, 16));
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function isApiError(err: unknown, code: number): boolean {
+  return err instanceof JetStreamApiError && err.code === code;
+}
+
+/**
+ * Failures worth retrying: timeouts, no responders, connection trouble, JetStream saying it is
+ * temporarily unavailable (no leader yet). Not: our own close, bad arguments (a payload above
+ * max_payload), permissions, or an API error the server means (a 4xx status).
+ */
+export function isTransient(err: unknown): boolean {
+  if (err instanceof ClosedConnectionError || err instanceof DrainingConnectionError) return false;
+  if (err instanceof InvalidArgumentError || err instanceof PermissionViolationError || err instanceof AuthorizationError) return false;
+  if (err instanceof JetStreamApiError) return err.status >= 500;
+  return true;
+}
+
+/** `p`, or a rejection with `message` if it has not settled within `ms` (p's late outcome is ignored). */
+export async function withinMs<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  p.catch(() => undefined);
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** True if `p` settled (either way) within `ms`. */
+export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Retries a setup step of open() through transient failures (no JetStream leader yet, timeouts) until
+ * the deadline. Each attempt is bounded too (`attemptMsMax`): the object store's list and get read
+ * through a consumer that can wait without end when the stream's leader changes under it (a node
+ * restarted while the nats-servers restarted printed nothing for 90 s); such an attempt counts as a
+ * transient failure.
+ */
+export async function retrying<T>(
+  logger: Logger, what: string, deadline: number, step: () => Promise<T>, attemptMsMax: number,
+): Promise<T> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      const attemptMs = Math.max(1, Math.min(attemptMsMax, deadline - Date.now()));
+      return await withinMs(step(), attemptMs, `${what}: no answer within ${attemptMs} ms`);
+    } catch (err) {
+      if (!isTransient(err) || Date.now() >= deadline) {
+        throw new Error(`${kind}.open: ${what}: ${errorMessage(err)}`, { cause: err });
+      }
+      logger.warn({ step: what, err: errorMessage(err) }, 'JetStream log: setup step failed, retrying');
+      await sleep(Math.min(backoffMs(attempt, retryPauseMsMax), Math.max(0, deadline - Date.now())));
+    }
+  }
+}

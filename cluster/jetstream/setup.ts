@@ -1,0 +1,145 @@
+/**
+ * What open() does before reading: connect, find or create the stream (an existing one is used as it
+ * is, its differences from our settings logged), create the snapshot bucket. Each step is retried
+ * through the transient failures of a cluster still electing its leaders.
+ */
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  DiscardPolicy, JetStreamApiCodes, jetstream, jetstreamManager, RetentionPolicy, StorageType,
+  type JetStreamClient, type JetStreamManager, type StreamConfig, type StreamInfo,
+} from '@nats-io/jetstream';
+import { Objm, type ObjectStore } from '@nats-io/obj';
+import type { Logger } from '../../src/ports/index.ts';
+import { kind, type Settings } from './options.ts';
+import { isApiError, retrying } from './retry.ts';
+
+/** Client pings to its server: a silent server (partitioned, paused) is left after about 2 s × 3. */
+const natsPingIntervalMs = 2_000;
+const natsMaxPingOut = 3;
+/** JetStream drops a repeated message id within this window; it must outlast a commit's retries. */
+const duplicateWindowMsMin = 120_000;
+/** Bytes kept free in a message for the headers (message id) and the protocol line. */
+const messageHeadroomBytes = 1024;
+/** JetStream's error code for "stream name already in use" (not in the client's JetStreamApiCodes). */
+export const streamNameInUseCode = 10058;
+
+/** The settings the stream is created with or checked against. */
+export type StreamPlan = Pick<Settings, 'stream' | 'subject' | 'replicas' | 'publishRetryMsMax' | 'publishTimeoutMs'>;
+
+/** The stream as this node uses it. */
+export interface AdoptedStream {
+  info: StreamInfo;
+  /** Where commits are published: ours, or the existing stream's single subject. */
+  subject: string;
+  /** True when the stream carries only our subject: then a jump in sequence numbers is lost data. */
+  strictSeq: boolean;
+  /** Where the existing stream's settings differ from ours (logged, not changed). */
+  differs: Record<string, unknown>;
+}
+
+/** Everything the log reads and writes through, once open() has set it up. */
+export interface Stores {
+  jsm: JetStreamManager;
+  js: JetStreamClient;
+  stream: AdoptedStream;
+  store: ObjectStore;
+  /** Most bytes of entries in one commit message (from the server's max_payload). */
+  bytesMax: number;
+}
+
+export function connectNats(servers: string[], nodeName: string): Promise<NatsConnection> {
+  return connect({
+    servers,
+    name: `roster-${nodeName}`,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    // A server cut off without closing the socket (a partition) is noticed after about
+    // pingInterval × maxPingOut and the client moves to another server; nats.js's default is 2 minutes
+    // per ping, during which every write of this node would time out (the partition fault test).
+    pingInterval: natsPingIntervalMs,
+    maxPingOut: natsMaxPingOut,
+    // nats.js otherwise builds an Error (a stack capture) ahead of every request in case it fails:
+    // several per cent of a cluster node's busy time under load (profiled); a failure's own error says enough.
+    noAsyncTraces: true,
+  });
+}
+
+/** JetStream, the stream and the bucket, each retried until `deadline`. */
+export async function openStores(nc: NatsConnection, s: Settings, deadline: number): Promise<Stores> {
+  const attemptMsMax = 3 * s.publishTimeoutMs;
+  const jsm = await retrying(s.logger, 'JetStream', deadline, () => jetstreamManager(nc, { timeout: s.publishTimeoutMs }), attemptMsMax);
+  const js = jetstream(nc, { timeout: s.publishTimeoutMs });
+  const stream = await retrying(s.logger, `stream ${s.stream}`, deadline, () => ensureStream(jsm, s, s.logger), attemptMsMax);
+  const store = await retrying(s.logger, `bucket ${s.bucket}`, deadline,
+    () => new Objm(js).create(s.bucket, { replicas: s.replicas, storage: StorageType.File }), attemptMsMax);
+  return { jsm, js, stream, store, bytesMax: messageBytesMax(nc.info?.max_payload) };
+}
+
+/** Most entry bytes in one message, given the server's max_payload. */
+export function messageBytesMax(maxPayload: number | undefined): number {
+  return Math.max(1, (maxPayload ?? 1024 * 1024) - messageHeadroomBytes);
+}
+
+export function duplicateWindowMs(p: StreamPlan): number {
+  return Math.max(duplicateWindowMsMin, 2 * (p.publishRetryMsMax + p.publishTimeoutMs));
+}
+
+/** The stream this node creates when there is none. */
+export function streamConfig(p: StreamPlan): Partial<StreamConfig> & { name: string } {
+  return {
+    name: p.stream,
+    subjects: [p.subject],
+    storage: StorageType.File,
+    num_replicas: p.replicas,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    duplicate_window: nanos(duplicateWindowMs(p)),
+    // Indexes are counted from the messages: deleting one would renumber everything after it.
+    deny_delete: true,
+  };
+}
+
+/** Creates the stream if missing; an existing one is used as it is (differences are logged). */
+export async function ensureStream(jsm: JetStreamManager, p: StreamPlan, logger: Logger): Promise<AdoptedStream> {
+  let info: StreamInfo;
+  try {
+    info = await jsm.streams.info(p.stream);
+  } catch (err) {
+    if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+    try {
+      info = await jsm.streams.add(streamConfig(p));
+      logger.info({ stream: p.stream, subject: p.subject, replicas: p.replicas }, 'JetStream log: created the stream');
+    } catch (addErr) {
+      // Another node created it between our info and add: use theirs.
+      if (!isApiError(addErr, streamNameInUseCode)) throw addErr;
+      info = await jsm.streams.info(p.stream);
+    }
+  }
+  const adopted = adoptStream(info, p);
+  if (Object.keys(adopted.differs).length > 0) {
+    logger.warn({ stream: p.stream, differs: adopted.differs }, 'JetStream log: using the existing stream as it is, its settings differ from ours');
+  }
+  return adopted;
+}
+
+/**
+ * Takes an existing stream's settings as they are, saying where they differ from ours. A stream without
+ * our subject is used with its own when it has exactly one, without wildcards; otherwise it is refused.
+ */
+export function adoptStream(info: StreamInfo, p: StreamPlan): AdoptedStream {
+  const c = info.config;
+  const differs: Record<string, unknown> = {};
+  let subject = p.subject;
+  if (c.storage !== StorageType.File) differs.storage = c.storage;
+  if (c.num_replicas !== p.replicas) differs.replicas = c.num_replicas;
+  if ((c.duplicate_window ?? 0) < nanos(p.publishRetryMsMax + p.publishTimeoutMs)) differs.duplicateWindowNs = c.duplicate_window;
+  if (!c.subjects.includes(p.subject)) {
+    const only = c.subjects.length === 1 ? c.subjects[0]! : undefined;
+    if (only === undefined || /[*>]/.test(only)) {
+      throw new Error(`${kind}: stream ${p.stream} exists without the subject ${p.subject} (it has ${c.subjects.join(', ')})`);
+    }
+    differs.subject = only;
+    subject = only;
+  }
+  return { info, subject, strictSeq: c.subjects.length === 1, differs };
+}

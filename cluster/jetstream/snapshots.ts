@@ -1,0 +1,134 @@
+/**
+ * Snapshots in the object store (chunked, so a large state fits), one object per node and stream
+ * (`<stream>/<node>`): open() loads the newest of them, whichever node wrote it, and the consumer
+ * starts after the mark it records. Saves run one at a time.
+ */
+import type { StreamInfo } from '@nats-io/jetstream';
+import type { ObjectStore } from '@nats-io/obj';
+import type { Logger, Snapshot } from '../../src/ports/index.ts';
+import { snapshotRefusal } from '../../src/log/index.ts';
+import { parseSnapshotRecord, type Mark, type SnapshotRecord } from './format.ts';
+import type { Marks } from './marks.ts';
+import { kind } from './options.ts';
+import { errorMessage, isTransient, retrying } from './retry.ts';
+
+export interface SnapshotPorts {
+  store: ObjectStore;
+  stream: string;
+  nodeName: string;
+  logger: Logger;
+  /** The stream's creation time, recorded in each snapshot: one taken on another incarnation is not used. */
+  streamCreated: string;
+  publishTimeoutMs: number;
+  openTimeoutMs: number;
+}
+
+/** Why a snapshot cannot be the start of `stream` as `info` describes it, if it cannot. */
+export function unusable(r: SnapshotRecord, info: StreamInfo, stream: string): string | undefined {
+  if (r.stream !== stream) return `it belongs to stream ${r.stream}`;
+  if (r.streamCreated !== info.created) return `it was taken on an earlier stream of this name (created ${r.streamCreated}, now ${info.created})`;
+  if (r.seq > info.state.last_seq) return `it is at stream seq ${r.seq}, the stream ends at ${info.state.last_seq}`;
+  return undefined;
+}
+
+/** Where the consumer starts: after the snapshot's mark, or at the stream's start. Throws if a message it needs is gone. */
+export function startMark(info: StreamInfo, record: SnapshotRecord | undefined, stream: string): Mark {
+  const start: Mark = record === undefined
+    ? { seq: 0, index: 0, atMs: 0 }
+    : { seq: record.seq, index: record.seqIndex, atMs: record.seqAtMs };
+  const { first_seq: first, last_seq: last } = info.state;
+  if (last > start.seq && first > start.seq + 1) {
+    throw new Error(`${kind}: stream ${stream} starts at seq ${first} but this node needs it from ${start.seq + 1} `
+      + `(${record === undefined ? 'no snapshot' : `snapshot at index ${record.index}`}): messages were removed`);
+  }
+  return start;
+}
+
+export class SnapshotStore {
+  /** Index of the newest snapshot loaded or saved. */
+  newest = 0;
+  private saves: Promise<void> = Promise.resolve();
+
+  constructor(private readonly ports: SnapshotPorts) {}
+
+  /**
+   * The newest usable snapshot, or undefined to replay the stream from its start. The object store is
+   * read through consumers that have been seen (nats-server 2.9.10) to stay silent for minutes after two
+   * of three servers were killed and restarted, while the log's own stream was already taking writes:
+   * when the snapshots cannot be read within half the open timeout and the stream still holds every
+   * message (nothing is purged yet), the node replays the whole stream instead of not starting.
+   */
+  async startFrom(info: StreamInfo, deadline: number): Promise<SnapshotRecord | undefined> {
+    const { logger, openTimeoutMs, stream } = this.ports;
+    const complete = info.state.messages === 0 || info.state.first_seq <= 1;
+    const budgetMs = complete ? Math.ceil(openTimeoutMs / 2) : openTimeoutMs;
+    const until = Math.min(deadline, Date.now() + budgetMs);
+    try {
+      // A snapshot can be large: one attempt may take the whole budget.
+      const record = await retrying(logger, 'snapshot', until, () => this.load(info), budgetMs);
+      this.newest = record?.index ?? 0;
+      return record;
+    } catch (err) {
+      if (!complete || !isTransient((err as Error).cause ?? err)) throw err;
+      logger.warn({ stream, err: errorMessage(err), messages: info.state.messages },
+        'JetStream log: snapshots could not be read; replaying the stream from its first message');
+      return undefined;
+    }
+  }
+
+  /** Why `s` cannot be saved now (past `last`, or older than the newest), if it cannot. */
+  refusal(s: Snapshot, last: number): Error | undefined {
+    return snapshotRefusal(kind, s, last, this.newest);
+  }
+
+  /** Saves after the saves before it; `lastIndex` is asked again then. */
+  save(s: Snapshot, lastIndex: () => number, marks: Marks): Promise<void> {
+    const run = this.saves.then(() => this.write(s, lastIndex(), marks));
+    this.saves = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once the saves so far have settled. */
+  settled(): Promise<void> {
+    return this.saves;
+  }
+
+  private async write(s: Snapshot, last: number, marks: Marks): Promise<void> {
+    // Checked again: an earlier save in the chain may have moved the newest snapshot past this one.
+    const refused = this.refusal(s, last);
+    if (refused !== undefined) throw refused;
+    const { stream, nodeName, streamCreated } = this.ports;
+    const { mark, at } = marks.atOrBefore(s.index);
+    const record: SnapshotRecord = {
+      index: s.index, seq: mark.seq, seqIndex: mark.index, seqAtMs: mark.atMs, stream, streamCreated, node: nodeName, data: s.data,
+    };
+    const bytes = Buffer.from(JSON.stringify(record), 'utf8');
+    await this.ports.store.putBlob({ name: `${stream}/${nodeName}`, metadata: { index: String(s.index) } }, bytes,
+      { timeout: this.ports.publishTimeoutMs });
+    this.newest = s.index;
+    // Later snapshots have a larger index: marks before this one are no longer needed.
+    marks.dropBefore(at);
+  }
+
+  /** The newest readable snapshot of this stream, from any node; undefined if there is none. */
+  private async load(info: StreamInfo): Promise<SnapshotRecord | undefined> {
+    const { store, stream, logger } = this.ports;
+    const prefix = `${stream}/`;
+    const candidates = (await store.list())
+      .filter((o) => o.name.startsWith(prefix) && !o.deleted)
+      // Newest first by the index in the object's metadata; one without a readable index last.
+      .map((o) => ({ name: o.name, index: Number(o.metadata?.index ?? -1) || -1 }))
+      .sort((x, y) => y.index - x.index);
+    for (const { name } of candidates) {
+      const blob = await store.getBlob(name);
+      const record = blob === null ? 'vanished' : parseSnapshotRecord(Buffer.from(blob).toString('utf8'));
+      const why = typeof record === 'string' ? record : unusable(record, info, stream);
+      if (why === undefined) {
+        logger.info({ stream, object: name, index: (record as SnapshotRecord).index }, 'JetStream log: loaded a snapshot');
+        return record as SnapshotRecord;
+      }
+      logger.warn({ stream, object: name, reason: why }, 'JetStream log: skipping a snapshot');
+    }
+    return undefined;
+  }
+}
