@@ -1,23 +1,26 @@
 /**
- * A three-node Roster cluster for the process-level fault tests (issue 9): three nats-server
+ * A three-node Roster cluster for the process-level fault tests: three nats-server
  * processes with JetStream and routes, and three Roster nodes started as users start them (node + tsx,
  * --nats, --gossip-listen, --join, --config-file). Unlike cluster/dev/nats-launcher.ts, every process here
  * can be killed *and started again* with the same ports and store, so a nemesis can SIGKILL a node or a
  * nats-server and bring it back; HTTP ports are fixed per node so a client keeps its address across a
  * restart. Everything is started and stopped by pid, never by name.
  *
- * Also here: an HTTP call with a deadline that classifies its answer for a history (ok / refused /
- * unknown), the seeded PRNG and the env knobs of the fault runs.
+ * Also here: the seeded PRNG and the env knobs of the fault runs; the HTTP helpers (cluster-http.ts) and
+ * the process classes (cluster-processes.ts) are exported from here too, so a fault test imports one module.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { allThreadsStopped, freePort, natsServerBinary } from '../../cluster/dev/nats-launcher.ts';
-import { startAgent, type Agent } from '../support/agent.ts';
+import { freePort } from '../../cluster/dev/nats-launcher.ts';
+import { http } from './cluster-http.ts';
+import { NatsNode, RosterNode } from './cluster-processes.ts';
+
+export { errorCode, http, indexOf, verdictOf, type Answer, type Verdict } from './cluster-http.ts';
+export { NatsNode, RosterNode } from './cluster-processes.ts';
 
 export { sleep };
 
@@ -41,215 +44,6 @@ export function faultKnobs(): { pairs: number; minutes: number; seed: number } {
   const minutes = intEnv('ROSTER_FAULT_MINUTES', 4);
   const seed = process.env.ROSTER_FAULT_SEED ? intEnv('ROSTER_FAULT_SEED', 1) >>> 0 : (Date.now() % 2 ** 31) >>> 0;
   return { pairs, minutes, seed };
-}
-
-// ---- HTTP with a deadline -------------------------------------------------------------------
-
-export interface Answer {
-  /** 0 when there was no HTTP answer (timeout, connection refused or reset). */
-  status: number;
-  text: string;
-  headers: Headers;
-  /** Why there was no answer. */
-  error?: string;
-  json<T = any>(): T;
-}
-
-/** One HTTP call that never throws: a timeout or a connection error is status 0. */
-export async function http(base: string, method: string, path: string, o: { body?: string | object; timeoutMs?: number } = {}): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  let body: string | undefined;
-  if (typeof o.body === 'string') body = o.body;
-  else if (o.body !== undefined) { body = JSON.stringify(o.body); headers['content-type'] = 'application/json'; }
-  try {
-    const res = await fetch(base + path, { method, body, headers, signal: AbortSignal.timeout(o.timeoutMs ?? 5_000) });
-    const text = await res.text();
-    return { status: res.status, text, headers: res.headers, json: () => JSON.parse(text) };
-  } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
-    return { status: 0, text: '', headers: new Headers(), error: `${e.name}: ${e.cause?.code ?? e.message}`, json: <T>() => undefined as T };
-  }
-}
-
-/** How a history records an answer (the recording rules of issue 9). */
-export type Verdict = 'ok' | 'refused' | 'invalid' | 'unknown';
-
-/**
- * 200 → ok; 409 (seed: 1025, did not acquire/release/apply) → refused, a definite "no"; other 4xx
- * (validation, invalid session, not found) → invalid, nothing changed; no answer, 5xx → unknown.
- */
-export function verdictOf(a: Answer): Verdict {
-  if (a.status === 200) return 'ok';
-  if (a.status === 409) return 'refused';
-  if (a.status >= 400 && a.status < 500 && a.status !== 408 && a.status !== 429) return 'invalid';
-  return 'unknown';
-}
-
-/** The seed dialect's error code of a 4xx/5xx body, if any. */
-export function errorCode(a: Answer): number | undefined {
-  try { return (a.json() as { code?: number })?.code; } catch { return undefined; }
-}
-
-export function indexOf(a: Answer): number | undefined {
-  const h = a.headers.get('x-consul-index');
-  return h === null ? undefined : Number(h);
-}
-
-// ---- nats-server ----------------------------------------------------------------------------
-
-/** One nats-server that can be killed, paused and started again with the same ports and store. */
-export class NatsNode {
-  private proc: ChildProcess | undefined;
-  private exited: Promise<void> = Promise.resolve();
-  private out = '';
-  private paused = false;
-
-  constructor(readonly name: string, readonly clientPort: number, readonly clusterPort: number, readonly monitorPort: number, readonly conf: string) {}
-
-  get url(): string { return `nats://127.0.0.1:${this.clientPort}`; }
-  get pid(): number | undefined { return this.running() ? this.proc!.pid : undefined; }
-  running(): boolean { return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null; }
-  isPaused(): boolean { return this.paused && this.running(); }
-  output(): string { return this.out; }
-
-  /** Starts the server and waits for /healthz (a server whose JetStream peers are down may take longer). */
-  async start(readyMs = 30_000): Promise<void> {
-    if (this.running()) return;
-    const proc = spawn(natsServerBinary(), ['-c', this.conf, '-js'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.proc = proc;
-    this.paused = false;
-    const keep = (d: Buffer): void => {
-      this.out += d.toString();
-      if (this.out.length > 200_000) this.out = this.out.slice(-100_000);
-    };
-    proc.stdout!.on('data', keep);
-    proc.stderr!.on('data', keep);
-    this.exited = new Promise((res) => proc.once('exit', () => res()));
-    const deadline = Date.now() + readyMs;
-    while (Date.now() < deadline) {
-      if (!this.running()) throw new Error(`nats-server ${this.name} exited during start:\n${this.out.slice(-4000)}`);
-      try {
-        if ((await fetch(`http://127.0.0.1:${this.monitorPort}/healthz`, { signal: AbortSignal.timeout(1_000) })).ok) return;
-      } catch { /* not yet */ }
-      await sleep(50);
-    }
-    throw new Error(`nats-server ${this.name} not healthy after ${readyMs} ms:\n${this.out.slice(-4000)}`);
-  }
-
-  /** SIGKILL (a crash) and wait for the exit. */
-  async kill(): Promise<void> {
-    if (!this.running()) return;
-    this.proc!.kill('SIGKILL');
-    await this.exited;
-  }
-
-  /** SIGTERM and wait for the exit. */
-  async stop(): Promise<void> {
-    if (!this.running()) return;
-    if (this.paused) this.resume();
-    this.proc!.kill('SIGTERM');
-    await this.exited;
-  }
-
-  /** SIGSTOP, resolving once every thread is stopped: a server that hangs with its sockets open. */
-  async pause(): Promise<void> {
-    if (!this.running()) return;
-    this.proc!.kill('SIGSTOP');
-    this.paused = true;
-    for (let k = 0; k < 5_000 && this.running() && !allThreadsStopped(this.proc!.pid!); k++) await sleep(1);
-  }
-
-  resume(): void {
-    if (!this.running()) return;
-    this.proc!.kill('SIGCONT');
-    this.paused = false;
-  }
-
-  /** The names of the clients connected to this server (Roster nodes connect as `roster-<node>`). */
-  async clientNames(): Promise<string[]> {
-    if (!this.running() || this.paused) return [];
-    try {
-      const res = await fetch(`http://127.0.0.1:${this.monitorPort}/connz?limit=1024`, { signal: AbortSignal.timeout(2_000) });
-      const body = await res.json() as { connections?: { name?: string }[] };
-      return (body.connections ?? []).map((c) => c.name ?? '');
-    } catch {
-      return [];
-    }
-  }
-}
-
-// ---- Roster node ----------------------------------------------------------------------------
-
-/** Starts of a Roster node tried before giving up. */
-const startAttemptsMax = 3;
-
-export class RosterNode {
-  agent: Agent | undefined;
-  /** How many times this node was started. */
-  starts = 0;
-  /** How many times kill() or stop() was called: bumped before the signal, so an answer can tell it came from before. */
-  stops = 0;
-  /** True while start() is running (a supervisor leaves such a node alone). */
-  starting = false;
-  /** Output of earlier incarnations (the newest at the end), for a failure report. */
-  private history = '';
-
-  constructor(readonly name: string, readonly httpPort: number, readonly gossipPort: number, readonly dataDir: string,
-    private readonly argsOf: (node: RosterNode) => string[]) {}
-
-  get url(): string { return `http://127.0.0.1:${this.httpPort}`; }
-  running(): boolean { return this.agent !== undefined && this.agent.proc.exitCode === null && this.agent.proc.signalCode === null; }
-  get pid(): number | undefined { return this.running() ? this.agent!.proc.pid : undefined; }
-
-  /**
-   * Starts the node as a process supervisor would: a start that exits before it is ready (its log could
-   * not open while the nats-servers restart, or it stopped on a changed stream, exit 70) or is not ready
-   * in time (it is then killed) is tried again, up to {@link startAttemptsMax} times.
-   */
-  async start(): Promise<void> {
-    if (this.running() || this.starting) return;
-    this.starting = true;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        if (this.agent !== undefined) this.history += this.agent.output();
-        this.agent = undefined;
-        this.starts++;
-        try {
-          this.agent = await startAgent({ bare: true, dataDir: this.dataDir, args: this.argsOf(this), readyTimeoutMs: 60_000 });
-          return;
-        } catch (err) {
-          this.history += `\n[harness] start ${attempt} of ${this.name} failed: ${(err as Error).message}\n`;
-          if (attempt >= startAttemptsMax) throw err;
-          await sleep(1_000);
-        }
-      }
-    } finally {
-      this.starting = false;
-    }
-  }
-
-  /** The exit code (or signal) of the last incarnation, if it ended. */
-  lastExit(): string | undefined {
-    const p = this.agent?.proc;
-    if (p === undefined || (p.exitCode === null && p.signalCode === null)) return undefined;
-    return p.exitCode !== null ? String(p.exitCode) : String(p.signalCode);
-  }
-
-  /** SIGKILL and wait for the exit. */
-  async kill(): Promise<void> {
-    this.stops++;
-    if (this.running()) await this.agent!.kill9();
-  }
-
-  /** SIGTERM and wait for the exit. */
-  async stop(): Promise<void> {
-    this.stops++;
-    if (this.running()) await this.agent!.stop();
-  }
-
-  output(): string {
-    return this.history + (this.agent?.output() ?? '');
-  }
 }
 
 // ---- the cluster ----------------------------------------------------------------------------

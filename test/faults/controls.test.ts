@@ -1,4 +1,4 @@
-// Goal (issue 9): the checker's control runs against real processes find the violations planted in them,
+// Goal: the checker's control runs against real processes find the violations planted in them,
 // and the same setups done right check valid.
 // (a) Reads that skip the barrier: a node whose nats-server is SIGSTOPped stops receiving entries but still
 //     answers HTTP from its frozen state while the other nodes write. Its default and ?stale reads MUST make

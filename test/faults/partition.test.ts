@@ -1,4 +1,4 @@
-// Goal (issue 9, minority partition): first prove the partition tool really cuts loopback TCP between
+// Goal (minority partition): first prove the partition tool really cuts loopback TCP between
 // two groups of processes (an open connection goes silent, a new one cannot be made, a process in neither
 // group is untouched) and really heals; then cut one Roster node together with its nats-server off from
 // the other two of each, keep writing through every node, and show the minority answers no write and no

@@ -1,4 +1,4 @@
-// Goal (issue 9, pause and clock skew), on one three-node cluster:
+// Goal (pause and clock skew), on one three-node cluster:
 // 1. SIGSTOP of a Roster node: the others detect its gossip failure (member failed, its gossipHealth
 //    critical), invalidate the sessions bound to it (lock released, lock-delay applied); after SIGCONT its
 //    late TTL timers are harmless (sessions renewed elsewhere live on: session.expire carries renewIndex)
