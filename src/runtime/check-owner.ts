@@ -57,6 +57,11 @@ export class CheckOwner {
     return this.runners.size;
   }
 
+  /** The checks a runner runs for now, by id. */
+  running(): string[] {
+    return [...this.runners.keys()];
+  }
+
   start(): void {
     for (const check of this.o.state().checksOfNode(this.o.nodeName)) this.reconcile(check.checkId);
     this.scheduleReap();

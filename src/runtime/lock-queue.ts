@@ -111,6 +111,11 @@ export class LockQueues {
     }
   }
 
+  /** The acquires waiting on `key` at this node, head first. */
+  queued(key: string): readonly KvAcquire[] {
+    return (this.queues.get(key) ?? []).map((w) => w.cmd);
+  }
+
   /**
    * Releases through the queue: when this key's head waiter is parked, its acquire is appended right
    * behind the release, so both commit together. Otherwise a plain release.
