@@ -3,11 +3,11 @@
  * each node's LockQueues shows (`queued(key)`, head first) and what its requests return:
  *   - queue-order:    a node's queue of a key keeps arrival order: waiters leave it, newcomers join at
  *                     the tail, and nobody moves ahead of a waiter that arrived before it.
- *   - queue-overtake: a waiter is granted the lock only once every waiter ahead of it (last seen) has
- *                     left the queue: the grants of one node's waiters come in arrival order.
- *   - queue-starved:  the head of a healthy node's queue does not wait on while its key stays free (no
- *                     holder, lock delay over, the head's session alive) for `starvedMs`: a release or an
- *                     invalidation always wakes it, however often the key changes hands meanwhile.
+ *   - queue-overtake: a waiter is granted the lock only once every waiter that joined the queue before it
+ *                     (first seen there earlier) has left it: one node's waiters are granted in arrival order.
+ *   - queue-starved:  the head of a healthy node's queue does not wait on while its key stays free for it
+ *                     (no holder or its own session, lock delay over, its session alive) for `starvedMs`:
+ *                     a release or an invalidation always wakes it, however often the key changes hands.
  *   - queue-deadline: a request returns within its wait (plus the time of one last proposal), unless its
  *                     node was paused, cut off or restarted meanwhile.
  */
@@ -16,8 +16,8 @@ import type { Checker } from './checker.ts';
 import { localAt } from './sim-clock.ts';
 import type { SimNode, SimWorld } from './sim-world.ts';
 
-/** True ms a head may see its key free before it counts as starved: a few proposals' worth (retries included). */
-const starvedMs = 12_000;
+/** True ms a head may see its key free before it counts as starved: one proposal with all its retries and more. */
+const starvedMs = 6_000;
 /** True ms past a request's wait before it counts as stuck: one last proposal with its retries. */
 const deadlineSlackMs = 15_000;
 
@@ -30,6 +30,8 @@ export interface QueuedRequest {
   /** The node's disturbance count when the request was made. */
   disturbances: number;
   settled: boolean;
+  /** Arrival rank: when the request was first seen in its node's queue (undefined: never queued). */
+  arrival?: number;
   /** True time since which the request, as its queue's head, has seen its key free. */
   freeSince?: number;
 }
@@ -39,6 +41,7 @@ export class QueueChecker {
   private readonly open = new Set<QueuedRequest>();
   /** Node incarnation and key → the queue last seen. */
   private readonly lastSeen = new Map<string, QueuedRequest[]>();
+  private arrivals = 0;
 
   constructor(private readonly w: SimWorld, private readonly keys: readonly string[], private readonly driftMax: number) {}
 
@@ -57,8 +60,8 @@ export class QueueChecker {
     if (!granted) return;
     this.checker.stats.queuedGrants++;
     const seen = this.lastSeen.get(`${r.node}#${r.inc} ${r.cmd.key}`) ?? [];
-    const at = seen.indexOf(r);
-    const ahead = at < 0 ? [] : seen.slice(0, at).filter((x) => !x.settled);
+    const arrival = r.arrival;
+    const ahead = arrival === undefined ? [] : seen.filter((x) => !x.settled && x.arrival !== undefined && x.arrival < arrival);
     if (ahead.length > 0) {
       this.checker.report('queue-overtake', `${r.node}#${r.inc}: ${r.cmd.session} was granted ${r.cmd.key} while ${ahead.map((x) => x.cmd.session).join(', ')} waited ahead of it`);
     }
@@ -76,6 +79,7 @@ export class QueueChecker {
     const name = `${n.name}#${n.inc} ${key}`;
     const now = n.runtime!.lockQueues.queued(key).map((cmd) => this.byCmd.get(cmd)!);
     const before = this.lastSeen.get(name) ?? [];
+    for (const r of now) r.arrival ??= ++this.arrivals;
     this.checkOrder(name, before, now);
     if (now.length > 0) this.lastSeen.set(name, now);
     else this.lastSeen.delete(name);
@@ -99,7 +103,8 @@ export class QueueChecker {
   private checkHead(n: SimNode, head: QueuedRequest): void {
     const state = n.runtime!.state;
     const nowTrue = this.w.sched.now;
-    const free = state.kv.get(head.cmd.key)?.session === undefined
+    const holder = state.kv.get(head.cmd.key)?.session;
+    const free = (holder === undefined || holder === head.cmd.session)
       && (state.lockDelays.get(head.cmd.key) ?? 0) <= localAt(n.hw, nowTrue)
       && state.sessions.has(head.cmd.session);
     if (!free || !n.healthy || this.w.sequencer.downUntil > nowTrue) {

@@ -14,6 +14,9 @@ const queueKeys = ['queue/a', 'queue/b'] as const;
 const sessionTtlMs = 20_000;
 /** How long a request that reached no answer (its node crashed) is waited for beyond its wait. */
 const giveUpMs = 20_000;
+/** A release whose node went away or whose outcome is unknown is tried again, through some node that is up. */
+const releaseAttemptsMax = 4;
+const releaseRetryMs = 500;
 
 interface QueuedClient {
   name: string;
@@ -54,7 +57,7 @@ export class QueuedClients {
       settled = true;
       w.sched.after(p.int(50, 800), `queued ${c.name}`, () => this.step(c));
     };
-    const waitMs = p.int(1_000, 12_000);
+    const waitMs = p.int(1_000, 15_000);
     w.sched.after(waitMs + giveUpMs, `queued ${c.name} gives up`, next);
     const key = p.pick(queueKeys);
     const holdMs = p.int(20, 1_500);
@@ -93,7 +96,7 @@ export class QueuedClients {
       if (result.ok) w.checker.onAck(target.name, cmd, w.pidOf.get(cmd), result);
       if (!result.ok && result.reason === 'invalid-session') c.session = undefined;
       if (!result.ok) { next(); return; }
-      w.sched.after(holdMs, `queued ${c.name} releases ${key}`, () => this.release(c, target, req.inc, key, next), target.name, req.inc);
+      w.sched.after(holdMs, `queued ${c.name} releases ${key}`, () => this.release(c, target, req.inc, key, next));
     }, () => {
       this.checker.settled(req, false);
       w.counts.unknown++;
@@ -101,15 +104,31 @@ export class QueuedClients {
     });
   }
 
-  /** Releases through the node's queue (handing the lock to a parked head in the same commit). */
-  private release(c: QueuedClient, target: SimNode, inc: number, key: string, next: () => void): void {
+  /**
+   * Releases through the node's queue (handing the lock to a parked head in the same commit); when that
+   * node is gone, or the outcome is unknown, through a random node that is up, a few times.
+   */
+  private release(c: QueuedClient, target: SimNode, inc: number, key: string, next: () => void, attempt = 1): void {
     const { w } = this;
-    if (!target.up || target.inc !== inc || c.session === undefined) { next(); return; }
-    const cmd: KvRelease = { t: 'kv.release', key, value: nextValue(w, c.name), flags: '0', session: c.session };
-    target.runtime!.lockQueues.release(cmd).then((result) => {
-      w.checker.onAck(target.name, cmd, w.pidOf.get(cmd), result);
-      next();
-    }, () => { w.counts.unknown++; next(); });
+    const session = c.session;
+    if (session === undefined || attempt > releaseAttemptsMax) { next(); return; }
+    const via = target.up && target.inc === inc ? target : w.nodes.get(w.prng.pick(w.names))!;
+    if (!via.up || via.runtime === undefined) {
+      w.sched.after(releaseRetryMs, `queued ${c.name} releases ${key} again`, () => this.release(c, target, inc, key, next, attempt + 1));
+      return;
+    }
+    const again = () => this.release(c, target, inc, key, next, attempt + 1);
+    // A client's request to a node: it waits while that node is paused, and is lost if the node crashes.
+    w.sched.after(w.prng.int(1, 20), `queued ${c.name} releases ${key}→${via.name}`, () => {
+      const cmd: KvRelease = { t: 'kv.release', key, value: nextValue(w, c.name), flags: '0', session };
+      via.runtime!.lockQueues.release(cmd).then((result) => {
+        w.checker.onAck(via.name, cmd, w.pidOf.get(cmd), result);
+        next();
+      }, () => {
+        w.counts.unknown++;
+        w.sched.after(releaseRetryMs, `queued ${c.name} releases ${key} again`, again);
+      });
+    }, via.name, via.inc);
   }
 
   /** The session's renew loop: every TTL/3 through a random node, until chaos ends or the session is gone. */

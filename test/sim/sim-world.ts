@@ -7,6 +7,7 @@ import type { Runtime } from '../../src/runtime/index.ts';
 import type { Checker, CheckerStats, Violation } from './checker.ts';
 import type { Prng } from './prng.ts';
 import type { Scheduler, SimEvent } from './scheduler.ts';
+import type { Plant } from './plants.ts';
 import type { Hardware } from './sim-clock.ts';
 import type { LogWorld, NodeDisk, Sequencer, SequencerBug, SimLog } from './sim-log.ts';
 import type { SimMembership } from './sim-membership.ts';
@@ -23,6 +24,8 @@ export interface SimOptions {
   offsetMaxMs?: number;
   /** Controls only: a fault planted in the sequencer. */
   bug?: SequencerBug;
+  /** Controls only: a fault planted in every node's runtime. */
+  plant?: Plant;
   /** Overrides of drawn clocks (controls and regressions): a rate error or offset beyond the bounds. */
   clocks?: Record<string, Partial<Hardware>>;
   /** Largest probability of losing a publication or an acknowledgement, drawn per run. @default 0.08 */

@@ -22,6 +22,7 @@ import { AgentChecks } from './sim-checks.ts';
 import { fault } from './sim-faults.ts';
 import { Sequencer, type LogTuning, type LogWorld } from './sim-log.ts';
 import { bootNode, crashNode, gossip, healNode, heartbeatMs, resumeNode, type RuntimeExtras } from './sim-nodes.ts';
+import { plant } from './plants.ts';
 import { QueuedClients } from './sim-queued.ts';
 import { SimNode, type SimOptions, type SimReport, type SimWorld } from './sim-world.ts';
 
@@ -103,6 +104,7 @@ class Sim implements NodeGate, SimWorld {
 
   boot(n: SimNode): void {
     bootNode(this, n, (node, inc): RuntimeExtras => this.checks?.runtimeOptions(node, inc) ?? {});
+    if (this.o.plant !== undefined) plant(this.o.plant, n.runtime!);
   }
 
   crash(n: SimNode): void {
