@@ -18,7 +18,7 @@ export class Snapshots {
     if (this.inFlight !== undefined) return;
     // Every everyEntries entries, but never more often than once per state's worth of entries:
     // a snapshot costs time in proportion to the state, so this keeps its cost per entry bounded
-    // (1M keys snapshotted every 20,000 entries made a loading agent write 7 GB of snapshots).
+    // (at 1M keys, a snapshot every 20,000 entries would write gigabytes while a client loads the keys).
     const stateItems = state.kv.size + state.sessions.size;
     if (state.index - this.lastIndex < Math.max(this.everyEntries, stateItems)) return;
     this.inFlight = this.save(state)
