@@ -7,3 +7,5 @@ export { MembershipSlot, StaticMembership } from './membership.ts';
 export type { HttpObserver, LogObserver, RuntimeObserver } from './observer.ts';
 export type { Logger } from './logger.ts';
 export { silentLogger } from './logger.ts';
+export type { Random } from './random.ts';
+export { systemRandom } from './random.ts';

@@ -7,7 +7,9 @@
 import type { Command } from '../domain/commands.ts';
 import type { CheckStatus, HealthCheck } from '../domain/types.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
+import type { Logger } from '../ports/logger.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
+import { systemRandom, type Random } from '../ports/random.ts';
 import { probeResultChanges, type RegistryState, type Result } from '../state/index.ts';
 
 export interface CheckOwnerOptions {
@@ -16,7 +18,9 @@ export interface CheckOwnerOptions {
   state: () => RegistryState;
   propose: (cmd: Command) => Promise<Result>;
   probeFor: ProbeFactory;
-  logger: { warn(obj: object, msg?: string): void };
+  logger: Pick<Logger, 'warn'>;
+  /** Draws the jitter of each check's first probe. @default Math.random */
+  random?: Random;
   /** How often critical checks are looked at for DeregisterCriticalServiceAfter. @default 30s */
   reapIntervalMs?: number;
   /** Smallest DeregisterCriticalServiceAfter honoured (smaller values are raised). @default 1 min */
@@ -40,15 +44,22 @@ export class CheckOwner {
   private readonly reapIntervalMs: number;
   readonly deregisterAfterMsMin: number;
   private readonly intervalMsMin: number;
+  private readonly random: Random;
 
   constructor(private readonly o: CheckOwnerOptions) {
     this.reapIntervalMs = o.reapIntervalMs ?? 30_000;
     this.deregisterAfterMsMin = o.deregisterAfterMsMin ?? 60_000;
     this.intervalMsMin = o.intervalMsMin ?? 1_000;
+    this.random = o.random ?? systemRandom;
   }
 
   get size(): number {
     return this.runners.size;
+  }
+
+  /** The checks a runner runs for now, by id. */
+  running(): string[] {
+    return [...this.runners.keys()];
   }
 
   start(): void {
@@ -97,7 +108,7 @@ export class CheckOwner {
     else {
       // The first probe comes after a random part of the interval, spreading checks registered together.
       const interval = Math.max(check.definition.intervalMs, this.intervalMsMin);
-      this.schedule(check.checkId, runner, Math.random() * interval);
+      this.schedule(check.checkId, runner, this.random() * interval);
     }
   }
 

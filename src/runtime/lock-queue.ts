@@ -16,9 +16,25 @@
  * trying (a stale view delays a retry, it never grants a lock). Waiters of other nodes, and clients
  * that retry on their own, still compete; the queue orders only this node's queued requests.
  */
-import type { KvAcquire, KvRelease } from '../domain/commands.ts';
-import type { Result } from '../state/index.ts';
-import type { Runtime } from './runtime.ts';
+import type { Command, KvAcquire, KvRelease } from '../domain/commands.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { RegistryState, Result } from '../state/index.ts';
+
+/** What the queues need from their node: its applied state, proposals, key wake-ups and its clock. */
+export interface LockQueueHost {
+  readonly clock: Clock;
+  /** The state this node has applied so far. */
+  state(): RegistryState;
+  propose(cmd: Command): Promise<Result>;
+  /** Several commands in one append, committed together in this order. */
+  proposeAll(cmds: readonly Command[]): Promise<Result>[];
+  /** Resolves once the key's index exceeds `index`, after `waitMs`, or when `signal` aborts. */
+  waitForKey(key: string, index: number, waitMs: number, signal?: AbortSignal): Promise<void>;
+  /** True once the node is stopping: waiters give up. */
+  stopping(): boolean;
+  /** True when the cluster has members besides this node (then hand-offs in a row are bounded). */
+  othersExist(): boolean;
+}
 
 interface Waiter {
   /** Resolves when the waiter becomes the head of its queue. */
@@ -42,7 +58,7 @@ export class LockQueues {
   /** Key → hand-offs in a row this node made (the limit applies only while other members exist). */
   private readonly handOffs = new Map<string, number>();
 
-  constructor(private readonly runtime: Runtime) {}
+  constructor(private readonly host: LockQueueHost) {}
 
   /**
    * Acquires `cmd.key` for `cmd.session`, waiting up to `waitMs` behind the earlier queued requests;
@@ -50,11 +66,11 @@ export class LockQueues {
    * refusal (an invalid session, say) are returned at once, also while waiting.
    */
   async acquire(cmd: KvAcquire, waitMs: number, signal?: AbortSignal): Promise<Result> {
-    const deadline = Date.now() + waitMs;
+    const deadline = this.host.clock.nowMs() + waitMs;
     const queue = this.queues.get(cmd.key);
     // Nobody queued: try at once, like a plain acquire. Otherwise no barging past the queue.
     if (queue === undefined || queue.length === 0) {
-      const first = await this.runtime.propose(cmd);
+      const first = await this.host.propose(cmd);
       if (first.ok || !waitable.has(first.reason) || waitMs <= 0) return first;
     }
     const waiter = this.enqueue(cmd);
@@ -70,30 +86,34 @@ export class LockQueues {
           waiter.handoff = undefined;
           if (last.ok || !waitable.has(last.reason)) return last;
         }
-        if (deadline - Date.now() <= 0 || signal?.aborted || this.runtime.isStopping) return last;
-        const state = this.runtime.state;
+        if (deadline - this.host.clock.nowMs() <= 0 || signal?.aborted || this.host.stopping()) return last;
+        const state = this.host.state();
         const entry = state.kv.get(cmd.key);
         const delayUntil = state.lockDelays.get(cmd.key) ?? 0;
-        if ((entry?.session === undefined || entry.session === cmd.session) && delayUntil <= Date.now()) {
-          last = await this.runtime.propose(cmd);
+        if ((entry?.session === undefined || entry.session === cmd.session) && delayUntil <= this.host.clock.nowMs()) {
+          last = await this.host.propose(cmd);
           if (last.ok || !waitable.has(last.reason)) return last;
         } else if (!state.sessions.has(cmd.session)) {
           return { ok: false, reason: 'invalid-session', detail: cmd.session };
         }
         // Until the key's lock state changes (any write to it), or its lock delay ends.
-        const index = this.runtime.state.kvKeyIndex(cmd.key);
-        const left = deadline - Date.now();
-        const delayLeft = delayUntil - Date.now();
+        const index = this.host.state().kvKeyIndex(cmd.key);
+        const left = deadline - this.host.clock.nowMs();
+        const delayLeft = delayUntil - this.host.clock.nowMs();
         if (left <= 0) continue;
         waiter.parked = true;
-        await this.runtime.waitForIndex({ kind: 'key', key: cmd.key }, () => this.runtime.state.kvKeyIndex(cmd.key), index,
-          delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, signal);
+        await this.host.waitForKey(cmd.key, index, delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, signal);
         waiter.parked = false;
       }
       return last;
     } finally {
       this.dequeue(cmd.key, waiter);
     }
+  }
+
+  /** The acquires waiting on `key` at this node, head first. */
+  queued(key: string): readonly KvAcquire[] {
+    return (this.queues.get(key) ?? []).map((w) => w.cmd);
   }
 
   /**
@@ -103,13 +123,13 @@ export class LockQueues {
   release(cmd: KvRelease): Promise<Result> {
     const head = this.queues.get(cmd.key)?.[0];
     const inARow = this.handOffs.get(cmd.key) ?? 0;
-    const othersWait = inARow >= handOffsInARowMax && this.runtime.membership.members().length > 1;
+    const othersWait = inARow >= handOffsInARowMax && this.host.othersExist();
     if (head === undefined || !head.parked || head.handoff !== undefined || head.cmd.session === cmd.session || othersWait) {
       this.handOffs.delete(cmd.key);
-      return this.runtime.propose(cmd);
+      return this.host.propose(cmd);
     }
     this.handOffs.set(cmd.key, inARow + 1);
-    const [released, acquired] = this.runtime.proposeAll([cmd, head.cmd]);
+    const [released, acquired] = this.host.proposeAll([cmd, head.cmd]);
     head.handoff = acquired;
     // The head's loop awaits the hand-off; keep a rejection from being reported as unhandled meanwhile.
     acquired!.catch(() => {});
@@ -145,10 +165,10 @@ export class LockQueues {
   private until(deadline: number, signal?: AbortSignal): { reached: Promise<void>; cancel(): void } {
     let cancel!: () => void;
     const reached = new Promise<void>((resolve) => {
-      const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
-      timer.unref();
+      const clock = this.host.clock;
+      const timer = clock.setTimer(Math.max(0, deadline - clock.nowMs()), done);
       function done(): void {
-        clearTimeout(timer);
+        clock.clearTimer(timer);
         signal?.removeEventListener('abort', done);
         resolve();
       }

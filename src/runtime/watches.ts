@@ -3,6 +3,7 @@
  * table, the catalog); after each applied batch the runtime reports what changed and every waiter
  * whose interest was touched is woken. The handler then re-reads and decides whether to answer.
  */
+import { SystemClock, type Clock } from '../ports/clock.ts';
 
 export interface Touched {
   kvKeys: Set<string>;
@@ -33,6 +34,9 @@ export class Watches {
   private readonly catalog = new Set<Waiter>();
   private count = 0;
 
+  /** `clock` times the waits out. @default the system clock */
+  constructor(private readonly clock: Clock = new SystemClock()) {}
+
   get size(): number {
     return this.count;
   }
@@ -41,14 +45,14 @@ export class Watches {
   wait(interest: Interest, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
       const done = (changed: boolean) => {
-        clearTimeout(timer);
+        this.clock.clearTimer(timer);
         this.remove(waiter);
         signal?.removeEventListener('abort', onAbort);
         resolve(changed);
       };
       const onAbort = () => done(false);
       const waiter: Waiter = { interest, wake: () => done(true) };
-      const timer = setTimeout(() => done(false), Math.max(0, timeoutMs));
+      const timer = this.clock.setTimer(Math.max(0, timeoutMs), () => done(false));
       this.setOf(interest, true)!.add(waiter);
       this.count += 1;
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -1,5 +1,5 @@
 /**
- * The invariants of the simulation (DESIGN §7, issue 9), checked after every step.
+ * The invariants of the simulation (DESIGN §7), checked after every step.
  *
  * A reference state follows the sequencer's log with the real `apply`, entry by entry, the moment an
  * entry commits. Per committed entry it checks what one entry may do:
@@ -62,7 +62,9 @@ export function ttlFloorMs(ttlMs: number, driftMax: number): number {
 export type Invariant =
   | 'lock-index' | 'single-holder' | 'lock-delay' | 'invalidation-cause' | 'ttl' | 'ttl-multiplier'
   | 'equal-state' | 'state-shape' | 'acked-write' | 'ack-result' | 'caught-up' | 'ttl-liveness' | 'node-fatal'
-  | 'apply-throws';
+  | 'apply-throws'
+  | 'queue-order' | 'queue-overtake' | 'queue-starved' | 'queue-deadline'
+  | 'check-owner' | 'check-result' | 'check-status';
 
 export interface Violation {
   invariant: Invariant;
@@ -102,7 +104,15 @@ export interface CheckerStats {
   reacquires: number;
   /** Failed results in log order, by reason. */
   refusals: Record<string, number>;
+  /** Queued acquires (LockQueues) granted; the most waiters seen in one node's queue of one key. */
+  queuedGrants: number;
+  queueWaitersMax: number;
+  /** Probe results of agent checks that committed. */
+  probeUpdates: number;
 }
+
+/** Told every committed entry after the reference applied it (the workloads' own invariants). */
+export type EntryWatcher = (entry: LogEntry, ref: RegistryState, result: Result) => void;
 
 export class Checker {
   readonly ref = new RegistryState();
@@ -114,7 +124,8 @@ export class Checker {
   private readonly lastChecked = new WeakMap<object, number>();
   readonly violations: Violation[] = [];
   readonly stats: CheckerStats = { entries: 0, acks: 0, ackedWrites: 0, acquisitions: 0, ttlExpiries: 0, ttlRatioMin: Infinity, nodeChecks: 0,
-    destroyed: 0, nodeFailureInvalidations: 0, handOffs: 0, reacquires: 0, refusals: {} };
+    destroyed: 0, nodeFailureInvalidations: 0, handOffs: 0, reacquires: 0, refusals: {}, queuedGrants: 0, queueWaitersMax: 0, probeUpdates: 0 };
+  readonly entryWatchers: EntryWatcher[] = [];
   step = 0;
   trueMs = 0;
 
@@ -159,6 +170,7 @@ export class Checker {
     this.checkLockIndex(entry, kvBefore, result);
     this.checkHolders(entry, kvBefore, delaysBefore, result);
     this.checkInvalidations(entry, sessionsBefore, result, trueMs);
+    for (const watch of this.entryWatchers) watch(entry, ref, result);
     this.hashes.push(hashState(ref));
   }
 

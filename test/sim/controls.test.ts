@@ -1,7 +1,10 @@
 // Goal: the invariant checker is not vacuous. Each control plants one fault the sim must not tolerate
 // and asserts the checker reports it: a sequencer that hands one node two writes of a key in the wrong
 // order (equal state at equal index; acknowledged results that contradict log order, i.e. a second
-// holder), and a clock far beyond the drift bound (an expiry before the TTL in true time).
+// holder), a clock far beyond the drift bound (an expiry before the TTL in true time), a lock queue
+// that lets newcomers cut in (queue order, overtaking), one whose waiters sleep through releases (a
+// starved head), and a check owner that misses changes to its
+// checks (runners out of step with the state, checks that never settle).
 import { describe, expect, test } from 'vitest';
 import { runSim } from './sim.ts';
 
@@ -29,5 +32,23 @@ describe('controls', () => {
   test('a clock 150 % fast (beyond the drift bound) expires sessions before their TTL in true time', async () => {
     const r = await runSim({ seed: 3, clocks: { n1: { drift: 1.5 } }, stopAtFirst: false });
     expect(invariantsOf(r).has('ttl')).toBe(true);
+  }, 30_000);
+
+  test('a lock queue that lets newcomers cut in behind the head is caught', async () => {
+    const found = new Set<string>();
+    for (const seed of [1, 2, 3]) for (const i of invariantsOf(await runSim({ seed, plant: 'queue-cut-in', stopAtFirst: false }))) found.add(i);
+    expect(found.has('queue-order'), `found: ${[...found]}`).toBe(true);
+    expect(found.has('queue-overtake'), `found: ${[...found]}`).toBe(true);
+  }, 60_000);
+
+  test('a lock queue whose waiters are not woken by releases is caught (a head starves with its key free)', async () => {
+    const found = new Set<string>();
+    for (const seed of [1, 2, 3]) for (const i of invariantsOf(await runSim({ seed, plant: 'deaf-queue', stopAtFirst: false }))) found.add(i);
+    expect(found.has('queue-starved'), `found: ${[...found]}`).toBe(true);
+  }, 60_000);
+
+  test('a check owner that misses changes to its checks is caught', async () => {
+    const r = await runSim({ seed: 1, plant: 'lost-reconcile', stopAtFirst: false });
+    expect(invariantsOf(r).has('check-owner'), `found: ${[...invariantsOf(r)]}`).toBe(true);
   }, 30_000);
 });

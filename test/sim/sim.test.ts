@@ -1,4 +1,4 @@
-// Goal: issue 9 — several Roster nodes (real Runtimes) in one process over simulated twins of the log,
+// Goal: several Roster nodes (real Runtimes) in one process over simulated twins of the log,
 // membership and clocks, every fault derived from one seed, invariants checked after every step
 // (checker.ts says which and why, and in which time base the TTL promise holds). A failing seed prints
 // itself, the step, the invariant and the events that led there; replay it with ROSTER_SIM_SEED=<n>.
@@ -22,7 +22,8 @@ function summary(r: SimReport): string {
   return `nodes=${r.nodes} steps=${r.steps} entries=${s.entries} acks=${s.acks} ackedWrites=${s.ackedWrites} `
     + `acquisitions=${s.acquisitions} handOffs=${s.handOffs} reacquires=${s.reacquires} ttlExpiries=${s.ttlExpiries} `
     + `ttlRatioMin=${s.ttlRatioMin.toFixed(3)} destroyed=${s.destroyed} nodeFailureInvalidations=${s.nodeFailureInvalidations} `
-    + `stale=${s.refusals.stale ?? 0} unknownOutcomes=${r.unknown} duplicates=${r.duplicates} faults=${JSON.stringify(r.faults)}`;
+    + `stale=${s.refusals.stale ?? 0} unknownOutcomes=${r.unknown} duplicates=${r.duplicates} queuedGrants=${s.queuedGrants} `
+    + `queueWaitersMax=${s.queueWaitersMax} probeUpdates=${s.probeUpdates} faults=${JSON.stringify(r.faults)}`;
 }
 
 function failure(r: SimReport, extra: string): string {

@@ -1,11 +1,16 @@
 // Goal: the runtime over the in-memory log twin and a simulated clock — TTL owners propose expiry
-// 2×TTL after the last renew (never before the TTL), a late timer is a no-op, restart re-arms timers.
+// 2×TTL after the last renew (never before the TTL), a late timer is a no-op, restart re-arms timers;
+// queued acquires are granted in arrival order and give up on the runtime's clock; the node-health owner
+// reports a failed member only from a majority view and once the failure has held for failureConfirmMs.
 import { silentLogger } from '../../src/ports/logger.ts';
 import { describe, expect, test } from 'vitest';
 import { ManualClock } from '../../src/ports/clock.ts';
 import { Runtime } from '../../src/runtime/index.ts';
 import { createMemoryLogStore, MemoryLog } from '../../src/wal/index.ts';
 import { expiryRetryMs } from '../../src/runtime/ttl-owner.ts';
+import { gossipCheckId } from '../../src/domain/limits.ts';
+import type { Member, Membership, MembershipListener } from '../../src/ports/membership.ts';
+import { ownerOf } from '../../src/runtime/ownership.ts';
 
 const quiet = silentLogger;
 const flush = async () => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
@@ -133,5 +138,110 @@ describe('runtime answers', () => {
     log.held.shift()!.settle(false);
     await expect(second).rejects.toThrow(/could not confirm/);
     expect(runtime.inFlight).toBe(0);
+  });
+});
+
+describe('runtime queued acquires (LockQueues on the runtime clock)', () => {
+  const session = (id: string) => ({ ...createTtl(id), ttl: '', ttlMs: 0, nodeChecks: [] });
+  const acquire = (session: string) => ({ t: 'kv.acquire' as const, key: 'l', value: null, flags: '0', session });
+  const release = (session: string) => ({ t: 'kv.release' as const, key: 'l', value: null, flags: '0', session });
+
+  test('waiters are granted in arrival order, each release handing the lock to the next', async () => {
+    const clock = new ManualClock();
+    const { runtime } = await boot(clock);
+    for (const id of ['a', 'b', 'c']) await runtime.propose(session(id));
+    expect(await runtime.lockQueues.acquire(acquire('a'), 0)).toMatchObject({ ok: true });
+    const granted: string[] = [];
+    const b = runtime.lockQueues.acquire(acquire('b'), 10_000).then((r) => { if (r.ok) granted.push('b'); return r; });
+    await flush();
+    const c = runtime.lockQueues.acquire(acquire('c'), 10_000).then((r) => { if (r.ok) granted.push('c'); return r; });
+    await flush();
+    expect(runtime.lockQueues.queued('l').map((cmd) => cmd.session)).toEqual(['b', 'c']);
+    await runtime.lockQueues.release(release('a'));
+    await b;
+    expect(runtime.state.kv.get('l')?.session).toBe('b');
+    await runtime.lockQueues.release(release('b'));
+    await c;
+    expect(granted).toEqual(['b', 'c']);
+  });
+
+  test('a waiter gives up when its wait has passed on the runtime clock', async () => {
+    const clock = new ManualClock();
+    const { runtime } = await boot(clock);
+    for (const id of ['a', 'b']) await runtime.propose(session(id));
+    await runtime.propose(acquire('a'));
+    let answer: unknown;
+    const b = runtime.lockQueues.acquire(acquire('b'), 5_000).then((r) => { answer = r; });
+    await flush();
+    clock.advance(4_999);
+    await flush();
+    expect(answer).toBeUndefined();
+    clock.advance(1);
+    await b;
+    expect(answer).toEqual({ ok: false, reason: 'held-by-other' });
+    expect(runtime.lockQueues.queued('l')).toEqual([]);
+  });
+});
+
+/** A membership the test sets by hand. */
+class HandMembership implements Membership {
+  private readonly listeners = new Set<MembershipListener>();
+  constructor(private list: Member[]) {}
+  async start(): Promise<void> {}
+  members(): Member[] { return this.list; }
+  alive(): string[] { return this.list.filter((m) => m.status === 'alive').map((m) => m.name).sort(); }
+  onChange(l: MembershipListener): () => void { this.listeners.add(l); return () => this.listeners.delete(l); }
+  async stop(): Promise<void> {}
+  set(statuses: Record<string, Member['status']>): void {
+    this.list = Object.entries(statuses).map(([name, status]) => ({ name, id: `id-${name}`, http: '', grpc: '', status, lastHeardMs: 0 }));
+    for (const l of [...this.listeners]) l(this.list);
+  }
+}
+
+describe('runtime node-health owner', () => {
+  async function cluster(names: string[]) {
+    const clock = new ManualClock();
+    const membership = new HandMembership([]);
+    membership.set(Object.fromEntries(names.map((n) => [n, 'alive' as const])));
+    const runtime = new Runtime({
+      log: new MemoryLog({ clock, store: createMemoryLogStore() }), clock, logger: quiet, nodeName: 'n1', nodeId: 'id-n1',
+      address: 'n1', membership, membershipGraceMs: 1_000, failureConfirmMs: 2_000,
+    });
+    await runtime.start();
+    for (const node of names.filter((n) => n !== 'n1')) {
+      await runtime.propose({
+        t: 'catalog.register', node, id: `id-${node}`, address: node, meta: {},
+        checks: [{ checkId: gossipCheckId, name: 'Gossip Health Status', status: 'passing', notes: '', output: 'Agent alive and reachable' }],
+      });
+    }
+    const status = (node: string) => runtime.state.checkOf(node, gossipCheckId)?.status;
+    return { clock, membership, runtime, status };
+  }
+
+  test('a failed member is reported critical once its failure has held for failureConfirmMs, and passing when back', async () => {
+    const names = ['n1', 'n2', 'n3', 'n4'];
+    // The member whose name n1 owns once it has failed: n1 is the one to report it.
+    const failed = names.find((x) => x !== 'n1' && ownerOf(`node:${x}`, names.filter((y) => y !== x)) === 'n1')!;
+    const { clock, membership, status } = await cluster(names);
+    const statuses = (s: Member['status']) => Object.fromEntries(names.map((n) => [n, n === failed ? s : 'alive' as const]));
+    membership.set(statuses('failed'));
+    await flush();
+    clock.advance(1_999);
+    await flush();
+    expect(status(failed)).toBe('passing');
+    clock.advance(1);
+    await flush();
+    expect(status(failed)).toBe('critical');
+    membership.set(statuses('alive'));
+    await flush();
+    expect(status(failed)).toBe('passing');
+  });
+
+  test('a node that sees no majority alive reports nobody', async () => {
+    const { clock, membership, status } = await cluster(['n1', 'n2', 'n3']);
+    membership.set({ n1: 'alive', n2: 'failed', n3: 'failed' });
+    clock.advance(10_000);
+    await flush();
+    expect([status('n2'), status('n3')]).toEqual(['passing', 'passing']);
   });
 });

@@ -1,0 +1,85 @@
+/**
+ * The proposals of one node waiting for their answer. A proposal's caller is answered once its entry
+ * has applied here *and* its append resolved (the log vouches the entry is committed where it was
+ * read): whichever comes second answers.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Command } from '../domain/commands.ts';
+import type { ReplicatedLog } from '../ports/log.ts';
+import type { RuntimeObserver } from '../ports/observer.ts';
+import type { Result } from '../state/index.ts';
+
+interface Pending {
+  resolve: (r: Result) => void;
+  reject: (e: Error) => void;
+  appended: boolean;
+  /** Apply's result, held until the append resolves. */
+  result?: Result;
+}
+
+export class Proposals {
+  private readonly pending = new Map<string, Pending>();
+  private readonly pidPrefix = randomUUID().slice(0, 8);
+  private pidCounter = 0;
+
+  constructor(private readonly log: ReplicatedLog, private readonly observer: RuntimeObserver | undefined) {}
+
+  /** Proposals waiting for their entry to apply. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Appends the commands as one batch; each promise settles with apply's result for its entry. */
+  submit(cmds: readonly Command[]): Promise<Result>[] {
+    const pids = cmds.map(() => `${this.pidPrefix}-${++this.pidCounter}`);
+    const results = pids.map((pid) => new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject, appended: false })));
+    const observer = this.observer;
+    const startedMs = observer === undefined ? 0 : performance.now();
+    this.log.append(cmds.map((cmd, k) => ({ pid: pids[k]!, cmd }))).then(() => {
+      observer?.appended((performance.now() - startedMs) / 1000);
+      for (const pid of pids) this.appended(pid);
+    }, (err: unknown) => {
+      // Even one applied here already: the log cannot vouch for where it was read, so the outcome is unknown.
+      const error = err instanceof Error ? err : new Error(String(err));
+      for (const pid of pids) this.reject(pid, error);
+    });
+    return results;
+  }
+
+  /** The entry of `pid` applied here at `index` with `result`. */
+  applied(pid: string, index: number, result: Result): void {
+    const waiter = this.pending.get(pid);
+    if (waiter === undefined || waiter.result !== undefined) return;
+    // A success carries its entry's index: the answer's X-Consul-Index, a fencing token for locks.
+    const answer = result.ok ? { ...result, index } : result;
+    if (waiter.appended) {
+      this.pending.delete(pid);
+      waiter.resolve(answer);
+    } else {
+      waiter.result = answer;
+    }
+  }
+
+  /** Rejects every waiting proposal (the node cannot apply any more). */
+  rejectAll(err: Error): void {
+    for (const pid of [...this.pending.keys()]) this.reject(pid, err);
+  }
+
+  private appended(pid: string): void {
+    const waiter = this.pending.get(pid);
+    if (waiter === undefined) return;
+    if (waiter.result === undefined) {
+      waiter.appended = true;
+      return;
+    }
+    this.pending.delete(pid);
+    waiter.resolve(waiter.result);
+  }
+
+  private reject(pid: string, err: Error): void {
+    const waiter = this.pending.get(pid);
+    if (waiter === undefined) return;
+    this.pending.delete(pid);
+    waiter.reject(err);
+  }
+}
