@@ -5,7 +5,7 @@
  * holder (its effect by Behavior). Failures are values (an action naming the reason), never throws.
  */
 import { assign, setup } from 'xstate';
-import type { Behavior } from '../src/domain/commands.ts';
+import type { Behavior } from '../src/domain/types.ts';
 
 export interface LockContext {
   /** Holding session id, or null when unlocked. */

@@ -5,7 +5,7 @@
  * TTL timer). It never reads a clock: times and indexes arrive in the events.
  */
 import { assign, setup } from 'xstate';
-import type { Behavior } from '../src/domain/commands.ts';
+import type { Behavior } from '../src/domain/types.ts';
 
 export interface SessionContext {
   behavior: Behavior;
