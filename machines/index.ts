@@ -5,4 +5,5 @@ export type { LockContext, LockEvent, LockEffect, LockFailure } from './lock.ts'
 export { checkMachine } from './check.ts';
 export type { CheckContext, CheckEvent, CheckEffect } from './check.ts';
 export { step, stepSession, stepLock, stepCheck } from './step.ts';
-export type { Step } from './step.ts';
+export { effectOf, hasEffect } from './effects.ts';
+export type { EffectActions, NamedEffect, Step } from './effects.ts';

@@ -6,6 +6,7 @@
  */
 import { assign, setup } from 'xstate';
 import type { Behavior } from '../src/domain/types.ts';
+import type { EffectActions } from './effects.ts';
 
 export interface LockContext {
   /** Holding session id, or null when unlocked. */
@@ -32,6 +33,17 @@ export type LockEffect =
   | { type: 'releasedByInvalidation' }
   | { type: 'deletedByInvalidation' };
 
+/** Effects: named here, carried out by src/state. */
+const effectActions = {
+  acquired: () => {},
+  reacquired: () => {},
+  released: () => {},
+  acquireFailed: (_: unknown, _params: { reason: LockFailure }) => {},
+  releaseFailed: (_: unknown, _params: { reason: LockFailure }) => {},
+  releasedByInvalidation: () => {},
+  deletedByInvalidation: () => {},
+} satisfies EffectActions<LockEffect>;
+
 export const lockMachine = setup({
   types: {
     context: {} as LockContext,
@@ -47,14 +59,7 @@ export const lockMachine = setup({
     behaviorDelete: ({ event }) => event.type === 'holder.invalidated' && event.behavior === 'delete',
   },
   actions: {
-    // Effects: named here, carried out by src/state.
-    acquired: () => {},
-    reacquired: () => {},
-    released: () => {},
-    acquireFailed: (_, _params: { reason: LockFailure }) => {},
-    releaseFailed: (_, _params: { reason: LockFailure }) => {},
-    releasedByInvalidation: () => {},
-    deletedByInvalidation: () => {},
+    ...effectActions,
     takeLock: assign(({ context, event }) =>
       event.type === 'acquire' ? { holder: event.session, lockIndex: context.lockIndex + 1 } : context,
     ),
