@@ -22,14 +22,18 @@ export type LockEvent =
   | { type: 'release'; session: string; sessionValid: boolean }
   | { type: 'holder.invalidated'; behavior: Behavior; lockDelayMs: number; atMs: number };
 
-export type LockFailure = 'lock-delay' | 'held-by-other' | 'not-holder' | 'not-locked';
+/** Why an acquire fails: inside the lock delay, or another session holds the lock. */
+export type AcquireFailure = 'lock-delay' | 'held-by-other';
+/** Why a release fails: the session is not the (valid) holder, or nobody holds the lock. */
+export type ReleaseFailure = 'not-holder' | 'not-locked';
+export type LockFailure = AcquireFailure | ReleaseFailure;
 
 export type LockEffect =
   | { type: 'acquired' }
   | { type: 'reacquired' }
   | { type: 'released' }
-  | { type: 'acquireFailed'; params: { reason: LockFailure } }
-  | { type: 'releaseFailed'; params: { reason: LockFailure } }
+  | { type: 'acquireFailed'; params: { reason: AcquireFailure } }
+  | { type: 'releaseFailed'; params: { reason: ReleaseFailure } }
   | { type: 'releasedByInvalidation' }
   | { type: 'deletedByInvalidation' };
 
@@ -38,8 +42,8 @@ const effectActions = {
   acquired: () => {},
   reacquired: () => {},
   released: () => {},
-  acquireFailed: (_: unknown, _params: { reason: LockFailure }) => {},
-  releaseFailed: (_: unknown, _params: { reason: LockFailure }) => {},
+  acquireFailed: (_: unknown, _params: { reason: AcquireFailure }) => {},
+  releaseFailed: (_: unknown, _params: { reason: ReleaseFailure }) => {},
   releasedByInvalidation: () => {},
   deletedByInvalidation: () => {},
 } satisfies EffectActions<LockEffect>;

@@ -1,6 +1,6 @@
 /**
  * The log is a wire format: every mutation of the registry is one of these commands.
- * Tags are fixed and only ever added; a node that meets an unknown tag stops (see state/apply.ts).
+ * Tags are fixed and only ever added; a node that meets an unknown tag stops (see src/state/apply/dispatch.ts).
  * Everything nondeterministic (ids, the entry time) is settled before a command reaches the log.
  */
 import type { CheckDefinition, CheckKind, CheckStatus, ServiceInstance, Session } from './types.ts';
