@@ -6,7 +6,9 @@
  * every command of its table has a case and every failure the command can return is reached by one.
  */
 import { expect } from 'vitest';
-import type { CatalogCheck, CheckRegistration, Command, CommandTag, ServiceInput, SessionCreate } from '../../src/domain/commands.ts';
+import type {
+  CatalogCheck, CatalogRegister, CheckRegistration, Command, CommandTag, KvAcquire, KvSet, ServiceInput, SessionCreate,
+} from '../../src/domain/commands.ts';
 import type { CommandFailures, CommandMap } from '../../src/state/apply/types.ts';
 import { apply, passiveDefinition, RegistryState, toSnapshotData, type Applied, type Effect, type Result } from '../../src/state/index.ts';
 
@@ -105,7 +107,7 @@ export function expectCovered(tags: readonly CommandTag[], cases: Case[]): void 
 
 export const gossip: CatalogCheck = { checkId: 'gossipHealth', name: 'Gossip Health Status', status: 'passing', notes: '', output: '' };
 
-export function node(name: string, checks: CatalogCheck[] = [gossip], address = '10.0.0.1'): Command {
+export function node(name: string, checks: CatalogCheck[] = [gossip], address = '10.0.0.1'): CatalogRegister {
   return { t: 'catalog.register', node: name, id: `id-${name}`, address, meta: {}, checks };
 }
 
@@ -119,11 +121,11 @@ export function session(id: string, over: Partial<SessionCreate> = {}): SessionC
 
 export const b64 = (text: string) => Buffer.from(text).toString('base64');
 
-export function acquire(key: string, id: string, value: string | null = null): Command {
+export function acquire(key: string, id: string, value: string | null = null): KvAcquire {
   return { t: 'kv.acquire', key, value, flags: '0', session: id };
 }
 
-export function set(key: string, value: string | null = null, flags = '0'): Command {
+export function set(key: string, value: string | null = null, flags = '0'): KvSet {
   return { t: 'kv.set', key, value, flags };
 }
 
