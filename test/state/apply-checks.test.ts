@@ -1,11 +1,11 @@
 // Goal: the checks table of the pure apply, command by command — check.register, deregister, update
 // and ttlExpire — each case a given state, one entry, and the result, effects and state change apply must
 // give (spec/registry.md health checks; consul-compat.md §4), every failure of each command included.
-import { describe, expect, test } from 'vitest';
+import { expect } from 'vitest';
 import type { CheckRegister, CheckUpdate } from '../../src/domain/commands.ts';
 import type { CheckDefinition, CheckStatus } from '../../src/domain/types.ts';
 import { passiveDefinition } from '../../src/state/index.ts';
-import { acquire, check, expectCovered, registration, service, session, t0, type Case } from './apply-table.ts';
+import { acquire, registration, service, session, t0, runTable, type Case, type Table } from './apply-table.ts';
 
 const ttlDefinition: CheckDefinition = { ...passiveDefinition, ttlMs: 10_000 };
 
@@ -210,19 +210,9 @@ const ttlExpireCases: Case[] = [
   },
 ];
 
-const tables = [
-  ['check.register', registerCases], ['check.deregister', deregisterCases],
-  ['check.update', updateCases], ['check.ttlExpire', ttlExpireCases],
-] as const;
-
-describe('apply: checks', () => {
-  for (const [tag, table] of tables) {
-    describe(tag, () => {
-      for (const c of table) test(c.name, () => { check(c); });
-    });
-  }
-
-  test('every check command has cases, and every failure it can return is reached', () => {
-    expectCovered(tables.map(([tag]) => tag), tables.flatMap(([, table]) => table));
-  });
-});
+runTable('apply: checks', {
+  'check.register': registerCases,
+  'check.deregister': deregisterCases,
+  'check.update': updateCases,
+  'check.ttlExpire': ttlExpireCases,
+} satisfies Table<'check'>);

@@ -1,8 +1,8 @@
 // Goal: the KV table of the pure apply, command by command — kv.set, cas, acquire, release, delete,
 // deleteCas and deleteTree — each case a given state, one entry, and the result, effects and state
 // change apply must give (spec/registry.md "Lock on a key"; consul-compat.md KV), every failure included.
-import { describe, expect, test } from 'vitest';
-import { acquire, b64, check, expectCovered, session, set, type Case } from './apply-table.ts';
+import { expect } from 'vitest';
+import { acquire, b64, session, set, runTable, type Case, type Table } from './apply-table.ts';
 
 const v1 = b64('one');
 const v2 = b64('two');
@@ -245,19 +245,12 @@ const deleteTreeCases: Case[] = [
   },
 ];
 
-const tables = [
-  ['kv.set', setCases], ['kv.cas', casCases], ['kv.acquire', acquireCases], ['kv.release', releaseCases],
-  ['kv.delete', deleteCases], ['kv.deleteCas', deleteCasCases], ['kv.deleteTree', deleteTreeCases],
-] as const;
-
-describe('apply: kv', () => {
-  for (const [tag, table] of tables) {
-    describe(tag, () => {
-      for (const c of table) test(c.name, () => { check(c); });
-    });
-  }
-
-  test('every KV command has cases, and every failure it can return is reached', () => {
-    expectCovered(tables.map(([tag]) => tag), tables.flatMap(([, table]) => table));
-  });
-});
+runTable('apply: kv', {
+  'kv.set': setCases,
+  'kv.cas': casCases,
+  'kv.acquire': acquireCases,
+  'kv.release': releaseCases,
+  'kv.delete': deleteCases,
+  'kv.deleteCas': deleteCasCases,
+  'kv.deleteTree': deleteTreeCases,
+} satisfies Table<'kv'>);

@@ -1,9 +1,9 @@
 // Goal: the sessions table of the pure apply, command by command — session.create, destroy, renew and
 // expire — each case a given state, one entry, and the result, effects and state change apply must give
 // (spec/registry.md "Session"; consul-compat.md §1), every failure of each command included.
-import { describe, expect, test } from 'vitest';
+import { expect } from 'vitest';
 import type { Session } from '../../src/domain/types.ts';
-import { acquire, b64, check, expectCovered, node, session, t0, type Case } from './apply-table.ts';
+import { acquire, b64, node, session, t0, runTable, type Case, type Table } from './apply-table.ts';
 
 /** The record session.create stores for `session(id, over)` applied at `index`. */
 function stored(id: string, index: number, over: Partial<Session> = {}): Session {
@@ -175,16 +175,9 @@ const expire: Case[] = [
   },
 ];
 
-const cases = [...create, ...destroy, ...renew, ...expire];
-
-describe('apply: sessions', () => {
-  for (const [tag, table] of [['session.create', create], ['session.destroy', destroy], ['session.renew', renew], ['session.expire', expire]] as const) {
-    describe(tag, () => {
-      for (const c of table) test(c.name, () => { check(c); });
-    });
-  }
-
-  test('every session command has cases, and every failure it can return is reached', () => {
-    expectCovered(['session.create', 'session.destroy', 'session.renew', 'session.expire'], cases);
-  });
-});
+runTable('apply: sessions', {
+  'session.create': create,
+  'session.destroy': destroy,
+  'session.renew': renew,
+  'session.expire': expire,
+} satisfies Table<'session'>);
