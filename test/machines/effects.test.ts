@@ -1,7 +1,19 @@
 // Goal: a step's effects are looked up by their type (machines/effects.ts): `hasEffect` says whether a
 // step named one, `effectOf` hands it back with its params, and a step that names none yields nothing.
+// Every action of a machine that is not an `assign` is one of its declared effects, so the typed
+// effects a step hands back are exactly what its actions named.
+import type { AnyStateMachine } from 'xstate';
 import { describe, expect, test } from 'vitest';
-import { effectOf, hasEffect, stepCheck, stepLock, stepSession, type CheckContext } from '../../machines/index.ts';
+import {
+  checkMachine, effectOf, hasEffect, lockMachine, sessionMachine, stepCheck, stepLock, stepSession,
+  type CheckContext, type CheckEffect, type LockEffect, type SessionEffect,
+} from '../../machines/index.ts';
+
+/** The names of a machine's actions that are not `assign`s: the effects it can name. */
+function effectActionNames(machine: AnyStateMachine): string[] {
+  const actions = machine.implementations.actions as Record<string, { type?: string }>;
+  return Object.entries(actions).filter(([, a]) => a.type !== 'xstate.assign').map(([name]) => name).sort();
+}
 
 describe('typed effects', () => {
   test('effectOf returns the named effect with its params', () => {
@@ -24,5 +36,14 @@ describe('typed effects', () => {
     const next = stepCheck('critical', context, { type: 'result', status: 'warning', atMs: 1 });
     expect(effectOf(next, 'report')?.params.status).toBe('warning');
     expect(hasEffect(next, 'deregisterService')).toBe(false);
+  });
+
+  test('every action that is not an assign is a declared effect of its machine', () => {
+    const lock: LockEffect['type'][] = ['acquired', 'reacquired', 'released', 'acquireFailed', 'releaseFailed', 'releasedByInvalidation', 'deletedByInvalidation'];
+    const session: SessionEffect['type'][] = ['handleLocksByBehavior', 'restartTtlTimer'];
+    const check: CheckEffect['type'][] = ['report', 'ttlExpired', 'restartTtlTimer', 'deregisterService'];
+    expect(effectActionNames(lockMachine)).toEqual(lock.sort());
+    expect(effectActionNames(sessionMachine)).toEqual(session.sort());
+    expect(effectActionNames(checkMachine)).toEqual(check.sort());
   });
 });
