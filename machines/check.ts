@@ -7,6 +7,7 @@
  */
 import { and, assign, setup } from 'xstate';
 import type { CheckStatus } from '../src/domain/types.ts';
+import type { EffectActions } from './effects.ts';
 
 export interface CheckContext {
   successBeforePassing: number;
@@ -38,6 +39,13 @@ export type CheckEffect =
   | { type: 'restartTtlTimer' }
   | { type: 'deregisterService' };
 
+const effectActions = {
+  report: (_: unknown, _params: { status: CheckStatus }) => {},
+  ttlExpired: () => {},
+  restartTtlTimer: () => {},
+  deregisterService: () => {},
+} satisfies EffectActions<CheckEffect>;
+
 /** Threshold arithmetic on the counter after this result, so guards and counters agree. */
 const nextSuccess = (c: CheckContext) => Math.min(c.successCounter + 1, c.successBeforePassing);
 const nextFailures = (c: CheckContext) => Math.min(c.failuresCounter + 1, Math.max(c.failuresBeforeCritical, c.failuresBeforeWarning));
@@ -66,10 +74,7 @@ export const checkMachine = setup({
       event.atMs - context.criticalSinceMs >= context.deregisterAfterMs,
   },
   actions: {
-    report: (_, _params: { status: CheckStatus }) => {},
-    ttlExpired: () => {},
-    restartTtlTimer: () => {},
-    deregisterService: () => {},
+    ...effectActions,
     bumpSuccess: assign(({ context }) => ({ successCounter: nextSuccess(context), failuresCounter: 0 })),
     bumpFailure: assign(({ context }) => ({ successCounter: 0, failuresCounter: nextFailures(context) })),
     noteTtlUpdate: assign(({ context, event }) => (event.type === 'set' && event.restartsTtl ? { ttlUpdateIndex: event.index } : context)),

@@ -11,7 +11,7 @@
  * test/machines/compiled.test.ts checks it against xstate's own `transition` on random inputs.
  */
 import type { AnyStateMachine } from 'xstate';
-import type { Step } from './step.ts';
+import type { NamedEffect, Step } from './effects.ts';
 
 type Args = { context: any; event: { type: string } };
 type GuardFn = (args: Args, params?: unknown) => boolean;
@@ -29,9 +29,12 @@ interface CompiledTransition {
   actions: CompiledAction[];
 }
 
-export type FlatStepper = <C>(value: string, context: C, event: { type: string }) => Step<C>;
+/** Steps one machine: its context `C`, events `Ev` and effects `E` as the machine file declares them. */
+export type FlatStepper<C, Ev extends { type: string }, E extends NamedEffect> = (value: string, context: C, event: Ev) => Step<C, E>;
 
-export function compileFlat(machine: AnyStateMachine): FlatStepper {
+export function compileFlat<C = unknown, Ev extends { type: string } = { type: string }, E extends NamedEffect = NamedEffect>(
+  machine: AnyStateMachine,
+): FlatStepper<C, Ev, E> {
   const config = machine.config as { on?: unknown; states?: Record<string, Record<string, unknown>>; always?: unknown; after?: unknown };
   const impl = machine.implementations as { guards: Record<string, GuardFn>; actions: Record<string, unknown> };
   const refuse = (why: string): never => { throw new Error(`compileFlat(${machine.id}): ${why}`); };
@@ -47,18 +50,19 @@ export function compileFlat(machine: AnyStateMachine): FlatStepper {
     }
     table.set(name, events);
   }
-  return <C>(value: string, context: C, event: { type: string }): Step<C> => {
+  return (value: string, context: C, event: Ev): Step<C, E> => {
     const candidates = table.get(value)?.get(event.type);
     if (candidates === undefined) return { value, context, effects: [] };
     for (const t of candidates) {
       if (t.guard !== undefined && !t.guard({ context, event })) continue;
       let next: any = context;
-      const effects: Step<C>['effects'] = [];
+      const effects: NamedEffect[] = [];
       for (const a of t.actions) {
         if (a.assignment !== undefined) next = applyAssignment(a.assignment, next, event, a.params);
         else effects.push({ type: a.type, params: a.params });
       }
-      return { value: t.target ?? value, context: next as C, effects };
+      // The machine's effect actions are declared as `EffectActions<E>`, so the names it pushes are E's.
+      return { value: t.target ?? value, context: next as C, effects: effects as E[] };
     }
     return { value, context, effects: [] };
   };

@@ -5,7 +5,8 @@
  * holder (its effect by Behavior). Failures are values (an action naming the reason), never throws.
  */
 import { assign, setup } from 'xstate';
-import type { Behavior } from '../src/domain/commands.ts';
+import type { Behavior } from '../src/domain/types.ts';
+import type { EffectActions } from './effects.ts';
 
 export interface LockContext {
   /** Holding session id, or null when unlocked. */
@@ -21,16 +22,31 @@ export type LockEvent =
   | { type: 'release'; session: string; sessionValid: boolean }
   | { type: 'holder.invalidated'; behavior: Behavior; lockDelayMs: number; atMs: number };
 
-export type LockFailure = 'lock-delay' | 'held-by-other' | 'not-holder' | 'not-locked';
+/** Why an acquire fails: inside the lock delay, or another session holds the lock. */
+export type AcquireFailure = 'lock-delay' | 'held-by-other';
+/** Why a release fails: the session is not the (valid) holder, or nobody holds the lock. */
+export type ReleaseFailure = 'not-holder' | 'not-locked';
+export type LockFailure = AcquireFailure | ReleaseFailure;
 
 export type LockEffect =
   | { type: 'acquired' }
   | { type: 'reacquired' }
   | { type: 'released' }
-  | { type: 'acquireFailed'; params: { reason: LockFailure } }
-  | { type: 'releaseFailed'; params: { reason: LockFailure } }
+  | { type: 'acquireFailed'; params: { reason: AcquireFailure } }
+  | { type: 'releaseFailed'; params: { reason: ReleaseFailure } }
   | { type: 'releasedByInvalidation' }
   | { type: 'deletedByInvalidation' };
+
+/** Effects: named here, carried out by src/state. */
+const effectActions = {
+  acquired: () => {},
+  reacquired: () => {},
+  released: () => {},
+  acquireFailed: (_: unknown, _params: { reason: AcquireFailure }) => {},
+  releaseFailed: (_: unknown, _params: { reason: ReleaseFailure }) => {},
+  releasedByInvalidation: () => {},
+  deletedByInvalidation: () => {},
+} satisfies EffectActions<LockEffect>;
 
 export const lockMachine = setup({
   types: {
@@ -47,14 +63,7 @@ export const lockMachine = setup({
     behaviorDelete: ({ event }) => event.type === 'holder.invalidated' && event.behavior === 'delete',
   },
   actions: {
-    // Effects: named here, carried out by src/state.
-    acquired: () => {},
-    reacquired: () => {},
-    released: () => {},
-    acquireFailed: (_, _params: { reason: LockFailure }) => {},
-    releaseFailed: (_, _params: { reason: LockFailure }) => {},
-    releasedByInvalidation: () => {},
-    deletedByInvalidation: () => {},
+    ...effectActions,
     takeLock: assign(({ context, event }) =>
       event.type === 'acquire' ? { holder: event.session, lockIndex: context.lockIndex + 1 } : context,
     ),

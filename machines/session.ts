@@ -5,7 +5,8 @@
  * TTL timer). It never reads a clock: times and indexes arrive in the events.
  */
 import { assign, setup } from 'xstate';
-import type { Behavior } from '../src/domain/commands.ts';
+import type { Behavior } from '../src/domain/types.ts';
+import type { EffectActions } from './effects.ts';
 
 export interface SessionContext {
   behavior: Behavior;
@@ -27,8 +28,14 @@ export type SessionEvent =
   | { type: 'renew'; index: number; atMs: number }
   | { type: 'leader.failover' };
 
-/** Effect names the state layer acts on. */
-export type SessionEffect = 'handleLocksByBehavior' | 'restartTtlTimer';
+/** Effects the state layer acts on. */
+export type SessionEffect = { type: 'handleLocksByBehavior' } | { type: 'restartTtlTimer' };
+
+/** Effects: named here, carried out by src/state after the entry applies. */
+const effectActions = {
+  handleLocksByBehavior: () => {},
+  restartTtlTimer: () => {},
+} satisfies EffectActions<SessionEffect>;
 
 export const sessionMachine = setup({
   types: {
@@ -46,9 +53,7 @@ export const sessionMachine = setup({
       event.atMs >= context.renewedAtMs + context.ttlMs,
   },
   actions: {
-    // Effects: named here, carried out by src/state after the entry applies.
-    handleLocksByBehavior: () => {},
-    restartTtlTimer: () => {},
+    ...effectActions,
     noteRenew: assign(({ context, event }) =>
       event.type === 'renew' || event.type === 'create'
         ? { renewIndex: event.index, renewedAtMs: event.atMs }

@@ -4,16 +4,11 @@
  */
 import { createActor, type AnyActorScope, type AnyStateMachine } from 'xstate';
 import type { CheckStatus } from '../src/domain/types.ts';
-import { checkMachine, type CheckContext, type CheckEvent } from './check.ts';
+import { checkMachine, type CheckContext, type CheckEffect, type CheckEvent } from './check.ts';
 import { compileFlat } from './compiled.ts';
-import { lockMachine, type LockContext, type LockEvent } from './lock.ts';
-import { sessionMachine, type SessionContext, type SessionEvent } from './session.ts';
-
-export interface Step<C> {
-  value: string;
-  context: C;
-  effects: { type: string; params?: unknown }[];
-}
+import type { NamedEffect, Step } from './effects.ts';
+import { lockMachine, type LockContext, type LockEffect, type LockEvent } from './lock.ts';
+import { sessionMachine, type SessionContext, type SessionEffect, type SessionEvent } from './session.ts';
 
 interface Executable { type: string; params?: unknown }
 
@@ -40,31 +35,34 @@ function scopeOf(machine: AnyStateMachine, context: unknown): { scope: AnyActorS
   return entry;
 }
 
-export function step<C, E extends { type: string }>(machine: AnyStateMachine, value: string, context: C, event: E): Step<C> {
+/** Steps `machine` with xstate's interpreter; `E` is the machine's effect union (its actions are `EffectActions<E>`). */
+export function step<C, Ev extends { type: string }, E extends NamedEffect = NamedEffect>(
+  machine: AnyStateMachine, value: string, context: C, event: Ev,
+): Step<C, E> {
   const snapshot = machine.resolveState({ value, context });
   const { scope, collected } = scopeOf(machine, context);
   collected.length = 0;
   const next = machine.transition(snapshot, event, scope);
-  const effects: Step<C>['effects'] = [];
+  const effects: NamedEffect[] = [];
   for (const a of collected) if (!a.type.startsWith('xstate.')) effects.push({ type: a.type, params: a.params });
   collected.length = 0;
-  return { value: next.value as string, context: next.context as C, effects };
+  return { value: next.value as string, context: next.context as C, effects: effects as E[] };
 }
 
 // The lock and session machines are flat: they step through compileFlat (about a tenth of the time
 // of xstate's interpreter; test/machines/compiled.test.ts holds the two to the same answers).
-const lockStep = compileFlat(lockMachine);
-const sessionStep = compileFlat(sessionMachine);
+const lockStep = compileFlat<LockContext, LockEvent, LockEffect>(lockMachine);
+const sessionStep = compileFlat<SessionContext, SessionEvent, SessionEffect>(sessionMachine);
 
 /** A session in state is always `valid` (invalidated sessions are removed), so that is where it steps from. */
-export function stepSession(context: SessionContext, event: SessionEvent): Step<SessionContext> {
+export function stepSession(context: SessionContext, event: SessionEvent): Step<SessionContext, SessionEffect> {
   return sessionStep('valid', context, event);
 }
 
-export function stepLock(context: LockContext, event: LockEvent): Step<LockContext> {
+export function stepLock(context: LockContext, event: LockEvent): Step<LockContext, LockEffect> {
   return lockStep(context.holder === null ? 'unlocked' : 'locked', context, event);
 }
 
-export function stepCheck(status: CheckStatus, context: CheckContext, event: CheckEvent): Step<CheckContext> {
-  return step(checkMachine, status, context, event);
+export function stepCheck(status: CheckStatus, context: CheckContext, event: CheckEvent): Step<CheckContext, CheckEffect> {
+  return step<CheckContext, CheckEvent, CheckEffect>(checkMachine, status, context, event);
 }

@@ -1,11 +1,11 @@
 /**
  * The log is a wire format: every mutation of the registry is one of these commands.
- * Tags are fixed and only ever added; a node that meets an unknown tag stops (see state/apply.ts).
+ * Tags are fixed and only ever added; a node that meets an unknown tag stops (see src/state/apply/dispatch.ts).
  * Everything nondeterministic (ids, the entry time) is settled before a command reaches the log.
  */
 import type { CheckDefinition, CheckKind, CheckStatus, ServiceInstance, Session } from './types.ts';
 
-export type Behavior = 'release' | 'delete';
+export type { Behavior } from './types.ts';
 
 /**
  * A new session: the record as state keeps it, less what apply fills in from the entry. `owner` is set by
@@ -28,7 +28,7 @@ export interface KvDelete { t: 'kv.delete'; key: string }
 export interface KvDeleteCas { t: 'kv.deleteCas'; key: string; cas: string }
 export interface KvDeleteTree { t: 'kv.deleteTree'; prefix: string }
 
-/** A node-level check as registered through the catalog (service checks come with the checks issue). */
+/** A node-level check as registered through the catalog (service checks are registered by check.register or service.register). */
 export interface CatalogCheck {
   checkId: string;
   name: string;
@@ -109,11 +109,3 @@ export type Command =
   | ServiceRegister | ServiceDeregister | ServiceReap;
 
 export type CommandTag = Command['t'];
-
-export const commandTags: readonly CommandTag[] = [
-  'session.create', 'session.destroy', 'session.renew', 'session.expire',
-  'kv.set', 'kv.cas', 'kv.acquire', 'kv.release', 'kv.delete', 'kv.deleteCas', 'kv.deleteTree',
-  'catalog.register', 'catalog.deregister', 'barrier',
-  'check.register', 'check.deregister', 'check.update', 'check.ttlExpire',
-  'service.register', 'service.deregister', 'service.reap',
-];

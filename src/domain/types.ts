@@ -1,4 +1,5 @@
-import type { Behavior } from './commands.ts';
+/** What happens to the locks a session holds when it is invalidated: released, or the keys deleted. */
+export type Behavior = 'release' | 'delete';
 
 /** A session as held in state; the HTTP layer renders it in the spec's field names. */
 export interface Session {

@@ -1,6 +1,6 @@
 export { RegistryState, compareKeys } from './registry-state.ts';
-export { apply } from './apply.ts';
-export type { Applied, Effect, Failure, Result } from './apply.ts';
+export { apply } from './apply/dispatch.ts';
+export type { Applied, Effect, Failure, Result } from './apply/types.ts';
 export { toSnapshotData, fromSnapshotData } from './snapshot.ts';
-export { probeResultChanges, passiveDefinition } from './apply-health.ts';
+export { probeResultChanges, passiveDefinition } from './apply/checks.ts';
 export type { SnapshotData } from './snapshot.ts';

@@ -1,6 +1,6 @@
 /**
  * The registry's in-memory state: what every node holds after applying the log up to `index`, and
- * the read queries the front ends answer from. Mutation happens only in apply.ts.
+ * the read queries the front ends answer from. Mutation happens only in apply/.
  */
 import sortedBtree from 'sorted-btree';
 import type { CatalogNode, HealthCheck, KvEntry, ServiceInstance, Session } from '../domain/index.ts';
@@ -24,7 +24,7 @@ export class RegistryState {
   /**
    * Derived: the keys of `kv` in key-byte order, so a prefix read visits only the keys under the
    * prefix (a B+ tree; with a million keys a scan of `kv` took tens of milliseconds per read).
-   * Changed only where a key is created or removed (apply's writeEntry and deleteKey, restore).
+   * Changed only where a key is created or removed (apply/kv.ts writeEntry and deleteKey, restore).
    */
   readonly kvOrder = new BTree<string, undefined>(undefined, compareKeys);
   readonly sessions = new Map<string, Session>();

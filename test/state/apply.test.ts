@@ -1,9 +1,11 @@
 // Goal: apply is deterministic and snapshot-safe — the same log gives the same state, a snapshot
-// restored and replayed to the end equals a full replay, and an unknown command tag stops apply.
+// restored and replayed to the end equals a full replay, and an unknown command tag stops apply. The
+// per-command behaviour is in the tables test/state/apply-{sessions,kv,checks,catalog}.test.ts.
 import { describe, expect, test } from 'vitest';
 import type { Command } from '../../src/domain/commands.ts';
 import type { LogEntry } from '../../src/ports/log.ts';
 import { apply, fromSnapshotData, passiveDefinition, RegistryState, toSnapshotData } from '../../src/state/index.ts';
+import { check, set } from './apply-table.ts';
 
 /** A small seeded generator so a failing sequence can be replayed from its seed. */
 function rng(seed: number) {
@@ -134,6 +136,20 @@ describe('apply', () => {
   test('an unknown command tag stops apply', () => {
     const state = new RegistryState();
     expect(() => apply(state, { index: 1, atMs: 1, pid: 'x', cmd: { t: 'kv.frobnicate' } as unknown as Command })).toThrow(/unknown command tag/);
+  });
+
+  test('a tag that names an inherited property of an object is unknown too', () => {
+    for (const t of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const state = new RegistryState();
+      expect(() => apply(state, { index: 1, atMs: 1, pid: 'x', cmd: { t } as unknown as Command }), t).toThrow(/unknown command tag/);
+    }
+  });
+
+  test('barrier: applies as a no-op that only moves the applied index', () => {
+    check({
+      name: 'barrier', given: [set('k')], when: { t: 'barrier' }, result: { ok: true }, effects: [],
+      then: (s) => expect([s.index, s.kvIndex, s.sessionsIndex, s.catalogIndex]).toEqual([3, 2, 0, 1]),
+    });
   });
 
   test('entries must follow the applied index', () => {

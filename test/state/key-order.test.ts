@@ -2,8 +2,7 @@
 // answers prefix reads exactly as a scan of every key would, through creates, overwrites and deletes.
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { compareKeys, RegistryState } from '../../src/state/index.ts';
-import { apply } from '../../src/state/apply.ts';
+import { apply, compareKeys, RegistryState } from '../../src/state/index.ts';
 import type { Command } from '../../src/domain/commands.ts';
 
 const sign = (n: number) => Math.sign(n);
