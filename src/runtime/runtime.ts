@@ -4,7 +4,7 @@
  * queries, and hosts the owner actors (session TTL timers, this agent's checks, node health, queued
  * lock acquisitions). It is the only place where effects happen.
  */
-import { stepSession } from '../../machines/index.ts';
+import { hasEffect, stepSession } from '../../machines/index.ts';
 import type { Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
 import type { Clock } from '../ports/clock.ts';
@@ -321,7 +321,7 @@ export class Runtime {
         { behavior: s.behavior, ttlMs: s.ttlMs, renewIndex: s.renewIndex, renewedAtMs: s.renewedAtMs },
         { type: 'leader.failover' },
       );
-      if (next.effects.some((e) => e.type === 'restartTtlTimer')) this.ttl.arm(s.id, s.renewIndex, s.ttlMs);
+      if (hasEffect(next, 'restartTtlTimer')) this.ttl.arm(s.id, s.renewIndex, s.ttlMs);
     }
   }
 
