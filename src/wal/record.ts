@@ -32,10 +32,9 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
+import { frameBytesMax } from '../log/index.ts';
 
-import { frameBytesMax } from '../log/common.ts';
-
-export { entryBytesMax, frameBytesMax } from '../log/common.ts';
+export { entryBytesMax, frameBytesMax } from '../log/index.ts';
 export const headerBytes = 8;
 /** The bytes every commit payload begins with: how recovery spots an intact frame past damaged bytes. */
 export const commitPayloadStart = Buffer.from('[{"i":', 'utf8');

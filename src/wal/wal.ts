@@ -17,12 +17,11 @@ import type { Clock, TimerHandle } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import type { LogObserver } from '../ports/observer.ts';
-import { appendTo, CommitQueue, deliverCommit, type Pending } from '../log/commit-queue.ts';
 import {
-  checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
+  appendTo, CommitQueue, deliverCommit, type Pending, checkAfterIndex, commitBytesMax, parseCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
   damagedError, logFailedCode, refusal, replayBatchEntriesMax, snapshotPayloadChunks, snapshotRefusal, stampBatch, stampMs, unavailableError, type EncodedProposal,
   type LogStats, type Phase,
-} from '../log/common.ts';
+} from '../log/index.ts';
 import {
   commitPayloadStart, decodeSingle, encodeFrame, entryStart, frameBytesMax, headerBytes, RecordFile,
 } from './record.ts';
