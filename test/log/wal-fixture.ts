@@ -10,6 +10,7 @@ import { ManualClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
 import { isLogDamaged, WalLog, type WalLogOptions } from '../../src/wal/index.ts';
 import { silentLogger, type Logger } from '../../src/ports/index.ts';
+import { encodeFrame } from '../faults/wal-crash-support.ts';
 
 export const proposals = (from: number, count: number): Proposal[] => Array.from({ length: count }, (_, k) => ({
   pid: `n1-${from + k}`,
@@ -46,13 +47,13 @@ export function commitsIn(buf: Buffer): { i: number; t: number; p: string }[][] 
   });
 }
 
-/** One frame as the WAL writes it: `[u32 LE length][u32 LE crc32][payload]`. */
-export function frame(payload: string): Buffer {
-  const body = Buffer.from(payload, 'utf8');
-  const head = Buffer.alloc(8);
-  head.writeUInt32LE(body.length, 0);
-  head.writeUInt32LE(crc32(body), 4);
-  return Buffer.concat([head, body]);
+/** One frame as the WAL writes it: `[u32 LE length][u32 LE crc32][payload]` (the fault tests' encoder). */
+export { encodeFrame as frame } from '../faults/wal-crash-support.ts';
+
+/** A commit frame of barrier entries `from`..`to`, all stamped `atMs`. */
+export function commitFrame(from: number, to = from, atMs = 10): Buffer {
+  const entries = Array.from({ length: to - from + 1 }, (_, k) => ({ i: from + k, t: atMs, p: `n1-${from + k}`, c: { t: 'barrier' } }));
+  return encodeFrame(JSON.stringify(entries));
 }
 
 /** FileHandle is not exported by node:fs/promises; its prototype is where a fault can be injected. */

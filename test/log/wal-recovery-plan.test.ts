@@ -7,13 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isLogDamaged } from '../../src/ports/index.ts';
 import { applyPlan, planRecovery } from '../../src/wal/recovery.ts';
 import { scanSegment } from '../../src/wal/scan.ts';
-import { capture, frame, pad } from './wal-fixture.ts';
-
-/** A commit frame of entries `from`..`to`, all stamped `atMs`. */
-function commit(from: number, to: number, atMs = 10): Buffer {
-  const entries = Array.from({ length: to - from + 1 }, (_, k) => ({ i: from + k, t: atMs, p: `n1-${from + k}`, c: { t: 'barrier' } }));
-  return frame(JSON.stringify(entries));
-}
+import { capture, commitFrame, pad } from './wal-fixture.ts';
 
 describe('planRecovery', () => {
   let walDir: string;
@@ -45,16 +39,16 @@ describe('planRecovery', () => {
   });
 
   it('keeps whole commits across segments: last index, entry time and the current segment\'s size', () => {
-    const second = Buffer.concat([commit(3, 3, 20), commit(4, 6, 30)]);
-    const segs = segments([[1, commit(1, 2)], [3, Buffer.concat([second, Buffer.alloc(4096)])]]);
+    const second = Buffer.concat([commitFrame(3, 3, 20), commitFrame(4, 6, 30)]);
+    const segs = segments([[1, commitFrame(1, 2)], [3, Buffer.concat([second, Buffer.alloc(4096)])]]);
     const plan = planRecovery(walDir, segs, 0);
     expect(plan.recovered).toEqual({ segments: segs, last: 6, lastAtMs: 30, activeBytes: second.length });
     expect([plan.cut, plan.dropEmpty, plan.restart, plan.drop]).toEqual([undefined, undefined, undefined, undefined]);
   });
 
   it('plans to cut a torn last commit, and deciding leaves the file as it was', () => {
-    const whole = commit(1, 2);
-    const torn = commit(3, 3).subarray(0, 20);
+    const whole = commitFrame(1, 2);
+    const torn = commitFrame(3, 3).subarray(0, 20);
     const segs = segments([[1, Buffer.concat([whole, torn])]]);
     const before = contents();
     const plan = planRecovery(walDir, segs, 0);
@@ -64,7 +58,7 @@ describe('planRecovery', () => {
   });
 
   it('drops an empty last segment and appends to the one before it', () => {
-    const first = commit(1, 4);
+    const first = commitFrame(1, 4);
     const segs = segments([[1, first], [5, Buffer.alloc(0)]]);
     const plan = planRecovery(walDir, segs, 0);
     expect(plan.dropEmpty).toBe(segs[1]!.path);
@@ -72,7 +66,7 @@ describe('planRecovery', () => {
   });
 
   it('refuses a gap between segments and entries missing before the oldest one', () => {
-    const gap = segments([[1, commit(1, 2)], [4, commit(4, 4)]]);
+    const gap = segments([[1, commitFrame(1, 2)], [4, commitFrame(4, 4)]]);
     expect(() => planRecovery(walDir, gap, 0)).toThrow(/index gap at .*00000004\.seg: expected a segment starting at 3/);
     rmSync(gap[0]!.path);
     const err: unknown = (() => { try { return planRecovery(walDir, [gap[1]!], 1); } catch (e) { return e; } })();
@@ -81,9 +75,9 @@ describe('planRecovery', () => {
   });
 
   it('restarts after a snapshot that holds a damaged last commit, dropping every segment', () => {
-    const last = commit(3, 5);
+    const last = commitFrame(3, 5);
     last[8 + 3]! ^= 0x01;
-    const segs = segments([[1, Buffer.concat([commit(1, 2), last])]]);
+    const segs = segments([[1, Buffer.concat([commitFrame(1, 2), last])]]);
     const plan = planRecovery(walDir, segs, 5);
     expect(plan.restart).toEqual({ first: 6, path: join(walDir, `${pad(6)}.seg`) });
     expect(plan.drop).toEqual(segs);
@@ -92,21 +86,21 @@ describe('planRecovery', () => {
   });
 
   it('refuses a damaged last commit the snapshot holds only part of', () => {
-    const last = commit(3, 5);
+    const last = commitFrame(3, 5);
     last[8 + 3]! ^= 0x01;
-    const segs = segments([[1, Buffer.concat([commit(1, 2), last])]]);
+    const segs = segments([[1, Buffer.concat([commitFrame(1, 2), last])]]);
     expect(() => planRecovery(walDir, segs, 4)).toThrow(/entries 3\.\.5 at least/);
   });
 
   it('finishes an interrupted restart: an empty segment right after the snapshot makes the older ones droppable', () => {
-    const segs = segments([[1, commit(1, 5)], [6, Buffer.alloc(0)]]);
+    const segs = segments([[1, commitFrame(1, 5)], [6, Buffer.alloc(0)]]);
     const plan = planRecovery(walDir, segs, 5);
     expect(plan).toEqual({ recovered: { segments: [segs[1]], last: 5, lastAtMs: 0, activeBytes: 0 }, drop: [segs[0]] });
   });
 
   it('applies a plan: the torn commit is cut and said in the log, the empty segment deleted', async () => {
-    const whole = commit(1, 2);
-    const segs = segments([[1, Buffer.concat([whole, commit(3, 3).subarray(0, 30)])]]);
+    const whole = commitFrame(1, 2);
+    const segs = segments([[1, Buffer.concat([whole, commitFrame(3, 3).subarray(0, 30)])]]);
     const logger = capture();
     await applyPlan(walDir, planRecovery(walDir, segs, 0), logger);
     expect(readFileSync(segs[0]!.path)).toEqual(whole);
@@ -128,13 +122,13 @@ describe('scanSegment', () => {
   }
 
   it('reads preallocated zeros after the last commit as unused space', () => {
-    const whole = commit(1, 3, 7);
+    const whole = commitFrame(1, 3, 7);
     expect(scan(Buffer.concat([whole, Buffer.alloc(1000)]))).toEqual({ next: 4, lastAtMs: 7, goodBytes: whole.length });
   });
 
   it('judges a last commit whose write stopped part way as torn, one complete but altered as damaged', () => {
-    const whole = commit(1, 1);
-    const last = commit(2, 4);
+    const whole = commitFrame(1, 1);
+    const last = commitFrame(2, 4);
     const stopped = Buffer.concat([whole, last.subarray(0, 40), Buffer.alloc(last.length - 40)]);
     expect(scan(stopped).tail).toMatchObject({ kind: 'torn', offset: whole.length, entries: 1, highest: 2 });
     const altered = Buffer.from(last);
@@ -143,9 +137,9 @@ describe('scanSegment', () => {
   });
 
   it('refuses damage in a segment other than the last, and damage with an intact commit after it', () => {
-    const first = commit(1, 1);
+    const first = commitFrame(1, 1);
     first[8 + 3]! ^= 0x01;
-    expect(() => scan(Buffer.concat([first, commit(2, 2)]), false)).toThrow(/at offset 0: crc mismatch/);
-    expect(() => scan(Buffer.concat([first, commit(2, 2)]))).toThrow(/an intact commit follows at offset/);
+    expect(() => scan(Buffer.concat([first, commitFrame(2, 2)]), false)).toThrow(/at offset 0: crc mismatch/);
+    expect(() => scan(Buffer.concat([first, commitFrame(2, 2)]))).toThrow(/an intact commit follows at offset/);
   });
 });

@@ -7,9 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { preallocate, preallocBytes } from '../../src/wal/preallocation.ts';
 import { SegmentFiles } from '../../src/wal/segments.ts';
-import { frame, pad } from './wal-fixture.ts';
-
-const commit = (i: number): Buffer => frame(JSON.stringify([{ i, t: 1, p: `n1-${i}`, c: { t: 'barrier' } }]));
+import { commitFrame, pad } from './wal-fixture.ts';
 
 describe('WAL segment files', () => {
   let walDir: string;
@@ -52,7 +50,7 @@ describe('WAL segment files', () => {
   });
 
   it('rolls once the current segment is full: the old one cut to its commits, the new one preallocated', async () => {
-    const first = commit(1);
+    const first = commitFrame(1);
     expect(first.length).toBeGreaterThan(40);
     const files = await fresh(40);
     await files.preallocate();
@@ -63,15 +61,15 @@ describe('WAL segment files', () => {
     expect(readdirSync(walDir).sort()).toEqual([`${pad(1)}.seg`, `${pad(2)}.seg`]);
     expect(readFileSync(join(walDir, `${pad(1)}.seg`))).toEqual(first);
     expect(statSync(join(walDir, `${pad(2)}.seg`)).size).toBe(40);
-    await files.write(commit(2));
-    expect(readFileSync(join(walDir, `${pad(2)}.seg`)).subarray(0, commit(2).length)).toEqual(commit(2));
+    await files.write(commitFrame(2));
+    expect(readFileSync(join(walDir, `${pad(2)}.seg`)).subarray(0, commitFrame(2).length)).toEqual(commitFrame(2));
   });
 
   it('compacts the segments a snapshot covers, never the current one', async () => {
     const files = await fresh(1);
     for (const i of [1, 2, 3]) {
       await files.rollIfFull(i);
-      await files.write(commit(i));
+      await files.write(commitFrame(i));
     }
     expect(readdirSync(walDir)).toHaveLength(3);
     await files.compact(1);
