@@ -6,12 +6,12 @@
  * a full disk waited out (appends refused as unavailable, retried) rather than failing the log for good.
  *
  * WalLog composes the parts: recovery.ts (plan and apply at open, scan.ts reading each segment),
- * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts and replay.ts. It keeps
- * the commit queue, the log's phase and the waiting out of a full disk.
+ * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts, replay.ts and
+ * space-wait.ts. It keeps the commit queue, the log's phase and the decisions on a failed write.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Clock, TimerHandle } from '../ports/clock.ts';
+import type { Clock } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import { failedError, unavailableError } from '../ports/log-errors.ts';
@@ -24,6 +24,7 @@ import { isOutOfSpace, kind, listIndexed, MiB, segmentPattern, syncDir } from '.
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
+import { RetryTimer, WritableListeners } from './space-wait.ts';
 import { loadSnapshot, pruneSnapshots, removeUnfinishedSnapshots, writeSnapshotFile } from './snapshots.ts';
 
 export interface WalLogOptions {
@@ -78,11 +79,9 @@ export class WalLog implements ReplicatedLog {
   private snapshots: Promise<void> = Promise.resolve();
   /** Set while the disk is full: appends are refused with it until a retry finds room again. */
   private noSpace: Error | undefined;
-  private spaceRetry: TimerHandle | undefined;
-  private spaceRetrying: Promise<void> | undefined;
-  private readonly spaceRetryMs: number;
-  private readonly writableListeners: ((writable: boolean) => void)[] = [];
-  private writable = true;
+  /** Tries again to make room while the disk is full. */
+  private readonly spaceRetry: RetryTimer;
+  private readonly writable = new WritableListeners();
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
@@ -98,7 +97,8 @@ export class WalLog implements ReplicatedLog {
       queuedEntriesMax: positiveIntOption(kind, 'queuedEntriesMax', opts.queuedEntriesMax, queuedEntriesMaxDefault),
     };
     this.commits = new CommitQueue(kind, bounds, (batch) => this.commit(batch));
-    this.spaceRetryMs = positiveIntOption(kind, 'spaceRetryMs', opts.spaceRetryMs, 1000);
+    const spaceRetryMs = positiveIntOption(kind, 'spaceRetryMs', opts.spaceRetryMs, 1000);
+    this.spaceRetry = new RetryTimer(opts.clock, spaceRetryMs, () => this.retrySpace());
   }
 
   async open(): Promise<Snapshot | undefined> {
@@ -142,7 +142,7 @@ export class WalLog implements ReplicatedLog {
 
   /** Tells `listener` each time the log stops (disk full) or starts again (space back) storing appends. */
   onWritable(listener: (writable: boolean) => void): void {
-    this.writableListeners.push(listener);
+    this.writable.add(listener);
   }
 
   saveSnapshot(snapshot: Snapshot): Promise<void> {
@@ -169,9 +169,7 @@ export class WalLog implements ReplicatedLog {
 
   private async shutdown(): Promise<void> {
     if (this.phase === 'open') this.phase = 'closing';
-    if (this.spaceRetry !== undefined) this.opts.clock.clearTimer(this.spaceRetry);
-    this.spaceRetry = undefined;
-    await this.spaceRetrying;
+    await this.spaceRetry.stop();
     // Queued appends are committed, not dropped: the port promises pending appends are never lost silently.
     await this.commits.idle();
     await this.snapshots;
@@ -224,16 +222,12 @@ export class WalLog implements ReplicatedLog {
     for (const p of batch) p.reject(this.noSpace);
     this.commits.rejectQueued(this.noSpace);
     if (first) this.logger.error({ err, dir: this.opts.dir }, 'WAL: out of disk space; writes are refused until space is back');
-    this.tellWritable(false);
+    this.writable.tell(false);
     this.scheduleSpaceRetry();
   }
 
   private scheduleSpaceRetry(): void {
-    if (this.spaceRetry !== undefined || this.phase !== 'open') return;
-    this.spaceRetry = this.opts.clock.setTimer(this.spaceRetryMs, () => {
-      this.spaceRetry = undefined;
-      this.spaceRetrying = this.retrySpace().finally(() => { this.spaceRetrying = undefined; });
-    });
+    if (this.phase === 'open') this.spaceRetry.schedule();
   }
 
   /** Tries to make room again (roll if due, reserve the next MiB); no commit runs meanwhile (appends are refused). */
@@ -250,14 +244,7 @@ export class WalLog implements ReplicatedLog {
     }
     this.noSpace = undefined;
     this.logger.info({ dir: this.opts.dir }, 'WAL: disk space is back; writes are accepted again');
-    this.tellWritable(true);
-  }
-
-  /** Tells the listeners when the log starts or stops being able to store appends (each change once). */
-  private tellWritable(writable: boolean): void {
-    if (writable === this.writable) return;
-    this.writable = writable;
-    for (const listener of this.writableListeners) listener(writable);
+    this.writable.tell(true);
   }
 
   private publish(batch: Pending<EncodedProposal>[], entries: LogEntry[]): void {
@@ -270,7 +257,7 @@ export class WalLog implements ReplicatedLog {
   private fail(cause: unknown, batch: Pending<EncodedProposal>[]): void {
     this.failure ??= failedError(kind, cause);
     this.noSpace = undefined;
-    this.tellWritable(false);
+    this.writable.tell(false);
     this.logger.error({ err: cause, dir: this.opts.dir }, 'WAL failed');
     for (const p of batch) p.reject(this.failure);
     this.commits.rejectQueued(this.failure);
