@@ -5,7 +5,15 @@
  * entries is refused at once (LOG_OVERLOADED) instead of piling up memory and latency.
  */
 import type { EntriesListener, LogEntry, Proposal } from '../ports/log.ts';
-import { encodeAppend, overloadedError, refusal, type EncodedProposal, type LogStats, type Phase } from './common.ts';
+import { overloadedError } from '../ports/log-errors.ts';
+import { encodeAppend, type EncodedProposal } from './commit-payload.ts';
+import { refusal, type Phase } from './limits.ts';
+
+/** Counters that make group commit visible: `commits` is the number of fdatasyncs (WAL). */
+export interface LogStats {
+  commits: number;
+  entries: number;
+}
 
 export interface Pending<T> {
   items: readonly T[];

@@ -1,7 +1,21 @@
 /**
  * What the embedded WAL and the cluster log share: the commit queue (group commit and its bounds),
- * proposal encoding, the commit and snapshot payload formats, the size limits and argument checks.
+ * proposal encoding and the commit payload format, snapshot payload framing, the size limits and
+ * argument checks. The log error types live in src/ports (log-errors.ts) and are re-exported here.
  */
 export { CommitQueue, appendTo, deliverCommit } from './commit-queue.ts';
-export type { CommitBounds, CommitFn, Pending } from './commit-queue.ts';
-export * from './common.ts';
+export type { CommitBounds, CommitFn, LogStats, Pending } from './commit-queue.ts';
+export {
+  encodeAppend, encodeProposal, entryPayload, parseCommit, stampBatch, stampMs,
+} from './commit-payload.ts';
+export type { EncodedProposal } from './commit-payload.ts';
+export { parseSnapshot, snapshotPayload, snapshotPayloadChunks } from './snapshot-payload.ts';
+export {
+  checkAfterIndex, commitBytesMax, entryBytesMax, frameBytesMax, positiveIntOption, queuedEntriesMaxDefault, refusal,
+  replayBatchEntriesMax, snapshotRefusal,
+} from './limits.ts';
+export type { Phase } from './limits.ts';
+export {
+  damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, logDamagedCode, logFailedCode,
+  logOverloadedCode, logUnavailableCode, overloadedError, unavailableError,
+} from '../ports/log-errors.ts';

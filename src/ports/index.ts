@@ -1,4 +1,8 @@
 export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener, Leadership } from './log.ts';
+export {
+  damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, logDamagedCode, logFailedCode,
+  logOverloadedCode, logUnavailableCode, overloadedError, unavailableError,
+} from './log-errors.ts';
 export type { Clock, TimerHandle } from './clock.ts';
 export { SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';

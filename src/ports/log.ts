@@ -1,6 +1,8 @@
 import type { Command } from '../domain/commands.ts';
 import type { LogObserver } from './observer.ts';
 
+export { isLogUnavailable, logUnavailableCode } from './log-errors.ts';
+
 /** A proposal: the command and the proposer's id for it, so the proposer can find its entry again. */
 export interface Proposal {
   /** Proposal id, unique per proposer (node name + counter); carried in the entry. */
@@ -24,14 +26,6 @@ export interface Snapshot {
 }
 
 export type EntriesListener = (entries: readonly LogEntry[]) => void;
-
-/** `code` of the error an append gets while the log cannot store it for now (the WAL: its disk is full). */
-export const logUnavailableCode = 'LOG_UNAVAILABLE' as const;
-
-/** True for the error of an append the log could not store for now and may store later (nothing of it was applied). */
-export function isLogUnavailable(err: unknown): err is Error & { code: typeof logUnavailableCode } {
-  return err instanceof Error && (err as { code?: unknown }).code === logUnavailableCode;
-}
 
 /**
  * The replicated log. The embedded WAL (src/wal) and the in-memory twin implement it; the JetStream

@@ -4,12 +4,11 @@
  */
 import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { appendTo, CommitQueue, deliverCommit, type Pending } from '../log/commit-queue.ts';
 import {
-  checkAfterIndex, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault, refusal,
-  replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats,
-  type Phase,
-} from '../log/common.ts';
+  appendTo, checkAfterIndex, CommitQueue, deliverCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
+  refusal, replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
+  type LogStats, type Pending, type Phase,
+} from '../log/index.ts';
 
 /** What survives a "restart": committed entries (compacted like the WAL) and the newest snapshot. */
 export interface MemoryLogStore {

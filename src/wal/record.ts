@@ -18,7 +18,7 @@
  * after the previous commit's fdatasync succeeded, only the last frame of the last segment can be a
  * commit torn by a crash (never acknowledged: truncated), and only if its bytes are incomplete; a
  * complete frame that fails its crc, or a damaged frame followed by an intact one, was acknowledged
- * (refused). See wal.ts, `scanSegment` and `judgeTail`.
+ * (refused). See scan.ts, `scanSegment` and `judgeTail`.
  *
  * The last segment is preallocated: zero bytes past its last frame are space not yet used, not damage
  * (a frame never holds a zero byte in its first eight bytes' place with only zeros after it, since a
@@ -32,10 +32,9 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
+import { frameBytesMax } from '../log/index.ts';
 
-import { frameBytesMax } from '../log/common.ts';
-
-export { entryBytesMax, frameBytesMax } from '../log/common.ts';
+export { entryBytesMax, frameBytesMax } from '../log/index.ts';
 export const headerBytes = 8;
 /** The bytes every commit payload begins with: how recovery spots an intact frame past damaged bytes. */
 export const commitPayloadStart = Buffer.from('[{"i":', 'utf8');

@@ -2,7 +2,7 @@
 // encoder writes, for any JSON data, with any piece size, so readers cannot tell the two apart.
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { snapshotPayload, snapshotPayloadChunks } from '../../src/log/common.ts';
+import { snapshotPayload, snapshotPayloadChunks } from '../../src/log/index.ts';
 
 describe('snapshotPayloadChunks', () => {
   test('the pieces concatenate to snapshotPayload for any data and piece size', () => {

@@ -1,0 +1,111 @@
+/**
+ * Proposal encoding and the commit payload format (its on-disk framing is in src/wal/record.ts): a
+ * proposal is serialised at append time, a batch is stamped with consecutive indexes and one entry
+ * time, and a payload parses back into the entries it holds. A cmd that does not survive JSON fails
+ * in every log alike; an append too large for one commit is refused by all.
+ */
+import type { Command } from '../domain/commands.ts';
+import type { LogEntry, Proposal } from '../ports/log.ts';
+import { commitBytesMax, entryBytesMax } from './limits.ts';
+
+/** A proposal serialised at append time, so a bad one fails its own append, not the whole batch. */
+export interface EncodedProposal {
+  pidJson: string;
+  cmdJson: string;
+  /** Upper bound of the bytes this entry takes in a commit payload, separator included (bounds a batch). */
+  bytes: number;
+}
+
+/**
+ * Bytes an entry adds around pid and cmd in a commit payload: braces, keys and punctuation (21),
+ * the index (at most 16 digits), atMs (at most 24 characters) and the comma before the next entry.
+ */
+const envelopeBytesMax = 64;
+
+export function encodeProposal(p: Proposal, payloadBytesMax: number): EncodedProposal {
+  if (typeof p.pid !== 'string') throw new TypeError('proposal pid must be a string');
+  if (p.cmd === null || typeof p.cmd !== 'object') throw new TypeError(`proposal ${p.pid}: cmd must be an object`);
+  const pidJson = JSON.stringify(p.pid);
+  const cmdJson = JSON.stringify(p.cmd);
+  const bytes = Buffer.byteLength(pidJson) + Buffer.byteLength(cmdJson) + envelopeBytesMax;
+  if (bytes > payloadBytesMax) {
+    throw new RangeError(`proposal ${p.pid} needs ${bytes} bytes, above the ${payloadBytesMax}-byte entry limit`);
+  }
+  return { pidJson, cmdJson, bytes };
+}
+
+/** Encodes one append's proposals; throws if one is invalid or all together cannot fit one commit frame. */
+export function encodeAppend(proposals: readonly Proposal[]): { items: EncodedProposal[]; bytes: number } {
+  const items = proposals.map((p) => encodeProposal(p, entryBytesMax));
+  const bytes = items.reduce((sum, p) => sum + p.bytes, 0);
+  if (bytes > commitBytesMax) {
+    throw new RangeError(`an append of ${items.length} proposals needs ${bytes} bytes, above the `
+      + `${commitBytesMax}-byte commit limit (one append is one commit); split it`);
+  }
+  return { items, bytes };
+}
+
+/** The entry time: the clock, but never before the previous entry (the port's promise). */
+export function stampMs(lastAtMs: number, nowMs: number): number {
+  if (!Number.isFinite(nowMs)) throw new Error(`clock returned ${nowMs}, not a time`);
+  return Math.max(lastAtMs, nowMs);
+}
+
+/** One entry inside a commit payload: `{"i":index,"t":atMs,"p":pid,"c":cmd}`. */
+export function entryPayload(index: number, atMs: number, p: EncodedProposal): string {
+  return `{"i":${index},"t":${atMs},"p":${p.pidJson},"c":${p.cmdJson}}`;
+}
+
+/**
+ * Gives a batch consecutive indexes after `last` and one entry time, as one commit payload (the
+ * JSON array of record.ts) plus the entries parsed back from it, so live delivery sees exactly what
+ * a replay from disk would.
+ */
+export function stampBatch(
+  batch: readonly { items: readonly EncodedProposal[] }[],
+  last: number,
+  atMs: number,
+): { payload: string; entries: LogEntry[] } {
+  let index = last;
+  const payload = `[${batch.flatMap((p) => p.items.map((item) => entryPayload(++index, atMs, item))).join(',')}]`;
+  const entries = parseCommit(payload, last + 1);
+  if (typeof entries === 'string') throw new Error(`commit of entries ${last + 1}..${index} does not survive JSON: ${entries}`);
+  return { payload, entries };
+}
+
+/** Parses a commit payload whose first entry must be `first`, or returns why it is not one. */
+export function parseCommit(payload: string, first: number): LogEntry[] | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(payload);
+  } catch {
+    return 'bad JSON';
+  }
+  if (!Array.isArray(v)) return 'payload is not an array of entries';
+  if (v.length === 0) return 'commit without entries';
+  const entries: LogEntry[] = [];
+  for (const [k, item] of v.entries()) {
+    const entry = toEntry(item);
+    if (typeof entry === 'string') return `entry ${k} of the commit: ${entry}`;
+    if (entry.index !== first + k) return `index ${entry.index}, expected ${first + k}`;
+    entries.push(entry);
+  }
+  return entries;
+}
+
+/** Checks one parsed entry, or returns why it is not one. */
+function toEntry(v: unknown): LogEntry | string {
+  if (!isObject(v)) return 'not an object';
+  const { i, t, p, c } = v;
+  if (typeof i !== 'number' || !Number.isSafeInteger(i) || i < 1) return 'bad index';
+  if (typeof t !== 'number' || !Number.isFinite(t)) return 'bad atMs';
+  if (typeof p !== 'string') return 'bad pid';
+  if (!isObject(c)) return 'bad cmd';
+  // The log does not judge commands: an unknown tag is the applier's to refuse (wire format rule).
+  return { index: i, atMs: t, pid: p, cmd: c as unknown as Command };
+}
+
+/** A JSON object (not an array, not null). */
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

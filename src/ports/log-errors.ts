@@ -1,0 +1,61 @@
+/**
+ * The errors a log gives its callers, told apart by `code`: an append refused for now (overloaded,
+ * unavailable), a log failed for good, and data on disk damaged so that open() refuses. Callers test
+ * them with the `is*` guards; the HTTP front end maps each to its answer.
+ */
+
+/** `code` of the error an append gets when the queue of appends waiting for a commit is full. */
+export const logOverloadedCode = 'LOG_OVERLOADED' as const;
+
+/** `code` of the error an append gets while the log cannot store it for now (the WAL: its disk is full). */
+export const logUnavailableCode = 'LOG_UNAVAILABLE' as const;
+
+/** `code` of the error appends get once the log has failed for good (a write or fsync error other than a full disk). */
+export const logFailedCode = 'LOG_FAILED' as const;
+
+/** `code` of the error open() throws when the data on disk is damaged or incomplete and it refuses to open. */
+export const logDamagedCode = 'LOG_DAMAGED' as const;
+
+/** The error for an append refused because `queued` entries already wait and at most `max` may. */
+export function overloadedError(kind: string, queued: number, adding: number, max: number): Error {
+  const err = new Error(`${kind}: log is overloaded: ${queued} entries already wait for the next commit and `
+    + `${adding} more would pass queuedEntriesMax (${max}); retry later`);
+  return Object.assign(err, { code: logOverloadedCode });
+}
+
+/** The error for appends refused until the log can store them again; the message names no path. */
+export function unavailableError(kind: string, why: string): Error {
+  return Object.assign(new Error(`${kind}: cannot store writes now: ${why}; retry later`), { code: logUnavailableCode });
+}
+
+/** The error every append gets once the log has failed for good; `cause` is the write or sync error. */
+export function failedError(kind: string, cause: unknown): Error {
+  const msg = cause instanceof Error ? cause.message : String(cause);
+  return Object.assign(new Error(`${kind} failed, no further appends are accepted: ${msg}`, { cause }), { code: logFailedCode });
+}
+
+export function damagedError(message: string): Error {
+  return Object.assign(new Error(message), { code: logDamagedCode });
+}
+
+/** True for the error an append gets when the log is overloaded (its queue of waiting appends is full). */
+export function isLogOverloaded(err: unknown): err is Error & { code: typeof logOverloadedCode } {
+  return hasCode(err, logOverloadedCode);
+}
+
+/** True for the error of an append the log could not store for now and may store later (nothing of it was applied). */
+export function isLogUnavailable(err: unknown): err is Error & { code: typeof logUnavailableCode } {
+  return hasCode(err, logUnavailableCode);
+}
+
+export function isLogFailed(err: unknown): err is Error & { code: typeof logFailedCode } {
+  return hasCode(err, logFailedCode);
+}
+
+export function isLogDamaged(err: unknown): err is Error & { code: typeof logDamagedCode } {
+  return hasCode(err, logDamagedCode);
+}
+
+function hasCode(err: unknown, code: string): boolean {
+  return err instanceof Error && (err as { code?: unknown }).code === code;
+}

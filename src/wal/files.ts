@@ -1,0 +1,84 @@
+/**
+ * The WAL's files: the names of segment and snapshot files, listing them by index, whole writes, the
+ * directory sync that makes a created, renamed or deleted name durable, and the errors that mean the
+ * disk is full.
+ *
+ * On disk: `<dir>/wal/<20-digit first index>.seg` and `<dir>/snap/<20-digit index>.snap`.
+ */
+// The default export, so a test can make one write fail (vi.spyOn on this object).
+import fs from 'node:fs';
+import { open, readdir, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** The name the WAL's errors start with. */
+export const kind = 'WalLog';
+export const MiB = 1024 * 1024;
+const indexDigits = 20;
+export const segmentPattern = /^(\d{20})\.seg$/;
+export const snapPattern = /^(\d{20})\.snap$/;
+
+/** A segment (or snapshot) file and the index its name holds: a segment's first entry, a snapshot's index. */
+export interface SegmentRef {
+  first: number;
+  path: string;
+}
+
+/** The current segment, open for writing. */
+export interface ActiveSegment extends SegmentRef {
+  fh: FileHandle;
+  /** Bytes of acknowledged records; the next commit writes here. */
+  bytes: number;
+  /** Bytes of the file known to be written (frames, then synced zeros); at least `bytes`. */
+  allocated: number;
+}
+
+export function segmentName(first: number): string {
+  return `${String(first).padStart(indexDigits, '0')}.seg`;
+}
+
+export function snapName(index: number): string {
+  return `${String(index).padStart(indexDigits, '0')}.snap`;
+}
+
+/** Files named by a 20-digit index, sorted by it; other names are not ours and are left alone. */
+export async function listIndexed(dir: string, pattern: RegExp): Promise<SegmentRef[]> {
+  const found: SegmentRef[] = [];
+  for (const name of await readdir(dir)) {
+    const m = pattern.exec(name);
+    const first = m === null ? NaN : Number(m[1]);
+    if (Number.isSafeInteger(first)) found.push({ first, path: join(dir, name) });
+  }
+  return found.sort((a, b) => a.first - b.first);
+}
+
+export function writeAllSync(fd: number, buf: Buffer, position: number): void {
+  for (let done = 0; done < buf.length;) {
+    const written = fs.writeSync(fd, buf, done, buf.length - done, position + done);
+    if (written <= 0) throw new Error(`write made no progress at offset ${position + done}`);
+    done += written;
+  }
+}
+
+export async function writeAll(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < buf.length;) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    if (bytesWritten <= 0) throw new Error(`write made no progress at offset ${position + done}`);
+    done += bytesWritten;
+  }
+}
+
+/** Makes created, renamed or deleted names durable. */
+export async function syncDir(path: string): Promise<void> {
+  const fh = await open(path, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Errors that mean the disk (or the user's quota) is full: the log waits for space instead of failing for good. */
+export function isOutOfSpace(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}

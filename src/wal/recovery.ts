@@ -1,0 +1,147 @@
+/**
+ * Recovery at open(): first read everything and decide (plan), touching nothing; only a log it has
+ * decided to open is then changed on disk (apply): a torn last commit cut, an empty last segment
+ * dropped, or the log restarted after a snapshot that holds a damaged last commit. A refusal leaves
+ * the data dir byte for byte as it was.
+ */
+import { statSync } from 'node:fs';
+import { open, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '../ports/logger.ts';
+import { damagedError } from '../ports/log-errors.ts';
+import { kind, segmentName, syncDir, type SegmentRef } from './files.ts';
+import { scanSegment, type Tail } from './scan.ts';
+
+/** What scanning the segments at open() established. */
+export interface Recovered {
+  segments: SegmentRef[];
+  last: number;
+  lastAtMs: number;
+  activeBytes: number;
+}
+
+/** What recovery will change on disk once it has decided to open, in this order. */
+export interface Plan {
+  recovered: Recovered;
+  /** A torn last commit (never acknowledged) to cut. */
+  cut?: { path: string; goodBytes: number; torn: Torn };
+  /** A last segment that holds no entry, to delete. */
+  dropEmpty?: string;
+  /** The log starts afresh after the snapshot: this segment is created, then `drop` are deleted. */
+  restart?: SegmentRef;
+  /** Segments the snapshot covers, deleted after `restart` exists. */
+  drop?: SegmentRef[];
+  /** Said in the log once the plan is applied. */
+  warning?: { obj: Record<string, unknown>; msg: string };
+}
+
+export function planRecovery(walDir: string, segments: SegmentRef[], snapIndex: number): Plan {
+  if (segments.length === 0) {
+    // A brand-new log, or one whose snapshot is at 0. Segments vanishing behind a snapshot is damage.
+    if (snapIndex > 0) throw damagedError(`${kind}: snapshot at ${snapIndex} but no segment in ${walDir}; refusing to open`);
+    const first = { first: 1, path: join(walDir, segmentName(1)) };
+    return { recovered: { segments: [first], last: 0, lastAtMs: 0, activeBytes: 0 }, restart: first };
+  }
+  const restarted = restartedAfterSnapshot(segments, snapIndex);
+  if (restarted !== undefined) return restarted;
+  const oldest = segments[0]!;
+  if (oldest.first > snapIndex + 1) {
+    throw damagedError(`${kind}: entries ${snapIndex + 1}..${oldest.first - 1} are missing: `
+      + `the oldest segment ${oldest.path} starts at ${oldest.first}, the snapshot is at ${snapIndex}; refusing to open`);
+  }
+  let next = oldest.first;
+  let lastAtMs = 0;
+  const sizes: number[] = [];
+  let tail: Tail | undefined;
+  for (const [k, seg] of segments.entries()) {
+    if (seg.first !== next) throw damagedError(`${kind}: index gap at ${seg.path}: expected a segment starting at ${next}; refusing to open`);
+    const scan = scanSegment(seg, k === segments.length - 1);
+    tail = scan.tail;
+    next = scan.next;
+    lastAtMs = scan.lastAtMs ?? lastAtMs;
+    sizes.push(scan.goodBytes);
+  }
+  const last = segments.at(-1)!;
+  if (tail?.kind === 'damaged') return planDamagedTail(walDir, segments, last, tail, next, snapIndex);
+  if (next - 1 < snapIndex) throw damagedError(`${kind}: the log ends at ${next - 1}, before the snapshot at ${snapIndex}; refusing to open`);
+  const plan: Plan = { recovered: { segments: [...segments], last: next - 1, lastAtMs, activeBytes: sizes.at(-1)! } };
+  if (tail !== undefined) plan.cut = { path: last.path, goodBytes: tail.offset, torn: tail };
+  // An empty last segment (a crash right after a roll, or a tail torn to nothing) holds no entry.
+  // Appending to its predecessor instead keeps the last entry, and with it atMs, in the current
+  // segment, which compaction never deletes.
+  if (segments.length >= 2 && sizes.at(-1) === 0) {
+    plan.dropEmpty = plan.recovered.segments.pop()!.path;
+    plan.recovered.activeBytes = sizes.at(-2)!;
+  }
+  return plan;
+}
+
+/**
+ * A complete last commit that fails its checksum was written whole, so it was most likely acknowledged:
+ * refuse, naming file, offset and entries, unless the snapshot holds every entry still recognisable in
+ * it (a shutdown snapshot at the last index). Then the log starts afresh after the snapshot: nothing
+ * acknowledged is lost, and the damaged segment goes with the older ones the snapshot covers.
+ */
+function planDamagedTail(walDir: string, segments: SegmentRef[], last: SegmentRef, tail: Tail, next: number, snapIndex: number): Plan {
+  const where = `${last.path} at offset ${tail.offset}`;
+  const entries = tail.highest === undefined ? `entries from index ${next}` : `entries ${next}..${tail.highest} at least`;
+  const covered = tail.highest !== undefined && tail.highest <= snapIndex;
+  if (!covered) {
+    throw damagedError(`${kind}: corrupt commit frame in ${where}: ${tail.reason}; it is the last commit, `
+      + `complete on disk, so it was acknowledged (${entries}); refusing to open, acknowledged entries would be lost. `
+      + `Restore the data dir from a backup, or accept losing ${entries} by truncating ${last.path} to ${tail.offset} bytes.`);
+  }
+  const restart = { first: snapIndex + 1, path: join(walDir, segmentName(snapIndex + 1)) };
+  return {
+    recovered: { segments: [restart], last: snapIndex, lastAtMs: 0, activeBytes: 0 },
+    restart,
+    drop: segments,
+    warning: {
+      obj: { file: last.path, offset: tail.offset, firstIndex: next, lastIndexSeen: tail.highest, snapshot: snapIndex, reason: tail.reason },
+      msg: 'WAL: the last commit is damaged but the snapshot holds all of it; the log continues after the snapshot',
+    },
+  };
+}
+
+/**
+ * An empty newest segment starting right after the snapshot is where an earlier recovery restarted the
+ * log (planDamagedTail) before it could delete the older segments: they are covered by the snapshot.
+ */
+function restartedAfterSnapshot(segments: SegmentRef[], snapIndex: number): Plan | undefined {
+  const newest = segments.at(-1)!;
+  if (snapIndex === 0 || segments.length < 2 || newest.first !== snapIndex + 1 || statSync(newest.path).size !== 0) return undefined;
+  return { recovered: { segments: [newest], last: snapIndex, lastAtMs: 0, activeBytes: 0 }, drop: segments.slice(0, -1) };
+}
+
+export async function applyPlan(walDir: string, plan: Plan, logger: Logger): Promise<void> {
+  if (plan.cut !== undefined) await truncateTail(plan.cut.path, plan.cut.goodBytes, plan.cut.torn, logger);
+  if (plan.dropEmpty !== undefined) {
+    await unlink(plan.dropEmpty);
+    await syncDir(walDir);
+  }
+  if (plan.restart !== undefined) {
+    await (await open(plan.restart.path, 'wx')).close();
+    await syncDir(walDir);
+  }
+  if (plan.drop !== undefined && plan.drop.length > 0) {
+    for (const seg of plan.drop) await unlink(seg.path);
+    await syncDir(walDir);
+  }
+  if (plan.warning !== undefined) logger.warn(plan.warning.obj, plan.warning.msg);
+}
+
+async function truncateTail(path: string, goodBytes: number, torn: Torn, logger: Logger): Promise<void> {
+  const fh = await open(path, 'r+');
+  try {
+    await fh.truncate(goodBytes);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  logger.warn({
+    file: path, offset: goodBytes, droppedBytes: torn.bytes, droppedEntries: torn.entries, reason: torn.reason,
+  }, 'WAL: truncated a torn last commit left by a crash (never acknowledged)');
+}
+
+/** What the warning about a cut torn commit tells. */
+type Torn = Pick<Tail, 'bytes' | 'entries' | 'reason'>;

@@ -1,0 +1,143 @@
+/**
+ * Reading one segment at open(): every commit frame checked (framing, crc, JSON, index continuity),
+ * and a damaged last commit judged torn (a write a crash cut short, never acknowledged) or damaged
+ * (complete on disk, so acknowledged). Reads only; recovery.ts decides what to do with the result.
+ */
+import { crc32 } from 'node:zlib';
+import { damagedError } from '../ports/log-errors.ts';
+import { parseCommit } from '../log/index.ts';
+import { kind, type SegmentRef } from './files.ts';
+import { commitPayloadStart, entryStart, frameBytesMax, headerBytes, RecordFile } from './record.ts';
+
+export interface Scan {
+  next: number;
+  lastAtMs: number | undefined;
+  /** Offset just past the last whole commit frame. */
+  goodBytes: number;
+  /** Set when bytes after goodBytes in the last segment are no whole commit: a torn or a damaged last commit. */
+  tail?: Tail;
+}
+
+export interface Tail {
+  /** torn: its write never finished, so it was never acknowledged; damaged: complete on disk, then damaged. */
+  kind: 'torn' | 'damaged';
+  offset: number;
+  bytes: number;
+  /** Entries recognisable in the dropped bytes: a lower bound, damage may have erased some. */
+  entries: number;
+  /** The highest entry index recognisable in them (at least the first one's), if any. */
+  highest: number | undefined;
+  reason: string;
+}
+
+/**
+ * Validates one segment commit by commit: framing, crc, JSON and index continuity.
+ *
+ * A commit is written only after the previous one's fdatasync succeeded, and nothing in it is
+ * acknowledged before its own fdatasync. So only the last commit of the last segment can have been
+ * torn by a crash, and then anywhere inside it: sectors of an unsynced write reach the disk in any
+ * order. A damaged frame with an intact one after it, or in an earlier segment, was acknowledged:
+ * refuse to open. A damaged last frame is judged by `judgeTail`: torn (cut) or damaged (refused).
+ */
+export function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
+  const file = new RecordFile(seg.path);
+  try {
+    let offset = 0;
+    let next = seg.first;
+    let lastAtMs: number | undefined;
+    for (let frame = file.at(offset); frame !== undefined; frame = file.at(offset)) {
+      if (!frame.ok) {
+        if (!isLast) throw corrupt(seg.path, offset, next, frame.reason);
+        // The preallocated space of the current segment: nothing was ever written there.
+        if (file.zeroFrom(offset)) return { next, lastAtMs, goodBytes: offset };
+        const intact = intactFrameAfter(file, offset);
+        if (intact !== undefined) {
+          throw corrupt(seg.path, offset, next, `${frame.reason}, and an intact commit follows at offset ${intact}`);
+        }
+        const seen = entriesIn(file, offset, next);
+        const tail: Tail = {
+          kind: judgeTail(file, offset, next), offset, bytes: file.size - offset, entries: seen.count, highest: seen.highest, reason: frame.reason,
+        };
+        return { next, lastAtMs, goodBytes: offset, tail };
+      }
+      // A frame whose crc matches was written whole: bad content in it is not a crash artifact.
+      const entries = parseCommit(frame.payload, next);
+      if (typeof entries === 'string') throw corrupt(seg.path, offset, next, entries);
+      next += entries.length;
+      lastAtMs = entries.at(-1)!.atMs;
+      offset = frame.end;
+    }
+    return { next, lastAtMs, goodBytes: offset };
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * Whether the last frame's bytes at `offset` are what a crash leaves of a write that never finished
+ * ('torn') or a complete frame damaged afterwards ('damaged'). A commit is written over zero-filled,
+ * synced space (or at the end of the file), and sectors land whole or not at all, so a torn commit is
+ * its header and some of its sectors, the rest zeros or missing; its JSON payload never holds a zero
+ * byte itself. So:
+ * - torn: the header is missing or zero, the file ends before the length says, or the payload holds
+ *   zeros from some point to its end or over a whole sector — unless the bytes before the first zero
+ *   are the whole commit (its crc matches them, or they parse as the commit): then only the length
+ *   field was damaged;
+ * - damaged: every byte the header claims is there with no zero among them but the crc fails, or the
+ *   header is not one the WAL writes (a length above the frame limit, a zero length with a crc).
+ */
+function judgeTail(file: RecordFile, offset: number, next: number): 'torn' | 'damaged' {
+  const head = file.bytes(offset, headerBytes);
+  if (head.length < headerBytes) return 'torn';
+  const len = head.readUInt32LE(0);
+  const crc = head.readUInt32LE(4);
+  if (len === 0 && crc === 0) return 'torn';
+  const start = offset + headerBytes;
+  const plausible = len > 0 && len <= frameBytesMax;
+  const region = file.bytes(start, Math.min(plausible ? len : file.size - start, frameBytesMax));
+  const zero = region.indexOf(0);
+  const prefix = zero === -1 ? region : region.subarray(0, zero);
+  if (prefix.length > 0 && (crc32(prefix) === crc || typeof parseCommit(prefix.toString('utf8'), next) !== 'string')) return 'damaged';
+  if (!plausible) return 'damaged';
+  if (start + len > file.size) return 'torn';
+  if (zero === -1) return 'damaged';
+  // Missing data is zeros from where the write stopped to the end, or whole sectors; a lone zero byte
+  // amid written bytes is damage.
+  const stopped = region.subarray(zero).every((b) => b === 0);
+  const lostSector = (start + zero) % sectorBytes === 0 && region.subarray(zero, zero + sectorBytes).every((b) => b === 0);
+  return stopped || lostSector ? 'torn' : 'damaged';
+}
+
+/** The smallest unit a disk writes whole (sector boundaries are multiples of it in the file). */
+const sectorBytes = 512;
+
+/**
+ * Offset of a whole frame (crc matching) that starts after `damaged`, if there is one. Found by
+ * searching for the bytes every commit payload starts with rather than by following length fields,
+ * so a damaged length cannot hide an acknowledged commit behind it.
+ */
+function intactFrameAfter(file: RecordFile, damaged: number): number | undefined {
+  for (const { at } of file.find(commitPayloadStart, damaged + 1 + headerBytes)) {
+    if (file.at(at - headerBytes)?.ok === true) return at - headerBytes;
+  }
+  return undefined;
+}
+
+/** Distinct entries from index `next` on still recognisable in bytes `from`.., and the highest of them (for the log). */
+function entriesIn(file: RecordFile, from: number, next: number): { count: number; highest: number | undefined } {
+  const seen = new Set<number>();
+  for (const { following } of file.find(entryStart, from, 17)) {
+    const index = Number(/^\d+/.exec(following.toString('latin1'))?.[0]);
+    if (Number.isSafeInteger(index) && index >= next) seen.add(index);
+  }
+  // `{"i":` occurs in a commit only where an entry starts (inside JSON strings quotes are escaped).
+  let highest: number | undefined;
+  for (const index of seen) highest = Math.max(highest ?? index, index);
+  return { count: seen.size, highest };
+}
+
+export function corrupt(path: string, offset: number, index: number, reason: string): Error {
+  return damagedError(`${kind}: corrupt commit frame in ${path} at offset ${offset}: ${reason} (the commit of entries from index ${index}); `
+    + 'refusing to open, acknowledged entries would be lost');
+}
+

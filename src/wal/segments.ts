@@ -1,0 +1,108 @@
+/**
+ * The segment files of an open WAL: the current segment written (one frame, one fdatasync per commit)
+ * and kept preallocated, rolled to a new file between commits once full, cut back to its acknowledged
+ * commits after a failed write, and older segments deleted once a snapshot covers them.
+ */
+import { open, rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { EntriesListener } from '../ports/log.ts';
+import { segmentName, syncDir, writeAllSync, type ActiveSegment, type SegmentRef } from './files.ts';
+import { preallocate } from './preallocation.ts';
+import type { Recovered } from './recovery.ts';
+import { replay } from './replay.ts';
+
+export class SegmentFiles {
+  private constructor(
+    private readonly walDir: string,
+    private readonly segmentBytesMax: number,
+    /** Segments oldest first; the last one is `active`, the current segment, never deleted. */
+    private readonly segments: SegmentRef[],
+    private active: ActiveSegment,
+  ) {}
+
+  /** Opens the current segment that recovery left: its acknowledged commits, then only zeros. */
+  static async open(walDir: string, segmentBytesMax: number, found: Recovered): Promise<SegmentFiles> {
+    const current = found.segments.at(-1)!;
+    const fh = await open(current.path, 'r+');
+    const active = { ...current, fh, bytes: found.activeBytes, allocated: found.activeBytes };
+    try {
+      // Recovery left only zeros past activeBytes, so the whole file counts as allocated.
+      active.allocated = Math.max(found.activeBytes, (await fh.stat()).size);
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+    return new SegmentFiles(walDir, segmentBytesMax, found.segments, active);
+  }
+
+  /** Streams entries (afterIndex, upTo] from disk to the listener in bounded batches. */
+  replay(afterIndex: number, upTo: number, listener: EntriesListener): void {
+    replay(this.segments, afterIndex, upTo, listener);
+  }
+
+  /** Writes one commit frame after the acknowledged ones and waits for its fdatasync. */
+  async write(buf: Buffer): Promise<void> {
+    const seg = this.active;
+    // The write only copies into the page cache (tens of microseconds for a commit): done in place, it
+    // spares a thread-pool round trip that cost about 0.4 ms per commit under load. The fdatasync,
+    // which waits for the disk, stays off the event loop.
+    writeAllSync(seg.fh.fd, buf, seg.bytes);
+    await seg.fh.datasync();
+    seg.bytes += buf.length;
+    seg.allocated = Math.max(seg.allocated, seg.bytes);
+  }
+
+  /** Keeps zero-filled, synced space ahead of the write position of `seg` (the current segment). */
+  preallocate(seg = this.active): Promise<void> {
+    return preallocate(seg, this.segmentBytesMax);
+  }
+
+  /**
+   * Rolls between commits, so every segment but the current one ends on a whole, synced frame: the
+   * old segment's unused preallocated tail is cut off (durably) before the next segment, starting at
+   * entry `first`, exists.
+   */
+  async rollIfFull(first: number): Promise<void> {
+    const old = this.active;
+    if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
+    await old.fh.truncate(old.bytes);
+    await old.fh.sync();
+    old.allocated = old.bytes;
+    const path = join(this.walDir, segmentName(first));
+    const fh = await open(path, 'wx');
+    const next: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
+    try {
+      await this.preallocate(next);
+      // The new name must be durable before an entry in it is acknowledged.
+      await syncDir(this.walDir);
+    } catch (err) {
+      // Not rolled after all (a full disk is retried): the old segment stays current, the new file goes.
+      await fh.close().catch(() => undefined);
+      await rm(path, { force: true }).catch(() => undefined);
+      throw err;
+    }
+    this.active = next;
+    this.segments.push({ first, path });
+    await old.fh.close();
+  }
+
+  /** Cuts the current segment back to its acknowledged commits (durably); the reserve is made again later. */
+  async restoreTail(): Promise<void> {
+    const seg = this.active;
+    await seg.fh.truncate(seg.bytes);
+    await seg.fh.sync();
+    seg.allocated = seg.bytes;
+  }
+
+  /** Deletes segments the snapshot covers: one is unneeded once the next starts at or before index + 1. */
+  async compact(index: number): Promise<void> {
+    const doomed: SegmentRef[] = [];
+    while (this.segments.length > 1 && this.segments[1]!.first <= index + 1) doomed.push(this.segments.shift()!);
+    for (const seg of doomed) await unlink(seg.path);
+    if (doomed.length > 0) await syncDir(this.walDir);
+  }
+
+  async close(): Promise<void> {
+    await this.active.fh.close();
+  }
+}

@@ -1,0 +1,94 @@
+// Goal: the pieces every log shares, on their own: proposal encoding and its limits, the commit payload
+// stamped and parsed back, the argument checks, and the log errors told apart by their guards.
+import { describe, expect, it } from 'vitest';
+import {
+  checkAfterIndex, commitBytesMax, encodeAppend, encodeProposal, parseCommit, positiveIntOption, refusal,
+  snapshotRefusal, stampBatch, stampMs,
+} from '../../src/log/index.ts';
+import {
+  damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, overloadedError,
+  unavailableError,
+} from '../../src/ports/index.ts';
+import type { Proposal } from '../../src/ports/log.ts';
+
+const barrier = (pid: string): Proposal => ({ pid, cmd: { t: 'barrier' } } as unknown as Proposal);
+
+describe('commit payload', () => {
+  it('stamps a batch with consecutive indexes after the last one and one entry time, parsing back to the same entries', () => {
+    const batch = [encodeAppend([barrier('a'), barrier('b')]), encodeAppend([barrier('c')])];
+    const { payload, entries } = stampBatch(batch, 41, 1_000);
+    expect(payload).toBe('[{"i":42,"t":1000,"p":"a","c":{"t":"barrier"}},{"i":43,"t":1000,"p":"b","c":{"t":"barrier"}},'
+      + '{"i":44,"t":1000,"p":"c","c":{"t":"barrier"}}]');
+    expect(entries.map((e) => [e.index, e.atMs, e.pid])).toEqual([[42, 1000, 'a'], [43, 1000, 'b'], [44, 1000, 'c']]);
+    expect(parseCommit(payload, 42)).toEqual(entries);
+  });
+
+  it.each([
+    ['not JSON', '[{', 1, 'bad JSON'],
+    ['not an array', '{"i":1}', 1, 'payload is not an array of entries'],
+    ['empty', '[]', 1, 'commit without entries'],
+    ['an index off the expected one', '[{"i":2,"t":0,"p":"a","c":{}}]', 1, 'index 2, expected 1'],
+    ['an entry without a cmd object', '[{"i":1,"t":0,"p":"a","c":3}]', 1, 'entry 0 of the commit: bad cmd'],
+  ])('says why a payload that is %s is no commit', (_, payload, first, reason) => {
+    expect(parseCommit(payload, first)).toBe(reason);
+  });
+
+  it('refuses a proposal above the entry limit and an append above one commit', () => {
+    expect(() => encodeProposal(barrier('a'), 10)).toThrow(/above the 10-byte entry limit/);
+    expect(() => encodeProposal({ pid: 1 } as unknown as Proposal, 1000)).toThrow(TypeError);
+    const big = 'x'.repeat(15 * 1024 * 1024);
+    const huge = Array.from({ length: 5 }, (_, k) => ({ pid: `p${k}`, cmd: { t: 'kv.set', key: 'k', value: big, flags: '0' } } as Proposal));
+    expect(() => encodeAppend(huge)).toThrow(new RegExp(`above the ${commitBytesMax}-byte commit limit`));
+  });
+
+  it('stamps the entry time from the clock, never before the previous entry', () => {
+    expect(stampMs(500, 400)).toBe(500);
+    expect(stampMs(500, 600)).toBe(600);
+    expect(() => stampMs(0, Number.NaN)).toThrow(/not a time/);
+  });
+});
+
+describe('argument checks', () => {
+  it('takes a positive integer option within its bounds, or its default', () => {
+    expect(positiveIntOption('L', 'n', undefined, 7)).toBe(7);
+    expect(() => positiveIntOption('L', 'n', 0, 7)).toThrow('L: n must be an integer in 1..');
+    expect(() => positiveIntOption('L', 'n', 11, 7, 10)).toThrow(/1\.\.10, got 11/);
+  });
+
+  it('refuses appends before open and after close, a failure first', () => {
+    const failure = new Error('broken');
+    expect(refusal('L', 'open', failure)).toBe(failure);
+    expect(refusal('L', 'new', undefined)?.message).toMatch(/not open yet/);
+    expect(refusal('L', 'closing', undefined)?.message).toMatch(/closed/);
+    expect(refusal('L', 'open', undefined)).toBeUndefined();
+  });
+
+  it('refuses a subscription or a snapshot past the end, and a snapshot older than the newest', () => {
+    expect(() => checkAfterIndex('L', 6, 5)).toThrow(/outside 0\.\.5/);
+    expect(() => checkAfterIndex('L', 5, 5)).not.toThrow();
+    expect(snapshotRefusal('L', { index: 6, data: null }, 5, 0)?.message).toMatch(/outside 0\.\.5/);
+    expect(snapshotRefusal('L', { index: 3, data: null }, 5, 4)?.message).toMatch(/older than the newest snapshot 4/);
+    expect(snapshotRefusal('L', { index: 4, data: null }, 5, 4)).toBeUndefined();
+  });
+});
+
+describe('log errors', () => {
+  it('are told apart by their guards, each only its own', () => {
+    const errors = [
+      overloadedError('L', 3, 2, 4), unavailableError('L', 'disk full'), failedError('L', new Error('EIO')), damagedError('bad frame'),
+    ];
+    const guards = [isLogOverloaded, isLogUnavailable, isLogFailed, isLogDamaged];
+    expect(guards.map((g) => errors.map((e) => g(e)))).toEqual([
+      [true, false, false, false], [false, true, false, false], [false, false, true, false], [false, false, false, true],
+    ]);
+    for (const g of guards) expect([g(new Error('other')), g(undefined), g({ code: 'LOG_FAILED' })]).toEqual([false, false, false]);
+  });
+
+  it('carry the words callers show', () => {
+    expect(overloadedError('L', 3, 2, 4).message).toBe('L: log is overloaded: 3 entries already wait for the next commit and '
+      + '2 more would pass queuedEntriesMax (4); retry later');
+    expect(unavailableError('L', 'disk full').message).toBe('L: cannot store writes now: disk full; retry later');
+    const cause = new Error('EIO');
+    expect(failedError('L', cause)).toMatchObject({ message: 'L failed, no further appends are accepted: EIO', cause, code: 'LOG_FAILED' });
+  });
+});

@@ -1,0 +1,114 @@
+// Goal: recovery cuts a commit that a crash tore (never acknowledged) and nothing else: what was
+// acknowledged replays, appends continue after it, and the preallocated zeros read as unused space.
+import { readFile, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { capture, commitsIn, frame, frameOffsets, pad, proposals, usedBytes, WalFixture } from './wal-fixture.ts';
+
+describe('WalLog recovery of a torn last commit', () => {
+  const fx = WalFixture.use();
+  const { reopen, seed, seedCommit, segments, readUsed } = fx;
+
+  /** After a torn tail was cut: what was left replays, appends continue at `next` and survive a reopen. */
+  async function expectRecovered(survivors: number): Promise<Record<string, unknown>> {
+    const logger = capture();
+    const { log, entries } = await reopen({ logger });
+    expect(entries.map((e) => e.index)).toEqual(Array.from({ length: survivors }, (_, k) => k + 1));
+    expect(logger.warns).toHaveLength(1);
+    const warn = logger.warns[0]!;
+    expect(warn.droppedBytes).toBeGreaterThan(0);
+    await log.append(proposals(100, 1));
+    expect(log.lastIndex()).toBe(survivors + 1);
+    await log.close();
+    const again = await reopen({ logger: capture() });
+    expect(again.entries.map((e) => e.pid).at(-1)).toBe('n1-100');
+    expect(again.log.lastIndex()).toBe(survivors + 1);
+    return warn;
+  }
+
+  /** Seeds `count` one-entry commits, then one last commit of `lastSize` entries; returns the segment. */
+  async function seedWithBigLastCommit(count: number, lastSize: number): Promise<{ seg: string; buf: Buffer; last: number }> {
+    await seed(count);
+    await seedCommit(count + 1, lastSize);
+    const [seg] = await segments();
+    const buf = await readUsed(seg!);
+    expect(commitsIn(buf).map((c) => c.length)).toEqual([...Array<number>(count).fill(1), lastSize]);
+    return { seg: seg!, buf, last: frameOffsets(buf).at(-1)! };
+  }
+
+  it('cuts a commit torn short at the tail of the last segment', async () => {
+    await seed(5);
+    const [seg] = await segments();
+    const buf = await readUsed(seg!);
+    await truncate(seg!, buf.length - 3);
+    const warn = await expectRecovered(4);
+    expect(warn).toMatchObject({ droppedEntries: 1, reason: 'short payload' });
+  });
+
+  it('cuts the whole last commit when a page in its middle is lost but the entries after it look intact', async () => {
+    const { seg, buf, last } = await seedWithBigLastCommit(5, 200);
+    // Power loss mid-commit: the page cache wrote a later page of the unsynced commit, not this one.
+    const page = Math.floor((last + (buf.length - last) / 2) / 4096) * 4096;
+    expect(page).toBeGreaterThan(last + 8);
+    expect(buf.length).toBeGreaterThan(page + 2 * 4096);
+    buf.fill(0, page, page + 4096);
+    await writeFile(seg!, buf);
+    // Past the hole the bytes still read as whole entries: judged entry by entry they would be kept.
+    const whole = buf.subarray(page + 4096).toString('utf8').match(/\{"i":\d+,"t":\d+,"p":"n1-\d+","c":\{[^}]*\}\}/g) ?? [];
+    expect(whole.length).toBeGreaterThan(20);
+    for (const e of whole) expect(JSON.parse(e)).toHaveProperty('i');
+    const warn = await expectRecovered(5);
+    expect(warn).toMatchObject({ offset: last, droppedBytes: buf.length - last, reason: 'crc mismatch' });
+    expect(warn.droppedEntries).toBeGreaterThan(100);
+    expect(warn.droppedEntries).toBeLessThan(200);
+  });
+
+  it('cuts the whole last commit when its first page, header included, is lost but later pages landed', async () => {
+    const { seg, buf, last } = await seedWithBigLastCommit(5, 200);
+    const firstPageEnd = Math.ceil((last + 9) / 4096) * 4096;
+    buf.fill(0, last, firstPageEnd);
+    await writeFile(seg!, buf);
+    const warn = await expectRecovered(5);
+    expect(warn).toMatchObject({ offset: last, droppedBytes: buf.length - last, reason: 'implausible length 0' });
+  });
+
+  it.each([
+    ['empty', Buffer.alloc(0)],
+    ['zero-filled, not yet written', Buffer.alloc(64 * 1024)],
+  ])('drops an %s last segment left by a crash right after a roll', async (_, content) => {
+    await seed(3);
+    // A roll cuts the old segment to its commits before the new one exists.
+    await readUsed((await segments())[0]!);
+    await writeFile(join(fx.dir, 'wal', `${pad(4)}.seg`), content);
+    const { log, entries } = await reopen();
+    expect(entries).toHaveLength(3);
+    await log.append(proposals(4, 1));
+    expect(log.lastIndex()).toBe(4);
+  });
+
+  it('reads the zeros past the last commit as unused space: a reopen warns of nothing and appends after the last commit', async () => {
+    await seed(5);
+    const logger = capture();
+    const { log, entries } = await reopen({ logger });
+    expect(entries.map((e) => e.index)).toEqual([1, 2, 3, 4, 5]);
+    expect(logger.warns).toEqual([]);
+    await log.append(proposals(6, 1));
+    await log.close();
+    const buf = await readFile((await segments())[0]!);
+    expect(commitsIn(buf).map((c) => c[0]!.i)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('cuts a commit torn inside the preallocated space (its tail still zeros) and keeps the space zeroed', async () => {
+    await seed(5);
+    const [seg] = await segments();
+    const buf = await readFile(seg!);
+    const end = usedBytes(buf);
+    // A crash mid-write: the first 20 bytes of the next commit landed, the rest of it did not.
+    frame(JSON.stringify([{ i: 6, t: 1, p: 'n1-6', c: { t: 'barrier' } }])).copy(buf, end, 0, 20);
+    await writeFile(seg!, buf);
+    const warn = await expectRecovered(5);
+    expect(warn).toMatchObject({ offset: end, reason: 'crc mismatch' });
+    const after = await readFile(seg!);
+    expect(after.subarray(usedBytes(after)).every((b) => b === 0)).toBe(true);
+  });
+});
