@@ -31,7 +31,7 @@ import type {
   EntriesListener, Leadership, LogEntry, LogObserver, Proposal, ReplicatedLog, Snapshot,
 } from '../../src/ports/index.ts';
 import {
-  CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, stampMs, type EncodedProposal, type Pending, type Phase,
+  appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, stampMs, type EncodedProposal, type Pending, type Phase,
 } from '../../src/log/index.ts';
 import { DivergenceAudit, storedMessageId } from './audit.ts';
 import { LeadershipWatch } from './leadership.ts';
@@ -130,18 +130,9 @@ export class JetStreamLog implements ReplicatedLog {
   }
 
   append(proposals: readonly Proposal[]): Promise<void> {
-    const refused = refusal(kind, this.phase, this.failure);
-    if (refused !== undefined) return Promise.reject(refused);
-    if (proposals.length === 0) return Promise.resolve();
-    const { commits, stores } = this.parts!;
-    const full = commits.refusal(proposals.length);
-    if (full !== undefined) return Promise.reject(full);
-    try {
-      const { items, bytes } = encodeForMessage(proposals, stores.bytesMax);
-      return commits.enqueue(items, bytes);
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    const parts = this.parts;
+    return appendTo(kind, this.phase, this.failure, parts?.commits, proposals,
+      (ps) => encodeForMessage(ps, parts!.stores.bytesMax));
   }
 
   saveSnapshot(snapshot: Snapshot): Promise<void> {

@@ -138,21 +138,26 @@ export class CommitQueue<T> {
   }
 }
 
+/** Encodes one append's proposals and sums their bytes, refusing an append one commit cannot carry. */
+export type AppendEncoder = (proposals: readonly Proposal[]) => { items: EncodedProposal[]; bytes: number };
+
 /**
- * The append path both logs share: refuse when the log is not open, has failed or its queue is full
- * (checked before encoding, so shedding load costs next to nothing), else encode and queue.
+ * The append path every log shares: refuse when the log is not open (no queue yet), has failed or its
+ * queue is full (checked before encoding, so shedding load costs next to nothing), else encode and queue.
+ * `encode` is the log's own size rule (the WAL's commit frame, the cluster's message payload).
  */
 export function appendTo(
   kind: string, phase: Phase, failure: Error | undefined,
-  commits: CommitQueue<EncodedProposal>, proposals: readonly Proposal[],
+  commits: CommitQueue<EncodedProposal> | undefined, proposals: readonly Proposal[],
+  encode: AppendEncoder = encodeAppend,
 ): Promise<void> {
-  const refused = refusal(kind, phase, failure);
-  if (refused !== undefined) return Promise.reject(refused);
+  const refused = refusal(kind, commits === undefined ? 'new' : phase, failure);
+  if (refused !== undefined || commits === undefined) return Promise.reject(refused);
   if (proposals.length === 0) return Promise.resolve();
   const full = commits.refusal(proposals.length);
   if (full !== undefined) return Promise.reject(full);
   try {
-    const { items, bytes } = encodeAppend(proposals);
+    const { items, bytes } = encode(proposals);
     return commits.enqueue(items, bytes);
   } catch (err) {
     return Promise.reject(err);

@@ -4,7 +4,7 @@
  * argument checks. The log error types live in src/ports (log-errors.ts) and are re-exported here.
  */
 export { CommitQueue, appendTo, deliverCommit } from './commit-queue.ts';
-export type { CommitBounds, CommitFn, LogStats, Pending } from './commit-queue.ts';
+export type { AppendEncoder, CommitBounds, CommitFn, LogStats, Pending } from './commit-queue.ts';
 export {
   encodeAppend, encodeProposal, entryPayload, parseCommit, stampBatch, stampMs,
 } from './commit-payload.ts';
