@@ -22,7 +22,7 @@ function syntheticProfile(): CpuProfile {
       { id: 2, callFrame: frame('processTicksAndRejections', 'node:internal/process/task_queues'), children: [3] },
       { id: 3, callFrame: frame('handler', own('src/http/server.ts')), children: [4] },
       { id: 4, callFrame: frame('writeBuffer', '') },
-      { id: 5, callFrame: frame('apply', own('src/state/apply.ts')) },
+      { id: 5, callFrame: frame('apply', own('src/state/apply/dispatch.ts')) },
       { id: 6, callFrame: frame('(idle)', '') },
       { id: 7, callFrame: frame('(garbage collector)', '') },
       { id: 8, callFrame: frame('listOnTimeout', 'node:internal/timers') },

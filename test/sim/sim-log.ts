@@ -1,5 +1,5 @@
 /**
- * The replicated log of the simulation, shaped like the JetStream log (DESIGN §3, cluster/jetstream-log.ts):
+ * The replicated log of the simulation, shaped like the JetStream log (DESIGN §3, cluster/jetstream/):
  * one `Sequencer` (the stream) totally orders the messages nodes publish; each node's `SimLog` (its
  * adapter, implementing src/ports/log.ts) publishes a batch as one message with a message id, retries it
  * when no acknowledgement comes (the sequencer drops duplicates by id, as JetStream's duplicate window
