@@ -14,7 +14,7 @@ export type Client = ReturnType<typeof clientOf>;
 
 // ---- seed and knobs -------------------------------------------------------------------------
 
-import { mulberry32 } from '../support/prng.ts';
+import { mulberry32 } from '../../src/util/prng.ts';
 
 export { mulberry32 };
 
