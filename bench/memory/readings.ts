@@ -2,7 +2,7 @@
  * What bench:memory measures of the agent: its memory (/proc and its own view) until it is idle and steady,
  * the data dir's size, the newest snapshot, and its own `state recovered` log line.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -91,17 +91,20 @@ export async function memoryReadings(http: Http, pid: number, idleS: number): Pr
 
 export interface DiskUse { bytes: number; parts: Record<string, number> }
 
-/** Apparent size of every file under `dir`, in total and per top-level entry (`wal/`, `snap/`, `node-id`, ...). */
+/**
+ * Apparent size of every file under `dir`, in total and per top-level entry (`wal/`, `snap/`, `node-id`, ...).
+ * Links are not followed: the data-dir `LOCK` is a symbolic link whose target is a text, not a file.
+ */
 export function diskUse(dir: string): DiskUse {
   const sizeOf = (path: string): number => {
-    const st = statSync(path);
+    const st = lstatSync(path);
     if (!st.isDirectory()) return st.size;
     return readdirSync(path).reduce((n, name) => n + sizeOf(join(path, name)), 0);
   };
   const parts: Record<string, number> = {};
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    parts[statSync(path).isDirectory() ? `${name}/` : name] = sizeOf(path);
+    parts[lstatSync(path).isDirectory() ? `${name}/` : name] = sizeOf(path);
   }
   return { bytes: Object.values(parts).reduce((a, b) => a + b, 0), parts };
 }
