@@ -115,3 +115,10 @@ function parseOp(raw: unknown): Op {
   if (o.returnMs !== undefined) op.returnMs = o.returnMs as number;
   return op;
 }
+
+/** One line for an op: `#12 c3 cas({"from":"a","to":"b"}) → true [10.000, 12.500]`. */
+export function formatOp(op: Op): string {
+  const result = op.outcome === 'ok' ? JSON.stringify(op.output) ?? 'undefined' : op.outcome;
+  const end = op.outcome === 'unknown' || op.returnMs === undefined ? '∞' : op.returnMs.toFixed(3);
+  return `#${op.id} ${op.process} ${op.f}(${JSON.stringify(op.input) ?? ''}) → ${result} [${op.callMs.toFixed(3)}, ${end}]`;
+}
