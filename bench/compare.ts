@@ -11,7 +11,7 @@
  *   reads           wrk against a uWebSockets.js hello-world and against Roster's GET /v1/kv/<key>
  * Every lock system runs the same rows through the same loop (bench/measure.ts) behind one driver interface
  * (bench/peers/driver.ts): distinct keys and one shared key, at each client count. Then the ratios
- * Roster/peer from this run, and the issue's targets, each met or missed. bench/README.md has the details.
+ * Roster/peer from this run, and Roster's performance targets, each met or missed. bench/README.md has the details.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -14,7 +14,7 @@
  *      random sample of values, the full key count and every session id, and reads the memory again;
  *   4. writes --tail more keys (fewer than --snapshot-every, so they exist only in the WAL), SIGKILLs it
  *      and times the same recovery without a shutdown snapshot, with the same checks plus the tail.
- * It prints a table with the targets of the issue (≤ 1 GB RSS, ≤ 15 s from spawn to serving) marked met or
+ * It prints a table with Roster's memory and restart targets (≤ 1 GB RSS, ≤ 15 s from spawn to serving) marked met or
  * missed and writes every figure as JSON. See bench/README.md for what each figure means.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

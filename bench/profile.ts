@@ -1,6 +1,6 @@
 /**
  * `npm run bench:profile [-- options]`: where the time goes in the rows whose performance targets are
- * missed (issue 8). For each scenario it starts the system as bench:compare does, but with V8's CPU
+ * missed (bench/README.md lists the targets). For each scenario it starts the system as bench:compare does, but with V8's CPU
  * profiler in every Roster process (ROSTER_BENCH_CPU_PROF), runs the row, and reads over the row's
  * measured window:
  *   - the CPU time of every process it started, of itself (the bench client) and of the machine (/proc);

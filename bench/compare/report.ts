@@ -1,4 +1,4 @@
-/** bench:compare's results: Roster / peer ratios, the issue's targets judged on this run, and the printed summary. */
+/** bench:compare's results: Roster / peer ratios, Roster's performance targets judged on this run, and the printed summary. */
 import type { RowResult, Scenario } from '../measure.ts';
 import { wrkConnections, wrkThreads } from '../peers/reads.ts';
 import type { Machine } from '../peers/tools.ts';
@@ -26,7 +26,7 @@ export interface Target { target: string; status: 'met' | 'missed' | 'not measur
 export const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 export const times = (x: number) => `${x.toFixed(1)}×`;
 
-/** The issue's targets, each judged on this run's rows; a row with errors meets nothing. */
+/** Roster's performance targets, each judged on this run's rows; a row with errors meets nothing. */
 export function targetsOf(runs: SystemRun[], reads: ReadsRun | undefined): Target[] {
   const row = (system: LockSystem, scenario: Scenario, clients = 64) =>
     runs.find((r) => r.system === system)?.rows.find((x) => x.scenario === scenario && x.clients === clients);

@@ -8,7 +8,7 @@ import { settleMs, type DiskUse, type Memory, type Readings } from './readings.t
 import { secs, type Recovery } from './restart.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
-/** The issue's targets: resident memory with the full load held, and spawn → serving after a restart. */
+/** The targets: resident memory with the full load held, and spawn → serving after a restart. */
 export const rssTargetBytes = 1e9;
 export const restartTargetMs = 15_000;
 

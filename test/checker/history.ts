@@ -1,5 +1,5 @@
 /**
- * Histories for the linearizability checker (issue 9): what a client invoked, when, and what it learned.
+ * Histories for the linearizability checker: what a client invoked, when, and what it learned.
  *
  * An operation's outcome says what the client knows about its effect:
  * - `ok`: it took effect (or observed the object) exactly once, between `callMs` and `returnMs`, with `output`;
