@@ -11,53 +11,31 @@
  *   reads           wrk against a uWebSockets.js hello-world and against Roster's GET /v1/kv/<key>
  * Every lock system runs the same rows through the same loop (bench/measure.ts) behind one driver interface
  * (bench/peers/driver.ts): distinct keys and one shared key, at each client count. Then the ratios
- * Roster/peer from this run, and the issue's targets, each met or missed. bench/README.md has the details.
+ * Roster/peer from this run, and Roster's performance targets, each met or missed. bench/README.md has the details.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { dirname, resolve } from 'node:path';
 import { runRow, type RowResult, type Scenario } from './measure.ts';
 import { EtcdDriver, startEtcd } from './peers/etcd.ts';
 import { NatsKvDriver } from './peers/nats-kv.ts';
-import { runWrk, startHelloUws, wrkConnections, wrkThreads, type WrkResult } from './peers/reads.ts';
+import { runWrk, startHelloUws, wrkConnections, wrkThreads } from './peers/reads.ts';
 import { startRosterCluster } from './peers/roster-cluster.ts';
 import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
-import { describeMachine, fsTypeOf, type Machine } from './peers/tools.ts';
+import { describeMachine, fsTypeOf } from './peers/tools.ts';
 import type { LockDriver } from './peers/driver.ts';
-import { benchOptions, formatRow, ms, startRoster, type Server } from './server.ts';
+import { formatRow, startRoster, type Server } from './server.ts';
+import { benchOptions, countList, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
+import { allSystems, keyPrefix, warmupMs, type LockSystem, type Options, type ReadsRun, type SystemRun } from './compare/model.ts';
+import { header, printSummary, ratiosOf, rowCols, rowText, rowWidths, targetsOf } from './compare/report.ts';
 import { startNatsCluster, startNatsServer } from '../cluster/dev/nats-launcher.ts';
 
-const repoRoot = resolve(import.meta.dirname, '..');
-const warmupMs = 500;
-const keyPrefix = 'bench';
 /** Time allowed per system for starting and stopping, on top of its rows, before the whole run gives up. */
 const startStopBudgetMs = 120_000;
 /** Time allowed per row on top of its warm-up and window: session setup, teardown, a slow last request. */
 const rowSlackMs = 30_000;
 
-const lockSystems = ['roster', 'etcd', 'nats-kv', 'roster-cluster', 'etcd-cluster', 'nats-kv-r3'] as const;
-type LockSystem = typeof lockSystems[number];
-const allSystems = [...lockSystems, 'reads'] as const;
-type System = typeof allSystems[number];
-
-/** Which peer each Roster setup is compared with. */
-const comparisons: { roster: LockSystem; peer: LockSystem }[] = [
-  { roster: 'roster', peer: 'etcd' },
-  { roster: 'roster', peer: 'nats-kv' },
-  { roster: 'roster-cluster', peer: 'etcd-cluster' },
-  { roster: 'roster-cluster', peer: 'nats-kv-r3' },
-];
-
 // ---------------------------------------------------------------- options
-
-interface Options {
-  durationS: number;
-  clients: number[];
-  systems: System[];
-  jsonPath: string;
-  dataParent: string;
-}
 
 const usage = `usage: npm run bench:compare -- [options]
   --duration <seconds>   measured time per row (and per wrk run), after ${warmupMs} ms warm-up   [default 5]
@@ -68,34 +46,16 @@ const usage = `usage: npm run bench:compare -- [options]
   --data-parent <dir>    where Roster's and etcd's temporary data dirs are made                 [default: os.tmpdir()]`;
 
 function parseOptions(argv: string[]): Options {
-  const { values } = parseArgs({
-    args: argv, strict: true, allowPositionals: false,
-    options: {
-      duration: { type: 'string' },
-      clients: { type: 'string' },
-      systems: { type: 'string' },
-      json: { type: 'string' },
-      'data-parent': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const values = parseBenchArgs(argv, {
+    duration: { type: 'string' }, clients: { type: 'string' }, systems: { type: 'string' }, json: { type: 'string' },
+    'data-parent': { type: 'string' },
   });
-  const durationS = Number(values.duration ?? '5');
-  if (!Number.isFinite(durationS) || durationS <= 0 || durationS > 3600) throw new Error(`--duration: "${values.duration}" is not a number of seconds (0-3600)`);
-  const clients = (values.clients ?? '1,16,64').split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => {
-    const n = Number(s);
-    if (!Number.isInteger(n) || n < 1 || n > 1024) throw new Error(`--clients: "${s}" is not a client count (1-1024)`);
-    return n;
-  });
-  if (clients.length === 0) throw new Error('--clients: give at least one client count');
-  const systems = (values.systems ?? allSystems.join(',')).split(',').map((s) => s.trim()).filter((s) => s !== '');
-  for (const s of systems) if (!(allSystems as readonly string[]).includes(s)) throw new Error(`--systems: unknown system "${s}" (known: ${allSystems.join(', ')})`);
-  if (systems.length === 0) throw new Error('--systems: name at least one system');
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   return {
-    durationS, clients,
+    durationS: seconds('duration', values.duration, 5, { max: 3600 }),
+    clients: countList('clients', values.clients, '1,16,64', 1024),
     // Always in the documented order, whatever order they were named in.
-    systems: allSystems.filter((s) => systems.includes(s)),
-    jsonPath: resolve(values.json ?? join(repoRoot, 'bench/results', `compare-${stamp}.json`)),
+    systems: namesOf('systems', values.systems, allSystems),
+    jsonPath: resultsPath(values.json, 'compare'),
     dataParent: resolve(values['data-parent'] ?? tmpdir()),
   };
 }
@@ -176,13 +136,6 @@ async function stopRoster(srv: Server): Promise<void> {
   if (failure !== undefined) throw new Error(failure);
 }
 
-interface SystemRun {
-  system: LockSystem;
-  /** What was started, in a line: log, replicas, data dir. */
-  description: string;
-  rows: (RowResult & { system: LockSystem })[];
-  error?: string;
-}
 
 interface Started { driver: LockDriver; description: string; failure: () => string | undefined }
 
@@ -266,7 +219,6 @@ async function runSystem(system: LockSystem, o: Options, onRow: (r: RowResult & 
 
 // ---------------------------------------------------------------- reads
 
-interface ReadsRun { hello?: WrkResult; roster?: WrkResult; ratio?: number; error?: string }
 
 const readKey = `${keyPrefix}/read`;
 
@@ -293,128 +245,6 @@ async function runReads(o: Options): Promise<ReadsRun> {
     process.stderr.write(`bench: reads: ${out.error}\n`);
   }
   return out;
-}
-
-// ---------------------------------------------------------------- ratios and targets
-
-interface Ratio { roster: LockSystem; peer: LockSystem; scenario: Scenario; clients: number; rosterPairsPerS: number; peerPairsPerS: number; ratio: number }
-
-function ratiosOf(runs: SystemRun[]): Ratio[] {
-  const rowOf = (system: LockSystem, scenario: Scenario, clients: number) =>
-    runs.find((r) => r.system === system)?.rows.find((x) => x.scenario === scenario && x.clients === clients);
-  const out: Ratio[] = [];
-  for (const { roster, peer } of comparisons) {
-    for (const row of runs.find((r) => r.system === roster)?.rows ?? []) {
-      const other = rowOf(peer, row.scenario, row.clients);
-      if (other === undefined) continue;
-      out.push({ roster, peer, scenario: row.scenario, clients: row.clients, rosterPairsPerS: row.pairsPerS, peerPairsPerS: other.pairsPerS, ratio: row.pairsPerS / other.pairsPerS });
-    }
-  }
-  return out;
-}
-
-interface Target { target: string; status: 'met' | 'missed' | 'not measured'; measured: string }
-
-const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
-const times = (x: number) => `${x.toFixed(1)}×`;
-
-/** The issue's targets, each judged on this run's rows; a row with errors meets nothing. */
-function targetsOf(runs: SystemRun[], reads: ReadsRun | undefined): Target[] {
-  const row = (system: LockSystem, scenario: Scenario, clients = 64) =>
-    runs.find((r) => r.system === system)?.rows.find((x) => x.scenario === scenario && x.clients === clients);
-  const notMeasured = (target: string, what: string): Target => ({ target, status: 'not measured', measured: `no ${what} row in this run` });
-  const judge = (target: string, met: boolean, measured: string, errors: number): Target =>
-    ({ target, status: met && errors === 0 ? 'met' : 'missed', measured: errors > 0 ? `${measured}; ${errors} errors` : measured });
-  const absolute = (target: string, system: LockSystem, scenario: Scenario, min: number): Target => {
-    const r = row(system, scenario);
-    return r === undefined ? notMeasured(target, `${system} ${scenario}/64`)
-      : judge(target, r.pairsPerS >= min, `${n0(r.pairsPerS)} pairs/s`, r.errors);
-  };
-  const relative = (target: string, system: LockSystem, peer: LockSystem, scenario: Scenario, factor: number): Target => {
-    const r = row(system, scenario);
-    const p = row(peer, scenario);
-    if (r === undefined || p === undefined) return notMeasured(target, `${r === undefined ? system : peer} ${scenario}/64`);
-    const ratio = r.pairsPerS / p.pairsPerS;
-    return judge(target, ratio >= factor, `${times(ratio)} (${n0(r.pairsPerS)} / ${n0(p.pairsPerS)} pairs/s)`, r.errors);
-  };
-  const single = row('roster', 'distinct');
-  const shared = row('roster', 'shared');
-  const targets: Target[] = [
-    absolute('single node, 64 clients, distinct keys: ≥ 20,000 pairs/s', 'roster', 'distinct', 20_000),
-    relative('single node, 64 clients, distinct keys: ≥ 10× etcd 1 member', 'roster', 'etcd', 'distinct', 10),
-    single === undefined ? notMeasured('single node, 64 clients, distinct keys: p99 ≤ 10 ms', 'roster distinct/64')
-      : judge('single node, 64 clients, distinct keys: p99 ≤ 10 ms', single.p99Ms <= 10, `p99 ${ms(single.p99Ms)} ms`, single.errors),
-    relative('single node, one shared key, 64 contenders: ≥ 10× etcd 1 member', 'roster', 'etcd', 'shared', 10),
-    shared === undefined ? notMeasured('single node, one shared key, 64 contenders: every client acquires at least once per second', 'roster shared/64')
-      : judge('single node, one shared key, 64 contenders: every client acquires at least once per second', shared.minAcquiresPerS >= 1,
-        `fewest acquires by one client in one second: ${shared.minAcquiresPerS.toFixed(0)}`, shared.errors),
-    absolute('3-node cluster, 64 clients, distinct keys: ≥ 5,000 pairs/s', 'roster-cluster', 'distinct', 5_000),
-    relative('3-node cluster, 64 clients, distinct keys: ≥ 4× etcd 3 members', 'roster-cluster', 'etcd-cluster', 'distinct', 4),
-    relative('3-node cluster, 64 clients, distinct keys: ≥ 1.5× NATS KV CAS R3', 'roster-cluster', 'nats-kv-r3', 'distinct', 1.5),
-  ];
-  const readsTarget = 'reads: GET /v1/kv/<key> ≥ 40% of uWebSockets.js hello-world (wrk, 64 connections)';
-  if (reads?.ratio === undefined || reads.roster === undefined || reads.hello === undefined) targets.push(notMeasured(readsTarget, 'reads'));
-  else {
-    targets.push(judge(readsTarget, reads.ratio >= 0.4,
-      `${(reads.ratio * 100).toFixed(0)}% (${n0(reads.roster.requestsPerS)} / ${n0(reads.hello.requestsPerS)} req/s)`, reads.roster.errors));
-  }
-  return targets;
-}
-
-// ---------------------------------------------------------------- output
-
-const rowCols = ['system', 'scenario', 'clients', 'pairs/s', 'p50 ms', 'p99 ms', 'contended/s', 'errors', 'min acq/s'] as const;
-const rowWidths = [15, 9, 8, 9, 8, 8, 12, 7, 10];
-
-function rowText(r: RowResult & { system: LockSystem }): string {
-  return formatRow([
-    r.system, r.scenario, String(r.clients), r.pairsPerS.toFixed(0), ms(r.p50Ms), ms(r.p99Ms),
-    r.contendedPerS.toFixed(0), String(r.errors) + (r.capped ? ' capped' : ''), r.minAcquiresPerS.toFixed(0),
-  ], rowWidths);
-}
-
-const ratioCols = ['roster / peer', 'scenario', 'clients', 'roster', 'peer', 'ratio'] as const;
-const ratioWidths = [30, 9, 8, 9, 9, 8];
-
-function header(m: Machine, o: Options): string {
-  return [
-    `roster compare  ${new Date().toISOString()}`,
-    `machine: cpu ${m.cpu} x${m.cores}, node ${m.node}, ${m.platform}; data dirs under ${m.dataParent} (${m.dataFs})`,
-    `rows: ${o.durationS} s measured after ${warmupMs} ms warm-up; clients ${o.clients.join('/')}; distinct = a key per client, shared = one key for all;`,
-    '      one Node process drives every system through the same loop; latency = lock call to release answer (shared: waiting included)',
-    `systems: ${o.systems.join(', ')}`,
-  ].join('\n');
-}
-
-function printSummary(runs: SystemRun[], reads: ReadsRun | undefined, ratios: Ratio[], targets: Target[]): void {
-  const out: string[] = [];
-  if (reads !== undefined) {
-    out.push('', `reads (wrk -t${wrkThreads} -c${wrkConnections}):`);
-    for (const [name, r] of [['uws hello-world', reads.hello], ['roster GET kv', reads.roster]] as const) {
-      if (r !== undefined) out.push(`  ${name.padEnd(16)} ${n0(r.requestsPerS).padStart(9)} req/s  p50 ${ms(r.p50Ms)} ms  p99 ${ms(r.p99Ms)} ms  errors ${r.errors}   ${r.url}`);
-    }
-    if (reads.ratio !== undefined) out.push(`  roster / hello-world: ${(reads.ratio * 100).toFixed(1)}%`);
-    if (reads.error !== undefined) out.push(`  failed: ${reads.error.split('\n')[0]}`);
-  }
-  out.push('', 'ratios, Roster / peer, pairs/s from this run:');
-  if (ratios.length === 0) out.push('  (no Roster row has a peer row in this run)');
-  else {
-    out.push(formatRow(ratioCols, ratioWidths));
-    for (const r of ratios) {
-      out.push(formatRow([`${r.roster} / ${r.peer}`, r.scenario, String(r.clients), r.rosterPairsPerS.toFixed(0), r.peerPairsPerS.toFixed(0), times(r.ratio)], ratioWidths));
-    }
-  }
-  const failed = runs.filter((r) => r.error !== undefined);
-  if (failed.length > 0) {
-    out.push('', 'systems that failed:');
-    for (const r of failed) out.push(`  ${r.system}: ${r.error!.split('\n')[0]}`);
-  }
-  out.push('', 'targets:');
-  for (const t of targets) out.push(`  ${t.status.padEnd(12)} ${t.target} — ${t.measured}`);
-  const missed = targets.filter((t) => t.status === 'missed');
-  out.push('', missed.length === 0 ? 'targets missed: none' : `targets missed (${missed.length}):`);
-  for (const t of missed) out.push(`  - ${t.target} — ${t.measured}`);
-  process.stdout.write(`${out.join('\n')}\n`);
 }
 
 // ---------------------------------------------------------------- main

@@ -11,11 +11,12 @@
  * See bench/README.md for how each number is measured.
  */
 import { cpus, tmpdir } from 'node:os';
-import { parseArgs } from 'node:util';
 import { runRow, type RowResult, type Scenario } from './measure.ts';
 import { RosterDriver } from './peers/roster.ts';
 import { fsTypeOf } from './peers/tools.ts';
-import { benchOptions, exitOnInterrupt, formatRow, ms, startRoster, stopAndReport, type Server } from './server.ts';
+import { formatRow, ms, startRoster, stopAndReport, type Server } from './server.ts';
+import { benchOptions, countList, namesOf, parseBenchArgs, seconds } from './support/options.ts';
+import { runBench } from './support/run.ts';
 
 const warmupMs = 500;
 
@@ -39,37 +40,18 @@ const usage = `usage: npm run bench:locks -- [options]
   --scenarios <list>     distinct, shared or both, in that order                 [default distinct,shared]`;
 
 function parseOptions(argv: string[]): Options {
-  const { values } = parseArgs({
-    args: argv, strict: true, allowPositionals: false,
-    options: {
-      url: { type: 'string' },
-      duration: { type: 'string' },
-      clients: { type: 'string' },
-      dialect: { type: 'string' },
-      'data-parent': { type: 'string' },
-      scenarios: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const values = parseBenchArgs(argv, {
+    url: { type: 'string' }, duration: { type: 'string' }, clients: { type: 'string' }, dialect: { type: 'string' },
+    'data-parent': { type: 'string' }, scenarios: { type: 'string' },
   });
-  const durationS = Number(values.duration ?? '5');
-  if (!Number.isFinite(durationS) || durationS <= 0) throw new Error(`--duration: "${values.duration}" is not a positive number of seconds`);
-  const clients = (values.clients ?? '1,16,64').split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => {
-    const n = Number(s);
-    if (!Number.isInteger(n) || n < 1 || n > 4096) throw new Error(`--clients: "${s}" is not a client count (1-4096)`);
-    return n;
-  });
-  if (clients.length === 0) throw new Error('--clients: give at least one client count');
-  const named = (values.scenarios ?? 'distinct,shared').split(',').map((s) => s.trim()).filter((s) => s !== '');
-  for (const s of named) if (s !== 'distinct' && s !== 'shared') throw new Error(`--scenarios: "${s}" is not a scenario (distinct, shared)`);
-  const scenarios = (['distinct', 'shared'] as Scenario[]).filter((s) => named.includes(s));
-  if (scenarios.length === 0) throw new Error('--scenarios: give at least one scenario');
   if (values.url !== undefined && values.dialect !== undefined) throw new Error('--dialect applies only to the Roster the bench starts, not to --url');
   return {
     url: values.url?.replace(/\/+$/, ''),
-    durationS, clients,
+    durationS: seconds('duration', values.duration, 5),
+    clients: countList('clients', values.clients, '1,16,64', 4096),
     dialect: values.dialect,
     dataParent: values['data-parent'] ?? tmpdir(),
-    scenarios,
+    scenarios: namesOf('scenarios', values.scenarios, ['distinct', 'shared']),
   };
 }
 
@@ -102,17 +84,9 @@ function rowText(r: RowResult): string {
 
 async function main(): Promise<number> {
   const o = benchOptions(usage, parseOptions);
-
   let server: Server | undefined;
   let driver: RosterDriver | undefined;
-  let failed = false;
-  const cleanup = async () => {
-    if (driver !== undefined) await driver.disconnect();
-    if (!(await stopAndReport(server))) failed = true;
-  };
-  const interrupted = exitOnInterrupt(cleanup);
-
-  try {
+  return runBench(async (run) => {
     if (o.url === undefined) server = await startRoster(o.dialect !== undefined ? ['--dialect', o.dialect] : [], o.dataParent);
     const url = o.url ?? server!.url;
     // Refused acquires retry at once: this bench measures the server's refusal path, not a client recipe.
@@ -121,14 +95,11 @@ async function main(): Promise<number> {
     for (const scenario of o.scenarios) {
       for (const clients of o.clients) {
         const row = await runRow(driver, scenario, clients, { durationS: o.durationS, warmupMs, sharedLatencyFrom: 'winning-try', keyPrefix: 'bench' });
-        if (interrupted()) return 130;
+        if (run.interrupted()) return 130;
         const gone = server?.exited();
         if (gone !== undefined) throw new Error(`Roster stopped during the run (${gone}):\n${server!.tail()}`);
         process.stdout.write(`${rowText(row)}\n`);
-        if (row.errors > 0) {
-          failed = true;
-          process.stderr.write(`bench: ${scenario}/${clients}: ${row.errors} failed requests, first: ${row.firstError}\n`);
-        }
+        if (row.errors > 0) run.fail(`${scenario}/${clients}: ${row.errors} failed requests, first: ${row.firstError}`);
         if (row.capped) process.stderr.write(`bench: ${scenario}/${clients}: a client hit the iteration cap before the duration ended\n`);
       }
     }
@@ -136,13 +107,10 @@ async function main(): Promise<number> {
     const closing = driver;
     driver = undefined;
     await closing.close();
-  } catch (err) {
-    failed = true;
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
-  } finally {
-    if (!interrupted()) await cleanup();
-  }
-  return failed ? 1 : 0;
+  }, async (run) => {
+    if (driver !== undefined) await driver.disconnect();
+    if (!(await stopAndReport(server))) run.fail();
+  });
 }
 
 process.exitCode = await main();

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:profile [-- options]`: where the time goes in the rows whose performance targets are
- * missed (issue 8). For each scenario it starts the system as bench:compare does, but with V8's CPU
+ * missed (bench/README.md lists the targets). For each scenario it starts the system as bench:compare does, but with V8's CPU
  * profiler in every Roster process (ROSTER_BENCH_CPU_PROF), runs the row, and reads over the row's
  * measured window:
  *   - the CPU time of every process it started, of itself (the bench client) and of the machine (/proc);
@@ -14,14 +14,14 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { execFileSync } from 'node:child_process';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { runRow, type RowResult, type Scenario } from './measure.ts';
 import { runWrk, type WrkResult } from './peers/reads.ts';
 import { startRosterCluster, type RosterCluster } from './peers/roster-cluster.ts';
 import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
 import { describeMachine } from './peers/tools.ts';
 import { readProfile, type MainThread } from './peers/cpu-profile.ts';
-import { benchOptions, ms, startRoster, type Server } from './server.ts';
+import { ms, startRoster, type Server } from './server.ts';
+import { benchOptions, count, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const warmupMs = 500;
@@ -56,27 +56,15 @@ const usage = `usage: npm run bench:profile -- [options]
   --data-parent <dir>    where the Roster data dirs are made                        [default os.tmpdir()]`;
 
 function parseOptions(argv: string[]): Options {
-  const { values } = parseArgs({
-    args: argv, strict: true, allowPositionals: false,
-    options: {
-      duration: { type: 'string' }, clients: { type: 'string' }, scenarios: { type: 'string' }, json: { type: 'string' },
-      'data-parent': { type: 'string' }, 'keep-profiles': { type: 'string' }, help: { type: 'boolean', short: 'h' },
-    },
+  const values = parseBenchArgs(argv, {
+    duration: { type: 'string' }, clients: { type: 'string' }, scenarios: { type: 'string' }, json: { type: 'string' },
+    'data-parent': { type: 'string' }, 'keep-profiles': { type: 'string' },
   });
-  const durationS = Number(values.duration ?? '5');
-  if (!Number.isFinite(durationS) || durationS < 1 || durationS > 600) throw new Error(`--duration: "${values.duration}" is not a number of seconds from 1 to 600`);
-  const clients = Number(values.clients ?? String(clientsDefault));
-  if (!Number.isInteger(clients) || clients < 1 || clients > 4096) throw new Error(`--clients: "${values.clients}" is not a client count (1-4096)`);
-  const named = (values.scenarios ?? scenarioNames.join(',')).split(',').map((s) => s.trim()).filter((s) => s !== '');
-  for (const s of named) {
-    if (!(scenarioNames as readonly string[]).includes(s)) throw new Error(`--scenarios: "${s}" is not one of ${scenarioNames.join(', ')}`);
-  }
-  const scenarios = scenarioNames.filter((s) => named.includes(s));
-  if (scenarios.length === 0) throw new Error('--scenarios: give at least one scenario');
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   return {
-    durationS, clients, scenarios,
-    jsonPath: resolve(values.json ?? join(repoRoot, 'bench/results', `profile-${stamp}.json`)),
+    durationS: seconds('duration', values.duration, 5, { min: 1, minIncluded: true, max: 600 }),
+    clients: count('clients', values.clients, clientsDefault, 1, 4096),
+    scenarios: namesOf('scenarios', values.scenarios, scenarioNames),
+    jsonPath: resultsPath(values.json, 'profile'),
     dataParent: values['data-parent'] ?? tmpdir(),
     keepProfiles: values['keep-profiles'] === undefined ? undefined : resolve(values['keep-profiles']),
   };

@@ -52,6 +52,22 @@ export interface StartOptions {
 }
 
 /**
+ * The agent's command line: free ports, `dataDir`, info logs, a config file lifting the connection caps
+ * (unless `extraArgs` names one) and, with ROSTER_BENCH_CPU_PROF=<dir>, a V8 CPU profile written there on exit.
+ */
+function agentArgs(extraArgs: string[], dataDir: string): string[] {
+  // Every bench client comes from one address: lift the per-client and agent-wide caps above the largest client count.
+  const configFile = join(dataDir, 'bench-config.json');
+  writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000, stream_max_conns: 10_000 } }));
+  const profileDir = process.env.ROSTER_BENCH_CPU_PROF;
+  const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  return [...profiling, '--import', 'tsx', join(repoRoot, 'src/main.ts'),
+    '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
+    ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
+    ...extraArgs];
+}
+
+/**
  * Starts Roster with `--http-port 0 --grpc-port 0`, a fresh data dir under `dataParent` (or `opts.dataDir`)
  * and `extraArgs`, and waits for its `roster listening http=<url> grpc=<host:port>` line.
  */
@@ -61,16 +77,7 @@ export async function startRoster(extraArgs: string[], dataParent: string, opts:
   const removeDataDir = () => { if (!opts.keepDataDir) rmSync(dataDir, { recursive: true, force: true }); };
   const readyMs = opts.readyTimeoutMs ?? readyTimeoutMs;
   const stopMs = opts.stopTimeoutMs ?? stopTimeoutMs;
-  // Every bench client comes from one address: lift the per-client and agent-wide caps above the largest client count.
-  const configFile = join(dataDir, 'bench-config.json');
-  writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000, stream_max_conns: 10_000 } }));
-  // ROSTER_BENCH_CPU_PROF=<dir>: every Roster the bench starts writes a V8 CPU profile there when it stops.
-  const profileDir = process.env.ROSTER_BENCH_CPU_PROF;
-  const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
-  const args = [...profiling, '--import', 'tsx', join(repoRoot, 'src/main.ts'),
-    '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
-    ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
-    ...extraArgs];
+  const args = agentArgs(extraArgs, dataDir);
   const spawnedAt = performance.now();
   const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -149,33 +156,4 @@ export async function stopAndReport(server: Server | undefined): Promise<boolean
   if (failure === undefined) return true;
   process.stderr.write(`bench: ${failure}\n`);
   return false;
-}
-
-/** On SIGINT: says so, runs `cleanup` and exits with 130. Returns whether that has begun. */
-export function exitOnInterrupt(cleanup: () => Promise<void>): () => boolean {
-  let interrupted = false;
-  process.once('SIGINT', () => {
-    interrupted = true;
-    process.stderr.write('bench: interrupted, stopping the server\n');
-    void cleanup().finally(() => process.exit(130));
-  });
-  return () => interrupted;
-}
-
-/**
- * A bench's options from its command line: `--help` or `-h` prints the usage and exits 0; arguments
- * `parse` refuses print why, then the usage, and exit 2.
- */
-export function benchOptions<T>(usage: string, parse: (argv: string[]) => T): T {
-  const argv = process.argv.slice(2);
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${usage}\n`);
-    process.exit(0);
-  }
-  try {
-    return parse(argv);
-  } catch (err) {
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n${usage}\n`);
-    process.exit(2);
-  }
 }

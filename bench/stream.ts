@@ -22,12 +22,13 @@
  */
 import { cpus, tmpdir } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
-import { benchOptions, exitOnInterrupt, formatRow, ms, percentile, startRoster, stopAndReport, type Server } from './server.ts';
+import { formatRow, ms, percentile, startRoster, stopAndReport, type Server } from './server.ts';
+import { benchOptions, count, parseBenchArgs, seconds } from './support/options.ts';
+import { runBench } from './support/run.ts';
 
 const subprotocol = 'registry.stream.v1';
 const serviceName = 'bench-web';
@@ -62,24 +63,17 @@ const usage = `usage: npm run bench:stream -- [options]
   --data-parent <dir>    where the started Roster's temporary data dir is made [default: os.tmpdir()]`;
 
 function parseOptions(argv: string[]): Options {
-  const { values } = parseArgs({
-    args: argv, strict: true, allowPositionals: false,
-    options: {
-      duration: { type: 'string' },
-      subscribers: { type: 'string' },
-      changes: { type: 'string' },
-      'no-grpc': { type: 'boolean' },
-      'data-parent': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const values = parseBenchArgs(argv, {
+    duration: { type: 'string' }, subscribers: { type: 'string' }, changes: { type: 'string' },
+    'no-grpc': { type: 'boolean' }, 'data-parent': { type: 'string' },
   });
-  const durationS = Number(values.duration ?? '10');
-  if (!Number.isFinite(durationS) || durationS <= 0 || durationS > 3600) throw new Error(`--duration: "${values.duration}" is not a number of seconds (0-3600]`);
-  const subscribers = Number(values.subscribers ?? '1000');
-  if (!Number.isInteger(subscribers) || subscribers < 1 || subscribers > subscribersMax) throw new Error(`--subscribers: "${values.subscribers}" is not a count (1-${subscribersMax})`);
-  const changes = Number(values.changes ?? '200');
-  if (!Number.isInteger(changes) || changes < 1 || changes > changesMax) throw new Error(`--changes: "${values.changes}" is not a count (1-${changesMax})`);
-  return { durationS, subscribers, changes, grpc: values['no-grpc'] !== true, dataParent: values['data-parent'] ?? tmpdir() };
+  return {
+    durationS: seconds('duration', values.duration, 10, { max: 3600 }),
+    subscribers: count('subscribers', values.subscribers, 1000, 1, subscribersMax),
+    changes: count('changes', values.changes, 200, 1, changesMax),
+    grpc: values['no-grpc'] !== true,
+    dataParent: values['data-parent'] ?? tmpdir(),
+  };
 }
 
 // ---------------------------------------------------------------- HTTP
@@ -301,24 +295,13 @@ function rowText(r: Row): string {
 
 async function main(): Promise<number> {
   const o = benchOptions(usage, parseOptions);
-
   let server: Server | undefined;
   let http: Http | undefined;
   const groups: Subscribers[] = [];
-  let failed = false;
-  let cleaned: Promise<void> | undefined;
-  const cleanup = () => (cleaned ??= (async () => {
-    for (const g of groups) g.close();
-    if (http !== undefined) await http.close().catch(() => {});
-    if (!(await stopAndReport(server))) failed = true;
-  })());
-  const interrupted = exitOnInterrupt(cleanup);
-
-  try {
+  return runBench(async (run) => {
     server = await startRoster([], o.dataParent);
     http = new Http(server.url);
     await http.put('/v1/agent/service/register', { Name: serviceName, ID: serviceId, Port: 8080, Check: { TTL: '1h', Status: 'passing' } });
-
     const cpu = cpus();
     process.stdout.write([
       `roster stream bench  server ${server.url} grpc ${server.grpc}  node ${process.version}  cpu ${cpu[0]?.model.trim() ?? 'unknown'} x${cpu.length}`,
@@ -337,11 +320,11 @@ async function main(): Promise<number> {
       groups.push(watches);
     }
     process.stdout.write(`subscribed in ${((performance.now() - t0) / 1000).toFixed(1)} s\n\n`);
-    if (interrupted()) return 130;
+    if (run.interrupted()) return 130;
 
-    const changes = await makeChanges(http, o, () => interrupted() || server?.exited() !== undefined);
+    const changes = await makeChanges(http, o, () => run.interrupted() || server?.exited() !== undefined);
     await settle(groups, changes.length);
-    if (interrupted()) return 130;
+    if (run.interrupted()) return 130;
     const gone = server.exited();
     if (gone !== undefined) throw new Error(`Roster stopped during the run (${gone}):\n${server.tail()}`);
 
@@ -351,18 +334,15 @@ async function main(): Promise<number> {
     for (const r of rows) {
       process.stdout.write(`${rowText(r)}\n`);
       if (r.missing > 0 || r.wrong > 0 || r.failed > 0) {
-        failed = true;
-        process.stderr.write(`bench: ${r.transport}: ${r.missing} missing, ${r.wrong} out of order or wrong, ${r.failed} subscribers failed${r.firstFailure !== undefined ? ` (first: ${r.firstFailure})` : ''}\n`);
+        run.fail(`${r.transport}: ${r.missing} missing, ${r.wrong} out of order or wrong, ${r.failed} subscribers failed${r.firstFailure !== undefined ? ` (first: ${r.firstFailure})` : ''}`);
       }
     }
     if (!o.grpc) process.stdout.write('gRPC: skipped (--no-grpc)\n');
-  } catch (err) {
-    failed = true;
-    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
-  } finally {
-    if (!interrupted()) await cleanup();
-  }
-  return failed ? 1 : 0;
+  }, async (run) => {
+    for (const g of groups) g.close();
+    if (http !== undefined) await http.close().catch(() => {});
+    if (!(await stopAndReport(server))) run.fail();
+  });
 }
 
 process.exitCode = await main();

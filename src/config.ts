@@ -71,25 +71,15 @@ export interface Config {
   uiDir: string;
 }
 
+/** The agent's flags that take one text value each (parsed further in readConfig). */
+const textFlags = [
+  'http-port', 'http-host', 'grpc-port', 'data-dir', 'node-name', 'dialect', 'datacenter', 'session-ttl-min',
+  'log-level', 'snapshot-every', 'config-file', 'nats', 'replicas', 'gossip-listen', 'tls-cert', 'tls-key', 'ui-dir',
+] as const;
+
 const options = {
-  'http-port': { type: 'string' },
-  'http-host': { type: 'string' },
-  'grpc-port': { type: 'string' },
-  'data-dir': { type: 'string' },
-  'node-name': { type: 'string' },
-  dialect: { type: 'string' },
-  datacenter: { type: 'string' },
-  'session-ttl-min': { type: 'string' },
-  'log-level': { type: 'string' },
-  'snapshot-every': { type: 'string' },
-  'config-file': { type: 'string' },
-  nats: { type: 'string' },
-  replicas: { type: 'string' },
-  'gossip-listen': { type: 'string' },
+  ...(Object.fromEntries(textFlags.map((name) => [name, { type: 'string' }])) as Record<typeof textFlags[number], { type: 'string' }>),
   join: { type: 'string', multiple: true },
-  'tls-cert': { type: 'string' },
-  'tls-key': { type: 'string' },
-  'ui-dir': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

@@ -57,6 +57,7 @@ export function stringifyExact(value: unknown, indent?: number): string {
 
 /** The width a cell takes on screen: its text without colour escapes. */
 function visibleLength(text: string): number {
+  // eslint-disable-next-line no-control-regex
   return text.replace(/\u001b\[[0-9;]*m/g, '').length;
 }
 

@@ -30,7 +30,13 @@ function clientCommand(parent: Command, name: string, description: string, json 
   return json ? cmd.option('--json', 'print JSON for scripts instead of text') : cmd;
 }
 
-function buildProgram(run: (action: () => Action) => void): Command {
+/** Runs an action after parsing (see roster()). */
+type Run = (action: () => Action) => void;
+
+/** The context of a client command: its flags and the environment. */
+const ctxOf = (cmd: Command) => makeContext(cmd.opts<ClientFlags>(), process.env);
+
+function buildProgram(run: Run): Command {
   const program = new Command('roster')
     .description('Sessions, distributed locks and health checks: the agent and its command-line client')
     .version(version, '-v, --version')
@@ -42,8 +48,16 @@ function buildProgram(run: (action: () => Action) => void): Command {
     .helpOption(false).allowUnknownOption().allowExcessArguments()
     .argument('[flags...]', 'agent flags (roster agent --help lists them)');
 
-  const ctxOf = (cmd: Command) => makeContext(cmd.opts<ClientFlags>(), process.env);
+  addLock(program, run);
+  addKv(program, run);
+  addSession(program, run);
+  addRegistry(program, run);
+  addToken(program, run);
+  return program;
+}
 
+/** `roster lock <prefix> -- <command>`. */
+function addLock(program: Command, run: Run): void {
   const lock = clientCommand(program, 'lock', 'hold a lock while a command runs (like consul lock)', false)
     .argument('<prefix>', 'the lock is the key <prefix>/.lock')
     .argument('<command...>', 'the command and its arguments (after --); a single argument runs through sh -c')
@@ -56,7 +70,10 @@ function buildProgram(run: (action: () => Action) => void): Command {
       // passThroughOptions keeps the `--` that separates the command; it is not part of it.
       return lockCommand(ctxOf(lock), prefix, command[0] === '--' ? command.slice(1) : command, o);
     }));
+}
 
+/** `roster kv get|put|delete`. */
+function addKv(program: Command, run: Run): void {
   const kv = program.command('kv').description('read and write keys (get, put, delete)');
   const get = clientCommand(kv, 'get', 'print the value of a key (or the keys and values under a prefix)')
     .argument('[key]', 'the key, or the prefix with --recurse / --keys', '')
@@ -81,7 +98,10 @@ function buildProgram(run: (action: () => Action) => void): Command {
     .option('--recurse', 'delete every key under the prefix')
     .option('--cas <index>', 'delete only if the key\'s modify index is this; also -cas -modify-index=N')
     .action((key: string) => run(() => kvDelete(ctxOf(del), key, del.opts())));
+}
 
+/** `roster session list|info|create|destroy`. */
+function addSession(program: Command, run: Run): void {
   const session = program.command('session').description('list, inspect, create and destroy sessions');
   const list = clientCommand(session, 'list', 'list sessions')
     .option('--node <name>', 'only the sessions of this node')
@@ -99,7 +119,10 @@ function buildProgram(run: (action: () => Action) => void): Command {
   const destroy = clientCommand(session, 'destroy', 'destroy a session (its locks are released)')
     .argument('<id>', 'the session id')
     .action((id: string) => run(() => sessionDestroy(ctxOf(destroy), id)));
+}
 
+/** `roster members`, `roster checks` and `roster watch`. */
+function addRegistry(program: Command, run: Run): void {
   const mem = clientCommand(program, 'members', 'list the cluster\'s members')
     .action(() => run(() => members(ctxOf(mem))));
   const chk = clientCommand(program, 'checks', 'list health checks')
@@ -116,7 +139,10 @@ function buildProgram(run: (action: () => Action) => void): Command {
       const { watchCommand } = await import('./watch.ts'); // ws only when watching
       return watchCommand(ctxOf(watch), topic, key, watch.opts());
     }));
+}
 
+/** `roster token`: mints a token locally, without an agent. */
+function addToken(program: Command, run: Run): void {
   const token = program.command('token').description('mint a bearer token with the agent\'s JWT secret (when auth is on)')
     .requiredOption('--subject <name>', 'who the token is for')
     .option('--rules <json>', 'ACL rules: [{"resource":"key","prefix":"app/","access":"write"}]', '[]')
@@ -132,8 +158,6 @@ function buildProgram(run: (action: () => Action) => void): Command {
         throw err;
       }
     }));
-
-  return program;
 }
 
 /** Every command's long flags, to rewrite `-flag` as `--flag` for the command a line names. */

@@ -6,7 +6,8 @@
  */
 import { FilterError, type FilterPosition } from './errors.ts';
 import { goQuote, goQuoteList, parseGoBool, parseGoFloat, parseGoInt, parseGoUint, type Parsed } from './go-strconv.ts';
-import { parseFilter, type Expr, type MatchExpr, type MatchOp, type Selector } from './parse.ts';
+import type { Expr, MatchExpr, MatchOp, Selector } from './ast.ts';
+import { parseFilter } from './parse.ts';
 import type { FieldType, Schema } from './schema.ts';
 
 export type FilterPredicate = (record: unknown) => boolean;

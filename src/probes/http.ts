@@ -8,27 +8,24 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import type { CheckDefinition } from '../domain/types.ts';
 import { startDeadline, type Deadline, type StopReason } from './deadline.ts';
 import { dialErrorText, isDialError, systemError, urlErrorOp, type SystemError } from './go-text.ts';
 import { httpRedirectsMax, httpTimeoutMsDefault, outputBytesMaxDefault } from './limits.ts';
 import { TailBuffer } from './tail-buffer.ts';
 import { critical, type CheckStatus, type Probe, type ProbeResult } from './types.ts';
 
-export interface HttpProbeOptions {
+/**
+ * The request fields are the check definition's own: `method` (default GET, sent upper-cased), `header`
+ * (each name with its values; a Host entry sets the Host header, its first value), `body` (default none),
+ * `tlsSkipVerify` (accept any server certificate; default false), `tlsServerName` (sent as SNI and checked
+ * against the certificate; default the URL's host name, none for an IP) and `disableRedirects` (report a
+ * 3xx answer as it is; default false: follow, at most httpRedirectsMax).
+ */
+export interface HttpProbeOptions
+  extends Pick<CheckDefinition, 'method' | 'header' | 'body' | 'tlsSkipVerify' | 'tlsServerName' | 'disableRedirects'> {
   /** An http or https URL (validateHttpUrl). */
   url: string;
-  /** @default 'GET' (sent upper-cased) */
-  method?: string;
-  /** Request headers, each with its values; a Host entry sets the Host header (its first value). */
-  header?: Record<string, string[]>;
-  /** @default no body */
-  body?: string;
-  /** Accept any server certificate. @default false */
-  tlsSkipVerify?: boolean;
-  /** Name sent as SNI and checked against the certificate. @default the URL's host name (none for an IP) */
-  tlsServerName?: string;
-  /** Report a 3xx answer as it is instead of following it. @default false (follow, at most httpRedirectsMax) */
-  disableRedirects?: boolean;
   /** For the whole exchange: redirects and body included, like Go's Client.Timeout. @default httpTimeoutMsDefault (10 s) */
   timeoutMs?: number;
   /** The output keeps the last this many bytes of the body. @default outputBytesMaxDefault (4096) */

@@ -1,5 +1,5 @@
 /**
- * Fencing check (issue 9): the token a lock holder got from a successful acquire (the registry's index)
+ * Fencing check: the token a lock holder got from a successful acquire (the registry's index)
  * must never go backwards at the resource the lock protects. A paused or partitioned holder that wakes up
  * with an old token is harmless only if the resource refuses it; this module is that resource, and the
  * check over what it accepted.
@@ -40,8 +40,8 @@ export interface FencingReport {
   rejected: number;
   violations: { key: string; before: FencedWrite; after: FencedWrite }[];
   /**
-   * Addition to the issue's API: one token accepted from two different holders on one key. Two acquisitions
-   * were handed the same index, so fencing cannot tell them apart; it makes `valid` false too.
+   * One token accepted from two different holders on one key: two acquisitions were handed the same
+   * index, so fencing cannot tell them apart; it makes `valid` false too.
    */
   sharedTokens: { key: string; token: number; first: FencedWrite; second: FencedWrite }[];
 }

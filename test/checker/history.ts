@@ -1,5 +1,5 @@
 /**
- * Histories for the linearizability checker (issue 9): what a client invoked, when, and what it learned.
+ * Histories for the linearizability checker: what a client invoked, when, and what it learned.
  *
  * An operation's outcome says what the client knows about its effect:
  * - `ok`: it took effect (or observed the object) exactly once, between `callMs` and `returnMs`, with `output`;
@@ -114,4 +114,11 @@ function parseOp(raw: unknown): Op {
   if ('output' in o) op.output = o.output;
   if (o.returnMs !== undefined) op.returnMs = o.returnMs as number;
   return op;
+}
+
+/** One line for an op: `#12 c3 cas({"from":"a","to":"b"}) → true [10.000, 12.500]`. */
+export function formatOp(op: Op): string {
+  const result = op.outcome === 'ok' ? JSON.stringify(op.output) ?? 'undefined' : op.outcome;
+  const end = op.outcome === 'unknown' || op.returnMs === undefined ? '∞' : op.returnMs.toFixed(3);
+  return `#${op.id} ${op.process} ${op.f}(${JSON.stringify(op.input) ?? ''}) → ${result} [${op.callMs.toFixed(3)}, ${end}]`;
 }

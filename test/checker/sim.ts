@@ -5,7 +5,7 @@
  */
 import type { Op } from './history.ts';
 
-export { mulberry32 } from '../support/prng.ts';
+export { mulberry32 } from '../../src/util/prng.ts';
 
 export interface SimObject<O> {
   init(): O;

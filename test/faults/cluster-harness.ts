@@ -27,7 +27,7 @@ export { sleep };
 // ---- seed and knobs -------------------------------------------------------------------------
 
 /** The seeded generator (mulberry32): the same seed gives the same draws everywhere. */
-export { mulberry32 as rng } from '../support/prng.ts';
+export { mulberry32 as rng } from '../../src/util/prng.ts';
 
 function intEnv(name: string, fallback: number): number {
   const text = process.env[name];

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { client, sleep, startAgent, type Agent } from '../support/agent.ts';
-import { mulberry32 } from '../support/prng.ts';
+import { mulberry32 } from '../../src/util/prng.ts';
 
 const successBeforePassing = 3;
 const failuresBeforeCritical = 2;

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { mulberry32 } from '../support/prng.ts';
+import { mulberry32 } from '../../src/util/prng.ts';
 
 export { mulberry32 };
 

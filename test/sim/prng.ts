@@ -2,7 +2,7 @@
  * The simulator's only source of randomness: mulberry32 over a 32-bit seed. Every fault, delay,
  * client operation and id of a run is drawn from one Prng in event order, so a seed replays exactly.
  */
-import { mulberry32 } from '../support/prng.ts';
+import { mulberry32 } from '../../src/util/prng.ts';
 
 export class Prng {
   private readonly draw: () => number;

@@ -141,8 +141,8 @@ describe('with authentication', () => {
   });
 
   test('every authenticated connection stays open to answer (the upgrade after the token check is not corked)', async () => {
-    // uWebSockets.js 20.x closed (1006) about 1 in 15 sockets upgraded after an await inside cork()
-    // (uNetworking/uWebSockets issue 1928); the stream upgrades outside cork. 75 in a row must all answer.
+    // uWebSockets.js 20.x closes (1006) about 1 in 15 sockets upgraded after an await inside cork(); the
+    // stream upgrades outside cork. 75 in a row must all answer.
     const all = await new TokenAuthority({ secret }).mint({ subject: 'all', rules: [{ resource: 'service', prefix: '', access: 'read' }], ttlSeconds: 600 });
     const answers: string[] = [];
     for (let i = 0; i < 75; i++) answers.push((await answer(agent, all, 'web')).type);

@@ -1,6 +1,7 @@
 /**
- * The tests' one seeded generator: mulberry32 over a 32-bit seed, uniform in [0, 1). Small and fast, and
- * the same seed gives the same draws on every machine, so a printed seed replays a run.
+ * The one seeded generator of the simulation, the fault tests and the benches: mulberry32 over a 32-bit
+ * seed, uniform in [0, 1). Small and fast, and the same seed gives the same draws on every machine, so a
+ * printed seed replays a run.
  */
 export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;

@@ -1,0 +1,5 @@
+import type { Rule } from 'eslint';
+
+/** house/function-lines: see function-lines.js. */
+declare const rule: Rule.RuleModule;
+export default rule;
