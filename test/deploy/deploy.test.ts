@@ -1,4 +1,4 @@
-// Goal (issue 10, deployment): no container engine runs here, so the deployment files are checked as far
+// Goal (deployment): no container engine runs here, so the deployment files are checked as far
 // as a machine without one can: the Dockerfile's final stage is rebuilt as a plain directory (its
 // `npm ci --omit=dev --ignore-scripts` and its COPY lines) and its ENTRYPOINT + CMD are run from there —
 // the agent must start with the runtime dependencies only, serve the API and the dashboard, and the

@@ -1,4 +1,4 @@
-// Goal (issue 9, flapping health-check targets): an HTTP check whose target flips between 200 and 500
+// Goal (flapping health-check targets): an HTTP check whose target flips between 200 and 500
 // quickly and irregularly (runs of 1..5 answers, from a printed seed) follows its thresholds exactly:
 // the status changes the WebSocket stream reports are exactly those the check machine's rules give for
 // the answers the target recorded (so never passing before SuccessBeforePassing consecutive successes,
@@ -204,7 +204,7 @@ describe('a flapping HTTP check target', () => {
     expect(answers.length).toBeGreaterThanOrEqual(planned.length);
     expect(expected.length).toBeGreaterThan(4); // the seed really flapped the check
     expect(observed.map((o) => o.status)).toEqual(expected.map((e) => e.status));
-    // The thresholds as the issue states them, on the expected changes the stream matched.
+    // The thresholds as the check's rules state them, on the expected changes the stream matched.
     // (The first result applies at once: counters start at their thresholds, as in Consul.)
     for (const e of expected.filter((x) => x.probe > 0)) expect(e.run).toBeGreaterThanOrEqual(e.status === 'passing' ? successBeforePassing : failuresBeforeCritical);
     expect(repeats).toBe(0);

@@ -139,9 +139,9 @@ describe('a paused Roster node (SIGSTOP)', () => {
     pauseOutcome = { rejoined: rejoinedAfterMs >= 0, othersAlive: othersAlive.n1 === true && othersAlive.n3 === true, critical: crit };
   }, 120_000);
 
-  // Found by this test: on SIGCONT the paused node's gossip view was 10 s old, so it marked n1 and n3 failed
-  // before their heartbeats reached it and proposed their gossipHealth critical, invalidating their sessions.
-  // Now a node reports failures only while it sees a majority alive (runtime.ts reconcileNodeHealth).
+  // On SIGCONT the paused node's gossip view is 10 s old: were it to judge n1 and n3 failed before their
+  // heartbeats reach it, it would propose their gossipHealth critical and invalidate their sessions. A node
+  // reports failures only while it sees a majority alive (src/runtime/node-health.ts).
   test('after SIGCONT the paused node does not fail the others (their sessions live) and the cluster is whole again', () => {
     expect(pauseOutcome).toBeDefined();
     expect(pauseOutcome!.othersAlive).toBe(true);
