@@ -1,4 +1,4 @@
-# Roster agent image (issue 10). Build: docker build -t roster .
+# Roster agent image. Build: docker build -t roster .
 # Run one node:  docker run --rm -p 8500:8500 -p 8502:8502 -v roster-data:/data roster
 # A three-node cluster with its nats-servers: deploy/compose.yaml.
 #
