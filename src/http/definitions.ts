@@ -48,8 +48,7 @@ function canonical(raw: Raw, fields: Record<string, string[]>, what: string): Ra
   for (const [k, v] of Object.entries(raw)) {
     const name = index.get(norm(k));
     if (name === undefined) {
-      throw new RegistryError('invalidParameter', `unknown field "${k}" in the ${what}`, { [k]: ['Unknown:this field is not part of the definition'] },
-        { status: 400, text: `Request decode failed: json: unknown field "${k}"` });
+      throw new RegistryError('definitionFieldUnknown', { field: k, what });
     }
     if (!(name in out)) out[name] = v;
   }
@@ -58,7 +57,7 @@ function canonical(raw: Raw, fields: Record<string, string[]>, what: string): Ra
 
 function asObject(value: unknown, what: string): Raw {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new RegistryError('illegalJson', `the ${what} must be a JSON object`, { body: ['Type:must be a JSON object'] }, { status: 400, text: `Request decode failed: json: cannot unmarshal into Go value of type ${what}` });
+    throw new RegistryError('definitionNotObject', { what });
   }
   return value as Raw;
 }
@@ -193,10 +192,7 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   }
   errors.throwIfAny();
   if ((type === 'script' || type === 'docker') && !o.scriptsAllowed) {
-    const text = o.origin === 'remote'
-      ? "Scripts are disabled on this agent from remote calls; to enable, configure 'enable_script_checks' to true"
-      : "Scripts are disabled on this agent; to enable, configure 'enable_script_checks' or 'enable_local_script_checks' to true";
-    throw new RegistryError('insufficientPermission', text, { Args: ['Permission:script checks are disabled on this agent'] }, { status: 500, text });
+    throw new RegistryError('scriptChecksDisabled', { remote: o.origin === 'remote' });
   }
   if (definition.timeoutMs === 0) definition.timeoutMs = timeoutMsDefault[type] ?? 0;
   return {
@@ -302,7 +298,7 @@ export function parseService(value: unknown, o: Omit<CheckParseOptions, 'service
   const embedded: unknown[] = [];
   if (raw.Check !== undefined && raw.Check !== null) embedded.push(raw.Check);
   if (raw.Checks !== undefined && raw.Checks !== null) {
-    if (!Array.isArray(raw.Checks)) throw new RegistryError('invalidParameter', 'Checks must be an array', { Checks: ['Type:must be an array of checks'] });
+    if (!Array.isArray(raw.Checks)) throw new RegistryError('checksNotArray');
     embedded.push(...(raw.Checks as unknown[]));
   }
   const checks = embedded.map((c, i) => parseCheck(c, {

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
-import { invalidField, RegistryError } from '../domain/errors.ts';
+import { RegistryError } from '../domain/errors.ts';
 import { applyListQuery, ListQueryError, parseListQuery } from './lists.ts';
 import { addressCaller, addressKey, Admission, type RateLimiter } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
@@ -194,7 +194,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     const unusable = unusableHead(path, rawQuery, headers, lengthsDiffer);
     if (unusable !== undefined) {
       // uWS writes `Connection: close` itself when it is told to close.
-      send(renderError(unusable.error, o.dialect, [], unusable.status), unusable.close);
+      send(renderError(unusable.error, o.dialect), unusable.close);
       return;
     }
     // uWS serves pipelined requests only while each is answered before the next is parsed: a request
@@ -226,14 +226,12 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
       return;
     }
     if (held > inFlightMax) {
-      send(renderError(new RegistryError('illegalRequest', `too many requests in flight from ${Buffer.from(res.getRemoteAddressAsText()).toString()}: at most ${inFlightMax}`,
-        { requestsInFlightMax: inFlightMax, retryAfterSeconds: 1 }, { status: 429, text: 'Your IP is issuing too many concurrent connections, please rate limit your calls\n' }),
-      o.dialect, [['Retry-After', '1']], 429), true);
+      const address = Buffer.from(res.getRemoteAddressAsText()).toString();
+      send(renderError(new RegistryError('tooManyInFlight', { address, max: inFlightMax }), o.dialect), true);
       return;
     }
     if (method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS' && o.overloaded?.()) {
-      send(renderError(new RegistryError('remoteUnavailable', 'too many writes in flight; retry shortly', { retryAfterSeconds: 1 },
-        { status: 503, text: 'server overloaded' }), o.dialect, [['Retry-After', '1']], 503));
+      send(renderError(new RegistryError('writesOverloaded'), o.dialect));
       return;
     }
     const declared = Number(headers.get('content-length') ?? '0');
@@ -248,8 +246,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
     // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
     // the connection silently about 10 s after the head).
     const deadline = setLongTimeout(() => {
-      send(renderError(new RegistryError('requestTimeout', `the request body did not arrive within ${bodyTimeoutMs} ms`, { bodyTimeoutMs },
-        { status: 408, text: 'request body timeout' }), o.dialect), true);
+      send(renderError(new RegistryError('bodyTimeout', { bodyTimeoutMs }), o.dialect), true);
     }, bodyTimeoutMs, false);
     readBody(res, bodyBytesMax, (body) => {
       deadline.clear();
@@ -298,21 +295,14 @@ function exclusivePort(uws: UwsModule): number {
  *   different keys would become one: 400).
  */
 function unusableHead(path: string, rawQuery: string, headers: Map<string, string>, lengthsDiffer: boolean):
-  { error: RegistryError; status: number; close: boolean } | undefined {
-  if (lengthsDiffer) {
-    return { status: 400, close: true, error: new RegistryError('illegalRequest', 'the request has Content-Length headers that differ',
-      { 'Content-Length': ['Conflict:send one Content-Length'] }, { status: 400, text: 'conflicting Content-Length headers' }) };
-  }
+  { error: RegistryError; close: boolean } | undefined {
+  if (lengthsDiffer) return { close: true, error: new RegistryError('contentLengthsDiffer') };
   const coding = headers.get('transfer-encoding');
   if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
-    return { status: 400, close: true, error: new RegistryError('illegalRequest', `Transfer-Encoding ${JSON.stringify(coding)} is not supported: send the body with Content-Length or Transfer-Encoding: chunked`,
-      { 'Transfer-Encoding': [`Unsupported:${coding}`] }, { status: 400, text: `unsupported transfer encoding: ${JSON.stringify(coding)}` }) };
+    return { close: true, error: new RegistryError('transferEncodingUnsupported', { coding }) };
   }
   const where = !isUtf8Text(path) ? 'path' : !isUtf8Text(rawQuery) ? 'query' : undefined;
-  if (where !== undefined) {
-    return { status: 400, close: false, error: new RegistryError('illegalRequest', `the request ${where} is not valid UTF-8: send UTF-8, percent-encoded`,
-      { [where]: ['Encoding:not valid UTF-8'] }, { status: 400, text: `invalid UTF-8 in request ${where}` }) };
-  }
+  if (where !== undefined) return { close: false, error: new RegistryError('requestNotUtf8', { where }) };
   return undefined;
 }
 
@@ -429,7 +419,7 @@ function apiVersion(req: Request, dialect: Dialect): [string, string][] {
   if (version === undefined) return [];
   if (!/^\d{8}$/.test(version.trim())) {
     if (dialect === 'consul') return [];
-    throw new RegistryError('invalidParameter', 'x-api-version must be a date written yyyyMMdd', { 'x-api-version': ['Format:must be yyyyMMdd'] });
+    throw new RegistryError('apiVersionInvalid');
   }
   return [['x-api-version', version.trim()]];
 }
@@ -439,22 +429,11 @@ async function route<Ctx>(o: HttpServerOptions<Ctx>, req: Request, admit: Admit)
   req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
   if (match.kind === 'none') {
     if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: [] }, o.dialect);
-    const inV1 = req.path.startsWith('/v1/');
-    throw new RegistryError('notFound', `no endpoint at ${req.method} ${req.path}`, { path: req.path }, {
-      status: 404,
-      text: inV1
-        ? 'Invalid URL path: not a recognized HTTP API endpoint\n'
-        : "Invalid URL path: if attempting to use the HTTP API, ensure the path starts with '/v1/'\n",
-    });
+    throw new RegistryError('noEndpoint', { method: req.method, path: req.path });
   }
   if (match.kind === 'method') {
     if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: match.allow }, o.dialect);
-    const allow = ['OPTIONS', ...match.allow].join(',');
-    return renderError(
-      new RegistryError('methodNotAllowed', `method ${req.method} not allowed`, { allowed: match.allow }, { text: `method ${req.method} not allowed` }),
-      o.dialect,
-      [['Allow', allow]],
-    );
+    return renderError(new RegistryError('methodNotAllowed', { method: req.method, allowed: match.allow }), o.dialect);
   }
   req.rest = decodeOnce(match.rest);
   if (!match.public) await o.authorize?.(req);
@@ -501,7 +480,7 @@ function withListRules(req: Request, reply: Reply): { reply: Reply; headers: [st
   try {
     query = parseListQuery(req.query, known, reservedParameters);
   } catch (err) {
-    if (err instanceof ListQueryError) throw invalidField(err.field, err.rule, err.message);
+    if (err instanceof ListQueryError) throw new RegistryError('listParameterInvalid', { field: err.field, rule: err.rule, why: err.message });
     throw err;
   }
   if (query === undefined) return { reply, headers: [] };
@@ -512,23 +491,18 @@ function withListRules(req: Request, reply: Reply): { reply: Reply; headers: [st
 function errorWire<Ctx>(o: HttpServerOptions<Ctx>, err: unknown, reqId: string): Wire {
   if (err instanceof RegistryError) return renderError(err, o.dialect);
   if (isLogOverloaded(err)) {
-    const busy = new RegistryError('remoteUnavailable', 'the log is overloaded; retry shortly', { retryAfterSeconds: 1 }, { status: 503, text: 'log overloaded' });
-    return renderError(busy, o.dialect, [['Retry-After', '1']]);
+    return renderError(new RegistryError('logOverloaded'), o.dialect);
   }
-  if (isLogUnavailable(err)) {
-    // The write was not applied; the log stores writes again by itself once the disk has room.
-    const full = new RegistryError('remoteUnavailable', 'the agent cannot store writes now: no space left on its disk; retry later',
-      { retryAfterSeconds: 1 }, { status: 503, text: 'cannot store writes now: no space left on disk' });
-    return renderError(full, o.dialect, [['Retry-After', '1']]);
-  }
+  // The write was not applied; the log stores writes again by itself once the disk has room.
+  if (isLogUnavailable(err)) return renderError(new RegistryError('diskFull'), o.dialect);
   if (isLogFailed(err)) {
     // The cause (with paths) is in the agent's log, not in the answer.
     o.logger.error({ err, reqId }, 'request failed: the log has failed');
-    return renderError(new RegistryError('unknown', 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it'), o.dialect);
+    return renderError(new RegistryError('logFailed'), o.dialect);
   }
   o.logger.error({ err, reqId }, 'request failed');
   const message = err instanceof Error ? err.message : String(err);
-  return renderError(new RegistryError('unknown', `internal error: ${message}`), o.dialect);
+  return renderError(new RegistryError('internal', { why: message }), o.dialect);
 }
 
 /** Characters and length of an x-request-id a client may choose; anything else is replaced. */
@@ -550,10 +524,7 @@ function logRequest(logger: Logger, reqId: string, method: string, route: string
 }
 
 function tooLarge(size: number, max: number): RegistryError {
-  return new RegistryError('inputTooLong', `request body of ${size} bytes is larger than the limit of ${max} bytes`, { size, max }, {
-    status: 413,
-    text: `Request body(${size} bytes) too large, max size: ${max} bytes. See https://developer.hashicorp.com/consul/docs/agent/config/config-files#kv_max_value_size.`,
-  });
+  return new RegistryError('bodyTooLarge', { size, max });
 }
 
 let serverTimeMs = -1;

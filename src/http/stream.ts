@@ -233,8 +233,8 @@ export class StreamServer {
       return over === undefined ? undefined : withHeaders(over, admission.headers);
     };
     // Every refusal carries the rate headers, as every HTTP answer does.
-    const refuseUpgrade = (err: RegistryError, status?: number) =>
-      this.reject(res, withHeaders(renderError(err, this.api.dialect, [], status), admission.headers));
+    const refuseUpgrade = (err: RegistryError) =>
+      this.reject(res, withHeaders(renderError(err, this.api.dialect), admission.headers));
     // Without authentication there is no identity to wait for: the address counts at once.
     const early = this.o.auth === undefined ? limited(byAddress) : undefined;
     if (early !== undefined) {
@@ -247,7 +247,7 @@ export class StreamServer {
         this.reject(res, over);
         return;
       }
-      refuseUpgrade(new RegistryError('invalidParameter', `unsupported subprotocol; use ${streamSubprotocol}`, { offered: protocols.filter((p) => !p.startsWith(bearerSubprotocol)) }));
+      refuseUpgrade(new RegistryError('streamSubprotocolUnsupported', { use: streamSubprotocol, offered: protocols.filter((p) => !p.startsWith(bearerSubprotocol)) }));
       return;
     }
     // `corked` wraps writes made after an await (uWS wants them corked); the upgrade itself is not wrapped.
@@ -259,18 +259,15 @@ export class StreamServer {
         return;
       }
       if (identity !== undefined && !mayOpen(identity)) {
-        corked(() => refuseUpgrade(new RegistryError('insufficientPermission', 'permission denied: the stream needs read on a service, node, session or key prefix',
-          { resource: streamResources.join('|'), access: 'read' }, { status: 403, text: 'Permission denied' })));
+        corked(() => refuseUpgrade(new RegistryError('streamForbidden', { resources: streamResources })));
         return;
       }
       if (this.conns.size >= this.o.connectionsMax) {
-        corked(() => refuseUpgrade(new RegistryError('remoteUnavailable', `too many stream connections: at most ${this.o.connectionsMax} on this agent`,
-          { connectionsMax: this.o.connectionsMax, retryAfterSeconds: 1 }, { status: 503, text: 'too many stream connections' }, [['Retry-After', '1']]), 503));
+        corked(() => refuseUpgrade(new RegistryError('streamConnectionsFull', { max: this.o.connectionsMax })));
         return;
       }
       if ((this.perClient.get(client) ?? 0) >= this.o.connectionsPerClientMax) {
-        corked(() => refuseUpgrade(new RegistryError('illegalRequest', `too many stream connections: at most ${this.o.connectionsPerClientMax} per client`,
-          { connectionsMax: this.o.connectionsPerClientMax }, { status: 429, text: 'too many stream connections' }, [['Retry-After', '1']]), 429));
+        corked(() => refuseUpgrade(new RegistryError('streamClientConnectionsFull', { max: this.o.connectionsPerClientMax })));
         return;
       }
       // Echo only our protocol, never the token (watch.md §4.1).
@@ -293,7 +290,7 @@ export class StreamServer {
       (identity) => { if (!aborted) accept(identity, (write) => res.cork(write)); },
       (err: unknown) => {
         if (aborted) return;
-        const refusal = err instanceof RegistryError ? err : new RegistryError('unknown', 'authentication failed');
+        const refusal = err instanceof RegistryError ? err : new RegistryError('authenticationFailed');
         const over = limited(byAddress);
         res.cork(() => (over !== undefined ? this.reject(res, over) : refuseUpgrade(refusal)));
       },

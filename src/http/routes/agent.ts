@@ -51,7 +51,7 @@ function selfMember(api: ApiContext): Record<string, unknown> {
 function members(req: Request, api: ApiContext): Reply {
   checkDatacenter(req, api);
   if (flag(req, 'segment') && param(req, 'wan') !== undefined && param(req, 'wan') !== 'false') {
-    throw new RegistryError('invalidParameter', 'cannot provide a segment with wan=true', { segment: ['Conflict:not with wan'] }, { status: 400, text: 'Cannot provide a segment with wan=true' });
+    throw new RegistryError('segmentWithWan');
   }
   const keep = filterOf(req, memberSchema);
   const members = api.runtime.membership.members().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -101,8 +101,7 @@ async function metrics(req: Request, api: ApiContext): Promise<Reply> {
     return { t: 'text', body: text, contentType };
   }
   if (format === undefined || format === '' || format === 'json') return json(await api.metrics.consul());
-  throw new RegistryError('invalidParameter', `format must be prometheus or json, not ${JSON.stringify(format.slice(0, 64))}`,
-    { format: ['Enum:must be prometheus or json'] }, { status: 400, text: `Invalid format: must be prometheus or json` });
+  throw new RegistryError('metricsFormatInvalid', { format });
 }
 
 // ---------------------------------------------------------------- catalog register/deregister
@@ -180,13 +179,13 @@ async function deregister(req: Request, api: ApiContext): Promise<Reply> {
   const node = field(body, 'Node').value;
   const checkId = field(body, 'CheckID').value;
   if (typeof node !== 'string' || node === '') {
-    throw new RegistryError('missingParameter', 'Node is required', { Node: ['Required:must not be empty'] }, { status: 400, text: 'Missing node name' });
+    throw new RegistryError('deregisterNodeMissing');
   }
   if (checkId !== undefined && checkId !== null && typeof checkId !== 'string') {
-    throw new RegistryError('invalidParameter', 'CheckID must be a string', { CheckID: ['Type:must be a string'] });
+    throw new RegistryError('deregisterCheckIdNotString');
   }
   if (field(body, 'ServiceID').value != null) {
-    throw new RegistryError('invalidParameter', 'ServiceID: services are deregistered through /v1/agent/service/deregister', { ServiceID: ['Unsupported:services are deregistered through the agent service endpoints'] });
+    throw new RegistryError('deregisterServiceUnsupported');
   }
   // Deregistering what is not there is a no-op success, as in Consul.
   await api.runtime.propose(typeof checkId === 'string' && checkId !== '' ? { t: 'catalog.deregister', node, checkId: canonicalCheckId(checkId) } : { t: 'catalog.deregister', node });

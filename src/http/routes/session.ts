@@ -167,13 +167,13 @@ export function parseSessionCreate(body: Record<string, unknown> | undefined, ap
 function createFailure(r: Extract<Result, { ok: false }>): RegistryError {
   switch (r.reason) {
     case 'unknown-node':
-      return new RegistryError('objectNotFound', `node "${r.detail}" is not registered`, { Node: [`Exists:node "${r.detail}" is not registered`] }, { status: 500, text: 'Missing node registration' });
+      return new RegistryError('sessionNodeUnknown', { node: r.detail });
     case 'unknown-check':
-      return new RegistryError('objectNotFound', `check '${r.detail}' is not registered on the session's node`, { checks: [`Exists:check '${r.detail}' is not registered`] }, { status: 500, text: `Missing check '${r.detail}' registration` });
+      return new RegistryError('sessionCheckUnknown', { check: r.detail });
     case 'check-critical':
-      return new RegistryError('invalidParameter', `check '${r.detail}' is in critical state`, { checks: [`State:check '${r.detail}' is in critical state`] }, { status: 500, text: `Check '${r.detail}' is in critical state` });
+      return new RegistryError('sessionCheckCritical', { check: r.detail });
     default:
-      return new RegistryError('unknown', `session create failed: ${r.reason}`);
+      return new RegistryError('sessionCreateFailed', { reason: r.reason });
   }
 }
 
@@ -191,7 +191,7 @@ async function create(req: Request, api: ApiContext): Promise<Reply> {
 
 function sessionId(req: Request): string {
   const id = req.rest;
-  if (id === '') throw new RegistryError('missingParameter', 'missing session id in the path', { session: ['Required:a session id is required'] }, { status: 400, text: 'Missing session' });
+  if (id === '') throw new RegistryError('sessionIdMissing');
   return id;
 }
 
@@ -209,18 +209,18 @@ async function renew(req: Request, api: ApiContext): Promise<Reply> {
   await requireSessionUse(req, api, id, 'write');
   const result = await api.runtime.propose({ t: 'session.renew', id });
   if (!result.ok || result.session === undefined) {
-    throw new RegistryError('notFound', `session "${id}" not found`, { session: id }, { status: 404, text: `Session id '${id}' not found` });
+    throw new RegistryError('sessionNotFound', { id });
   }
   return json([renderSession(result.session, api.dialect)]);
 }
 
 // ---------------------------------------------------------------- reads (blocking)
 
-function sessionRead(select: (req: Request, api: ApiContext) => Session[], needsParam?: string) {
+function sessionRead(select: (req: Request, api: ApiContext) => Session[], needsParam?: 'sessionMissing' | 'nodeMissing') {
   return async (req: Request, api: ApiContext): Promise<Reply> => {
     const q = parseQueryOptions(req, api);
     if (needsParam !== undefined && req.rest === '') {
-      throw new RegistryError('missingParameter', `missing ${needsParam} in the path`, { [needsParam]: ['Required:must not be empty'] }, { status: 400, text: needsParam === 'node' ? 'Missing node name' : 'Missing session' });
+      throw new RegistryError(needsParam);
     }
     const state = () => api.runtime.state;
     await awaitQuery(req, api, q, { kind: 'sessions' }, () => state().sessionsIndex);
@@ -233,8 +233,8 @@ function sessionRead(select: (req: Request, api: ApiContext) => Session[], needs
 const info = sessionRead((req, api) => {
   const s = api.runtime.state.sessions.get(req.rest);
   return s === undefined ? [] : [s];
-}, 'session');
-const byNode = sessionRead((req, api) => api.runtime.state.sessionsOfNode(req.rest), 'node');
+}, 'sessionMissing');
+const byNode = sessionRead((req, api) => api.runtime.state.sessionsOfNode(req.rest), 'nodeMissing');
 const list = sessionRead((_req, api) => api.runtime.state.sessionList());
 
 export const sessionRoutes: Route<ApiContext>[] = [
