@@ -66,7 +66,6 @@ const retryAfter = (seconds: number): [string, string][] => [['Retry-After', Str
 const rule = (field: string, r: string): Record<string, unknown> => ({ [field]: [r] });
 const invalid = (field: string, ruleText: string) => `invalid ${field}: ${ruleText.slice(ruleText.indexOf(':') + 1)}`;
 
-type Access = { resource: string; name: string; access: string };
 type Credentials = { why: string; credentials: string; challenge?: string };
 type SignatureRefusal = { why: string; signature: string };
 type Reason = { reason: string };
@@ -80,28 +79,26 @@ const tokenRefusal = (kind: ErrorKind) => entry<Credentials>({
 const signatureRefusal = (kind: ErrorKind) => entry<SignatureRefusal>({
   kind, message: (v) => `request signature refused: ${v.why}`, details: (v) => ({ signature: v.signature }), consulStatus: 403, consulText: 'Permission denied',
 });
+/** A 503 asking to retry in a second. */
+const busy = (message: string, consulText: string) => entry({
+  kind: 'remoteUnavailable', message, details: () => ({ retryAfterSeconds: 1 }), status: 503, consulStatus: 503, consulText, headers: () => retryAfter(1),
+});
 /** A path without its trailing parameter: `field` names it in the details, `what` in the message. */
 const missingInPath = (field: string, consulText: string, what = field, required = 'must not be empty') => entry({
-  kind: 'missingParameter', message: `missing ${what} in the path`, details: () => rule(field, `Required:${required}`), consulStatus: 400, consulText,
+  kind: 'missingParameter', message: `missing ${what} in the path`, details: () => rule(field, `Required:${required}`), consulText,
 });
 
 export const errorCatalogue = {
   // ------------------------------------------------------------ admission: authentication, limits
-  permissionDenied: entry<Access>({
+  permissionDenied: entry<{ resource: string; name: string; access: string }>({
     kind: 'insufficientPermission', message: (v) => `permission denied: ${v.access} on ${v.resource} "${v.name}"`,
-    details: (v) => ({ resource: v.resource, name: v.name, access: v.access }), consulStatus: 403, consulText: 'Permission denied',
+    details: (v) => ({ resource: v.resource, name: v.name, access: v.access }), consulText: 'Permission denied',
   }),
-  tokenMissing: tokenRefusal('notLoggedIn'),
-  tokenInvalid: tokenRefusal('invalidToken'),
-  tokenExpired: tokenRefusal('tokenExpired'),
-  signatureMissing: signatureRefusal('missingParameter'),
-  signatureBadMethod: signatureRefusal('invalidParameter'),
-  signatureBadTimestamp: signatureRefusal('invalidParameter'),
-  signatureUnknownKey: signatureRefusal('unknownUser'),
-  signatureUnsignedParameter: signatureRefusal('illegalRequest'),
-  signatureBad: signatureRefusal('illegalRequest'),
-  signatureStale: signatureRefusal('expiredRequest'),
-  signatureReplayed: signatureRefusal('expiredRequest'),
+  tokenMissing: tokenRefusal('notLoggedIn'), tokenInvalid: tokenRefusal('invalidToken'), tokenExpired: tokenRefusal('tokenExpired'),
+  signatureMissing: signatureRefusal('missingParameter'), signatureBadMethod: signatureRefusal('invalidParameter'),
+  signatureBadTimestamp: signatureRefusal('invalidParameter'), signatureUnknownKey: signatureRefusal('unknownUser'),
+  signatureUnsignedParameter: signatureRefusal('illegalRequest'), signatureBad: signatureRefusal('illegalRequest'),
+  signatureStale: signatureRefusal('expiredRequest'), signatureReplayed: signatureRefusal('expiredRequest'),
   signatureBusy: entry<{ why: string; retryAfterSeconds: number }>({
     kind: 'remoteUnavailable', message: (v) => `request signature refused: ${v.why}`,
     details: (v) => ({ signature: 'busy', retryAfterSeconds: v.retryAfterSeconds }), consulStatus: 503, consulText: (v) => v.why,
@@ -109,7 +106,7 @@ export const errorCatalogue = {
   }),
   sessionNotOwned: entry<{ session: string; subject: string }>({
     kind: 'insufficientPermission', message: (v) => `permission denied: session "${v.session}" is not owned by "${v.subject}" (nor is it an operator)`,
-    details: (v) => ({ session: v.session, access: 'owner' }), consulStatus: 403, consulText: 'Permission denied',
+    details: (v) => ({ session: v.session, access: 'owner' }), consulText: 'Permission denied',
   }),
   rateLimited: entry<{ retryAfterSeconds: number }>({
     kind: 'illegalRequest', message: (v) => `rate limit exceeded: retry in ${v.retryAfterSeconds}s`, details: (v) => ({ retryAfterSeconds: v.retryAfterSeconds }),
@@ -120,40 +117,37 @@ export const errorCatalogue = {
     details: (v) => ({ requestsInFlightMax: v.max, retryAfterSeconds: 1 }), status: 429, consulStatus: 429,
     consulText: 'Your IP is issuing too many concurrent connections, please rate limit your calls\n', headers: () => retryAfter(1),
   }),
-  writesOverloaded: entry({
-    kind: 'remoteUnavailable', message: 'too many writes in flight; retry shortly', details: () => ({ retryAfterSeconds: 1 }),
-    status: 503, consulStatus: 503, consulText: 'server overloaded', headers: () => retryAfter(1),
-  }),
+  writesOverloaded: busy('too many writes in flight; retry shortly', 'server overloaded'),
 
   // ------------------------------------------------------------ the request's head and body
   contentLengthsDiffer: entry({
     kind: 'illegalRequest', message: 'the request has Content-Length headers that differ', details: () => rule('Content-Length', 'Conflict:send one Content-Length'),
-    consulStatus: 400, consulText: 'conflicting Content-Length headers',
+    consulText: 'conflicting Content-Length headers',
   }),
   transferEncodingUnsupported: entry<{ coding: string }>({
     kind: 'illegalRequest', message: (v) => `Transfer-Encoding ${JSON.stringify(v.coding)} is not supported: send the body with Content-Length or Transfer-Encoding: chunked`,
-    details: (v) => rule('Transfer-Encoding', `Unsupported:${v.coding}`), consulStatus: 400, consulText: (v) => `unsupported transfer encoding: ${JSON.stringify(v.coding)}`,
+    details: (v) => rule('Transfer-Encoding', `Unsupported:${v.coding}`), consulText: (v) => `unsupported transfer encoding: ${JSON.stringify(v.coding)}`,
   }),
   requestNotUtf8: entry<{ where: 'path' | 'query' }>({
     kind: 'illegalRequest', message: (v) => `the request ${v.where} is not valid UTF-8: send UTF-8, percent-encoded`,
-    details: (v) => rule(v.where, 'Encoding:not valid UTF-8'), consulStatus: 400, consulText: (v) => `invalid UTF-8 in request ${v.where}`,
+    details: (v) => rule(v.where, 'Encoding:not valid UTF-8'), consulText: (v) => `invalid UTF-8 in request ${v.where}`,
   }),
   pathEncodingMalformed: entry<{ path: string }>({
     kind: 'illegalRequest', message: (v) => `malformed percent-encoding in path: ${v.path}`, details: () => rule('path', 'Encoding:malformed percent-encoding'),
-    consulStatus: 400, consulText: 'invalid URL escape in path',
+    consulText: 'invalid URL escape in path',
   }),
   bodyTooLarge: entry<{ size: number; max: number }>({
     kind: 'inputTooLong', message: (v) => `request body of ${v.size} bytes is larger than the limit of ${v.max} bytes`, details: (v) => ({ size: v.size, max: v.max }),
-    consulStatus: 413,
+   
     consulText: (v) => `Request body(${v.size} bytes) too large, max size: ${v.max} bytes. See https://developer.hashicorp.com/consul/docs/agent/config/config-files#kv_max_value_size.`,
   }),
   bodyTimeout: entry<{ bodyTimeoutMs: number }>({
     kind: 'requestTimeout', message: (v) => `the request body did not arrive within ${v.bodyTimeoutMs} ms`, details: (v) => ({ bodyTimeoutMs: v.bodyTimeoutMs }),
-    consulStatus: 408, consulText: 'request body timeout',
+    consulText: 'request body timeout',
   }),
   apiVersionInvalid: entry({ kind: 'invalidParameter', message: 'x-api-version must be a date written yyyyMMdd', details: () => rule('x-api-version', 'Format:must be yyyyMMdd') }),
   noEndpoint: entry<{ method: string; path: string }>({
-    kind: 'notFound', message: (v) => `no endpoint at ${v.method} ${v.path}`, details: (v) => ({ path: v.path }), consulStatus: 404,
+    kind: 'notFound', message: (v) => `no endpoint at ${v.method} ${v.path}`, details: (v) => ({ path: v.path }),
     consulText: (v) => (v.path.startsWith('/v1/')
       ? 'Invalid URL path: not a recognized HTTP API endpoint\n'
       : "Invalid URL path: if attempting to use the HTTP API, ensure the path starts with '/v1/'\n"),
@@ -170,15 +164,15 @@ export const errorCatalogue = {
   }),
   mediaTypeUnsupported: entry<{ contentType: string }>({
     kind: 'unsupportedMediaType', message: (v) => `unsupported media type ${JSON.stringify(v.contentType)}: this endpoint takes application/json;charset=utf-8`,
-    details: (v) => ({ 'Content-Type': [`MediaType:${v.contentType}`], accepted: ['application/json;charset=utf-8'] }), consulStatus: 415, consulText: 'Unsupported Media Type',
+    details: (v) => ({ 'Content-Type': [`MediaType:${v.contentType}`], accepted: ['application/json;charset=utf-8'] }), consulText: 'Unsupported Media Type',
   }),
   bodyNotJson: entry<{ why: string }>({
     kind: 'illegalJson', message: (v) => `request body is not valid JSON: ${v.why}`, details: (v) => rule('body', `JSON:${v.why}`),
-    consulStatus: 400, consulText: (v) => `Request decode failed: ${v.why}`,
+    consulText: (v) => `Request decode failed: ${v.why}`,
   }),
   bodyNotObject: entry<{ got: string }>({
     kind: 'illegalJson', message: 'request body must be a JSON object', details: () => rule('body', 'Type:must be a JSON object'),
-    consulStatus: 400, consulText: (v) => `Request decode failed: json: cannot unmarshal ${v.got} into Go value of type structs.Session`,
+    consulText: (v) => `Request decode failed: json: cannot unmarshal ${v.got} into Go value of type structs.Session`,
   }),
   /** Rules broken by fields of a body, gathered (FieldErrors); Consul's text and status are those of the first that has one. */
   fieldsInvalid: entry<{ fields: FieldDetails; consul?: { status: number; text: string } }>({
@@ -192,22 +186,21 @@ export const errorCatalogue = {
 
   // ------------------------------------------------------------ query parameters
   indexInvalid: entry({
-    kind: 'invalidParameter', message: 'invalid index: must be an unsigned integer', details: () => rule('index', 'Format:must be an unsigned integer'),
-    consulStatus: 400, consulText: 'Invalid index',
+    kind: 'invalidParameter', message: 'invalid index: must be an unsigned integer', details: () => rule('index', 'Format:must be an unsigned integer'), consulText: 'Invalid index',
   }),
   waitInvalid: entry<DurationRule>({
-    kind: 'invalidParameter', message: (v) => `invalid wait: ${v.rule}`, details: (v) => rule('wait', `Format:${v.rule}`), consulStatus: 400, consulText: 'Invalid wait time',
+    kind: 'invalidParameter', message: (v) => `invalid wait: ${v.rule}`, details: (v) => rule('wait', `Format:${v.rule}`), consulText: 'Invalid wait time',
   }),
   maxStaleInvalid: entry<DurationRule & { value: string }>({
     kind: 'invalidParameter', message: (v) => `invalid max_stale: ${v.rule}`, details: (v) => rule('max_stale', `Format:${v.rule}`),
-    consulStatus: 400, consulText: (v) => `Invalid max_stale value ${JSON.stringify(v.value)}`,
+    consulText: (v) => `Invalid max_stale value ${JSON.stringify(v.value)}`,
   }),
   staleWithConsistent: entry({
     kind: 'invalidParameter', message: 'cannot specify ?stale with ?consistent, conflicting semantics', details: () => rule('consistent', 'Conflict:cannot be combined with stale'),
-    consulStatus: 400, consulText: 'Cannot specify ?stale with ?consistent, conflicting semantics.',
+    consulText: 'Cannot specify ?stale with ?consistent, conflicting semantics.',
   }),
   noPathToDatacenter: entry<{ dc: string }>({
-    kind: 'remoteUnavailable', message: (v) => `no path to datacenter "${v.dc}"`, details: (v) => ({ dc: v.dc }), consulStatus: 500, consulText: 'No path to datacenter',
+    kind: 'remoteUnavailable', message: (v) => `no path to datacenter "${v.dc}"`, details: (v) => ({ dc: v.dc }), consulText: 'No path to datacenter',
   }),
   filterInvalid: entry<{ why: string; position?: unknown; expected?: unknown }>({
     kind: 'invalidParameter', message: (v) => v.why, consulStatus: 500, consulText: (v) => v.why,
@@ -218,15 +211,15 @@ export const errorCatalogue = {
   }),
   passingInvalid: entry<{ value: string }>({
     kind: 'invalidParameter', message: (v) => `invalid value for ?passing: ${JSON.stringify(v.value)}`, details: () => rule('passing', 'Format:must be true or false'),
-    consulStatus: 400, consulText: 'Invalid value for ?passing',
+    consulText: 'Invalid value for ?passing',
   }),
   segmentWithWan: entry({
     kind: 'invalidParameter', message: 'cannot provide a segment with wan=true', details: () => rule('segment', 'Conflict:not with wan'),
-    consulStatus: 400, consulText: 'Cannot provide a segment with wan=true',
+    consulText: 'Cannot provide a segment with wan=true',
   }),
   metricsFormatInvalid: entry<{ format: string }>({
     kind: 'invalidParameter', message: (v) => `format must be prometheus or json, not ${JSON.stringify(v.format.slice(0, 64))}`,
-    details: () => rule('format', 'Enum:must be prometheus or json'), consulStatus: 400, consulText: 'Invalid format: must be prometheus or json',
+    details: () => rule('format', 'Enum:must be prometheus or json'), consulText: 'Invalid format: must be prometheus or json',
   }),
 
   // ------------------------------------------------------------ KV
@@ -243,11 +236,10 @@ export const errorCatalogue = {
   kvFlagsConflict: entry<{ given: string[]; exclusive: string[]; query: string }>({
     kind: 'invalidParameter', message: (v) => `conflicting flags: ${v.given.join(' and ')} cannot be combined`,
     details: (v) => Object.fromEntries(v.given.map((n) => [n, [`Conflict:only one of ${v.exclusive.join(', ')} may be given`]])),
-    consulStatus: 400, consulText: (v) => `Conflicting flags: ${v.query}\n`,
+    consulText: (v) => `Conflicting flags: ${v.query}\n`,
   }),
   kvSessionInvalid: entry<{ session: string | undefined }>({
-    kind: 'objectNotFound', message: (v) => `invalid session "${v.session}"`, details: (v) => ({ session: v.session }),
-    consulStatus: 500, consulText: (v) => `invalid session "${v.session}"`,
+    kind: 'objectNotFound', message: (v) => `invalid session "${v.session}"`, details: (v) => ({ session: v.session }), consulText: (v) => `invalid session "${v.session}"`,
   }),
   casMismatch: entry<Reason>({ kind: 'conflict', message: 'did not apply: the check-and-set index did not match', details: (v) => ({ reason: v.reason }) }),
   lockNotAcquired: entry<Reason>({ kind: 'conflict', message: 'did not acquire lock', details: (v) => ({ reason: v.reason }) }),
@@ -258,15 +250,15 @@ export const errorCatalogue = {
   sessionIdMissing: missingInPath('session', 'Missing session', 'session id', 'a session id is required'),
   sessionMissing: missingInPath('session', 'Missing session'),
   sessionNotFound: entry<{ id: string }>({
-    kind: 'notFound', message: (v) => `session "${v.id}" not found`, details: (v) => ({ session: v.id }), consulStatus: 404, consulText: (v) => `Session id '${v.id}' not found`,
+    kind: 'notFound', message: (v) => `session "${v.id}" not found`, details: (v) => ({ session: v.id }), consulText: (v) => `Session id '${v.id}' not found`,
   }),
   sessionNodeUnknown: entry<{ node: string | undefined }>({
     kind: 'objectNotFound', message: (v) => `node "${v.node}" is not registered`, details: (v) => rule('Node', `Exists:node "${v.node}" is not registered`),
-    consulStatus: 500, consulText: 'Missing node registration',
+    consulText: 'Missing node registration',
   }),
   sessionCheckUnknown: entry<{ check: string | undefined }>({
     kind: 'objectNotFound', message: (v) => `check '${v.check}' is not registered on the session's node`, details: (v) => rule('checks', `Exists:check '${v.check}' is not registered`),
-    consulStatus: 500, consulText: (v) => `Missing check '${v.check}' registration`,
+    consulText: (v) => `Missing check '${v.check}' registration`,
   }),
   sessionCheckCritical: entry<{ check: string | undefined }>({
     kind: 'invalidParameter', message: (v) => `check '${v.check}' is in critical state`, details: (v) => rule('checks', `State:check '${v.check}' is in critical state`),
@@ -282,15 +274,15 @@ export const errorCatalogue = {
   checkStateMissing: missingInPath('state', 'Missing check state'),
   checkNotFound: entry<{ id: string }>({
     kind: 'notFound', message: (v) => `unknown check ID "${v.id}"`, details: (v) => ({ checkId: v.id }),
-    consulStatus: 404, consulText: (v) => `Unknown check ID "${v.id}". Ensure that the check ID is passed, not the check name.`,
+    consulText: (v) => `Unknown check ID "${v.id}". Ensure that the check ID is passed, not the check name.`,
   }),
   serviceNotFound: entry<{ id: string }>({
     kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }),
-    consulStatus: 404, consulText: (v) => `Unknown service ID "${v.id}". Ensure that the service ID is passed, not the service name.`,
+    consulText: (v) => `Unknown service ID "${v.id}". Ensure that the service ID is passed, not the service name.`,
   }),
   /** A check registered for a service that does not exist. */
   checkServiceNotFound: entry<{ id: string }>({
-    kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulStatus: 404, consulText: (v) => `ServiceID "${v.id}" does not exist`,
+    kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulText: (v) => `ServiceID "${v.id}" does not exist`,
   }),
   registrationFailed: entry<Reason>({ kind: 'unknown', message: (v) => `registration failed: ${v.reason}` }),
   checkNotTtl: entry<{ checkId: string; type: string }>({
@@ -299,18 +291,16 @@ export const errorCatalogue = {
   }),
   checkStatusInvalid: entry<{ status: unknown }>({
     kind: 'invalidParameter', message: (v) => `invalid check status: ${JSON.stringify(v.status ?? '')}`, details: () => rule('Status', 'Enum:must be passing, warning or critical'),
-    consulStatus: 400, consulText: (v) => `Invalid check status: '${typeof v.status === 'string' ? v.status : ''}'`,
+    consulText: (v) => `Invalid check status: '${typeof v.status === 'string' ? v.status : ''}'`,
   }),
   checkOutputNotString: entry({
     kind: 'invalidParameter', message: 'Output must be a string', details: () => rule('Output', 'Type:must be a string'),
-    consulStatus: 400, consulText: 'Request decode failed: json: cannot unmarshal into Go struct field Output of type string',
+    consulText: 'Request decode failed: json: cannot unmarshal into Go struct field Output of type string',
   }),
   checkStateUnknown: entry<{ state: string }>({
     kind: 'invalidParameter', message: (v) => `unknown check state "${v.state}"`, details: () => rule('state', 'Enum:must be any, passing, warning, critical or fail'),
   }),
-  deregisterNodeMissing: entry({
-    kind: 'missingParameter', message: 'Node is required', details: () => rule('Node', 'Required:must not be empty'), consulStatus: 400, consulText: 'Missing node name',
-  }),
+  deregisterNodeMissing: entry({ kind: 'missingParameter', message: 'Node is required', details: () => rule('Node', 'Required:must not be empty'), consulText: 'Missing node name' }),
   deregisterCheckIdNotString: entry({ kind: 'invalidParameter', message: 'CheckID must be a string', details: () => rule('CheckID', 'Type:must be a string') }),
   deregisterServiceUnsupported: entry({
     kind: 'invalidParameter', message: 'ServiceID: services are deregistered through /v1/agent/service/deregister',
@@ -318,11 +308,11 @@ export const errorCatalogue = {
   }),
   definitionFieldUnknown: entry<{ field: string; what: string }>({
     kind: 'invalidParameter', message: (v) => `unknown field "${v.field}" in the ${v.what}`, details: (v) => rule(v.field, 'Unknown:this field is not part of the definition'),
-    consulStatus: 400, consulText: (v) => `Request decode failed: json: unknown field "${v.field}"`,
+    consulText: (v) => `Request decode failed: json: unknown field "${v.field}"`,
   }),
   definitionNotObject: entry<{ what: string }>({
     kind: 'illegalJson', message: (v) => `the ${v.what} must be a JSON object`, details: () => rule('body', 'Type:must be a JSON object'),
-    consulStatus: 400, consulText: (v) => `Request decode failed: json: cannot unmarshal into Go value of type ${v.what}`,
+    consulText: (v) => `Request decode failed: json: cannot unmarshal into Go value of type ${v.what}`,
   }),
   checksNotArray: entry({ kind: 'invalidParameter', message: 'Checks must be an array', details: () => rule('Checks', 'Type:must be an array of checks') }),
   scriptChecksDisabled: entry<{ remote: boolean }>({
@@ -335,14 +325,14 @@ export const errorCatalogue = {
   // ------------------------------------------------------------ the dashboard
   uiNotBuilt: entry<{ dir: string }>({
     kind: 'notFound', message: (v) => `the dashboard is not built: run \`npm run build:ui\` (it builds ui/ into ${v.dir})`, details: (v) => ({ dir: v.dir }),
-    consulStatus: 404, consulText: 'dashboard not built: run `npm run build:ui`\n',
+    consulText: 'dashboard not built: run `npm run build:ui`\n',
   }),
   uiNoFile: entry<{ path: string }>({
-    kind: 'notFound', message: (v) => `no dashboard file at ${v.path}`, details: (v) => ({ path: v.path }), consulStatus: 404, consulText: (v) => `no dashboard file at ${v.path}\n`,
+    kind: 'notFound', message: (v) => `no dashboard file at ${v.path}`, details: (v) => ({ path: v.path }), consulText: (v) => `no dashboard file at ${v.path}\n`,
   }),
   uiPathEscapes: entry({
     kind: 'illegalRequest', message: 'the path leaves the dashboard directory', details: () => rule('path', 'Path:no ".." segments, backslashes or NUL'),
-    consulStatus: 400, consulText: 'invalid dashboard path\n',
+    consulText: 'invalid dashboard path\n',
   }),
 
   // ------------------------------------------------------------ the stream's upgrade
@@ -351,7 +341,7 @@ export const errorCatalogue = {
   }),
   streamForbidden: entry<{ resources: readonly string[] }>({
     kind: 'insufficientPermission', message: 'permission denied: the stream needs read on a service, node, session or key prefix',
-    details: (v) => ({ resource: v.resources.join('|'), access: 'read' }), consulStatus: 403, consulText: 'Permission denied',
+    details: (v) => ({ resource: v.resources.join('|'), access: 'read' }), consulText: 'Permission denied',
   }),
   streamConnectionsFull: entry<{ max: number }>({
     kind: 'remoteUnavailable', message: (v) => `too many stream connections: at most ${v.max} on this agent`, details: (v) => ({ connectionsMax: v.max, retryAfterSeconds: 1 }),
@@ -364,14 +354,8 @@ export const errorCatalogue = {
   authenticationFailed: entry({ kind: 'unknown', message: 'authentication failed' }),
 
   // ------------------------------------------------------------ the log
-  logOverloaded: entry({
-    kind: 'remoteUnavailable', message: 'the log is overloaded; retry shortly', details: () => ({ retryAfterSeconds: 1 }),
-    consulStatus: 503, consulText: 'log overloaded', headers: () => retryAfter(1),
-  }),
-  diskFull: entry({
-    kind: 'remoteUnavailable', message: 'the agent cannot store writes now: no space left on its disk; retry later', details: () => ({ retryAfterSeconds: 1 }),
-    consulStatus: 503, consulText: 'cannot store writes now: no space left on disk', headers: () => retryAfter(1),
-  }),
+  logOverloaded: busy('the log is overloaded; retry shortly', 'log overloaded'),
+  diskFull: busy('the agent cannot store writes now: no space left on its disk; retry later', 'cannot store writes now: no space left on disk'),
   logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
   internal: entry<{ why: string }>({ kind: 'unknown', message: (v) => `internal error: ${v.why}` }),
 };
@@ -384,6 +368,8 @@ type VarsArgs<N extends ErrorName> = undefined extends ErrorVars<N> ? [vars?: Er
 /** A named error of the catalogue with both dialects' renderings made from its variables. */
 export class RegistryError<N extends ErrorName = ErrorName> extends Error {
   readonly kind: ErrorKind;
+  /** The class's public code. */
+  readonly code: number;
   /** The seed body's `details` (absent: none). */
   readonly details: Record<string, unknown> | undefined;
   /** The seed status. */
@@ -400,15 +386,11 @@ export class RegistryError<N extends ErrorName = ErrorName> extends Error {
     super(message);
     this.name = 'RegistryError';
     this.kind = e.kind;
+    this.code = errorKinds[e.kind].code;
     this.details = e.details?.(v);
     this.status = e.status ?? errorKinds[e.kind].status;
     this.consulStatus = (typeof e.consulStatus === 'function' ? e.consulStatus(v) : e.consulStatus) ?? errorKinds[e.kind].consulStatus;
     this.consulText = text(e.consulText, v) ?? message;
     this.headers = e.headers?.(v) ?? [];
-  }
-
-  /** The class's public code. */
-  get code(): number {
-    return errorKinds[this.kind].code;
   }
 }

@@ -31,6 +31,9 @@ const signatureErrors = {
   unsigned_parameter: 'signatureUnsignedParameter', bad_signature: 'signatureBad', stale: 'signatureStale', replayed: 'signatureReplayed',
 } as const satisfies Record<Exclude<SignatureError['kind'], 'busy'>, ErrorName>;
 
+/** The query parameters that carry credentials: a bearer token, or a signed request's. */
+export const credentialParameters = ['token', 'appKey', 'nonce', 'timestamp', 'signMethod', 'sign'] as const;
+
 /** A header or parameter that is absent, empty or blank is no credential at all. */
 function present(value: string | undefined | null): string | undefined {
   return value === undefined || value === null || value.trim() === '' ? undefined : value;

@@ -10,6 +10,9 @@ import { goDurationRule, parseGoDurationMs } from '../util/duration.ts';
 import type { ApiContext } from './api.ts';
 import { flag, param, type Request } from './request.ts';
 
+/** The query parameters of the query options (parseQueryOptions). */
+export const queryOptionParameters = ['index', 'wait', 'dc', 'stale', 'consistent', 'leader', 'max_stale'] as const;
+
 export interface QueryOptions {
   /** Wait for an index above this; 0 answers at once. */
   minIndex: number;

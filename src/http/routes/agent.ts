@@ -196,9 +196,9 @@ export const agentRoutes: Route<ApiContext>[] = [
   { path: '/v1/status/leader', prefix: false, methods: { GET: leader } },
   { path: '/v1/status/peers', prefix: false, methods: { GET: peers } },
   { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
-  { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics } },
-  { path: '/v1/agent/members', prefix: false, methods: { GET: members } },
+  { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics }, query: ['format'] },
+  { path: '/v1/agent/members', prefix: false, methods: { GET: members }, query: ['dc', 'filter', 'wan', 'segment'] },
   { path: '/v1/catalog/datacenters', prefix: false, methods: { GET: datacenters } },
-  { path: '/v1/catalog/register', prefix: false, methods: { PUT: register } },
-  { path: '/v1/catalog/deregister', prefix: false, methods: { PUT: deregister } },
+  { path: '/v1/catalog/register', prefix: false, methods: { PUT: register }, query: ['dc'] },
+  { path: '/v1/catalog/deregister', prefix: false, methods: { PUT: deregister }, query: ['dc'] },
 ];

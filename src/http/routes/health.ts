@@ -12,7 +12,7 @@ import type { RegistryState, Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { jsonBody, jsonObject, field } from '../body.ts';
 import { checkOutputBytesMax, parseCheck, parseService } from '../definitions.ts';
-import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions, queryOptionParameters } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import { param, type Request } from "../request.ts";
 import type { Route } from '../router.ts';
@@ -307,25 +307,30 @@ const healthState = catalogRead(checkSchema, (req, api, keep) => {
   return api.runtime.state.allChecks().filter((c) => wanted === 'any' || c.status === wanted).map((c) => renderCheck(c)).filter(keep);
 });
 
+/** A catalog read's parameters: the query options and `filter`. */
+const readParameters = [...queryOptionParameters, 'filter'];
+/** Also `near` and `node-meta`, which Consul takes on these reads: accepted, not applied (one datacenter, no coordinates). */
+const nodeReadParameters = [...readParameters, 'near', 'node-meta'];
+
 export const healthRoutes: Route<ApiContext>[] = [
-  { path: '/v1/agent/checks', prefix: false, methods: { GET: agentChecks } },
-  { path: '/v1/agent/check/register', prefix: false, methods: { PUT: checkRegister } },
-  { path: '/v1/agent/check/deregister/', prefix: true, methods: { PUT: checkDeregister } },
-  { path: '/v1/agent/check/pass/', prefix: true, methods: { PUT: ttlSetter('passing') } },
-  { path: '/v1/agent/check/warn/', prefix: true, methods: { PUT: ttlSetter('warning') } },
-  { path: '/v1/agent/check/fail/', prefix: true, methods: { PUT: ttlSetter('critical') } },
-  { path: '/v1/agent/check/update/', prefix: true, methods: { PUT: checkUpdate } },
-  { path: '/v1/agent/services', prefix: false, methods: { GET: agentServices } },
-  { path: '/v1/agent/service/register', prefix: false, methods: { PUT: serviceRegister } },
-  { path: '/v1/agent/service/deregister/', prefix: true, methods: { PUT: serviceDeregister } },
-  { path: '/v1/catalog/services', prefix: false, methods: { GET: catalogServices } },
-  { path: '/v1/catalog/service/', prefix: true, methods: { GET: catalogService } },
-  { path: '/v1/catalog/nodes', prefix: false, methods: { GET: catalogNodes } },
-  { path: '/v1/catalog/node/', prefix: true, methods: { GET: catalogNode } },
-  { path: '/v1/health/node/', prefix: true, methods: { GET: healthNode } },
-  { path: '/v1/health/checks/', prefix: true, methods: { GET: healthChecks } },
-  { path: '/v1/health/service/', prefix: true, methods: { GET: healthService } },
-  { path: '/v1/health/state/', prefix: true, methods: { GET: healthState } },
+  { path: '/v1/agent/checks', prefix: false, methods: { GET: agentChecks }, query: ['dc', 'filter'] },
+  { path: '/v1/agent/check/register', prefix: false, methods: { PUT: checkRegister }, query: ['dc'] },
+  { path: '/v1/agent/check/deregister/', prefix: true, methods: { PUT: checkDeregister }, query: ['dc'] },
+  { path: '/v1/agent/check/pass/', prefix: true, methods: { PUT: ttlSetter('passing') }, query: ['dc', 'note'] },
+  { path: '/v1/agent/check/warn/', prefix: true, methods: { PUT: ttlSetter('warning') }, query: ['dc', 'note'] },
+  { path: '/v1/agent/check/fail/', prefix: true, methods: { PUT: ttlSetter('critical') }, query: ['dc', 'note'] },
+  { path: '/v1/agent/check/update/', prefix: true, methods: { PUT: checkUpdate }, query: ['dc'] },
+  { path: '/v1/agent/services', prefix: false, methods: { GET: agentServices }, query: ['dc', 'filter'] },
+  { path: '/v1/agent/service/register', prefix: false, methods: { PUT: serviceRegister }, query: ['dc', 'replace-existing-checks'] },
+  { path: '/v1/agent/service/deregister/', prefix: true, methods: { PUT: serviceDeregister }, query: ['dc'] },
+  { path: '/v1/catalog/services', prefix: false, methods: { GET: catalogServices }, query: readParameters },
+  { path: '/v1/catalog/service/', prefix: true, methods: { GET: catalogService }, query: [...nodeReadParameters, 'tag'] },
+  { path: '/v1/catalog/nodes', prefix: false, methods: { GET: catalogNodes }, query: nodeReadParameters },
+  { path: '/v1/catalog/node/', prefix: true, methods: { GET: catalogNode }, query: readParameters },
+  { path: '/v1/health/node/', prefix: true, methods: { GET: healthNode }, query: readParameters },
+  { path: '/v1/health/checks/', prefix: true, methods: { GET: healthChecks }, query: nodeReadParameters },
+  { path: '/v1/health/service/', prefix: true, methods: { GET: healthService }, query: [...nodeReadParameters, 'tag', 'passing'] },
+  { path: '/v1/health/state/', prefix: true, methods: { GET: healthState }, query: nodeReadParameters },
 ];
 
 

@@ -8,7 +8,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import type { KvEntry } from '../../domain/types.ts';
 import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
-import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64 } from '../query.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64, queryOptionParameters } from '../query.ts';
 import { jsonText, type Reply } from '../reply.ts';
 import { flag, param, readableUnder, type Request } from '../request.ts';
 import { requireSessionUse } from '../session-access.ts';
@@ -186,5 +186,8 @@ async function del(req: Request, api: ApiContext): Promise<Reply> {
 }
 
 export const kvRoutes: Route<ApiContext>[] = [
-  { path: '/v1/kv/', prefix: true, methods: { GET: get, PUT: put, DELETE: del } },
+  {
+    path: '/v1/kv/', prefix: true, methods: { GET: get, PUT: put, DELETE: del },
+    query: [...queryOptionParameters, 'recurse', 'keys', 'separator', 'seperator', 'raw', 'flags', 'cas', 'acquire', 'release'],
+  },
 ];

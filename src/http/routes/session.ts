@@ -12,7 +12,7 @@ import type { Result } from '../../state/index.ts';
 import { nsInRange, parseGoDurationNs, readGoDuration } from '../../util/duration.ts';
 import type { ApiContext } from '../api.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
-import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions, queryOptionParameters } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import type { Request } from '../request.ts';
 import type { Route } from '../router.ts';
@@ -238,10 +238,10 @@ const byNode = sessionRead((req, api) => api.runtime.state.sessionsOfNode(req.re
 const list = sessionRead((_req, api) => api.runtime.state.sessionList());
 
 export const sessionRoutes: Route<ApiContext>[] = [
-  { path: '/v1/session/create', prefix: false, methods: { PUT: create } },
-  { path: '/v1/session/destroy/', prefix: true, methods: { PUT: destroy } },
-  { path: '/v1/session/renew/', prefix: true, methods: { PUT: renew } },
-  { path: '/v1/session/info/', prefix: true, methods: { GET: info } },
-  { path: '/v1/session/node/', prefix: true, methods: { GET: byNode } },
-  { path: '/v1/session/list', prefix: false, methods: { GET: list } },
+  { path: '/v1/session/create', prefix: false, methods: { PUT: create }, query: ['dc'] },
+  { path: '/v1/session/destroy/', prefix: true, methods: { PUT: destroy }, query: ['dc'] },
+  { path: '/v1/session/renew/', prefix: true, methods: { PUT: renew }, query: ['dc'] },
+  { path: '/v1/session/info/', prefix: true, methods: { GET: info }, query: queryOptionParameters },
+  { path: '/v1/session/node/', prefix: true, methods: { GET: byNode }, query: queryOptionParameters },
+  { path: '/v1/session/list', prefix: false, methods: { GET: list }, query: queryOptionParameters },
 ];
