@@ -4,7 +4,8 @@
  * `errorCatalogue` names every error the agent answers with: its class, and both dialects' texts (the
  * seed message with its `details`, and Consul's plain-text body and status where they differ from the
  * class's), each a function of the error's own variables. A throw site names the error and passes its
- * variables only: `throw new RegistryError('kvKeyNotFound', { key })`.
+ * variables only: `throw new RegistryError('kvKeyNotFound', { key })`. The field rules a 1009 answer
+ * gathers, with Consul's text for each, are the catalogue's other table (field-rules.ts).
  * Expected failures ("did not acquire lock") are values of this type; broken invariants are assertions.
  */
 export const errorKinds = {

@@ -1,5 +1,6 @@
 /** JSON request bodies: parse errors are 1024, field lookup is case-insensitive like Go's encoding/json. */
 import { RegistryError, type FieldDetails } from '../domain/errors.ts';
+import { brokenRule, type FieldRuleArgs, type FieldRuleName } from '../domain/field-rules.ts';
 import type { Request } from './request.ts';
 
 /** Parses the body as JSON; undefined when the body is empty (Consul processes bodies only when present). */
@@ -52,9 +53,16 @@ export class FieldErrors {
   private readonly fields: FieldDetails = {};
   private consul: { status: number; text: string } | undefined;
 
-  add(fieldName: string, rule: string, text: string, consul?: { status: number; text: string }): void {
+  /** A rule broken on `fieldName` that Consul has no text of its own for. */
+  add(fieldName: string, rule: string, text: string): void {
     (this.fields[fieldName] ??= []).push(`${rule}:${text}`);
-    this.consul ??= consul;
+  }
+
+  /** A rule of the catalogue (src/domain/field-rules.ts) broken on `fieldName`. */
+  broke<N extends FieldRuleName>(fieldName: string, name: N, ...args: FieldRuleArgs<N>): void {
+    const r = brokenRule(name, ...args);
+    this.add(fieldName, r.rule, r.text);
+    this.consul ??= r.consul;
   }
 
   throwIfAny(): void {

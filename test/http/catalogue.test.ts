@@ -3,6 +3,8 @@
 // both dialects as the texts written out here, checked on the pure modules with no server.
 import { describe, expect, test } from 'vitest';
 import { errorCatalogue, errorKinds, RegistryError, type ErrorName, type ErrorVars } from '../../src/domain/errors.ts';
+import { brokenRule, fieldRules, type FieldRuleName, type FieldRuleVars } from '../../src/domain/field-rules.ts';
+import { FieldErrors } from '../../src/http/body.ts';
 import { renderError } from '../../src/http/render.ts';
 
 const reason = { reason: 'r' };
@@ -117,5 +119,49 @@ describe('throw sites render the same bytes as before the catalogue', () => {
       body: '{"code":1005,"message":"old","details":{"credentials":"expired"}}',
     });
     expect(renderError(challenged, 'consul')).toMatchObject({ status: 403, body: 'ACL not found' });
+  });
+});
+
+const goField = { goField: 'Interval' };
+/** Variables for every field rule: a new rule without a sample here does not compile. */
+const ruleSamples: { [N in FieldRuleName]: FieldRuleVars<N> } = {
+  notString: goField, notBool: goField, notInteger: goField, notStrings: goField, notStringMap: goField, notHeaderMap: goField,
+  durationInvalid: { rule: 'Format', text: 'must be a duration', value: 'x' }, checkInvalid: { text: 't' }, checkNameMissing: undefined,
+  checkStatusBad: { inService: true }, checkHttpInvalid: { why: 'w' }, checkTcpInvalid: { why: 'w' }, checkGrpcInvalid: { why: 'w' },
+  serviceNameMissing: undefined, serviceAddressUnspecified: undefined, weightsInvalid: undefined, nodeNameMissing: undefined,
+  nodeAddressMissing: undefined, sessionTtlNotString: undefined, sessionTtlInvalid: { tooLong: false, ttlMsMin: 10_000, value: 'x' },
+  lockDelayInvalid: { value: 'x' }, sessionTtlOutOfRange: { ttlMsMin: 10_000, ns: 5, minText: '10s' },
+  sessionBehaviorInvalid: { value: 'keep' }, sessionStringsInvalid: { name: 'NodeChecks' }, sessionServiceChecksInvalid: undefined,
+  sessionFieldNotString: { name: 'Node', got: 'number' },
+};
+
+describe('field rules', () => {
+  test.each(Object.keys(fieldRules) as FieldRuleName[])('%s has a rule, a text and Consul\'s answer', (name) => {
+    const broken = (brokenRule as (n: FieldRuleName, v: unknown) => ReturnType<typeof brokenRule>)(name, ruleSamples[name]);
+    expect(broken.rule).toMatch(/^[A-Z][a-z]+$/);
+    expect(broken.text.length).toBeGreaterThan(0);
+    expect(broken.consul.text.length).toBeGreaterThan(0);
+    expect([400, 500]).toContain(broken.consul.status);
+  });
+
+  test('gathered rules answer with every detail (seed) and the first Consul text given (consul)', () => {
+    const errors = new FieldErrors();
+    errors.add('Port', 'Range', 'must be at most 65535');
+    errors.broke('TTL', 'sessionTtlInvalid', { tooLong: false, ttlMsMin: 10_000, value: 'soon' });
+    errors.broke('Name', 'serviceNameMissing');
+    let thrown: unknown;
+    try {
+      errors.throwIfAny();
+    } catch (err) {
+      thrown = err;
+    }
+    const err = thrown as RegistryError;
+    expect(renderError(err, 'seed')).toEqual({
+      status: 400, headers: [['Content-Type', 'application/json']],
+      body: '{"code":1009,"message":"invalid fields: Port, TTL, Name","details":{"Port":["Range:must be at most 65535"],"TTL":["Format:must be a duration such as 30s"],"Name":["Required:a service needs a name"]}}',
+    });
+    expect(renderError(err, 'consul')).toEqual({
+      status: 500, headers: [['Content-Type', 'text/plain; charset=utf-8']], body: 'Session TTL \'soon\' invalid: time: invalid duration "soon"',
+    });
   });
 });

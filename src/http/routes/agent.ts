@@ -123,8 +123,8 @@ function parseCheck(raw: unknown, where: string, errors: FieldErrors): CatalogCh
   const name = text('Name');
   const checkId = canonicalCheckId(text('CheckID') || name);
   const status = text('Status') || 'critical';
-  if (name === '') errors.add(`${where}.Name`, 'Required', 'a check needs a name', { status: 400, text: 'Missing check name' });
-  if (!checkStatuses.has(status)) errors.add(`${where}.Status`, 'Enum', 'must be passing, warning or critical', { status: 400, text: 'Bad check status' });
+  if (name === '') errors.broke(`${where}.Name`, 'checkNameMissing');
+  if (!checkStatuses.has(status)) errors.broke(`${where}.Status`, 'checkStatusBad', { inService: false });
   if (text('ServiceID') !== '') errors.add(`${where}.ServiceID`, 'Unsupported', 'service checks are registered through the agent service endpoints');
   return { checkId, name, status: status as CatalogCheck['status'], notes: text('Notes'), output: text('Output') };
 }
@@ -139,8 +139,8 @@ function parseRegister(body: Record<string, unknown> | undefined, api: ApiContex
   };
   const node = str('Node');
   const address = str('Address');
-  if (node === '') errors.add('Node', 'Required', 'must not be empty', { status: 400, text: 'Missing node name' });
-  if (address === '') errors.add('Address', 'Required', 'must not be empty', { status: 400, text: 'Missing node address' });
+  if (node === '') errors.broke('Node', 'nodeNameMissing');
+  if (address === '') errors.broke('Address', 'nodeAddressMissing');
   const metaRaw = field(body, 'NodeMeta').value;
   const meta: Record<string, string> = {};
   if (metaRaw !== undefined && metaRaw !== null) {

@@ -42,8 +42,7 @@ function parseLockDelay(value: unknown, errors: FieldErrors, dialect: ApiContext
   if (typeof value === 'number' && nsInRange(value)) ns = Math.trunc(value);
   else if (typeof value === 'string') ns = parseGoDurationNs(value);
   if (ns === undefined) {
-    errors.add('LockDelay', 'Format', 'must be a duration such as 15s, or a number of nanoseconds',
-      { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(value))}` });
+    errors.broke('LockDelay', 'lockDelayInvalid', { value: String(value) });
     return 0;
   }
   // Consul reads values below 1µs as seconds ("20" means 20s), a compatibility rule kept in both dialects.
@@ -57,22 +56,20 @@ function parseLockDelay(value: unknown, errors: FieldErrors, dialect: ApiContext
 function parseTtl(value: unknown, errors: FieldErrors, ttlMsMin: number): { ttl: string; ttlMs: number } {
   if (value === undefined || value === null || value === '') return { ttl: '', ttlMs: 0 };
   if (typeof value !== 'string') {
-    errors.add('TTL', 'Type', 'must be a duration string such as 30s', { status: 400, text: 'Request decode failed: json: cannot unmarshal number into Go struct field Session.TTL of type string' });
+    errors.broke('TTL', 'sessionTtlNotString');
     return { ttl: '', ttlMs: 0 };
   }
   const read = readGoDuration(value);
   const ns = 'ns' in read ? read.ns : undefined;
   if (ns === undefined) {
     const tooLong = 'problem' in read && read.problem === 'range';
-    errors.add('TTL', tooLong ? 'Range' : 'Format', tooLong ? `must be between ${ttlMsMin / 1000}s and 24h` : 'must be a duration such as 30s', { status: 500, text: `Session TTL '${value}' invalid: time: invalid duration ${JSON.stringify(value)}` });
+    errors.broke('TTL', 'sessionTtlInvalid', { tooLong, ttlMsMin, value });
     return { ttl: '', ttlMs: 0 };
   }
   if (ns === 0) return { ttl: '', ttlMs: 0 };
   const ms = ns / nsPerMs;
   if (ms < ttlMsMin || ms > sessionTtlMsMax) {
-    errors.add('TTL', 'Range', `must be between ${ttlMsMin / 1000}s and 24h`, {
-      status: 500, text: `Invalid Session TTL '${ns}', must be between [${goDurationText(ttlMsMin)}=24h0m0s]`,
-    });
+    errors.broke('TTL', 'sessionTtlOutOfRange', { ttlMsMin, ns, minText: goDurationText(ttlMsMin) });
   }
   return { ttl: value, ttlMs: ms };
 }
@@ -87,14 +84,14 @@ function goDurationText(ms: number): string {
 function parseBehavior(value: unknown, errors: FieldErrors): Behavior {
   if (value === undefined || value === null || value === '') return 'release';
   if (value === 'release' || value === 'delete') return value;
-  errors.add('Behavior', 'Enum', 'must be release or delete', { status: 500, text: `Invalid Behavior setting '${String(value)}'` });
+  errors.broke('Behavior', 'sessionBehaviorInvalid', { value });
   return 'release';
 }
 
 function parseStringList(name: string, value: unknown, errors: FieldErrors): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (!Array.isArray(value) || value.some((x) => typeof x !== 'string')) {
-    errors.add(name, 'Type', 'must be an array of strings', { status: 400, text: `Request decode failed: json: cannot unmarshal into Go struct field Session.${name} of type []string` });
+    errors.broke(name, 'sessionStringsInvalid', { name });
     return undefined;
   }
   return (value as string[]).map(canonicalCheckId);
@@ -104,7 +101,7 @@ function parseServiceChecks(value: unknown, errors: FieldErrors): { ID: string; 
   if (value === undefined || value === null) return null;
   const ok = Array.isArray(value) && value.every((x) => x !== null && typeof x === 'object' && typeof field(x as Record<string, unknown>, 'ID').value === 'string');
   if (!ok) {
-    errors.add('ServiceChecks', 'Type', 'must be an array of {ID, Namespace} objects', { status: 400, text: 'Request decode failed: json: cannot unmarshal into Go struct field Session.ServiceChecks' });
+    errors.broke('ServiceChecks', 'sessionServiceChecksInvalid');
     return null;
   }
   return (value as Record<string, unknown>[]).map((x) => {
@@ -143,7 +140,7 @@ function stringField(body: Record<string, unknown> | undefined, name: string, er
   const { value } = field(body, name);
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string') {
-    errors.add(name, 'Type', 'must be a string', { status: 400, text: `Request decode failed: json: cannot unmarshal ${typeof value} into Go struct field Session.${name} of type string` });
+    errors.broke(name, 'sessionFieldNotString', { name, got: typeof value });
     return undefined;
   }
   return value;
