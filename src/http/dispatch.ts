@@ -7,7 +7,7 @@ import { RegistryError } from '../domain/errors.ts';
 import type { Logger } from '../ports/index.ts';
 import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts';
 import { withListRules } from './list-rules.ts';
-import { renderError, renderReply, type Dialect, type LeaderView, type Wire } from './render.ts';
+import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
 import { unmatchedPattern, type Router } from './router.ts';
 
@@ -29,7 +29,7 @@ export interface Dispatcher<Ctx> {
 export async function handle<Ctx>(d: Dispatcher<Ctx>, req: Request, admit: Admit): Promise<Wire> {
   const versionHeaders = apiVersion(req, d.dialect);
   const w = await route(d, req, admit);
-  return versionHeaders.length === 0 ? w : { ...w, headers: [...w.headers, ...versionHeaders] };
+  return versionHeaders.length === 0 ? w : withHeaders(w, versionHeaders);
 }
 
 /** `x-api-version` (a minor version, yyyyMMdd) is accepted and echoed; a malformed one is refused (seed). */
@@ -60,7 +60,7 @@ async function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admit: Admit): Promi
   if (limited !== undefined) return limited;
   const listed = withListRules(req, await match.handler(req, d.ctx), d.reserved);
   const w = renderReply(listed.reply, d.dialect, d.leader?.());
-  return listed.headers.length === 0 ? w : { ...w, headers: [...w.headers, ...listed.headers] };
+  return listed.headers.length === 0 ? w : withHeaders(w, listed.headers);
 }
 
 /** A failure as the dialect's error: the registry's own, the log's refusals, or an internal error (logged). */

@@ -11,7 +11,7 @@ import { conditional } from './conditional.ts';
 import { errorWire, handle, type Dispatcher } from './dispatch.ts';
 import type { HttpObserver } from '../ports/observer.ts';
 import { addressCaller, addressKey, Admission, type RateLimiter } from './rate-limit.ts';
-import { renderError, type Wire } from './render.ts';
+import { renderError, withHeaders, type Wire } from './render.ts';
 import { logRequest, requestIdOf } from './request-log.ts';
 import type { Request } from './request.ts';
 import { copyHead, readBody, writeAnswer, type Head } from './uws.ts';
@@ -143,7 +143,7 @@ export class Exchange<Ctx> {
     this.done = true;
     this.s.inFlight.leave(this.remote);
     this.admit(undefined);
-    if (this.s.rateLimit !== undefined) w = { ...w, headers: [...w.headers, ...this.admission.headers] };
+    if (this.s.rateLimit !== undefined) w = withHeaders(w, this.admission.headers);
     const ms = performance.now() - this.startedMs;
     writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection });
     // Answers refused before routing (429, 413, 503...) still count against the route they asked for.

@@ -95,7 +95,8 @@ export function renderError(err: RegistryError, dialect: Dialect, more: [string,
   return { status: err.status, headers: [jsonType, ...extra], body: JSON.stringify(body) };
 }
 
-function withHeaders(w: Wire, more: [string, string][]): Wire {
+/** The answer with `more` headers after its own. */
+export function withHeaders(w: Wire, more: [string, string][]): Wire {
   return { ...w, headers: [...w.headers, ...more] };
 }
 

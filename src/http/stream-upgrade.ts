@@ -11,7 +11,7 @@ import type * as Uws from 'uWebSockets.js';
 import { allowed, type Identity } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 import { addressCaller, addressKey, Admission, tokenCaller } from './rate-limit.ts';
-import { renderError, statusLine, type Dialect, type Wire } from './render.ts';
+import { renderError, statusLine, withHeaders, type Dialect, type Wire } from './render.ts';
 import { bearerSubprotocol, streamSubprotocol, type ConnData, type StreamSettings } from './stream-conn.ts';
 
 /** What an upgrade asks of the stream server. */
@@ -35,10 +35,6 @@ const streamResources = ['service', 'node', 'session', 'key'] as const;
 function mayOpen(identity: Identity): boolean {
   return identity.rules.some((r) => r.access !== 'deny' && (streamResources as readonly string[]).includes(r.resource)
     && allowed(identity, { resource: r.resource, name: r.prefix, access: 'read' }));
-}
-
-function withHeaders(w: Wire, headers: [string, string][]): Wire {
-  return { ...w, headers: [...w.headers, ...headers] };
 }
 
 /** One upgrade attempt: what it needs is copied from the uWS request at once (uWS reuses it). */
