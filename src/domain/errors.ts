@@ -1,10 +1,14 @@
 /**
- * One error catalogue. Each kind has its public code and HTTP status from http-conventions.md (the
- * seed dialect), the status Consul uses for it (the consul dialect; a RegistryError may override it
- * where Consul answers differently for one case), and a gRPC status code for the gRPC front end.
+ * One error catalogue. `errorKinds` are the classes of http-conventions.md: public code and HTTP status
+ * (the seed dialect), the status Consul uses for the class (the consul dialect) and a gRPC status code.
+ * `errorCatalogue` names every error the agent answers with: its class, and both dialects' texts (the
+ * seed message with its `details`, and Consul's plain-text body and status where they differ from the
+ * class's), each a function of the error's own variables. A throw site names the error and passes its
+ * variables only: `throw new RegistryError('kvKeyNotFound', { key })`. The field rules a 1009 answer
+ * gathers, with Consul's text for each, are the catalogue's other table (field-rules.ts).
  * Expected failures ("did not acquire lock") are values of this type; broken invariants are assertions.
  */
-export const errorCatalogue = {
+export const errorKinds = {
   unknown: { code: 999, status: 500, consulStatus: 500, grpc: 13, message: 'unknown error' },
   unknownUser: { code: 1001, status: 401, consulStatus: 403, grpc: 16, message: 'unknown user' },
   notLoggedIn: { code: 1002, status: 401, consulStatus: 403, grpc: 16, message: 'user not logged in' },
@@ -27,32 +31,367 @@ export const errorCatalogue = {
   conflict: { code: 1025, status: 409, consulStatus: 200, grpc: 10, message: 'concurrency conflict' },
 } as const;
 
-export type ErrorKind = keyof typeof errorCatalogue;
+export type ErrorKind = keyof typeof errorKinds;
 
 /** Per-field validation details for code 1009: field name → ["<Rule>:<text>", ...]. */
 export type FieldDetails = Record<string, string[]>;
 
-/** What the consul dialect sends instead (status and plain-text body), where it differs from the catalogue. */
-export interface ConsulRendering {
+/** A text of an error: fixed, or made from the error's variables. */
+export type ErrorText<V> = string | ((v: V) => string);
+
+export interface ErrorEntry<V> {
+  /** The class: public code, seed status, Consul's status unless `consulStatus` says otherwise. */
+  kind: ErrorKind;
+  /** The seed dialect's `message`. */
+  message: ErrorText<V>;
+  /** The seed dialect's `details` (absent: the body has none). */
+  details?: (v: V) => Record<string, unknown>;
+  /** Consul's plain-text body. @default the seed message */
+  consulText?: ErrorText<V>;
+  /** The seed status where one class serves several (429, 503). @default the class's status */
   status?: number;
-  text?: string;
+  /** Consul's status. @default the class's consulStatus */
+  consulStatus?: number | ((v: V) => number);
+  /** Response headers the error needs in both dialects (WWW-Authenticate, Retry-After, Allow). */
+  headers?: (v: V) => [string, string][];
 }
 
-export class RegistryError extends Error {
-  constructor(
-    readonly kind: ErrorKind,
-    message: string,
-    readonly details?: Record<string, unknown>,
-    readonly consul?: ConsulRendering,
-    /** Extra response headers the error needs (WWW-Authenticate on a 401, Retry-After on a 503). */
-    readonly headers: [string, string][] = [],
-  ) {
+/** An entry whose texts are made of variables `V` (none by default); `vars` only carries the type. */
+function entry<V = undefined>(e: ErrorEntry<V>): ErrorEntry<V> & { readonly vars?: [V] } {
+  return e;
+}
+
+const text = <V>(t: ErrorText<V> | undefined, v: V): string | undefined => (typeof t === 'function' ? t(v) : t);
+const retryAfter = (seconds: number): [string, string][] => [['Retry-After', String(seconds)]];
+/** `{ field: ["Rule:text"] }`, the 1009 details of one broken rule. */
+const rule = (field: string, r: string): Record<string, unknown> => ({ [field]: [r] });
+const invalid = (field: string, ruleText: string) => `invalid ${field}: ${ruleText.slice(ruleText.indexOf(':') + 1)}`;
+
+type Credentials = { why: string; credentials: string; challenge?: string };
+type SignatureRefusal = { why: string; signature: string };
+type Reason = { reason: string };
+/** A field of `rule` with a Go-duration rule text (the rule is the duration parser's). */
+type DurationRule = { rule: string };
+
+const tokenRefusal = (kind: ErrorKind) => entry<Credentials>({
+  kind, message: (v) => v.why, details: (v) => ({ credentials: v.credentials }), consulStatus: 403, consulText: 'ACL not found',
+  headers: (v) => (v.challenge === undefined ? [] : [['WWW-Authenticate', v.challenge]]),
+});
+const signatureRefusal = (kind: ErrorKind) => entry<SignatureRefusal>({
+  kind, message: (v) => `request signature refused: ${v.why}`, details: (v) => ({ signature: v.signature }), consulStatus: 403, consulText: 'Permission denied',
+});
+/** A 503 asking to retry in a second. */
+const busy = (message: string, consulText: string) => entry({
+  kind: 'remoteUnavailable', message, details: () => ({ retryAfterSeconds: 1 }), status: 503, consulStatus: 503, consulText, headers: () => retryAfter(1),
+});
+/** A path without its trailing parameter: `field` names it in the details, `what` in the message. */
+const missingInPath = (field: string, consulText: string, what = field, required = 'must not be empty') => entry({
+  kind: 'missingParameter', message: `missing ${what} in the path`, details: () => rule(field, `Required:${required}`), consulText,
+});
+
+export const errorCatalogue = {
+  // ------------------------------------------------------------ admission: authentication, limits
+  permissionDenied: entry<{ resource: string; name: string; access: string }>({
+    kind: 'insufficientPermission', message: (v) => `permission denied: ${v.access} on ${v.resource} "${v.name}"`,
+    details: (v) => ({ resource: v.resource, name: v.name, access: v.access }), consulText: 'Permission denied',
+  }),
+  tokenMissing: tokenRefusal('notLoggedIn'), tokenInvalid: tokenRefusal('invalidToken'), tokenExpired: tokenRefusal('tokenExpired'),
+  signatureMissing: signatureRefusal('missingParameter'), signatureBadMethod: signatureRefusal('invalidParameter'),
+  signatureBadTimestamp: signatureRefusal('invalidParameter'), signatureUnknownKey: signatureRefusal('unknownUser'),
+  signatureUnsignedParameter: signatureRefusal('illegalRequest'), signatureBad: signatureRefusal('illegalRequest'),
+  signatureStale: signatureRefusal('expiredRequest'), signatureReplayed: signatureRefusal('expiredRequest'),
+  signatureBusy: entry<{ why: string; retryAfterSeconds: number }>({
+    kind: 'remoteUnavailable', message: (v) => `request signature refused: ${v.why}`,
+    details: (v) => ({ signature: 'busy', retryAfterSeconds: v.retryAfterSeconds }), consulStatus: 503, consulText: (v) => v.why,
+    headers: (v) => retryAfter(v.retryAfterSeconds),
+  }),
+  sessionNotOwned: entry<{ session: string; subject: string }>({
+    kind: 'insufficientPermission', message: (v) => `permission denied: session "${v.session}" is not owned by "${v.subject}" (nor is it an operator)`,
+    details: (v) => ({ session: v.session, access: 'owner' }), consulText: 'Permission denied',
+  }),
+  rateLimited: entry<{ retryAfterSeconds: number }>({
+    kind: 'illegalRequest', message: (v) => `rate limit exceeded: retry in ${v.retryAfterSeconds}s`, details: (v) => ({ retryAfterSeconds: v.retryAfterSeconds }),
+    status: 429, consulStatus: 429, consulText: 'rate limit exceeded', headers: (v) => retryAfter(v.retryAfterSeconds),
+  }),
+  tooManyInFlight: entry<{ address: string; max: number }>({
+    kind: 'illegalRequest', message: (v) => `too many requests in flight from ${v.address}: at most ${v.max}`,
+    details: (v) => ({ requestsInFlightMax: v.max, retryAfterSeconds: 1 }), status: 429, consulStatus: 429,
+    consulText: 'Your IP is issuing too many concurrent connections, please rate limit your calls\n', headers: () => retryAfter(1),
+  }),
+  writesOverloaded: busy('too many writes in flight; retry shortly', 'server overloaded'),
+
+  // ------------------------------------------------------------ the request's head and body
+  contentLengthsDiffer: entry({
+    kind: 'illegalRequest', message: 'the request has Content-Length headers that differ', details: () => rule('Content-Length', 'Conflict:send one Content-Length'),
+    consulText: 'conflicting Content-Length headers',
+  }),
+  transferEncodingUnsupported: entry<{ coding: string }>({
+    kind: 'illegalRequest', message: (v) => `Transfer-Encoding ${JSON.stringify(v.coding)} is not supported: send the body with Content-Length or Transfer-Encoding: chunked`,
+    details: (v) => rule('Transfer-Encoding', `Unsupported:${v.coding}`), consulText: (v) => `unsupported transfer encoding: ${JSON.stringify(v.coding)}`,
+  }),
+  requestNotUtf8: entry<{ where: 'path' | 'query' }>({
+    kind: 'illegalRequest', message: (v) => `the request ${v.where} is not valid UTF-8: send UTF-8, percent-encoded`,
+    details: (v) => rule(v.where, 'Encoding:not valid UTF-8'), consulText: (v) => `invalid UTF-8 in request ${v.where}`,
+  }),
+  pathEncodingMalformed: entry<{ path: string }>({
+    kind: 'illegalRequest', message: (v) => `malformed percent-encoding in path: ${v.path}`, details: () => rule('path', 'Encoding:malformed percent-encoding'),
+    consulText: 'invalid URL escape in path',
+  }),
+  bodyTooLarge: entry<{ size: number; max: number }>({
+    kind: 'inputTooLong', message: (v) => `request body of ${v.size} bytes is larger than the limit of ${v.max} bytes`, details: (v) => ({ size: v.size, max: v.max }),
+   
+    consulText: (v) => `Request body(${v.size} bytes) too large, max size: ${v.max} bytes. See https://developer.hashicorp.com/consul/docs/agent/config/config-files#kv_max_value_size.`,
+  }),
+  bodyTimeout: entry<{ bodyTimeoutMs: number }>({
+    kind: 'requestTimeout', message: (v) => `the request body did not arrive within ${v.bodyTimeoutMs} ms`, details: (v) => ({ bodyTimeoutMs: v.bodyTimeoutMs }),
+    consulText: 'request body timeout',
+  }),
+  apiVersionInvalid: entry({ kind: 'invalidParameter', message: 'x-api-version must be a date written yyyyMMdd', details: () => rule('x-api-version', 'Format:must be yyyyMMdd') }),
+  noEndpoint: entry<{ method: string; path: string }>({
+    kind: 'notFound', message: (v) => `no endpoint at ${v.method} ${v.path}`, details: (v) => ({ path: v.path }),
+    consulText: (v) => (v.path.startsWith('/v1/')
+      ? 'Invalid URL path: not a recognized HTTP API endpoint\n'
+      : "Invalid URL path: if attempting to use the HTTP API, ensure the path starts with '/v1/'\n"),
+  }),
+  /** A path the root route does not serve (`//`): answered as Consul answers, with the message itself. */
+  noPage: entry<{ method: string; path: string }>({ kind: 'notFound', message: (v) => `no endpoint at ${v.method} ${v.path}`, details: (v) => ({ path: v.path }) }),
+  methodNotAllowed: entry<{ method: string; allowed: string[] }>({
+    kind: 'methodNotAllowed', message: (v) => `method ${v.method} not allowed`, details: (v) => ({ allowed: v.allowed }),
+    consulText: (v) => `method ${v.method} not allowed`, headers: (v) => [['Allow', ['OPTIONS', ...v.allowed].join(',')]],
+  }),
+  contentTypeMissing: entry({
+    kind: 'headerMissing', message: 'the Content-Type header is required: send application/json;charset=utf-8',
+    details: () => rule('Content-Type', 'Required:send application/json;charset=utf-8'),
+  }),
+  mediaTypeUnsupported: entry<{ contentType: string }>({
+    kind: 'unsupportedMediaType', message: (v) => `unsupported media type ${JSON.stringify(v.contentType)}: this endpoint takes application/json;charset=utf-8`,
+    details: (v) => ({ 'Content-Type': [`MediaType:${v.contentType}`], accepted: ['application/json;charset=utf-8'] }), consulText: 'Unsupported Media Type',
+  }),
+  bodyNotJson: entry<{ why: string }>({
+    kind: 'illegalJson', message: (v) => `request body is not valid JSON: ${v.why}`, details: (v) => rule('body', `JSON:${v.why}`),
+    consulText: (v) => `Request decode failed: ${v.why}`,
+  }),
+  bodyNotObject: entry<{ got: string }>({
+    kind: 'illegalJson', message: 'request body must be a JSON object', details: () => rule('body', 'Type:must be a JSON object'),
+    consulText: (v) => `Request decode failed: json: cannot unmarshal ${v.got} into Go value of type structs.Session`,
+  }),
+  /** Rules broken by fields of a body, gathered (FieldErrors); Consul's text and status are those of the first that has one. */
+  fieldsInvalid: entry<{ fields: FieldDetails; consul?: { status: number; text: string } }>({
+    kind: 'invalidParameter', details: (v) => v.fields,
+    message: (v) => {
+      const names = Object.keys(v.fields);
+      return names.length === 1 ? invalid(names[0]!, v.fields[names[0]!]![0]!) : `invalid fields: ${names.join(', ')}`;
+    },
+    consulStatus: (v) => v.consul?.status ?? 400, consulText: (v) => v.consul?.text ?? `Request decode failed: invalid ${Object.keys(v.fields)[0]}`,
+  }),
+
+  // ------------------------------------------------------------ query parameters
+  indexInvalid: entry({
+    kind: 'invalidParameter', message: 'invalid index: must be an unsigned integer', details: () => rule('index', 'Format:must be an unsigned integer'), consulText: 'Invalid index',
+  }),
+  waitInvalid: entry<DurationRule>({
+    kind: 'invalidParameter', message: (v) => `invalid wait: ${v.rule}`, details: (v) => rule('wait', `Format:${v.rule}`), consulText: 'Invalid wait time',
+  }),
+  maxStaleInvalid: entry<DurationRule & { value: string }>({
+    kind: 'invalidParameter', message: (v) => `invalid max_stale: ${v.rule}`, details: (v) => rule('max_stale', `Format:${v.rule}`),
+    consulText: (v) => `Invalid max_stale value ${JSON.stringify(v.value)}`,
+  }),
+  staleWithConsistent: entry({
+    kind: 'invalidParameter', message: 'cannot specify ?stale with ?consistent, conflicting semantics', details: () => rule('consistent', 'Conflict:cannot be combined with stale'),
+    consulText: 'Cannot specify ?stale with ?consistent, conflicting semantics.',
+  }),
+  noPathToDatacenter: entry<{ dc: string }>({
+    kind: 'remoteUnavailable', message: (v) => `no path to datacenter "${v.dc}"`, details: (v) => ({ dc: v.dc }), consulText: 'No path to datacenter',
+  }),
+  filterInvalid: entry<{ why: string; position?: unknown; expected?: unknown }>({
+    kind: 'invalidParameter', message: (v) => v.why, consulStatus: 500, consulText: (v) => v.why,
+    details: (v) => ({ filter: [`Syntax:${v.why}`], ...(v.position ? { position: v.position } : {}), ...(v.expected ? { expected: v.expected } : {}) }),
+  }),
+  listParameterInvalid: entry<{ field: string; rule: string; why: string }>({
+    kind: 'invalidParameter', message: (v) => `invalid ${v.field}: ${v.why}`, details: (v) => rule(v.field, `${v.rule}:${v.why}`),
+  }),
+  passingInvalid: entry<{ value: string }>({
+    kind: 'invalidParameter', message: (v) => `invalid value for ?passing: ${JSON.stringify(v.value)}`, details: () => rule('passing', 'Format:must be true or false'),
+    consulText: 'Invalid value for ?passing',
+  }),
+  segmentWithWan: entry({
+    kind: 'invalidParameter', message: 'cannot provide a segment with wan=true', details: () => rule('segment', 'Conflict:not with wan'),
+    consulText: 'Cannot provide a segment with wan=true',
+  }),
+  metricsFormatInvalid: entry<{ format: string }>({
+    kind: 'invalidParameter', message: (v) => `format must be prometheus or json, not ${JSON.stringify(v.format.slice(0, 64))}`,
+    details: () => rule('format', 'Enum:must be prometheus or json'), consulText: 'Invalid format: must be prometheus or json',
+  }),
+
+  // ------------------------------------------------------------ KV
+  kvKeyMissing: missingInPath('key', 'Missing key name', 'key name'),
+  kvKeyNotFound: entry<{ key: string }>({ kind: 'notFound', message: (v) => `key "${v.key}" not found`, details: (v) => ({ key: v.key }) }),
+  kvUint64Invalid: entry<{ name: string; text: string }>({
+    kind: 'invalidParameter', message: (v) => `invalid ${v.name}: must be an unsigned 64-bit integer`, details: (v) => rule(v.name, 'Format:must be an unsigned 64-bit integer'),
+    consulStatus: 500, consulText: (v) => `strconv.ParseUint: parsing ${JSON.stringify(v.text)}: invalid syntax`,
+  }),
+  kvSessionMissing: entry<{ name: string }>({
+    kind: 'missingParameter', message: (v) => `${v.name} requires a session id`, details: (v) => rule(v.name, 'Required:a session id is required'),
+    consulStatus: 500, consulText: 'missing session',
+  }),
+  kvFlagsConflict: entry<{ given: string[]; exclusive: string[]; query: string }>({
+    kind: 'invalidParameter', message: (v) => `conflicting flags: ${v.given.join(' and ')} cannot be combined`,
+    details: (v) => Object.fromEntries(v.given.map((n) => [n, [`Conflict:only one of ${v.exclusive.join(', ')} may be given`]])),
+    consulText: (v) => `Conflicting flags: ${v.query}\n`,
+  }),
+  kvSessionInvalid: entry<{ session: string | undefined }>({
+    kind: 'objectNotFound', message: (v) => `invalid session "${v.session}"`, details: (v) => ({ session: v.session }), consulText: (v) => `invalid session "${v.session}"`,
+  }),
+  casMismatch: entry<Reason>({ kind: 'conflict', message: 'did not apply: the check-and-set index did not match', details: (v) => ({ reason: v.reason }) }),
+  lockNotAcquired: entry<Reason>({ kind: 'conflict', message: 'did not acquire lock', details: (v) => ({ reason: v.reason }) }),
+  lockNotReleased: entry<Reason>({ kind: 'conflict', message: 'did not release lock', details: (v) => ({ reason: v.reason }) }),
+  kvWriteFailed: entry<Reason>({ kind: 'unknown', message: (v) => `write failed: ${v.reason}` }),
+
+  // ------------------------------------------------------------ sessions
+  sessionIdMissing: missingInPath('session', 'Missing session', 'session id', 'a session id is required'),
+  sessionMissing: missingInPath('session', 'Missing session'),
+  sessionNotFound: entry<{ id: string }>({
+    kind: 'notFound', message: (v) => `session "${v.id}" not found`, details: (v) => ({ session: v.id }), consulText: (v) => `Session id '${v.id}' not found`,
+  }),
+  sessionNodeUnknown: entry<{ node: string | undefined }>({
+    kind: 'objectNotFound', message: (v) => `node "${v.node}" is not registered`, details: (v) => rule('Node', `Exists:node "${v.node}" is not registered`),
+    consulText: 'Missing node registration',
+  }),
+  sessionCheckUnknown: entry<{ check: string | undefined }>({
+    kind: 'objectNotFound', message: (v) => `check '${v.check}' is not registered on the session's node`, details: (v) => rule('checks', `Exists:check '${v.check}' is not registered`),
+    consulText: (v) => `Missing check '${v.check}' registration`,
+  }),
+  sessionCheckCritical: entry<{ check: string | undefined }>({
+    kind: 'invalidParameter', message: (v) => `check '${v.check}' is in critical state`, details: (v) => rule('checks', `State:check '${v.check}' is in critical state`),
+    consulStatus: 500, consulText: (v) => `Check '${v.check}' is in critical state`,
+  }),
+  sessionCreateFailed: entry<Reason>({ kind: 'unknown', message: (v) => `session create failed: ${v.reason}` }),
+
+  // ------------------------------------------------------------ agent, catalog, health
+  checkIdMissing: missingInPath('checkId', 'Missing check ID'),
+  serviceIdMissing: missingInPath('serviceId', 'Missing service ID'),
+  serviceMissing: missingInPath('service', 'Missing service name'),
+  nodeMissing: missingInPath('node', 'Missing node name'),
+  checkStateMissing: missingInPath('state', 'Missing check state'),
+  checkNotFound: entry<{ id: string }>({
+    kind: 'notFound', message: (v) => `unknown check ID "${v.id}"`, details: (v) => ({ checkId: v.id }),
+    consulText: (v) => `Unknown check ID "${v.id}". Ensure that the check ID is passed, not the check name.`,
+  }),
+  serviceNotFound: entry<{ id: string }>({
+    kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }),
+    consulText: (v) => `Unknown service ID "${v.id}". Ensure that the service ID is passed, not the service name.`,
+  }),
+  /** A check registered for a service that does not exist. */
+  checkServiceNotFound: entry<{ id: string }>({
+    kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulText: (v) => `ServiceID "${v.id}" does not exist`,
+  }),
+  registrationFailed: entry<Reason>({ kind: 'unknown', message: (v) => `registration failed: ${v.reason}` }),
+  checkNotTtl: entry<{ checkId: string; type: string }>({
+    kind: 'invalidParameter', message: (v) => `check "${v.checkId}" is not a TTL check`, details: (v) => rule('checkId', `Kind:check is of type ${v.type || 'none'}, not ttl`),
+    consulStatus: 500, consulText: (v) => `CheckID "${v.checkId}" does not have associated TTL`,
+  }),
+  checkStatusInvalid: entry<{ status: unknown }>({
+    kind: 'invalidParameter', message: (v) => `invalid check status: ${JSON.stringify(v.status ?? '')}`, details: () => rule('Status', 'Enum:must be passing, warning or critical'),
+    consulText: (v) => `Invalid check status: '${typeof v.status === 'string' ? v.status : ''}'`,
+  }),
+  checkOutputNotString: entry({
+    kind: 'invalidParameter', message: 'Output must be a string', details: () => rule('Output', 'Type:must be a string'),
+    consulText: 'Request decode failed: json: cannot unmarshal into Go struct field Output of type string',
+  }),
+  checkStateUnknown: entry<{ state: string }>({
+    kind: 'invalidParameter', message: (v) => `unknown check state "${v.state}"`, details: () => rule('state', 'Enum:must be any, passing, warning, critical or fail'),
+  }),
+  deregisterNodeMissing: entry({ kind: 'missingParameter', message: 'Node is required', details: () => rule('Node', 'Required:must not be empty'), consulText: 'Missing node name' }),
+  deregisterCheckIdNotString: entry({ kind: 'invalidParameter', message: 'CheckID must be a string', details: () => rule('CheckID', 'Type:must be a string') }),
+  deregisterServiceUnsupported: entry({
+    kind: 'invalidParameter', message: 'ServiceID: services are deregistered through /v1/agent/service/deregister',
+    details: () => rule('ServiceID', 'Unsupported:services are deregistered through the agent service endpoints'),
+  }),
+  definitionFieldUnknown: entry<{ field: string; what: string }>({
+    kind: 'invalidParameter', message: (v) => `unknown field "${v.field}" in the ${v.what}`, details: (v) => rule(v.field, 'Unknown:this field is not part of the definition'),
+    consulText: (v) => `Request decode failed: json: unknown field "${v.field}"`,
+  }),
+  definitionNotObject: entry<{ what: string }>({
+    kind: 'illegalJson', message: (v) => `the ${v.what} must be a JSON object`, details: () => rule('body', 'Type:must be a JSON object'),
+    consulText: (v) => `Request decode failed: json: cannot unmarshal into Go value of type ${v.what}`,
+  }),
+  checksNotArray: entry({ kind: 'invalidParameter', message: 'Checks must be an array', details: () => rule('Checks', 'Type:must be an array of checks') }),
+  scriptChecksDisabled: entry<{ remote: boolean }>({
+    kind: 'insufficientPermission', details: () => rule('Args', 'Permission:script checks are disabled on this agent'), consulStatus: 500,
+    message: (v) => (v.remote
+      ? "Scripts are disabled on this agent from remote calls; to enable, configure 'enable_script_checks' to true"
+      : "Scripts are disabled on this agent; to enable, configure 'enable_script_checks' or 'enable_local_script_checks' to true"),
+  }),
+
+  // ------------------------------------------------------------ the dashboard
+  uiNotBuilt: entry<{ dir: string }>({
+    kind: 'notFound', message: (v) => `the dashboard is not built: run \`npm run build:ui\` (it builds ui/ into ${v.dir})`, details: (v) => ({ dir: v.dir }),
+    consulText: 'dashboard not built: run `npm run build:ui`\n',
+  }),
+  uiNoFile: entry<{ path: string }>({
+    kind: 'notFound', message: (v) => `no dashboard file at ${v.path}`, details: (v) => ({ path: v.path }), consulText: (v) => `no dashboard file at ${v.path}\n`,
+  }),
+  uiPathEscapes: entry({
+    kind: 'illegalRequest', message: 'the path leaves the dashboard directory', details: () => rule('path', 'Path:no ".." segments, backslashes or NUL'),
+    consulText: 'invalid dashboard path\n',
+  }),
+
+  // ------------------------------------------------------------ the stream's upgrade
+  streamSubprotocolUnsupported: entry<{ use: string; offered: string[] }>({
+    kind: 'invalidParameter', message: (v) => `unsupported subprotocol; use ${v.use}`, details: (v) => ({ offered: v.offered }),
+  }),
+  streamForbidden: entry<{ resources: readonly string[] }>({
+    kind: 'insufficientPermission', message: 'permission denied: the stream needs read on a service, node, session or key prefix',
+    details: (v) => ({ resource: v.resources.join('|'), access: 'read' }), consulText: 'Permission denied',
+  }),
+  streamConnectionsFull: entry<{ max: number }>({
+    kind: 'remoteUnavailable', message: (v) => `too many stream connections: at most ${v.max} on this agent`, details: (v) => ({ connectionsMax: v.max, retryAfterSeconds: 1 }),
+    status: 503, consulStatus: 503, consulText: 'too many stream connections', headers: () => retryAfter(1),
+  }),
+  streamClientConnectionsFull: entry<{ max: number }>({
+    kind: 'illegalRequest', message: (v) => `too many stream connections: at most ${v.max} per client`, details: (v) => ({ connectionsMax: v.max }),
+    status: 429, consulStatus: 429, consulText: 'too many stream connections', headers: () => retryAfter(1),
+  }),
+  authenticationFailed: entry({ kind: 'unknown', message: 'authentication failed' }),
+
+  // ------------------------------------------------------------ the log
+  logOverloaded: busy('the log is overloaded; retry shortly', 'log overloaded'),
+  diskFull: busy('the agent cannot store writes now: no space left on its disk; retry later', 'cannot store writes now: no space left on disk'),
+  logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
+  internal: entry<{ why: string }>({ kind: 'unknown', message: (v) => `internal error: ${v.why}` }),
+};
+
+export type ErrorName = keyof typeof errorCatalogue;
+/** The variables of error `N`'s texts. */
+export type ErrorVars<N extends ErrorName> = (typeof errorCatalogue)[N] extends { readonly vars?: [infer V] } ? V : never;
+type VarsArgs<N extends ErrorName> = undefined extends ErrorVars<N> ? [vars?: ErrorVars<N>] : [vars: ErrorVars<N>];
+
+/** A named error of the catalogue with both dialects' renderings made from its variables. */
+export class RegistryError<N extends ErrorName = ErrorName> extends Error {
+  readonly kind: ErrorKind;
+  /** The class's public code. */
+  readonly code: number;
+  /** The seed body's `details` (absent: none). */
+  readonly details: Record<string, unknown> | undefined;
+  /** The seed status. */
+  readonly status: number;
+  readonly consulStatus: number;
+  readonly consulText: string;
+  /** Response headers the error needs (WWW-Authenticate on a 401, Retry-After on a 429 or 503). */
+  readonly headers: [string, string][];
+
+  constructor(readonly error: N, ...args: VarsArgs<N>) {
+    const e = errorCatalogue[error] as ErrorEntry<ErrorVars<N>>;
+    const v = args[0] as ErrorVars<N>;
+    const message = text(e.message, v)!;
     super(message);
     this.name = 'RegistryError';
+    this.kind = e.kind;
+    this.code = errorKinds[e.kind].code;
+    this.details = e.details?.(v);
+    this.status = e.status ?? errorKinds[e.kind].status;
+    this.consulStatus = (typeof e.consulStatus === 'function' ? e.consulStatus(v) : e.consulStatus) ?? errorKinds[e.kind].consulStatus;
+    this.consulText = text(e.consulText, v) ?? message;
+    this.headers = e.headers?.(v) ?? [];
   }
-}
-
-/** 1009 with one field's rule broken. */
-export function invalidField(field: string, rule: string, text: string, consul?: ConsulRendering): RegistryError {
-  return new RegistryError('invalidParameter', `invalid ${field}: ${text}`, { [field]: [`${rule}:${text}`] }, consul);
 }

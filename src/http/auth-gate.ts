@@ -6,7 +6,7 @@
  */
 import { accessFor, allowed, allowedPrefix, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type AccessRequest, type Identity, type Rule } from '../auth/index.ts';
 import { NonceWindow, nonceEntriesMaxDefault, SignatureError, timestampSkewMsDefault, verifySignedRequest } from '../auth/signature.ts';
-import { RegistryError, type ErrorKind } from '../domain/errors.ts';
+import { RegistryError, type ErrorName } from '../domain/errors.ts';
 import { tokenCaller } from './rate-limit.ts';
 import type { Request } from './request.ts';
 
@@ -25,12 +25,14 @@ export interface AuthSettings {
   signatureSkewMs?: number;
 }
 
-const tokenErrors: Record<AuthError['kind'], ErrorKind> = { missing: 'notLoggedIn', invalid: 'invalidToken', expired: 'tokenExpired' };
-const signatureErrors: Record<SignatureError['kind'], ErrorKind> = {
-  missing: 'missingParameter', bad_method: 'invalidParameter', bad_timestamp: 'invalidParameter', unknown_key: 'unknownUser',
-  unsigned_parameter: 'illegalRequest', bad_signature: 'illegalRequest', stale: 'expiredRequest', replayed: 'expiredRequest',
-  busy: 'remoteUnavailable',
-};
+const tokenErrors = { missing: 'tokenMissing', invalid: 'tokenInvalid', expired: 'tokenExpired' } as const satisfies Record<AuthError['kind'], ErrorName>;
+const signatureErrors = {
+  missing: 'signatureMissing', bad_method: 'signatureBadMethod', bad_timestamp: 'signatureBadTimestamp', unknown_key: 'signatureUnknownKey',
+  unsigned_parameter: 'signatureUnsignedParameter', bad_signature: 'signatureBad', stale: 'signatureStale', replayed: 'signatureReplayed',
+} as const satisfies Record<Exclude<SignatureError['kind'], 'busy'>, ErrorName>;
+
+/** The query parameters that carry credentials: a bearer token, or a signed request's. */
+export const credentialParameters = ['token', 'appKey', 'nonce', 'timestamp', 'signMethod', 'sign'] as const;
 
 /** A header or parameter that is absent, empty or blank is no credential at all. */
 function present(value: string | undefined | null): string | undefined {
@@ -39,8 +41,7 @@ function present(value: string | undefined | null): string | undefined {
 
 /** 403 code 1004 for a permission the caller's rules do not grant. */
 export function denied(need: AccessRequest): RegistryError {
-  return new RegistryError('insufficientPermission', `permission denied: ${need.access} on ${need.resource} "${need.name}"`,
-    { resource: need.resource, name: need.name, access: need.access }, { status: 403, text: 'Permission denied' });
+  return new RegistryError('permissionDenied', need);
 }
 
 export class AuthGate {
@@ -99,9 +100,8 @@ export class AuthGate {
       return await this.tokens.verify(jwt);
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
-      const kind = tokenErrors[err.kind];
-      const challenge: [string, string][] = authorization !== undefined || present(subprotocolToken) !== undefined ? [['WWW-Authenticate', wwwAuthenticate(err)]] : [];
-      throw new RegistryError(kind, err.message, { credentials: err.kind }, { status: 403, text: 'ACL not found' }, challenge);
+      const challenged = authorization !== undefined || present(subprotocolToken) !== undefined;
+      throw new RegistryError(tokenErrors[err.kind], { why: err.message, credentials: err.kind, ...(challenged ? { challenge: wwwAuthenticate(err) } : {}) });
     }
   }
 
@@ -112,11 +112,10 @@ export class AuthGate {
     } catch (err) {
       if (!(err instanceof SignatureError)) throw err;
       if (err.kind === 'busy') {
-        const retry = String(Math.max(1, Math.ceil(this.nonces.oldestLeftMs(Date.now()) / 1000)));
-        throw new RegistryError('remoteUnavailable', `request signature refused: ${err.message}`, { signature: err.kind, retryAfterSeconds: Number(retry) },
-          { status: 503, text: err.message }, [['Retry-After', retry]]);
+        const retryAfterSeconds = Math.max(1, Math.ceil(this.nonces.oldestLeftMs(Date.now()) / 1000));
+        throw new RegistryError('signatureBusy', { why: err.message, retryAfterSeconds });
       }
-      throw new RegistryError(signatureErrors[err.kind], `request signature refused: ${err.message}`, { signature: err.kind }, { status: 403, text: 'Permission denied' });
+      throw new RegistryError(signatureErrors[err.kind], { why: err.message, signature: err.kind });
     }
   }
 }

@@ -1,5 +1,6 @@
 /** JSON request bodies: parse errors are 1024, field lookup is case-insensitive like Go's encoding/json. */
-import { RegistryError } from '../domain/errors.ts';
+import { RegistryError, type FieldDetails } from '../domain/errors.ts';
+import { brokenRule, type FieldRuleArgs, type FieldRuleName } from '../domain/field-rules.ts';
 import type { Request } from './request.ts';
 
 /** Parses the body as JSON; undefined when the body is empty (Consul processes bodies only when present). */
@@ -10,7 +11,7 @@ export function jsonBody(req: Request): unknown {
     return JSON.parse(req.body.toString('utf8')) as unknown;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
-    throw new RegistryError('illegalJson', `request body is not valid JSON: ${why}`, { body: [`JSON:${why}`] }, { status: 400, text: `Request decode failed: ${why}` });
+    throw new RegistryError('bodyNotJson', { why });
   }
 }
 
@@ -20,14 +21,12 @@ export function jsonBody(req: Request): unknown {
  */
 function checkJsonType(contentType: string | undefined): void {
   if (contentType === undefined || contentType.trim() === '') {
-    throw new RegistryError('headerMissing', 'the Content-Type header is required: send application/json;charset=utf-8',
-      { 'Content-Type': ['Required:send application/json;charset=utf-8'] });
+    throw new RegistryError('contentTypeMissing');
   }
   const [mime, ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
   const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/^"|"$/g, '');
   if (mime !== 'application/json' || (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')) {
-    throw new RegistryError('unsupportedMediaType', `unsupported media type ${JSON.stringify(contentType)}: this endpoint takes application/json;charset=utf-8`,
-      { 'Content-Type': [`MediaType:${contentType}`], accepted: ['application/json;charset=utf-8'] }, { status: 415, text: 'Unsupported Media Type' });
+    throw new RegistryError('mediaTypeUnsupported', { contentType });
   }
 }
 
@@ -35,9 +34,7 @@ export function jsonObject(req: Request): Record<string, unknown> | undefined {
   const value = jsonBody(req);
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new RegistryError('illegalJson', 'request body must be a JSON object', { body: ['Type:must be a JSON object'] }, {
-      status: 400, text: `Request decode failed: json: cannot unmarshal ${Array.isArray(value) ? 'array' : typeof value} into Go value of type structs.Session`,
-    });
+    throw new RegistryError('bodyNotObject', { got: Array.isArray(value) ? 'array' : typeof value });
   }
   return value as Record<string, unknown>;
 }
@@ -53,25 +50,23 @@ export function field(obj: Record<string, unknown> | undefined, name: string): {
 
 /** Collects per-field rule violations and throws them together as one 1009. */
 export class FieldErrors {
-  private readonly details: Record<string, string[]> = {};
-  private consulText: string | undefined;
-  private consulStatus = 400;
+  private readonly fields: FieldDetails = {};
+  private consul: { status: number; text: string } | undefined;
 
-  add(fieldName: string, rule: string, text: string, consul?: { status: number; text: string }): void {
-    (this.details[fieldName] ??= []).push(`${rule}:${text}`);
-    if (consul !== undefined && this.consulText === undefined) {
-      this.consulText = consul.text;
-      this.consulStatus = consul.status;
-    }
+  /** A rule broken on `fieldName` that Consul has no text of its own for. */
+  add(fieldName: string, rule: string, text: string): void {
+    (this.fields[fieldName] ??= []).push(`${rule}:${text}`);
+  }
+
+  /** A rule of the catalogue (src/domain/field-rules.ts) broken on `fieldName`. */
+  broke<N extends FieldRuleName>(fieldName: string, name: N, ...args: FieldRuleArgs<N>): void {
+    const r = brokenRule(name, ...args);
+    this.add(fieldName, r.rule, r.text);
+    this.consul ??= r.consul;
   }
 
   throwIfAny(): void {
-    const fields = Object.keys(this.details);
-    if (fields.length === 0) return;
-    const first = this.details[fields[0]!]![0]!;
-    const message = fields.length === 1 ? `invalid ${fields[0]}: ${first.slice(first.indexOf(':') + 1)}` : `invalid fields: ${fields.join(', ')}`;
-    throw new RegistryError('invalidParameter', message, this.details, {
-      status: this.consulStatus, text: this.consulText ?? `Request decode failed: invalid ${fields[0]}`,
-    });
+    if (Object.keys(this.fields).length === 0) return;
+    throw new RegistryError('fieldsInvalid', { fields: this.fields, ...(this.consul ? { consul: this.consul } : {}) });
   }
 }

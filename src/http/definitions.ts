@@ -48,8 +48,7 @@ function canonical(raw: Raw, fields: Record<string, string[]>, what: string): Ra
   for (const [k, v] of Object.entries(raw)) {
     const name = index.get(norm(k));
     if (name === undefined) {
-      throw new RegistryError('invalidParameter', `unknown field "${k}" in the ${what}`, { [k]: ['Unknown:this field is not part of the definition'] },
-        { status: 400, text: `Request decode failed: json: unknown field "${k}"` });
+      throw new RegistryError('definitionFieldUnknown', { field: k, what });
     }
     if (!(name in out)) out[name] = v;
   }
@@ -58,7 +57,7 @@ function canonical(raw: Raw, fields: Record<string, string[]>, what: string): Ra
 
 function asObject(value: unknown, what: string): Raw {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new RegistryError('illegalJson', `the ${what} must be a JSON object`, { body: ['Type:must be a JSON object'] }, { status: 400, text: `Request decode failed: json: cannot unmarshal into Go value of type ${what}` });
+    throw new RegistryError('definitionNotObject', { what });
   }
   return value as Raw;
 }
@@ -73,21 +72,21 @@ class Reader {
   str(field: string): string {
     const v = this.raw[field];
     if (v === undefined || v === null) return '';
-    if (typeof v !== 'string') { this.errors.add(this.name(field), 'Type', 'must be a string', decode(field, 'string')); return ''; }
+    if (typeof v !== 'string') { this.errors.broke(this.name(field), 'notString', { goField: field }); return ''; }
     return v;
   }
 
   bool(field: string): boolean {
     const v = this.raw[field];
     if (v === undefined || v === null) return false;
-    if (typeof v !== 'boolean') { this.errors.add(this.name(field), 'Type', 'must be true or false', decode(field, 'bool')); return false; }
+    if (typeof v !== 'boolean') { this.errors.broke(this.name(field), 'notBool', { goField: field }); return false; }
     return v;
   }
 
   int(field: string, min = 0): number {
     const v = this.raw[field];
     if (v === undefined || v === null) return 0;
-    if (typeof v !== 'number' || !Number.isInteger(v)) { this.errors.add(this.name(field), 'Type', 'must be an integer', decode(field, 'int')); return 0; }
+    if (typeof v !== 'number' || !Number.isInteger(v)) { this.errors.broke(this.name(field), 'notInteger', { goField: field }); return 0; }
     if (v < min) { this.errors.add(this.name(field), 'Range', `must be at least ${min}`); return min; }
     return v;
   }
@@ -100,7 +99,7 @@ class Reader {
       : typeof v === 'string' ? readGoDuration(v) : { problem: 'format' as const };
     if ('problem' in read) {
       const [rule, text] = read.problem === 'range' ? ['Range', `must be at most ${goDurationMaxText}`] : ['Format', goDurationRule];
-      this.errors.add(this.name(field), rule, text, { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(v))}` });
+      this.errors.broke(this.name(field), 'durationInvalid', { rule, text, value: String(v) });
       return 0;
     }
     const ns = read.ns;
@@ -111,7 +110,7 @@ class Reader {
   strings(field: string): string[] | undefined {
     const v = this.raw[field];
     if (v === undefined || v === null) return undefined;
-    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) { this.errors.add(this.name(field), 'Type', 'must be an array of strings', decode(field, '[]string')); return undefined; }
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) { this.errors.broke(this.name(field), 'notStrings', { goField: field }); return undefined; }
     return v as string[];
   }
 
@@ -119,7 +118,7 @@ class Reader {
     const v = this.raw[field];
     if (v === undefined || v === null) return {};
     if (typeof v !== 'object' || Array.isArray(v) || Object.values(v).some((x) => typeof x !== 'string')) {
-      this.errors.add(this.name(field), 'Type', 'must be an object of strings', decode(field, 'map[string]string'));
+      this.errors.broke(this.name(field), 'notStringMap', { goField: field });
       return {};
     }
     return v as Record<string, string>;
@@ -130,17 +129,13 @@ class Reader {
     if (v === undefined || v === null) return undefined;
     const ok = typeof v === 'object' && !Array.isArray(v) &&
       Object.values(v).every((x) => Array.isArray(x) && x.every((y) => typeof y === 'string'));
-    if (!ok) { this.errors.add(this.name(field), 'Type', 'must map header names to arrays of strings', decode(field, 'map[string][]string')); return undefined; }
+    if (!ok) { this.errors.broke(this.name(field), 'notHeaderMap', { goField: field }); return undefined; }
     return v as Record<string, string[]>;
   }
 }
 
-function decode(field: string, goType: string) {
-  return { status: 400, text: `Request decode failed: json: cannot unmarshal into Go struct field ${field} of type ${goType}` };
-}
-
 function invalidCheck(errors: FieldErrors, field: string, text: string): void {
-  errors.add(field, 'Invalid', text, { status: 400, text: `Invalid check: ${text}` });
+  errors.broke(field, 'checkInvalid', { text });
 }
 
 const statuses = new Set<CheckStatus>(['passing', 'warning', 'critical']);
@@ -163,11 +158,11 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   const errors = new FieldErrors();
   const r = new Reader(raw, errors);
   const name = r.str('Name') || (o.service ? `Service '${o.service.name}' check` : '');
-  if (name === '') errors.add('Name', 'Required', 'a check needs a name', { status: 400, text: 'Missing check name' });
+  if (name === '') errors.broke('Name', 'checkNameMissing');
   const checkId = r.str('ID') || o.service?.defaultCheckId || name;
   const statusText = r.str('Status');
   if (statusText !== '' && !statuses.has(statusText as CheckStatus)) {
-    errors.add('Status', 'Enum', 'must be passing, warning or critical', { status: 400, text: o.service ? "Status for checks must 'passing', 'warning', 'critical'" : 'Bad check status' });
+    errors.broke('Status', 'checkStatusBad', { inService: o.service !== undefined });
   }
   for (const unsupported of ['H2PING', 'UDP', 'OSService']) {
     if (raw[unsupported] !== undefined && raw[unsupported] !== null && raw[unsupported] !== '') {
@@ -181,22 +176,19 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   const type = kindOf(raw, definition, errors);
   if (type === 'http' && definition.http !== undefined) {
     const bad = validateHttpUrl(definition.http);
-    if (bad !== undefined) errors.add('HTTP', 'Format', bad, { status: 400, text: `Invalid check: ${bad}` });
+    if (bad !== undefined) errors.broke('HTTP', 'checkHttpInvalid', { why: bad });
   }
   if (type === 'tcp' && definition.tcp !== undefined) {
     const bad = validateHostPort(definition.tcp);
-    if (bad !== undefined) errors.add('TCP', 'Format', `${bad}: give host:port ([v6]:port for IPv6)`, { status: 400, text: `Invalid check: TCP ${bad}` });
+    if (bad !== undefined) errors.broke('TCP', 'checkTcpInvalid', { why: bad });
   }
   if (type === 'grpc' && definition.grpc !== undefined) {
     const bad = validateGrpcTarget(definition.grpc);
-    if (bad !== undefined) errors.add('GRPC', 'Format', `${bad}: give host:port or host:port/service`, { status: 400, text: `Invalid check: GRPC ${bad}` });
+    if (bad !== undefined) errors.broke('GRPC', 'checkGrpcInvalid', { why: bad });
   }
   errors.throwIfAny();
   if ((type === 'script' || type === 'docker') && !o.scriptsAllowed) {
-    const text = o.origin === 'remote'
-      ? "Scripts are disabled on this agent from remote calls; to enable, configure 'enable_script_checks' to true"
-      : "Scripts are disabled on this agent; to enable, configure 'enable_script_checks' or 'enable_local_script_checks' to true";
-    throw new RegistryError('insufficientPermission', text, { Args: ['Permission:script checks are disabled on this agent'] }, { status: 500, text });
+    throw new RegistryError('scriptChecksDisabled', { remote: o.origin === 'remote' });
   }
   if (definition.timeoutMs === 0) definition.timeoutMs = timeoutMsDefault[type] ?? 0;
   return {
@@ -285,10 +277,10 @@ export function parseService(value: unknown, o: Omit<CheckParseOptions, 'service
   const errors = new FieldErrors();
   const r = new Reader(raw, errors);
   const name = r.str('Name');
-  if (name === '') errors.add('Name', 'Required', 'a service needs a name', { status: 400, text: 'Missing service name' });
+  if (name === '') errors.broke('Name', 'serviceNameMissing');
   const address = r.str('Address');
   if (address === '0.0.0.0' || address === '::' || address === '[::]') {
-    errors.add('Address', 'Invalid', 'a service address cannot be an unspecified address', { status: 400, text: 'Invalid service address' });
+    errors.broke('Address', 'serviceAddressUnspecified');
   }
   const weights = parseWeights(raw.Weights, errors);
   const port = r.int('Port');
@@ -302,7 +294,7 @@ export function parseService(value: unknown, o: Omit<CheckParseOptions, 'service
   const embedded: unknown[] = [];
   if (raw.Check !== undefined && raw.Check !== null) embedded.push(raw.Check);
   if (raw.Checks !== undefined && raw.Checks !== null) {
-    if (!Array.isArray(raw.Checks)) throw new RegistryError('invalidParameter', 'Checks must be an array', { Checks: ['Type:must be an array of checks'] });
+    if (!Array.isArray(raw.Checks)) throw new RegistryError('checksNotArray');
     embedded.push(...(raw.Checks as unknown[]));
   }
   const checks = embedded.map((c, i) => parseCheck(c, {
@@ -318,7 +310,7 @@ function parseWeights(value: unknown, errors: FieldErrors): { Passing: number; W
   const passing = typeof w.Passing === 'number' ? w.Passing : 1;
   const warning = typeof w.Warning === 'number' ? w.Warning : 1;
   if (typeof value !== 'object' || !Number.isInteger(passing) || !Number.isInteger(warning) || passing < 1 || warning < 0) {
-    errors.add('Weights', 'Invalid', 'Passing must be an integer ≥ 1 and Warning ≥ 0', { status: 400, text: 'Invalid Weights: Passing must be greater than 0' });
+    errors.broke('Weights', 'weightsInvalid');
   }
   return { Passing: passing, Warning: warning };
 }

@@ -11,9 +11,7 @@ export function filterOf(req: Request, schema: Schema): (value: unknown) => bool
     return compileFilter(expression, schema);
   } catch (err) {
     if (!(err instanceof FilterError)) throw err;
-    throw new RegistryError('invalidParameter', err.message, {
-      filter: [`Syntax:${err.message}`], ...(err.position ? { position: err.position } : {}), ...(err.expected ? { expected: err.expected } : {}),
-    }, { status: 500, text: err.message });
+    throw new RegistryError('filterInvalid', { why: err.message, position: err.position, expected: err.expected });
   }
 }
 

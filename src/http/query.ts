@@ -3,12 +3,15 @@
  * `stale`), and `dc`. Parsed before anything else, as Consul does, so a bad `index` is reported even
  * when the key is missing too.
  */
-import { invalidField, RegistryError } from '../domain/errors.ts';
+import { RegistryError } from '../domain/errors.ts';
 import { blockingJitterDivisor, blockingWaitMsDefault, blockingWaitMsMax } from '../domain/limits.ts';
 import type { Interest } from '../runtime/index.ts';
 import { goDurationRule, parseGoDurationMs } from '../util/duration.ts';
 import type { ApiContext } from './api.ts';
 import { flag, param, type Request } from './request.ts';
+
+/** The query parameters of the query options (parseQueryOptions). */
+export const queryOptionParameters = ['index', 'wait', 'dc', 'stale', 'consistent', 'leader', 'max_stale'] as const;
 
 export interface QueryOptions {
   /** Wait for an index above this; 0 answers at once. */
@@ -34,24 +37,23 @@ export function parseQueryOptions(req: Request, api: ApiContext): QueryOptions {
   let minIndex = 0;
   if (indexText !== undefined && indexText !== '') {
     const parsed = parseUint64(indexText);
-    if (parsed === undefined) throw invalidField('index', 'Format', 'must be an unsigned integer', { status: 400, text: 'Invalid index' });
+    if (parsed === undefined) throw new RegistryError('indexInvalid');
     minIndex = Number(parsed);
   }
   let waitMs = blockingWaitMsDefault;
   const waitText = param(req, 'wait');
   if (waitText !== undefined && waitText !== '') {
     const parsed = parseGoDurationMs(waitText);
-    if (parsed === undefined || parsed < 0) throw invalidField('wait', 'Format', goDurationRule, { status: 400, text: 'Invalid wait time' });
+    if (parsed === undefined || parsed < 0) throw new RegistryError('waitInvalid', { rule: goDurationRule });
     waitMs = Math.min(parsed, blockingWaitMsMax);
   }
   const consistent = flag(req, 'consistent');
   if (consistent && flag(req, 'stale')) {
-    throw new RegistryError('invalidParameter', 'cannot specify ?stale with ?consistent, conflicting semantics',
-      { consistent: ['Conflict:cannot be combined with stale'] }, { status: 400, text: 'Cannot specify ?stale with ?consistent, conflicting semantics.' });
+    throw new RegistryError('staleWithConsistent');
   }
   const maxStale = param(req, 'max_stale');
   if (maxStale !== undefined && maxStale !== '' && parseGoDurationMs(maxStale) === undefined) {
-    throw invalidField('max_stale', 'Format', goDurationRule, { status: 400, text: `Invalid max_stale value ${JSON.stringify(maxStale)}` });
+    throw new RegistryError('maxStaleInvalid', { rule: goDurationRule, value: maxStale });
   }
   checkDatacenter(req, api);
   // One node reads one state: ?stale and ?leader answer from it as the default does; ?consistent adds a barrier.
@@ -62,7 +64,7 @@ export function parseQueryOptions(req: Request, api: ApiContext): QueryOptions {
 export function checkDatacenter(req: Request, api: ApiContext): void {
   const dc = param(req, 'dc');
   if (dc !== undefined && dc !== '' && dc !== api.datacenter) {
-    throw new RegistryError('remoteUnavailable', `no path to datacenter "${dc}"`, { dc }, { status: 500, text: 'No path to datacenter' });
+    throw new RegistryError('noPathToDatacenter', { dc });
   }
 }
 

@@ -107,6 +107,5 @@ export function tokenCaller(subject: string): string {
 
 /** 429 in the dialect's format with Retry-After, for a caller past its limit. */
 export function rateLimited(rate: RateDecision, dialect: Dialect): Wire {
-  return renderError(new RegistryError('illegalRequest', `rate limit exceeded: retry in ${rate.retryAfterSeconds}s`,
-    { retryAfterSeconds: rate.retryAfterSeconds }, { status: 429, text: 'rate limit exceeded' }), dialect, [['Retry-After', String(rate.retryAfterSeconds)]], 429);
+  return renderError(new RegistryError('rateLimited', { retryAfterSeconds: rate.retryAfterSeconds }), dialect);
 }

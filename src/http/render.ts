@@ -4,7 +4,7 @@
  * `consul` follows consul-compat.md: plain-text errors with Consul's statuses, `200 false` for a failed
  * acquire/release/CAS, empty 404 for a missing key. Both send the convention and index headers.
  */
-import { errorCatalogue, type RegistryError } from '../domain/errors.ts';
+import type { RegistryError } from '../domain/errors.ts';
 import type { IndexInfo, Reply } from './reply.ts';
 
 export type Dialect = 'seed' | 'consul';
@@ -84,20 +84,19 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
   }
 }
 
-/** `status` overrides the catalogue's status where one code serves several (429, 503 for overload). */
-export function renderError(err: RegistryError, dialect: Dialect, more: [string, string][] = [], status?: number): Wire {
-  const entry = errorCatalogue[err.kind];
+/** The error in the dialect's format; `more`: headers the transport adds (Connection: close). */
+export function renderError(err: RegistryError, dialect: Dialect, more: [string, string][] = []): Wire {
   const extra = [...err.headers, ...more];
   if (dialect === 'consul') {
-    const consulStatus = err.consul?.status ?? entry.consulStatus;
-    return { status: status ?? consulStatus, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...extra], body: err.consul?.text ?? err.message };
+    return { status: err.consulStatus, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...extra], body: err.consulText };
   }
-  const body: { code: number; message: string; details?: Record<string, unknown> } = { code: entry.code, message: err.message };
+  const body: { code: number; message: string; details?: Record<string, unknown> } = { code: err.code, message: err.message };
   if (err.details !== undefined) body.details = err.details;
-  return { status: status ?? entry.status, headers: [jsonType, ...extra], body: JSON.stringify(body) };
+  return { status: err.status, headers: [jsonType, ...extra], body: JSON.stringify(body) };
 }
 
-function withHeaders(w: Wire, more: [string, string][]): Wire {
+/** The answer with `more` headers after its own. */
+export function withHeaders(w: Wire, more: [string, string][]): Wire {
   return { ...w, headers: [...w.headers, ...more] };
 }
 

@@ -55,6 +55,6 @@ export function decodeOnce(raw: string): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new RegistryError('illegalRequest', `malformed percent-encoding in path: ${raw}`, { path: [`Encoding:malformed percent-encoding`] }, { status: 400, text: `invalid URL escape in path` });
+    throw new RegistryError('pathEncodingMalformed', { path: raw });
   }
 }

@@ -16,6 +16,11 @@ export interface Route<Ctx> {
   methods: Partial<Record<string, Handler<Ctx>>>;
   /** Served without authentication (the dashboard's static files, public like Consul's UI). @default false */
   public?: boolean;
+  /**
+   * The query parameters the route reads (its own, the query options, `filter`): never list parameters
+   * nor equality filters of a list answer. @default none
+   */
+  query?: readonly string[];
 }
 
 export type Match<Ctx> =
@@ -56,6 +61,12 @@ export class Router<Ctx> {
       if (path === prefix.slice(0, -1)) return this.pick(entry, method, '');
     }
     return { kind: 'none' };
+  }
+
+  /** Every query parameter some route reads. */
+  queryParameters(): string[] {
+    const routes = [...this.exact.values(), ...this.prefixes].map((e) => e.route);
+    return [...new Set(routes.flatMap((r) => r.query ?? []))];
   }
 
   /** The pattern of the route serving `path`, whatever the method, or `unmatched`. */

@@ -54,6 +54,5 @@ export async function requireSessionUse(req: Request, api: ApiContext, id: strin
 }
 
 function notOwner(identity: Identity, s: Session): RegistryError {
-  return new RegistryError('insufficientPermission', `permission denied: session "${s.id}" is not owned by "${identity.subject}" (nor is it an operator)`,
-    { session: s.id, access: 'owner' }, { status: 403, text: 'Permission denied' });
+  return new RegistryError('sessionNotOwned', { session: s.id, subject: identity.subject });
 }

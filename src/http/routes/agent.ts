@@ -51,7 +51,7 @@ function selfMember(api: ApiContext): Record<string, unknown> {
 function members(req: Request, api: ApiContext): Reply {
   checkDatacenter(req, api);
   if (flag(req, 'segment') && param(req, 'wan') !== undefined && param(req, 'wan') !== 'false') {
-    throw new RegistryError('invalidParameter', 'cannot provide a segment with wan=true', { segment: ['Conflict:not with wan'] }, { status: 400, text: 'Cannot provide a segment with wan=true' });
+    throw new RegistryError('segmentWithWan');
   }
   const keep = filterOf(req, memberSchema);
   const members = api.runtime.membership.members().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -101,8 +101,7 @@ async function metrics(req: Request, api: ApiContext): Promise<Reply> {
     return { t: 'text', body: text, contentType };
   }
   if (format === undefined || format === '' || format === 'json') return json(await api.metrics.consul());
-  throw new RegistryError('invalidParameter', `format must be prometheus or json, not ${JSON.stringify(format.slice(0, 64))}`,
-    { format: ['Enum:must be prometheus or json'] }, { status: 400, text: `Invalid format: must be prometheus or json` });
+  throw new RegistryError('metricsFormatInvalid', { format });
 }
 
 // ---------------------------------------------------------------- catalog register/deregister
@@ -124,8 +123,8 @@ function parseCheck(raw: unknown, where: string, errors: FieldErrors): CatalogCh
   const name = text('Name');
   const checkId = canonicalCheckId(text('CheckID') || name);
   const status = text('Status') || 'critical';
-  if (name === '') errors.add(`${where}.Name`, 'Required', 'a check needs a name', { status: 400, text: 'Missing check name' });
-  if (!checkStatuses.has(status)) errors.add(`${where}.Status`, 'Enum', 'must be passing, warning or critical', { status: 400, text: 'Bad check status' });
+  if (name === '') errors.broke(`${where}.Name`, 'checkNameMissing');
+  if (!checkStatuses.has(status)) errors.broke(`${where}.Status`, 'checkStatusBad', { inService: false });
   if (text('ServiceID') !== '') errors.add(`${where}.ServiceID`, 'Unsupported', 'service checks are registered through the agent service endpoints');
   return { checkId, name, status: status as CatalogCheck['status'], notes: text('Notes'), output: text('Output') };
 }
@@ -140,8 +139,8 @@ function parseRegister(body: Record<string, unknown> | undefined, api: ApiContex
   };
   const node = str('Node');
   const address = str('Address');
-  if (node === '') errors.add('Node', 'Required', 'must not be empty', { status: 400, text: 'Missing node name' });
-  if (address === '') errors.add('Address', 'Required', 'must not be empty', { status: 400, text: 'Missing node address' });
+  if (node === '') errors.broke('Node', 'nodeNameMissing');
+  if (address === '') errors.broke('Address', 'nodeAddressMissing');
   const metaRaw = field(body, 'NodeMeta').value;
   const meta: Record<string, string> = {};
   if (metaRaw !== undefined && metaRaw !== null) {
@@ -180,13 +179,13 @@ async function deregister(req: Request, api: ApiContext): Promise<Reply> {
   const node = field(body, 'Node').value;
   const checkId = field(body, 'CheckID').value;
   if (typeof node !== 'string' || node === '') {
-    throw new RegistryError('missingParameter', 'Node is required', { Node: ['Required:must not be empty'] }, { status: 400, text: 'Missing node name' });
+    throw new RegistryError('deregisterNodeMissing');
   }
   if (checkId !== undefined && checkId !== null && typeof checkId !== 'string') {
-    throw new RegistryError('invalidParameter', 'CheckID must be a string', { CheckID: ['Type:must be a string'] });
+    throw new RegistryError('deregisterCheckIdNotString');
   }
   if (field(body, 'ServiceID').value != null) {
-    throw new RegistryError('invalidParameter', 'ServiceID: services are deregistered through /v1/agent/service/deregister', { ServiceID: ['Unsupported:services are deregistered through the agent service endpoints'] });
+    throw new RegistryError('deregisterServiceUnsupported');
   }
   // Deregistering what is not there is a no-op success, as in Consul.
   await api.runtime.propose(typeof checkId === 'string' && checkId !== '' ? { t: 'catalog.deregister', node, checkId: canonicalCheckId(checkId) } : { t: 'catalog.deregister', node });
@@ -197,9 +196,9 @@ export const agentRoutes: Route<ApiContext>[] = [
   { path: '/v1/status/leader', prefix: false, methods: { GET: leader } },
   { path: '/v1/status/peers', prefix: false, methods: { GET: peers } },
   { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
-  { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics } },
-  { path: '/v1/agent/members', prefix: false, methods: { GET: members } },
+  { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics }, query: ['format'] },
+  { path: '/v1/agent/members', prefix: false, methods: { GET: members }, query: ['dc', 'filter', 'wan', 'segment'] },
   { path: '/v1/catalog/datacenters', prefix: false, methods: { GET: datacenters } },
-  { path: '/v1/catalog/register', prefix: false, methods: { PUT: register } },
-  { path: '/v1/catalog/deregister', prefix: false, methods: { PUT: deregister } },
+  { path: '/v1/catalog/register', prefix: false, methods: { PUT: register }, query: ['dc'] },
+  { path: '/v1/catalog/deregister', prefix: false, methods: { PUT: deregister }, query: ['dc'] },
 ];

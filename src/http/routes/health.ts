@@ -12,7 +12,7 @@ import type { RegistryState, Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { jsonBody, jsonObject, field } from '../body.ts';
 import { checkOutputBytesMax, parseCheck, parseService } from '../definitions.ts';
-import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions, queryOptionParameters } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import { param, type Request } from "../request.ts";
 import type { Route } from '../router.ts';
@@ -86,8 +86,9 @@ function renderCatalogService(s: ServiceInstance, n: CatalogNode | undefined, dc
 
 // ---------------------------------------------------------------- shared helpers
 
-function required(req: Request, what: string, consulText: string): string {
-  if (req.rest === '') throw new RegistryError('missingParameter', `missing ${what} in the path`, { [what]: ['Required:must not be empty'] }, { status: 400, text: consulText });
+/** The path's trailing parameter, or the error naming what is missing. */
+function required(req: Request, missing: 'checkIdMissing' | 'serviceIdMissing' | 'serviceMissing' | 'nodeMissing' | 'checkStateMissing'): string {
+  if (req.rest === '') throw new RegistryError(missing);
   return req.rest;
 }
 
@@ -109,18 +110,9 @@ function localChecks(api: ApiContext): HealthCheck[] {
 }
 
 function failureError(r: Extract<Result, { ok: false }>): RegistryError {
-  if (r.reason === 'unknown-service') return serviceNotFound(r.detail ?? '', true);
-  if (r.reason === 'unknown-check') return checkNotFound(r.detail ?? '');
-  return new RegistryError('unknown', `registration failed: ${r.reason}`);
-}
-
-function checkNotFound(id: string): RegistryError {
-  return new RegistryError('notFound', `unknown check ID "${id}"`, { checkId: id }, { status: 404, text: `Unknown check ID "${id}". Ensure that the check ID is passed, not the check name.` });
-}
-
-function serviceNotFound(id: string, fromCheck = false): RegistryError {
-  return new RegistryError('notFound', `unknown service ID "${id}"`, { serviceId: id },
-    { status: 404, text: fromCheck ? `ServiceID "${id}" does not exist` : `Unknown service ID "${id}". Ensure that the service ID is passed, not the service name.` });
+  if (r.reason === 'unknown-service') return new RegistryError('checkServiceNotFound', { id: r.detail ?? '' });
+  if (r.reason === 'unknown-check') return new RegistryError('checkNotFound', { id: r.detail ?? '' });
+  return new RegistryError('registrationFailed', { reason: r.reason });
 }
 
 async function proposeOk(api: ApiContext, cmd: Command): Promise<void> {
@@ -149,9 +141,9 @@ async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
 }
 
 function localCheck(req: Request, api: ApiContext): HealthCheck {
-  const id = required(req, 'checkId', 'Missing check ID');
+  const id = required(req, 'checkIdMissing');
   const check = api.runtime.state.checkOf(api.nodeName, id);
-  if (check === undefined || check.source !== 'agent') throw checkNotFound(id);
+  if (check === undefined || check.source !== 'agent') throw new RegistryError('checkNotFound', { id });
   return check;
 }
 
@@ -173,8 +165,7 @@ async function ttlUpdate(req: Request, api: ApiContext, status: CheckStatus, out
   checkDatacenter(req, api);
   const check = localCheck(req, api);
   if (check.type !== 'ttl') {
-    throw new RegistryError('invalidParameter', `check "${check.checkId}" is not a TTL check`, { checkId: [`Kind:check is of type ${check.type || 'none'}, not ttl`] },
-      { status: 500, text: `CheckID "${check.checkId}" does not have associated TTL` });
+    throw new RegistryError('checkNotTtl', { checkId: check.checkId, type: check.type });
   }
   await proposeOk(api, {
     t: 'check.update', node: api.nodeName, checkId: check.checkId, generation: check.generation, via: 'ttl', status,
@@ -190,11 +181,10 @@ async function checkUpdate(req: Request, api: ApiContext): Promise<Reply> {
   const status = field(body, 'Status').value;
   const output = field(body, 'Output').value;
   if (typeof status !== 'string' || !['passing', 'warning', 'critical'].includes(status)) {
-    throw new RegistryError('invalidParameter', `invalid check status: ${JSON.stringify(status ?? '')}`, { Status: ['Enum:must be passing, warning or critical'] },
-      { status: 400, text: `Invalid check status: '${typeof status === 'string' ? status : ''}'` });
+    throw new RegistryError('checkStatusInvalid', { status });
   }
   if (output !== undefined && output !== null && typeof output !== 'string') {
-    throw new RegistryError('invalidParameter', 'Output must be a string', { Output: ['Type:must be a string'] }, { status: 400, text: 'Request decode failed: json: cannot unmarshal into Go struct field Output of type string' });
+    throw new RegistryError('checkOutputNotString');
   }
   return ttlUpdate(req, api, status as CheckStatus, (output as string | undefined) ?? '');
 }
@@ -225,8 +215,8 @@ async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
 
 async function serviceDeregister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const id = required(req, 'serviceId', 'Missing service ID');
-  if (!api.runtime.state.services.has(api.runtime.state.serviceKey(api.nodeName, id))) throw serviceNotFound(id);
+  const id = required(req, 'serviceIdMissing');
+  if (!api.runtime.state.services.has(api.runtime.state.serviceKey(api.nodeName, id))) throw new RegistryError('serviceNotFound', { id });
   await proposeOk(api, { t: 'service.deregister', node: api.nodeName, serviceId: id });
   return { t: 'empty' };
 }
@@ -250,7 +240,7 @@ function hasTags(s: ServiceInstance, req: Request): boolean {
 }
 
 const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
-  const name = required(req, 'service', 'Missing service name');
+  const name = required(req, 'serviceMissing');
   const st = api.runtime.state;
   return st.instancesOf(name).filter((s) => hasTags(s, req))
     .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
@@ -261,7 +251,7 @@ const catalogNodes = catalogRead(nodeSchema, (_req, api, keep) =>
     .map((n) => renderNode(n, api.datacenter)).filter(keep));
 
 const catalogNode = catalogRead(undefined, (req, api) => {
-  const name = required(req, 'node', 'Missing node name');
+  const name = required(req, 'nodeMissing');
   const st = api.runtime.state;
   const node = st.nodes.get(name);
   if (node === undefined) return null;
@@ -272,12 +262,12 @@ const catalogNode = catalogRead(undefined, (req, api) => {
 // ---------------------------------------------------------------- health
 
 const healthNode = catalogRead(checkSchema, (req, api, keep) => {
-  const name = required(req, 'node', 'Missing node name');
+  const name = required(req, 'nodeMissing');
   return api.runtime.state.checksOfNode(name).map((c) => renderCheck(c)).filter(keep);
 });
 
 const healthChecks = catalogRead(checkSchema, (req, api, keep) => {
-  const name = required(req, 'service', 'Missing service name');
+  const name = required(req, 'serviceMissing');
   return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '').map((c) => renderCheck(c)).filter(keep);
 });
 
@@ -286,11 +276,11 @@ function parsePassing(req: Request): boolean {
   const v = param(req, 'passing') ?? '';
   if (v === '' || ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
   if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
-  throw new RegistryError('invalidParameter', `invalid value for ?passing: ${JSON.stringify(v)}`, { passing: ['Format:must be true or false'] }, { status: 400, text: 'Invalid value for ?passing' });
+  throw new RegistryError('passingInvalid', { value: v });
 }
 
 const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
-  const name = required(req, 'service', 'Missing service name');
+  const name = required(req, 'serviceMissing');
   const passingOnly = parsePassing(req);
   const st = api.runtime.state;
   const entries: Record<string, unknown>[] = [];
@@ -306,36 +296,41 @@ const states = new Set(['any', 'passing', 'warning', 'critical', 'fail']);
 const consulStates = new Set(['any', 'passing', 'warning', 'critical']);
 
 const healthState = catalogRead(checkSchema, (req, api, keep) => {
-  const state = required(req, 'state', 'Missing check state');
+  const state = required(req, 'checkStateMissing');
   // Consul does not validate the state: an unknown one, "fail" included, matches nothing there.
   if (api.dialect === 'consul' && !consulStates.has(state)) return [];
   if (!states.has(state)) {
-    throw new RegistryError('invalidParameter', `unknown check state "${state}"`, { state: ['Enum:must be any, passing, warning, critical or fail'] });
+    throw new RegistryError('checkStateUnknown', { state });
   }
   // "fail" returns the failing checks: the registry's word for critical.
   const wanted = state === 'fail' ? 'critical' : state;
   return api.runtime.state.allChecks().filter((c) => wanted === 'any' || c.status === wanted).map((c) => renderCheck(c)).filter(keep);
 });
 
+/** A catalog read's parameters: the query options and `filter`. */
+const readParameters = [...queryOptionParameters, 'filter'];
+/** Also `near` and `node-meta`, which Consul takes on these reads: accepted, not applied (one datacenter, no coordinates). */
+const nodeReadParameters = [...readParameters, 'near', 'node-meta'];
+
 export const healthRoutes: Route<ApiContext>[] = [
-  { path: '/v1/agent/checks', prefix: false, methods: { GET: agentChecks } },
-  { path: '/v1/agent/check/register', prefix: false, methods: { PUT: checkRegister } },
-  { path: '/v1/agent/check/deregister/', prefix: true, methods: { PUT: checkDeregister } },
-  { path: '/v1/agent/check/pass/', prefix: true, methods: { PUT: ttlSetter('passing') } },
-  { path: '/v1/agent/check/warn/', prefix: true, methods: { PUT: ttlSetter('warning') } },
-  { path: '/v1/agent/check/fail/', prefix: true, methods: { PUT: ttlSetter('critical') } },
-  { path: '/v1/agent/check/update/', prefix: true, methods: { PUT: checkUpdate } },
-  { path: '/v1/agent/services', prefix: false, methods: { GET: agentServices } },
-  { path: '/v1/agent/service/register', prefix: false, methods: { PUT: serviceRegister } },
-  { path: '/v1/agent/service/deregister/', prefix: true, methods: { PUT: serviceDeregister } },
-  { path: '/v1/catalog/services', prefix: false, methods: { GET: catalogServices } },
-  { path: '/v1/catalog/service/', prefix: true, methods: { GET: catalogService } },
-  { path: '/v1/catalog/nodes', prefix: false, methods: { GET: catalogNodes } },
-  { path: '/v1/catalog/node/', prefix: true, methods: { GET: catalogNode } },
-  { path: '/v1/health/node/', prefix: true, methods: { GET: healthNode } },
-  { path: '/v1/health/checks/', prefix: true, methods: { GET: healthChecks } },
-  { path: '/v1/health/service/', prefix: true, methods: { GET: healthService } },
-  { path: '/v1/health/state/', prefix: true, methods: { GET: healthState } },
+  { path: '/v1/agent/checks', prefix: false, methods: { GET: agentChecks }, query: ['dc', 'filter'] },
+  { path: '/v1/agent/check/register', prefix: false, methods: { PUT: checkRegister }, query: ['dc'] },
+  { path: '/v1/agent/check/deregister/', prefix: true, methods: { PUT: checkDeregister }, query: ['dc'] },
+  { path: '/v1/agent/check/pass/', prefix: true, methods: { PUT: ttlSetter('passing') }, query: ['dc', 'note'] },
+  { path: '/v1/agent/check/warn/', prefix: true, methods: { PUT: ttlSetter('warning') }, query: ['dc', 'note'] },
+  { path: '/v1/agent/check/fail/', prefix: true, methods: { PUT: ttlSetter('critical') }, query: ['dc', 'note'] },
+  { path: '/v1/agent/check/update/', prefix: true, methods: { PUT: checkUpdate }, query: ['dc'] },
+  { path: '/v1/agent/services', prefix: false, methods: { GET: agentServices }, query: ['dc', 'filter'] },
+  { path: '/v1/agent/service/register', prefix: false, methods: { PUT: serviceRegister }, query: ['dc', 'replace-existing-checks'] },
+  { path: '/v1/agent/service/deregister/', prefix: true, methods: { PUT: serviceDeregister }, query: ['dc'] },
+  { path: '/v1/catalog/services', prefix: false, methods: { GET: catalogServices }, query: readParameters },
+  { path: '/v1/catalog/service/', prefix: true, methods: { GET: catalogService }, query: [...nodeReadParameters, 'tag'] },
+  { path: '/v1/catalog/nodes', prefix: false, methods: { GET: catalogNodes }, query: nodeReadParameters },
+  { path: '/v1/catalog/node/', prefix: true, methods: { GET: catalogNode }, query: readParameters },
+  { path: '/v1/health/node/', prefix: true, methods: { GET: healthNode }, query: readParameters },
+  { path: '/v1/health/checks/', prefix: true, methods: { GET: healthChecks }, query: nodeReadParameters },
+  { path: '/v1/health/service/', prefix: true, methods: { GET: healthService }, query: [...nodeReadParameters, 'tag', 'passing'] },
+  { path: '/v1/health/state/', prefix: true, methods: { GET: healthState }, query: nodeReadParameters },
 ];
 
 

@@ -4,11 +4,11 @@
  * kept as decimal text so 3304740253564472344 round-trips exactly. The key is the rest of the path.
  */
 import type { Command } from '../../domain/commands.ts';
-import { invalidField, RegistryError } from '../../domain/errors.ts';
+import { RegistryError } from '../../domain/errors.ts';
 import type { KvEntry } from '../../domain/types.ts';
 import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
-import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64 } from '../query.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64, queryOptionParameters } from '../query.ts';
 import { jsonText, type Reply } from '../reply.ts';
 import { flag, param, readableUnder, type Request } from '../request.ts';
 import { requireSessionUse } from '../session-access.ts';
@@ -36,12 +36,8 @@ export function renderEntry(e: KvEntry): string {
   return `{"LockIndex":${e.lockIndex},"Key":${JSON.stringify(e.key)},"Flags":${e.flags},"Value":${value}${session},"CreateIndex":${e.createIndex},"ModifyIndex":${e.modifyIndex}}`;
 }
 
-function missingKey(): RegistryError {
-  return new RegistryError('missingParameter', 'missing key name in the path', { key: ['Required:must not be empty'] }, { status: 400, text: 'Missing key name' });
-}
-
 function keyNotFound(key: string): RegistryError {
-  return new RegistryError('notFound', `key "${key}" not found`, { key });
+  return new RegistryError('kvKeyNotFound', { key });
 }
 
 // ---------------------------------------------------------------- GET
@@ -78,7 +74,7 @@ async function get(req: Request, api: ApiContext): Promise<Reply> {
     // As values (Flags as BigInt, printed exactly) so list parameters can page and sort them.
     return { t: 'json', value: entries.map(entryValue), index };
   }
-  if (key === '') throw missingKey();
+  if (key === '') throw new RegistryError('kvKeyMissing');
   // The gate let the caller read this key; a missing key's index then counts only what it may read too.
   const keyIndex = () => state().kvKeyIndex(key, readableKeys);
   await awaitQuery(req, api, q, { kind: 'key', key }, keyIndex);
@@ -98,7 +94,7 @@ function uint64Param(req: Request, name: string): string | undefined {
   const text = param(req, name) ?? '';
   const parsed = parseUint64(text);
   if (parsed === undefined) {
-    throw invalidField(name, 'Format', 'must be an unsigned 64-bit integer', { status: 500, text: `strconv.ParseUint: parsing ${JSON.stringify(text)}: invalid syntax` });
+    throw new RegistryError('kvUint64Invalid', { name, text });
   }
   return parsed;
 }
@@ -107,7 +103,7 @@ function sessionParam(req: Request, name: 'acquire' | 'release'): string | undef
   if (!flag(req, name)) return undefined;
   const id = param(req, name) ?? '';
   if (id === '') {
-    throw new RegistryError('missingParameter', `${name} requires a session id`, { [name]: ['Required:a session id is required'] }, { status: 500, text: 'missing session' });
+    throw new RegistryError('kvSessionMissing', { name });
   }
   return id;
 }
@@ -117,32 +113,30 @@ function checkExclusive(req: Request, names: string[]): void {
   const given = names.filter((n) => flag(req, n));
   if (given.length > 1) {
     const sortedQuery = [...req.query.keys()].sort().map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(req.query.get(k) ?? '')}`).join('&');
-    throw new RegistryError('invalidParameter', `conflicting flags: ${given.join(' and ')} cannot be combined`,
-      Object.fromEntries(given.map((n) => [n, ['Conflict:only one of ' + names.join(', ') + ' may be given']])),
-      { status: 400, text: `Conflicting flags: ${sortedQuery}\n` });
+    throw new RegistryError('kvFlagsConflict', { given, exclusive: names, query: sortedQuery });
   }
 }
 
 function failure(r: Extract<Result, { ok: false }>, op: 'acquire' | 'release' | 'cas'): RegistryError {
   if (r.reason === 'invalid-session') {
-    return new RegistryError('objectNotFound', `invalid session "${r.detail}"`, { session: r.detail }, { status: 500, text: `invalid session "${r.detail}"` });
+    return new RegistryError('kvSessionInvalid', { session: r.detail });
   }
-  if (op === 'cas') return new RegistryError('conflict', 'did not apply: the check-and-set index did not match', { reason: r.reason });
-  return new RegistryError('conflict', op === 'acquire' ? 'did not acquire lock' : 'did not release lock', { reason: r.reason });
+  const failed = { cas: 'casMismatch', acquire: 'lockNotAcquired', release: 'lockNotReleased' } as const;
+  return new RegistryError(failed[op], { reason: r.reason });
 }
 
 /** The acquire's `wait`: a Go duration, at most the blocking-query maximum (10 min). */
 function acquireWaitMs(req: Request): number {
   const text = param(req, 'wait') ?? '';
   const ms = parseGoDurationMs(text);
-  if (ms === undefined || ms < 0) throw invalidField('wait', 'Format', goDurationRule, { status: 400, text: 'Invalid wait time' });
+  if (ms === undefined || ms < 0) throw new RegistryError('waitInvalid', { rule: goDurationRule });
   return Math.min(ms, blockingWaitMsMax);
 }
 
 async function put(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const key = req.rest;
-  if (key === '') throw missingKey();
+  if (key === '') throw new RegistryError('kvKeyMissing');
   checkExclusive(req, ['cas', 'acquire', 'release']);
   const flags = uint64Param(req, 'flags') ?? '0';
   const cas = uint64Param(req, 'cas');
@@ -164,7 +158,7 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
     ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal)
     : cmd.t === 'kv.release' ? await api.runtime.lockQueues.release(cmd) : await api.runtime.propose(cmd);
   if (result.ok) return { t: 'outcome', ok: true, index: result.index };
-  if (op === 'set') throw new RegistryError('unknown', `write failed: ${result.reason}`);
+  if (op === 'set') throw new RegistryError('kvWriteFailed', { reason: result.reason });
   const err = failure(result, op);
   if (err.kind !== 'conflict') throw err;
   return { t: 'outcome', ok: false, failure: err };
@@ -180,7 +174,7 @@ async function del(req: Request, api: ApiContext): Promise<Reply> {
     await api.runtime.propose({ t: 'kv.deleteTree', prefix: key });
     return { t: 'outcome', ok: true };
   }
-  if (key === '') throw missingKey();
+  if (key === '') throw new RegistryError('kvKeyMissing');
   const cas = uint64Param(req, 'cas');
   if (cas === undefined) {
     await api.runtime.propose({ t: 'kv.delete', key });
@@ -192,5 +186,8 @@ async function del(req: Request, api: ApiContext): Promise<Reply> {
 }
 
 export const kvRoutes: Route<ApiContext>[] = [
-  { path: '/v1/kv/', prefix: true, methods: { GET: get, PUT: put, DELETE: del } },
+  {
+    path: '/v1/kv/', prefix: true, methods: { GET: get, PUT: put, DELETE: del },
+    query: [...queryOptionParameters, 'recurse', 'keys', 'separator', 'seperator', 'raw', 'flags', 'cas', 'acquire', 'release'],
+  },
 ];

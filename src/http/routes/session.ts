@@ -12,7 +12,7 @@ import type { Result } from '../../state/index.ts';
 import { nsInRange, parseGoDurationNs, readGoDuration } from '../../util/duration.ts';
 import type { ApiContext } from '../api.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
-import { awaitQuery, checkDatacenter, parseQueryOptions } from '../query.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions, queryOptionParameters } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import type { Request } from '../request.ts';
 import type { Route } from '../router.ts';
@@ -42,8 +42,7 @@ function parseLockDelay(value: unknown, errors: FieldErrors, dialect: ApiContext
   if (typeof value === 'number' && nsInRange(value)) ns = Math.trunc(value);
   else if (typeof value === 'string') ns = parseGoDurationNs(value);
   if (ns === undefined) {
-    errors.add('LockDelay', 'Format', 'must be a duration such as 15s, or a number of nanoseconds',
-      { status: 400, text: `Request decode failed: time: invalid duration ${JSON.stringify(String(value))}` });
+    errors.broke('LockDelay', 'lockDelayInvalid', { value: String(value) });
     return 0;
   }
   // Consul reads values below 1µs as seconds ("20" means 20s), a compatibility rule kept in both dialects.
@@ -57,22 +56,20 @@ function parseLockDelay(value: unknown, errors: FieldErrors, dialect: ApiContext
 function parseTtl(value: unknown, errors: FieldErrors, ttlMsMin: number): { ttl: string; ttlMs: number } {
   if (value === undefined || value === null || value === '') return { ttl: '', ttlMs: 0 };
   if (typeof value !== 'string') {
-    errors.add('TTL', 'Type', 'must be a duration string such as 30s', { status: 400, text: 'Request decode failed: json: cannot unmarshal number into Go struct field Session.TTL of type string' });
+    errors.broke('TTL', 'sessionTtlNotString');
     return { ttl: '', ttlMs: 0 };
   }
   const read = readGoDuration(value);
   const ns = 'ns' in read ? read.ns : undefined;
   if (ns === undefined) {
     const tooLong = 'problem' in read && read.problem === 'range';
-    errors.add('TTL', tooLong ? 'Range' : 'Format', tooLong ? `must be between ${ttlMsMin / 1000}s and 24h` : 'must be a duration such as 30s', { status: 500, text: `Session TTL '${value}' invalid: time: invalid duration ${JSON.stringify(value)}` });
+    errors.broke('TTL', 'sessionTtlInvalid', { tooLong, ttlMsMin, value });
     return { ttl: '', ttlMs: 0 };
   }
   if (ns === 0) return { ttl: '', ttlMs: 0 };
   const ms = ns / nsPerMs;
   if (ms < ttlMsMin || ms > sessionTtlMsMax) {
-    errors.add('TTL', 'Range', `must be between ${ttlMsMin / 1000}s and 24h`, {
-      status: 500, text: `Invalid Session TTL '${ns}', must be between [${goDurationText(ttlMsMin)}=24h0m0s]`,
-    });
+    errors.broke('TTL', 'sessionTtlOutOfRange', { ttlMsMin, ns, minText: goDurationText(ttlMsMin) });
   }
   return { ttl: value, ttlMs: ms };
 }
@@ -87,14 +84,14 @@ function goDurationText(ms: number): string {
 function parseBehavior(value: unknown, errors: FieldErrors): Behavior {
   if (value === undefined || value === null || value === '') return 'release';
   if (value === 'release' || value === 'delete') return value;
-  errors.add('Behavior', 'Enum', 'must be release or delete', { status: 500, text: `Invalid Behavior setting '${String(value)}'` });
+  errors.broke('Behavior', 'sessionBehaviorInvalid', { value });
   return 'release';
 }
 
 function parseStringList(name: string, value: unknown, errors: FieldErrors): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (!Array.isArray(value) || value.some((x) => typeof x !== 'string')) {
-    errors.add(name, 'Type', 'must be an array of strings', { status: 400, text: `Request decode failed: json: cannot unmarshal into Go struct field Session.${name} of type []string` });
+    errors.broke(name, 'sessionStringsInvalid', { name });
     return undefined;
   }
   return (value as string[]).map(canonicalCheckId);
@@ -104,7 +101,7 @@ function parseServiceChecks(value: unknown, errors: FieldErrors): { ID: string; 
   if (value === undefined || value === null) return null;
   const ok = Array.isArray(value) && value.every((x) => x !== null && typeof x === 'object' && typeof field(x as Record<string, unknown>, 'ID').value === 'string');
   if (!ok) {
-    errors.add('ServiceChecks', 'Type', 'must be an array of {ID, Namespace} objects', { status: 400, text: 'Request decode failed: json: cannot unmarshal into Go struct field Session.ServiceChecks' });
+    errors.broke('ServiceChecks', 'sessionServiceChecksInvalid');
     return null;
   }
   return (value as Record<string, unknown>[]).map((x) => {
@@ -143,7 +140,7 @@ function stringField(body: Record<string, unknown> | undefined, name: string, er
   const { value } = field(body, name);
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string') {
-    errors.add(name, 'Type', 'must be a string', { status: 400, text: `Request decode failed: json: cannot unmarshal ${typeof value} into Go struct field Session.${name} of type string` });
+    errors.broke(name, 'sessionFieldNotString', { name, got: typeof value });
     return undefined;
   }
   return value;
@@ -167,13 +164,13 @@ export function parseSessionCreate(body: Record<string, unknown> | undefined, ap
 function createFailure(r: Extract<Result, { ok: false }>): RegistryError {
   switch (r.reason) {
     case 'unknown-node':
-      return new RegistryError('objectNotFound', `node "${r.detail}" is not registered`, { Node: [`Exists:node "${r.detail}" is not registered`] }, { status: 500, text: 'Missing node registration' });
+      return new RegistryError('sessionNodeUnknown', { node: r.detail });
     case 'unknown-check':
-      return new RegistryError('objectNotFound', `check '${r.detail}' is not registered on the session's node`, { checks: [`Exists:check '${r.detail}' is not registered`] }, { status: 500, text: `Missing check '${r.detail}' registration` });
+      return new RegistryError('sessionCheckUnknown', { check: r.detail });
     case 'check-critical':
-      return new RegistryError('invalidParameter', `check '${r.detail}' is in critical state`, { checks: [`State:check '${r.detail}' is in critical state`] }, { status: 500, text: `Check '${r.detail}' is in critical state` });
+      return new RegistryError('sessionCheckCritical', { check: r.detail });
     default:
-      return new RegistryError('unknown', `session create failed: ${r.reason}`);
+      return new RegistryError('sessionCreateFailed', { reason: r.reason });
   }
 }
 
@@ -191,7 +188,7 @@ async function create(req: Request, api: ApiContext): Promise<Reply> {
 
 function sessionId(req: Request): string {
   const id = req.rest;
-  if (id === '') throw new RegistryError('missingParameter', 'missing session id in the path', { session: ['Required:a session id is required'] }, { status: 400, text: 'Missing session' });
+  if (id === '') throw new RegistryError('sessionIdMissing');
   return id;
 }
 
@@ -209,18 +206,18 @@ async function renew(req: Request, api: ApiContext): Promise<Reply> {
   await requireSessionUse(req, api, id, 'write');
   const result = await api.runtime.propose({ t: 'session.renew', id });
   if (!result.ok || result.session === undefined) {
-    throw new RegistryError('notFound', `session "${id}" not found`, { session: id }, { status: 404, text: `Session id '${id}' not found` });
+    throw new RegistryError('sessionNotFound', { id });
   }
   return json([renderSession(result.session, api.dialect)]);
 }
 
 // ---------------------------------------------------------------- reads (blocking)
 
-function sessionRead(select: (req: Request, api: ApiContext) => Session[], needsParam?: string) {
+function sessionRead(select: (req: Request, api: ApiContext) => Session[], needsParam?: 'sessionMissing' | 'nodeMissing') {
   return async (req: Request, api: ApiContext): Promise<Reply> => {
     const q = parseQueryOptions(req, api);
     if (needsParam !== undefined && req.rest === '') {
-      throw new RegistryError('missingParameter', `missing ${needsParam} in the path`, { [needsParam]: ['Required:must not be empty'] }, { status: 400, text: needsParam === 'node' ? 'Missing node name' : 'Missing session' });
+      throw new RegistryError(needsParam);
     }
     const state = () => api.runtime.state;
     await awaitQuery(req, api, q, { kind: 'sessions' }, () => state().sessionsIndex);
@@ -233,15 +230,15 @@ function sessionRead(select: (req: Request, api: ApiContext) => Session[], needs
 const info = sessionRead((req, api) => {
   const s = api.runtime.state.sessions.get(req.rest);
   return s === undefined ? [] : [s];
-}, 'session');
-const byNode = sessionRead((req, api) => api.runtime.state.sessionsOfNode(req.rest), 'node');
+}, 'sessionMissing');
+const byNode = sessionRead((req, api) => api.runtime.state.sessionsOfNode(req.rest), 'nodeMissing');
 const list = sessionRead((_req, api) => api.runtime.state.sessionList());
 
 export const sessionRoutes: Route<ApiContext>[] = [
-  { path: '/v1/session/create', prefix: false, methods: { PUT: create } },
-  { path: '/v1/session/destroy/', prefix: true, methods: { PUT: destroy } },
-  { path: '/v1/session/renew/', prefix: true, methods: { PUT: renew } },
-  { path: '/v1/session/info/', prefix: true, methods: { GET: info } },
-  { path: '/v1/session/node/', prefix: true, methods: { GET: byNode } },
-  { path: '/v1/session/list', prefix: false, methods: { GET: list } },
+  { path: '/v1/session/create', prefix: false, methods: { PUT: create }, query: ['dc'] },
+  { path: '/v1/session/destroy/', prefix: true, methods: { PUT: destroy }, query: ['dc'] },
+  { path: '/v1/session/renew/', prefix: true, methods: { PUT: renew }, query: ['dc'] },
+  { path: '/v1/session/info/', prefix: true, methods: { GET: info }, query: queryOptionParameters },
+  { path: '/v1/session/node/', prefix: true, methods: { GET: byNode }, query: queryOptionParameters },
+  { path: '/v1/session/list', prefix: false, methods: { GET: list }, query: queryOptionParameters },
 ];

@@ -42,22 +42,18 @@ const immutable = 'public, max-age=31536000, immutable';
 const revalidate = 'no-cache';
 
 function notBuilt(dir: string): RegistryError {
-  return new RegistryError('notFound', `the dashboard is not built: run \`npm run build:ui\` (it builds ui/ into ${dir})`, { dir }, {
-    status: 404, text: 'dashboard not built: run `npm run build:ui`\n',
-  });
+  return new RegistryError('uiNotBuilt', { dir });
 }
 
 function noFile(path: string): RegistryError {
-  return new RegistryError('notFound', `no dashboard file at ${path}`, { path }, { status: 404, text: `no dashboard file at ${path}\n` });
+  return new RegistryError('uiNoFile', { path });
 }
 
 /** The dashboard's relative path, or a refusal when it would leave the directory. */
 function relativePath(rest: string): string {
   const segments = rest.split('/');
   if (rest.includes('\0') || rest.includes('\\') || segments.some((s) => s === '..')) {
-    throw new RegistryError('illegalRequest', 'the path leaves the dashboard directory', { path: ['Path:no ".." segments, backslashes or NUL'] }, {
-      status: 400, text: 'invalid dashboard path\n',
-    });
+    throw new RegistryError('uiPathEscapes');
   }
   return segments.filter((s) => s !== '' && s !== '.').join('/');
 }
@@ -101,7 +97,7 @@ function withQuery(path: string, req: Request): string {
 
 /** `/` goes to the dashboard, as on Consul; `//` and the like stay unknown. */
 function home(req: Request): Reply {
-  if (req.path !== '/') throw new RegistryError('notFound', `no endpoint at ${req.method} ${req.path}`, { path: req.path });
+  if (req.path !== '/') throw new RegistryError('noPage', { method: req.method, path: req.path });
   return { t: 'redirect', location: '/ui/', status: 301 };
 }
 

@@ -1,0 +1,96 @@
+/**
+ * The field rules of the error catalogue whose breach Consul answers with a text of its own: each gives
+ * the rule and text of the 1009 detail (`<Rule>:<text>`) and Consul's status and plain-text body, as
+ * functions of the rule's variables. A body's broken rules are gathered (FieldErrors in src/http) and
+ * answered together as `fieldsInvalid`; Consul's answer is that of the first rule broken that has one.
+ * A rule that Consul does not name (a range, an unsupported field) is added by its rule and text alone.
+ */
+
+/** A broken rule: the detail's rule and text, and what Consul answers for it. */
+export interface BrokenRule {
+  rule: string;
+  text: string;
+  consul: { status: number; text: string };
+}
+
+const decodeFailed = (text: string) => ({ status: 400, text: `Request decode failed: ${text}` });
+/** A value of the wrong JSON type for a field of Consul's Go struct. */
+const goType = (text: string, type: string) => (v: { goField: string }): BrokenRule => ({
+  rule: 'Type', text, consul: decodeFailed(`json: cannot unmarshal into Go struct field ${v.goField} of type ${type}`),
+});
+const invalidCheck = (text: string): BrokenRule => ({ rule: 'Invalid', text, consul: { status: 400, text: `Invalid check: ${text}` } });
+const required = (text: string, consulText: string) => (): BrokenRule => ({ rule: 'Required', text, consul: { status: 400, text: consulText } });
+
+export const fieldRules = {
+  notString: goType('must be a string', 'string'),
+  notBool: goType('must be true or false', 'bool'),
+  notInteger: goType('must be an integer', 'int'),
+  notStrings: goType('must be an array of strings', '[]string'),
+  notStringMap: goType('must be an object of strings', 'map[string]string'),
+  notHeaderMap: goType('must map header names to arrays of strings', 'map[string][]string'),
+  /** `rule` and `text` are the duration parser's (Range past the largest Go duration, else Format). */
+  durationInvalid: (v: { rule: string; text: string; value: string }): BrokenRule => ({
+    rule: v.rule, text: v.text, consul: decodeFailed(`time: invalid duration ${JSON.stringify(v.value)}`),
+  }),
+  checkInvalid: (v: { text: string }) => invalidCheck(v.text),
+  checkNameMissing: required('a check needs a name', 'Missing check name'),
+  /** A check's Status: Consul words it differently for a check embedded in a service. */
+  checkStatusBad: (v: { inService: boolean }): BrokenRule => ({
+    rule: 'Enum', text: 'must be passing, warning or critical',
+    consul: { status: 400, text: v.inService ? "Status for checks must 'passing', 'warning', 'critical'" : 'Bad check status' },
+  }),
+  checkHttpInvalid: (v: { why: string }): BrokenRule => ({ rule: 'Format', text: v.why, consul: { status: 400, text: `Invalid check: ${v.why}` } }),
+  checkTcpInvalid: (v: { why: string }): BrokenRule => ({
+    rule: 'Format', text: `${v.why}: give host:port ([v6]:port for IPv6)`, consul: { status: 400, text: `Invalid check: TCP ${v.why}` },
+  }),
+  checkGrpcInvalid: (v: { why: string }): BrokenRule => ({
+    rule: 'Format', text: `${v.why}: give host:port or host:port/service`, consul: { status: 400, text: `Invalid check: GRPC ${v.why}` },
+  }),
+  serviceNameMissing: required('a service needs a name', 'Missing service name'),
+  serviceAddressUnspecified: (): BrokenRule => ({
+    rule: 'Invalid', text: 'a service address cannot be an unspecified address', consul: { status: 400, text: 'Invalid service address' },
+  }),
+  weightsInvalid: (): BrokenRule => ({
+    rule: 'Invalid', text: 'Passing must be an integer ≥ 1 and Warning ≥ 0', consul: { status: 400, text: 'Invalid Weights: Passing must be greater than 0' },
+  }),
+  nodeNameMissing: required('must not be empty', 'Missing node name'),
+  nodeAddressMissing: required('must not be empty', 'Missing node address'),
+  sessionTtlNotString: (): BrokenRule => ({
+    rule: 'Type', text: 'must be a duration string such as 30s',
+    consul: decodeFailed('json: cannot unmarshal number into Go struct field Session.TTL of type string'),
+  }),
+  sessionTtlInvalid: (v: { tooLong: boolean; ttlMsMin: number; value: string }): BrokenRule => ({
+    rule: v.tooLong ? 'Range' : 'Format', text: v.tooLong ? `must be between ${v.ttlMsMin / 1000}s and 24h` : 'must be a duration such as 30s',
+    consul: { status: 500, text: `Session TTL '${v.value}' invalid: time: invalid duration ${JSON.stringify(v.value)}` },
+  }),
+  lockDelayInvalid: (v: { value: string }): BrokenRule => ({
+    rule: 'Format', text: 'must be a duration such as 15s, or a number of nanoseconds', consul: decodeFailed(`time: invalid duration ${JSON.stringify(v.value)}`),
+  }),
+  /** `minText`: the smallest TTL as Go prints a duration. */
+  sessionTtlOutOfRange: (v: { ttlMsMin: number; ns: number; minText: string }): BrokenRule => ({
+    rule: 'Range', text: `must be between ${v.ttlMsMin / 1000}s and 24h`,
+    consul: { status: 500, text: `Invalid Session TTL '${v.ns}', must be between [${v.minText}=24h0m0s]` },
+  }),
+  sessionBehaviorInvalid: (v: { value: unknown }): BrokenRule => ({
+    rule: 'Enum', text: 'must be release or delete', consul: { status: 500, text: `Invalid Behavior setting '${String(v.value)}'` },
+  }),
+  sessionStringsInvalid: (v: { name: string }): BrokenRule => ({
+    rule: 'Type', text: 'must be an array of strings', consul: decodeFailed(`json: cannot unmarshal into Go struct field Session.${v.name} of type []string`),
+  }),
+  sessionServiceChecksInvalid: (): BrokenRule => ({
+    rule: 'Type', text: 'must be an array of {ID, Namespace} objects', consul: decodeFailed('json: cannot unmarshal into Go struct field Session.ServiceChecks'),
+  }),
+  sessionFieldNotString: (v: { name: string; got: string }): BrokenRule => ({
+    rule: 'Type', text: 'must be a string', consul: decodeFailed(`json: cannot unmarshal ${v.got} into Go struct field Session.${v.name} of type string`),
+  }),
+};
+
+export type FieldRuleName = keyof typeof fieldRules;
+/** The variables of rule `N`'s texts. */
+export type FieldRuleVars<N extends FieldRuleName> = Parameters<(typeof fieldRules)[N]>[0];
+export type FieldRuleArgs<N extends FieldRuleName> = undefined extends FieldRuleVars<N> ? [vars?: FieldRuleVars<N>] : [vars: FieldRuleVars<N>];
+
+/** The broken rule `name` with its variables. */
+export function brokenRule<N extends FieldRuleName>(name: N, ...args: FieldRuleArgs<N>): BrokenRule {
+  return (fieldRules[name] as (v: unknown) => BrokenRule)(args[0]);
+}

@@ -1,0 +1,97 @@
+/**
+ * Admission of a request before it is routed: a head that can be served (framing, encoding), the
+ * client's requests in flight under their cap, writes not overloaded, a declared body within the limit.
+ * Authentication and the rate limit are the other half of admission (auth-gate.ts, rate-limit.ts).
+ */
+import { RegistryError } from '../domain/errors.ts';
+import type { Head } from './uws.ts';
+
+/** Requests in flight per client address (blocking queries included). */
+export class InFlight {
+  private readonly held = new Map<string, number>();
+
+  /** Counts one more request of `client`; how many it now has in flight. */
+  enter(client: string): number {
+    const held = (this.held.get(client) ?? 0) + 1;
+    this.held.set(client, held);
+    return held;
+  }
+
+  leave(client: string): void {
+    const left = (this.held.get(client) ?? 1) - 1;
+    if (left <= 0) this.held.delete(client);
+    else this.held.set(client, left);
+  }
+}
+
+/**
+ * Why a request head cannot be served, answered at once in the dialect's format:
+ * * two Content-Length headers that differ (the body's end is ambiguous: 400, connection closed);
+ * * a Transfer-Encoding other than `chunked` (uWS reads no body for it, so the request would wait for a
+ *   body that never comes: 400, connection closed; a 4xx like every refusal of a malformed request);
+ * * a path or query that is not UTF-8, raw or percent-encoded (uWS hands raw bytes on as U+FFFD, so two
+ *   different keys would become one: 400).
+ */
+export function unusableHead(head: Head): { error: RegistryError; close: boolean } | undefined {
+  if (head.lengthsDiffer) return { close: true, error: new RegistryError('contentLengthsDiffer') };
+  const coding = head.headers.get('transfer-encoding');
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    return { close: true, error: new RegistryError('transferEncodingUnsupported', { coding }) };
+  }
+  const where = !isUtf8Text(head.path) ? 'path' : !isUtf8Text(head.rawQuery) ? 'query' : undefined;
+  if (where !== undefined) return { close: false, error: new RegistryError('requestNotUtf8', { where }) };
+  return undefined;
+}
+
+/**
+ * Whether a raw path or query is UTF-8 once percent-decoded. uWS turns raw bytes that are not UTF-8
+ * into U+FFFD (so a raw U+FFFD is refused too: percent-encode it); a malformed `%` escape is left to
+ * the decoding that follows (URLSearchParams keeps it as text, the path decoder refuses it).
+ */
+function isUtf8Text(raw: string): boolean {
+  if (raw.includes('\uFFFD')) return false;
+  if (!raw.includes('%')) return true;
+  try {
+    decodeURIComponent(raw.replace(/%(?![0-9A-Fa-f]{2})/g, '%25'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The method a request stands for: POST with `X-HTTP-Method-Override` stands for the named verb
+ * (http-conventions.md "Verb override"); HEAD is answered as GET without the body.
+ */
+export function effectiveMethod(sent: string, headers: Map<string, string>): string {
+  const override = headers.get('x-http-method-override')?.trim().toUpperCase();
+  if (sent === 'POST' && override !== undefined && ['PUT', 'PATCH', 'DELETE'].includes(override)) return override;
+  return sent;
+}
+
+/** Methods that change nothing (and carry no body). */
+export const bodylessMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** What a refusal before the body looks at. */
+export interface Limits {
+  inFlightMax: number;
+  bodyBytesMax: number;
+  overloaded?: () => boolean;
+}
+
+/**
+ * The refusal of a request before its body is read, and whether it closes the connection: past the
+ * client's requests in flight (429), a write while writes are overloaded (503), a declared body over the
+ * limit (413, connection closed). `address` is made only for the message of the first.
+ */
+export function refusalBeforeBody(method: string, held: number, declared: number, limits: Limits, address: () => string):
+  { error: RegistryError; close: boolean; more?: [string, string][] } | undefined {
+  if (held > limits.inFlightMax) return { error: new RegistryError('tooManyInFlight', { address: address(), max: limits.inFlightMax }), close: true };
+  if (!bodylessMethods.has(method) && limits.overloaded?.()) return { error: new RegistryError('writesOverloaded'), close: false };
+  if (declared > limits.bodyBytesMax) return { error: tooLarge(declared, limits.bodyBytesMax), close: false, more: [['Connection', 'close']] };
+  return undefined;
+}
+
+export function tooLarge(size: number, max: number): RegistryError {
+  return new RegistryError('bodyTooLarge', { size, max });
+}

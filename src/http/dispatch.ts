@@ -1,0 +1,80 @@
+/**
+ * From an admitted request to its rendered answer: the API version header, routing (404, 405 and
+ * OPTIONS answered here), authorization and the caller's rate limit, the route's handler, the list
+ * rules, and every failure turned into the dialect's error.
+ */
+import { RegistryError } from '../domain/errors.ts';
+import type { Logger } from '../ports/index.ts';
+import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts';
+import { withListRules } from './list-rules.ts';
+import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
+import { decodeOnce, type Request } from './request.ts';
+import { unmatchedPattern, type Router } from './router.ts';
+
+/** Counts a request against a caller (undefined: its address); the 429 answer when that caller is past its limit. */
+export type Admit = (caller: string | undefined) => Wire | undefined;
+
+/** What dispatching needs of the server's options. */
+export interface Dispatcher<Ctx> {
+  router: Router<Ctx>;
+  ctx: Ctx;
+  dialect: Dialect;
+  logger: Logger;
+  leader?: () => LeaderView;
+  authorize?: (req: Request) => Promise<void>;
+  /** The query parameters the list rules leave alone (list-rules.ts reservedParameters). */
+  reserved: readonly string[];
+}
+
+export async function handle<Ctx>(d: Dispatcher<Ctx>, req: Request, admit: Admit): Promise<Wire> {
+  const versionHeaders = apiVersion(req, d.dialect);
+  const w = await route(d, req, admit);
+  return versionHeaders.length === 0 ? w : withHeaders(w, versionHeaders);
+}
+
+/** `x-api-version` (a minor version, yyyyMMdd) is accepted and echoed; a malformed one is refused (seed). */
+function apiVersion(req: Request, dialect: Dialect): [string, string][] {
+  const version = req.headers.get('x-api-version');
+  if (version === undefined) return [];
+  if (!/^\d{8}$/.test(version.trim())) {
+    if (dialect === 'consul') return [];
+    throw new RegistryError('apiVersionInvalid');
+  }
+  return [['x-api-version', version.trim()]];
+}
+
+async function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admit: Admit): Promise<Wire> {
+  const match = d.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path);
+  req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
+  if (match.kind === 'none') {
+    if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: [] }, d.dialect);
+    throw new RegistryError('noEndpoint', { method: req.method, path: req.path });
+  }
+  if (match.kind === 'method') {
+    if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: match.allow }, d.dialect);
+    return renderError(new RegistryError('methodNotAllowed', { method: req.method, allowed: match.allow }), d.dialect);
+  }
+  req.rest = decodeOnce(match.rest);
+  if (!match.public) await d.authorize?.(req);
+  const limited = admit(req.caller);
+  if (limited !== undefined) return limited;
+  const listed = withListRules(req, await match.handler(req, d.ctx), d.reserved);
+  const w = renderReply(listed.reply, d.dialect, d.leader?.());
+  return listed.headers.length === 0 ? w : withHeaders(w, listed.headers);
+}
+
+/** A failure as the dialect's error: the registry's own, the log's refusals, or an internal error (logged). */
+export function errorWire(d: Pick<Dispatcher<unknown>, 'dialect' | 'logger'>, err: unknown, reqId: string): Wire {
+  if (err instanceof RegistryError) return renderError(err, d.dialect);
+  if (isLogOverloaded(err)) return renderError(new RegistryError('logOverloaded'), d.dialect);
+  // The write was not applied; the log stores writes again by itself once the disk has room.
+  if (isLogUnavailable(err)) return renderError(new RegistryError('diskFull'), d.dialect);
+  if (isLogFailed(err)) {
+    // The cause (with paths) is in the agent's log, not in the answer.
+    d.logger.error({ err, reqId }, 'request failed: the log has failed');
+    return renderError(new RegistryError('logFailed'), d.dialect);
+  }
+  d.logger.error({ err, reqId }, 'request failed');
+  const message = err instanceof Error ? err.message : String(err);
+  return renderError(new RegistryError('internal', { why: message }), d.dialect);
+}

@@ -1,0 +1,46 @@
+/**
+ * What every answer tells about itself: the convention headers (x-request-id, x-response-time,
+ * x-server-time) and one log line per answered request.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../ports/index.ts';
+
+/** Characters and length of an x-request-id a client may choose; anything else is replaced. */
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The client's x-request-id when it is a sane token (so it can be traced end to end), else a fresh UUID. */
+export function requestIdOf(sent: string | undefined): string {
+  return sent !== undefined && requestIdPattern.test(sent) ? sent : randomUUID();
+}
+
+/**
+ * One line per answered request: debug below 500, warn for 5xx. Nothing is built unless the level is on
+ * (the lock path is benchmarked with logging at info).
+ */
+export function logRequest(logger: Logger, reqId: string, method: string, route: string, path: string, status: number, ms: number): void {
+  const level = status >= 500 ? 'warn' : 'debug';
+  if (!logger.isLevelEnabled(level)) return;
+  logger[level]({ reqId, method, route, path, status, ms: Math.round(ms * 1000) / 1000 }, 'request');
+}
+
+let serverTimeMs = -1;
+let serverTimeText = '';
+
+/** x-server-time: the ISO 8601 text of now, made once per millisecond however many answers share it. */
+export function serverTime(): string {
+  const now = Date.now();
+  if (now !== serverTimeMs) {
+    serverTimeMs = now;
+    serverTimeText = isoWithOffset(new Date(now));
+  }
+  return serverTimeText;
+}
+
+/** ISO 8601 with the zone written as an offset, e.g. 2026-11-22T21:14:06.123+00:00. */
+export function isoWithOffset(d: Date): string {
+  const offsetMin = -d.getTimezoneOffset();
+  const local = new Date(d.getTime() + offsetMin * 60_000).toISOString().slice(0, -1);
+  const sign = offsetMin >= 0 ? '+' : '-';
+  const abs = Math.abs(offsetMin);
+  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}

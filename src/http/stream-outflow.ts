@@ -1,0 +1,165 @@
+/**
+ * What a connection's socket is sent, within budgets: messages in order behind anything waiting,
+ * snapshot pages read from state only while the socket is below the soft limit and the agent's snapshot
+ * pages in flight are within their budget, live events held and coalesced for a slow reader and flushed
+ * as one batch per subscription on drain, and 4008 for a connection whose queued bytes pass the hard limit.
+ */
+import { closeCodes, endConn, type Conn, type Out, type SnapshotJob, type StreamSettings, type Sub } from './stream-conn.ts';
+import { render, renderBatch } from './stream-render.ts';
+
+export class Outflow {
+  /** Snapshot bytes in flight over all connections (the sum of their upper bounds). */
+  private snapshotInFlight = 0;
+  /** Connections whose snapshot waits for the agent's snapshot budget. */
+  private readonly waiting = new Set<Conn>();
+
+  constructor(private readonly o: StreamSettings, private readonly conns: ReadonlySet<Conn>) {}
+
+  /** A closed connection: what uWS still buffers for it goes with the socket, and its budget is freed. */
+  closed(conn: Conn): void {
+    this.waiting.delete(conn);
+    this.snapshotInFlight -= conn.snapshotInFlight;
+    conn.snapshotInFlight = 0;
+    this.wakeWaiting();
+  }
+
+  deliver(sub: Sub, index: number, events: Out[]): void {
+    const conn = sub.conn;
+    if (conn.closed) return;
+    if (conn.outbox.length > 0 || conn.pending.size > 0 || conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) {
+      this.hold(conn, sub.id, index, events);
+      return;
+    }
+    this.write(conn, render(sub.id, index, events));
+  }
+
+  /** A slow reader: keep only the newest state per item, within the hard limits. */
+  private hold(conn: Conn, subId: string, index: number, events: Out[]): void {
+    for (const e of events) {
+      const slot = `${subId}\0${e.key}`;
+      conn.pendingBytes -= conn.pending.get(slot)?.value?.length ?? 0;
+      conn.pending.set(slot, { subId, key: e.key, value: e.value, index });
+      conn.pendingBytes += e.value?.length ?? 0;
+    }
+    if (conn.pending.size > this.o.pendingItemsMax) endConn(conn, closeCodes.slowConsumer, 'slow consumer');
+    else this.overBudget(conn);
+  }
+
+  /**
+   * A connection's queued bytes: what uWS buffers for it beyond its snapshot pages in flight (those are
+   * the agent's snapshot budget), its held events and its queued messages. Past the hard limit it is
+   * closed with 4008; true then.
+   */
+  overBudget(conn: Conn): boolean {
+    if (conn.closed) return true;
+    this.observe(conn);
+    const queued = conn.ws.getBufferedAmount() - conn.snapshotInFlight + conn.pendingBytes + conn.outboxBytes;
+    if (queued <= this.o.bufferedBytesHard) return false;
+    endConn(conn, closeCodes.slowConsumer, 'slow consumer');
+    return true;
+  }
+
+  /** Lowers a connection's snapshot bytes in flight to what uWS can still be holding of them. */
+  observe(conn: Conn): void {
+    const buffered = conn.ws.getBufferedAmount();
+    if (conn.snapshotInFlight <= buffered) return;
+    this.snapshotInFlight -= conn.snapshotInFlight - buffered;
+    conn.snapshotInFlight = buffered;
+  }
+
+  /** The socket drained: ordered messages and snapshot pages first, then the held events. */
+  drain(conn: Conn | undefined): void {
+    if (conn === undefined || conn.closed) return;
+    this.pump(conn);
+    this.wakeWaiting();
+  }
+
+  /** Snapshots that waited for the agent's budget try again (budget freed by a drain or a close). */
+  wakeWaiting(): void {
+    if (this.waiting.size === 0) return;
+    for (const conn of this.conns) this.observe(conn);
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    for (const conn of waiting) this.pump(conn);
+  }
+
+  /**
+   * Writes what waits for the socket while it is below the soft limit: messages in order, snapshot pages
+   * read as they go (while the agent's snapshot budget allows, or when this connection has none in
+   * flight); once nothing waits, the held events as one batch per subscription.
+   */
+  pump(conn: Conn): void {
+    if (conn.closed) return;
+    this.observe(conn);
+    conn.ws.cork(() => {
+      while (conn.outbox.length > 0 && !conn.closed && conn.ws.getBufferedAmount() <= this.o.bufferedBytesSoft) {
+        const task = conn.outbox[0]!;
+        if ('text' in task) {
+          conn.outbox.shift();
+          conn.outboxBytes -= task.text.length;
+          this.write(conn, task.text);
+          continue;
+        }
+        // A page the kernel took at once is no longer in flight here.
+        this.observe(conn);
+        if (this.snapshotInFlight >= this.o.snapshotBytesMax && conn.snapshotInFlight > 0) {
+          this.waiting.add(conn);
+          return;
+        }
+        this.page(conn, task.job);
+      }
+      if (conn.closed || conn.outbox.length > 0 || conn.pending.size === 0) return;
+      if (conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) return;
+      this.flushHeld(conn);
+    });
+  }
+
+  /** One snapshot frame; the last one (`more: false`) is followed by `end_of_snapshot`. */
+  private page(conn: Conn, job: SnapshotJob): void {
+    const { items, done } = job.cursor.next(this.o.snapshotFrameBytes);
+    const keys = items.map(([k]) => JSON.stringify(k)).join(',');
+    const values = items.map(([, v]) => v).join(',');
+    const text = `{"type":"snapshot","id":${JSON.stringify(job.sub.id)},"index":${job.index},"keys":[${keys}],"items":[${values}],"more":${!done}}`;
+    conn.snapshotInFlight += text.length;
+    this.snapshotInFlight += text.length;
+    this.write(conn, text);
+    if (!done) return;
+    conn.outbox.shift();
+    this.write(conn, JSON.stringify({ type: 'end_of_snapshot', id: job.sub.id, index: job.index }));
+  }
+
+  private flushHeld(conn: Conn): void {
+    const bySub = new Map<string, { index: number; events: Out[] }>();
+    for (const p of conn.pending.values()) {
+      const group = bySub.get(p.subId) ?? { index: 0, events: [] };
+      group.index = Math.max(group.index, p.index);
+      group.events.push({ op: p.value === undefined ? 'delete' : 'upsert', key: p.key, value: p.value });
+      bySub.set(p.subId, group);
+    }
+    conn.pending.clear();
+    conn.pendingBytes = 0;
+    for (const [subId, g] of bySub) this.write(conn, renderBatch(subId, g.index, g.events));
+  }
+
+  /**
+   * Sends a message that must keep its place (control messages): behind anything already waiting, and
+   * queued while the socket is backed up, within the connection's budget.
+   */
+  send(conn: Conn, text: string): void {
+    if (conn.closed) return;
+    if (conn.outbox.length > 0 || conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) {
+      conn.outbox.push({ text });
+      conn.outboxBytes += text.length;
+      this.overBudget(conn);
+      return;
+    }
+    this.write(conn, text);
+  }
+
+  /** Writes one message; a dropped one (2) would break the delta stream, so the connection is ended. */
+  private write(conn: Conn, text: string): void {
+    if (conn.closed) return;
+    conn.lastSentMs = Date.now();
+    if (conn.ws.send(text, false) === 2) endConn(conn, closeCodes.slowConsumer, 'slow consumer');
+  }
+}

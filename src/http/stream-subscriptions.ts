@@ -1,0 +1,131 @@
+/**
+ * Subscriptions: what a `subscribe` message asks for and whether its caller may read it, and the views
+ * shared by subscriptions to the same topic, key and filter — each works out once per applied entry
+ * what changed for it (see stream-views.ts for what each topic tracks).
+ */
+import { allowed, allowedPrefix, type AccessRequest, type Identity } from '../auth/index.ts';
+import type { Change } from '../runtime/index.ts';
+import type { ApiContext } from './api.ts';
+import type { Out, Sub, View } from './stream-conn.ts';
+import { fingerprint } from './stream-render.ts';
+import { makeView, type TopicView, type ViewFilter } from './stream-views.ts';
+
+/** A subscription asked for, or why it is refused (an error code of watch.md §4 and its message). */
+export type SubscribeRequest =
+  | { ok: true; id: string; topic: string; key: string; index: number; epoch: string | undefined; filter: ViewFilter; view: TopicView }
+  | { ok: false; id: unknown; code: string; message: string };
+
+const refused = (id: unknown, code: string, message: string): SubscribeRequest => ({ ok: false, id, code, message });
+
+/** Checks a `subscribe` message against the connection's subscriptions and identity, and makes its topic view. */
+export function subscribeRequest(msg: Record<string, unknown>, subs: ReadonlyMap<string, Sub>, subscriptionsMax: number,
+  identity: Identity | undefined, api: ApiContext): SubscribeRequest {
+  const { id, topic, key, index, epoch, filter } = msg;
+  if (typeof id !== 'string' || id === '' || id.length > 128) return refused(id, 'bad_request', 'id must be a non-empty string of at most 128 characters');
+  if (subs.has(id)) return refused(id, 'already_subscribed', `subscription "${id}" exists on this connection`);
+  if (subs.size >= subscriptionsMax) return refused(id, 'too_many_subscriptions', `at most ${subscriptionsMax} subscriptions per connection`);
+  if (typeof key !== 'string') return refused(id, 'bad_key', 'key must be a string');
+  if (index !== undefined && (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0)) return refused(id, 'bad_request', 'index must be a non-negative integer');
+  if (filter !== undefined && (filter === null || typeof filter !== 'object')) return refused(id, 'bad_request', 'filter must be an object');
+  const asked = filter as ViewFilter | undefined;
+  const viewFilter: ViewFilter = { passingOnly: asked?.passingOnly === true, lockedOnly: asked?.lockedOnly === true };
+  const made = makeView(String(topic), key, viewFilter, api);
+  if ('error' in made) return refused(id, made.error, made.error === 'unknown_topic' ? `unknown topic ${JSON.stringify(topic)}` : `bad key ${JSON.stringify(key)} for topic ${String(topic)}`);
+  if (identity !== undefined && !mayWatch(identity, String(topic), key)) {
+    return refused(id, 'forbidden', `permission denied: read on ${String(topic)} ${JSON.stringify(key)}`);
+  }
+  return {
+    ok: true, id, topic: String(topic), key, index: typeof index === 'number' ? index : 0, epoch: typeof epoch === 'string' ? epoch : undefined,
+    filter: viewFilter, view: made,
+  };
+}
+
+/**
+ * The read a subscription needs, as the matching HTTP query would: a service's health or checks need
+ * read on the service (every service's health: read on all of them); a node's checks, or checks by state, read on nodes; a node's
+ * sessions read on that node's sessions (every node's: read on all of them, as a prefix).
+ * A KV prefix needs read on the prefix and on every rule below it, since the view shows every key.
+ */
+function mayWatch(identity: Identity, topic: string, key: string): boolean {
+  const need = (resource: AccessRequest['resource'], name: string): AccessRequest => ({ resource, name, access: 'read' });
+  switch (topic) {
+    // Every service (the `""` subject of service_health): read on every service rule, as a prefix.
+    case 'service_health': return key === '' ? allowedPrefix(identity, need('service', '')) : allowed(identity, need('service', key));
+    case 'service_checks': case 'serving_status': return allowed(identity, need('service', key));
+    case 'node_checks': return allowed(identity, need('node', key));
+    case 'checks_in_state': return allowed(identity, need('node', ''));
+    case 'sessions': return key === '' ? allowedPrefix(identity, need('session', '')) : allowed(identity, need('session', key));
+    case 'kv_prefix': return allowedPrefix(identity, need('key', key));
+    default: return false;
+  }
+}
+
+/** The views subscriptions read, by topic, key and filter; a view lives while it has subscribers. */
+export class Views {
+  private readonly views = new Map<string, View>();
+
+  constructor(private readonly snapshotFrameBytes: number) {}
+
+  /** The view of a subscription request (shared with every other subscription to the same). */
+  of(r: Extract<SubscribeRequest, { ok: true }>): View {
+    return this.viewFor(`${r.topic}\0${r.key}\0${r.filter.passingOnly ? 1 : 0}${r.filter.lockedOnly ? 1 : 0}`, r.view);
+  }
+
+  /** Each view's events for one applied entry (views with none are left out). */
+  *changes(change: Change): Generator<[View, Out[]]> {
+    for (const view of this.views.values()) {
+      const out: Out[] = [];
+      for (const c of view.topic.candidates(change)) {
+        const value = c.value();
+        if (!this.changed(view, c.key, value)) continue;
+        out.push({ op: value === undefined ? 'delete' : 'upsert', key: c.key, value });
+      }
+      if (out.length > 0) yield [view, out];
+    }
+  }
+
+  private viewFor(id: string, topic: TopicView): View {
+    let view = this.views.get(id);
+    if (view === undefined) {
+      view = { id, topic, fingerprints: undefined, members: undefined, subs: new Set() };
+      if (topic.tracking !== 'none') {
+        // Read page by page: only the fingerprints (or keys) stay, not the items.
+        const fingerprints = topic.tracking === 'fingerprints' ? new Map<string, string>() : undefined;
+        const members = topic.tracking === 'members' ? new Set<string>() : undefined;
+        const cursor = topic.cursor();
+        for (let page = cursor.next(this.snapshotFrameBytes); ; page = cursor.next(this.snapshotFrameBytes)) {
+          for (const [key, value] of page.items) {
+            fingerprints?.set(key, fingerprint(value));
+            members?.add(key);
+          }
+          if (page.done) break;
+        }
+        view.fingerprints = fingerprints;
+        view.members = members;
+      }
+      this.views.set(id, view);
+    }
+    return view;
+  }
+
+  leave(sub: Sub): void {
+    sub.view.subs.delete(sub);
+    if (sub.view.subs.size === 0) this.views.delete(sub.view.id);
+  }
+
+  /** Whether a candidate's current value is news for the view's subscribers (and remembers it). */
+  private changed(view: View, key: string, value: string | undefined): boolean {
+    if (view.fingerprints !== undefined) {
+      const next = value === undefined ? undefined : fingerprint(value);
+      if (next === view.fingerprints.get(key)) return false;
+      if (next === undefined) view.fingerprints.delete(key);
+      else view.fingerprints.set(key, next);
+      return true;
+    }
+    if (view.members !== undefined) {
+      if (value === undefined) return view.members.delete(key);
+      view.members.add(key);
+    }
+    return true;
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The adapter to uWebSockets.js — the only module of the HTTP server that touches its objects: loading
+ * the native binding, copying a request's head synchronously, reading its body, writing an answer
+ * inside `cork`, and listening on an exclusive port.
+ */
+import { createRequire } from 'node:module';
+import type * as Uws from 'uWebSockets.js';
+import { listenErrorFor } from '../util/listen-error.ts';
+import type { HttpServer } from './options.ts';
+import { statusLine, type Wire } from './render.ts';
+import { serverTime } from './request-log.ts';
+
+export type UwsModule = typeof Uws;
+
+/**
+ * Loads the native binding, turning a load failure into one clear message. ROSTER_UWS_MODULE names
+ * another module or path to load instead (for example a checkout of the upstream release tag).
+ */
+export function loadUws(): UwsModule {
+  const require = createRequire(import.meta.url);
+  try {
+    return require(process.env.ROSTER_UWS_MODULE || 'uWebSockets.js') as UwsModule;
+  } catch (err) {
+    const why = err instanceof Error ? err.message.split('\n').pop() : String(err);
+    throw new Error(
+      `roster: the uWebSockets.js native binding did not load on node ${process.version} ` +
+      `(${process.platform}-${process.arch}, modules ${process.versions.modules}): ${why}. ` +
+      'Roster needs a build of uWebSockets.js for this Node.js version and glibc; see README "Platform".',
+    );
+  }
+}
+
+/** What a request's head holds, copied out of uWS before the handler returns (uWS reuses the request). */
+export interface Head {
+  /** The method as sent. */
+  sentMethod: string;
+  path: string;
+  rawQuery: string;
+  headers: Map<string, string>;
+  /** Two Content-Length headers with different values (the last one is in `headers`). */
+  lengthsDiffer: boolean;
+}
+
+export function copyHead(uwsReq: Uws.HttpRequest): Head {
+  const headers = new Map<string, string>();
+  let lengthsDiffer = false;
+  uwsReq.forEach((k, v) => {
+    if (k === 'content-length' && headers.has(k) && headers.get(k) !== v) lengthsDiffer = true;
+    headers.set(k, v);
+  });
+  return { sentMethod: uwsReq.getCaseSensitiveMethod(), path: uwsReq.getUrl(), rawQuery: uwsReq.getQuery() ?? '', headers, lengthsDiffer };
+}
+
+/** Reads the whole body, or stops at `max` bytes and tells the size seen. */
+export function readBody(res: Uws.HttpResponse, max: number, onBody: (b: Buffer) => void, onTooLarge: (size: number) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over) return;
+    size += chunk.byteLength;
+    if (size > max) {
+      over = true;
+      onTooLarge(size);
+      return;
+    }
+    // uWS neuters the ArrayBuffer when the callback returns: copy it.
+    chunks.push(Buffer.from(Buffer.from(chunk)));
+    if (isLast) onBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+  });
+}
+
+/**
+ * Writes an answer with the convention headers, inside one cork; a paused connection is resumed first.
+ * HEAD gets the GET's headers and length, no body. uWS writes `Connection: close` itself when told to close.
+ */
+export function writeAnswer(res: Uws.HttpResponse, w: Wire, a: { requestId: string; ms: number; head: boolean; resume: boolean; close: boolean }): void {
+  res.cork(() => {
+    if (a.resume) res.resume();
+    res.writeStatus(statusLine(w.status));
+    res.writeHeader('x-request-id', a.requestId);
+    res.writeHeader('x-response-time', a.ms.toFixed(3));
+    res.writeHeader('x-server-time', serverTime());
+    for (const [k, v] of w.headers) res.writeHeader(k, v);
+    if (a.head) res.endWithoutBody(Buffer.byteLength(w.body), a.close);
+    else res.end(w.body, a.close);
+  });
+}
+
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT flag (exported as a value by the binding, declared only as an enum member). */
+function exclusivePort(uws: UwsModule): number {
+  return (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
+}
+
+/** Listens on host:port; `close` stops listening, lets `beforeClose` say goodbye to sockets, and closes the app. */
+export function listen(uws: UwsModule, app: Uws.TemplatedApp, o: { host: string; port: number; tls: boolean; beforeClose: () => void }): Promise<HttpServer> {
+  return new Promise((resolve, reject) => {
+    // Exclusive: without it uWS sets SO_REUSEPORT, and a second agent on the same port would silently
+    // share it, the kernel splitting connections between the two.
+    const listenOn = app.listen as unknown as (host: string, port: number, options: number, cb: (socket: Uws.us_listen_socket | false) => void) => void;
+    listenOn.call(app, o.host, o.port, exclusivePort(uws), (socket) => {
+      if (socket === false) {
+        app.close();
+        listenErrorFor(o.host, o.port).then(reject, reject);
+        return;
+      }
+      const port = uws.us_socket_local_port(socket as unknown as Uws.us_socket);
+      resolve({
+        url: `${o.tls ? 'https' : 'http'}://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
+        port,
+        close: () => {
+          uws.us_listen_socket_close(socket);
+          o.beforeClose();
+          app.close();
+        },
+      });
+    });
+  });
+}
