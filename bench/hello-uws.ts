@@ -1,6 +1,6 @@
 /**
  * The ceiling for the reads comparison: the least a uWebSockets.js server can do per request, answering
- * every GET with `{"hello":"world"}` as application/json. It loads uWebSockets.js the way src/http/server.ts
+ * every GET with `{"hello":"world"}` as application/json. It loads uWebSockets.js the way src/http/uws.ts
  * does (the same package, the same native build), so the two rates in `npm run bench:compare` differ only
  * by what Roster does per read. Run as its own process: `node --import tsx bench/hello-uws.ts`; it prints
  * `hello-uws listening http://127.0.0.1:<port>` and stops on SIGTERM or SIGINT.
