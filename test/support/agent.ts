@@ -46,9 +46,14 @@ export interface Agent {
  * stopped and its data dir removed after them (also when `started` throws).
  */
 export function withAgent(started: (agent: Agent) => void | Promise<void>, o: AgentOptions = {}): void {
-  let agent: Agent | undefined;
+  forSuite(() => startAgent(o), started);
+}
+
+/** Starts one agent (of either harness) before the enclosing suite's tests, stops and cleans it up after them. */
+export function forSuite<A extends { stop(): Promise<unknown>; cleanup(): void }>(start: () => Promise<A>, started: (agent: A) => void | Promise<void>): void {
+  let agent: A | undefined;
   beforeAll(async () => {
-    agent = await startAgent(o);
+    agent = await start();
     await started(agent);
   });
   afterAll(async () => {
