@@ -1,7 +1,7 @@
 // Goal: blocking queries and consistency modes (consul-compat §2) and the status/agent-self endpoints,
-// through a real process: what wakes a parked GET, what does not, and the index headers it answers with.
+// over HTTP: what wakes a parked GET, what does not, and the index headers it answers with.
 import { describe, expect, test } from 'vitest';
-import { client, sleep, startAgent, type HttpResult, expectError, withAgent } from '../support/agent.ts';
+import { client, onFreshAgent, sleep, startAgent, type HttpResult, expectError, withAgent } from '../support/in-process.ts';
 
 type Client = ReturnType<typeof client>;
 
@@ -150,28 +150,25 @@ describe('blocking KV queries', () => {
     expect(r.json<Entry[]>()[0]!.Value).toBe(b64('born'));
   });
 
-  test('timeout with no change returns 200 with the current data and the unchanged index', async () => {
-    const key = uniq('timeout');
+  /** A blocking GET of a new key at `at(n)` (n: its index) that nothing wakes: 200 after the wait, same data and index. */
+  async function expectWaitsOut(name: string, at: (n: number) => number): Promise<void> {
+    const key = uniq(name);
     await ok(c.put(`/v1/kv/${key}`, 'data'));
     const first = await c.get(`/v1/kv/${key}`);
     const n = index(first);
-    const { r, ms } = await timed(`/v1/kv/${key}?index=${n}&wait=${shortWait}`);
+    const { r, ms } = await timed(`/v1/kv/${key}?index=${at(n)}&wait=${shortWait}`);
     expect(r.status).toBe(200);
     expect(ms).toBeGreaterThanOrEqual(shortWaitMs - 50);
     expect(index(r)).toBe(n);
     expect(r.text).toBe(first.text);
+  }
+
+  test('timeout with no change returns 200 with the current data and the unchanged index', async () => {
+    await expectWaitsOut('timeout', (n) => n);
   });
 
   test('an index above the current one waits the full wait, then returns the current data', async () => {
-    const key = uniq('above');
-    await ok(c.put(`/v1/kv/${key}`, 'data'));
-    const first = await c.get(`/v1/kv/${key}`);
-    const n = index(first);
-    const { r, ms } = await timed(`/v1/kv/${key}?index=${n + 1_000_000}&wait=${shortWait}`);
-    expect(r.status).toBe(200);
-    expect(ms).toBeGreaterThanOrEqual(shortWaitMs - 50);
-    expect(index(r)).toBe(n);
-    expect(r.text).toBe(first.text);
+    await expectWaitsOut('above', (n) => n + 1_000_000);
   });
 
   test('index=0 or no index answers at once; wait without index is ignored', async () => {
@@ -232,9 +229,7 @@ describe('blocking KV queries', () => {
 
   test('query GETs carry X-Consul-Index (never 0), X-Consul-KnownLeader "true", X-Consul-LastContact "0"', async () => {
     // A fresh agent so the empty store and empty session table are covered too.
-    const fresh = await startAgent();
-    try {
-      const f = client(fresh);
+    await onFreshAgent(startAgent, async (f) => {
       const check = async (path: string, status = 200) => {
         const r = await f.get(path);
         expect(r.status, `${path}: ${r.text}`).toBe(status);
@@ -258,10 +253,7 @@ describe('blocking KV queries', () => {
       await check('/v1/kv/?recurse');
       await check(`/v1/session/info/${id}`);
       await check('/v1/session/list');
-    } finally {
-      await fresh.stop();
-      fresh.cleanup();
-    }
+    });
   });
 });
 

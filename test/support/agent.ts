@@ -149,6 +149,18 @@ export function client(agent: { url: string }) {
   };
 }
 
+/** Runs `body` with a client of an agent of its own (a fresh store), stopped and cleaned up after it. */
+export async function onFreshAgent<A extends { url: string; stop(): Promise<unknown>; cleanup(): void }>(
+  start: () => Promise<A>, body: (c: ReturnType<typeof client>) => Promise<void>): Promise<void> {
+  const fresh = await start();
+  try {
+    await body(client(fresh));
+  } finally {
+    await fresh.stop();
+    fresh.cleanup();
+  }
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Asserts a seed-dialect error: the status, the body's code, a message; returns the body. */

@@ -24,7 +24,7 @@ import { MemoryLog, type MemoryLogStore } from '../../src/wal/index.ts';
 
 import { forSuite } from './agent.ts';
 
-export { call, client, expectError, sleep, type HttpResult } from './agent.ts';
+export { call, client, expectError, onFreshAgent, sleep, type HttpResult } from './agent.ts';
 
 // As src/main.ts sets it for the agent's process: `?filter=` patterns fall back to the linear-time engine.
 setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
