@@ -160,6 +160,28 @@ export function consulDriver(k: Consul): Driver {
   };
 }
 
+function healthPath(q: HealthQuery): string {
+  const params = [q.passing ? 'passing' : '', q.tag === undefined ? '' : `tag=${enc(q.tag)}`, fq(q.filter, '')];
+  const query = params.filter((p) => p !== '').join('&');
+  return `/v1/health/service/${enc(q.service)}${query === '' ? '' : `?${query}`}`;
+}
+
+/** A blocking read of /v1/health/service/{service} woken by `change`; asserts the woken answer satisfies `done`. */
+async function blockOnHealthService(c: Client, service: string, change: () => Promise<void>, done: (entries: HealthEntry[]) => boolean) {
+  const path = `/v1/health/service/${enc(service)}`;
+  const first = await c.get(path);
+  expect(first.status).toBe(200);
+  const before = BigInt(first.headers.get('x-consul-index')!);
+  const pending = c.get(`${path}?index=${before}&wait=${blockWait}`);
+  await sleep(200); // let the read reach the server and block before the change is made
+  await change();
+  const r = await pending;
+  expect(r.status, r.text).toBe(200);
+  const entries = r.json<HealthEntry[]>();
+  expect(done(entries), `the woken read should show the change: ${r.text}`).toBe(true);
+  return { entries, before, after: BigInt(r.headers.get('x-consul-index')!) };
+}
+
 /** seed dialect: the same steps over raw HTTP, asserting the seed's 200s. */
 export function seedDriver(c: Client): Driver {
   const json = async <T>(path: string): Promise<T> => {
@@ -172,11 +194,6 @@ export function seedDriver(c: Client): Driver {
     const r = await c.put(path, body);
     expect(r.status, `PUT ${path}: ${r.text}`).toBe(200);
     expect(r.text).toBe('');
-  };
-  const healthPath = (q: HealthQuery) => {
-    const params = [q.passing ? 'passing' : '', q.tag === undefined ? '' : `tag=${enc(q.tag)}`, fq(q.filter, '')];
-    const query = params.filter((p) => p !== '').join('&');
-    return `/v1/health/service/${enc(q.service)}${query === '' ? '' : `?${query}`}`;
   };
   return {
     registerCheck: (def) => empty('/v1/agent/check/register', def),
@@ -218,20 +235,7 @@ export function seedDriver(c: Client): Driver {
       const e = r.json<KvEntry[]>()[0]!;
       return { ...e, Value: e.Value === null ? null : Buffer.from(e.Value, 'base64').toString() };
     },
-    blockOnHealthService: async (service, change, done) => {
-      const path = `/v1/health/service/${enc(service)}`;
-      const first = await c.get(path);
-      expect(first.status).toBe(200);
-      const before = BigInt(first.headers.get('x-consul-index')!);
-      const pending = c.get(`${path}?index=${before}&wait=${blockWait}`);
-      await sleep(200); // let the read reach the server and block before the change is made
-      await change();
-      const r = await pending;
-      expect(r.status, r.text).toBe(200);
-      const entries = r.json<HealthEntry[]>();
-      expect(done(entries), `the woken read should show the change: ${r.text}`).toBe(true);
-      return { entries, before, after: BigInt(r.headers.get('x-consul-index')!) };
-    },
+    blockOnHealthService: (service, change, done) => blockOnHealthService(c, service, change, done),
   };
 }
 

@@ -111,29 +111,47 @@ export function consulDriver(consul: any): Driver {
   };
 }
 
-export function seedDriver(url: string, c: Raw): Driver {
-  const okJson = <T>(r: HttpResult): T => {
-    if (r.status !== 200) throw new SeedHttpError(r);
-    return r.json<T>();
-  };
-  /** 200 true → ok; 409 1025 → not ok with the reason; anything else throws. */
-  const verdict = (r: HttpResult): Verdict => {
-    if (r.status === 200) {
-      expect(r.text).toBe('true');
-      return { ok: true };
-    }
-    if (r.status === 409) {
-      const body = expectError(r, 409, 1025);
-      return { ok: false, reason: body.details?.reason };
-    }
-    throw new SeedHttpError(r);
-  };
-  const decoded = (e: Entry): Entry => ({ ...e, Value: decode(e.Value) });
-  const query = (pairs: [string, unknown][]) => {
-    const s = pairs.filter(([, v]) => v !== undefined && v !== false).map(([k, v]) => (v === true ? k : `${k}=${enc(String(v))}`)).join('&');
-    return s ? `?${s}` : '';
-  };
-  const readOnce = async (key: string, index: number, wait: string, signal?: AbortSignal): Promise<Read> => {
+function okJson<T>(r: HttpResult): T {
+  if (r.status !== 200) throw new SeedHttpError(r);
+  return r.json<T>();
+}
+
+/** 200 true → ok; 409 1025 → not ok with the reason; anything else throws. */
+function verdict(r: HttpResult): Verdict {
+  if (r.status === 200) {
+    expect(r.text).toBe('true');
+    return { ok: true };
+  }
+  if (r.status === 409) {
+    const body = expectError(r, 409, 1025);
+    return { ok: false, reason: body.details?.reason };
+  }
+  throw new SeedHttpError(r);
+}
+
+const decoded = (e: Entry): Entry => ({ ...e, Value: decode(e.Value) });
+
+function query(pairs: [string, unknown][]): string {
+  const s = pairs.filter(([, v]) => v !== undefined && v !== false).map(([k, v]) => (v === true ? k : `${k}=${enc(String(v))}`)).join('&');
+  return s ? `?${s}` : '';
+}
+
+/** The session create body by the npm client's option names. */
+function sessionBody(o: SessionOpts): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (o.lockdelay) body.LockDelay = o.lockdelay;
+  if (o.name) body.Name = o.name;
+  if (o.node) body.Node = o.node;
+  if (o.checks) body.Checks = o.checks;
+  if (o.behavior) body.Behavior = o.behavior;
+  if (o.ttl) body.TTL = o.ttl;
+  return body;
+}
+
+type ReadOnce = (key: string, index: number, wait: string, signal?: AbortSignal) => Promise<Read>;
+
+function reader(url: string): ReadOnce {
+  return async (key, index, wait, signal) => {
     const res = await fetch(`${url}/v1/kv/${enc(key)}${index > 0 ? `?index=${index}&wait=${wait}` : ''}`, { signal });
     const text = await res.text();
     const idx = Number(res.headers.get('x-consul-index'));
@@ -141,17 +159,45 @@ export function seedDriver(url: string, c: Raw): Driver {
     if (res.status !== 200) throw new Error(`read ${key}: ${res.status} ${text}`);
     return { index: idx, entry: decoded(JSON.parse(text)[0]) };
   };
+}
+
+/** node-consul's watch over raw HTTP: index from 0, a change on every index increase (and a reset when it goes back). */
+function seedWatch(readOnce: ReadOnce, key: string, wait: string): Watcher {
+  const ac = new AbortController();
+  let ended = false;
+  const out: Watcher = {
+    changes: [], errors: [], ended: () => ended,
+    end: () => { ended = true; ac.abort(); },
+  };
+  void (async () => {
+    let index = 0;
+    while (!ended) {
+      try {
+        const r = await readOnce(key, index, wait, ac.signal);
+        if (ended) break;
+        if (r.index > index || r.index < index) {
+          index = r.index < index ? 0 : r.index;
+          out.changes.push(r);
+        }
+      } catch (err) {
+        if (!ended) { out.errors.push(err); await sleep(200); }
+      }
+    }
+  })();
+  return out;
+}
+
+/** A 404 with code 1006 → undefined; anything else through `then`. */
+function unlessMissing<T>(r: HttpResult, then: (r: HttpResult) => T): T | undefined {
+  if (r.status !== 404) return then(r);
+  expectError(r, 404, 1006);
+  return undefined;
+}
+
+export function seedDriver(url: string, c: Raw): Driver {
+  const readOnce = reader(url);
   return {
-    createSession: async (o) => {
-      const body: Record<string, unknown> = {};
-      if (o.lockdelay) body.LockDelay = o.lockdelay;
-      if (o.name) body.Name = o.name;
-      if (o.node) body.Node = o.node;
-      if (o.checks) body.Checks = o.checks;
-      if (o.behavior) body.Behavior = o.behavior;
-      if (o.ttl) body.TTL = o.ttl;
-      return okJson<{ ID: string }>(await c.put('/v1/session/create', body)).ID;
-    },
+    createSession: async (o) => okJson<{ ID: string }>(await c.put('/v1/session/create', sessionBody(o))).ID,
     sessionInfo: async (id) => okJson<SessionRec[]>(await c.get(`/v1/session/info/${id}`))[0],
     sessionNode: async (node) => okJson(await c.get(`/v1/session/node/${node}`)),
     sessionList: async () => okJson(await c.get('/v1/session/list')),
@@ -164,20 +210,9 @@ export function seedDriver(url: string, c: Raw): Driver {
     get: async (key, o = {}) => {
       const headers: Record<string, string> = o.token ? { 'X-Consul-Token': o.token } : {};
       const r = await c.get(`/v1/kv/${enc(key)}${query([['stale', o.stale], ['consistent', o.consistent], ['dc', o.dc]])}`, headers);
-      if (r.status === 404) {
-        expectError(r, 404, 1006);
-        return undefined;
-      }
-      return decoded(okJson<Entry[]>(r)[0]!);
+      return unlessMissing(r, (ok) => decoded(okJson<Entry[]>(ok)[0]!));
     },
-    getRecurse: async (key) => {
-      const r = await c.get(`/v1/kv/${enc(key)}?recurse`);
-      if (r.status === 404) {
-        expectError(r, 404, 1006);
-        return undefined;
-      }
-      return okJson<Entry[]>(r).map(decoded);
-    },
+    getRecurse: async (key) => unlessMissing(await c.get(`/v1/kv/${enc(key)}?recurse`), (ok) => okJson<Entry[]>(ok).map(decoded)),
     keys: async (key, separator) => okJson(await c.get(`/v1/kv/${enc(key)}?keys${separator === undefined ? '' : `&separator=${enc(separator)}`}`)),
     getRaw: async (key) => {
       const r = await c.get(`/v1/kv/${enc(key)}?raw`);
@@ -188,30 +223,7 @@ export function seedDriver(url: string, c: Raw): Driver {
       verdict(await c.put(`/v1/kv/${enc(key)}${query([['flags', o.flags], ['cas', o.cas], ['acquire', o.acquire], ['release', o.release]])}`, value)),
     del: async (key, o = {}) => verdict(await c.del(`/v1/kv/${enc(key)}${query([['recurse', o.recurse], ['cas', o.cas]])}`)),
     read: (key, index, wait) => readOnce(key, index, wait),
-    watch: (key, wait) => {
-      const ac = new AbortController();
-      let ended = false;
-      const out: Watcher = {
-        changes: [], errors: [], ended: () => ended,
-        end: () => { ended = true; ac.abort(); },
-      };
-      void (async () => {
-        let index = 0;
-        while (!ended) {
-          try {
-            const r = await readOnce(key, index, wait, ac.signal);
-            if (ended) break;
-            if (r.index > index || r.index < index) {
-              index = r.index < index ? 0 : r.index;
-              out.changes.push(r);
-            }
-          } catch (err) {
-            if (!ended) { out.errors.push(err); await sleep(200); }
-          }
-        }
-      })();
-      return out;
-    },
+    watch: (key, wait) => seedWatch(readOnce, key, wait),
   };
 }
 
