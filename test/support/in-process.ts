@@ -4,15 +4,19 @@
  * unless a test passes another. Exports the same `withAgent`/`startAgent`/`call`/`client`/`expectError`
  * as `./agent.ts`, so a route-level test file switches between the two by its import line.
  *
- * Which suites run here: the route-level ones, whose tests only talk HTTP, WebSocket or gRPC to one
- * running agent (consul-kv, kv, blocking, lists, list-params, conventions, sessions' and stream's
- * route suites, consul-health, health-api's route suites, checks' route suites, fuzz). Nothing they
- * assert depends on the process: what sits between their requests and the runtime (config parsing,
- * the HTTP server, routes, stream, gRPC) is the code `main` runs, and the memory log is the WAL's twin
- * that passes the same log compliance suite. What needs a process stays on `./agent.ts`: restarts over a
- * data dir, signals and exit codes, the data-dir lock, the CLI, disk faults, the process's memory — and
- * at least one suite per feature area (KV, sessions, locks, checks, catalog, blocking, stream, gRPC,
- * auth, metrics), so that every README feature is still exercised against a really started process.
+ * Which suites run here: the route-level ones, whose tests only talk HTTP, WebSocket or gRPC to agents they
+ * start: consul-kv-*, consul-health-*, health-api-{agent,catalog,filters}, kv-reads, kv-writes, blocking,
+ * sessions-locks, sessions-endpoints, stream-topics, stream-watch, checks (the probe kinds), list-params,
+ * conventions, edge and lock-queue. Nothing they assert depends on the process: between their requests and the
+ * runtime sits the code `main` runs (config parsing, `assembleAgent`, the HTTP server and routes, the stream,
+ * gRPC), and the memory log is the WAL's twin that passes the same log compliance suite.
+ *
+ * What needs a process stays on `./agent.ts`: restarts over a data dir, signals and exit codes, the data-dir lock,
+ * the CLI, disk faults, settings read from the process environment (DOCKER_HOST), the process's memory and
+ * liveness under fuzzing. So does at least one suite per feature area, so that every README feature is still
+ * exercised against a really started process: KV and locks (kv), sessions (sessions, acl-sessions), checks
+ * (checks-agents), catalog and health with config-file definitions (health-api-config), blocking
+ * (acl-sessions, hardening), the stream (stream-consumers), gRPC (grpc-agent), auth, metrics.
  */
 import { randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
@@ -21,7 +25,6 @@ import { assembleAgent, type Agent as Assembled } from '../../src/agent/assemble
 import { loadConfig } from '../../src/config.ts';
 import { SystemClock, type Clock } from '../../src/ports/clock.ts';
 import { MemoryLog, type MemoryLogStore } from '../../src/wal/index.ts';
-
 import { forSuite } from './agent.ts';
 
 export { call, client, expectError, onFreshAgent, sleep, type HttpResult } from './agent.ts';
