@@ -52,6 +52,12 @@ class Registry {
   update(): void {
     this.tracker.update(this.state);
   }
+
+  /** `set`, then the tracker recomputed. */
+  change(node: string, checkId: string, status: CheckStatus): void {
+    this.set(node, checkId, status);
+    this.update();
+  }
 }
 
 // ---------------------------------------------------------------- server and client
@@ -82,6 +88,16 @@ async function setup(reg: Registry, o: Partial<GrpcHealthServerOptions> = {}) {
   const client = new Health(server.address, grpc.credentials.createInsecure()) as unknown as HealthClient;
   cleanups.push(() => server.stop(), () => client.close());
   return { server, client, log };
+}
+
+/** A registry with `nodes` and `services` ([node, id, name]), its tracker started, and a client of its server. */
+async function serving(nodes: string[], services: [string, string, string][]): Promise<{ reg: Registry; client: HealthClient }> {
+  const reg = new Registry();
+  for (const node of nodes) reg.node(node);
+  for (const [node, id, name] of services) reg.service(node, id, name);
+  reg.tracker.start(reg.state);
+  const { client } = await setup(reg);
+  return { reg, client };
 }
 
 function check(client: HealthClient, service: string): Promise<{ status?: Status; code?: grpc.status; details?: string }> {
@@ -115,23 +131,17 @@ function watch(client: HealthClient, service: string) {
 // ---------------------------------------------------------------- Watch
 
 test('passing → critical → passing: Watch sees exactly SERVING, NOT_SERVING, SERVING, unchanged recomputes send nothing', async () => {
-  const reg = new Registry();
-  reg.node('n1');
-  reg.service('n1', 'web-1', 'web');
-  reg.tracker.start(reg.state);
-  const { client } = await setup(reg);
+  const { reg, client } = await serving(['n1'], [['n1', 'web-1', 'web']]);
   const w = watch(client, 'web');
   await w.until(1);
   reg.update();
   reg.update();
-  reg.set('n1', 'service:web-1', 'critical');
-  reg.update();
+  reg.change('n1', 'service:web-1', 'critical');
   reg.update();
   reg.set('n1', 'service:web-1', 'critical'); // same status again: a change of output only
   reg.update();
   await w.until(2);
-  reg.set('n1', 'service:web-1', 'passing');
-  reg.update();
+  reg.change('n1', 'service:web-1', 'passing');
   reg.update();
   await w.until(3);
   // Barrier: a fresh Watch on the same connection is answered after everything already written to w.
@@ -142,10 +152,7 @@ test('passing → critical → passing: Watch sees exactly SERVING, NOT_SERVING,
 });
 
 test('a name never registered: SERVICE_UNKNOWN at once, its status when registered later', async () => {
-  const reg = new Registry();
-  reg.node('n1');
-  reg.tracker.start(reg.state);
-  const { client } = await setup(reg);
+  const { reg, client } = await serving(['n1'], []);
   const w = watch(client, 'db');
   await w.until(1);
   expect(w.seen).toEqual(['SERVICE_UNKNOWN']);
@@ -156,11 +163,7 @@ test('a name never registered: SERVICE_UNKNOWN at once, its status when register
 });
 
 test('deregistering the last instance sends SERVICE_UNKNOWN and the stream stays open', async () => {
-  const reg = new Registry();
-  reg.node('n1');
-  reg.service('n1', 'web-1', 'web');
-  reg.tracker.start(reg.state);
-  const { client } = await setup(reg);
+  const { reg, client } = await serving(['n1'], [['n1', 'web-1', 'web']]);
   const w = watch(client, 'web');
   await w.until(1);
   reg.deregister('n1', 'web-1');
@@ -177,37 +180,27 @@ test('deregistering the last instance sends SERVICE_UNKNOWN and the stream stays
 });
 
 test('a cancelled Watch is forgotten: later changes still reach the other watchers', async () => {
-  const reg = new Registry();
-  reg.node('n1');
-  reg.service('n1', 'web-1', 'web');
-  reg.tracker.start(reg.state);
-  const { client } = await setup(reg);
+  const { reg, client } = await serving(['n1'], [['n1', 'web-1', 'web']]);
   const gone = watch(client, 'web');
   const stays = watch(client, 'web');
   await gone.until(1);
   await stays.until(1);
   gone.call.cancel();
   await expect.poll(() => gone.ended()?.code).toBe(grpc.status.CANCELLED);
-  reg.set('n1', 'service:web-1', 'critical');
-  reg.update();
+  reg.change('n1', 'service:web-1', 'critical');
   await stays.until(2);
   expect(stays.seen).toEqual(['SERVING', 'NOT_SERVING']);
   expect(gone.seen).toEqual(['SERVING']);
 });
 
 test('a slow reader gets the newest status, not every change in between', async () => {
-  const reg = new Registry();
-  reg.node('n1');
-  reg.service('n1', 'web-1', 'web');
-  reg.tracker.start(reg.state);
-  const { client } = await setup(reg);
+  const { reg, client } = await serving(['n1'], [['n1', 'web-1', 'web']]);
   const w = watch(client, 'web');
   await w.until(1);
   w.call.pause();
   const flips = 1_000;
   for (let i = 1; i <= flips; i++) {
-    reg.set('n1', 'service:web-1', i % 2 === 1 ? 'critical' : 'passing');
-    reg.update();
+    reg.change('n1', 'service:web-1', i % 2 === 1 ? 'critical' : 'passing');
   }
   reg.set('n1', 'service:web-1', 'critical'); // the newest value differs from the first one sent
   reg.update();
@@ -224,37 +217,21 @@ test('a slow reader gets the newest status, not every change in between', async 
 // ---------------------------------------------------------------- per-service status rules
 
 test('warning counts as SERVING; a node-level critical check makes every instance on the node unhealthy', async () => {
-  const reg = new Registry();
-  reg.node('n1');
-  reg.service('n1', 'web-1', 'web');
-  reg.service('n1', 'api-1', 'api');
-  reg.tracker.start(reg.state);
-  const { client } = await setup(reg);
-  reg.set('n1', 'service:web-1', 'warning');
-  reg.update();
+  const { reg, client } = await serving(['n1'], [['n1', 'web-1', 'web'], ['n1', 'api-1', 'api']]);
+  reg.change('n1', 'service:web-1', 'warning');
   expect(await check(client, 'web')).toEqual({ status: 'SERVING' });
-  reg.set('n1', 'gossipHealth', 'critical');
-  reg.update();
+  reg.change('n1', 'gossipHealth', 'critical');
   expect(await check(client, 'web')).toEqual({ status: 'NOT_SERVING' });
   expect(await check(client, 'api')).toEqual({ status: 'NOT_SERVING' });
-  reg.set('n1', 'gossipHealth', 'passing');
-  reg.update();
+  reg.change('n1', 'gossipHealth', 'passing');
   expect(await check(client, 'api')).toEqual({ status: 'SERVING' });
 });
 
 test('two instances, one healthy → SERVING; none healthy → NOT_SERVING', async () => {
-  const reg = new Registry();
-  reg.node('n1');
-  reg.node('n2');
-  reg.service('n1', 'web-1', 'web');
-  reg.service('n2', 'web-2', 'web');
-  reg.tracker.start(reg.state);
-  const { client } = await setup(reg);
-  reg.set('n1', 'service:web-1', 'critical');
-  reg.update();
+  const { reg, client } = await serving(['n1', 'n2'], [['n1', 'web-1', 'web'], ['n2', 'web-2', 'web']]);
+  reg.change('n1', 'service:web-1', 'critical');
   expect(await check(client, 'web')).toEqual({ status: 'SERVING' });
-  reg.set('n2', 'gossipHealth', 'critical');
-  reg.update();
+  reg.change('n2', 'gossipHealth', 'critical');
   expect(await check(client, 'web')).toEqual({ status: 'NOT_SERVING' });
 });
 
@@ -315,8 +292,7 @@ test('stop(): every watcher gets NOT_SERVING, then its call ends with OK, and th
   // tryShutdown finished on its own: the grace never ran out.
   expect(log.lines.filter((l) => l.level === 'warn')).toEqual([]);
   // Frozen: later registry changes are ignored.
-  reg.set('n1', 'service:web-1', 'passing');
-  reg.update();
+  reg.change('n1', 'service:web-1', 'passing');
   expect(reg.tracker.get('web')).toBe('NOT_SERVING');
 });
 
@@ -331,8 +307,7 @@ test('stop(): a watcher that never reads cannot hold the server past the grace',
   w.call.pause();
   // Enough changes, spread over turns of the event loop, to fill every buffer between server and client.
   for (let i = 1; i <= 20_000; i++) {
-    reg.set('n1', 'service:web-1', i % 2 === 1 ? 'critical' : 'passing');
-    reg.update();
+    reg.change('n1', 'service:web-1', i % 2 === 1 ? 'critical' : 'passing');
     if (i % 10 === 0) await new Promise((resolve) => setImmediate(resolve));
   }
   await server.stop();

@@ -1,19 +1,10 @@
 // Goal: blocking queries and consistency modes (consul-compat §2) and the status/agent-self endpoints,
-// through a real process: what wakes a parked GET, what does not, and the index headers it answers with.
+// over HTTP: what wakes a parked GET, what does not, and the index headers it answers with.
 import { describe, expect, test } from 'vitest';
-import { client, sleep, startAgent, type HttpResult, expectError, withAgent } from '../support/agent.ts';
+import { client, onFreshAgent, sleep, startAgent, type HttpResult, expectError, withAgent } from '../support/in-process.ts';
+import type { Entry } from '../support/kv.ts';
 
 type Client = ReturnType<typeof client>;
-
-interface Entry {
-  LockIndex: number;
-  Key: string;
-  Flags: number;
-  Value: string | null;
-  Session?: string;
-  CreateIndex: number;
-  ModifyIndex: number;
-}
 
 /** A blocking GET that should wake gets this long; it must answer well before it. */
 const longWait = '10s';
@@ -46,6 +37,18 @@ function timed(path: string): Promise<{ r: HttpResult; ms: number }> {
 }
 
 
+/** Parks a GET of `path` at index n, then `write`s: the GET answers 200 well before the wait, with a higher index. */
+async function expectWoken(path: string, n: number, write: () => Promise<unknown>): Promise<HttpResult> {
+  const pending = timed(`${path}${path.includes('?') ? '&' : '?'}index=${n}&wait=${longWait}`);
+  await sleep(parkMs);
+  await write();
+  const { r, ms } = await pending;
+  expect(r.status).toBe(200);
+  expect(ms).toBeLessThan(wellUnderLongWaitMs);
+  expect(index(r)).toBeGreaterThan(n);
+  return r;
+}
+
 // ------------------------------------------------------------------------------------------------
 describe('blocking KV queries', () => {
   test('single key: a write to that key wakes the GET with the new value and a higher index', async () => {
@@ -55,13 +58,7 @@ describe('blocking KV queries', () => {
     const n = index(first);
     expect(n).toBe(first.json<Entry[]>()[0]!.ModifyIndex);
 
-    const pending = timed(`/v1/kv/${key}?index=${n}&wait=${longWait}`);
-    await sleep(parkMs);
-    await ok(c.put(`/v1/kv/${key}`, 'new'));
-    const { r, ms } = await pending;
-    expect(r.status).toBe(200);
-    expect(ms).toBeLessThan(wellUnderLongWaitMs);
-    expect(index(r)).toBeGreaterThan(n);
+    const r = await expectWoken(`/v1/kv/${key}`, n, () => ok(c.put(`/v1/kv/${key}`, 'new')));
     const [e] = r.json<Entry[]>();
     expect(e!.Value).toBe(b64('new'));
     expect(index(r)).toBe(e!.ModifyIndex);
@@ -84,35 +81,27 @@ describe('blocking KV queries', () => {
     expect(r.text).toBe(first.text);
   });
 
-  test('?recurse: a write under the prefix wakes the GET', async () => {
-    const p = uniq('rec');
+  /**
+   * Writes `<p>/a` under a new prefix p, parks a GET of `<p>/?<mode>` at its index, and writes `<p>/<key>`: the GET
+   * answers 200 well before the wait with a higher index. Returns p and the answer.
+   */
+  async function expectPrefixWoken(name: string, mode: 'recurse' | 'keys', key: string): Promise<{ p: string; r: HttpResult }> {
+    const p = uniq(name);
     await ok(c.put(`/v1/kv/${p}/a`, '1'));
-    const first = await c.get(`/v1/kv/${p}/?recurse`);
+    const first = await c.get(`/v1/kv/${p}/?${mode}`);
     const n = index(first);
 
-    const pending = timed(`/v1/kv/${p}/?recurse&index=${n}&wait=${longWait}`);
-    await sleep(parkMs);
-    await ok(c.put(`/v1/kv/${p}/b`, '2'));
-    const { r, ms } = await pending;
-    expect(r.status).toBe(200);
-    expect(ms).toBeLessThan(wellUnderLongWaitMs);
-    expect(index(r)).toBeGreaterThan(n);
+    const r = await expectWoken(`/v1/kv/${p}/?${mode}`, n, () => ok(c.put(`/v1/kv/${p}/${key}`, '2')));
+    return { p, r };
+  }
+
+  test('?recurse: a write under the prefix wakes the GET', async () => {
+    const { p, r } = await expectPrefixWoken('rec', 'recurse', 'b');
     expect(r.json<Entry[]>().map((e) => e.Key)).toEqual([`${p}/a`, `${p}/b`]);
   });
 
   test('?keys: a write under the prefix wakes the GET', async () => {
-    const p = uniq('keys');
-    await ok(c.put(`/v1/kv/${p}/a`, '1'));
-    const first = await c.get(`/v1/kv/${p}/?keys`);
-    const n = index(first);
-
-    const pending = timed(`/v1/kv/${p}/?keys&index=${n}&wait=${longWait}`);
-    await sleep(parkMs);
-    await ok(c.put(`/v1/kv/${p}/c/d`, '2'));
-    const { r, ms } = await pending;
-    expect(r.status).toBe(200);
-    expect(ms).toBeLessThan(wellUnderLongWaitMs);
-    expect(index(r)).toBeGreaterThan(n);
+    const { p, r } = await expectPrefixWoken('keys', 'keys', 'c/d');
     expect(r.json()).toEqual([`${p}/a`, `${p}/c/d`]);
   });
 
@@ -140,38 +129,29 @@ describe('blocking KV queries', () => {
     const n = index(first);
     expect(n).toBeGreaterThan(0);
 
-    const pending = timed(`/v1/kv/${key}?index=${n}&wait=${longWait}`);
-    await sleep(parkMs);
-    await ok(c.put(`/v1/kv/${key}`, 'born'));
-    const { r, ms } = await pending;
-    expect(r.status).toBe(200);
-    expect(ms).toBeLessThan(wellUnderLongWaitMs);
-    expect(index(r)).toBeGreaterThan(n);
+    const r = await expectWoken(`/v1/kv/${key}`, n, () => ok(c.put(`/v1/kv/${key}`, 'born')));
     expect(r.json<Entry[]>()[0]!.Value).toBe(b64('born'));
   });
 
-  test('timeout with no change returns 200 with the current data and the unchanged index', async () => {
-    const key = uniq('timeout');
+  /** A blocking GET of a new key at `at(n)` (n: its index) that nothing wakes: 200 after the wait, same data and index. */
+  async function expectWaitsOut(name: string, at: (n: number) => number): Promise<void> {
+    const key = uniq(name);
     await ok(c.put(`/v1/kv/${key}`, 'data'));
     const first = await c.get(`/v1/kv/${key}`);
     const n = index(first);
-    const { r, ms } = await timed(`/v1/kv/${key}?index=${n}&wait=${shortWait}`);
+    const { r, ms } = await timed(`/v1/kv/${key}?index=${at(n)}&wait=${shortWait}`);
     expect(r.status).toBe(200);
     expect(ms).toBeGreaterThanOrEqual(shortWaitMs - 50);
     expect(index(r)).toBe(n);
     expect(r.text).toBe(first.text);
+  }
+
+  test('timeout with no change returns 200 with the current data and the unchanged index', async () => {
+    await expectWaitsOut('timeout', (n) => n);
   });
 
   test('an index above the current one waits the full wait, then returns the current data', async () => {
-    const key = uniq('above');
-    await ok(c.put(`/v1/kv/${key}`, 'data'));
-    const first = await c.get(`/v1/kv/${key}`);
-    const n = index(first);
-    const { r, ms } = await timed(`/v1/kv/${key}?index=${n + 1_000_000}&wait=${shortWait}`);
-    expect(r.status).toBe(200);
-    expect(ms).toBeGreaterThanOrEqual(shortWaitMs - 50);
-    expect(index(r)).toBe(n);
-    expect(r.text).toBe(first.text);
+    await expectWaitsOut('above', (n) => n + 1_000_000);
   });
 
   test('index=0 or no index answers at once; wait without index is ignored', async () => {
@@ -232,9 +212,7 @@ describe('blocking KV queries', () => {
 
   test('query GETs carry X-Consul-Index (never 0), X-Consul-KnownLeader "true", X-Consul-LastContact "0"', async () => {
     // A fresh agent so the empty store and empty session table are covered too.
-    const fresh = await startAgent();
-    try {
-      const f = client(fresh);
+    await onFreshAgent(startAgent, async (f) => {
       const check = async (path: string, status = 200) => {
         const r = await f.get(path);
         expect(r.status, `${path}: ${r.text}`).toBe(status);
@@ -258,10 +236,7 @@ describe('blocking KV queries', () => {
       await check('/v1/kv/?recurse');
       await check(`/v1/session/info/${id}`);
       await check('/v1/session/list');
-    } finally {
-      await fresh.stop();
-      fresh.cleanup();
-    }
+    });
   });
 });
 
@@ -275,13 +250,7 @@ describe('sessions wake blocking GETs on the keys they hold', () => {
     const held = first.json<Entry[]>()[0]!;
     expect(held.Session).toBe(s);
 
-    const pending = timed(`/v1/kv/${key}?index=${index(first)}&wait=${longWait}`);
-    await sleep(parkMs);
-    await ok(c.put(`/v1/kv/${key}?release=${s}`, 'held'));
-    const { r, ms } = await pending;
-    expect(r.status).toBe(200);
-    expect(ms).toBeLessThan(wellUnderLongWaitMs);
-    expect(index(r)).toBeGreaterThan(index(first));
+    const r = await expectWoken(`/v1/kv/${key}`, index(first), () => ok(c.put(`/v1/kv/${key}?release=${s}`, 'held')));
     const e = r.json<Entry[]>()[0]!;
     expect(e.Session).toBeUndefined();
     expect(e.LockIndex).toBe(held.LockIndex);
@@ -294,13 +263,7 @@ describe('sessions wake blocking GETs on the keys they hold', () => {
     const first = await c.get(`/v1/kv/${key}`);
     const held = first.json<Entry[]>()[0]!;
 
-    const pending = timed(`/v1/kv/${key}?index=${index(first)}&wait=${longWait}`);
-    await sleep(parkMs);
-    await ok(c.put(`/v1/session/destroy/${s}`));
-    const { r, ms } = await pending;
-    expect(r.status).toBe(200);
-    expect(ms).toBeLessThan(wellUnderLongWaitMs);
-    expect(index(r)).toBeGreaterThan(index(first));
+    const r = await expectWoken(`/v1/kv/${key}`, index(first), () => ok(c.put(`/v1/session/destroy/${s}`)));
     const e = r.json<Entry[]>()[0]!;
     expect(e.Session).toBeUndefined();
     expect(e.Value).toBe(b64('held'));

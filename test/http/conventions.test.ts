@@ -3,7 +3,7 @@
 // a trailing slash naming the same resource, OPTIONS listing the methods.
 import { request } from 'undici';
 import { describe, expect, test } from 'vitest';
-import { call, client, expectError, startAgent, withAgent, type Agent } from '../support/agent.ts';
+import { call, client, expectError, startAgent, withAgent, type Agent } from '../support/in-process.ts';
 
 let agent: Agent;
 withAgent((a) => { agent = a; });

@@ -5,7 +5,7 @@
 // are validated at registration; gRPC bytes that are not a request message are INVALID_ARGUMENT.
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, client, expectError, startAgent, withAgent, type Agent } from '../support/agent.ts';
+import { call, client, expectError, startAgent, withAgent, type Agent } from '../support/in-process.ts';
 import { rawExchange } from '../support/raw-http.ts';
 
 const host = 'Host: roster.test\r\n';

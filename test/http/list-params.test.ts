@@ -2,7 +2,7 @@
 // whose pages concatenate to the full list, sort, fields, equality filters, q, Total-Count, pretty —
 // while lists without them stay plain arrays.
 import { describe, expect, test } from 'vitest';
-import { client, expectError, withAgent, type Agent } from '../support/agent.ts';
+import { client, expectError, withAgent, type Agent } from '../support/in-process.ts';
 
 let agent: Agent;
 withAgent(async (a) => {

@@ -3,7 +3,7 @@
 // out into an ordinary refusal, lock delays are waited out, a waiter whose session dies or whose
 // client leaves drops out of the queue, and both dialects answer as for a plain acquire.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, client, expectError, sleep, startAgent, type Agent } from '../support/agent.ts';
+import { call, client, expectError, sleep, startAgent, type Agent } from '../support/in-process.ts';
 
 let seed: Agent;
 let consul: Agent;

@@ -46,9 +46,14 @@ export interface Agent {
  * stopped and its data dir removed after them (also when `started` throws).
  */
 export function withAgent(started: (agent: Agent) => void | Promise<void>, o: AgentOptions = {}): void {
-  let agent: Agent | undefined;
+  forSuite(() => startAgent(o), started);
+}
+
+/** Starts one agent (of either harness) before the enclosing suite's tests, stops and cleans it up after them. */
+export function forSuite<A extends { stop(): Promise<unknown>; cleanup(): void }>(start: () => Promise<A>, started: (agent: A) => void | Promise<void>): void {
+  let agent: A | undefined;
   beforeAll(async () => {
-    agent = await startAgent(o);
+    agent = await start();
     await started(agent);
   });
   afterAll(async () => {
@@ -142,6 +147,18 @@ export function client(agent: { url: string }) {
       return r.json<{ ID: string }>().ID;
     },
   };
+}
+
+/** Runs `body` with a client of an agent of its own (a fresh store), stopped and cleaned up after it. */
+export async function onFreshAgent<A extends { url: string; stop(): Promise<unknown>; cleanup(): void }>(
+  start: () => Promise<A>, body: (c: ReturnType<typeof client>) => Promise<void>): Promise<void> {
+  const fresh = await start();
+  try {
+    await body(client(fresh));
+  } finally {
+    await fresh.stop();
+    fresh.cleanup();
+  }
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

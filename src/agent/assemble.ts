@@ -1,0 +1,149 @@
+/**
+ * The agent's parts wired together from a Config: the runtime over a given log, the HTTP API with the
+ * WebSocket stream, the gRPC health service, metrics, and cluster membership once the listeners have
+ * their ports. `src/main.ts` runs it over the WAL or JetStream and adds the process concerns (data-dir
+ * lock, signals, exit codes); tests run it in their own process over the memory log.
+ */
+import type { Logger } from 'pino';
+import { ConfigError, type Config } from '../config.ts';
+import { startGrpcHealthServer, type GrpcHealthServer } from '../grpc/index.ts';
+import { AuthGate } from '../http/auth-gate.ts';
+import { apiRouter, RateLimiter, startHttpServer, StreamServer, type ApiContext, type HttpServer } from '../http/index.ts';
+import { AgentMetrics } from '../metrics/index.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { ReplicatedLog } from '../ports/log.ts';
+import { MembershipSlot, StaticMembership, type Membership } from '../ports/membership.ts';
+import { probeFor } from '../probes/factory.ts';
+import { Runtime } from '../runtime/index.ts';
+import { ListenError } from '../util/listen-error.ts';
+import { registerLocalDefinitions } from './local-definitions.ts';
+
+const version = '0.1.0';
+
+/** How this node announces itself to the cluster. */
+export interface SelfAddresses { name: string; id: string; http: string; grpc: string }
+
+export interface AgentParts {
+  /** Not yet opened: the runtime opens it. */
+  log: ReplicatedLog;
+  clock: Clock;
+  nodeId: string;
+  logger: Logger;
+  /** The log cannot be applied: logged and the HTTP server closed already; the caller stops the node. */
+  onFatal(err: unknown): void;
+  /** Cluster membership, joined once the listeners have their ports. @default this node alone */
+  join?: (self: SelfAddresses) => Promise<Membership | undefined>;
+}
+
+export interface Agent {
+  runtime: Runtime;
+  http: HttpServer;
+  grpc: GrpcHealthServer;
+  stream: StreamServer;
+  membership: Membership;
+  metrics: AgentMetrics;
+  /** Closes the HTTP server, then gRPC (every status goes NOT_SERVING, watchers are told and their calls end), the runtime, the membership. */
+  stop(): Promise<void>;
+}
+
+/** Starts the runtime (recovery, local definitions), the HTTP and gRPC listeners and the membership. */
+export async function assembleAgent(config: Config, parts: AgentParts): Promise<Agent> {
+  const metrics = new AgentMetrics();
+  parts.log.observe?.(metrics.logObserver(config.nats.length === 0 ? 'wal' : 'jetstream'));
+  const membership = new MembershipSlot(new StaticMembership({ name: config.nodeName, id: parts.nodeId, http: config.httpHost, grpc: config.httpHost }));
+  let http: HttpServer | undefined;
+  const runtime = startRuntime(config, parts, membership, metrics, () => http?.close());
+  await runtime.start();
+  await registerLocalDefinitions(runtime, config);
+  const ctx: ApiContext = {
+    runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
+    sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
+    serverAddress: `${config.httpHost}:${config.httpPort}`, metrics, uiDir: config.uiDir,
+  };
+  const gate = config.auth ? new AuthGate(config.auth) : undefined;
+  // One limiter for the HTTP API and the stream's upgrades: a caller's requests and upgrades share its window.
+  const rateLimit = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
+  const stream = streamServer(config, ctx, gate, rateLimit);
+  http = await listening('--http-port', httpServer(config, parts.logger, { ctx, metrics, stream, gate, rateLimit }));
+  const server = http;
+  const grpc = await listening('--grpc-port', startGrpcHealthServer({ host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger: parts.logger }));
+  ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
+  const gossip = await parts.join?.({ name: config.nodeName, id: parts.nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address });
+  if (gossip !== undefined) membership.set(gossip);
+  metrics.track({
+    state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
+    streamConnections: () => stream.connections, streamSubscriptions: () => stream.subscriptions, grpcWatchers: () => grpc.watchers(),
+  });
+  return {
+    runtime, http: server, grpc, stream, membership, metrics,
+    stop: async () => {
+      server.close();
+      await grpc.stop();
+      await runtime.stop();
+      await membership.stop();
+    },
+  };
+}
+
+function startRuntime(config: Config, parts: AgentParts, membership: Membership, metrics: AgentMetrics, closeHttp: () => void): Runtime {
+  const { log, clock, logger, nodeId } = parts;
+  return new Runtime({
+    log, clock, logger, nodeName: config.nodeName, nodeId, address: config.httpHost, membership,
+    membershipGraceMs: 2 * config.suspicionMs,
+    snapshotEveryEntries: config.snapshotEveryEntries,
+    probeFor,
+    checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin },
+    observer: metrics,
+    onFatal: (err) => {
+      logger.fatal({ err }, 'stopping: the log cannot be applied');
+      closeHttp();
+      parts.onFatal(err);
+    },
+  });
+}
+
+function streamServer(config: Config, ctx: ApiContext, gate: AuthGate | undefined, rateLimit: RateLimiter | undefined): StreamServer {
+  return new StreamServer(ctx, {
+    bookmarkIntervalMs: config.streamBookmarkIntervalMs,
+    connectionsPerClientMax: config.limits.streamMaxConnsPerClient,
+    bufferedBytesSoft: config.limits.streamBufferedBytesSoft,
+    bufferedBytesHard: config.limits.streamBufferedBytesHard,
+    pendingItemsMax: config.limits.streamHeldItemsMax,
+    connectionsMax: config.limits.streamMaxConns,
+    snapshotBytesMax: config.limits.streamSnapshotBytesMax,
+    ...(gate ? { auth: gate } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
+  });
+}
+
+interface Front { ctx: ApiContext; metrics: AgentMetrics; stream: StreamServer; gate: AuthGate | undefined; rateLimit: RateLimiter | undefined }
+
+function httpServer(config: Config, logger: Logger, { ctx, metrics, stream, gate, rateLimit }: Front): Promise<HttpServer> {
+  const { runtime } = ctx;
+  return startHttpServer({
+    host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx, observer: metrics,
+    websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
+    timeOfIndex: (index) => runtime.changes.timeOf(index),
+    ...(gate ? { authorize: (req) => gate.check(req) } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
+    overloaded: () => runtime.inFlight >= config.writesInFlightMax,
+    requestsInFlightPerClientMax: config.limits.httpMaxConnsPerClient,
+    bodyTimeoutMs: config.limits.requestBodyTimeoutMs,
+    bodyBytesMax: config.limits.kvMaxValueSize,
+    ...(config.tls ? { tls: config.tls } : {}),
+    leader: () => {
+      const l = runtime.leadership();
+      return { knownLeader: runtime.writable && (l.peers.length === 0 || l.leader !== undefined), lastContactMs: l.lastContactMs };
+    },
+  });
+}
+
+/** A listener that could not bind stops the start naming the flag that chose its port (exit 2, as a config error). */
+async function listening<T>(flag: string, started: Promise<T>): Promise<T> {
+  try {
+    return await started;
+  } catch (err) {
+    if (err instanceof ListenError) throw new ConfigError(`${flag} ${err.port}: ${err.message}`);
+    throw err;
+  }
+}
