@@ -1,12 +1,13 @@
 /**
  * house/function-lines: no function longer than `max` lines, counted from its first line to its last
  * (blank lines and comments included, as `wc -l` would count them), like core `max-lines-per-function`
- * — except functions passed straight to one of `exemptCallees` (`describe(…, () => {…})`,
- * `it.each(rows)(…, () => {…})`): in a test file those callbacks are the test's body, not a helper, and
- * their length is the length of the scenario. Helper functions inside test files are still counted.
+ * — except functions passed straight to one of `exemptCallees`, however the call is chained
+ * (`describe(…, () => {…})`, `describe.each(rows)(…, () => {…})`, `describe.skipIf(c)(…, () => {…})`).
+ * The test files exempt `describe` only: its callback is a container of test cases, not logic. Test
+ * bodies (`it`, `test`), hooks and helper functions are counted.
  */
 
-/** The name a call is made under: `it` for `it(…)`, `it.skip(…)`, `it.each(rows)(…)`. */
+/** The name a call is made under: `describe` for `describe(…)`, `describe.skip(…)`, `describe.each(rows)(…)`. */
 function calleeRoot(node) {
   let n = node;
   for (;;) {
@@ -22,7 +23,7 @@ function calleeRoot(node) {
 export default {
   meta: {
     type: 'suggestion',
-    docs: { description: 'limit the lines of a function, test-framework callbacks exempt' },
+    docs: { description: 'limit the lines of a function, callbacks of the named callees exempt' },
     schema: [
       {
         type: 'object',

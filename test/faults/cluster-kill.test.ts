@@ -64,67 +64,100 @@ function saveHistory(tag: string, extra: Record<string, unknown> = {}): string {
   return path;
 }
 
+/** What the load phase left: the faults injected, whether the time cap stopped it, the self-restarts. */
+interface LoadRun { faults: Fault[]; capped: boolean; selfStops: string[]; loadMs: number }
+
+/**
+ * Runs the clients (2 per node) and the nemesis until enough pairs and kills are done (the last fault
+ * restarted) or the time cap passes; the first error of a client or the nemesis stops all and is thrown.
+ */
+async function runLoad(): Promise<LoadRun> {
+  const startMs = Date.now();
+  const capMs = knobs.minutes * 60_000;
+  const clients = cluster.nodes.flatMap((n, k) => [0, 1].map((j) => new Client(`c${2 * k + j + 1}`, n, rng(knobs.seed + 1 + 2 * k + j))));
+  const faults: Fault[] = [];
+  let capped = false;
+  /** The first error of a client or the nemesis: it stops everyone (no loop is left running), then fails the test. */
+  let aborted: unknown;
+  const stop = () => {
+    if (Date.now() - startMs > capMs) capped = true;
+    return aborted !== undefined || capped || (counts.pairs >= knobs.pairs && faults.length >= minKills && faults.at(-1)!.restartedMs !== undefined);
+  };
+  const abortOnError = (p: Promise<void>) => p.catch((err: unknown) => { aborted ??= err; });
+  // A node that stops by itself (exit 70: the stream changed under it) is started again, as in production.
+  const stopSupervising = cluster.supervise((n) => keptDown.has(n.name));
+  await Promise.all([nemesis(cluster, clients, stop, faults, { seed: knobs.seed, minKills, order: faultOrder }), ...clients.map((c) => c.run(stop))].map(abortOnError));
+  const selfStops = await stopSupervising();
+  if (aborted !== undefined) throw aborted;
+  return { faults, capped, selfStops, loadMs: Date.now() - startMs };
+}
+
+/** Final reads with ?consistent through every node, recorded in the history like any read: key → value. */
+async function finalReads(): Promise<Map<string, string | null>> {
+  const finals = new Map<string, string | null>();
+  for (const key of registerKeys) {
+    for (const n of cluster.nodes) {
+      const r = await consistentRead(`final-${n.name}`, n, key);
+      expect(r, `final read of ${key} through ${n.name}`).toBeDefined();
+      finals.set(key, r!.value);
+    }
+  }
+  return finals;
+}
+
+/** Every check of the load's history: linearizability, fencing, mutual exclusion, lost writes, index order. */
+function checkHistory(finals: Map<string, string | null>) {
+  const ops = history.ops();
+  const lockOps = ops.filter((op) => lockKeys.includes(op.key));
+  const regOps = ops.filter((op) => registerKeys.includes(op.key));
+  const locks = checkLinearizable(lockOps, mutex, { budgetMs: checkerBudgetMs });
+  const registers = checkLinearizable(regOps, casRegister, { budgetMs: checkerBudgetMs });
+  const fencing = checkFencing(fenced.writes());
+  const unfencedReport = checkFencing(unfenced.writes());
+  const overlaps = mutualExclusion(lockOps);
+  const lost = lostWrites(registerKeys, registerWrites, finals);
+  const regressions = indexRegressions(indexed);
+  return { lockOps, regOps, locks, registers, fencing, unfencedReport, overlaps, lost, regressions };
+}
+
+/** Operations of a list by outcome: ok (a false answer apart), fail, unknown. */
+const outcome = (list: Op[]) => ({
+  ok: list.filter((o) => o.outcome === 'ok' && o.output !== false).length,
+  false: list.filter((o) => o.outcome === 'ok' && o.output === false).length,
+  fail: list.filter((o) => o.outcome === 'fail').length,
+  unknown: list.filter((o) => o.outcome === 'unknown').length,
+});
+
+/** The load test's summary line(s). */
+function loadReport(run: LoadRun, c: ReturnType<typeof checkHistory>, diverged: string[]): string {
+  const { faults, selfStops, loadMs } = run;
+  const { lockOps, regOps, locks, registers, fencing, unfencedReport, overlaps, lost, regressions } = c;
+  return `[faults] load ${Math.round(loadMs / 1000)} s seed=${knobs.seed}: pairs=${counts.pairs} acquired=${counts.acquired} `
+    + `kills=${faults.length} (${faults.map((f) => `${f.kind}:${f.target}`).join(', ')}); nodes that stopped by themselves and were restarted: ${selfStops.length === 0 ? 'none' : selfStops.join(', ')}\n`
+    + `  lock ops ${JSON.stringify(outcome(lockOps))}; register ops ${JSON.stringify(outcome(regOps))}\n`
+    + `  sessions retired=${counts.retired} (observed gone ${counts.retiredObserved}) destroyed=${counts.destroyed}\n`
+    + `  ${summarize('mutex', locks)}\n  ${summarize('registers', registers)}\n`
+    + `  fencing: valid=${fencing.valid} writes=${fencing.writes} rejected=${fencing.rejected} violations=${fencing.violations.length} `
+    + `shared tokens=${fencing.sharedTokens.length}; unfenced violations=${unfencedReport.violations.length}; definite overlaps=${overlaps.overlaps.length}\n`
+    + `  indexes checked=${indexed.length} regressions=${regressions.length}; lost writes=${lost.length}; nodes disagreeing after healing: ${diverged.length}`
+    + `${regressions.length > 0 ? `\n  first regressions: ${regressions.slice(0, 5).join('; ')}` : ''}${diverged.length > 0 ? `\n  disagreements: ${diverged.slice(0, 5).join('; ')}` : ''}`;
+}
+
 describe.sequential('process faults against a three-node cluster', () => {
   test('lock and register load while a node or the stream leader\'s nats-server is SIGKILLed every ~20 s', async () => {
-    const startMs = Date.now();
-    const capMs = knobs.minutes * 60_000;
-    const clients = cluster.nodes.flatMap((n, k) => [0, 1].map((j) => new Client(`c${2 * k + j + 1}`, n, rng(knobs.seed + 1 + 2 * k + j))));
-    const faults: Fault[] = [];
-    let capped = false;
-    /** The first error of a client or the nemesis: it stops everyone (no loop is left running), then fails the test. */
-    let aborted: unknown;
-    const stop = () => {
-      if (Date.now() - startMs > capMs) capped = true;
-      return aborted !== undefined || capped || (counts.pairs >= knobs.pairs && faults.length >= minKills && faults.at(-1)!.restartedMs !== undefined);
-    };
-    const abortOnError = (p: Promise<void>) => p.catch((err: unknown) => { aborted ??= err; });
-    // A node that stops by itself (exit 70: the stream changed under it) is started again, as in production.
-    const stopSupervising = cluster.supervise((n) => keptDown.has(n.name));
-    await Promise.all([nemesis(cluster, clients, stop, faults, { seed: knobs.seed, minKills, order: faultOrder }), ...clients.map((c) => c.run(stop))].map(abortOnError));
-    const selfStops = await stopSupervising();
-    if (aborted !== undefined) throw aborted;
-    const loadMs = Date.now() - startMs;
+    const run = await runLoad();
+    const { faults, capped } = run;
 
     await cluster.heal();
     await Promise.all(destroys);
-    // Final reads with ?consistent through every node, recorded in the history like any read.
-    const finals = new Map<string, string | null>();
-    for (const key of registerKeys) {
-      for (const n of cluster.nodes) {
-        const r = await consistentRead(`final-${n.name}`, n, key);
-        expect(r, `final read of ${key} through ${n.name}`).toBeDefined();
-        finals.set(key, r!.value);
-      }
-    }
+    const finals = await finalReads();
 
     const diverged = await divergence(cluster, 'faults/reg/', requestTimeoutMs);
     if (diverged.length > 0) keepStores = true;
 
-    const ops = history.ops();
-    const lockOps = ops.filter((op) => lockKeys.includes(op.key));
-    const regOps = ops.filter((op) => registerKeys.includes(op.key));
-    const locks = checkLinearizable(lockOps, mutex, { budgetMs: checkerBudgetMs });
-    const registers = checkLinearizable(regOps, casRegister, { budgetMs: checkerBudgetMs });
-    const fencing = checkFencing(fenced.writes());
-    const unfencedReport = checkFencing(unfenced.writes());
-    const overlaps = mutualExclusion(lockOps);
-    const lost = lostWrites(registerKeys, registerWrites, finals);
-    const regressions = indexRegressions(indexed);
-    const outcome = (list: Op[]) => ({
-      ok: list.filter((o) => o.outcome === 'ok' && o.output !== false).length,
-      false: list.filter((o) => o.outcome === 'ok' && o.output === false).length,
-      fail: list.filter((o) => o.outcome === 'fail').length,
-      unknown: list.filter((o) => o.outcome === 'unknown').length,
-    });
-    console.log(`[faults] load ${Math.round(loadMs / 1000)} s seed=${knobs.seed}: pairs=${counts.pairs} acquired=${counts.acquired} `
-      + `kills=${faults.length} (${faults.map((f) => `${f.kind}:${f.target}`).join(', ')}); nodes that stopped by themselves and were restarted: ${selfStops.length === 0 ? 'none' : selfStops.join(', ')}\n`
-      + `  lock ops ${JSON.stringify(outcome(lockOps))}; register ops ${JSON.stringify(outcome(regOps))}\n`
-      + `  sessions retired=${counts.retired} (observed gone ${counts.retiredObserved}) destroyed=${counts.destroyed}\n`
-      + `  ${summarize('mutex', locks)}\n  ${summarize('registers', registers)}\n`
-      + `  fencing: valid=${fencing.valid} writes=${fencing.writes} rejected=${fencing.rejected} violations=${fencing.violations.length} `
-      + `shared tokens=${fencing.sharedTokens.length}; unfenced violations=${unfencedReport.violations.length}; definite overlaps=${overlaps.overlaps.length}\n`
-      + `  indexes checked=${indexed.length} regressions=${regressions.length}; lost writes=${lost.length}; nodes disagreeing after healing: ${diverged.length}`
-      + `${regressions.length > 0 ? `\n  first regressions: ${regressions.slice(0, 5).join('; ')}` : ''}${diverged.length > 0 ? `\n  disagreements: ${diverged.slice(0, 5).join('; ')}` : ''}`);
+    const checked = checkHistory(finals);
+    const { locks, registers, fencing, overlaps, lost, regressions } = checked;
+    console.log(loadReport(run, checked, diverged));
     const failed = diverged.length > 0 || capped || locks.valid !== true || registers.valid !== true || !fencing.valid || !overlaps.valid || lost.length > 0 || regressions.length > 0;
     if (failed) console.log(`[faults] history saved to ${saveHistory('kill', { counts, faults, indexed, regressions, lost, diverged })}`);
     expect(capped, `time cap of ${knobs.minutes} min passed first: ${JSON.stringify(counts)}, kills ${faults.length}`).toBe(false);

@@ -13,11 +13,11 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { HistoryRecorder, type Op } from '../checker/history.ts';
+import { HistoryRecorder, type Op, type OpHandle } from '../checker/history.ts';
 import { checkLinearizable, formatOp, type Report } from '../checker/linearizability.ts';
 import { casRegister, makeMutex } from '../checker/models.ts';
 import { ProtectedResource, checkFencing } from '../checker/fencing.ts';
-import { FaultCluster, errorCode, http, indexOf, sleep, verdictOf, type Answer, type RosterNode } from './cluster-harness.ts';
+import { FaultCluster, errorCode, http, indexOf, sleep, verdictOf, type Answer, type NatsNode, type RosterNode } from './cluster-harness.ts';
 import { until } from '../support/until.ts';
 
 const requestTimeoutMs = 3_000;
@@ -51,81 +51,157 @@ const decode = (a: Answer): string | null => {
   return v === null ? null : Buffer.from(v, 'base64').toString();
 };
 
+/**
+ * The node to cut off: one whose nats-server does not lead the stream (so writes go on without an election)
+ * and that no other node uses; undefined when none is.
+ */
+async function nodeToCutOff(leader: string): Promise<RosterNode | undefined> {
+  for (const n of cluster.nodes) {
+    const server = await cluster.natsServerOf(n.name);
+    const others = await Promise.all(cluster.nodes.filter((x) => x !== n).map((x) => cluster.natsServerOf(x.name)));
+    if (server !== undefined && server !== leader && !others.includes(server)) return n;
+  }
+  return undefined;
+}
+
+/** Writes through one node and reads through any, each call recorded in `history` as a register op. */
+function registerCalls(history: HistoryRecorder, key: string, writerNode: RosterNode, lagging: RosterNode) {
+  const write = async (value: string): Promise<boolean> => {
+    const h = history.invoke('writer', key, 'write', value);
+    const a = await http(writerNode.url, 'PUT', `/v1/kv/${key}`, { body: value, timeoutMs: 10_000 });
+    if (a.status === 200) { h.ok(true); return true; }
+    if (verdictOf(a) === 'invalid') h.fail(); else h.unknown();
+    return false;
+  };
+  const read = async (process: string, query: string, node = lagging): Promise<void> => {
+    const h = history.invoke(process, key, 'read', null);
+    const a = await http(node.url, 'GET', `/v1/kv/${key}${query}`, { timeoutMs: requestTimeoutMs });
+    if (a.status === 200) h.ok(decode(a));
+    else if (a.status === 404 && errorCode(a) === 1006) h.ok(null);
+    else h.unknown();
+  };
+  return { write, read };
+}
+
+/**
+ * With `server` paused, writes every 50 ms while four readers read every 100 ms (default, ?stale and
+ * ?consistent through the lagging node, ?consistent through `healthyNode`) until at least 10 writes are
+ * acknowledged and 4 s have passed; then resumes the server. Returns the acknowledged writes.
+ */
+async function writeAndReadWhileCutOff(server: NatsNode, calls: ReturnType<typeof registerCalls>, lagging: RosterNode, healthyNode: RosterNode): Promise<number> {
+  const { write, read } = calls;
+  await server.pause();
+  const pausedAt = now();
+  let writing = true;
+  let written = 0;
+  const writer = (async () => {
+    for (let i = 0; i < 1_000 && writing; i++) {
+      if (await write(`w${i}`)) written++;
+      await sleep(50);
+    }
+  })();
+  const reader = async (process: string, query: string, node = lagging) => {
+    while (writing) {
+      await read(process, query, node);
+      await sleep(100);
+    }
+  };
+  const readers = Promise.all([reader('default', ''), reader('stale', '?stale'), reader('consistent', '?consistent'),
+    reader('consistent-healthy', '?consistent', healthyNode)]);
+  // Long enough for the writer to get past an election if there is one, and for reads after acked writes.
+  await until('writes acknowledged while the node is cut off', async () => (written >= 10 && now() - pausedAt > 4_000 ? true : undefined), 40_000);
+  writing = false;
+  await Promise.all([writer, readers]);
+  server.resume();
+  return written;
+}
+
+/** Each reader's reads checked together with every write, as a register. */
+function checkReads(history: HistoryRecorder) {
+  const ops = history.ops();
+  const writes = ops.filter((op) => op.process === 'writer');
+  const readsBy = (p: string) => ops.filter((op) => op.process === p);
+  const check = (list: Op[]) => checkLinearizable([...writes, ...list], casRegister, { budgetMs: 30_000 });
+  const dflt = check(readsBy('default'));
+  const stale = check(readsBy('stale'));
+  const consistent = check(readsBy('consistent'));
+  const healthy = check(readsBy('consistent-healthy'));
+  return { readsBy, dflt, stale, consistent, healthy };
+}
+
+const outcomes = (list: Op[]) => `${list.filter((o) => o.outcome === 'ok').length} answered, ${list.filter((o) => o.outcome === 'unknown').length} unknown`;
+
+/** An acquire or release of `key` through `node`, recorded in `history` as a lock op. */
+function lockCalls(history: HistoryRecorder, key: string) {
+  return async (process: string, node: RosterNode, f: 'acquire' | 'release', sid: string): Promise<Answer> => {
+    const h = history.invoke(process, key, f, sid);
+    const a = await http(node.url, 'PUT', `/v1/kv/${key}?${f}=${sid}`, { body: process, timeoutMs: 10_000 });
+    if (a.status === 200) h.ok(a.text === 'true');
+    else if (a.status === 409) h.ok(false);
+    else if (verdictOf(a) === 'invalid') h.fail();
+    else h.unknown();
+    return a;
+  };
+}
+
+/**
+ * Watches session `sid` through a ?consistent read (linearizable) every 20 ms until it is gone (then
+ * completes `invalidated`): when it was last seen alive, first seen gone.
+ */
+async function watchSession(node: RosterNode, sid: string, createdAt: number, invalidated: OpHandle) {
+  let lastAliveCallMs = createdAt;
+  let goneReturnMs: number | undefined;
+  for (let k = 0; k < 2_000 && goneReturnMs === undefined; k++) {
+    const callMs = now();
+    const a = await http(node.url, 'GET', `/v1/session/info/${sid}?consistent`, { timeoutMs: requestTimeoutMs });
+    if (a.status === 200 && a.json<unknown[]>().length > 0) lastAliveCallMs = callMs;
+    else if (a.status === 200 || a.status === 404) { goneReturnMs = now(); invalidated.ok(true); }
+    await sleep(20);
+  }
+  return { lastAliveCallMs, goneReturnMs };
+}
+
+/** Tries to acquire every 25 ms until it gets the lock, and notes why it was refused (reason → count). */
+async function acquireUntilGranted(lockOp: ReturnType<typeof lockCalls>, process: string, node: RosterNode, sid: string) {
+  const refusals = new Map<string, number>();
+  let acquired: { answer: Answer; returnMs: number } | undefined;
+  for (let k = 0; k < 600 && acquired === undefined; k++) {
+    const a = await lockOp(process, node, 'acquire', sid);
+    if (a.status === 200 && a.text === 'true') acquired = { answer: a, returnMs: now() };
+    else {
+      const reason = a.status === 409 ? String(a.json<{ details?: { reason?: string } }>().details?.reason) : `status ${a.status}`;
+      refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
+      await sleep(25);
+    }
+  }
+  return { acquired, refusals };
+}
+
 describe.sequential('checker controls against real processes', () => {
   test('(a) reads that skip the barrier on a node cut off from new entries are caught; ?consistent reads check valid', async () => {
     const key = 'faults/control/register';
-    // The node to cut off: one whose nats-server does not lead the stream (so writes go on without an election)
-    // and that no other node uses.
     const leader = await until('a stream leader', () => cluster.streamLeader(), 30_000);
-    let lagging: RosterNode | undefined;
-    for (const n of cluster.nodes) {
-      const server = await cluster.natsServerOf(n.name);
-      const others = await Promise.all(cluster.nodes.filter((x) => x !== n).map((x) => cluster.natsServerOf(x.name)));
-      if (server !== undefined && server !== leader && !others.includes(server)) { lagging = n; break; }
-    }
+    const lagging = await nodeToCutOff(leader);
     expect(lagging, 'a node alone on a nats-server that is not the stream leader').toBeDefined();
     const server = cluster.natsNode((await cluster.natsServerOf(lagging!.name))!);
     const writerNode = cluster.nodes.find((n) => n !== lagging)!;
 
     const history = new HistoryRecorder();
-    const write = async (value: string): Promise<boolean> => {
-      const h = history.invoke('writer', key, 'write', value);
-      const a = await http(writerNode.url, 'PUT', `/v1/kv/${key}`, { body: value, timeoutMs: 10_000 });
-      if (a.status === 200) { h.ok(true); return true; }
-      if (verdictOf(a) === 'invalid') h.fail(); else h.unknown();
-      return false;
-    };
+    const calls = registerCalls(history, key, writerNode, lagging!);
     // ?consistent reads through the writer's node answer (its writes return only once applied there, so it
     // is not cut off) and must check valid too. Not the third node: its log consumer (an R1 ordered consumer)
     // may live on the paused server, which cuts it off as well until the consumer watchdog replaces it.
     const healthyNode = writerNode;
-    const read = async (process: string, query: string, node = lagging!): Promise<void> => {
-      const h = history.invoke(process, key, 'read', null);
-      const a = await http(node.url, 'GET', `/v1/kv/${key}${query}`, { timeoutMs: requestTimeoutMs });
-      if (a.status === 200) h.ok(decode(a));
-      else if (a.status === 404 && errorCode(a) === 1006) h.ok(null);
-      else h.unknown();
-    };
-    expect(await write('before-pause')).toBe(true);
+    expect(await calls.write('before-pause')).toBe(true);
     // The lagging node has applied it (its own reads see it) before its server stops.
     await until('the lagging node caught up', async () => {
       const a = await http(lagging!.url, 'GET', `/v1/kv/${key}`);
       return a.status === 200 && decode(a) === 'before-pause' ? true : undefined;
     }, 30_000);
 
-    await server.pause();
-    const pausedAt = now();
-    let writing = true;
-    let written = 0;
-    const writer = (async () => {
-      for (let i = 0; i < 1_000 && writing; i++) {
-        if (await write(`w${i}`)) written++;
-        await sleep(50);
-      }
-    })();
-    const reader = async (process: string, query: string, node = lagging!) => {
-      while (writing) {
-        await read(process, query, node);
-        await sleep(100);
-      }
-    };
-    const readers = Promise.all([reader('default', ''), reader('stale', '?stale'), reader('consistent', '?consistent'),
-      reader('consistent-healthy', '?consistent', healthyNode)]);
-    // Long enough for the writer to get past an election if there is one, and for reads after acked writes.
-    await until('writes acknowledged while the node is cut off', async () => (written >= 10 && now() - pausedAt > 4_000 ? true : undefined), 40_000);
-    writing = false;
-    await Promise.all([writer, readers]);
-    server.resume();
+    const written = await writeAndReadWhileCutOff(server, calls, lagging!, healthyNode);
 
-    const ops = history.ops();
-    const writes = ops.filter((op) => op.process === 'writer');
-    const readsBy = (p: string) => ops.filter((op) => op.process === p);
-    const check = (list: Op[]) => checkLinearizable([...writes, ...list], casRegister, { budgetMs: 30_000 });
-    const dflt = check(readsBy('default'));
-    const stale = check(readsBy('stale'));
-    const consistent = check(readsBy('consistent'));
-    const healthy = check(readsBy('consistent-healthy'));
-    const outcomes = (list: Op[]) => `${list.filter((o) => o.outcome === 'ok').length} answered, ${list.filter((o) => o.outcome === 'unknown').length} unknown`;
+    const { readsBy, dflt, stale, consistent, healthy } = checkReads(history);
     console.log(`[controls] (a) node ${lagging!.name} cut off (nats-server ${server.name} SIGSTOPped, stream leader ${leader}); `
       + `writes via ${writerNode.name}: ${written} acknowledged\n`
       + `  default reads ${outcomes(readsBy('default'))}; ${summarize('default', dflt)}\n`
@@ -154,15 +230,7 @@ describe.sequential('checker controls against real processes', () => {
     const write = (holder: string, token: number) => ({ fenced: fenced.write(holder, key, token), unfenced: unfenced.write(holder, key, token) });
     const nodeA = cluster.node('n1');
     const nodeB = cluster.node('n2');
-    const lockOp = async (process: string, node: RosterNode, f: 'acquire' | 'release', sid: string): Promise<Answer> => {
-      const h = history.invoke(process, key, f, sid);
-      const a = await http(node.url, 'PUT', `/v1/kv/${key}?${f}=${sid}`, { body: process, timeoutMs: 10_000 });
-      if (a.status === 200) h.ok(a.text === 'true');
-      else if (a.status === 409) h.ok(false);
-      else if (verdictOf(a) === 'invalid') h.fail();
-      else h.unknown();
-      return a;
-    };
+    const lockOp = lockCalls(history, key);
 
     const createdAt = now();
     const ca = await http(nodeA.url, 'PUT', '/v1/session/create', { body: { Name: 'paused-holder', TTL: `${ttlMs / 1000}s`, LockDelay: `${lockDelayMs / 1000}s` } });
@@ -178,31 +246,10 @@ describe.sequential('checker controls against real processes', () => {
 
     // A pauses: no renew, no request, past its TTL. The model may end its session from now on.
     const invalidated = history.invoke('A', key, 'invalidate', sa);
-    // Watch the session through a ?consistent read (linearizable): when it was last seen alive, first seen gone.
-    let lastAliveCallMs = createdAt;
-    let goneReturnMs: number | undefined;
-    const watcher = (async () => {
-      for (let k = 0; k < 2_000 && goneReturnMs === undefined; k++) {
-        const callMs = now();
-        const a = await http(nodeB.url, 'GET', `/v1/session/info/${sa}?consistent`, { timeoutMs: requestTimeoutMs });
-        if (a.status === 200 && a.json<unknown[]>().length > 0) lastAliveCallMs = callMs;
-        else if (a.status === 200 || a.status === 404) { goneReturnMs = now(); invalidated.ok(true); }
-        await sleep(20);
-      }
-    })();
-    // B tries to acquire until it gets the lock, and notes why it was refused.
-    const refusals = new Map<string, number>();
-    let acquiredB: { answer: Answer; returnMs: number } | undefined;
-    for (let k = 0; k < 600 && acquiredB === undefined; k++) {
-      const a = await lockOp('B', nodeB, 'acquire', sb);
-      if (a.status === 200 && a.text === 'true') acquiredB = { answer: a, returnMs: now() };
-      else {
-        const reason = a.status === 409 ? String(a.json<{ details?: { reason?: string } }>().details?.reason) : `status ${a.status}`;
-        refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
-        await sleep(25);
-      }
-    }
-    await watcher;
+    const watcher = watchSession(nodeB, sa, createdAt, invalidated);
+    // B tries to acquire until it gets the lock.
+    const { acquired: acquiredB, refusals } = await acquireUntilGranted(lockOp, 'B', nodeB, sb);
+    const { lastAliveCallMs, goneReturnMs } = await watcher;
     expect(acquiredB, 'B acquired after A\'s session ended').toBeDefined();
     expect(goneReturnMs).toBeDefined();
     const tokenB = indexOf(acquiredB!.answer)!;

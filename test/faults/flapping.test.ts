@@ -119,6 +119,87 @@ async function openStream(url: string, subs: { id: string; topic: string; key: s
   return { ws, events, problems };
 }
 
+type Stream = Awaited<ReturnType<typeof openStream>>;
+type Client = ReturnType<typeof client>;
+interface Bound { id: string; key: string }
+
+/**
+ * Until the check settles passing after the planned answers (or the deadline): whenever the check is seen
+ * passing, binds a new session to it and takes a lock with it.
+ */
+async function bindWhilePassing(c: Client, checkId: string, checkEvents: () => Change[]): Promise<{ bound: Bound[]; refused: number }> {
+  const bound: Bound[] = [];
+  let refused = 0;
+  let seen = 0;
+  const deadline = Date.now() + (flippingAnswers + 40) * 1_000;
+  const settled = () => answers.length >= planned.length + successBeforePassing + 2 && checkEvents().at(-1)?.value?.Status === 'passing';
+  while (Date.now() < deadline && !settled()) {
+    const evs = checkEvents();
+    const fresh = evs.slice(seen);
+    seen = evs.length;
+    if (fresh.at(-1)?.value?.Status === 'passing' && answers.length < planned.length) {
+      const key = `flap/lock-${bound.length + refused}`;
+      const r = await c.put('/v1/session/create', { Name: key, ServiceChecks: [{ ID: checkId }], LockDelay: '0s' });
+      if (r.status === 200) {
+        const id = r.json<{ ID: string }>().ID;
+        bound.push({ id, key });
+        await c.put(`/v1/kv/${key}?acquire=${id}`, 'held'); // may lose to the check going critical: fine
+      } else {
+        refused++; // the check turned critical between the event and the create
+      }
+    }
+    await sleep(100);
+  }
+  return { bound, refused };
+}
+
+/** The check's events read as status changes, plus repeats (same status and output) and index order. */
+function observedChanges(evs: Change[]) {
+  const statuses = evs.map((e) => e.value.Status as Status);
+  // Observed status changes: the registration's status, then every event whose status differs.
+  const observed: { index: number; status: Status }[] = [];
+  statuses.forEach((s, k) => { if (k > 0 && s !== statuses[k - 1]) observed.push({ index: evs[k]!.index, status: s }); });
+  const repeats = evs.filter((e, k) => k > 0 && e.value.Status === evs[k - 1]!.value.Status && e.value.Output === evs[k - 1]!.value.Output).length;
+  const indexesUp = evs.every((e, k) => k === 0 || e.index > evs[k - 1]!.index);
+  return { statuses, observed, repeats, indexesUp };
+}
+
+/**
+ * Each bound session's create and delete entries from the stream, and the entry expected to end it: the
+ * first critical change after it was created (undefined when none came after).
+ */
+function sessionEnds(sessionEvents: Change[], observed: { index: number; status: Status }[], bound: Bound[]) {
+  const deletes = new Map(sessionEvents.filter((e) => e.op === 'delete').map((e) => [e.key, e.index]));
+  const creates = new Map(sessionEvents.filter((e) => e.op === 'upsert').reverse().map((e) => [e.key, e.index]));
+  const criticalIndexes = observed.filter((o) => o.status === 'critical').map((o) => o.index);
+  const sessionReport = bound.map((b) => ({
+    ...b, createIndex: creates.get(b.id) ?? Infinity, deletedAt: deletes.get(b.id),
+    expectedAt: criticalIndexes.find((i) => i > (creates.get(b.id) ?? Infinity)),
+  }));
+  return { criticalIndexes, sessionReport };
+}
+
+/** The run's summary lines. */
+function logRun(r: {
+  elapsedS: number; expected: ReturnType<typeof expectedChanges>; changes: ReturnType<typeof observedChanges>; evs: Change[];
+  bound: Bound[]; refused: number; ends: ReturnType<typeof sessionEnds>; locks: { Key: string; Session?: string }[]; stream: Stream;
+}): void {
+  const { elapsedS, expected, evs, bound, refused, locks, stream } = r;
+  const { observed, repeats } = r.changes;
+  const { criticalIndexes, sessionReport } = r.ends;
+  console.log(`flapping: seed ${seed} (FLAP_SEED=${seed} repeats it), ${answers.length} probes in ${elapsedS.toFixed(1)} s, `
+    + `answers ${answers.map((a) => (a === 200 ? '+' : '-')).join('')}`);
+  console.log(`flapping: expected ${expected.length} status changes, observed ${observed.length} in the stream `
+    + `(${evs.length} check events, ${repeats} repeating status and output); changes at probe/run: `
+    + expected.map((e) => `${e.status}@${e.probe}/run${e.run}`).join(' '));
+  console.log(`flapping: ${bound.length} bound sessions created (${refused} refused: check already critical), `
+    + `${sessionReport.filter((s) => s.deletedAt !== undefined && s.deletedAt === s.expectedAt).length} invalidated in the critical entry, `
+    + `${locks.filter((l) => l.Session !== undefined).length} locks still held of ${locks.length}; stream problems: ${stream.problems.filter((p) => !p.startsWith('closed')).length}`);
+
+  console.log(`flapping: critical entries ${criticalIndexes.join(',')}; sessions (created → invalidated) `
+    + sessionReport.map((s) => `${s.createIndex}→${s.deletedAt}`).join(' '));
+}
+
 describe('a flapping HTTP check target', () => {
   test('status follows the thresholds exactly; each change once in the stream; bound sessions end with the critical entry', async () => {
     planned = schedule(flippingAnswers, rng(seed));
@@ -137,69 +218,27 @@ describe('a flapping HTTP check target', () => {
     });
     expect(reg.status, reg.text).toBe(200);
 
-    // Whenever the check is seen passing, bind a new session to it and take a lock with it.
-    const bound: { id: string; key: string }[] = [];
-    let refused = 0;
     const checkEvents = () => stream.events.get('checks')!.filter((e) => e.key === `node1/${checkId}`);
-    let seen = 0;
-    const deadline = Date.now() + (flippingAnswers + 40) * 1_000;
-    const settled = () => answers.length >= planned.length + successBeforePassing + 2 && checkEvents().at(-1)?.value?.Status === 'passing';
-    while (Date.now() < deadline && !settled()) {
-      const evs = checkEvents();
-      const fresh = evs.slice(seen);
-      seen = evs.length;
-      if (fresh.at(-1)?.value?.Status === 'passing' && answers.length < planned.length) {
-        const key = `flap/lock-${bound.length + refused}`;
-        const r = await c.put('/v1/session/create', { Name: key, ServiceChecks: [{ ID: checkId }], LockDelay: '0s' });
-        if (r.status === 200) {
-          const id = r.json<{ ID: string }>().ID;
-          bound.push({ id, key });
-          await c.put(`/v1/kv/${key}?acquire=${id}`, 'held'); // may lose to the check going critical: fine
-        } else {
-          refused++; // the check turned critical between the event and the create
-        }
-      }
-      await sleep(100);
-    }
+    const { bound, refused } = await bindWhilePassing(c, checkId, checkEvents);
     await sleep(1_500); // let the last events arrive
     stream.ws.close();
     const elapsedS = (Date.now() - t0) / 1_000;
 
     const expected = expectedChanges(answers);
     const evs = checkEvents();
-    const statuses = evs.map((e) => e.value.Status as Status);
-    // Observed status changes: the registration's status, then every event whose status differs.
-    const observed: { index: number; status: Status }[] = [];
-    statuses.forEach((s, k) => { if (k > 0 && s !== statuses[k - 1]) observed.push({ index: evs[k]!.index, status: s }); });
-    const repeats = evs.filter((e, k) => k > 0 && e.value.Status === evs[k - 1]!.value.Status && e.value.Output === evs[k - 1]!.value.Output).length;
-    const indexesUp = evs.every((e, k) => k === 0 || e.index > evs[k - 1]!.index);
+    const changes = observedChanges(evs);
+    const { statuses, observed, repeats, indexesUp } = changes;
 
     // Sessions: each must end with the first critical change after it was created, in that entry.
-    const sessionEvents = stream.events.get('sessions')!;
-    const deletes = new Map(sessionEvents.filter((e) => e.op === 'delete').map((e) => [e.key, e.index]));
-    const creates = new Map(sessionEvents.filter((e) => e.op === 'upsert').reverse().map((e) => [e.key, e.index]));
-    const criticalIndexes = observed.filter((o) => o.status === 'critical').map((o) => o.index);
-    const sessionReport = bound.map((b) => ({
-      ...b, createIndex: creates.get(b.id) ?? Infinity, deletedAt: deletes.get(b.id),
-      expectedAt: criticalIndexes.find((i) => i > (creates.get(b.id) ?? Infinity)),
-    }));
+    const ends = sessionEnds(stream.events.get('sessions')!, observed, bound);
+    const { sessionReport } = ends;
     // A session made after the last critical change has nothing to end it: it must still be alive, and is
     // destroyed here so the end state is checked the same way (no session, no lock held).
     const late = sessionReport.filter((s) => s.expectedAt === undefined);
     for (const s of late) expect((await c.put(`/v1/session/destroy/${s.id}`)).status).toBe(200);
     const locks = (await c.get('/v1/kv/flap/?recurse')).json<{ Key: string; Session?: string }[]>() ?? [];
 
-    console.log(`flapping: seed ${seed} (FLAP_SEED=${seed} repeats it), ${answers.length} probes in ${elapsedS.toFixed(1)} s, `
-      + `answers ${answers.map((a) => (a === 200 ? '+' : '-')).join('')}`);
-    console.log(`flapping: expected ${expected.length} status changes, observed ${observed.length} in the stream `
-      + `(${evs.length} check events, ${repeats} repeating status and output); changes at probe/run: `
-      + expected.map((e) => `${e.status}@${e.probe}/run${e.run}`).join(' '));
-    console.log(`flapping: ${bound.length} bound sessions created (${refused} refused: check already critical), `
-      + `${sessionReport.filter((s) => s.deletedAt !== undefined && s.deletedAt === s.expectedAt).length} invalidated in the critical entry, `
-      + `${locks.filter((l) => l.Session !== undefined).length} locks still held of ${locks.length}; stream problems: ${stream.problems.filter((p) => !p.startsWith('closed')).length}`);
-
-    console.log(`flapping: critical entries ${criticalIndexes.join(',')}; sessions (created → invalidated) `
-      + sessionReport.map((s) => `${s.createIndex}→${s.deletedAt}`).join(' '));
+    logRun({ elapsedS, expected, changes, evs, bound, refused, ends, locks, stream });
     expect(stream.problems.filter((p) => !p.startsWith('closed'))).toEqual([]);
     expect(answers.length).toBeGreaterThanOrEqual(planned.length);
     expect(expected.length).toBeGreaterThan(4); // the seed really flapped the check

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { dropCounts, healAll, partition, partitionUnavailable } from './partition.ts';
+import { dropCounts, healAll, partition, partitionUnavailable, type Partition } from './partition.ts';
 import { FaultCluster, http, indexOf, type Answer } from './cluster-harness.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -177,19 +177,113 @@ async function converged(c: FaultCluster, ms: number): Promise<string | undefine
   return state;
 }
 
+type NodeName = 'n1' | 'n2' | 'n3';
+const names = ['n1', 'n2', 'n3'] as const;
+
+/** Sessions bound to each node's gossipHealth, each holding a lock: node name → session id. */
+async function sessionsHoldingLocks(c: FaultCluster): Promise<Record<string, string>> {
+  const sessions: Record<string, string> = {};
+  for (const n of c.nodes) {
+    const r = await http(n.url, 'PUT', '/v1/session/create', { body: { Name: `part-${n.name}`, LockDelay: '0s' } });
+    expect(r.status, r.text).toBe(200);
+    sessions[n.name] = r.json<{ ID: string }>().ID;
+    expect((await http(n.url, 'PUT', `/v1/kv/part/lock/${n.name}?acquire=${sessions[n.name]}`, { body: 'held' })).text).toBe('true');
+  }
+  return sessions;
+}
+
+interface CutLoad { writes: Record<NodeName, Tally>; reads: Record<NodeName, Tally>; majorityServedAt: number | undefined }
+
+/**
+ * Four writers per node, each writing and then reading ?consistent, until `cutMs` after a majority node
+ * first served a write (`cutMsMax` while none has). Acknowledged writes go into `acked` (key → value).
+ */
+async function loadDuringCut(c: FaultCluster, cutAt: number, acked: Map<string, string>): Promise<CutLoad> {
+  const writes = { n1: tally(), n2: tally(), n3: tally() };
+  const reads = { n1: tally(), n2: tally(), n3: tally() };
+  let majorityServedAt: number | undefined;
+  const cutGoesOn = () => Date.now() - cutAt < (majorityServedAt === undefined ? cutMsMax : cutMs);
+  const writer = async (name: NodeName, k: number) => {
+    const n = c.node(name);
+    for (let i = 0; cutGoesOn() && i < 10_000; i++) {
+      const key = `part/w/${name}/${k}/${i}`;
+      const a = await http(n.url, 'PUT', `/v1/kv/${key}`, { body: `v${i}`, timeoutMs: requestTimeoutMs });
+      count(writes[name], a);
+      if (a.status === 200) acked.set(key, `v${i}`);
+      if (a.status === 200 && name !== 'n3') majorityServedAt ??= Date.now();
+      const r = await http(n.url, 'GET', '/v1/kv/part/lock/?recurse&consistent', { timeoutMs: requestTimeoutMs });
+      count(reads[name], r);
+      if (a.status !== 200) await new Promise((res) => setTimeout(res, 100));
+    }
+  };
+  await Promise.all(names.flatMap((name) => [0, 1, 2, 3].map((k) => writer(name, k))));
+  return { writes, reads, majorityServedAt };
+}
+
+/** What the cut did: the groups, the connections cut, the stream leader, the drops, each node's answers. */
+function logCut(c: FaultCluster, cut: Partition, load: CutLoad, o: {
+  minority: number[]; majority: number[]; connectedTo: string[]; leaderBefore?: string; leaderDuring?: string; n3Status?: number; cutAt: number;
+}): void {
+  const { writes, reads, majorityServedAt } = load;
+  console.log(`partition: cut ${cut.table}: minority pids ${o.minority.join(',')} | majority ${o.majority.join(',')}; `
+    + `${cut.pairs.length / 2} connections cut; Roster nats connections before the cut ${o.connectedTo.join(' ')}; stream leader ${o.leaderBefore} → ${o.leaderDuring}; n3 as seen by n1: status ${o.n3Status}; `
+    + `first write served by the majority ${majorityServedAt === undefined ? 'never' : `${majorityServedAt - o.cutAt} ms`} after the cut, cut for ${Date.now() - o.cutAt} ms`);
+  console.log('partition: drops', JSON.stringify(dropCounts(cut)));
+  for (const name of names) {
+    console.log(`partition: ${name}${name === 'n3' ? ' (minority)' : ''} writes ${JSON.stringify(writes[name])} consistent reads ${JSON.stringify(reads[name])}`);
+  }
+  if (writes.n1.ok === 0 || writes.n2.ok === 0) {
+    // One majority node served nothing: show why (its log's warnings: publishes, its consumer).
+    for (const n of c.nodes) console.log(`partition: ${n.name} warnings:\n${n.output().split('\n').filter((l) => /"level":(40|50)/.test(l)).slice(-20).join('\n')}`);
+  }
+}
+
+interface View { name: string; index: number | undefined; body: string }
+
+/** Reads part/ with ?consistent through every node until all answer the same at the same index (at most 60 tries, 500 ms apart). */
+async function agreedViews(c: FaultCluster): Promise<View[]> {
+  let views: View[] = [];
+  for (let attempt = 0; attempt < 60; attempt++) {
+    views = [];
+    for (const n of c.nodes) {
+      const a = await http(n.url, 'GET', '/v1/kv/part/?recurse&consistent', { timeoutMs: 10_000 });
+      views.push({ name: n.name, index: a.status === 200 ? indexOf(a) : undefined, body: a.text });
+    }
+    if (views.every((v) => v.index !== undefined && v.index === views[0]!.index && v.body === views[0]!.body)) break;
+    await new Promise((res) => setTimeout(res, 500));
+  }
+  return views;
+}
+
+/** The nodes the supervisor restarted after they stopped by themselves, and how often each saw a changed stream. */
+function logRestarts(c: FaultCluster, divergenceRestarts: string[]): void {
+  if (divergenceRestarts.length > 0) {
+    const why = c.nodes.map((n) => `${n.name}: ${(n.output().match(/no longer follows the log/g) ?? []).length}`).join(', ');
+    console.log(`partition: restarted after stopping: ${divergenceRestarts.join(', ')} (stops on a changed stream: ${why})`);
+  }
+}
+
+/** When the nodes disagree or a majority session is gone, what each node's log said about it. */
+function logWhyNotAgreed(c: FaultCluster, views: View[], alive: Set<string>, sessions: Record<string, string>): void {
+  if (!views.every((v) => v.index === views[0]!.index && v.body === views[0]!.body)) {
+    // The nodes disagree: show what each node's log said about its stream consumer.
+    for (const n of c.nodes) {
+      console.log(`partition: ${n.name} consumer log:\n${n.output().split('\n').filter((l) => /JetStream log|"level":(50|60)/.test(l)).slice(-25).join('\n')}`);
+    }
+  }
+  if (!alive.has(sessions.n1!) || !alive.has(sessions.n2!)) {
+    for (const n of c.nodes) {
+      console.log(`partition: ${n.name} log:\n${n.output().split('\n').filter((l) => /gossip|member|invalidat|report/i.test(l)).join('\n')}`);
+    }
+  }
+}
+
 describe('a minority partition of a three-node cluster', () => {
   test('the minority answers no write and no ?consistent read with success; the majority serves; after healing all agree', async () => {
     cluster = await FaultCluster.start({ homeServers: true });
     const [n1, n2, n3] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0], typeof cluster.nodes[0]];
     expect(await cluster.natsServerOf('n3')).toBe('n3');
-    // Sessions bound to each node's gossipHealth, each holding a lock, made before the cut.
-    const sessions: Record<string, string> = {};
-    for (const n of cluster.nodes) {
-      const r = await http(n.url, 'PUT', '/v1/session/create', { body: { Name: `part-${n.name}`, LockDelay: '0s' } });
-      expect(r.status, r.text).toBe(200);
-      sessions[n.name] = r.json<{ ID: string }>().ID;
-      expect((await http(n.url, 'PUT', `/v1/kv/part/lock/${n.name}?acquire=${sessions[n.name]}`, { body: 'held' })).text).toBe('true');
-    }
+    const sessions = await sessionsHoldingLocks(cluster);
     const leaderBefore = await cluster.streamLeader();
     const connectedTo = await Promise.all(cluster.nodes.map(async (n) => `${n.name}→nats ${await cluster!.natsServerOf(n.name)}`));
 
@@ -197,41 +291,15 @@ describe('a minority partition of a three-node cluster', () => {
     const majority = [cluster.natsNode('n1').pid!, cluster.natsNode('n2').pid!, n1.pid!, n2.pid!];
     const cut = await partition(minority, majority);
     const cutAt = Date.now();
-    const writes = { n1: tally(), n2: tally(), n3: tally() };
-    const reads = { n1: tally(), n2: tally(), n3: tally() };
     const acked: Map<string, string> = new Map();
     let healed = false;
     try {
-      let majorityServedAt: number | undefined;
-      const cutGoesOn = () => Date.now() - cutAt < (majorityServedAt === undefined ? cutMsMax : cutMs);
-      const writer = async (name: 'n1' | 'n2' | 'n3', k: number) => {
-        const n = cluster!.node(name);
-        for (let i = 0; cutGoesOn() && i < 10_000; i++) {
-          const key = `part/w/${name}/${k}/${i}`;
-          const a = await http(n.url, 'PUT', `/v1/kv/${key}`, { body: `v${i}`, timeoutMs: requestTimeoutMs });
-          count(writes[name], a);
-          if (a.status === 200) acked.set(key, `v${i}`);
-          if (a.status === 200 && name !== 'n3') majorityServedAt ??= Date.now();
-          const r = await http(n.url, 'GET', '/v1/kv/part/lock/?recurse&consistent', { timeoutMs: requestTimeoutMs });
-          count(reads[name], r);
-          if (a.status !== 200) await new Promise((res) => setTimeout(res, 100));
-        }
-      };
-      await Promise.all((['n1', 'n2', 'n3'] as const).flatMap((name) => [0, 1, 2, 3].map((k) => writer(name, k))));
+      const load = await loadDuringCut(cluster, cutAt, acked);
+      const { writes, reads } = load;
       const leaderDuring = await cluster.streamLeader();
       const members = await http(n1.url, 'GET', '/v1/agent/members');
       const n3Status = members.json<{ Name: string; Status: number }[]>().find((m) => m.Name === 'n3')?.Status;
-      console.log(`partition: cut ${cut.table}: minority pids ${minority.join(',')} | majority ${majority.join(',')}; `
-        + `${cut.pairs.length / 2} connections cut; Roster nats connections before the cut ${connectedTo.join(' ')}; stream leader ${leaderBefore} → ${leaderDuring}; n3 as seen by n1: status ${n3Status}; `
-        + `first write served by the majority ${majorityServedAt === undefined ? 'never' : `${majorityServedAt - cutAt} ms`} after the cut, cut for ${Date.now() - cutAt} ms`);
-      console.log('partition: drops', JSON.stringify(dropCounts(cut)));
-      for (const name of ['n1', 'n2', 'n3'] as const) {
-        console.log(`partition: ${name}${name === 'n3' ? ' (minority)' : ''} writes ${JSON.stringify(writes[name])} consistent reads ${JSON.stringify(reads[name])}`);
-      }
-      if (writes.n1.ok === 0 || writes.n2.ok === 0) {
-        // One majority node served nothing: show why (its log's warnings: publishes, its consumer).
-        for (const n of cluster.nodes) console.log(`partition: ${n.name} warnings:\n${n.output().split('\n').filter((l) => /"level":(40|50)/.test(l)).slice(-20).join('\n')}`);
-      }
+      logCut(cluster, cut, load, { minority, majority, connectedTo, leaderBefore, leaderDuring, n3Status, cutAt });
       expect(writes.n3.tried).toBeGreaterThan(0);
       expect(writes.n3.ok).toBe(0);
       expect(reads.n3.ok).toBe(0);
@@ -260,21 +328,9 @@ describe('a minority partition of a three-node cluster', () => {
     const rejoined = await converged(cluster, 30_000);
     const rejoinS = ((Date.now() - healedAt) / 1000).toFixed(1);
     console.log(`partition: after heal, membership and gossip checks ${rejoined === undefined ? `converged in ${rejoinS} s` : `NOT converged after ${rejoinS} s: ${rejoined}`}`);
-    let views: { name: string; index: number | undefined; body: string }[] = [];
-    for (let attempt = 0; attempt < 60; attempt++) {
-      views = [];
-      for (const n of cluster.nodes) {
-        const a = await http(n.url, 'GET', '/v1/kv/part/?recurse&consistent', { timeoutMs: 10_000 });
-        views.push({ name: n.name, index: a.status === 200 ? indexOf(a) : undefined, body: a.text });
-      }
-      if (views.every((v) => v.index !== undefined && v.index === views[0]!.index && v.body === views[0]!.body)) break;
-      await new Promise((res) => setTimeout(res, 500));
-    }
+    const views = await agreedViews(cluster);
     const divergenceRestarts = await stopSupervising();
-    if (divergenceRestarts.length > 0) {
-      const why = cluster.nodes.map((n) => `${n.name}: ${(n.output().match(/no longer follows the log/g) ?? []).length}`).join(', ');
-      console.log(`partition: restarted after stopping: ${divergenceRestarts.join(', ')} (stops on a changed stream: ${why})`);
-    }
+    logRestarts(cluster, divergenceRestarts);
     const stored = new Map(JSON.parse(views[0]!.body || '[]').map((e: { Key: string; Value: string }) => [e.Key, Buffer.from(e.Value ?? '', 'base64').toString()]));
     const lost = [...acked].filter(([k, v]) => stored.get(k) !== v).map(([k]) => k);
     const sessionsAfter = await http(n1.url, 'GET', '/v1/session/list?consistent');
@@ -282,17 +338,7 @@ describe('a minority partition of a three-node cluster', () => {
     console.log(`partition: healed in ${((Date.now() - healedAt) / 1000).toFixed(1)} s; views ${views.map((v) => `${v.name}@${v.index}`).join(' ')}; `
       + `${acked.size} acknowledged writes, ${lost.length} lost; sessions alive after heal: `
       + Object.entries(sessions).map(([n, id]) => `${n}:${alive.has(id)}`).join(' '));
-    if (!views.every((v) => v.index === views[0]!.index && v.body === views[0]!.body)) {
-      // The nodes disagree: show what each node's log said about its stream consumer.
-      for (const n of cluster.nodes) {
-        console.log(`partition: ${n.name} consumer log:\n${n.output().split('\n').filter((l) => /JetStream log|"level":(50|60)/.test(l)).slice(-25).join('\n')}`);
-      }
-    }
-    if (!alive.has(sessions.n1!) || !alive.has(sessions.n2!)) {
-      for (const n of cluster.nodes) {
-        console.log(`partition: ${n.name} log:\n${n.output().split('\n').filter((l) => /gossip|member|invalidat|report/i.test(l)).join('\n')}`);
-      }
-    }
+    logWhyNotAgreed(cluster, views, alive, sessions);
     expect(views.every((v) => v.index === views[0]!.index && v.body === views[0]!.body)).toBe(true);
     expect(rejoined).toBeUndefined();
     expect(lost).toEqual([]);

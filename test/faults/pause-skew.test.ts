@@ -52,6 +52,78 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms: numbe
   }
 }
 
+/**
+ * TTL sessions bound to nothing, made through n1 until n2 owns the timers of a few: ownership hashes the
+ * random ID (12 fixed ones missed it 1 in 130).
+ */
+async function ttlSessionsSomeOwnedByN2(ttlMs: number): Promise<{ ttl: string[]; ownedByVictim: string[] }> {
+  const ttl: string[] = [];
+  const ownedByVictim: string[] = [];
+  for (let i = 0; i < 60 && (ttl.length < 12 || ownedByVictim.length < 3); i++) {
+    const id = await session('n1', { TTL: `${ttlMs / 1000}s`, NodeChecks: [], LockDelay: '0s' });
+    ttl.push(id);
+    if (ownerOf(`session:${id}`, names) === 'n2') ownedByVictim.push(id);
+  }
+  return { ttl, ownedByVictim };
+}
+
+/** Renews every session through n1, all of them every 500 ms, until the returned stop; it resolves with the failed renews. */
+function renewThroughN1(ids: string[]): () => Promise<number> {
+  let renewing = true;
+  let renewFailures = 0;
+  const renewer = (async () => {
+    while (renewing) {
+      for (const id of ids) {
+        const r = await http(url('n1'), 'PUT', `/v1/session/renew/${id}`, { timeoutMs: 3_000 });
+        if (r.status !== 200) renewFailures++;
+      }
+      await sleep(500);
+    }
+  })();
+  return async () => {
+    renewing = false;
+    await renewer;
+    return renewFailures;
+  };
+}
+
+/**
+ * SIGSTOPs n2 (pid) for at least 10 s and SIGCONTs it. While it is paused: n1 fails it, the session bound
+ * to it is invalidated, its gossipHealth is critical and its lock released, then a new holder is refused
+ * for about LockDelay and granted. Returns when each happened (ms after the pause, or -1).
+ */
+async function pauseN2(pid: number, bound: string) {
+  process.kill(pid, 'SIGSTOP');
+  stopped.add(pid);
+  const pausedAt = Date.now();
+  let failedAfterMs = -1, invalidatedAfterMs = -1, lockDelayRefusals = 0, acquiredAfterMs = -1;
+  try {
+    failedAfterMs = await until('n2 failed in n1\'s members', async () => {
+      const m = await http(url('n1'), 'GET', '/v1/agent/members');
+      return m.json<{ Name: string; Status: number }[]>().find((x) => x.Name === 'n2')?.Status === 4 ? Date.now() - pausedAt : undefined;
+    }, 30_000);
+    invalidatedAfterMs = await until('the session bound to n2 invalidated', async () =>
+      ((await sessionAlive('n1', bound)) === false ? Date.now() - pausedAt : undefined), 30_000);
+    const invalidatedAt = Date.now();
+    const health = await http(url('n1'), 'GET', '/v1/health/node/n2');
+    expect(health.json<{ CheckID: string; Status: string }[]>().find((c) => c.CheckID === 'gossipHealth')?.Status).toBe('critical');
+    expect((await http(url('n1'), 'GET', '/v1/kv/pause/lock')).json()[0].Session).toBeUndefined();
+    // Lock-delay: refused for about LockDelay after the invalidation, then granted.
+    const taker = await session('n1', { Name: 'taker', LockDelay: '0s' });
+    for (let i = 0; i < 200; i++) {
+      const r = await http(url('n1'), 'PUT', `/v1/kv/pause/lock?acquire=${taker}`, { body: 'n1' });
+      if (r.status === 200) { acquiredAfterMs = Date.now() - invalidatedAt; break; }
+      if (r.json<{ details?: { reason?: string } }>()?.details?.reason === 'lock-delay') lockDelayRefusals++;
+      await sleep(100);
+    }
+    await sleep(Math.max(0, 10_000 - (Date.now() - pausedAt))); // paused at least 10 s
+  } finally {
+    process.kill(pid, 'SIGCONT');
+    stopped.delete(pid);
+  }
+  return { pausedAt, failedAfterMs, invalidatedAfterMs, lockDelayRefusals, acquiredAfterMs };
+}
+
 describe('a paused Roster node (SIGSTOP)', () => {
   test('is failed by the others, its sessions end with lock-delay; after SIGCONT its late timers change nothing and it rejoins', async () => {
     const victim = cluster.node('n2');
@@ -61,56 +133,11 @@ describe('a paused Roster node (SIGSTOP)', () => {
     const others = { n1: await session('n1', { Name: 'bound-to-n1' }), n3: await session('n3', { Name: 'bound-to-n3' }) };
     // TTL sessions bound to nothing; the ones whose timers n2 owns matter most. Renewed through n1 all along.
     const ttlMs = 3_000;
-    // Ownership hashes the random ID: make sessions until n2 owns a few (12 fixed ones missed it 1 in 130).
-    const ttl: string[] = [];
-    const ownedByVictim: string[] = [];
-    for (let i = 0; i < 60 && (ttl.length < 12 || ownedByVictim.length < 3); i++) {
-      const id = await session('n1', { TTL: `${ttlMs / 1000}s`, NodeChecks: [], LockDelay: '0s' });
-      ttl.push(id);
-      if (ownerOf(`session:${id}`, names) === 'n2') ownedByVictim.push(id);
-    }
-    let renewing = true;
-    let renewFailures = 0;
-    const renewer = (async () => {
-      while (renewing) {
-        for (const id of ttl) {
-          const r = await http(url('n1'), 'PUT', `/v1/session/renew/${id}`, { timeoutMs: 3_000 });
-          if (r.status !== 200) renewFailures++;
-        }
-        await sleep(500);
-      }
-    })();
+    const { ttl, ownedByVictim } = await ttlSessionsSomeOwnedByN2(ttlMs);
+    const stopRenewing = renewThroughN1(ttl);
     await sleep(ttlMs); // n2 has armed timers for all of them
 
-    const pid = victim.pid!;
-    process.kill(pid, 'SIGSTOP');
-    stopped.add(pid);
-    const pausedAt = Date.now();
-    let failedAfterMs = -1, invalidatedAfterMs = -1, lockDelayRefusals = 0, acquiredAfterMs = -1;
-    try {
-      failedAfterMs = await until('n2 failed in n1\'s members', async () => {
-        const m = await http(url('n1'), 'GET', '/v1/agent/members');
-        return m.json<{ Name: string; Status: number }[]>().find((x) => x.Name === 'n2')?.Status === 4 ? Date.now() - pausedAt : undefined;
-      }, 30_000);
-      invalidatedAfterMs = await until('the session bound to n2 invalidated', async () =>
-        ((await sessionAlive('n1', bound)) === false ? Date.now() - pausedAt : undefined), 30_000);
-      const invalidatedAt = Date.now();
-      const health = await http(url('n1'), 'GET', '/v1/health/node/n2');
-      expect(health.json<{ CheckID: string; Status: string }[]>().find((c) => c.CheckID === 'gossipHealth')?.Status).toBe('critical');
-      expect((await http(url('n1'), 'GET', '/v1/kv/pause/lock')).json()[0].Session).toBeUndefined();
-      // Lock-delay: refused for about LockDelay after the invalidation, then granted.
-      const taker = await session('n1', { Name: 'taker', LockDelay: '0s' });
-      for (let i = 0; i < 200; i++) {
-        const r = await http(url('n1'), 'PUT', `/v1/kv/pause/lock?acquire=${taker}`, { body: 'n1' });
-        if (r.status === 200) { acquiredAfterMs = Date.now() - invalidatedAt; break; }
-        if (r.json<{ details?: { reason?: string } }>()?.details?.reason === 'lock-delay') lockDelayRefusals++;
-        await sleep(100);
-      }
-      await sleep(Math.max(0, 10_000 - (Date.now() - pausedAt))); // paused at least 10 s
-    } finally {
-      process.kill(pid, 'SIGCONT');
-      stopped.delete(pid);
-    }
+    const { pausedAt, failedAfterMs, invalidatedAfterMs, lockDelayRefusals, acquiredAfterMs } = await pauseN2(victim.pid!, bound);
     const resumedAt = Date.now();
     // Its overdue timers fire now; keep renewing through n1 for three TTLs and see nothing expire.
     await sleep(3 * ttlMs);
@@ -120,8 +147,7 @@ describe('a paused Roster node (SIGSTOP)', () => {
       await cluster.allAlive(30_000);
       rejoinedAfterMs = Date.now() - resumedAt;
     } catch { /* reported below */ }
-    renewing = false;
-    await renewer;
+    const renewFailures = await stopRenewing();
     const othersAlive = { n1: await sessionAlive('n1', others.n1), n3: await sessionAlive('n1', others.n3) };
     const crit = (await http(url('n1'), 'GET', '/v1/health/state/critical?consistent')).json<{ CheckID: string; Node: string }[]>()
       .filter((c) => c.CheckID === 'gossipHealth').map((c) => c.Node);

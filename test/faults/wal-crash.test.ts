@@ -122,6 +122,26 @@ async function aim(agent: Agent, how: Aim, delayMs: number, giveUpMs: number): P
   return false;
 }
 
+/** The state that makes snapshots big: every big key written once, acknowledged (8 writers). */
+async function writeBigKeys(c: Client, ledger: Ledger, big: string[]): Promise<void> {
+  await Promise.all(Array.from({ length: 8 }, async (_, w) => {
+    for (let k = w; k < bigKeys; k += 8) await ledger.putSeq(c, big[k]!, `/v1/kv/${big[k]!}`, bigValue(big[k]!, 'init'), undefined);
+  }));
+}
+
+/**
+ * Where a round's kill aims. A .tmp lives about 40-60 ms here (8 MB written, synced, renamed). Early
+ * delays land inside the write, late ones around the rename and the pruning; the first and, if nothing
+ * has hit yet (`killsWithTmp`), the last round aim early so every run kills at least once mid-write.
+ */
+function killPoint(rng: Rng, round: number, killsWithTmp: number) {
+  const forceEarly = round === 0 || (round === rounds - 1 && killsWithTmp === 0);
+  const phase = forceEarly ? 'early' : rng.pick(['early', 'early', 'late', 'saved'] as const);
+  const how: Aim = phase === 'saved' ? 'snapshot-saved' : 'tmp-appears';
+  const delayMs = phase === 'early' ? rng.int(0, forceEarly ? 10 : 30) : phase === 'late' ? rng.int(30, 90) : rng.int(0, 5);
+  return { phase, how, delayMs };
+}
+
 describe('crash safety of the embedded log', () => {
   test('SIGKILL at seeded random points of a mixed write load, round after round on one data dir', async () => {
     const rng = root.child('write-load');
@@ -188,10 +208,7 @@ describe('crash safety of the embedded log', () => {
       const agent = await start(dir, args);
       const c = client(agent);
       if (round === 0) {
-        // The state that makes snapshots big: every big key written once, acknowledged.
-        await Promise.all(Array.from({ length: 8 }, async (_, w) => {
-          for (let k = w; k < bigKeys; k += 8) await ledger.putSeq(c, big[k]!, `/v1/kv/${big[k]!}`, bigValue(big[k]!, 'init'), undefined);
-        }));
+        await writeBigKeys(c, ledger, big);
       } else {
         const v = await ledger.verify(c);
         expect(v.violations, `round ${round} (seed ${seed})`).toEqual([]);
@@ -209,13 +226,7 @@ describe('crash safety of the embedded log', () => {
         break;
       }
 
-      // A .tmp lives about 40-60 ms here (8 MB written, synced, renamed). Early delays land inside
-      // the write, late ones around the rename and the pruning; the first and, if nothing has hit
-      // yet, the last round aim early so every run kills at least once mid-write.
-      const forceEarly = round === 0 || (round === rounds - 1 && totals.killsWithTmp === 0);
-      const phase = forceEarly ? 'early' : rng.pick(['early', 'early', 'late', 'saved'] as const);
-      const how: Aim = phase === 'saved' ? 'snapshot-saved' : 'tmp-appears';
-      const delayMs = phase === 'early' ? rng.int(0, forceEarly ? 10 : 30) : phase === 'late' ? rng.int(30, 90) : rng.int(0, 5);
+      const { phase, how, delayMs } = killPoint(rng, round, totals.killsWithTmp);
       let stop = false;
       const stopped = () => stop;
       const before = { acked: ledger.acked, attempted: ledger.attempted };
