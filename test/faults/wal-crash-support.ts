@@ -1,6 +1,6 @@
 /**
  * Helpers for the crash-safety fault tests of the embedded log (test/faults/wal-crash*.test.ts):
- * the seeded PRNG every fault is drawn from, the env knobs (seed, rounds), a reader of the on-disk
+ * the seeded generator every fault is drawn from, the env knobs (seed, rounds), a reader of the on-disk
  * frames (record.ts's format, read independently of src/wal so the test does not trust the code it
  * checks), and the agent's log lines. The HTTP probes and the ledger of writes are in wal-crash-ledger.ts.
  */
@@ -8,48 +8,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { mulberry32 } from '../../src/util/prng.ts';
+import { Prng as Rng } from '../../src/util/prng.ts';
 
-export { mulberry32 };
+/** The seeded generator every fault is drawn from (one child stream per test, round and writer). */
+export { Rng };
 
 // ---- seed and knobs -------------------------------------------------------------------------
-
-/** FNV-1a of a label, to derive independent streams from one seed. */
-function hash32(text: string): number {
-  let h = 0x811c9dc5;
-  for (let k = 0; k < text.length; k++) h = Math.imul(h ^ text.charCodeAt(k), 0x01000193);
-  return h >>> 0;
-}
-
-export class Rng {
-  private readonly next: () => number;
-
-  constructor(readonly seed: number) {
-    this.next = mulberry32(seed);
-  }
-
-  /** A float in [0, 1). */
-  float(): number {
-    return this.next();
-  }
-
-  /** An integer in [lo, hi] (both included). */
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(0, items.length - 1)]!;
-  }
-
-  /**
-   * An independent stream for `label`: each test, round and writer draws from its own, so adding a
-   * draw in one place does not shift every later fault of the run.
-   */
-  child(label: string): Rng {
-    return new Rng((this.seed ^ hash32(label)) >>> 0);
-  }
-}
 
 /** ROSTER_FAULT_SEED (decimal or 0x hex) replays a run; without it a fresh seed is drawn and printed. */
 export function faultSeed(): number {

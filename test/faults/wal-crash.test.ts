@@ -19,7 +19,7 @@ type Op = 'kv' | 'cas' | 'session' | 'lock';
 const opWeights: [Op, number][] = [['kv', 4], ['cas', 2], ['session', 1.5], ['lock', 2.5]];
 
 function pickOp(rng: Rng): Op {
-  let x = rng.float() * opWeights.reduce((s, [, w]) => s + w, 0);
+  let x = rng.next() * opWeights.reduce((s, [, w]) => s + w, 0);
   for (const [op, w] of opWeights) if ((x -= w) < 0) return op;
   return 'kv';
 }

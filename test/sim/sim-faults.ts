@@ -2,7 +2,7 @@
  * The fault injector of the chaos phase: every few seconds it partitions, crashes, gracefully restarts
  * or pauses one healthy node (never more than a minority at a time), or holds a stream election.
  */
-import type { Prng } from './prng.ts';
+import type { Prng } from '../../src/util/prng.ts';
 import { healNode, resumeNode } from './sim-nodes.ts';
 import type { SimNode, SimWorld } from './sim-world.ts';
 

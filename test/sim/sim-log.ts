@@ -16,7 +16,7 @@
  * `append` resolves only after the listener ran with its entries.
  */
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../../src/ports/log.ts';
-import type { Prng } from './prng.ts';
+import type { Prng } from '../../src/util/prng.ts';
 import type { Scheduler } from './scheduler.ts';
 import type { SimClock } from './sim-clock.ts';
 

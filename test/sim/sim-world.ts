@@ -5,7 +5,7 @@
 import type { LogEntry } from '../../src/ports/log.ts';
 import type { Runtime } from '../../src/runtime/index.ts';
 import type { Checker, CheckerStats, Violation } from './checker.ts';
-import type { Prng } from './prng.ts';
+import type { Prng } from '../../src/util/prng.ts';
 import type { Scheduler, SimEvent } from './scheduler.ts';
 import type { Plant } from './plants.ts';
 import type { Hardware } from './sim-clock.ts';

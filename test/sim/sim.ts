@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import type { LogEntry } from '../../src/ports/log.ts';
 import { Checker } from './checker.ts';
-import { Prng } from './prng.ts';
+import { Prng } from '../../src/util/prng.ts';
 import { Scheduler, type NodeGate, type SimEvent } from './scheduler.ts';
 import type { Hardware } from './sim-clock.ts';
 import { clientStep, ttlChoicesMs, type Client } from './sim-clients.ts';
