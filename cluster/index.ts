@@ -1,5 +1,7 @@
 /**
- * The cluster adapters (DESIGN §3, §4); everything else in cluster/ is private to this folder.
+ * The cluster log adapter (DESIGN §3). The membership adapter (DESIGN §4) is the other public module,
+ * cluster/gossip-membership.ts, kept apart so that loading one does not load the other's libraries
+ * (libp2p for gossip, the NATS clients for the log); everything else in cluster/ is private to this folder.
  * `cluster/dev/` holds the local-cluster tooling (the nats-server launcher, `npm run cluster`) that
  * tests, benches and developers use; the agent never loads it.
  */
