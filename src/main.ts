@@ -9,9 +9,9 @@ import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
-import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
+import { createLogger } from './agent/logger.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { loadUws } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
@@ -73,7 +73,7 @@ function toMultiaddr(address: string): string {
 }
 
 async function run(config: Config): Promise<void> {
-  const logger = pino({ level: config.logLevel, base: { node: config.nodeName } });
+  const logger = createLogger(config);
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
