@@ -32,6 +32,8 @@ export interface Config {
   sessionTtlMsMin: number;
   /** @default "info" */
   logLevel: string;
+  /** `json`: one JSON object a line, for machines; `pretty`: local time, level name and message, for people. @default "json" */
+  logFormat: LogFormat;
   /** Entries applied between snapshots. @default 20000 */
   snapshotEveryEntries: number;
   /** enable_script_checks: script/container checks may come through the HTTP API. @default false */
@@ -74,7 +76,7 @@ export interface Config {
 /** The agent's flags that take one text value each (parsed further in readConfig). */
 const textFlags = [
   'http-port', 'http-host', 'grpc-port', 'data-dir', 'node-name', 'dialect', 'datacenter', 'session-ttl-min',
-  'log-level', 'snapshot-every', 'config-file', 'nats', 'replicas', 'gossip-listen', 'tls-cert', 'tls-key', 'ui-dir',
+  'log-level', 'log-format', 'snapshot-every', 'config-file', 'nats', 'replicas', 'gossip-listen', 'tls-cert', 'tls-key', 'ui-dir',
 ] as const;
 
 const options = {
@@ -96,6 +98,8 @@ export const usage = `usage: roster agent [options]   (npm start -- [options])
   --datacenter <name>      datacenter name                      [ROSTER_DATACENTER, default dc1]
   --session-ttl-min <dur>  smallest session TTL accepted        [ROSTER_SESSION_TTL_MIN, default 10s]
   --log-level <level>      pino level                           [ROSTER_LOG_LEVEL, default info]
+  --log-format json|pretty json lines, or readable lines for people
+                                                                [ROSTER_LOG_FORMAT, default json]
   --snapshot-every <n>     entries between snapshots            [ROSTER_SNAPSHOT_EVERY, default 20000]
   --nats <url,...>         cluster mode: NATS servers whose JetStream holds the log
                                                                 [ROSTER_NATS, default: none, embedded log]
@@ -113,7 +117,7 @@ export const usage = `usage: roster agent [options]   (npm start -- [options])
 export class ConfigError extends Error {}
 
 /** Defaults that replace the built-in ones (flags, environment and the config file still win): `roster agent --dev`. */
-export type ConfigDefaults = Partial<Pick<Config, 'dataDir' | 'nodeName' | 'logLevel'>>;
+export type ConfigDefaults = Partial<Pick<Config, 'dataDir' | 'nodeName' | 'logLevel' | 'logFormat'>>;
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: ConfigDefaults = {}): Config | 'help' {
   let parsed;
@@ -138,6 +142,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     datacenter: nonEmpty('datacenter', pick(v.datacenter, 'ROSTER_DATACENTER', file.datacenter) ?? 'dc1'),
     sessionTtlMsMin: duration('session-ttl-min', pick(v['session-ttl-min'], 'ROSTER_SESSION_TTL_MIN', file.session_ttl_min), sessionTtlMsMinDefault),
     logLevel: logLevel(pick(v['log-level'], 'ROSTER_LOG_LEVEL', file.log_level) ?? defaults.logLevel ?? 'info'),
+    logFormat: logFormat(pick(v['log-format'], 'ROSTER_LOG_FORMAT', file.log_format) ?? defaults.logFormat ?? 'json'),
     snapshotEveryEntries: positive('snapshot-every', pick(v['snapshot-every'], 'ROSTER_SNAPSHOT_EVERY') ?? '20000'),
     enableScriptChecks: fileBool(file, 'enable_script_checks'),
     enableLocalScriptChecks: fileBool(file, 'enable_local_script_checks'),
@@ -206,7 +211,7 @@ function limits(value: unknown): Limits {
 
 /** Keys of the config file this agent understands; any other key is refused, so a typo is not silent. */
 const fileKeys = new Set([
-  'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'session_ttl_min',
+  'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'log_format', 'session_ttl_min',
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
   'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'cert_file', 'key_file', 'auth',
@@ -351,6 +356,15 @@ function logLevel(text: string): string {
   const level = text.trim().toLowerCase();
   if (!(logLevels as readonly string[]).includes(level)) throw new ConfigError(`--log-level: "${text}" is not one of ${logLevels.join(', ')}`);
   return level;
+}
+
+/** How the agent writes its log lines. */
+export const logFormats = ['json', 'pretty'] as const;
+export type LogFormat = typeof logFormats[number];
+
+function logFormat(text: string): LogFormat {
+  if (!(logFormats as readonly string[]).includes(text)) throw new ConfigError(`--log-format: "${text}" is not one of ${logFormats.join(', ')}`);
+  return text as LogFormat;
 }
 
 function dialect(text: string): Dialect {

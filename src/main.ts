@@ -9,9 +9,9 @@ import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
-import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
+import { createLogger } from './agent/logger.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { loadUws } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
@@ -73,7 +73,7 @@ function toMultiaddr(address: string): string {
 }
 
 async function run(config: Config): Promise<void> {
-  const logger = pino({ level: config.logLevel, base: { node: config.nodeName } });
+  const logger = createLogger(config);
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
@@ -105,6 +105,15 @@ async function run(config: Config): Promise<void> {
 }
 
 /**
+ * The one place a failed start is written for the operator: `roster: <reason>`, then optionally the
+ * usage. Error messages carry only the reason; the prefix is added here and nowhere else.
+ */
+function printFailure(err: unknown, usageText?: string): void {
+  const reason = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`roster: ${reason}\n${usageText === undefined ? '' : `${usageText}\n`}`);
+}
+
+/**
  * The agent's entry: `npm start` and `roster agent` both come here. `defaults` replace built-in
  * defaults (flags, environment and the config file still win), for `roster agent --dev`.
  */
@@ -114,7 +123,7 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
     config = loadConfig(argv, env, defaults);
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`roster: ${err.message}\n${usage}\n`);
+      printFailure(err, usage);
       process.exit(2);
     }
     throw err;
@@ -124,7 +133,7 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
     return;
   }
   run(config).catch((err: unknown) => {
-    process.stderr.write(`roster: ${err instanceof Error ? err.message : String(err)}\n`);
+    printFailure(err);
     // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged log).
     process.exit(err instanceof ConfigError || err instanceof DataDirLocked || isLogDamaged(err) ? 2 : 1);
   });

@@ -1,8 +1,8 @@
 /**
  * `roster agent [flags]`: exactly what `npm start` runs (src/main.ts), with the same flags, environment
  * and config file. `--dev`, like `consul agent -dev`: a fresh temporary data dir removed on exit, node
- * name `dev`, log level debug (each unless given by a flag, the environment or the config file), and
- * HTTP on 127.0.0.1:8500 as always unless given.
+ * name `dev`, log level debug, readable log lines when stdout is a terminal (each unless given by a
+ * flag, the environment or the config file), and HTTP on 127.0.0.1:8500 as always unless given.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,11 +11,12 @@ import { agentFlagNames, usage, type ConfigDefaults } from '../config.ts';
 import { normaliseAgentFlags } from './args.ts';
 
 export const devUsage = `  --dev                    development mode: a temporary data dir removed on exit, node name "dev",
-                           log level debug (each unless given); for trying Roster out, not for production`;
+                           log level debug, --log-format pretty on a terminal (each unless given);
+                           for trying Roster out, not for production`;
 
 /** What `--dev` changes: the defaults only, so a flag, the environment or the config file still wins. */
-export function devDefaults(dataDir: string): ConfigDefaults {
-  return { dataDir, nodeName: 'dev', logLevel: 'debug' };
+export function devDefaults(dataDir: string, stdoutIsTty = Boolean(process.stdout.isTTY)): ConfigDefaults {
+  return { dataDir, nodeName: 'dev', logLevel: 'debug', logFormat: stdoutIsTty ? 'pretty' : 'json' };
 }
 
 export async function agentCommand(args: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {

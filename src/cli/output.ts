@@ -6,7 +6,7 @@ import picocolors from 'picocolors';
 
 export type Colors = ReturnType<typeof picocolors.createColors>;
 
-/** https://no-color.org: any non-empty NO_COLOR turns colours off. */
+/** The NO_COLOR convention: any non-empty NO_COLOR turns colours off. */
 export function colorsFor(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): Colors {
   const enabled = stream.isTTY === true && (env.NO_COLOR === undefined || env.NO_COLOR === '');
   return picocolors.createColors(enabled);

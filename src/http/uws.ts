@@ -23,7 +23,7 @@ export function loadUws(): UwsModule {
   } catch (err) {
     const why = err instanceof Error ? err.message.split('\n').pop() : String(err);
     throw new Error(
-      `roster: the uWebSockets.js native binding did not load on node ${process.version} ` +
+      `the uWebSockets.js native binding did not load on node ${process.version} ` +
       `(${process.platform}-${process.arch}, modules ${process.versions.modules}): ${why}. ` +
       'Roster needs a build of uWebSockets.js for this Node.js version and glibc; see README "Platform".',
     );

@@ -1,0 +1,23 @@
+/**
+ * The agent's logger. `json` writes pino's lines as they are, one JSON object a line, for log
+ * collectors. `pretty` renders them for a person at a terminal: local time, level name, message, and
+ * the other fields on the same line. pino-pretty runs as a stream in this process (not a worker
+ * transport) and writes synchronously, so every line is out before the process exits.
+ */
+import { pino, type Logger } from 'pino';
+import pretty from 'pino-pretty';
+import type { Config } from '../config.ts';
+
+export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat' | 'nodeName'>): Logger {
+  const options = { level: config.logLevel, base: { node: config.nodeName } };
+  if (config.logFormat === 'json') return pino(options);
+  return pino(options, pretty({
+    destination: 1,
+    sync: true,
+    // Local time to the millisecond: the clock a person at the terminal reads.
+    translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l',
+    singleLine: true,
+    // Colours only on a terminal that takes them (pino-pretty's check honours NO_COLOR and FORCE_COLOR).
+    colorize: Boolean(process.stdout.isTTY) && pretty.isColorSupported,
+  }));
+}
