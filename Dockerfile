@@ -2,8 +2,9 @@
 # Run one node:  docker run --rm -p 8500:8500 -p 8502:8502 -v roster-data:/data roster
 # A three-node cluster with its nats-servers: deploy/compose.yaml.
 #
-# Two stages: the first installs everything (the dashboard is built by the `prepare` script with the
-# dev toolchain), the second keeps only the runtime dependencies and the built dashboard.
+# Two stages: the first installs everything (the `prepare` script builds the dashboard and compiles the
+# agent and the CLI to JavaScript with the dev toolchain), the second keeps only the runtime dependencies
+# and the built output (dist/ui, dist/server); no TypeScript is compiled when the agent starts.
 FROM node:20.20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -15,13 +16,8 @@ WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
-COPY --from=build /app/src ./src
-COPY --from=build /app/cluster ./cluster
-COPY --from=build /app/machines ./machines
-COPY --from=build /app/proto ./proto
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/dist ./dist
-COPY --from=build /app/tsconfig.json ./tsconfig.json
 # The data dir is the only state; mount a volume there. The agent runs as the image's unprivileged user.
 RUN mkdir -p /data && chown node:node /data
 USER node

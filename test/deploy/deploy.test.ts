@@ -1,6 +1,7 @@
 // Goal (deployment): no container engine runs here, so the deployment files are checked as far
 // as a machine without one can: the Dockerfile's final stage is rebuilt as a plain directory (its
-// `npm ci --omit=dev --ignore-scripts` and its COPY lines) and its ENTRYPOINT + CMD are run from there —
+// `npm ci --omit=dev --ignore-scripts` and its COPY lines, with dist/server compiled as the build stage
+// compiles it) and its ENTRYPOINT + CMD are run from there —
 // the agent must start with the runtime dependencies only, serve the API and the dashboard, and the
 // `roster` command must work from the same files. Every ROSTER_* variable that deploy/compose.yaml and
 // deploy/roster.service set must be one the agent reads.
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { repoRoot } from '../support/agent.ts';
+import { buildServer } from './build-server.ts';
 
 const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
 
@@ -62,6 +64,11 @@ describe('the Dockerfile\'s final stage, rebuilt as a directory', () => {
       expect(src, line).toBeDefined();
       cpSync(join(repoRoot, src!), join(app, dest!), { recursive: true });
     }
+    // The build stage's `npm ci` runs `prepare`, which compiles dist/server: compiled here from this
+    // checkout's sources, so a missing or stale dist/server in the checkout does not matter.
+    expect(copies).toContain('COPY --from=build /app/dist ./dist');
+    rmSync(join(app, 'dist/server'), { recursive: true, force: true });
+    buildServer(join(app, 'dist/server'));
     const [bin, ...entry] = jsonArray('ENTRYPOINT');
     expect(bin).toBe('node');
     const cmd = jsonArray('CMD');
