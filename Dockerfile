@@ -2,20 +2,24 @@
 # Run one node:  docker run --rm -p 8500:8500 -p 8502:8502 -v roster-data:/data roster
 # A three-node cluster with its nats-servers: deploy/compose.yaml.
 #
-# Two stages: the first installs everything (the `prepare` script builds the dashboard and compiles the
-# agent and the CLI to JavaScript with the dev toolchain), the second keeps only the runtime dependencies
-# and the built output (dist/ui, dist/server); no TypeScript is compiled when the agent starts.
-FROM node:20.20-bookworm-slim AS build
+# Node.js 24 (LTS) on Debian 13: its glibc (2.41) loads the uWebSockets.js build for Node 22 and 24, which
+# needs glibc 2.38 or newer (docs/running.md, "Platform support"). Two stages: the first installs
+# everything (the `prepare` script builds the dashboard and compiles the agent and the CLI to JavaScript
+# with the dev toolchain), the second keeps only the runtime dependencies, the one native binding this
+# image's Node.js loads, and the built output (dist/ui, dist/server); no TypeScript is compiled when the
+# agent starts.
+FROM node:24.21.0-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY . .
 RUN npm ci --no-audit --no-fund
 
-FROM node:20.20-bookworm-slim
+FROM node:24.21.0-trixie-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY deploy/prune-binding.mjs ./deploy/
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && node deploy/prune-binding.mjs && npm cache clean --force
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/dist ./dist
 # The data dir is the only state; mount a volume there. The agent runs as the image's unprivileged user.
