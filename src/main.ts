@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
 import { createLogger } from './agent/logger.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
-import { loadUws } from './http/index.ts';
+import { BindingUnavailable, loadUws } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
 import type { ReplicatedLog } from './ports/log.ts';
 import type { Membership } from './ports/membership.ts';
@@ -134,8 +134,10 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
   }
   run(config).catch((err: unknown) => {
     printFailure(err);
-    // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged log).
-    process.exit(err instanceof ConfigError || err instanceof DataDirLocked || isLogDamaged(err) ? 2 : 1);
+    // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged
+    // log, a native binding that does not load on this Node.js and C library).
+    const refused = err instanceof ConfigError || err instanceof DataDirLocked || isLogDamaged(err) || err instanceof BindingUnavailable;
+    process.exit(refused ? 2 : 1);
   });
 }
 

@@ -8,6 +8,7 @@ import { Router } from './router.ts';
 
 export type { ApiContext } from './api.ts';
 export { startHttpServer, loadUws } from './server.ts';
+export { BindingUnavailable } from './binding-error.ts';
 export { StreamServer, streamSubprotocol } from './stream.ts';
 export { RateLimiter } from './rate-limit.ts';
 export type { StreamOptions } from './stream.ts';

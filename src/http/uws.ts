@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { listenErrorFor } from '../util/listen-error.ts';
+import { BindingUnavailable, bindingErrorMessage, hostPlatform } from './binding-error.ts';
 import type { HttpServer } from './options.ts';
 import { statusLine, type Wire } from './render.ts';
 import { serverTime } from './request-log.ts';
@@ -13,20 +14,17 @@ import { serverTime } from './request-log.ts';
 export type UwsModule = typeof Uws;
 
 /**
- * Loads the native binding, turning a load failure into one clear message. ROSTER_UWS_MODULE names
- * another module or path to load instead (for example a checkout of the upstream release tag).
+ * Loads the native binding; a load failure becomes `BindingUnavailable` with one message naming the
+ * Node.js and C library pair and what to do. ROSTER_UWS_MODULE names another module or path to load
+ * instead (for example a build of uWebSockets.js for a platform the bundled package does not cover).
  */
 export function loadUws(): UwsModule {
   const require = createRequire(import.meta.url);
+  const override = process.env.ROSTER_UWS_MODULE || undefined;
   try {
-    return require(process.env.ROSTER_UWS_MODULE || 'uWebSockets.js') as UwsModule;
+    return require(override ?? 'uWebSockets.js') as UwsModule;
   } catch (err) {
-    const why = err instanceof Error ? err.message.split('\n').pop() : String(err);
-    throw new Error(
-      `the uWebSockets.js native binding did not load on node ${process.version} ` +
-      `(${process.platform}-${process.arch}, modules ${process.versions.modules}): ${why}. ` +
-      'Roster needs a build of uWebSockets.js for this Node.js version and glibc; see README "Platform".',
-    );
+    throw new BindingUnavailable(bindingErrorMessage(hostPlatform(), err instanceof Error ? err.message : String(err), override));
   }
 }
 

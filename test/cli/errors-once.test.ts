@@ -36,9 +36,9 @@ function expectPrefixOnce(stderr: string, reason: RegExp): void {
 }
 
 describe('a failed start says "roster:" once', () => {
-  test('a native binding that does not load: the reason once, exit 1', async () => {
+  test('a native binding that does not load: the reason once, exit 2', async () => {
     const r = await roster(['agent', '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir()], { env: { ROSTER_UWS_MODULE: '/nonexistent/uws' } });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expectPrefixOnce(r.stderr, /^roster: the uWebSockets\.js native binding did not load on node v\d+/m);
   });
 

@@ -109,9 +109,9 @@ describe('startup', () => {
     expect(badLevel.stderr).toMatch(/--log-level: "loud" is not one of trace, debug, info, warn, error, fatal, silent/);
   });
 
-  test('a native binding that does not load stops the start with a clear message', () => {
+  test('a native binding that does not load stops the start with a clear message, exit 2', () => {
     const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--data-dir', join(tmpdir(), 'roster-never')], { ROSTER_UWS_MODULE: '/nonexistent/uws.node' });
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/uWebSockets\.js native binding did not load on node v20/);
     expect(r.stdout).not.toMatch(/roster listening/);
   });
