@@ -7,7 +7,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { call, client, startAgent, tempDataDir, withAgent, type Agent } from '../support/agent.ts';
+import { agentNode, call, client, startAgent, tempDataDir, withAgent, type Agent } from '../support/agent.ts';
 import { roster, rosterBin, startRoster } from './support.ts';
 
 let agent: Agent;
@@ -265,7 +265,7 @@ describe('on a terminal', () => {
 
 describe('roster agent', () => {
   test('--dev starts a serving agent named dev on a temporary data dir, removed when it stops', async () => {
-    const dev = startRoster(['agent', '-dev', '--http-port', '0', '--grpc-port', '0'], { timeoutMs: 40_000 });
+    const dev = startRoster(['agent', '-dev', '--http-port', '0', '--grpc-port', '0'], { timeoutMs: 40_000, node: agentNode });
     await dev.waitFor(/roster listening http=(\S+) grpc=/, 30_000);
     const url = /roster listening http=(http:\/\/[^\s"]+)/.exec(dev.stdout() + dev.stderr())![1]!;
     const dataDir = /dev mode: data in (\S+) /.exec(dev.stderr())![1]!;

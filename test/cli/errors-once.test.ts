@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { agentNode } from '../support/agent.ts';
 import { roster, startRoster, type Running } from './support.ts';
 
 const dirs: string[] = [];
@@ -51,10 +52,10 @@ describe('a failed start says "roster:" once', () => {
 
   test('a data dir held by another agent: the reason once, exit 2', async () => {
     const dir = dataDir();
-    const first = startRoster(['agent', '--http-port', '0', '--grpc-port', '0', '--data-dir', dir], { timeoutMs: 60_000 });
+    const first = startRoster(['agent', '--http-port', '0', '--grpc-port', '0', '--data-dir', dir], { timeoutMs: 60_000, node: agentNode });
     running.push(first);
     await first.waitFor(/roster listening/, 30_000);
-    const second = await roster(['agent', '--http-port', '0', '--grpc-port', '0', '--data-dir', dir]);
+    const second = await roster(['agent', '--http-port', '0', '--grpc-port', '0', '--data-dir', dir], { node: agentNode });
     expect(second.code).toBe(2);
     expectPrefixOnce(second.stderr, /^roster: --data-dir .*: in use by another roster agent/m);
   }, 60_000);

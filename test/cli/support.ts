@@ -23,6 +23,11 @@ export interface RunOptions {
   input?: string | Buffer;
   /** @default 20000 */
   timeoutMs?: number;
+  /**
+   * The `node` that runs the command. `roster agent` runs the agent in the command's own process, so the
+   * tests that start a serving one pass `agentNode` (the Node the test agents run on). @default process.execPath
+   */
+  node?: string;
 }
 
 export interface Running {
@@ -38,7 +43,7 @@ export interface Running {
 export function startRoster(args: string[], o: RunOptions = {}): Running {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, ROSTER_HTTP_ADDR: o.agent, ROSTER_HTTP_TOKEN: undefined, ...o.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  const proc = spawn(process.execPath, [rosterBin, ...args], { cwd: repoRoot, env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn(o.node ?? process.execPath, [rosterBin, ...args], { cwd: repoRoot, env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   proc.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });

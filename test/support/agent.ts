@@ -12,6 +12,12 @@ import { afterAll, beforeAll } from 'vitest';
 export const repoRoot = resolve(import.meta.dirname, '../..');
 /** tsx's loader by absolute URL, so a process started in another working directory still finds it. */
 export const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
+/**
+ * The `node` executable that runs the agents tests start: `ROSTER_TEST_AGENT_NODE` when set, else the one
+ * running the tests. The Node matrix (`npm run test:lts`) runs the tests on Node 22/24, whose builds of the
+ * uWebSockets.js binding this host's glibc cannot load, and points this at Node 20 so their agents still start.
+ */
+export const agentNode = process.env.ROSTER_TEST_AGENT_NODE || process.execPath;
 
 export interface AgentOptions {
   /** Reuse a data dir (restart tests); a fresh temporary one by default. */
@@ -73,7 +79,7 @@ export async function startAgent(o: AgentOptions = {}): Promise<Agent> {
   const dataDir = o.dataDir ?? tempDataDir();
   const own = o.bare ? [] : ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'node1'];
   const args = ['--import', tsxLoader, join(repoRoot, 'src/main.ts'), ...own, ...(o.args ?? [])];
-  const proc = spawn(process.execPath, args, { cwd: o.cwd ?? repoRoot, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(agentNode, args, { cwd: o.cwd ?? repoRoot, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
