@@ -15,7 +15,11 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { repoRoot } from './agent.ts';
+import { fileURLToPath } from 'node:url';
+
+// The checkout's root, computed here rather than imported from agent.ts: the `test:lts` runner imports this
+// module outside vitest.
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The Node.js lines besides the development one (20), at the versions the tests run. */
 export const nodeReleases = { 22: '22.23.3', 24: '24.21.0' } as const;
