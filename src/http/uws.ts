@@ -13,6 +13,9 @@ import { serverTime } from './request-log.ts';
 
 export type UwsModule = typeof Uws;
 
+/** The largest request head (request line and headers) every build of the binding accepts. */
+export const requestHeadBytesMax = 128 * 1024;
+
 /**
  * Loads the native binding; a load failure becomes `BindingUnavailable` with one message naming the
  * Node.js and C library pair and what to do. ROSTER_UWS_MODULE names another module or path to load
@@ -20,6 +23,11 @@ export type UwsModule = typeof Uws;
  */
 export function loadUws(): UwsModule {
   const require = createRequire(import.meta.url);
+  // The request head's size limit, read by the binding once as it loads. The build for Node.js 20 (its older
+  // uWS core) takes heads up to 128 KiB; the builds for Node.js 22 and later read it from this variable and
+  // default to 4 KiB, which would refuse long keys and query strings with 431. Every build gets the same
+  // 128 KiB unless the operator set the variable.
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= String(requestHeadBytesMax);
   const override = process.env.ROSTER_UWS_MODULE || undefined;
   try {
     return require(override ?? 'uWebSockets.js') as UwsModule;

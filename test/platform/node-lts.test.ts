@@ -95,6 +95,15 @@ describe.each([22, 24] as const)('Node.js %s', (line) => {
       expect(entry?.Session).toBe(session);
     });
 
+    test('takes request heads up to 128 KiB as the Node.js 20 build does (the newer core defaults to 4 KiB)', async () => {
+      const c = client(addr);
+      const key = `lts/${'k'.repeat(60_000)}`;
+      expect((await c.put(`/v1/kv/${key}`, 'long')).text).toBe('true');
+      const got = await fetch(`${addr.url}/v1/kv/${key}?raw`, { headers: { 'x-pad': 'p'.repeat(40_000) } });
+      expect(got.status).toBe(200);
+      expect(await got.text()).toBe('long');
+    });
+
     test('a /v1/stream subscription receives the event of a write', async () => {
       const s = await Stream.open(addr);
       try {

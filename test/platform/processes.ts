@@ -34,7 +34,9 @@ export interface Started {
 
 export function start(cmd: [string, string[]], cwd: string): Started {
   const t0 = performance.now();
-  const proc = spawn(cmd[0], cmd[1], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The agent sets the binding's head limit itself; one inherited from a test process that loaded it must not.
+  const { UWS_HTTP_MAX_HEADERS_SIZE: _inherited, ...env } = process.env;
+  const proc = spawn(cmd[0], cmd[1], { cwd, env: { ...env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
