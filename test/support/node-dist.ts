@@ -13,7 +13,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -107,4 +107,17 @@ function glibcVersion(lib: string): string {
   const m = /version (\d+\.\d+)/.exec(out);
   if (!m) throw new Error(`cannot read glibc's version from ${lib}/libc.so.6`);
   return m[1]!;
+}
+
+/**
+ * An executable that runs the line's `node` under Debian 13's glibc, for ROSTER_TEST_AGENT_NODE: a shell
+ * script under .cache/ that execs the loader with the node and the arguments it was given.
+ */
+export function nodeOnDebianLibc(line: NodeLine): string {
+  const node = nodeBinary(line);
+  const libc = debianLibc();
+  const script = join(cacheDir, `node-${nodeReleases[line]}-on-glibc-${libc.version}`);
+  const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+  writeFileSync(script, `#!/bin/sh\nexec ${quote(libc.loader)} --library-path ${quote(libc.libraryPath)} ${quote(node)} "$@"\n`, { mode: 0o755 });
+  return script;
 }
