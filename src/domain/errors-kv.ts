@@ -41,10 +41,6 @@ export const kvErrorCatalogue = {
     kind: 'inputTooLong', message: (v) => `the transaction has ${v.count} operations; at most ${v.max}`, details: (v) => ({ operations: v.count, max: v.max }),
     consulText: (v) => `Transaction contains too many operations (${v.count} > ${v.max})`,
   }),
-  txnValueTooLarge: entry<{ key: string; size: number; max: number }>({
-    kind: 'inputTooLong', message: (v) => `the value for key ${JSON.stringify(v.key)} is ${v.size} bytes; at most ${v.max}`,
-    details: (v) => ({ key: v.key, size: v.size, max: v.max }), consulText: (v) => `Value for key ${JSON.stringify(v.key)} is too large (${v.size} > ${v.max} bytes)`,
-  }),
   txnOpNotKv: entry<{ opIndex: number; kind: string }>({
     kind: 'invalidParameter', message: (v) => `operation ${v.opIndex} is a ${v.kind} operation: transactions hold KV operations only`,
     details: (v) => ({ opIndex: v.opIndex, [v.kind]: ['Unsupported:transactions hold KV operations only'] }),
@@ -76,5 +72,6 @@ export const txnWhat = {
   checkSessionStale: (key: string, current: string, given: string) => `failed session check for key ${q(key)}, current session ${q(current)} != ${q(given)}`,
   keyExists: (key: string) => `key ${q(key)} exists`,
   unknownVerb: (verb: string) => `unknown KV verb ${q(verb)}`,
+  keyMissingInOp: () => 'Must provide key',
   permissionDenied: () => 'Permission denied',
 } as const;

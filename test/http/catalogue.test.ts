@@ -32,7 +32,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   kvUint64Invalid: { name: 'cas', text: 'x' }, kvSessionMissing: { name: 'acquire' },
   kvFlagsConflict: { given: ['cas', 'acquire'], exclusive: ['cas', 'acquire', 'release'], query: 'acquire=s&cas=1' },
   kvSessionInvalid: { session: 's' }, casMismatch: reason, lockNotAcquired: reason, lockNotReleased: reason, kvWriteFailed: reason,
-  txnBodyInvalid: { why: 'w' }, txnOpsTooMany: { count: 65, max: 64 }, txnValueTooLarge: { key: 'k', size: 2, max: 1 },
+  txnBodyInvalid: { why: 'w' }, txnOpsTooMany: { count: 65, max: 64 },
   txnOpNotKv: { opIndex: 0, kind: 'Node' }, txnFailed: { errors: [{ opIndex: 0, what: 'w' }] },
   sessionIdMissing: undefined, sessionMissing: undefined, sessionNotFound: { id: 's' }, sessionNodeUnknown: { node: 'n' },
   sessionCheckUnknown: { check: 'c' }, sessionCheckCritical: { check: 'c' }, sessionCreateFailed: reason, checkIdMissing: undefined,

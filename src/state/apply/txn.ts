@@ -9,12 +9,12 @@
  * acquire and release are, lock delay included (Consul's transactions skip that check).
  */
 import { txnWhat, type TxnOpError } from '../../domain/errors-kv.ts';
-import type { TxnKvOp } from '../../domain/commands.ts';
+import { txnKvReadVerbs, type TxnKvOp } from '../../domain/commands.ts';
 import type { KvEntry } from '../../domain/types.ts';
 import { effectOf, hasEffect } from '../../../machines/index.ts';
 import { compareKeys, type RegistryState } from '../registry-state.ts';
 import { deleteKey, newEntry, sameValue, stepLock, writeEntry } from './kv.ts';
-import { ok, type Ctx, type Handler, type Handlers } from './types.ts';
+import { type Ctx, type Handler, type Handlers, type Result } from './types.ts';
 
 /** The transaction's view of the KV table: the state with its own writes and deletes laid over it. */
 class Overlay {
@@ -138,22 +138,39 @@ const ops: Record<TxnKvOp['verb'], Op> = {
   'delete-cas': deleteCas,
 };
 
-const txnKv: Handler<'txn.kv'> = (c, cmd) => {
+/** Runs the operations in order against an overlay: what they return, and every one that failed. */
+function evaluate(c: Ctx, txnOps: readonly TxnKvOp[]): { overlay: Overlay; results: KvEntry[]; errors: TxnOpError[] } {
   const overlay = new Overlay(c.state);
   const results: KvEntry[] = [];
   const errors: TxnOpError[] = [];
-  cmd.ops.forEach((op, opIndex) => {
+  txnOps.forEach((op, opIndex) => {
     const run = Object.hasOwn(ops, op.verb) ? ops[op.verb] : undefined;
     const outcome = run === undefined ? txnWhat.unknownVerb(String(op.verb)) : run(c, overlay, op);
     if (typeof outcome === 'string') errors.push({ opIndex, what: outcome });
     else results.push(...outcome);
   });
+  return { overlay, results, errors };
+}
+
+const txnKv: Handler<'txn.kv'> = (c, cmd) => {
+  const { overlay, results, errors } = evaluate(c, cmd.ops);
   if (errors.length > 0) return { ok: false, reason: 'txn-failed', errors };
   for (const [key, entry] of overlay.changed) {
     if (entry === null) deleteKey(c, key);
     else writeEntry(c, entry);
   }
-  return results.length === 0 ? ok : { ok: true, results };
+  return { ok: true, results };
 };
 
 export const txnHandlers: Handlers<'txn.kv'> = { 'txn.kv': txnKv };
+
+/**
+ * Answers a transaction of read verbs only (txnKvReadVerbs) from `state`, as its entry would: not through
+ * the log, and changing nothing. A write verb among them is a caller's bug.
+ */
+export function readTxn(state: RegistryState, txnOps: readonly TxnKvOp[]): Result<'txn-failed'> {
+  const write = txnOps.find((op) => !txnKvReadVerbs.has(op.verb));
+  if (write !== undefined) throw new Error(`readTxn: ${write.verb} is not a read`);
+  const { results, errors } = evaluate({ state, index: state.index, atMs: state.atMs, effects: [] }, txnOps);
+  return errors.length > 0 ? { ok: false, reason: 'txn-failed', errors } : { ok: true, results };
+}
