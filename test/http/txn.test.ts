@@ -185,6 +185,17 @@ describe('consul dialect', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(woken.json()[0].Value).toBe(b64('2'));
   });
+
+  test('an unlock in a transaction hands the lock to an acquire queued with ?wait', async () => {
+    const key = uniq('queued');
+    const [s1, s2] = [await session(consulAgent), await session(consulAgent)];
+    expect((await put(consulAgent, [kv('lock', key, { Session: s1 })])).status).toBe(200);
+    const queued = call(consulAgent.url, 'PUT', `/v1/kv/${key}?acquire=${s2}&wait=20s`, 'next');
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await put(consulAgent, [kv('unlock', key, { Session: s1 })])).status).toBe(200);
+    expect((await queued).text).toBe('true');
+    expect((await get(consulAgent, `/v1/kv/${key}`)).json()[0]).toMatchObject({ Session: s2, LockIndex: 2 });
+  });
 });
 
 describe('seed dialect', () => {
