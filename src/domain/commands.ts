@@ -30,11 +30,12 @@ export interface KvDeleteTree { t: 'kv.deleteTree'; prefix: string }
 
 /** The KV verbs of a transaction (Consul's /v1/txn KV operations). */
 export const txnKvVerbs = [
-  'set', 'cas', 'lock', 'unlock', 'get', 'get-tree', 'check-index', 'check-session', 'check-not-exists', 'delete', 'delete-tree', 'delete-cas',
+  'set', 'cas', 'lock', 'unlock', 'get', 'get-or-empty', 'get-tree', 'check-index', 'check-session', 'check-not-exists', 'delete', 'delete-tree',
+  'delete-cas',
 ] as const;
 export type TxnKvVerb = (typeof txnKvVerbs)[number];
 /** The verbs that only read: a transaction of these alone needs no log entry. */
-export const txnKvReadVerbs: ReadonlySet<TxnKvVerb> = new Set(['get', 'get-tree', 'check-index', 'check-session', 'check-not-exists']);
+export const txnKvReadVerbs: ReadonlySet<TxnKvVerb> = new Set(['get', 'get-or-empty', 'get-tree', 'check-index', 'check-session', 'check-not-exists']);
 
 /**
  * One KV operation of a transaction, every field present: `value` as in kv.set (base64, null for none),

@@ -158,6 +158,9 @@ describe('consul dialect', () => {
     expect((await put(consulAgent, [kv('get', key)], '?consistent')).status).toBe(200);
     expect(consulAgent.parts.runtime.state.index).toBe(applied + 1);
     expect((await put(consulAgent, [kv('get', `${key}/none`)], '?stale')).json().Errors).toEqual([{ OpIndex: 0, What: `key "${key}/none" doesn't exist` }]);
+    const orEmpty = await put(consulAgent, [kv('get-or-empty', key), kv('get-or-empty', `${key}/none`)]);
+    expect(orEmpty.json().Results.map((x: any) => [x.KV.Key, x.KV.Value, x.KV.ModifyIndex > 0])).toEqual([[key, b64('r'), true], [`${key}/none`, null, false]]);
+    expect(consulAgent.parts.runtime.state.index).toBe(applied + 1);
   });
 
   test('the npm consul client: transaction.create answers the results; a failure rejects with the 409 body', async () => {

@@ -57,6 +57,13 @@ const writes: Case[] = [
     },
   },
   {
+    name: 'get-or-empty answers an existing key with its value, a missing one with the operation\'s own fields',
+    given: [set('k', v1)],
+    when: txn(op('get-or-empty', 'k'), op('get-or-empty', 'none', { flags: '5', index: '9' })),
+    result: { ok: true, results: [entry('k', { value: v1 }), entry('none', { flags: '5', createIndex: 0, modifyIndex: 9 })] },
+    effects: [],
+  },
+  {
     name: 'an identical set changes nothing and keeps ModifyIndex',
     given: [set('k', v1)],
     when: txn(op('set', 'k', { value: v1 })),
@@ -196,8 +203,8 @@ const failures: Case[] = [
   {
     name: 'an unknown verb (a log written by a newer node) is an error of its operation',
     given: [set('k', v1)],
-    when: txn(op('set', 'k', { value: v2 }), { ...op('get', 'k'), verb: 'get-or-empty' as TxnKvOp['verb'] }),
-    result: failed([1, 'unknown KV verb "get-or-empty"']),
+    when: txn(op('set', 'k', { value: v2 }), { ...op('get', 'k'), verb: 'get-or-else' as TxnKvOp['verb'] }),
+    result: failed([1, 'unknown KV verb "get-or-else"']),
     effects: [],
   },
 ];

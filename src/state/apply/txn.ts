@@ -129,6 +129,12 @@ const ops: Record<TxnKvOp['verb'], Op> = {
     const e = o.get(op.key);
     return e === undefined ? txnWhat.keyMissing(op.key) : [copy(e)];
   },
+  // A missing key answers the operation's own fields, as Consul does (its Index as ModifyIndex).
+  'get-or-empty': (_c, o, op) => {
+    const e = o.get(op.key);
+    if (e !== undefined) return [copy(e)];
+    return [{ key: op.key, value: null, flags: op.flags, session: op.session === '' ? undefined : op.session, lockIndex: 0, createIndex: 0, modifyIndex: Number(op.index) }];
+  },
   'get-tree': (_c, o, op) => o.list(op.key).map(copy),
   'check-index': checkIndex,
   'check-session': checkSession,
