@@ -2,9 +2,11 @@
 // order and see the earlier ones' writes; all apply or none (a failure leaves state and every index as they
 // were, and yields no effects); every failing operation is reported with Consul's text; locks follow the
 // lock machine (LockIndex, re-lock by the holder, lock delay); written entries carry the entry's index.
-import { expect } from 'vitest';
-import type { TxnKv, TxnKvOp } from '../../src/domain/commands.ts';
-import { acquire, b64, runTable, session, set, type Case, type Table } from './apply-table.ts';
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import type { Command, TxnKv, TxnKvOp } from '../../src/domain/commands.ts';
+import { apply, fromSnapshotData, toSnapshotData, type RegistryState } from '../../src/state/index.ts';
+import { acquire, b64, indexOf, runTable, session, set, stateOf, t0, type Case, type Given, type Table } from './apply-table.ts';
 
 const v1 = b64('one');
 const v2 = b64('two');
@@ -212,3 +214,57 @@ const failures: Case[] = [
 runTable('apply: txn', {
   'txn.kv': [...writes, ...locks, ...failures],
 } satisfies Table<'txn'>);
+
+/** The plain command an operation stands for (reads: none); a successful transaction ends where these would. */
+function plain(o: TxnKvOp): Command | undefined {
+  switch (o.verb) {
+    case 'set': return { t: 'kv.set', key: o.key, value: o.value, flags: o.flags };
+    case 'lock': return { t: 'kv.acquire', key: o.key, value: o.value, flags: o.flags, session: o.session };
+    case 'unlock': return { t: 'kv.release', key: o.key, value: o.value, flags: o.flags, session: o.session };
+    case 'delete': return { t: 'kv.delete', key: o.key };
+    case 'delete-tree': return { t: 'kv.deleteTree', prefix: o.key };
+    default: return undefined;
+  }
+}
+
+/** What a client sees of the KV table, indexes aside, and the derived indexes checked against a rebuild. */
+function view(s: RegistryState) {
+  const rebuilt = fromSnapshotData(JSON.parse(JSON.stringify(toSnapshotData(s))));
+  const locks = (r: RegistryState) => [...r.locksBySession].filter(([, keys]) => keys.size > 0).map(([id, keys]) => `${id}:${[...keys].sort().join(',')}`).sort();
+  expect(locks(s)).toEqual(locks(rebuilt));
+  expect(s.kvList('').map((e) => e.key)).toEqual([...s.kv.keys()].sort());
+  return s.kvList('').map((e) => [e.key, e.value, e.flags, e.session, e.lockIndex]);
+}
+
+describe('transactions against the plain commands (random operations)', () => {
+  const given: Given[] = [session('s1'), session('s2'), set('a', v1), acquire('b', 's1'), set('a/x', v2)];
+  const key = fc.constantFrom('a', 'a/x', 'a/y', 'b', 'c');
+  const txnOp = fc.record({
+    verb: fc.constantFrom('set', 'lock', 'unlock', 'delete', 'delete-tree', 'get', 'get-tree', 'check-session', 'check-not-exists') as fc.Arbitrary<TxnKvOp['verb']>,
+    key, value: fc.constantFrom(null, v1, v2), flags: fc.constantFrom('0', '1'), index: fc.constant('0'), session: fc.constantFrom('', 's1', 's2'),
+  });
+
+  test('a success ends where the plain commands in order end; a failure changes nothing', () => {
+    fc.assert(fc.property(fc.array(txnOp, { minLength: 1, maxLength: 8 }), (ops) => {
+      const state = stateOf(given);
+      const before = toSnapshotData(state);
+      const applied = apply(state, { index: indexOf({ given }), atMs: t0, pid: 'txn', cmd: txn(...ops) });
+      if (!applied.result.ok) {
+        expect(applied.effects).toEqual([]);
+        expect({ ...toSnapshotData(state), index: before.index, atMs: before.atMs }).toEqual(before);
+        return;
+      }
+      const model = stateOf(given);
+      let index = indexOf({ given });
+      for (const cmd of ops.map(plain)) {
+        if (cmd === undefined) continue;
+        const r = apply(model, { index: index++, atMs: t0, pid: `p${index}`, cmd });
+        expect(r.result.ok, JSON.stringify(cmd)).toBe(true);
+      }
+      expect(view(state)).toEqual(view(model));
+      // At most one wake-up per key, however many operations touched it.
+      const changed = applied.effects.map((e) => (e.t === 'kv' ? e.key : ''));
+      expect(new Set(changed).size).toBe(changed.length);
+    }), { numRuns: 2_000 });
+  });
+});
