@@ -1,10 +1,11 @@
 // Goal: PUT /v1/txn against in-process agents in both dialects — every verb's answer, the 409 body with every
 // failing OpIndex and nothing applied (seen through GET), the 400 and 413 refusals with Consul's texts, reads
-// answered without the log, the npm `consul` client's transaction.create, the seed dialect's error format, and a
-// blocking query woken by a transaction's write.
+// answered without the log, the npm `consul` client's transaction.create, the seed dialect's error format, a blocking query
+// and the stream woken by a transaction's writes (one batch at its index), and a queued acquire handed the lock by its unlock.
 import Consul from 'consul';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, expectError, startAgent, type Agent, type HttpResult } from '../support/in-process.ts';
+import { settled, Stream, subscribe } from '../support/stream.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const lockFlags = '3304740253564472344';
@@ -202,6 +203,23 @@ describe('consul dialect', () => {
 });
 
 describe('seed dialect', () => {
+  test('the stream sees one event per key a transaction changed, in one batch at its index', async () => {
+    const p = uniq('stream');
+    await put(seedAgent, [kv('set', `${p}/gone`, { Value: b64('g') })]);
+    const s = await Stream.open(seedAgent);
+    await subscribe(s, { id: 't', topic: 'kv_prefix', key: `${p}/` });
+    const from = s.mark;
+    const r = await put(seedAgent, [kv('set', `${p}/a`, { Value: b64('a') }), kv('set', `${p}/a`, { Value: b64('b') }), kv('delete', `${p}/gone`), kv('set', 'elsewhere')]);
+    expect(r.status, r.text).toBe(200);
+    const index = r.json().Results[0].KV.ModifyIndex;
+    // One entry: its changes arrive as one batch at its index.
+    const batches = (await settled(s, from, 't')).filter((m) => m.type !== 'bookmark');
+    expect(batches.map((m) => [m.type, m.index])).toEqual([['batch', index]]);
+    expect(batches[0]!.events.map((e: any) => [e.op, e.key])).toEqual([['upsert', `${p}/a`], ['delete', `${p}/gone`]]);
+    expect(batches[0]!.events[0].value).toMatchObject({ Value: b64('b'), ModifyIndex: index });
+    s.ws.terminate();
+  });
+
   test('success is the same Results body', async () => {
     const key = uniq('seed');
     const r = await put(seedAgent, [kv('set', key, { Value: b64('s') }), kv('get', key)]);
