@@ -7,6 +7,8 @@
  * variables only: `throw new RegistryError('kvKeyNotFound', { key })`. The field rules a 1009 answer
  * gathers, with Consul's text for each, are the catalogue's other table (field-rules.ts).
  * Expected failures ("did not acquire lock") are values of this type; broken invariants are assertions.
+ * The classes and the helpers entries are written with live in error-kinds.ts; the KV and transaction
+ * entries in errors-kv.ts, spread into the catalogue here.
  */
 import { entry, errorKinds, missingInPath, rule, text, type ErrorEntry, type ErrorKind, type FieldDetails, type Reason } from './error-kinds.ts';
 import { kvErrorCatalogue } from './errors-kv.ts';
