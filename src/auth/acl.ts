@@ -149,6 +149,8 @@ interface RoutePermission {
 const routePermissions: readonly RoutePermission[] = [
   // KV: a key or, with ?recurse / ?keys, a prefix (see allowedPrefix).
   { path: '/v1/kv/', prefix: true, resource: 'key', access: 'byMethod', name: 'rest' },
+  // Transactions: each operation's key is in the body; the handler checks each one's rule.
+  { path: '/v1/txn', prefix: false, resource: 'key', access: 'write', name: 'byHandler' },
   // Sessions: rules name the session's node, never its id (Consul's `session "<node prefix>"`). The node is
   // in the path for /node/<node>; create names it in the body, info/renew/destroy find it in state, and the
   // list holds only sessions on readable nodes, so their handlers check it.

@@ -28,6 +28,23 @@ export interface KvDelete { t: 'kv.delete'; key: string }
 export interface KvDeleteCas { t: 'kv.deleteCas'; key: string; cas: string }
 export interface KvDeleteTree { t: 'kv.deleteTree'; prefix: string }
 
+/** The KV verbs of a transaction (Consul's /v1/txn KV operations). */
+export const txnKvVerbs = [
+  'set', 'cas', 'lock', 'unlock', 'get', 'get-or-empty', 'get-tree', 'check-index', 'check-session', 'check-not-exists', 'delete', 'delete-tree',
+  'delete-cas',
+] as const;
+export type TxnKvVerb = (typeof txnKvVerbs)[number];
+/** The verbs that only read: a transaction of these alone needs no log entry. */
+export const txnKvReadVerbs: ReadonlySet<TxnKvVerb> = new Set(['get', 'get-or-empty', 'get-tree', 'check-index', 'check-session', 'check-not-exists']);
+
+/**
+ * One KV operation of a transaction, every field present: `value` as in kv.set (base64, null for none),
+ * `flags` and `index` (cas, delete-cas, check-index) as decimal uint64 text, `session` "" for none.
+ */
+export interface TxnKvOp { verb: TxnKvVerb; key: string; value: string | null; flags: string; index: string; session: string }
+/** KV operations applied in order as one entry, all or none (see src/state/apply/txn.ts). */
+export interface TxnKv { t: 'txn.kv'; ops: TxnKvOp[] }
+
 /** A node-level check as registered through the catalog (service checks are registered by check.register or service.register). */
 export interface CatalogCheck {
   checkId: string;
@@ -103,7 +120,7 @@ export interface Barrier { t: 'barrier' }
 
 export type Command =
   | SessionCreate | SessionDestroy | SessionRenew | SessionExpire
-  | KvSet | KvCas | KvAcquire | KvRelease | KvDelete | KvDeleteCas | KvDeleteTree
+  | KvSet | KvCas | KvAcquire | KvRelease | KvDelete | KvDeleteCas | KvDeleteTree | TxnKv
   | CatalogRegister | CatalogDeregister | Barrier
   | CheckRegister | CheckDeregister | CheckUpdate | CheckTtlExpire
   | ServiceRegister | ServiceDeregister | ServiceReap;

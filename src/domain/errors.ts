@@ -7,69 +7,21 @@
  * variables only: `throw new RegistryError('kvKeyNotFound', { key })`. The field rules a 1009 answer
  * gathers, with Consul's text for each, are the catalogue's other table (field-rules.ts).
  * Expected failures ("did not acquire lock") are values of this type; broken invariants are assertions.
+ * The classes and the helpers entries are written with live in error-kinds.ts; the KV and transaction
+ * entries in errors-kv.ts, spread into the catalogue here.
  */
-export const errorKinds = {
-  unknown: { code: 999, status: 500, consulStatus: 500, grpc: 13, message: 'unknown error' },
-  unknownUser: { code: 1001, status: 401, consulStatus: 403, grpc: 16, message: 'unknown user' },
-  notLoggedIn: { code: 1002, status: 401, consulStatus: 403, grpc: 16, message: 'user not logged in' },
-  tokenExpired: { code: 1005, status: 401, consulStatus: 403, grpc: 16, message: 'token expired' },
-  invalidToken: { code: 1021, status: 401, consulStatus: 403, grpc: 16, message: 'invalid token' },
-  expiredRequest: { code: 1023, status: 400, consulStatus: 403, grpc: 3, message: 'expired request' },
-  notFound: { code: 1006, status: 404, consulStatus: 404, grpc: 5, message: 'resource does not exist' },
-  objectNotFound: { code: 1007, status: 400, consulStatus: 500, grpc: 5, message: 'object does not exist' },
-  missingParameter: { code: 1008, status: 400, consulStatus: 400, grpc: 3, message: 'parameters incomplete' },
-  invalidParameter: { code: 1009, status: 400, consulStatus: 400, grpc: 3, message: 'illegal parameter' },
-  insufficientPermission: { code: 1004, status: 403, consulStatus: 403, grpc: 7, message: 'insufficient permission' },
-  inputTooLong: { code: 1011, status: 413, consulStatus: 413, grpc: 8, message: 'input too long' },
-  requestTimeout: { code: 1015, status: 400, consulStatus: 408, grpc: 4, message: 'request timeout' },
-  remoteUnavailable: { code: 1016, status: 503, consulStatus: 500, grpc: 14, message: 'remote server not found' },
-  illegalRequest: { code: 1022, status: 400, consulStatus: 400, grpc: 3, message: 'illegal request' },
-  methodNotAllowed: { code: 1022, status: 405, consulStatus: 405, grpc: 12, message: 'method not allowed' },
-  unsupportedMediaType: { code: 1019, status: 415, consulStatus: 415, grpc: 3, message: 'unsupported media type' },
-  headerMissing: { code: 1028, status: 428, consulStatus: 400, grpc: 3, message: 'required header missing' },
-  illegalJson: { code: 1024, status: 400, consulStatus: 400, grpc: 3, message: 'illegal JSON format' },
-  conflict: { code: 1025, status: 409, consulStatus: 200, grpc: 10, message: 'concurrency conflict' },
-} as const;
+import { entry, errorKinds, missingInPath, rule, text, type ErrorEntry, type ErrorKind, type FieldDetails, type Reason } from './error-kinds.ts';
+import { kvErrorCatalogue } from './errors-kv.ts';
 
-export type ErrorKind = keyof typeof errorKinds;
+export { errorKinds } from './error-kinds.ts';
+export type { ErrorEntry, ErrorKind, ErrorText, FieldDetails } from './error-kinds.ts';
+export type { TxnOpError } from './errors-kv.ts';
 
-/** Per-field validation details for code 1009: field name → ["<Rule>:<text>", ...]. */
-export type FieldDetails = Record<string, string[]>;
-
-/** A text of an error: fixed, or made from the error's variables. */
-export type ErrorText<V> = string | ((v: V) => string);
-
-export interface ErrorEntry<V> {
-  /** The class: public code, seed status, Consul's status unless `consulStatus` says otherwise. */
-  kind: ErrorKind;
-  /** The seed dialect's `message`. */
-  message: ErrorText<V>;
-  /** The seed dialect's `details` (absent: the body has none). */
-  details?: (v: V) => Record<string, unknown>;
-  /** Consul's plain-text body. @default the seed message */
-  consulText?: ErrorText<V>;
-  /** The seed status where one class serves several (429, 503). @default the class's status */
-  status?: number;
-  /** Consul's status. @default the class's consulStatus */
-  consulStatus?: number | ((v: V) => number);
-  /** Response headers the error needs in both dialects (WWW-Authenticate, Retry-After, Allow). */
-  headers?: (v: V) => [string, string][];
-}
-
-/** An entry whose texts are made of variables `V` (none by default); `vars` only carries the type. */
-function entry<V = undefined>(e: ErrorEntry<V>): ErrorEntry<V> & { readonly vars?: [V] } {
-  return e;
-}
-
-const text = <V>(t: ErrorText<V> | undefined, v: V): string | undefined => (typeof t === 'function' ? t(v) : t);
 const retryAfter = (seconds: number): [string, string][] => [['Retry-After', String(seconds)]];
-/** `{ field: ["Rule:text"] }`, the 1009 details of one broken rule. */
-const rule = (field: string, r: string): Record<string, unknown> => ({ [field]: [r] });
 const invalid = (field: string, ruleText: string) => `invalid ${field}: ${ruleText.slice(ruleText.indexOf(':') + 1)}`;
 
 type Credentials = { why: string; credentials: string; challenge?: string };
 type SignatureRefusal = { why: string; signature: string };
-type Reason = { reason: string };
 /** A field of `rule` with a Go-duration rule text (the rule is the duration parser's). */
 type DurationRule = { rule: string };
 
@@ -83,10 +35,6 @@ const signatureRefusal = (kind: ErrorKind) => entry<SignatureRefusal>({
 /** A 503 asking to retry in a second. */
 const busy = (message: string, consulText: string) => entry({
   kind: 'remoteUnavailable', message, details: () => ({ retryAfterSeconds: 1 }), status: 503, consulStatus: 503, consulText, headers: () => retryAfter(1),
-});
-/** A path without its trailing parameter: `field` names it in the details, `what` in the message. */
-const missingInPath = (field: string, consulText: string, what = field, required = 'must not be empty') => entry({
-  kind: 'missingParameter', message: `missing ${what} in the path`, details: () => rule(field, `Required:${required}`), consulText,
 });
 
 export const errorCatalogue = {
@@ -223,29 +171,7 @@ export const errorCatalogue = {
     details: () => rule('format', 'Enum:must be prometheus or json'), consulText: 'Invalid format: must be prometheus or json',
   }),
 
-  // ------------------------------------------------------------ KV
-  kvKeyMissing: missingInPath('key', 'Missing key name', 'key name'),
-  kvKeyNotFound: entry<{ key: string }>({ kind: 'notFound', message: (v) => `key "${v.key}" not found`, details: (v) => ({ key: v.key }) }),
-  kvUint64Invalid: entry<{ name: string; text: string }>({
-    kind: 'invalidParameter', message: (v) => `invalid ${v.name}: must be an unsigned 64-bit integer`, details: (v) => rule(v.name, 'Format:must be an unsigned 64-bit integer'),
-    consulStatus: 500, consulText: (v) => `strconv.ParseUint: parsing ${JSON.stringify(v.text)}: invalid syntax`,
-  }),
-  kvSessionMissing: entry<{ name: string }>({
-    kind: 'missingParameter', message: (v) => `${v.name} requires a session id`, details: (v) => rule(v.name, 'Required:a session id is required'),
-    consulStatus: 500, consulText: 'missing session',
-  }),
-  kvFlagsConflict: entry<{ given: string[]; exclusive: string[]; query: string }>({
-    kind: 'invalidParameter', message: (v) => `conflicting flags: ${v.given.join(' and ')} cannot be combined`,
-    details: (v) => Object.fromEntries(v.given.map((n) => [n, [`Conflict:only one of ${v.exclusive.join(', ')} may be given`]])),
-    consulText: (v) => `Conflicting flags: ${v.query}\n`,
-  }),
-  kvSessionInvalid: entry<{ session: string | undefined }>({
-    kind: 'objectNotFound', message: (v) => `invalid session "${v.session}"`, details: (v) => ({ session: v.session }), consulText: (v) => `invalid session "${v.session}"`,
-  }),
-  casMismatch: entry<Reason>({ kind: 'conflict', message: 'did not apply: the check-and-set index did not match', details: (v) => ({ reason: v.reason }) }),
-  lockNotAcquired: entry<Reason>({ kind: 'conflict', message: 'did not acquire lock', details: (v) => ({ reason: v.reason }) }),
-  lockNotReleased: entry<Reason>({ kind: 'conflict', message: 'did not release lock', details: (v) => ({ reason: v.reason }) }),
-  kvWriteFailed: entry<Reason>({ kind: 'unknown', message: (v) => `write failed: ${v.reason}` }),
+  ...kvErrorCatalogue,
 
   // ------------------------------------------------------------ sessions
   sessionIdMissing: missingInPath('session', 'Missing session', 'session id', 'a session id is required'),

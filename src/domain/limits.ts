@@ -13,6 +13,9 @@ export const sessionTtlMultiplier = 2;
 /** Largest request body: Consul's KV value limit (524288 bytes); also applied to JSON bodies. */
 export const requestBodyBytesMax = 512 * 1024;
 
+/** Operations in one transaction (Consul's maxTxnOps). */
+export const txnOpsMax = 64;
+
 /** Blocking queries (consul-compat.md §2): default wait 5 min, capped at 10 min, jitter up to wait/16. */
 export const blockingWaitMsDefault = 5 * 60 * 1000;
 export const blockingWaitMsMax = 10 * 60 * 1000;

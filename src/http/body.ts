@@ -19,7 +19,7 @@ export function jsonBody(req: Request): unknown {
  * http-conventions.md "Common headers": requests carry `application/json;charset=utf-8`. A missing
  * type is a missing required header (428, 1028); another type, or a charset other than UTF-8, is 415.
  */
-function checkJsonType(contentType: string | undefined): void {
+export function checkJsonType(contentType: string | undefined): void {
   if (contentType === undefined || contentType.trim() === '') {
     throw new RegistryError('contentTypeMissing');
   }

@@ -71,6 +71,9 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
     case 'missing':
       if (dialect === 'consul') return { status: 404, headers: indexHeaders(reply.index, leader), body: '' };
       return withHeaders(renderError(reply.failure, dialect), indexHeaders(reply.index, leader));
+    case 'conflict':
+      if (dialect === 'consul') return { status: 409, headers: [jsonType], body: reply.json };
+      return renderError(reply.failure, dialect);
     case 'options':
       return { status: 200, headers: [['Allow', ['OPTIONS', ...reply.allow].join(',')]], body: '' };
     case 'file':

@@ -25,6 +25,8 @@ export type Reply =
   | { t: 'outcome'; ok: boolean; failure?: RegistryError; index?: number }
   /** A missing KV key: 404 with the index headers (seed: error body; consul: empty body). */
   | { t: 'missing'; index: IndexInfo; failure: RegistryError }
+  /** A transaction that did not apply: consul answers 409 with `json` (Consul's Results/Errors body), seed the error. */
+  | { t: 'conflict'; json: string; failure: RegistryError }
   /** OPTIONS: 200, empty body, Allow header. */
   | { t: 'options'; allow: string[] }
   /** A static file of the dashboard: its bytes, content type and caching rule, plus headers of its own (CSP). */

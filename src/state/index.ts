@@ -1,5 +1,6 @@
 export { RegistryState, compareKeys } from './registry-state.ts';
 export { apply } from './apply/dispatch.ts';
+export { readTxn } from './apply/txn.ts';
 export type { Applied, Effect, Failure, Result } from './apply/types.ts';
 export { toSnapshotData, fromSnapshotData } from './snapshot.ts';
 export { probeResultChanges, passiveDefinition } from './apply/checks.ts';

@@ -32,6 +32,8 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   kvUint64Invalid: { name: 'cas', text: 'x' }, kvSessionMissing: { name: 'acquire' },
   kvFlagsConflict: { given: ['cas', 'acquire'], exclusive: ['cas', 'acquire', 'release'], query: 'acquire=s&cas=1' },
   kvSessionInvalid: { session: 's' }, casMismatch: reason, lockNotAcquired: reason, lockNotReleased: reason, kvWriteFailed: reason,
+  txnBodyInvalid: { why: 'w' }, txnOpsTooMany: { count: 65, max: 64 },
+  txnOpNotKv: { opIndex: 0, kind: 'Node' }, txnFailed: { errors: [{ opIndex: 0, what: 'w' }] },
   sessionIdMissing: undefined, sessionMissing: undefined, sessionNotFound: { id: 's' }, sessionNodeUnknown: { node: 'n' },
   sessionCheckUnknown: { check: 'c' }, sessionCheckCritical: { check: 'c' }, sessionCreateFailed: reason, checkIdMissing: undefined,
   serviceIdMissing: undefined, serviceMissing: undefined, nodeMissing: undefined, checkStateMissing: undefined,

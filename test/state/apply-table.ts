@@ -45,6 +45,7 @@ export const failuresByTag = {
   'kv.delete': [],
   'kv.deleteCas': ['cas-mismatch'],
   'kv.deleteTree': [],
+  'txn.kv': ['txn-failed'],
   'catalog.register': [],
   'catalog.deregister': ['unknown-node', 'unknown-check'],
   'check.register': ['unknown-node', 'unknown-service'],
@@ -62,7 +63,7 @@ const everyFailureListed: [Unlisted] extends [never] ? true : Unlisted = true;
 void everyFailureListed;
 
 /** Every command belongs to one of the tables (the barrier is in apply.test.ts): a new family needs a table. */
-type Untabled = Exclude<CommandTag, TagsOf<'session' | 'kv' | 'check' | 'catalog' | 'service'> | 'barrier'>;
+type Untabled = Exclude<CommandTag, TagsOf<'session' | 'kv' | 'txn' | 'check' | 'catalog' | 'service'> | 'barrier'>;
 const everyCommandTabled: [Untabled] extends [never] ? true : Untabled = true;
 void everyCommandTabled;
 

@@ -14,11 +14,13 @@ import { catalogHandlers } from './catalog.ts';
 import { checkHandlers } from './checks.ts';
 import { kvHandlers, sweepLockDelays } from './kv.ts';
 import { sessionHandlers } from './sessions.ts';
+import { txnHandlers } from './txn.ts';
 import { ok, type Applied, type CommandMap, type Ctx, type Handlers, type Result } from './types.ts';
 
 const handlers: Handlers = {
   ...sessionHandlers,
   ...kvHandlers,
+  ...txnHandlers,
   ...checkHandlers,
   ...catalogHandlers,
   // A no-op entry: once it applies, everything committed before it has applied (?consistent).

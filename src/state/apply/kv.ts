@@ -36,7 +36,8 @@ export function writeEntry(c: Ctx, entry: KvEntry): void {
   c.effects.push({ t: 'kv', key: entry.key });
 }
 
-function newEntry(c: Ctx, key: string, value: string | null, flags: string, previous: KvEntry | undefined): KvEntry {
+/** A new entry for `key` at this index, keeping CreateIndex, the lock and LockIndex of `previous`. */
+export function newEntry(c: Ctx, key: string, value: string | null, flags: string, previous: KvEntry | undefined): KvEntry {
   return {
     key, value, flags,
     session: previous?.session,

@@ -3,7 +3,8 @@
  * failures each command can return and the shape of a command's handler.
  */
 import type { Command, CommandTag } from '../../domain/commands.ts';
-import type { Session } from '../../domain/types.ts';
+import type { TxnOpError } from '../../domain/errors-kv.ts';
+import type { KvEntry, Session } from '../../domain/types.ts';
 import type { RegistryState } from '../registry-state.ts';
 
 /**
@@ -22,6 +23,8 @@ export type CommandFailures = {
   'kv.delete': never;
   'kv.deleteCas': 'cas-mismatch';
   'kv.deleteTree': never;
+  /** Some operation failed: `errors` says which and why; nothing applied. */
+  'txn.kv': 'txn-failed';
   'catalog.register': never;
   'catalog.deregister': 'unknown-node' | 'unknown-check';
   'check.register': 'unknown-node' | 'unknown-service';
@@ -38,8 +41,10 @@ export type Failure = CommandFailures[CommandTag];
 
 export type Result<F extends Failure = Failure> =
   /** `index`: the entry that applied it, set by the runtime for the proposer (a write's fencing token). */
-  | { ok: true; session?: Session; index?: number }
-  | { ok: false; reason: F; detail?: string };
+  /** `results`: a transaction's answer, one entry per result in operation order. */
+  | { ok: true; session?: Session; index?: number; results?: KvEntry[] }
+  /** `errors`: a failed transaction's operations that failed, in order. */
+  | { ok: false; reason: F; detail?: string; errors?: TxnOpError[] };
 
 /** What the runtime does after an entry applied: wake watchers, (re)arm or drop TTL timers. */
 export type Effect =
