@@ -7,10 +7,10 @@
  * `roster` call is short, and fetch would first load its HTTP stack (undici), about 20 ms of every call.
  */
 import type { IncomingMessage } from 'node:http';
+import { defaultHttpAddr } from './defaults.ts';
 import { CliError, usageError } from './errors.ts';
 import { parseExactJson } from './output.ts';
 
-export const defaultHttpAddr = '127.0.0.1:8500';
 /** A request that is not a blocking query gets this long for its answer. */
 export const requestTimeoutMs = 30_000;
 

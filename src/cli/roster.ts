@@ -12,8 +12,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { normaliseFlags, type FlagSpec } from './args.ts';
-import { defaultHttpAddr } from './client.ts';
 import type { ClientFlags, CliContext } from './context.ts';
+import { defaultHttpAddr } from './defaults.ts';
 import { CliError, exitCodes } from './errors.ts';
 
 const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
