@@ -3,11 +3,14 @@
  * `--http-addr` or ROSTER_HTTP_ADDR (`host:port`, with or without `http://`/`https://`), default
  * 127.0.0.1:8500; `--token` / ROSTER_HTTP_TOKEN is sent as `Authorization: Bearer`. Answers in either
  * wire dialect are understood: the seed dialect's `{code, message}` errors and Consul's plain text.
+ * Requests go through node:http (node:https for an https address), loaded with the first request: a
+ * `roster` call is short, and fetch would first load its HTTP stack (undici), about 20 ms of every call.
  */
+import type { IncomingMessage } from 'node:http';
+import { defaultHttpAddr } from './defaults.ts';
 import { CliError, usageError } from './errors.ts';
 import { parseExactJson } from './output.ts';
 
-export const defaultHttpAddr = '127.0.0.1:8500';
 /** A request that is not a blocking query gets this long for its answer. */
 export const requestTimeoutMs = 30_000;
 
@@ -39,9 +42,14 @@ export function keyPath(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
+/** An answer's headers, looked up by name in any case; a repeated header's values joined with ", ". */
+export interface AnswerHeaders {
+  get(name: string): string | null;
+}
+
 export interface Answer {
   status: number;
-  headers: Headers;
+  headers: AnswerHeaders;
   body: Buffer;
   text: string;
   /** X-Consul-Index, when the answer carried one. */
@@ -78,25 +86,29 @@ export class AgentClient {
     }
     const headers: Record<string, string> = this.authHeaders();
     let payload: string | Buffer | undefined;
-    if (o.body === undefined || typeof o.body === 'string' || Buffer.isBuffer(o.body)) payload = o.body;
+    if (o.body === undefined || Buffer.isBuffer(o.body)) payload = o.body;
+    else if (typeof o.body === 'string') { payload = o.body; headers['content-type'] = 'text/plain;charset=UTF-8'; }
     else { payload = JSON.stringify(o.body); headers['content-type'] = 'application/json'; }
+    // A body is sent with its length (never chunked); a PUT or POST without one says it has none.
+    if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
+    else if (method === 'PUT' || method === 'POST') headers['content-length'] = '0';
     const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = o.signal ? AbortSignal.any([timeout, o.signal]) : timeout;
-    let res: Response;
+    let res: IncomingMessage;
     let body: Buffer;
     try {
-      res = await fetch(url, { method, headers, body: payload, signal });
-      body = Buffer.from(await res.arrayBuffer());
+      ({ res, body } = await send(url, method, headers, payload, signal));
     } catch (err) {
       if (o.signal?.aborted) throw err;
       if (timeout.aborted) throw new CliError(`the agent at ${this.baseUrl} did not answer within ${timeoutMs / 1000}s`);
       throw new CliError(`cannot reach the agent at ${this.baseUrl}: ${causeOf(err)}`);
     }
     const text = body.toString('utf8');
-    const index = Number(res.headers.get('x-consul-index') ?? NaN);
+    const answerHeaders = headersOf(res);
+    const index = Number(answerHeaders.get('x-consul-index') ?? NaN);
     return {
-      status: res.status, headers: res.headers, body, text,
+      status: res.statusCode ?? 0, headers: answerHeaders, body, text,
       index: Number.isFinite(index) ? index : undefined,
       json: <T>() => parseExactJson(text) as T,
     };
@@ -114,9 +126,33 @@ export class AgentClient {
   }
 }
 
+/** Sends one request and reads the whole answer; `signal` aborts either. */
+async function send(url: URL, method: string, headers: Record<string, string>, payload: string | Buffer | undefined, signal: AbortSignal): Promise<{ res: IncomingMessage; body: Buffer }> {
+  const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request(url, { method, headers, signal }, resolve);
+    req.once('error', reject);
+    req.end(payload);
+  });
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return { res, body: Buffer.concat(chunks) };
+}
+
+function headersOf(res: IncomingMessage): AnswerHeaders {
+  return {
+    get: (name) => {
+      const value = res.headers[name.toLowerCase()];
+      return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+    },
+  };
+}
+
+/** What went wrong reaching the agent: the system's code (ECONNREFUSED, ENOTFOUND…) when there is one. */
 function causeOf(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+  const e = err as { code?: unknown; cause?: { code?: string; message?: string } };
+  if (typeof e.code === 'string') return e.code;
+  return e.cause?.code ?? e.cause?.message ?? (err instanceof Error ? err.message : String(err));
 }
 
 /** The agent's own words for a refusal: the seed dialect's `message`, Consul's plain text, else the status. */

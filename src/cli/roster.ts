@@ -4,18 +4,17 @@
  * Consul-style single-dash long flags are rewritten first (args.ts). Exit codes: 0 done, 1 the
  * operation failed (the agent's message on stderr), 2 a usage error; `roster lock` exits with its
  * command's code.
+ *
+ * Start-up is kept short: the command definitions are built eagerly (commander only), but each command's
+ * code is imported when that command runs, so `roster --help` loads no client code, a client command no
+ * agent code (the agent's configuration, jose) and `roster agent` none of the client's.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { agentCommand } from './agent.ts';
 import { normaliseFlags, type FlagSpec } from './args.ts';
-import { defaultHttpAddr } from './client.ts';
-import { makeContext, type ClientFlags } from './context.ts';
+import type { ClientFlags, CliContext } from './context.ts';
+import { defaultHttpAddr } from './defaults.ts';
 import { CliError, exitCodes } from './errors.ts';
-import { kvDelete, kvGet, kvPut } from './kv.ts';
-import { lockCommand } from './lock.ts';
-import { colorsFor } from './output.ts';
-import { checks, members, sessionCreate, sessionDestroy, sessionInfo, sessionList } from './registry.ts';
 
 const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -34,7 +33,10 @@ function clientCommand(parent: Command, name: string, description: string, json 
 type Run = (action: () => Action) => void;
 
 /** The context of a client command: its flags and the environment. */
-const ctxOf = (cmd: Command) => makeContext(cmd.opts<ClientFlags>(), process.env);
+async function ctxOf(cmd: Command): Promise<CliContext> {
+  const { makeContext } = await import('./context.ts');
+  return makeContext(cmd.opts<ClientFlags>(), process.env);
+}
 
 function buildProgram(run: Run): Command {
   const program = new Command('roster')
@@ -65,12 +67,17 @@ function addLock(program: Command, run: Run): void {
     .option('--ttl <duration>', 'session TTL; the session is renewed every TTL/2', '15s')
     .option('--name <name>', 'session name (default: roster lock <key>)')
     .passThroughOptions()
-    .action((prefix: string, command: string[]) => run(() => {
+    .action((prefix: string, command: string[]) => run(async () => {
       const o = lock.opts<{ timeout: string; ttl: string; name?: string }>();
+      const ctx = await ctxOf(lock);
+      const { lockCommand } = await import('./lock.ts');
       // passThroughOptions keeps the `--` that separates the command; it is not part of it.
-      return lockCommand(ctxOf(lock), prefix, command[0] === '--' ? command.slice(1) : command, o);
+      return lockCommand(ctx, prefix, command[0] === '--' ? command.slice(1) : command, o);
     }));
 }
+
+/** The KV commands' module, loaded when one of them runs. */
+const kvModule = () => import('./kv.ts');
 
 /** `roster kv get|put|delete`. */
 function addKv(program: Command, run: Run): void {
@@ -82,7 +89,7 @@ function addKv(program: Command, run: Run): void {
     .option('--separator <sep>', 'with --keys: list only up to this separator', '/')
     .option('--detailed', 'print every field of the entry')
     .option('--base64', 'print values base64-encoded')
-    .action((key: string) => run(() => kvGet(ctxOf(get), key, get.opts())));
+    .action((key: string) => run(async () => (await kvModule()).kvGet(await ctxOf(get), key, get.opts())));
   const put = clientCommand(kv, 'put', 'write a key (value: text, - for stdin, @file for a file)')
     .argument('<key>', 'the key')
     .argument('[value]', 'the value (default empty)')
@@ -92,52 +99,56 @@ function addKv(program: Command, run: Run): void {
     .option('--session <id>', 'the session for --acquire / --release')
     .option('--flags <n>', 'unsigned 64-bit flags stored with the value')
     .option('--base64', 'the value is base64: decode it before storing')
-    .action((key: string, value: string | undefined) => run(() => kvPut(ctxOf(put), key, value, put.opts())));
+    .action((key: string, value: string | undefined) => run(async () => (await kvModule()).kvPut(await ctxOf(put), key, value, put.opts())));
   const del = clientCommand(kv, 'delete', 'delete a key (or every key under a prefix)')
     .argument('[key]', 'the key, or the prefix with --recurse', '')
     .option('--recurse', 'delete every key under the prefix')
     .option('--cas <index>', 'delete only if the key\'s modify index is this; also -cas -modify-index=N')
-    .action((key: string) => run(() => kvDelete(ctxOf(del), key, del.opts())));
+    .action((key: string) => run(async () => (await kvModule()).kvDelete(await ctxOf(del), key, del.opts())));
 }
+
+/** The session, members and checks commands' module, loaded when one of them runs. */
+const registryModule = () => import('./registry.ts');
 
 /** `roster session list|info|create|destroy`. */
 function addSession(program: Command, run: Run): void {
   const session = program.command('session').description('list, inspect, create and destroy sessions');
   const list = clientCommand(session, 'list', 'list sessions')
     .option('--node <name>', 'only the sessions of this node')
-    .action(() => run(() => sessionList(ctxOf(list), list.opts())));
+    .action(() => run(async () => (await registryModule()).sessionList(await ctxOf(list), list.opts())));
   const info = clientCommand(session, 'info', 'show one session')
     .argument('<id>', 'the session id')
-    .action((id: string) => run(() => sessionInfo(ctxOf(info), id)));
+    .action((id: string) => run(async () => (await registryModule()).sessionInfo(await ctxOf(info), id)));
   const create = clientCommand(session, 'create', 'create a session and print its id')
     .option('--name <name>', 'session name')
     .option('--ttl <duration>', 'TTL such as 30s (none: no TTL)')
     .option('--behavior <b>', 'release or delete the locks when the session is invalidated', undefined)
     .option('--lock-delay <duration>', 'lock-delay such as 15s')
     .option('--node <name>', 'the node the session belongs to (default: the agent\'s)')
-    .action(() => run(() => sessionCreate(ctxOf(create), create.opts())));
+    .action(() => run(async () => (await registryModule()).sessionCreate(await ctxOf(create), create.opts())));
   const destroy = clientCommand(session, 'destroy', 'destroy a session (its locks are released)')
     .argument('<id>', 'the session id')
-    .action((id: string) => run(() => sessionDestroy(ctxOf(destroy), id)));
+    .action((id: string) => run(async () => (await registryModule()).sessionDestroy(await ctxOf(destroy), id)));
 }
 
 /** `roster members`, `roster checks` and `roster watch`. */
 function addRegistry(program: Command, run: Run): void {
   const mem = clientCommand(program, 'members', 'list the cluster\'s members')
-    .action(() => run(() => members(ctxOf(mem))));
+    .action(() => run(async () => (await registryModule()).members(await ctxOf(mem))));
   const chk = clientCommand(program, 'checks', 'list health checks')
     .option('--state <state>', 'any, passing, warning or critical (default any)')
     .option('--node <name>', 'only this node\'s checks')
     .option('--service <name>', 'only this service\'s checks')
-    .action(() => run(() => checks(ctxOf(chk), chk.opts())));
+    .action(() => run(async () => (await registryModule()).checks(await ctxOf(chk), chk.opts())));
   const watch = clientCommand(program, 'watch', 'print a live stream of changes until interrupted')
     .argument('<topic>', 'service_health, service_checks, node_checks, checks_in_state, serving_status, kv_prefix or sessions')
     .argument('[key]', 'service, node, state, key prefix or node name (per topic)', '')
     .option('--index <n>', 'resume from this index instead of starting with a snapshot')
     .option('--passing-only', 'service_health: only instances whose checks pass')
     .action((topic: string, key: string) => run(async () => {
-      const { watchCommand } = await import('./watch.ts'); // ws only when watching
-      return watchCommand(ctxOf(watch), topic, key, watch.opts());
+      const ctx = await ctxOf(watch);
+      const { watchCommand } = await import('./watch.ts');
+      return watchCommand(ctx, topic, key, watch.opts());
     }));
 }
 
@@ -150,7 +161,7 @@ function addToken(program: Command, run: Run): void {
     .option('--config-file <path>', 'the agent\'s config file holding auth.jwt_secret (else ROSTER_AUTH_SECRET)')
     .action(() => run(async () => {
       const o = token.opts<{ subject: string; rules: string; ttl: string; configFile?: string }>();
-      const { mintToken, TokenRequestError } = await import('./token.ts'); // jose only when minting
+      const { mintToken, TokenRequestError } = await import('./token.ts');
       try {
         process.stdout.write(`${await mintToken(o, process.env)}\n`);
       } catch (err) {
@@ -187,8 +198,9 @@ function normalise(program: Command, argv: string[]): string[] {
   return [...argv.slice(0, i), ...normaliseFlags(argv.slice(i), flagSpecOf(cmd))];
 }
 
-function fail(err: unknown): number {
+async function fail(err: unknown): Promise<number> {
   if (err instanceof CliError) {
+    const { colorsFor } = await import('./output.ts');
     const c = colorsFor(process.stderr, process.env);
     process.stderr.write(`${c.red('roster:')} ${err.message}\n`);
     return err.exitCode;
@@ -198,6 +210,7 @@ function fail(err: unknown): number {
 
 export async function roster(argv: string[]): Promise<number> {
   if (argv[0] === 'agent') {
+    const { agentCommand } = await import('./agent.ts');
     await agentCommand(argv.slice(1), process.env);
     return -1; // the agent runs until it is stopped, and exits by itself
   }
@@ -220,7 +233,7 @@ export async function roster(argv: string[]): Promise<number> {
   try {
     return (await pending) ?? exitCodes.ok;
   } catch (err) {
-    return fail(err);
+    return await fail(err);
   }
 }
 
