@@ -10,7 +10,9 @@
  * * audit.ts: checks that what this node read is what the stream holds, and fails the log when not;
  * * snapshots.ts and marks.ts: snapshots in the object store, each recording the mark (stream seq ↔
  *   index) at or before its index, so a node opening from it starts consuming right after that message;
- * * leadership.ts: the stream's leader and replicas, asked in the background.
+ * * leadership.ts: the stream's leader and replicas, asked in the background;
+ * * progress.ts: each node's applied index and nats server, reported over core NATS every second
+ *   (for `status()`: /v1/operator/log and the roles /v1/status and /v1/agent/self report).
  *
  * Entry time: the proposer stamps `t` from its clock when it forms the batch; every reader takes
  * `atMs = max(previous atMs, t)`, so atMs never decreases along the log and is the same on every
@@ -28,7 +30,7 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import type {
-  EntriesListener, Leadership, LogEntry, LogObserver, Proposal, ReplicatedLog, Snapshot,
+  EntriesListener, Leadership, LogEntry, LogObserver, LogStatus, Proposal, ReplicatedLog, Snapshot,
 } from '../../src/ports/index.ts';
 import {
   appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, stampMs, type EncodedProposal, type Pending, type Phase,
@@ -36,6 +38,7 @@ import {
 import { DivergenceAudit, storedMessageId } from './audit.ts';
 import { LeadershipWatch } from './leadership.ts';
 import { Marks } from './marks.ts';
+import { ProgressBoard, progressSubject } from './progress.ts';
 import { emptyStats, inFlightMaxOf, kind, settingsOf, type JetStreamLogOptions, type JetStreamLogStats, type Settings } from './options.ts';
 import { encodeForMessage, ownIdPrefixOf, Publisher } from './publisher.ts';
 import { Reader } from './reader.ts';
@@ -67,6 +70,7 @@ export class JetStreamLog implements ReplicatedLog {
   /** Unique per process start: the start of each of this node's commit message ids. */
   private readonly ownIdPrefix: string;
   private readonly leadershipWatch = new LeadershipWatch();
+  private readonly progress: ProgressBoard;
 
   private phase: Phase = 'new';
   private opening = false;
@@ -85,6 +89,7 @@ export class JetStreamLog implements ReplicatedLog {
     this.stream = this.settings.stream;
     this.observer = opts.observer;
     this.ownIdPrefix = ownIdPrefixOf(opts.nodeName);
+    this.progress = new ProgressBoard(this.settings.nodeName, () => ({ server: this.serverName(), appliedIndex: this.lastIndex() }));
   }
 
   // ---- ReplicatedLog ----------------------------------------------------------------------------
@@ -160,6 +165,31 @@ export class JetStreamLog implements ReplicatedLog {
     return this.leadershipWatch.current();
   }
 
+  /**
+   * Indexes, the stream's copies (as last asked in the background) and each node's reported progress.
+   * The compaction point is index 1 while the stream still holds its first message; once messages
+   * were removed the log keeps no mark of which index the first remaining one starts, so it is unknown.
+   */
+  status(): LogStatus {
+    const seen = this.leadershipWatch.streamSeen();
+    return {
+      kind: 'jetstream', lastIndex: this.lastIndex(), firstIndex: seen.firstSeq <= 1 ? 1 : undefined,
+      snapshotIndex: this.parts?.snapshots.newest ?? 0,
+      stream: {
+        name: this.stream, leader: this.leadershipWatch.current().leader, replicas: seen.replicas,
+        firstSeq: seen.firstSeq, lastSeq: seen.lastSeq, messages: seen.messages,
+        server: this.serverName(), askedAgoMs: seen.askedAtMs === 0 ? 0 : Math.max(0, Date.now() - seen.askedAtMs),
+      },
+      nodes: this.progress.nodes(),
+    };
+  }
+
+  /** The nats server this node is (or, while reconnecting, was last) connected to; '' once closed. */
+  private serverName(): string {
+    const nc = this.nc;
+    return nc === undefined || nc.isClosed() ? '' : nc.info?.server_name ?? '';
+  }
+
   // ---- open -------------------------------------------------------------------------------------
 
   /** Stream, bucket, snapshot, consumer, catch-up: everything open() does once connected. */
@@ -194,6 +224,7 @@ export class JetStreamLog implements ReplicatedLog {
     this.parts = { stores, marks, audit, reader, publisher, snapshots, commits };
     reader.start();
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);
+    this.progress.start(nc, progressSubject(s.stream));
     // Catching up gets a full open timeout of its own: reading a snapshot may have used the first.
     await reader.catchUp(info.state.last_seq, Math.max(deadline, Date.now() + s.openTimeoutMs), s.openTimeoutMs);
     if (reader.cursor.index < reader.skipThrough) {
@@ -270,6 +301,7 @@ export class JetStreamLog implements ReplicatedLog {
 
   private async shutdown(): Promise<void> {
     this.leadershipWatch.stop();
+    this.progress.stop();
     if (this.phase === 'new') {
       this.phase = 'closed';
       return;

@@ -1,4 +1,4 @@
-export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener, Leadership } from './log.ts';
+export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener, Leadership, LogStatus, StreamStatus, StreamReplica, NodeProgress } from './log.ts';
 export {
   damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, logDamagedCode, logFailedCode,
   logOverloadedCode, logUnavailableCode, overloadedError, unavailableError,

@@ -67,6 +67,12 @@ export interface ReplicatedLog {
    * of them is applied) or after it failed for good. A log that is always writable leaves it out.
    */
   onWritable?(listener: (writable: boolean) => void): void;
+  /**
+   * What this node knows of the log's state: its indexes, compaction point and, for a replicated log,
+   * the copies and the other nodes' progress. Cheap: answered from what the log already holds or asked
+   * in the background, never a request per call. A twin may leave it out.
+   */
+  status?(): LogStatus;
   /** Reports each of this node's group commits to `observer` from now on (metrics). Optional: a twin may leave it out. */
   observe?(observer: LogObserver): void;
 }
@@ -78,4 +84,62 @@ export interface Leadership {
   peers: string[];
   /** Milliseconds since this node last heard from the leader (0 on the leader). */
   lastContactMs: number;
+}
+
+/** The log as `ReplicatedLog.status` reports it (`/v1/operator/log`, `/v1/agent/self`). */
+export interface LogStatus {
+  kind: 'wal' | 'jetstream' | 'memory';
+  /** Index of the last entry this node holds (and has delivered to its consumer). */
+  lastIndex: number;
+  /**
+   * The compaction point: the first index still stored (entries before it live only in a snapshot);
+   * `lastIndex + 1` when no entry is stored; undefined when the log cannot tell (a stream whose first
+   * messages were removed, and no mark of where).
+   */
+  firstIndex: number | undefined;
+  /** Index of the newest snapshot this node saved or opened from (0: none). */
+  snapshotIndex: number;
+  /** A JetStream log's stream, as last asked in the background. */
+  stream?: StreamStatus;
+  /** A replicated log: the progress each Roster node last reported (this node included). */
+  nodes?: NodeProgress[];
+}
+
+export interface StreamStatus {
+  name: string;
+  /** The nats server leading the stream, undefined during an election. */
+  leader: string | undefined;
+  /** Every server holding a copy, the leader included. */
+  replicas: StreamReplica[];
+  /** The stream's first and last sequence numbers and message count. */
+  firstSeq: number;
+  lastSeq: number;
+  messages: number;
+  /** The nats server this node is connected to ('' while disconnected). */
+  server: string;
+  /** Milliseconds since the stream was last asked successfully. */
+  askedAgoMs: number;
+}
+
+export interface StreamReplica {
+  /** The nats server's name. */
+  name: string;
+  leader: boolean;
+  /** Whether the copy is up to date with the leader (the leader: true). */
+  current: boolean;
+  /** Milliseconds since the leader last heard from it (the leader: 0). */
+  activeMs: number;
+  /** Messages it is behind the leader. */
+  lagMessages: number;
+}
+
+/** One Roster node's progress, as it last reported it. */
+export interface NodeProgress {
+  name: string;
+  /** The nats server it is connected to ('' while disconnected). */
+  server: string;
+  /** The last index it applied. */
+  appliedIndex: number;
+  /** Milliseconds since its report was received (this node: 0). */
+  ageMs: number;
 }

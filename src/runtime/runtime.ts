@@ -8,7 +8,7 @@ import { hasEffect, stepSession } from '../../machines/index.ts';
 import type { Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
 import type { Clock } from '../ports/clock.ts';
-import type { Leadership, LogEntry, ReplicatedLog } from '../ports/log.ts';
+import type { Leadership, LogEntry, LogStatus, ReplicatedLog } from '../ports/log.ts';
 import type { Logger } from '../ports/logger.ts';
 import { StaticMembership, type Membership } from '../ports/membership.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
@@ -149,6 +149,11 @@ export class Runtime {
   /** The log's leadership as this node sees it; a single-node log: this node leads. */
   leadership(): Leadership {
     return this.log.leadership?.() ?? { leader: undefined, peers: [], lastContactMs: 0 };
+  }
+
+  /** The log's indexes, copies and the nodes' progress; undefined for a log that reports none (a twin). */
+  logStatus(): LogStatus | undefined {
+    return this.log.status?.();
   }
 
   /** Whether this node owns the actor (rendezvous hashing over the alive members). */

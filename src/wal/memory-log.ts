@@ -3,7 +3,7 @@
  * `MemoryLogStore` standing in for the disk so a test can "restart" by opening a new MemoryLog on it.
  */
 import type { Clock } from '../ports/clock.ts';
-import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
+import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import {
   appendTo, checkAfterIndex, CommitQueue, deliverCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
   refusal, replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
@@ -89,6 +89,11 @@ export class MemoryLog implements ReplicatedLog {
 
   lastIndex(): number {
     return this.store.entries.at(-1)?.index ?? 0;
+  }
+
+  status(): LogStatus {
+    const last = this.lastIndex();
+    return { kind: 'memory', lastIndex: last, firstIndex: this.store.entries[0]?.index ?? last + 1, snapshotIndex: this.store.snapshot?.index ?? 0 };
   }
 
   async close(): Promise<void> {

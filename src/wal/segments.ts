@@ -35,6 +35,11 @@ export class SegmentFiles {
     return new SegmentFiles(walDir, segmentBytesMax, found.segments, active);
   }
 
+  /** The first index the oldest kept segment starts at (the WAL's compaction point). */
+  get firstIndex(): number {
+    return this.segments[0]!.first;
+  }
+
   /** Streams entries (afterIndex, upTo] from disk to the listener in bounded batches. */
   replay(afterIndex: number, upTo: number, listener: EntriesListener): void {
     replay(this.segments, afterIndex, upTo, listener);

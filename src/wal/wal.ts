@@ -13,7 +13,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
-import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
+import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import { failedError, unavailableError } from '../ports/log-errors.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import {
@@ -156,6 +156,12 @@ export class WalLog implements ReplicatedLog {
 
   lastIndex(): number {
     return this.last;
+  }
+
+  /** Indexes from memory: the last commit, the oldest kept segment's start, the newest snapshot. */
+  status(): LogStatus {
+    const first = this.files?.firstIndex ?? this.snapIndex + 1;
+    return { kind: 'wal', lastIndex: this.last, firstIndex: Math.min(first, this.last + 1), snapshotIndex: this.snapIndex };
   }
 
   observe(observer: LogObserver): void {

@@ -195,6 +195,20 @@ function restartContract({ start }: Harness): void {
     expect(got.at(-1)).toMatchObject({ index: 13, pid: 'n1-13' });
   });
 
+  it('reports its indexes in status(): last, compaction point and snapshot, consistent with lastIndex', async () => {
+    const { log } = await start();
+    if (log.status === undefined) return;
+    collect(log);
+    await log.append(proposals(1, 10));
+    expect(log.status()).toMatchObject({ lastIndex: 10, snapshotIndex: 0, firstIndex: 1 });
+    await log.saveSnapshot({ index: 6, data: null });
+    const after = log.status();
+    expect(after).toMatchObject({ lastIndex: 10, snapshotIndex: 6 });
+    // Entries may be dropped up to the snapshot, never past it.
+    expect(after.firstIndex ?? 1).toBeGreaterThanOrEqual(1);
+    expect(after.firstIndex ?? 1).toBeLessThanOrEqual(7);
+  });
+
   it('commits appends still pending when close is called', async () => {
     const { log } = await start();
     const pending = [log.append(proposals(1, 2)), log.append(proposals(3, 1))];

@@ -1,6 +1,6 @@
 /**
- * Status, agent and catalog-node endpoints the core needs: who leads (`/v1/status/*`), who this agent
- * is (`/v1/agent/self`), its metrics (`/v1/agent/metrics`, JSON or `?format=prometheus`), and registering/deregistering nodes and their node-level checks through the
+ * Status, agent and catalog-node endpoints the core needs: who leads (`/v1/status/*`, answered in
+ * operator.ts), who this agent is (`/v1/agent/self`), its metrics (`/v1/agent/metrics`, JSON or `?format=prometheus`), and registering/deregistering nodes and their node-level checks through the
  * catalog (`/v1/catalog/register|deregister`), which is how a node's check goes critical or disappears
  * and so invalidates the sessions bound to it.
  */
@@ -16,19 +16,7 @@ import { flag, param, type Request } from '../request.ts';
 import { memberSchema } from '../../filter/index.ts';
 import { filterOf } from '../filtering.ts';
 import type { Route } from '../router.ts';
-
-/** The log's leader (a cluster: the JetStream stream leader; one node: this node), "" during an election. */
-function leader(_req: Request, api: ApiContext): Reply {
-  const l = api.runtime.leadership();
-  // A node whose log cannot store writes (a full disk) can commit nothing: no leader, as Consul answers then.
-  if (!api.runtime.writable) return json('');
-  return json(l.peers.length === 0 ? api.serverAddress : l.leader ?? '');
-}
-
-function peers(_req: Request, api: ApiContext): Reply {
-  const l = api.runtime.leadership();
-  return json(l.peers.length === 0 ? [api.serverAddress] : l.peers);
-}
+import { logStats, statusLeader, statusPeers } from './operator.ts';
 
 const memberStatus = { alive: 1, left: 3, failed: 4 } as const;
 
@@ -78,7 +66,7 @@ function self(_req: Request, api: ApiContext): Reply {
     Coord: null,
     Member: selfMember(api),
     Stats: {
-      raft: { applied_index: String(api.runtime.state.index), state: 'Leader' },
+      ...logStats(api),
       // Strings, as Consul's Stats values are.
       runtime: {
         version: process.version, uptime_ms: String(Date.now() - api.startedAtMs),
@@ -193,8 +181,8 @@ async function deregister(req: Request, api: ApiContext): Promise<Reply> {
 }
 
 export const agentRoutes: Route<ApiContext>[] = [
-  { path: '/v1/status/leader', prefix: false, methods: { GET: leader } },
-  { path: '/v1/status/peers', prefix: false, methods: { GET: peers } },
+  { path: '/v1/status/leader', prefix: false, methods: { GET: statusLeader } },
+  { path: '/v1/status/peers', prefix: false, methods: { GET: statusPeers } },
   { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
   { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics }, query: ['format'] },
   { path: '/v1/agent/members', prefix: false, methods: { GET: members }, query: ['dc', 'filter', 'wan', 'segment'] },
