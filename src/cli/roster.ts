@@ -55,6 +55,7 @@ function buildProgram(run: Run): Command {
   addSession(program, run);
   addRegistry(program, run);
   addToken(program, run);
+  addOperator(program, run);
   return program;
 }
 
@@ -150,6 +151,13 @@ function addRegistry(program: Command, run: Run): void {
       const { watchCommand } = await import('./watch.ts');
       return watchCommand(ctx, topic, key, watch.opts());
     }));
+}
+
+/** `roster operator log`. */
+function addOperator(program: Command, run: Run): void {
+  const log = clientCommand(program.command('operator').description('inspect the cluster\'s log'), 'log',
+    'show the log: leader, indexes, compaction point, copies and every node\'s lag')
+    .action(() => run(async () => (await import('./operator.ts')).operatorLog(await ctxOf(log))));
 }
 
 /** `roster token`: mints a token locally, without an agent. */
