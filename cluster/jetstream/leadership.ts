@@ -68,7 +68,8 @@ export class LeadershipWatch {
     }));
     if (leader) replicas.push({ name: leader, leader: true, current: true, activeMs: 0, lagMessages: 0 });
     replicas.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const { first_seq: firstSeq, last_seq: lastSeq, messages } = info.state;
-    this.stream = { replicas, firstSeq, lastSeq, messages, askedAtMs: Date.now() };
+    // Read defensively: the sequence range is for display only and must never break the leadership.
+    const state: Partial<StreamInfo['state']> = info.state ?? {};
+    this.stream = { replicas, firstSeq: state.first_seq ?? 0, lastSeq: state.last_seq ?? 0, messages: state.messages ?? 0, askedAtMs: Date.now() };
   }
 }

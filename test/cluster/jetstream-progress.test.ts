@@ -1,8 +1,11 @@
-// Goal: the progress table behind /v1/operator/log: a node reports itself at once and every second,
-// keeps the newest report per other node with its age, ignores what is not a report, and forgets a
-// node unheard for progressForgetMs.
+// Goal: what the JetStream log's status() is made of: the progress table (a node reports itself at once
+// and every second, keeps the newest report per other node with its age, ignores what is not a report,
+// forgets a node unheard for progressForgetMs) and the stream's copies as the leadership watch records
+// them (the leader first-hand, each replica's current flag, last seen in ms, lag in messages).
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { StreamInfo } from '@nats-io/jetstream';
+import { LeadershipWatch } from '../../cluster/jetstream/leadership.ts';
 import { decodeProgress, progressForgetMs, ProgressBoard, progressReportMs, progressSubject } from '../../cluster/jetstream/progress.ts';
 
 const encode = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
@@ -51,5 +54,24 @@ describe('progress reports', () => {
     ]);
     expect(board.nodes(now + progressForgetMs + 1).map((n) => n.name)).toEqual(['a']);
     board.stop();
+  });
+});
+
+describe('stream copies', () => {
+  test('the leader and each replica with current, last seen and lag; the sequence range', () => {
+    const watch = new LeadershipWatch();
+    watch.start(() => new Promise(() => undefined), {
+      cluster: { leader: 'n2', replicas: [{ name: 'n3', current: false, offline: false, active: 2_500_000_000, lag: 7 }, { name: 'n1', current: true, offline: false, active: 40_000_000, lag: 0 }] },
+      state: { first_seq: 1, last_seq: 90, messages: 90 },
+    } as unknown as StreamInfo);
+    expect(watch.streamSeen()).toMatchObject({
+      firstSeq: 1, lastSeq: 90, messages: 90,
+      replicas: [
+        { name: 'n1', leader: false, current: true, activeMs: 40, lagMessages: 0 },
+        { name: 'n2', leader: true, current: true, activeMs: 0, lagMessages: 0 },
+        { name: 'n3', leader: false, current: false, activeMs: 2500, lagMessages: 7 },
+      ],
+    });
+    watch.stop();
   });
 });
