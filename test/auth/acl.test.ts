@@ -134,6 +134,7 @@ describe('accessFor', () => {
     ['GET', '/v1/agent/members', '', { resource: 'agent', name: '', access: 'read' }],
     ['GET', '/v1/status/leader', '', { resource: 'operator', name: '', access: 'read' }],
     ['GET', '/v1/status/peers', '', { resource: 'operator', name: '', access: 'read' }],
+    ['GET', '/v1/operator/log', '', { resource: 'operator', name: '', access: 'read' }],
     ['GET', '/v1/stream', '', { resource: 'agent', name: '', access: 'read' }],
     // Unknown paths and OPTIONS
     ['GET', '/v1/acl/tokens', '', undefined],
