@@ -108,6 +108,8 @@ export class JetStreamLog implements ReplicatedLog {
     } catch (err) {
       this.stopped = true;
       this.parts?.reader.stop();
+      this.leadershipWatch.stop();
+      this.progress.stop();
       await nc.close().catch(() => undefined);
       this.phase = 'closed';
       throw err;
