@@ -112,12 +112,12 @@ describe('truthful cluster status', () => {
 
   test('the leading nats-server killed: the others report a new leader within a bounded time', async () => {
     const old = await streamLeader(nats.urls[0]!);
-    const oldAddress = await get<string>(nodes.get('r1')!, '/v1/status/leader');
     const survivors = names.filter((n) => serverOf(n) !== old).map((n) => nodes.get(n)!);
     const killedAt = Date.now();
     await nats.byName(old!).kill();
-    // Agreed by both survivors: a leader other than the killed server, answered as the address of a node
-    // connected to it (or, while no node reports that server, its name).
+    // Agreed by both survivors: a stream leader other than the killed server, answered as the address of
+    // a node connected to it. (The killed server's node moves to a surviving server; when that is the new
+    // leader's and its name sorts first, it stands for the leader: the address may be the same as before.)
     const [leader, server] = await until('a new leader on both survivors', async () => {
       const logs = await Promise.all(survivors.map(operatorLog));
       const l = logs[0]!;
@@ -126,7 +126,7 @@ describe('truthful cluster status', () => {
       return l.nodes.some((n) => n.server === s && n.address === l.leader) ? [l.leader, s] as const : undefined;
     }, 45_000);
     console.log(`status: a new leader reported ${Date.now() - killedAt} ms after the leading nats-server was killed`);
-    expect(leader).not.toBe(oldAddress);
+    expect([...nodes.values()].map(address)).toContain(leader);
     const asked = await until('the stream leader from JetStream', () => streamLeader(nats.byName(server).url), 20_000);
     expect(asked).toBe(server);
   }, 90_000);
