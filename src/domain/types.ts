@@ -53,7 +53,8 @@ export interface CatalogNode {
 export type CheckStatus = 'passing' | 'warning' | 'critical';
 
 /** Check kinds (the record's Type); "" is a check without a probe (node checks such as gossipHealth). */
-export type CheckKind = 'ttl' | 'http' | 'tcp' | 'grpc' | 'script' | 'docker' | 'alias' | '';
+/** `maintenance`: the critical check of maintenance mode, which nothing runs and nothing expires. */
+export type CheckKind = 'ttl' | 'http' | 'tcp' | 'grpc' | 'script' | 'docker' | 'alias' | 'maintenance' | '';
 
 /** What a check runner needs to probe, as registered (durations parsed to ms; 0 when unset). */
 export interface CheckDefinition {
