@@ -5,7 +5,9 @@
 // against a started process with authentication, their rules and their survival across a restart.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import Consul from 'consul';
+import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
 import { call, startAgent as startProcess, tempDataDir, type Agent as ProcessAgent } from '../support/agent.ts';
@@ -125,6 +127,33 @@ describe.each(['consul', 'seed'] as const)('%s dialect', (dialect) => {
     const bound = await c.put('/v1/session/create', { Checks: ['_node_maintenance'] });
     expect(bound.status).toBe(dialect === 'consul' ? 500 : 400);
     await nodeMaint(false);
+  });
+});
+
+describe('gRPC health', () => {
+  const Health = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, 'grpc.health.v1.Health');
+  type HealthClient = grpc.Client & { check(req: { service: string }, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): void };
+  let agent: Agent;
+  let health: HealthClient;
+  beforeAll(async () => {
+    agent = await startAgent();
+    health = new Health(agent.grpc, grpc.credentials.createInsecure()) as unknown as HealthClient;
+    expect((await client(agent).put('/v1/agent/service/register', { ID: 'db-1', Name: 'db', Check: { TTL: '10m', Status: 'passing' } })).status).toBe(200);
+  });
+  afterAll(async () => { health?.close(); await agent?.stop(); });
+  const status = (service: string) => new Promise<string>((res, rej) => health.check({ service }, (err, r) => (err ? rej(err) : res(r!.status))));
+
+  test('a service in maintenance, or its node, is NOT_SERVING until maintenance ends', async () => {
+    const c = client(agent);
+    expect(await status('db')).toBe('SERVING');
+    expect((await c.put('/v1/agent/service/maintenance/db-1?enable=true')).status).toBe(200);
+    expect(await status('db')).toBe('NOT_SERVING');
+    expect((await c.put('/v1/agent/service/maintenance/db-1?enable=false')).status).toBe(200);
+    expect(await status('db')).toBe('SERVING');
+    expect((await c.put('/v1/agent/maintenance?enable=true')).status).toBe(200);
+    expect(await status('db')).toBe('NOT_SERVING');
+    expect((await c.put('/v1/agent/maintenance?enable=false')).status).toBe(200);
+    expect(await status('db')).toBe('SERVING');
   });
 });
 
