@@ -53,8 +53,7 @@ export interface CatalogNode {
 export type CheckStatus = 'passing' | 'warning' | 'critical';
 
 /** Check kinds (the record's Type); "" is a check without a probe (node checks such as gossipHealth). */
-/** `maintenance`: the critical check of maintenance mode, which nothing runs and nothing expires. */
-export type CheckKind = 'ttl' | 'http' | 'tcp' | 'grpc' | 'script' | 'docker' | 'alias' | 'maintenance' | '';
+export type CheckKind = 'ttl' | 'http' | 'tcp' | 'grpc' | 'script' | 'docker' | 'alias' | '';
 
 /** What a check runner needs to probe, as registered (durations parsed to ms; 0 when unset). */
 export interface CheckDefinition {

@@ -72,8 +72,7 @@ export class CheckOwner {
     if (this.stopped) return;
     const check = this.o.state().checkOf(this.o.nodeName, checkId);
     const runner = this.runners.get(checkId);
-    // Catalog checks and maintenance checks have no runner: their status changes only by a write.
-    if (check === undefined || check.source !== 'agent' || check.type === '' || check.type === 'maintenance') {
+    if (check === undefined || check.source !== 'agent' || check.type === '') {
       if (runner) this.stopRunner(checkId, runner);
       return;
     }

@@ -46,7 +46,7 @@ describe.each(['consul', 'seed'] as const)('%s dialect', (dialect) => {
   test('node maintenance: the critical _node_maintenance check with the default notes, idempotent, then removed', async () => {
     await nodeMaint(true);
     expect((await checks())._node_maintenance).toMatchObject({
-      CheckID: '_node_maintenance', Name: 'Node Maintenance Mode', Status: 'critical', Notes: nodeDefault, ServiceID: '', Type: 'maintenance',
+      CheckID: '_node_maintenance', Name: 'Node Maintenance Mode', Status: 'critical', Notes: nodeDefault, ServiceID: '', Type: '',
     });
     // Enabling again keeps the one check and its first reason, as Consul does.
     await nodeMaint(true, 'another reason');
@@ -65,7 +65,7 @@ describe.each(['consul', 'seed'] as const)('%s dialect', (dialect) => {
   test('service maintenance: _service_maintenance:<id> carries the service, reason or default notes', async () => {
     await serviceMaint('web-1', true, 'deploying');
     expect((await checks())['_service_maintenance:web-1']).toMatchObject({
-      Name: 'Service Maintenance Mode', Status: 'critical', Notes: 'deploying', ServiceID: 'web-1', ServiceName: 'web', Type: 'maintenance',
+      Name: 'Service Maintenance Mode', Status: 'critical', Notes: 'deploying', ServiceID: 'web-1', ServiceName: 'web', Type: '',
     });
     await serviceMaint('web-1', false);
     expect((await checks())['_service_maintenance:web-1']).toBeUndefined();

@@ -1,14 +1,15 @@
 /**
  * Maintenance mode, as Consul's agent has it: `PUT /v1/agent/maintenance` puts this agent's node in
  * maintenance and `PUT /v1/agent/service/maintenance/<id>` one of its services, by registering a critical
- * check (`_node_maintenance`, `_service_maintenance:<id>`) of kind `maintenance`, which nothing runs and
- * nothing expires. Being an ordinary critical check it takes the node or instance out of `?passing`
+ * check (`_node_maintenance`, `_service_maintenance:<id>`) without a probe (kind "", as Consul's has no
+ * Type), which nothing runs and nothing expires. Being an ordinary critical check it takes the node or instance out of `?passing`
  * answers and gRPC serving, shows on the stream and invalidates the sessions that list it; it is in the
  * log, so it survives a restart and reaches every node of a cluster. `enable=false` removes it.
  */
 import { allowed } from '../../auth/index.ts';
 import type { CheckRegistration } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
+import { nodeMaintenanceCheckId, serviceMaintenanceCheckId } from '../../domain/maintenance.ts';
 import { passiveDefinition } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { denied } from '../auth-gate.ts';
@@ -17,8 +18,6 @@ import type { Reply } from '../reply.ts';
 import { param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
 
-export const nodeMaintenanceCheckId = '_node_maintenance';
-export const serviceMaintenancePrefix = '_service_maintenance:';
 const nodeDefaultReason = 'Maintenance mode is enabled for this node, but no reason was provided. This is a default message.';
 const serviceDefaultReason = 'Maintenance mode is enabled for this service, but no reason was provided. This is a default message.';
 
@@ -41,7 +40,7 @@ function requireWrite(req: Request, resource: 'node' | 'service', name: string):
 }
 
 function maintenanceCheck(checkId: string, name: string, notes: string, serviceId: string): CheckRegistration {
-  return { checkId, name, notes, status: 'critical', output: '', serviceId, type: 'maintenance', definition: passiveDefinition };
+  return { checkId, name, notes, status: 'critical', output: '', serviceId, type: '', definition: passiveDefinition };
 }
 
 /**
@@ -76,7 +75,7 @@ async function serviceMaintenance(req: Request, api: ApiContext): Promise<Reply>
   if (service === undefined) throw new RegistryError('serviceNotFound', { id });
   requireWrite(req, 'service', service.service);
   const reason = param(req, 'reason') || serviceDefaultReason;
-  return setMaintenance(api, enable, maintenanceCheck(`${serviceMaintenancePrefix}${id}`, 'Service Maintenance Mode', reason, id));
+  return setMaintenance(api, enable, maintenanceCheck(serviceMaintenanceCheckId(id), 'Service Maintenance Mode', reason, id));
 }
 
 export const maintenanceRoutes: Route<ApiContext>[] = [
