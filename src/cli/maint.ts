@@ -3,6 +3,7 @@
  * (or, with `--service <id>`, one of its services) in or out of maintenance mode; alone it lists what is
  * in maintenance on the agent: the node and each service, with the reason given.
  */
+import { nodeMaintenanceCheckId, serviceMaintenancePrefix } from '../domain/maintenance.ts';
 import { failureOf } from './client.ts';
 import type { CliContext } from './context.ts';
 import { usageError } from './errors.ts';
@@ -22,9 +23,6 @@ interface Check {
   ServiceID: string;
 }
 
-const nodeCheckId = '_node_maintenance';
-const serviceCheckPrefix = '_service_maintenance:';
-
 export async function maint(ctx: CliContext, o: MaintOptions): Promise<void> {
   if (o.enable && o.disable) throw usageError('--enable and --disable cannot be combined');
   if (o.reason !== undefined && !o.enable) throw usageError('--reason is only given with --enable');
@@ -43,8 +41,8 @@ export async function maint(ctx: CliContext, o: MaintOptions): Promise<void> {
 /** The maintenance checks of the agent: the node's and its services'. */
 async function list(ctx: CliContext): Promise<void> {
   const checks = Object.values(await ctx.client.ok<Record<string, Check>>(ctx.client.get('/v1/agent/checks')));
-  const node = checks.find((c) => c.CheckID === nodeCheckId);
-  const services = checks.filter((c) => c.CheckID.startsWith(serviceCheckPrefix)).sort((a, b) => (a.ServiceID < b.ServiceID ? -1 : 1));
+  const node = checks.find((c) => c.CheckID === nodeMaintenanceCheckId);
+  const services = checks.filter((c) => c.CheckID.startsWith(serviceMaintenancePrefix)).sort((a, b) => (a.ServiceID < b.ServiceID ? -1 : 1));
   if (ctx.json) {
     ctx.outJson({
       node: node === undefined ? null : { name: node.Node, reason: node.Notes },
