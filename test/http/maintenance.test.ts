@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
 import { call, startAgent as startProcess, tempDataDir, type Agent as ProcessAgent } from '../support/agent.ts';
 import { client, expectError, startAgent, type Agent } from '../support/in-process.ts';
+import { Stream, subscribe } from '../support/stream.ts';
 
 const nodeDefault = 'Maintenance mode is enabled for this node, but no reason was provided. This is a default message.';
 const serviceDefault = 'Maintenance mode is enabled for this service, but no reason was provided. This is a default message.';
@@ -130,7 +131,7 @@ describe.each(['consul', 'seed'] as const)('%s dialect', (dialect) => {
   });
 });
 
-describe('gRPC health', () => {
+describe('gRPC health and the stream', () => {
   const Health = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, 'grpc.health.v1.Health');
   type HealthClient = grpc.Client & { check(req: { service: string }, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): void };
   let agent: Agent;
@@ -154,6 +155,22 @@ describe('gRPC health', () => {
     expect(await status('db')).toBe('NOT_SERVING');
     expect((await c.put('/v1/agent/maintenance?enable=false')).status).toBe(200);
     expect(await status('db')).toBe('SERVING');
+  });
+  test('the stream\'s service_health topic drops an instance in maintenance from passingOnly and brings it back', async () => {
+    const c = client(agent);
+    const s = await Stream.open(agent);
+    try {
+      const passing = await subscribe(s, { id: 'p', topic: 'service_health', key: 'db', filter: { passingOnly: true } });
+      expect(passing.keys).toEqual(['node1/db-1']);
+      const from = s.mark;
+      expect((await c.put('/v1/agent/service/maintenance/db-1?enable=true')).status).toBe(200);
+      expect(await s.next(from, (m) => m.id === 'p' && m.type === 'event', 'the delete')).toMatchObject({ op: 'delete', key: 'node1/db-1' });
+      const back = s.mark;
+      expect((await c.put('/v1/agent/service/maintenance/db-1?enable=false')).status).toBe(200);
+      expect(await s.next(back, (m) => m.id === 'p' && m.type === 'event', 'the upsert')).toMatchObject({ op: 'upsert', key: 'node1/db-1' });
+    } finally {
+      s.ws.terminate();
+    }
   });
 });
 
