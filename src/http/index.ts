@@ -2,6 +2,7 @@ import type { ApiContext } from './api.ts';
 import { agentRoutes } from './routes/agent.ts';
 import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
+import { maintenanceRoutes } from './routes/maintenance.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
@@ -20,6 +21,6 @@ export type { Dialect } from './render.ts';
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  for (const route of [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...healthRoutes, ...uiRoutes]) router.add(route);
+  for (const route of [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...maintenanceRoutes, ...healthRoutes, ...uiRoutes]) router.add(route);
   return router;
 }
