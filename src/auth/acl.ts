@@ -184,6 +184,10 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/agent/services', prefix: false, resource: 'service', access: 'read', name: '' },
   { path: '/v1/agent/service/register', prefix: false, resource: 'service', access: 'write', name: '' },
   { path: '/v1/agent/service/deregister/', prefix: true, resource: 'service', access: 'write', name: 'rest' },
+  // Maintenance: write on this agent's node (Consul's node:write), or on the name of the service, which the
+  // handler finds in state.
+  { path: '/v1/agent/maintenance', prefix: false, resource: 'node', access: 'write', name: 'byHandler' },
+  { path: '/v1/agent/service/maintenance/', prefix: true, resource: 'service', access: 'write', name: 'byHandler' },
   // Agent and cluster state. Leader and peers describe the Raft configuration: operator data, as in Consul.
   { path: '/v1/agent/self', prefix: false, resource: 'agent', access: 'read', name: '' },
   { path: '/v1/agent/members', prefix: false, resource: 'agent', access: 'read', name: '' },

@@ -55,8 +55,27 @@ function buildProgram(run: Run): Command {
   addSession(program, run);
   addRegistry(program, run);
   addToken(program, run);
+  addMaintenance(program, run);
   addOperator(program, run);
   return program;
+}
+
+/** `roster maint`, `roster catalog services|nodes` and `roster session renew`. */
+function addMaintenance(program: Command, run: Run): void {
+  const maint = clientCommand(program, 'maint', 'put the node or a service in or out of maintenance mode, or list it (like consul maint)')
+    .option('--enable', 'enter maintenance mode').option('--disable', 'leave maintenance mode')
+    .option('--reason <text>', 'with --enable: why (shown in the check\'s Notes)')
+    .option('--service <id>', 'a service of the agent instead of its node')
+    .action(() => run(async () => (await import('./maint.ts')).maint(await ctxOf(maint), maint.opts())));
+  const catalog = program.command('catalog').description('list the catalog\'s services and nodes');
+  const services = clientCommand(catalog, 'services', 'list services with their tags')
+    .action(() => run(async () => (await import('./catalog.ts')).catalogServices(await ctxOf(services))));
+  const nodes = clientCommand(catalog, 'nodes', 'list nodes with their addresses')
+    .action(() => run(async () => (await import('./catalog.ts')).catalogNodes(await ctxOf(nodes))));
+  const session = program.commands.find((c) => c.name() === 'session')!;
+  const renew = clientCommand(session, 'renew', 'renew a session\'s TTL and print the session')
+    .argument('<id>', 'the session id')
+    .action((id: string) => run(async () => (await import('./session-renew.ts')).sessionRenew(await ctxOf(renew), id)));
 }
 
 /** `roster lock <prefix> -- <command>`. */

@@ -207,6 +207,14 @@ export const errorCatalogue = {
     kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }),
     consulText: (v) => `Unknown service ID "${v.id}". Ensure that the service ID is passed, not the service name.`,
   }),
+  maintenanceEnableMissing: entry({
+    kind: 'missingParameter', message: 'enable is required: true or false', details: () => rule('enable', 'Required:must be true or false'),
+    consulText: 'Missing value for enable',
+  }),
+  maintenanceEnableInvalid: entry<{ value: string }>({
+    kind: 'invalidParameter', message: (v) => `invalid value for enable: ${JSON.stringify(v.value)}`, details: () => rule('enable', 'Format:must be true or false'),
+    consulText: (v) => `Invalid value for enable: ${JSON.stringify(v.value)}`,
+  }),
   /** A check registered for a service that does not exist. */
   checkServiceNotFound: entry<{ id: string }>({
     kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulText: (v) => `ServiceID "${v.id}" does not exist`,

@@ -2,6 +2,7 @@ import type { ApiContext } from './api.ts';
 import { agentRoutes } from './routes/agent.ts';
 import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
+import { maintenanceRoutes } from './routes/maintenance.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { txnRoutes } from './routes/txn.ts';
@@ -21,6 +22,7 @@ export type { Dialect } from './render.ts';
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  for (const route of [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...operatorRoutes, ...healthRoutes, ...uiRoutes]) router.add(route);
+  const routes = [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...maintenanceRoutes, ...operatorRoutes, ...healthRoutes, ...uiRoutes];
+  for (const route of routes) router.add(route);
   return router;
 }

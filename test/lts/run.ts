@@ -6,8 +6,9 @@
  * in-process layers run on the line under test.
  *
  * `npm run test:lts -- --agents [24]` turns it around: the `main` project on this runner's Node, with the
- * agents that test/support/agent.ts starts (most suites' agents) running on the line under test under Debian 13's glibc (which loads its binding).
- * Not part of CI (it is the whole main project per line); docs/testing.md gives a dated result.
+ * agents that test/support/agent.ts starts (most suites' agents) running on the line under test, under
+ * Debian 13's glibc (which loads its binding). Not part of CI (it is the whole main project per line);
+ * docs/testing.md gives a dated result.
  *
  * `npm run test:lts -- 24` runs only the lines named. With CI set, each line leaves `.vitest-report-node<N>.json`
  * (vitest's JSON report; when the line could not run at all, a stub counting one failed test), which .ci/run

@@ -15,8 +15,8 @@ import { type RawExchange } from './raw-http.ts';
  *   chunked body): an answer at once of its own (400, 431 or 505, an HTML page without x-request-id) and a close;
  * * `uws-drops`: heads uWebSockets.js drops without an answer (platform limit: control characters in header values,
  *   obs-fold, a space before the colon, `_` or non-token characters in a header name, a line without a colon, a
- *   missing Host, more than about 100 headers, empty lines before the request line — one is answered 505 by the
- *   Node.js 20 build): nothing reaches Roster; uWS closes the connection at its idle
+ *   missing Host, more than about 100 headers, empty lines before the request line; the Node.js 20 build answers one empty
+ *   line, and a request line without a version, with 505): nothing reaches Roster; uWS closes the connection at its idle
  *   timeout (about 10 s), so the exchange is only watched briefly for a wrong answer.
  */
 export type RawKind = 'served' | 'refused' | 'uws-answers' | 'uws-drops';
@@ -81,7 +81,6 @@ export const uwsAnswersCase: fc.Arbitrary<RawCase> = fc.oneof(
     ['LF-only lines', `GET /v1/status/leader HTTP/1.1\n${rawHost.trim()}\n\n`],
     ['HTTP/2.0 version', `GET /v1/status/leader HTTP/2.0\r\n${rawHost}\r\n`],
     ['HTTP/1.2 version', `GET /v1/status/leader HTTP/1.2\r\n${rawHost}\r\n`],
-    ['no version', `GET /v1/status/leader\r\n${rawHost}\r\n`],
     ['HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'],
     ['space in the target', `GET /v1/kv/a b HTTP/1.1\r\n${rawHost}\r\n`],
     ['control character in the target', `GET /v1/kv/a\x01b HTTP/1.1\r\n${rawHost}\r\n`],
@@ -109,7 +108,8 @@ export const uwsDropsCase: fc.Arbitrary<RawCase> = fc.oneof(
     ['a header line without a colon', `GET /v1/status/leader HTTP/1.1\r\n${rawHost}Foo\r\n\r\n`],
     ['a bare CR in a header value', `GET /v1/status/leader HTTP/1.1\r\n${rawHost}X-A: a\rb\r\n\r\n`],
     ['no Host header', 'GET /v1/status/leader HTTP/1.1\r\n\r\n'],
-    // The Node.js 20 build answers one leading CRLF with 505; the Node.js 22/24 builds (a newer uWS core) drop it.
+    // The Node.js 20 build answers these two with 505; the Node.js 22/24 builds (a newer uWS core) drop them.
+    ['no version', `GET /v1/status/leader\r\n${rawHost}\r\n`],
     ['one CRLF before the request line', `\r\nGET /v1/status/leader HTTP/1.1\r\n${rawHost}\r\n`],
     ['two CRLFs before the request line', `\r\n\r\nGET /v1/status/leader HTTP/1.1\r\n${rawHost}\r\n`],
   ),

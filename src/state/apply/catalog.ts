@@ -5,6 +5,7 @@
  */
 import { hasEffect, stepCheck } from '../../../machines/index.ts';
 import type { CheckRegistration } from '../../domain/commands.ts';
+import { isMaintenanceCheck } from '../../domain/maintenance.ts';
 import type { ServiceInstance } from '../../domain/types.ts';
 import { deregisterCheck, machineContext, passiveDefinition, registerCheck, setStatus } from './checks.ts';
 import { invalidate } from './sessions.ts';
@@ -68,8 +69,9 @@ const serviceRegister: Handler<'service.register'> = (c, cmd) => {
   state.catalogIndex = c.index;
   c.effects.push({ t: 'catalog' }, { t: 'service', node: cmd.node, serviceId: instance.id });
   const listed = new Set(cmd.checks.map((x) => x.checkId));
+  // Replacing a service's checks keeps its maintenance check: maintenance is not part of the definition.
   if (cmd.replaceExistingChecks) {
-    for (const old of state.checksOfService(cmd.node, instance.id)) if (!listed.has(old.checkId)) deregisterCheck(c, cmd.node, old.checkId);
+    for (const old of state.checksOfService(cmd.node, instance.id)) if (!listed.has(old.checkId) && !isMaintenanceCheck(old.checkId)) deregisterCheck(c, cmd.node, old.checkId);
   }
   for (const reg of cmd.checks) registerCheck(c, cmd.node, { ...reg, serviceId: instance.id }, 'agent');
   restampServiceChecks(c, instance, listed);
