@@ -23,7 +23,7 @@ function cluster(leader: string | undefined, nodes: NodeProgress[]): LogStatus {
 const progress = (name: string, server: string, appliedIndex: number, ageMs = 100): NodeProgress => ({ name, server, appliedIndex, ageMs });
 
 function input(status: LogStatus | undefined, over: Partial<ViewInput> = {}): ViewInput {
-  return { status, appliedIndex: 10, nodeName: 'a', selfAddress: '10.0.0.1:8500', members, writable: true, lastContactMs: 0, ...over };
+  return { status, appliedIndex: 10, nodeName: 'a', selfAddress: '10.0.0.1:8500', members, writable: true, ...over };
 }
 
 describe('single node', () => {

@@ -25,8 +25,6 @@ export interface ViewInput {
   members: readonly Member[];
   /** False while this node's log cannot store writes (a full disk): then no leader is known. */
   writable: boolean;
-  /** Milliseconds since this node last heard from the leader. */
-  lastContactMs: number;
 }
 
 export interface NodeRow {

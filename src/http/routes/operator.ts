@@ -15,7 +15,7 @@ function viewOf(api: ApiContext): LogView {
   const runtime = api.runtime;
   return logView({
     status: runtime.logStatus(), appliedIndex: runtime.state.index, nodeName: api.nodeName, selfAddress: api.serverAddress,
-    members: runtime.membership.members(), writable: runtime.writable, lastContactMs: runtime.leadership().lastContactMs,
+    members: runtime.membership.members(), writable: runtime.writable,
   });
 }
 
