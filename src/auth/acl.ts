@@ -191,6 +191,8 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/agent/metrics', prefix: false, resource: 'agent', access: 'read', name: '' },
   { path: '/v1/status/leader', prefix: false, resource: 'operator', access: 'read', name: '' },
   { path: '/v1/status/peers', prefix: false, resource: 'operator', access: 'read', name: '' },
+  // Backup and restore: the whole state, every table (Consul: operator read to save, write to restore).
+  { path: '/v1/snapshot', prefix: false, resource: 'operator', access: 'byMethod', name: '' },
   // A plain GET of the stream's path. The upgrade itself is checked in src/http/stream.ts: read on some
   // service, node, session or key prefix, then each subscription against its topic's resource.
   { path: '/v1/stream', prefix: false, resource: 'agent', access: 'read', name: '' },

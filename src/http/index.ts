@@ -3,6 +3,7 @@ import { agentRoutes } from './routes/agent.ts';
 import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
 import { sessionRoutes } from './routes/session.ts';
+import { snapshotRoutes } from './routes/snapshot.ts';
 import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
@@ -20,6 +21,6 @@ export type { Dialect } from './render.ts';
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  for (const route of [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...healthRoutes, ...uiRoutes]) router.add(route);
+  for (const route of [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...snapshotRoutes, ...healthRoutes, ...uiRoutes]) router.add(route);
   return router;
 }

@@ -240,6 +240,7 @@ export class Runtime {
     const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
     const checks = new Set<string>();
     let gossipChecks = false;
+    let restored = false;
     for (const entry of entries) {
       let applied;
       try {
@@ -255,8 +256,14 @@ export class Runtime {
       }
       this.changes.record(entry.index, entry.atMs, applied.effects);
       this.proposals.applied(entry.pid, entry.index, applied.result);
+      if (entry.cmd.t === 'state.restore') restored = true;
     }
     this.afterEntries(touched, checks, gossipChecks);
+    // A restored state may lack this node (a snapshot of another cluster): it registers itself again.
+    if (restored && this.running) {
+      this.onceWritable('this node\'s registration after a restore', () => this.registerSelf())
+        .catch((err: unknown) => this.logger.warn({ err }, 'registration after a restore failed'));
+    }
     this.observer?.applied(entries.length, (performance.now() - startedMs) / 1000);
   }
 
