@@ -4,7 +4,7 @@
 // above it; blocking queries wake; a damaged or truncated file is refused with nothing changed; the restored
 // state survives SIGKILL and a restart (replay of the log).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { readSnapshotFile } from '../../src/state/index.ts';
+import { encodeSnapshotFile, readSnapshotFile } from '../../src/state/index.ts';
 import { client, expectError, sleep, startAgent, type Agent } from '../support/agent.ts';
 
 let source: Agent;
@@ -119,6 +119,20 @@ describe('restore into a fresh agent', () => {
     expect(await listed(target, '/v1/kv/?recurse')).toEqual(before);
     expect(Number((await c.get('/v1/kv/?recurse')).headers.get('x-consul-index'))).toBe(index);
   });
+
+  test('a snapshot larger than one log entry is a 413 and changes nothing', async () => {
+    const { data } = readSnapshotFile(file);
+    const kv = Array.from({ length: 200_000 }, (_, i) => ({
+      key: `big/${String(i).padStart(7, '0')}`, value: 'dmFsdWUtdmFsdWUtdmFsdWU=', flags: '0', session: undefined, lockIndex: 0, createIndex: 1, modifyIndex: 1,
+    }));
+    const big = await encodeSnapshotFile({ ...data, kv }, 'node1', Date.now());
+    const c = client(target);
+    const before = Number((await c.get('/v1/kv/?recurse')).headers.get('x-consul-index'));
+    const body = expectError(await c.put('/v1/snapshot', big.file), 413, 1011);
+    expect(body.message).toMatch(/^snapshot refused, nothing changed: it does not fit one log entry \(.*entry limit/);
+    expect(Number((await c.get('/v1/kv/?recurse')).headers.get('x-consul-index'))).toBe(before);
+    expect((await c.get('/v1/kv/big/?keys')).status).toBe(404);
+  }, 60_000);
 
   test('the restored state survives SIGKILL and a restart (the log replays the restore)', async () => {
     const expected = await Promise.all(lists.slice(0, 2).map((p) => listed(target, p)));
