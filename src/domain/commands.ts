@@ -118,9 +118,11 @@ export interface ServiceReap { t: 'service.reap'; node: string; serviceId: strin
 /**
  * Replaces the whole state by a snapshot's (PUT /v1/snapshot): `data` is the state module's snapshot data
  * (src/state/snapshot.ts), checked before it is proposed. See src/state/apply/restore.ts for what it does
- * to indexes, sessions and locks.
+ * to indexes, sessions and locks. A snapshot too large for one entry travels out of band instead: the
+ * entry names an `attachment` of the log (the snapshot file, stored before the entry is proposed) with
+ * its SHA-256, and the runtime loads it into `data` when the entry applies.
  */
-export interface StateRestore { t: 'state.restore'; data: unknown }
+export interface StateRestore { t: 'state.restore'; data?: unknown; attachment?: { name: string; sha256: string } }
 
 /** A no-op entry: once it applies, everything committed before it has applied (?consistent). */
 export interface Barrier { t: 'barrier' }

@@ -5,7 +5,7 @@
  * lock acquisitions). It is the only place where effects happen.
  */
 import { hasEffect, stepSession } from '../../machines/index.ts';
-import type { Command } from '../domain/commands.ts';
+import type { Command, StateRestore } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Leadership, LogEntry, ReplicatedLog } from '../ports/log.ts';
@@ -14,7 +14,7 @@ import { StaticMembership, type Membership } from '../ports/membership.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import type { Random } from '../ports/random.ts';
-import { apply, fromSnapshotData, RegistryState, type Effect, type Result } from '../state/index.ts';
+import { apply, fromSnapshotData, RegistryState, restoreCommand, type Effect, type Result } from '../state/index.ts';
 import { ChangeLog, type ChangeLogOptions } from './changes.ts';
 import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
 import { DeferredWrites } from './deferred-writes.ts';
@@ -168,6 +168,14 @@ export class Runtime {
     return this.proposals.submit(cmds);
   }
 
+  /**
+   * Stores bytes too large for one entry next to the log and resolves with the name an entry carries;
+   * undefined when this node's log cannot (a cluster's entries carry everything themselves).
+   */
+  async storeAttachment(bytes: Buffer, sha256: string): Promise<string | undefined> {
+    return this.log.storeAttachment?.(bytes, sha256);
+  }
+
   /** Linearizable read point: resolves once everything committed before the call has applied. */
   async barrier(): Promise<void> {
     await this.propose({ t: 'barrier' });
@@ -244,7 +252,7 @@ export class Runtime {
     for (const entry of entries) {
       let applied;
       try {
-        applied = apply(this.state, entry);
+        applied = apply(this.state, entry.cmd.t === 'state.restore' ? this.restoreEntry(entry, entry.cmd) : entry);
       } catch (err) {
         this.fail(err);
         return;
@@ -277,6 +285,12 @@ export class Runtime {
     }
     if (gossipChecks) this.nodeHealth.entriesChanged();
     if (!this.stopped) this.snapshots.maybe(this.state);
+  }
+
+  /** A restore entry with its snapshot's data, loaded from the log's attachment when it names one. */
+  private restoreEntry(entry: LogEntry, cmd: StateRestore): LogEntry {
+    const resolved = restoreCommand(cmd, this.log.loadAttachment?.bind(this.log));
+    return resolved === cmd ? entry : { ...entry, cmd: resolved };
   }
 
   private collect(e: Effect, touched: Touched): void {

@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createGzip, gunzipSync } from 'node:zlib';
 import { parseSnapshot, snapshotPayloadChunks } from '../log/index.ts';
+import type { StateRestore } from '../domain/commands.ts';
 import { checkedSnapshotData, snapshotCounts, type SnapshotData } from './snapshot.ts';
 
 export const snapshotFileFormat = 'roster-snapshot';
@@ -120,4 +121,17 @@ function jsonLine(line: Buffer, what: string): Record<string, unknown> {
     // reported below
   }
   throw new SnapshotFileError(`not a Roster snapshot: the ${what} line is not a JSON object`);
+}
+
+/**
+ * The command a restore entry applies: as proposed when it carries its data, else with the data of the
+ * snapshot file it names, loaded through `load` and checked against the SHA-256 the entry carries.
+ */
+export function restoreCommand(cmd: StateRestore, load: ((name: string) => Buffer) | undefined): StateRestore {
+  if (cmd.attachment === undefined) return cmd;
+  if (load === undefined) throw new Error(`state.restore: the entry names attachment ${cmd.attachment.name}, and this log stores none`);
+  const file = load(cmd.attachment.name);
+  const sha256 = createHash('sha256').update(file).digest('hex');
+  if (sha256 !== cmd.attachment.sha256) throw new Error(`state.restore: attachment ${cmd.attachment.name} is damaged (sha256 ${sha256})`);
+  return { t: 'state.restore', data: readSnapshotFile(file).data };
 }

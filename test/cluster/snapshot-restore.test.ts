@@ -1,9 +1,11 @@
 // Goal: a snapshot of a single agent restored into a fresh three-node cluster (PUT /v1/snapshot on one
 // node): every node converges on the restored keys, sessions and checks at the same index, the restored
 // session's lock is still held, writes after the restore go above its index and reach every node, and a
-// node restarted afterwards rebuilds the restored state from the log.
+// node restarted afterwards rebuilds the restored state from the log. A snapshot larger than one stream
+// message is refused (413) with nothing changed.
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { encodeSnapshotFile, readSnapshotFile } from '../../src/state/index.ts';
 import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { until } from '../support/until.ts';
@@ -87,6 +89,19 @@ describe('restore into a fresh cluster', () => {
       return names.every((n) => listed.some((x) => x.Node === n)) ? true : undefined;
     }, 30_000);
   }, 120_000);
+
+  test('a snapshot larger than one stream message is a 413 and changes nothing', async () => {
+    const { data } = readSnapshotFile((await client(source).get('/v1/snapshot')).body);
+    const kv = Array.from({ length: 20_000 }, (_, i) => ({
+      key: `big/${String(i).padStart(6, '0')}`, value: 'dmFsdWUtdmFsdWUtdmFsdWU=', flags: '0', session: undefined, lockIndex: 0, createIndex: 1, modifyIndex: 1,
+    }));
+    const big = await encodeSnapshotFile({ ...data, kv }, 'n1', Date.now());
+    const before = await view(nodes.get('n1')!);
+    const r = await client(nodes.get('n1')!).put('/v1/snapshot', big.file);
+    expect(r.status, r.text).toBe(413);
+    expect(r.json<{ message: string }>().message).toMatch(/^snapshot refused, nothing changed: it does not fit one log entry \(.*byte entry limit\)$/);
+    expect(await view(nodes.get('n1')!)).toEqual(before);
+  }, 60_000);
 
   test('a node restarted after the restore rebuilds the restored state from the log', async () => {
     const before = await view(nodes.get('n2')!);

@@ -8,11 +8,15 @@
  * * `PUT` takes such a file as its body. The layout version, the checksum and the payload are checked, and
  *   the payload is loaded into a scratch state, before anything is proposed: a damaged or truncated file is
  *   a 400 and changes nothing. Then one `state.restore` entry replaces the whole state, so every node
- *   applies it at the same index and a replay of the log rebuilds it (src/state/apply/restore.ts). Answers
- *   `{"Index":n}`, the restore entry's index.
+ *   applies it at the same index and a replay of the log rebuilds it (src/state/apply/restore.ts). A large
+ *   file is stored next to the log first and the entry names it (one node: the WAL's attachments); in a
+ *   cluster the entry carries the data and must fit one message. Answers `{"Index":n}`, the restore
+ *   entry's index.
  *
  * Both need the operator rule (read to save, write to restore: src/auth/acl.ts).
  */
+import { createHash } from 'node:crypto';
+import type { StateRestore } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
 import {
   encodeSnapshotFile, fromSnapshotData, readSnapshotFile, SnapshotFileError, toSnapshotData, type RegistryState, type SnapshotData,
@@ -23,8 +27,13 @@ import { json, type Reply } from '../reply.ts';
 import { flag, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
 
-/** Largest snapshot file PUT accepts (compressed); what one log entry can carry is the tighter limit today. */
+/** Largest snapshot file PUT accepts (compressed). */
 export const snapshotBodyBytesMax = 256 * 1024 * 1024;
+/**
+ * Files up to this size travel inside the restore entry (about 8 times as many bytes of JSON there);
+ * larger ones as an attachment of the log where it keeps them (one node), else inside the entry still.
+ */
+const inlineFileBytesMax = 256 * 1024;
 
 async function save(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
@@ -54,7 +63,7 @@ async function restore(req: Request, api: ApiContext): Promise<Reply> {
   const data = checkedFile(req.body);
   let result;
   try {
-    result = await api.runtime.propose({ t: 'state.restore', data });
+    result = await api.runtime.propose(await restoreCommandOf(api, req.body, data));
   } catch (err) {
     // The entry is refused before anything is appended: nothing changed.
     if (err instanceof RangeError && /limit/.test(err.message)) throw new RegistryError('snapshotTooLarge', { why: err.message });
@@ -62,6 +71,17 @@ async function restore(req: Request, api: ApiContext): Promise<Reply> {
   }
   const index = result.ok ? result.index ?? api.runtime.state.index : api.runtime.state.index;
   return json({ Index: index }, { index });
+}
+
+/**
+ * The restore entry: the data itself, or, for a file above inlineFileBytesMax when this node's log keeps
+ * attachments (the WAL), the name and SHA-256 of the file stored next to the log.
+ */
+async function restoreCommandOf(api: ApiContext, file: Buffer, data: SnapshotData): Promise<StateRestore> {
+  if (file.length <= inlineFileBytesMax) return { t: 'state.restore', data };
+  const sha256 = createHash('sha256').update(file).digest('hex');
+  const name = await api.runtime.storeAttachment(file, sha256);
+  return name === undefined ? { t: 'state.restore', data } : { t: 'state.restore', attachment: { name, sha256 } };
 }
 
 /** The file's state data once layout, checksum and payload hold and it loads into a state; else a 400. */
