@@ -99,7 +99,7 @@ export function openSnapshotFile(file: Buffer): OpenedSnapshot {
 }
 
 /** The state data of a file whose layout, checksum and payload all hold; a SnapshotFileError says which did not. */
-export function readSnapshotFile(file: Buffer): { meta: SnapshotMeta; data: SnapshotData } {
+export function readSnapshotFile(file: Buffer): { meta: SnapshotMeta; data: SnapshotData; bytes: number } {
   const opened = openSnapshotFile(file);
   if (!opened.checksumOk) throw new SnapshotFileError('checksum mismatch: the file is damaged');
   const parsed = parseSnapshot(opened.payload.toString('utf8'));
@@ -107,7 +107,7 @@ export function readSnapshotFile(file: Buffer): { meta: SnapshotMeta; data: Snap
   try {
     const data = checkedSnapshotData(parsed.data);
     if (data.index !== opened.meta.index) throw new Error(`payload index ${data.index} differs from the header's ${opened.meta.index}`);
-    return { meta: opened.meta, data };
+    return { meta: opened.meta, data, bytes: opened.bytes };
   } catch (err) {
     throw new SnapshotFileError(`bad payload: ${(err as Error).message}`);
   }

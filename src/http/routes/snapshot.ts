@@ -9,9 +9,8 @@
  *   the payload is loaded into a scratch state, before anything is proposed: a damaged or truncated file is
  *   a 400 and changes nothing. Then one `state.restore` entry replaces the whole state, so every node
  *   applies it at the same index and a replay of the log rebuilds it (src/state/apply/restore.ts). A large
- *   file is stored next to the log first and the entry names it (one node: the WAL's attachments); in a
- *   cluster the entry carries the data and must fit one message. Answers `{"Index":n}`, the restore
- *   entry's index.
+ *   snapshot is stored as an attachment of the log first (a file beside the WAL, an object of the
+ *   cluster's object store) and the entry names it. Answers `{"Index":n}`, the restore entry's index.
  *
  * Both need the operator rule (read to save, write to restore: src/auth/acl.ts).
  */
@@ -30,10 +29,10 @@ import type { Route } from '../router.ts';
 /** Largest snapshot file PUT accepts (compressed). */
 export const snapshotBodyBytesMax = 256 * 1024 * 1024;
 /**
- * Files up to this size travel inside the restore entry (about 8 times as many bytes of JSON there);
- * larger ones as an attachment of the log where it keeps them (one node), else inside the entry still.
+ * A snapshot of up to this many bytes of JSON travels inside the restore entry; a larger one as an
+ * attachment of the log (a file beside the WAL, an object of the cluster's object store).
  */
-const inlineFileBytesMax = 256 * 1024;
+const inlineBytesMax = 256 * 1024;
 
 async function save(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
@@ -60,10 +59,10 @@ function detachedSnapshot(state: RegistryState): SnapshotData {
 
 async function restore(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const data = checkedFile(req.body);
+  const { data, bytes } = checkedFile(req.body);
   let result;
   try {
-    result = await api.runtime.propose(await restoreCommandOf(api, req.body, data));
+    result = await api.runtime.propose(bytes <= inlineBytesMax ? { t: 'state.restore', data } : await restoreCommandOf(api, req.body, data));
   } catch (err) {
     // The entry is refused before anything is appended: nothing changed.
     if (err instanceof RangeError && /limit/.test(err.message)) throw new RegistryError('snapshotTooLarge', { why: err.message });
@@ -74,24 +73,23 @@ async function restore(req: Request, api: ApiContext): Promise<Reply> {
 }
 
 /**
- * The restore entry: the data itself, or, for a file above inlineFileBytesMax when this node's log keeps
- * attachments (the WAL), the name and SHA-256 of the file stored next to the log.
+ * The restore entry of a large file: the name and SHA-256 of the file stored as an attachment of the log
+ * (the WAL's data dir, the cluster's object store), or the data itself when the log keeps none.
  */
 async function restoreCommandOf(api: ApiContext, file: Buffer, data: SnapshotData): Promise<StateRestore> {
-  if (file.length <= inlineFileBytesMax) return { t: 'state.restore', data };
   const sha256 = createHash('sha256').update(file).digest('hex');
   const name = await api.runtime.storeAttachment(file, sha256);
   return name === undefined ? { t: 'state.restore', data } : { t: 'state.restore', attachment: { name, sha256 } };
 }
 
 /** The file's state data once layout, checksum and payload hold and it loads into a state; else a 400. */
-function checkedFile(body: Buffer): SnapshotData {
+function checkedFile(body: Buffer): { data: SnapshotData; bytes: number } {
   if (body.length === 0) throw new RegistryError('snapshotInvalid', { why: 'the body is empty: send a snapshot file' });
   try {
-    const { data } = readSnapshotFile(body);
+    const { data, bytes } = readSnapshotFile(body);
     // A trial load: an entry that cannot be applied would stop every node that applies it.
     fromSnapshotData(data);
-    return data;
+    return { data, bytes };
   } catch (err) {
     const why = err instanceof SnapshotFileError ? err.message : `bad payload: ${(err as Error).message}`;
     throw new RegistryError('snapshotInvalid', { why });
