@@ -35,6 +35,7 @@ import type {
 import {
   appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, stampMs, type EncodedProposal, type Pending, type Phase,
 } from '../../src/log/index.ts';
+import { Attachments } from './attachments.ts';
 import { DivergenceAudit, storedMessageId } from './audit.ts';
 import { LeadershipWatch } from './leadership.ts';
 import { Marks } from './marks.ts';
@@ -83,10 +84,12 @@ export class JetStreamLog implements ReplicatedLog {
   private listener: EntriesListener | undefined;
   /** Entries consumed before `subscribe`, kept for its replay. */
   private buffered: LogEntry[] = [];
+  private readonly attachments: Attachments;
 
   constructor(private readonly opts: JetStreamLogOptions) {
     this.settings = settingsOf(opts);
     this.stream = this.settings.stream;
+    this.attachments = new Attachments(() => this.parts!.stores.store, this.stream, this.settings.publishTimeoutMs);
     this.observer = opts.observer;
     this.ownIdPrefix = ownIdPrefixOf(opts.nodeName);
     this.progress = new ProgressBoard(this.settings.nodeName, () => ({ server: this.serverName(), appliedIndex: this.lastIndex() }));
@@ -162,6 +165,17 @@ export class JetStreamLog implements ReplicatedLog {
     return this.closing;
   }
 
+  /** Bytes too large for a message, in the object store (see attachments.ts); resolves with the name an entry carries. */
+  storeAttachment(bytes: Buffer, sha256: string): Promise<string> {
+    if (this.parts === undefined) return Promise.reject(new Error(`${kind}: not open yet, call open() first`));
+    return this.attachments.put(bytes, sha256);
+  }
+
+  /** The bytes an entry names, fetched before the entry was delivered. */
+  loadAttachment(name: string): Buffer {
+    return this.attachments.take(name);
+  }
+
   /** The stream's leader and replicas, for /v1/status and the index headers. */
   leadership(): Leadership {
     return this.leadershipWatch.current();
@@ -214,7 +228,7 @@ export class JetStreamLog implements ReplicatedLog {
     const reader = new Reader({
       js: stores.js, stream: s.stream, subject, strictSeq, consumerExpiresMs: s.consumerExpiresMs, stats: this.stats,
       logger: s.logger, marks, audit, stopped, failure: () => this.failure, fail: (cause) => this.fail(cause),
-      deliver: (entries) => this.deliver(entries),
+      deliver: (entries) => this.deliver(entries), attachments: this.attachments,
     }, start, record?.index ?? 0);
     const publisher = new Publisher({
       js: stores.js, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,

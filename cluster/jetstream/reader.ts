@@ -37,6 +37,8 @@ export interface ReaderPorts {
   fail(cause: unknown): void;
   /** Numbered entries, in order. */
   deliver(entries: LogEntry[]): void;
+  /** Attachments entries name: fetched before those entries are delivered (see attachments.ts). */
+  attachments?: { missing(entries: readonly LogEntry[]): string[]; fetch(names: readonly string[]): Promise<void> };
 }
 
 export class Reader {
@@ -48,6 +50,8 @@ export class Reader {
   private readonly liveness = new ConsumerLiveness();
   /** Promises waiting for the consumer to pass a stream sequence. */
   private waiters: { seq: number; resolve(): void; reject(err: Error): void }[] = [];
+  /** Set while an entry waits for its attachments: the messages that came after it, in order. */
+  private backlog: JsMsg[] | undefined;
 
   /** Starts after `start`; commands up to `skipThrough` (a snapshot's index) are numbered, not delivered. */
   constructor(private readonly ports: ReaderPorts, start: Mark, readonly skipThrough: number) {
@@ -143,12 +147,18 @@ export class Reader {
     this.ports.audit.afterRecreate();
   }
 
-  /** One stream message: number its commands, deliver them, settle whoever waited for it. */
+  /** One stream message: in order behind an entry waiting for its attachments, else at once. */
   private onMessage(m: JsMsg): void {
-    const { ports } = this;
-    if (ports.stopped()) return;
-    const seq = m.seq;
+    if (this.ports.stopped()) return;
     this.liveness.alive();
+    if (this.backlog !== undefined) this.backlog.push(m);
+    else this.read(m);
+  }
+
+  /** Numbers the message's commands, delivers them (once their attachments are here), settles whoever waited for it. */
+  private read(m: JsMsg): void {
+    const { ports } = this;
+    const seq = m.seq;
     // The ordered consumer resumes after the last message it delivered; a restarted one after ours.
     if (seq <= this.cursor.seq) return;
     if (ports.strictSeq && seq !== this.cursor.seq + 1) {
@@ -166,8 +176,40 @@ export class Reader {
     this.cursor = mark;
     ports.audit.read(seq, m.headers?.get('Nats-Msg-Id'));
     ports.marks.push(mark);
+    const missing = ports.attachments?.missing(entries) ?? [];
+    if (missing.length > 0) {
+      this.backlog = [];
+      void this.fetchThenDeliver(missing, entries);
+      return;
+    }
     if (entries.length > 0) ports.deliver(entries);
     this.settleWaiters();
+  }
+
+  /** Fetches attachments, delivers the entries that name them, then reads the messages that waited. */
+  private async fetchThenDeliver(names: string[], entries: LogEntry[]): Promise<void> {
+    const { ports } = this;
+    try {
+      await ports.attachments!.fetch(names);
+    } catch (err) {
+      ports.fail(err);
+      return;
+    }
+    if (ports.stopped()) return;
+    ports.deliver(entries);
+    this.settleWaiters();
+    const waiting = this.backlog ?? [];
+    this.backlog = undefined;
+    for (let i = 0; i < waiting.length; i++) {
+      if (ports.stopped()) return;
+      this.read(waiting[i]!);
+      // Held again (read() set a new backlog): the rest waits behind this one, still in order.
+      const held = this.backlog as JsMsg[] | undefined;
+      if (held !== undefined) {
+        held.unshift(...waiting.slice(i + 1));
+        return;
+      }
+    }
   }
 
   private settleWaiters(): void {

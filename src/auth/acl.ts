@@ -197,6 +197,8 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/status/peers', prefix: false, resource: 'operator', access: 'read', name: '' },
   // The log's copies, leader and every node's progress: operator data, as Consul's /v1/operator/raft/*.
   { path: '/v1/operator/log', prefix: false, resource: 'operator', access: 'read', name: '' },
+  // Backup and restore: the whole state, every table (Consul: operator read to save, write to restore).
+  { path: '/v1/snapshot', prefix: false, resource: 'operator', access: 'byMethod', name: '' },
   // A plain GET of the stream's path. The upgrade itself is checked in src/http/stream.ts: read on some
   // service, node, session or key prefix, then each subscription against its topic's resource.
   { path: '/v1/stream', prefix: false, resource: 'agent', access: 'read', name: '' },

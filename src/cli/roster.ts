@@ -57,6 +57,7 @@ function buildProgram(run: Run): Command {
   addToken(program, run);
   addMaintenance(program, run);
   addOperator(program, run);
+  addSnapshot(program, run);
   return program;
 }
 
@@ -196,6 +197,25 @@ function addToken(program: Command, run: Run): void {
         throw err;
       }
     }));
+}
+
+/** The snapshot commands' module, loaded when one of them runs. */
+const snapshotModule = () => import('./snapshot.ts');
+
+/** `roster snapshot save|restore|inspect`. */
+function addSnapshot(program: Command, run: Run): void {
+  const snapshot = program.command('snapshot').description('back up and restore the whole state (save, restore, inspect)');
+  const save = clientCommand(snapshot, 'save', 'write a snapshot of the agent\'s state to a file')
+    .argument('<file>', 'the file to write (replaced atomically)')
+    .option('--stale', 'answer from the agent\'s state as it is, without a barrier')
+    .action((file: string) => run(async () => (await snapshotModule()).snapshotSave(await ctxOf(save), file, save.opts())));
+  const restore = clientCommand(snapshot, 'restore', 'replace the whole state by a snapshot file\'s')
+    .argument('<file>', 'a file written by roster snapshot save')
+    .action((file: string) => run(async () => (await snapshotModule()).snapshotRestore(await ctxOf(restore), file)));
+  const inspect = snapshot.command('inspect').description('show what a snapshot file holds, offline (exit 1 when its checksum is bad)')
+    .argument('<file>', 'the snapshot file')
+    .option('--json', 'print JSON for scripts instead of text')
+    .action((file: string) => run(async () => (await snapshotModule()).snapshotInspect(file, inspect.opts())));
 }
 
 /** Every command's long flags, to rewrite `-flag` as `--flag` for the command a line names. */

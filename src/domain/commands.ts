@@ -115,6 +115,15 @@ export interface ServiceDeregister { t: 'service.deregister'; node: string; serv
 /** Proposed by the reaper: applies only if `checkId` is still critical since `criticalSinceMs`. */
 export interface ServiceReap { t: 'service.reap'; node: string; serviceId: string; checkId: string; criticalSinceMs: number }
 
+/**
+ * Replaces the whole state by a snapshot's (PUT /v1/snapshot): `data` is the state module's snapshot data
+ * (src/state/snapshot.ts), checked before it is proposed. See src/state/apply/restore.ts for what it does
+ * to indexes, sessions and locks. A snapshot too large for one entry travels out of band instead: the
+ * entry names an `attachment` of the log (the snapshot file, stored before the entry is proposed) with
+ * its SHA-256, and the runtime loads it into `data` when the entry applies.
+ */
+export interface StateRestore { t: 'state.restore'; data?: unknown; attachment?: { name: string; sha256: string } }
+
 /** A no-op entry: once it applies, everything committed before it has applied (?consistent). */
 export interface Barrier { t: 'barrier' }
 
@@ -123,6 +132,7 @@ export type Command =
   | KvSet | KvCas | KvAcquire | KvRelease | KvDelete | KvDeleteCas | KvDeleteTree | TxnKv
   | CatalogRegister | CatalogDeregister | Barrier
   | CheckRegister | CheckDeregister | CheckUpdate | CheckTtlExpire
-  | ServiceRegister | ServiceDeregister | ServiceReap;
+  | ServiceRegister | ServiceDeregister | ServiceReap
+  | StateRestore;
 
 export type CommandTag = Command['t'];

@@ -94,6 +94,14 @@ export const errorCatalogue = {
     kind: 'requestTimeout', message: (v) => `the request body did not arrive within ${v.bodyTimeoutMs} ms`, details: (v) => ({ bodyTimeoutMs: v.bodyTimeoutMs }),
     consulText: 'request body timeout',
   }),
+  snapshotInvalid: entry<{ why: string }>({
+    kind: 'illegalRequest', message: (v) => `snapshot refused, nothing changed: ${v.why}`, details: (v) => rule('body', `Snapshot:${v.why}`),
+    consulText: (v) => `Error restoring snapshot: ${v.why}`,
+  }),
+  snapshotTooLarge: entry<{ why: string }>({
+    kind: 'inputTooLong', message: (v) => `snapshot refused, nothing changed: it does not fit one log entry (${v.why})`, details: (v) => ({ body: [`Size:${v.why}`] }),
+    consulText: (v) => `Error restoring snapshot: too large for one log entry (${v.why})`,
+  }),
   apiVersionInvalid: entry({ kind: 'invalidParameter', message: 'x-api-version must be a date written yyyyMMdd', details: () => rule('x-api-version', 'Format:must be yyyyMMdd') }),
   noEndpoint: entry<{ method: string; path: string }>({
     kind: 'notFound', message: (v) => `no endpoint at ${v.method} ${v.path}`, details: (v) => ({ path: v.path }),

@@ -76,7 +76,9 @@ export class Exchange<Ctx> {
     if (early !== undefined) return this.send(early);
     const declared = Number(headers.get('content-length') ?? '0');
     const address = () => Buffer.from(this.res.getRemoteAddressAsText()).toString();
-    const refusal = refusalBeforeBody(this.method, this.held, declared, this.s, address);
+    // A route may take larger bodies than the server's limit (a snapshot to restore).
+    const bodyBytesMax = this.s.router.bodyBytesMax(this.head.path) ?? this.s.bodyBytesMax;
+    const refusal = refusalBeforeBody(this.method, this.held, declared, { ...this.s, bodyBytesMax }, address);
     if (refusal !== undefined) return this.send(renderError(refusal.error, this.s.dialect, refusal.more), refusal.close);
     if (bodylessMethods.has(this.method) || (declared === 0 && !headers.has('transfer-encoding'))) return this.start(Buffer.alloc(0));
     // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
@@ -84,12 +86,12 @@ export class Exchange<Ctx> {
     const deadline = setLongTimeout(() => {
       this.send(renderError(new RegistryError('bodyTimeout', { bodyTimeoutMs: this.s.bodyTimeoutMs }), this.s.dialect), true);
     }, this.s.bodyTimeoutMs, false);
-    readBody(this.res, this.s.bodyBytesMax, (body) => {
+    readBody(this.res, bodyBytesMax, (body) => {
       deadline.clear();
       this.start(body);
     }, (size) => {
       deadline.clear();
-      this.send(renderError(tooLarge(size, this.s.bodyBytesMax), this.s.dialect, [['Connection', 'close']]));
+      this.send(renderError(tooLarge(size, bodyBytesMax), this.s.dialect, [['Connection', 'close']]));
     });
   }
 

@@ -5,6 +5,7 @@ import { kvRoutes } from './routes/kv.ts';
 import { maintenanceRoutes } from './routes/maintenance.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { sessionRoutes } from './routes/session.ts';
+import { snapshotRoutes } from './routes/snapshot.ts';
 import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
@@ -22,7 +23,7 @@ export type { Dialect } from './render.ts';
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  const routes = [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...maintenanceRoutes, ...operatorRoutes, ...healthRoutes, ...uiRoutes];
+  const routes = [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes, ...healthRoutes, ...uiRoutes];
   for (const route of routes) router.add(route);
   return router;
 }

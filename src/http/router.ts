@@ -21,6 +21,8 @@ export interface Route<Ctx> {
    * nor equality filters of a list answer. @default none
    */
   query?: readonly string[];
+  /** Largest request body the route takes, when it differs from the server's limit. @default the server's */
+  bodyBytesMax?: number;
 }
 
 export type Match<Ctx> =
@@ -52,15 +54,8 @@ export class Router<Ctx> {
   }
 
   match(method: string, path: string): Match<Ctx> {
-    const exact = this.exact.get(path) ?? (path.endsWith('/') ? this.exact.get(path.slice(0, -1)) : undefined);
-    if (exact !== undefined) return this.pick(exact, method, '');
-    for (const entry of this.prefixes) {
-      const prefix = entry.route.path;
-      if (path.startsWith(prefix)) return this.pick(entry, method, path.slice(prefix.length));
-      // "/v1/kv" without the trailing slash: the parameter is empty (handlers answer "Missing ...").
-      if (path === prefix.slice(0, -1)) return this.pick(entry, method, '');
-    }
-    return { kind: 'none' };
+    const found = this.entryOf(path);
+    return found === undefined ? { kind: 'none' } : this.pick(found.entry, method, found.rest);
   }
 
   /** Every query parameter some route reads. */
@@ -69,10 +64,28 @@ export class Router<Ctx> {
     return [...new Set(routes.flatMap((r) => r.query ?? []))];
   }
 
+  /** The body limit of the route serving `path`, when it sets its own. */
+  bodyBytesMax(path: string): number | undefined {
+    return this.entryOf(path)?.entry.route.bodyBytesMax;
+  }
+
   /** The pattern of the route serving `path`, whatever the method, or `unmatched`. */
   pattern(path: string): string {
     const m = this.match('GET', path);
     return m.kind === 'none' ? unmatchedPattern : m.pattern;
+  }
+
+  /** The route serving `path` and its trailing parameter. */
+  private entryOf(path: string): { entry: Entry<Ctx>; rest: string } | undefined {
+    const exact = this.exact.get(path) ?? (path.endsWith('/') ? this.exact.get(path.slice(0, -1)) : undefined);
+    if (exact !== undefined) return { entry: exact, rest: '' };
+    for (const entry of this.prefixes) {
+      const prefix = entry.route.path;
+      if (path.startsWith(prefix)) return { entry, rest: path.slice(prefix.length) };
+      // "/v1/kv" without the trailing slash: the parameter is empty (handlers answer "Missing ...").
+      if (path === prefix.slice(0, -1)) return { entry, rest: '' };
+    }
+    return undefined;
   }
 
   private pick(entry: Entry<Ctx>, method: string, rest: string): Match<Ctx> {

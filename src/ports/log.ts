@@ -73,6 +73,13 @@ export interface ReplicatedLog {
    * in the background, never a request per call. A twin may leave it out.
    */
   status?(): LogStatus;
+  /**
+   * Stores bytes too large for one entry next to the log (the WAL: a file in its data dir) and resolves
+   * with the name an entry carries instead (a restore of a large snapshot). A log that cannot leaves it out.
+   */
+  storeAttachment?(bytes: Buffer, sha256: string): Promise<string>;
+  /** The bytes stored under `name`, read when an entry naming them applies (live or in a replay). */
+  loadAttachment?(name: string): Buffer;
   /** Reports each of this node's group commits to `observer` from now on (metrics). Optional: a twin may leave it out. */
   observe?(observer: LogObserver): void;
 }

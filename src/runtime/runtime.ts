@@ -5,7 +5,7 @@
  * lock acquisitions). It is the only place where effects happen.
  */
 import { hasEffect, stepSession } from '../../machines/index.ts';
-import type { Command } from '../domain/commands.ts';
+import type { Command, StateRestore } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Leadership, LogEntry, LogStatus, ReplicatedLog } from '../ports/log.ts';
@@ -14,7 +14,7 @@ import { StaticMembership, type Membership } from '../ports/membership.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import type { Random } from '../ports/random.ts';
-import { apply, fromSnapshotData, RegistryState, type Effect, type Result } from '../state/index.ts';
+import { apply, fromSnapshotData, RegistryState, restoreCommand, type Effect, type Result } from '../state/index.ts';
 import { ChangeLog, type ChangeLogOptions } from './changes.ts';
 import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
 import { DeferredWrites } from './deferred-writes.ts';
@@ -173,6 +173,14 @@ export class Runtime {
     return this.proposals.submit(cmds);
   }
 
+  /**
+   * Stores bytes too large for one entry next to the log and resolves with the name an entry carries;
+   * undefined when this node's log cannot (a cluster's entries carry everything themselves).
+   */
+  async storeAttachment(bytes: Buffer, sha256: string): Promise<string | undefined> {
+    return this.log.storeAttachment?.(bytes, sha256);
+  }
+
   /** Linearizable read point: resolves once everything committed before the call has applied. */
   async barrier(): Promise<void> {
     await this.propose({ t: 'barrier' });
@@ -245,10 +253,11 @@ export class Runtime {
     const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
     const checks = new Set<string>();
     let gossipChecks = false;
+    let restored = false;
     for (const entry of entries) {
       let applied;
       try {
-        applied = apply(this.state, entry);
+        applied = apply(this.state, entry.cmd.t === 'state.restore' ? this.restoreEntry(entry, entry.cmd) : entry);
       } catch (err) {
         this.fail(err);
         return;
@@ -260,8 +269,14 @@ export class Runtime {
       }
       this.changes.record(entry.index, entry.atMs, applied.effects);
       this.proposals.applied(entry.pid, entry.index, applied.result);
+      if (entry.cmd.t === 'state.restore') restored = true;
     }
     this.afterEntries(touched, checks, gossipChecks);
+    // A restored state may lack this node (a snapshot of another cluster): it registers itself again.
+    if (restored && this.running) {
+      this.onceWritable('this node\'s registration after a restore', () => this.registerSelf())
+        .catch((err: unknown) => this.logger.warn({ err }, 'registration after a restore failed'));
+    }
     this.observer?.applied(entries.length, (performance.now() - startedMs) / 1000);
   }
 
@@ -275,6 +290,12 @@ export class Runtime {
     }
     if (gossipChecks) this.nodeHealth.entriesChanged();
     if (!this.stopped) this.snapshots.maybe(this.state);
+  }
+
+  /** A restore entry with its snapshot's data, loaded from the log's attachment when it names one. */
+  private restoreEntry(entry: LogEntry, cmd: StateRestore): LogEntry {
+    const resolved = restoreCommand(cmd, this.log.loadAttachment?.bind(this.log));
+    return resolved === cmd ? entry : { ...entry, cmd: resolved };
   }
 
   private collect(e: Effect, touched: Touched): void {

@@ -41,11 +41,32 @@ export function toSnapshotData(s: RegistryState): SnapshotData {
 }
 
 export function fromSnapshotData(data: unknown): RegistryState {
+  const s = new RegistryState();
+  loadSnapshotData(s, checkedSnapshotData(data));
+  return s;
+}
+
+/** The data of a snapshot of this format, or a throw saying why it is not one. */
+export function checkedSnapshotData(data: unknown): SnapshotData {
   const d = data as SnapshotData;
   if (d === null || typeof d !== 'object' || d.version !== snapshotVersion) {
     throw new Error(`snapshot: unsupported format version ${JSON.stringify((d as { version?: unknown } | null)?.version)}`);
   }
-  const s = new RegistryState();
+  for (const table of ['kv', 'sessions', 'lockDelays', 'tombstones', 'nodes', 'checks', 'services'] as const) {
+    if (!Array.isArray(d[table])) throw new Error(`snapshot: ${table} is not a list`);
+  }
+  return d;
+}
+
+/** How many records of each table a snapshot holds. */
+export function snapshotCounts(d: SnapshotData): { keys: number; sessions: number; checks: number; services: number; nodes: number } {
+  return { keys: d.kv.length, sessions: d.sessions.length, checks: d.checks.length, services: d.services.length, nodes: d.nodes.length };
+}
+
+/** Empties `s` (a fresh state, or the live one a restore replaces) and fills it from `d`. */
+export function loadSnapshotData(s: RegistryState, d: SnapshotData): void {
+  for (const table of [s.kv, s.sessions, s.locksBySession, s.lockDelays, s.tombstones, s.nodes, s.checks, s.services]) table.clear();
+  s.kvOrder.clear();
   s.index = d.index; s.atMs = d.atMs; s.kvIndex = d.kvIndex; s.sessionsIndex = d.sessionsIndex;
   s.catalogIndex = d.catalogIndex; s.tombstoneFloor = d.tombstoneFloor;
   for (const e of d.kv) {
@@ -70,5 +91,4 @@ export function fromSnapshotData(data: unknown): RegistryState {
   for (const n of d.nodes) s.nodes.set(n.node, n);
   for (const c of d.checks) s.checks.set(s.checkKey(c.node, c.checkId), c);
   for (const x of d.services) s.services.set(s.serviceKey(x.node, x.id), x);
-  return s;
 }

@@ -20,6 +20,7 @@ import {
   appendTo, checkAfterIndex, CommitQueue, commitBytesMax, deliverCommit, positiveIntOption, queuedEntriesMaxDefault,
   refusal, snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats, type Pending, type Phase,
 } from '../log/index.ts';
+import { Attachments } from './attachments.ts';
 import { isOutOfSpace, kind, listIndexed, MiB, segmentPattern, syncDir } from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, planRecovery } from './recovery.ts';
@@ -82,10 +83,12 @@ export class WalLog implements ReplicatedLog {
   /** Tries again to make room while the disk is full. */
   private readonly spaceRetry: RetryTimer;
   private readonly writable = new WritableListeners();
+  private readonly attachments: Attachments;
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
     this.snapDir = join(opts.dir, 'snap');
+    this.attachments = new Attachments(opts.dir);
     this.segmentBytesMax = opts.segmentBytesMax ?? 64 * MiB;
     if (!(this.segmentBytesMax > 0)) throw new RangeError(`${kind}: segmentBytesMax must be positive`);
     this.logger = opts.logger ?? silentLogger;
@@ -162,6 +165,15 @@ export class WalLog implements ReplicatedLog {
   status(): LogStatus {
     const first = this.files?.firstIndex ?? this.snapIndex + 1;
     return { kind: 'wal', lastIndex: this.last, firstIndex: Math.min(first, this.last + 1), snapshotIndex: this.snapIndex };
+  }
+
+  /** Bytes too large for an entry, as a file of the data dir (see attachments.ts). */
+  storeAttachment(bytes: Buffer, sha256: string): Promise<string> {
+    return this.attachments.store(bytes, sha256);
+  }
+
+  loadAttachment(name: string): Buffer {
+    return this.attachments.load(name);
   }
 
   observe(observer: LogObserver): void {

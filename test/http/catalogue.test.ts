@@ -22,7 +22,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   sessionNotOwned: { session: 's', subject: 'u' }, rateLimited: { retryAfterSeconds: 3 }, tooManyInFlight: { address: '::1', max: 2 },
   writesOverloaded: undefined, contentLengthsDiffer: undefined, transferEncodingUnsupported: { coding: 'gzip' },
   requestNotUtf8: { where: 'path' }, pathEncodingMalformed: { path: '/%zz' }, bodyTooLarge: { size: 2, max: 1 },
-  bodyTimeout: { bodyTimeoutMs: 5 }, apiVersionInvalid: undefined, noEndpoint: { method: 'GET', path: '/x' },
+  bodyTimeout: { bodyTimeoutMs: 5 }, snapshotInvalid: { why: 'w' }, snapshotTooLarge: { why: 'w' }, apiVersionInvalid: undefined, noEndpoint: { method: 'GET', path: '/x' },
   noPage: { method: 'GET', path: '//' }, methodNotAllowed: { method: 'PUT', allowed: ['GET'] }, contentTypeMissing: undefined,
   mediaTypeUnsupported: { contentType: 'text/plain' }, bodyNotJson: { why: 'w' }, bodyNotObject: { got: 'array' },
   fieldsInvalid: { fields: { TTL: ['Format:bad'] } }, indexInvalid: undefined, waitInvalid: rule,

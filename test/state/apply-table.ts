@@ -56,6 +56,7 @@ export const failuresByTag = {
   'service.deregister': ['unknown-service'],
   'service.reap': ['stale', 'unknown-service'],
   barrier: [],
+  'state.restore': [],
 } as const satisfies { [T in CommandTag]: readonly CommandFailures[T][] };
 
 type Unlisted = { [T in CommandTag]: Exclude<CommandFailures[T], (typeof failuresByTag)[T][number]> }[CommandTag];
@@ -63,7 +64,7 @@ const everyFailureListed: [Unlisted] extends [never] ? true : Unlisted = true;
 void everyFailureListed;
 
 /** Every command belongs to one of the tables (the barrier is in apply.test.ts): a new family needs a table. */
-type Untabled = Exclude<CommandTag, TagsOf<'session' | 'kv' | 'txn' | 'check' | 'catalog' | 'service'> | 'barrier'>;
+type Untabled = Exclude<CommandTag, TagsOf<'session' | 'kv' | 'txn' | 'check' | 'catalog' | 'service' | 'state'> | 'barrier'>;
 const everyCommandTabled: [Untabled] extends [never] ? true : Untabled = true;
 void everyCommandTabled;
 

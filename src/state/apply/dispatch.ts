@@ -13,6 +13,7 @@ import type { RegistryState } from '../registry-state.ts';
 import { catalogHandlers } from './catalog.ts';
 import { checkHandlers } from './checks.ts';
 import { kvHandlers, sweepLockDelays } from './kv.ts';
+import { restoreHandlers } from './restore.ts';
 import { sessionHandlers } from './sessions.ts';
 import { txnHandlers } from './txn.ts';
 import { ok, type Applied, type CommandMap, type Ctx, type Handlers, type Result } from './types.ts';
@@ -23,6 +24,7 @@ const handlers: Handlers = {
   ...txnHandlers,
   ...checkHandlers,
   ...catalogHandlers,
+  ...restoreHandlers,
   // A no-op entry: once it applies, everything committed before it has applied (?consistent).
   barrier: () => ok,
 };

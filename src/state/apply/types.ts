@@ -35,6 +35,7 @@ export type CommandFailures = {
   'service.deregister': 'unknown-service';
   'service.reap': 'stale' | 'unknown-service';
   barrier: never;
+  'state.restore': never;
 };
 
 export type Failure = CommandFailures[CommandTag];

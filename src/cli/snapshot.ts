@@ -1,0 +1,91 @@
+/**
+ * `roster snapshot save|restore|inspect`, as `consul snapshot` does them. `save` asks the agent for a
+ * snapshot (GET /v1/snapshot), checks it and writes it atomically (a temporary file in the same
+ * directory, flushed, then renamed over the target); `restore` checks the file here, then sends it
+ * (PUT /v1/snapshot), which replaces the whole state; `inspect` reads a file offline and says what it
+ * holds and whether its checksum holds (exit 1 when it does not, or when it is no snapshot at all).
+ */
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import { openSnapshotFile, SnapshotFileError, type OpenedSnapshot } from '../state/snapshot-file.ts';
+import { failureOf } from './client.ts';
+import type { CliContext } from './context.ts';
+import { CliError, exitCodes } from './errors.ts';
+import { fields, stringifyExact } from './output.ts';
+
+/** A snapshot of a large state takes a while to write or to apply. */
+const snapshotTimeoutMs = 10 * 60_000;
+
+export async function snapshotSave(ctx: CliContext, file: string, o: { stale?: boolean }): Promise<void> {
+  const a = await ctx.client.get('/v1/snapshot', { query: { stale: o.stale === true }, timeoutMs: snapshotTimeoutMs });
+  if (a.status !== 200) throw failureOf(a);
+  const opened = openedOf(a.body, 'the agent\'s answer');
+  if (!opened.checksumOk) throw new CliError('the agent\'s answer is damaged (checksum mismatch); nothing written');
+  await writeAtomically(file, a.body);
+  const saved = { file, index: opened.meta.index, bytes: a.body.length, sha256: opened.sha256 };
+  if (ctx.json) ctx.outJson(saved);
+  else ctx.out(`Saved snapshot to ${file}: index ${saved.index}, ${saved.bytes} bytes\n`);
+}
+
+export async function snapshotRestore(ctx: CliContext, file: string): Promise<void> {
+  const body = await readSnapshot(file);
+  const opened = openedOf(body, file);
+  if (!opened.checksumOk) throw new CliError(`${file}: checksum mismatch, the file is damaged; nothing sent`);
+  const a = await ctx.client.put('/v1/snapshot', { body, timeoutMs: snapshotTimeoutMs });
+  if (a.status !== 200) throw failureOf(a);
+  const index = a.json<{ Index: number }>().Index;
+  if (ctx.json) ctx.outJson({ file, snapshotIndex: opened.meta.index, index });
+  else ctx.out(`Restored snapshot ${file} (taken at index ${opened.meta.index}); the state is now at index ${index}\n`);
+}
+
+/** Prints what the file holds; resolves with the exit code: 1 when its checksum does not hold. */
+export async function snapshotInspect(file: string, o: { json?: boolean }): Promise<number> {
+  const body = await readSnapshot(file);
+  const s = openedOf(body, file);
+  const { meta } = s;
+  if (o.json === true) {
+    process.stdout.write(`${stringifyExact({ ...meta, size: body.length, bytes: s.bytes, sha256: s.sha256, checksum: s.checksumOk ? 'OK' : 'BAD' })}\n`);
+  } else {
+    process.stdout.write(fields([
+      ['Format', `${meta.format} version ${meta.version}`], ['Index', String(meta.index)], ['Created', meta.createdAt],
+      ['Node', meta.node], ['Keys', String(meta.counts.keys)], ['Sessions', String(meta.counts.sessions)],
+      ['Checks', String(meta.counts.checks)], ['Services', String(meta.counts.services)], ['Nodes', String(meta.counts.nodes)],
+      ['Size', `${body.length} bytes (${s.bytes} uncompressed)`], ['SHA-256', s.sha256], ['Checksum', s.checksumOk ? 'OK' : 'BAD'],
+    ]));
+  }
+  return s.checksumOk ? exitCodes.ok : exitCodes.failed;
+}
+
+function openedOf(body: Buffer, what: string): OpenedSnapshot {
+  try {
+    return openSnapshotFile(body);
+  } catch (err) {
+    if (err instanceof SnapshotFileError) throw new CliError(`${what}: ${err.message}`);
+    throw err;
+  }
+}
+
+async function readSnapshot(file: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (err) {
+    throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** Writes `file` so that it is either the old file or the whole new one, never a part. */
+async function writeAtomically(file: string, body: Buffer): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  try {
+    const handle = await open(tmp, 'w', 0o600);
+    try {
+      await handle.writeFile(body);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw new CliError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
