@@ -132,6 +132,10 @@ export class GossipMembership implements Membership {
     return this.table.alive();
   }
 
+  forceLeave(name: string, prune: boolean): void {
+    if (this.table.forceLeave(name, prune)) this.changed();
+  }
+
   onChange(listener: MembershipListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
