@@ -1,10 +1,10 @@
 // Goal: PUT /v1/agent/leave on a single node: answered 200 with an empty body, then the agent stops with
 // exit code 0, and every write it acknowledged is there after a restart on the same data dir. And
-// force-leave of a name no member has: 404 (seed) with the node named.
+// force-leave of a name no member has: 404 (seed) with the node named, 500 with Consul's text (consul).
 import { once } from 'node:events';
 import { rmSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
-import { client, startAgent, tempDataDir } from '../support/agent.ts';
+import { client, onFreshAgent, startAgent, tempDataDir } from '../support/agent.ts';
 
 describe('leave on a single node', () => {
   test('answers 200, exits 0, keeps its acknowledged writes', async () => {
@@ -34,7 +34,12 @@ describe('leave on a single node', () => {
     }
   }, 60_000);
 
-  test('force-leave of an unknown node: 404 naming it; of the agent itself (alive): 200, nothing changes', async () => {
+  test('force-leave of an unknown node: 404 naming it (consul: 500 with Consul\'s text); of the agent itself (alive): 200, nothing changes', async () => {
+    await onFreshAgent(() => startAgent({ args: ['--dialect', 'consul'] }), async (c) => {
+      const r = await c.put('/v1/agent/force-leave/nobody');
+      expect(r.status).toBe(500);
+      expect(r.text).toBe('agent: No node found with name \'nobody\'');
+    });
     const agent = await startAgent();
     try {
       const c = client(agent);
