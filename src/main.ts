@@ -75,6 +75,9 @@ function toMultiaddr(address: string): string {
 
 async function run(config: Config, reread: () => Config): Promise<void> {
   const logger = createLogger(config);
+  // SIGHUP must never stop the agent: until it is ready, one is logged and ignored.
+  let onHangup = () => logger.warn({ signal: 'SIGHUP' }, 'the agent is still starting: SIGHUP ignored');
+  process.on('SIGHUP', () => onHangup());
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
@@ -106,10 +109,10 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   // A reload that fails leaves the agent running as it was; the reason is logged.
-  process.on('SIGHUP', () => {
+  onHangup = () => {
     logger.info({ signal: 'SIGHUP' }, 'reloading the configuration');
     agent.reload().catch((err: unknown) => logger.error({ err: err instanceof ConfigError ? err.message : err }, 'reload failed; the configuration in effect is unchanged'));
-  });
+  };
 }
 
 /**
