@@ -15,7 +15,7 @@ export { BindingUnavailable } from './binding-error.ts';
 export { StreamServer, streamSubprotocol } from './stream.ts';
 export { RateLimiter } from './rate-limit.ts';
 export type { StreamOptions } from './stream.ts';
-export type { HttpServer } from './server.ts';
+export type { HttpServer, HttpServerOptions } from './server.ts';
 export { dialects } from './render.ts';
 export type { Dialect } from './render.ts';
 

@@ -64,13 +64,21 @@ describe('reload', () => {
     expect((await c().get('/v1/kv/kept?raw')).text).toBe('value');
   }, 30_000);
 
-  test('PUT /v1/agent/reload answers 200 with an empty body; a setting that needs a restart is named in a warning', async () => {
-    write({ log_level: 'debug', datacenter: 'dc-other', services: [{ id: 'web-1', name: 'web', port: 8080 }, { id: 'cache-1', name: 'cache', port: 6379 }], checks: [{ id: 'mem', name: 'mem', ttl }] });
+  test('PUT /v1/agent/reload answers 200 with an empty body; a live limit changes; a setting that needs a restart is named in a warning', async () => {
+    expect((await c().put('/v1/kv/big', 'x'.repeat(200))).status).toBe(200);
+    write({
+      log_level: 'debug', datacenter: 'dc-other', limits: { kv_max_value_size: 100, stream_buffered_bytes_soft: 2097152 },
+      services: [{ id: 'web-1', name: 'web', port: 8080 }, { id: 'cache-1', name: 'cache', port: 6379 }], checks: [{ id: 'mem', name: 'mem', ttl }],
+    });
     const r = await c().put('/v1/agent/reload');
     expect(r.status).toBe(200);
     expect(r.text).toBe('');
     await until(() => /datacenter changed; it takes effect at the next restart/.test(agent.output()), 'the warning');
+    await until(() => /limits.streamBufferedBytesSoft changed; it takes effect at the next restart/.test(agent.output()), 'the limit\'s warning');
     expect((await c().get('/v1/agent/self')).json().Config.Datacenter).toBe('dc1');
+    // A limit that changes live: the body size.
+    expect((await c().put('/v1/kv/big', 'x'.repeat(200))).status).toBe(413);
+    expect((await c().put('/v1/kv/small', 'x'.repeat(50))).status).toBe(200);
   }, 30_000);
 
   test('a broken file: the agent keeps its configuration, /v1/agent/reload answers the reason, SIGHUP does not stop it', async () => {
