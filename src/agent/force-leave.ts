@@ -1,7 +1,7 @@
 /**
  * `PUT /v1/agent/force-leave/<node>`: a failed member is moved to left at once, as Consul's force-leave
  * does, instead of staying failed until it returns. A member that is alive is not touched; `prune` forgets
- * a failed or left member altogether. The change is this agent's view: each agent is told on its own.
+ * a failed or left member altogether. The membership tells the other members (gossip: cluster/).
  */
 import type { Membership } from '../ports/membership.ts';
 

@@ -31,7 +31,7 @@ export interface Membership {
   onChange(listener: MembershipListener): () => void;
   /** Leaves the cluster (tells the others when it can) and stops. */
   stop(): Promise<void>;
-  /** Moves a failed member to left in this view (`prune`: forgets it); nothing for a live one. */
+  /** Moves a failed member to left (`prune`: forgets it), here and at the members it can tell; nothing for a live one. */
   forceLeave?(name: string, prune: boolean): void;
 }
 
