@@ -64,10 +64,10 @@ describe('reload', () => {
     expect((await c().get('/v1/kv/kept?raw')).text).toBe('value');
   }, 30_000);
 
-  test('PUT /v1/agent/reload answers 200 with an empty body; a live limit changes; a setting that needs a restart is named in a warning', async () => {
+  test('PUT /v1/agent/reload answers 200 with an empty body; live limits change; a setting that needs a restart is named in a warning', async () => {
     expect((await c().put('/v1/kv/big', 'x'.repeat(200))).status).toBe(200);
     write({
-      log_level: 'debug', datacenter: 'dc-other', limits: { kv_max_value_size: 100, stream_buffered_bytes_soft: 2097152 },
+      log_level: 'debug', datacenter: 'dc-other', session_ttl_min: '30s', limits: { kv_max_value_size: 100, stream_buffered_bytes_soft: 2097152 },
       services: [{ id: 'web-1', name: 'web', port: 8080 }, { id: 'cache-1', name: 'cache', port: 6379 }], checks: [{ id: 'mem', name: 'mem', ttl }],
     });
     const r = await c().put('/v1/agent/reload');
@@ -79,6 +79,8 @@ describe('reload', () => {
     // A limit that changes live: the body size.
     expect((await c().put('/v1/kv/big', 'x'.repeat(200))).status).toBe(413);
     expect((await c().put('/v1/kv/small', 'x'.repeat(50))).status).toBe(200);
+    expect((await c().put('/v1/session/create', { TTL: '15s' })).status).toBe(400);
+    expect((await c().put('/v1/session/create', { TTL: '30s' })).status).toBe(200);
   }, 30_000);
 
   test('a broken file: the agent keeps its configuration, /v1/agent/reload answers the reason, SIGHUP does not stop it', async () => {
