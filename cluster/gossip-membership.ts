@@ -132,6 +132,12 @@ export class GossipMembership implements Membership {
     return this.table.alive();
   }
 
+  /** Force-leave here, and told to the others with the next heartbeat's worth of gossip. */
+  forceLeave(name: string, prune: boolean): void {
+    if (this.table.forceLeave(name, prune)) this.changed();
+    void this.publish({ ...this.heartbeat(), forceLeave: { name, prune } });
+  }
+
   onChange(listener: MembershipListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -193,7 +199,9 @@ export class GossipMembership implements Membership {
       this.logger.warn({ name: hb.name, id: hb.id, peer: fromPeer }, 'membership: another node uses this name');
     }
     if (fromPeer !== undefined) for (const a of hb.addrs ?? []) this.peerAt.set(a, fromPeer);
-    if (this.table.heard(hb, this.clock.nowMs())) this.changed();
+    const heard = this.table.heard(hb, this.clock.nowMs());
+    const forced = hb.forceLeave !== undefined && hb.forceLeave.name !== this.self.name && this.table.forceLeave(hb.forceLeave.name, hb.forceLeave.prune);
+    if (heard || forced) this.changed();
   }
 
   private changed(): void {

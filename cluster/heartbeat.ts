@@ -27,6 +27,8 @@ export interface Heartbeat {
   leaving?: boolean;
   /** The node's libp2p listen addresses without peer id, so the others can dial it back after a restart. */
   addrs?: string[];
+  /** Force-leave told to this node: each receiver moves `name` to left if it has it failed (`prune`: forgets it). */
+  forceLeave?: { name: string; prune: boolean };
 }
 
 const encoder = new TextEncoder();
@@ -63,5 +65,9 @@ export function decodeHeartbeat(data: Uint8Array): Heartbeat | { invalid: string
   };
   if (o.leaving === true) hb.leaving = true;
   if (addrs !== undefined) hb.addrs = addrs;
+  const forced = o.forceLeave as { name?: unknown; prune?: unknown } | undefined;
+  if (typeof forced === 'object' && forced !== null && typeof forced.name === 'string' && forced.name !== '') {
+    hb.forceLeave = { name: forced.name, prune: forced.prune === true };
+  }
   return hb;
 }

@@ -49,6 +49,16 @@ export class MemberTable {
     return changed;
   }
 
+  /** Moves a failed member to left (`prune`: forgets a failed or left one); true when anything changed. */
+  forceLeave(name: string, prune: boolean): boolean {
+    const e = this.others.get(name);
+    if (e === undefined || e.member.status === 'alive') return false;
+    if (prune) return this.others.delete(name);
+    if (e.member.status === 'left') return false;
+    e.member.status = 'left';
+    return true;
+  }
+
   /** Every member heard of, own node first (always alive, heard now), then the others by name. */
   members(nowMs: number): Member[] {
     const others = [...this.others.values()]

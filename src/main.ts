@@ -2,7 +2,8 @@
  * The composition root. It reads the settings, locks the data dir, opens the log (the embedded WAL in
  * the data dir, or JetStream with --nats), has `src/agent/assemble.ts` start the runtime and the
  * listeners, logs `roster listening http=<url> grpc=<address>` when ready, shuts down cleanly on
- * SIGTERM/SIGINT and turns failures into exit codes.
+ * SIGTERM/SIGINT and after `PUT /v1/agent/leave`, reloads the config file on SIGHUP, and turns failures
+ * into exit codes.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
@@ -72,8 +73,11 @@ function toMultiaddr(address: string): string {
   return `/ip4/${m[1]}/tcp/${m[2]}`;
 }
 
-async function run(config: Config): Promise<void> {
+async function run(config: Config, reread: () => Config): Promise<void> {
   const logger = createLogger(config);
+  // SIGHUP must never stop the agent: until it is ready, one is logged and ignored.
+  let onHangup = () => logger.warn({ signal: 'SIGHUP' }, 'the agent is still starting: SIGHUP ignored');
+  process.on('SIGHUP', () => onHangup());
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
@@ -82,16 +86,18 @@ async function run(config: Config): Promise<void> {
   const clock = new SystemClock();
   const nodeId = nodeIdOf(dataDir);
   const log = await openLog(config, dataDir, clock, logger);
+  let shutdown: (signal: string) => void = () => {};
   const agent = await assembleAgent(config, {
-    log, clock, nodeId, logger,
+    log, clock, nodeId, logger, reread,
     onFatal: () => process.exit(70),
     join: (self) => joinCluster(config, self, logger),
+    onLeave: () => shutdown('leave'),
   });
   const { runtime, http, grpc } = agent;
   logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index, cluster: config.nats.length > 0 }, `roster listening http=${http.url} grpc=${grpc.address}`);
 
   let stopping = false;
-  const shutdown = (signal: string) => {
+  shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
@@ -102,6 +108,11 @@ async function run(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // A reload that fails leaves the agent running as it was; the reason is logged.
+  onHangup = () => {
+    logger.info({ signal: 'SIGHUP' }, 'reloading the configuration');
+    agent.reload().catch((err: unknown) => logger.error({ err: err instanceof ConfigError ? err.message : err }, 'reload failed; the configuration in effect is unchanged'));
+  };
 }
 
 /**
@@ -132,13 +143,20 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
     process.stdout.write(`${usage}\n`);
     return;
   }
-  run(config).catch((err: unknown) => {
+  // A reload reads the same flags and environment, and the config file again.
+  run(config, () => loadConfigOrThrow(argv, env, defaults)).catch((err: unknown) => {
     printFailure(err);
     // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged
     // log, a native binding that does not load on this Node.js and C library).
     const refused = err instanceof ConfigError || err instanceof DataDirLocked || isLogDamaged(err) || err instanceof BindingUnavailable;
     process.exit(refused ? 2 : 1);
   });
+}
+
+function loadConfigOrThrow(argv: string[], env: NodeJS.ProcessEnv, defaults: ConfigDefaults): Config {
+  const config = loadConfig(argv, env, defaults);
+  if (config === 'help') throw new ConfigError('--help is not a configuration');
+  return config;
 }
 
 /** True when this file is what node was asked to run (`node --import tsx src/main.ts`), not an import of `roster agent`. */

@@ -5,10 +5,10 @@
  * lock, signals, exit codes); tests run it in their own process over the memory log.
  */
 import type { Logger } from 'pino';
-import { ConfigError, type Config } from '../config.ts';
+import { ConfigError, type Config, type Limits } from '../config.ts';
 import { startGrpcHealthServer, type GrpcHealthServer } from '../grpc/index.ts';
 import { AuthGate } from '../http/auth-gate.ts';
-import { apiRouter, RateLimiter, startHttpServer, StreamServer, type ApiContext, type HttpServer } from '../http/index.ts';
+import { apiRouter, RateLimiter, startHttpServer, StreamServer, type AgentOperations, type ApiContext, type HttpServer, type HttpServerOptions } from '../http/index.ts';
 import { AgentMetrics } from '../metrics/index.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { ReplicatedLog } from '../ports/log.ts';
@@ -16,9 +16,13 @@ import { MembershipSlot, StaticMembership, type Membership } from '../ports/memb
 import { probeFor } from '../probes/factory.ts';
 import { Runtime } from '../runtime/index.ts';
 import { ListenError } from '../util/listen-error.ts';
+import { forceLeave } from './force-leave.ts';
 import { registerLocalDefinitions } from './local-definitions.ts';
+import { configReloader, type ReloadOutcome } from './reload.ts';
 
 const version = '0.1.0';
+/** How long `PUT /v1/agent/leave` leaves its answer to reach the client before the agent stops. */
+const leaveAnswerMs = 100;
 
 /** How this node announces itself to the cluster. */
 export interface SelfAddresses { name: string; id: string; http: string; grpc: string }
@@ -33,6 +37,10 @@ export interface AgentParts {
   onFatal(err: unknown): void;
   /** Cluster membership, joined once the listeners have their ports. @default this node alone */
   join?: (self: SelfAddresses) => Promise<Membership | undefined>;
+  /** Reads the settings again for a reload (throws a ConfigError when they do not validate). @default the start's settings */
+  reread?: () => Config;
+  /** `PUT /v1/agent/leave` was answered: the caller stops the agent (agent.stop) and exits. @default stop() */
+  onLeave?: () => void;
 }
 
 export interface Agent {
@@ -42,6 +50,8 @@ export interface Agent {
   stream: StreamServer;
   membership: Membership;
   metrics: AgentMetrics;
+  /** Reads the config file again and applies what can change live (src/agent/reload.ts). */
+  reload(): Promise<ReloadOutcome>;
   /** Closes the HTTP server, then gRPC (every status goes NOT_SERVING, watchers are told and their calls end), the runtime, the membership. */
   stop(): Promise<void>;
 }
@@ -54,7 +64,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   let http: HttpServer | undefined;
   const runtime = startRuntime(config, parts, membership, metrics, () => http?.close());
   await runtime.start();
-  await registerLocalDefinitions(runtime, config);
+  const definitions = await registerLocalDefinitions(runtime, config);
   const ctx: ApiContext = {
     runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
     sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
@@ -64,24 +74,35 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   // One limiter for the HTTP API and the stream's upgrades: a caller's requests and upgrades share its window.
   const rateLimit = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
   const stream = streamServer(config, ctx, gate, rateLimit);
-  http = await listening('--http-port', httpServer(config, parts.logger, { ctx, metrics, stream, gate, rateLimit }));
+  const httpOpts = httpOptions(config, parts.logger, { ctx, metrics, stream, gate, rateLimit });
+  http = await listening('--http-port', startHttpServer(httpOpts));
   const server = http;
   const grpc = await listening('--grpc-port', startGrpcHealthServer({ host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger: parts.logger }));
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
   const gossip = await parts.join?.({ name: config.nodeName, id: parts.nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address });
   if (gossip !== undefined) membership.set(gossip);
+  const applyLimits = limitsApplier(httpOpts, stream);
+  const reload = configReloader({ config, logger: parts.logger, runtime, ctx, definitions, applyLimits }, parts.reread ?? (() => ({ ...config })));
   metrics.track({
     state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
     streamConnections: () => stream.connections, streamSubscriptions: () => stream.subscriptions, grpcWatchers: () => grpc.watchers(),
   });
+  const stop = async () => {
+    server.close();
+    await grpc.stop();
+    await runtime.stop();
+    await membership.stop();
+  };
+  ctx.operations = agentOperations(reload, parts.onLeave ?? (() => void stop()), membership);
+  return { runtime, http: server, grpc, stream, membership, metrics, reload, stop };
+}
+
+function agentOperations(reload: () => Promise<ReloadOutcome>, onLeave: () => void, membership: Membership): AgentOperations {
   return {
-    runtime, http: server, grpc, stream, membership, metrics,
-    stop: async () => {
-      server.close();
-      await grpc.stop();
-      await runtime.stop();
-      await membership.stop();
-    },
+    reload,
+    // After the answer has been written: stopping closes the HTTP server.
+    leave: () => void setTimeout(onLeave, leaveAnswerMs),
+    forceLeave: (node, prune) => forceLeave(membership, node, prune),
   };
 }
 
@@ -118,9 +139,22 @@ function streamServer(config: Config, ctx: ApiContext, gate: AuthGate | undefine
 
 interface Front { ctx: ApiContext; metrics: AgentMetrics; stream: StreamServer; gate: AuthGate | undefined; rateLimit: RateLimiter | undefined }
 
-function httpServer(config: Config, logger: Logger, { ctx, metrics, stream, gate, rateLimit }: Front): Promise<HttpServer> {
+/** The limits a reload changes live: read by the HTTP server at each request and by the stream at each use. */
+function limitsApplier(httpOpts: HttpServerOptions<ApiContext>, stream: StreamServer): (limits: Limits) => void {
+  return (limits) => {
+    httpOpts.requestsInFlightPerClientMax = limits.httpMaxConnsPerClient;
+    httpOpts.bodyTimeoutMs = limits.requestBodyTimeoutMs;
+    httpOpts.bodyBytesMax = limits.kvMaxValueSize;
+    stream.setLimits({
+      connectionsPerClientMax: limits.streamMaxConnsPerClient, connectionsMax: limits.streamMaxConns,
+      pendingItemsMax: limits.streamHeldItemsMax, snapshotBytesMax: limits.streamSnapshotBytesMax,
+    });
+  };
+}
+
+function httpOptions(config: Config, logger: Logger, { ctx, metrics, stream, gate, rateLimit }: Front): HttpServerOptions<ApiContext> {
   const { runtime } = ctx;
-  return startHttpServer({
+  return {
     host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx, observer: metrics,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
@@ -135,7 +169,7 @@ function httpServer(config: Config, logger: Logger, { ctx, metrics, stream, gate
       const l = runtime.leadership();
       return { knownLeader: runtime.writable && (l.peers.length === 0 || l.leader !== undefined), lastContactMs: l.lastContactMs };
     },
-  });
+  };
 }
 
 /** A listener that could not bind stops the start naming the flag that chose its port (exit 2, as a config error). */

@@ -191,6 +191,10 @@ const routePermissions: readonly RoutePermission[] = [
   // Agent and cluster state. Leader and peers describe the Raft configuration: operator data, as in Consul.
   { path: '/v1/agent/self', prefix: false, resource: 'agent', access: 'read', name: '' },
   { path: '/v1/agent/members', prefix: false, resource: 'agent', access: 'read', name: '' },
+  // Reload, leave and force-leave change the agent itself (Consul: agent:write).
+  { path: '/v1/agent/reload', prefix: false, resource: 'agent', access: 'write', name: '' },
+  { path: '/v1/agent/leave', prefix: false, resource: 'agent', access: 'write', name: '' },
+  { path: '/v1/agent/force-leave/', prefix: true, resource: 'agent', access: 'write', name: '' },
   // Metrics describe the agent as /v1/agent/self does (Consul: agent read).
   { path: '/v1/agent/metrics', prefix: false, resource: 'agent', access: 'read', name: '' },
   { path: '/v1/status/leader', prefix: false, resource: 'operator', access: 'read', name: '' },

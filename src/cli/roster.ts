@@ -58,6 +58,7 @@ function buildProgram(run: Run): Command {
   addMaintenance(program, run);
   addOperator(program, run);
   addSnapshot(program, run);
+  addAgentOps(program, run);
   return program;
 }
 
@@ -77,6 +78,18 @@ function addMaintenance(program: Command, run: Run): void {
   const renew = clientCommand(session, 'renew', 'renew a session\'s TTL and print the session')
     .argument('<id>', 'the session id')
     .action((id: string) => run(async () => (await import('./session-renew.ts')).sessionRenew(await ctxOf(renew), id)));
+}
+
+/** `roster reload`, `roster leave`, `roster force-leave <node> [--prune]` (src/cli/agent-ops.ts). */
+function addAgentOps(program: Command, run: Run): void {
+  const ops = () => import('./agent-ops.ts');
+  const reload = clientCommand(program, 'reload', 'have the agent read its config file again (like consul reload)')
+    .action(() => run(async () => (await ops()).reload(await ctxOf(reload))));
+  const leave = clientCommand(program, 'leave', 'have the agent leave the cluster gracefully and stop (like consul leave)')
+    .action(() => run(async () => (await ops()).leave(await ctxOf(leave))));
+  const forceLeave = clientCommand(program, 'force-leave', 'move a failed member to left at once (like consul force-leave)')
+    .argument('<node>', 'the member\'s node name').option('--prune', 'forget the member altogether')
+    .action((node: string) => run(async () => (await ops()).forceLeave(await ctxOf(forceLeave), node, forceLeave.opts())));
 }
 
 /** `roster lock <prefix> -- <command>`. */

@@ -223,6 +223,11 @@ export const errorCatalogue = {
     kind: 'invalidParameter', message: (v) => `invalid value for enable: ${JSON.stringify(v.value)}`, details: () => rule('enable', 'Format:must be true or false'),
     consulText: (v) => `Invalid value for enable: ${JSON.stringify(v.value)}`,
   }),
+  reloadFailed: entry<Reason>({ kind: 'unknown', message: (v) => `reload failed: ${v.reason}`, consulText: (v) => `Failed to reload configs: ${v.reason}` }),
+  memberNotFound: entry<{ node: string }>({
+    kind: 'notFound', message: (v) => `no member named "${v.node}"`, details: (v) => ({ node: v.node }),
+    consulStatus: 500, consulText: (v) => `agent: No node found with name '${v.node}'`,
+  }),
   /** A check registered for a service that does not exist. */
   checkServiceNotFound: entry<{ id: string }>({
     kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulText: (v) => `ServiceID "${v.id}" does not exist`,

@@ -19,6 +19,18 @@ export interface ApiContext {
   uiDir?: string;
   /** What /v1/agent/metrics serves. */
   metrics: MetricsView;
+  /** Reload, leave and force-leave (src/http/routes/agent-ops.ts). */
+  operations?: AgentOperations;
+}
+
+/** The agent's own operations, provided by src/agent/assemble.ts. */
+export interface AgentOperations {
+  /** Reads the config file again and applies it; rejects with the reason when it does not validate. */
+  reload(): Promise<{ restartNeeded: string[] }>;
+  /** Leaves the cluster and stops the agent, once the answer is on its way. */
+  leave(): void;
+  /** Moves a failed member to left (`prune`: forgets it); `unknown` when no member has that name. */
+  forceLeave(node: string, prune: boolean): 'left' | 'alive' | 'unknown';
 }
 
 /** The agent's metrics, in the two forms /v1/agent/metrics serves. */

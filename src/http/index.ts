@@ -1,5 +1,6 @@
 import type { ApiContext } from './api.ts';
 import { agentRoutes } from './routes/agent.ts';
+import { agentOpsRoutes } from './routes/agent-ops.ts';
 import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
 import { maintenanceRoutes } from './routes/maintenance.ts';
@@ -10,20 +11,20 @@ import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
 
-export type { ApiContext } from './api.ts';
+export type { AgentOperations, ApiContext } from './api.ts';
 export { startHttpServer, loadUws } from './server.ts';
 export { BindingUnavailable } from './binding-error.ts';
 export { StreamServer, streamSubprotocol } from './stream.ts';
 export { RateLimiter } from './rate-limit.ts';
 export type { StreamOptions } from './stream.ts';
-export type { HttpServer } from './server.ts';
+export type { HttpServer, HttpServerOptions } from './server.ts';
 export { dialects } from './render.ts';
 export type { Dialect } from './render.ts';
 
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  const routes = [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes, ...healthRoutes, ...uiRoutes];
+  const routes = [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes, ...healthRoutes, ...uiRoutes];
   for (const route of routes) router.add(route);
   return router;
 }

@@ -16,15 +16,18 @@ export { loadUws } from './uws.ts';
 export { parseHttpDate } from './conditional.ts';
 export { isoWithOffset, requestIdOf } from './request-log.ts';
 
-/** What every exchange of the server shares, with the options' defaults applied. */
+/**
+ * What every exchange of the server shares, with the options' defaults applied. The limits are read from
+ * the options at each request, so a reload that changes them there takes effect at once.
+ */
 function serverOf<Ctx>(o: HttpServerOptions<Ctx>): Server<Ctx> {
   return {
     ...o,
     reserved: reservedParameters(o.router),
     inFlight: new InFlight(),
-    inFlightMax: o.requestsInFlightPerClientMax ?? 200,
-    bodyBytesMax: o.bodyBytesMax ?? requestBodyBytesMax,
-    bodyTimeoutMs: o.bodyTimeoutMs ?? 8_000,
+    get inFlightMax() { return o.requestsInFlightPerClientMax ?? 200; },
+    get bodyBytesMax() { return o.bodyBytesMax ?? requestBodyBytesMax; },
+    get bodyTimeoutMs() { return o.bodyTimeoutMs ?? 8_000; },
   };
 }
 

@@ -49,6 +49,12 @@ export class StreamServer {
     this.bookmarkTimer.unref();
   }
 
+  /** New connection and budget limits (a reload), for the connections open and those to come. */
+  setLimits(limits: Pick<StreamOptions, 'connectionsPerClientMax' | 'connectionsMax' | 'pendingItemsMax' | 'snapshotBytesMax'>): void {
+    const next = streamSettings(limits);
+    Object.assign(this.o, { connectionsPerClientMax: next.connectionsPerClientMax, connectionsMax: next.connectionsMax, pendingItemsMax: next.pendingItemsMax, snapshotBytesMax: next.snapshotBytesMax });
+  }
+
   /** The uWS behaviour for `app.ws('/v1/stream', ...)`. */
   behavior(): Uws.WebSocketBehavior<ConnData> {
     return {

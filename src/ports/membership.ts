@@ -31,6 +31,8 @@ export interface Membership {
   onChange(listener: MembershipListener): () => void;
   /** Leaves the cluster (tells the others when it can) and stops. */
   stop(): Promise<void>;
+  /** Moves a failed member to left (`prune`: forgets it), here and at the members it can tell; nothing for a live one. */
+  forceLeave?(name: string, prune: boolean): void;
 }
 
 /** The membership of a single node: itself, always alive. */
@@ -95,6 +97,10 @@ export class MembershipSlot implements Membership {
   async stop(): Promise<void> {
     this.detach();
     await this.inner.stop();
+  }
+
+  forceLeave(name: string, prune: boolean): void {
+    this.inner.forceLeave?.(name, prune);
   }
 
   private emit(members: readonly Member[]): void {

@@ -133,6 +133,9 @@ describe('accessFor', () => {
     // Agent, status, stream
     ['GET', '/v1/agent/self', '', { resource: 'agent', name: '', access: 'read' }],
     ['GET', '/v1/agent/metrics', '', { resource: 'agent', name: '', access: 'read' }],
+    ['PUT', '/v1/agent/reload', '', { resource: 'agent', name: '', access: 'write' }],
+    ['PUT', '/v1/agent/leave', '', { resource: 'agent', name: '', access: 'write' }],
+    ['PUT', '/v1/agent/force-leave/n2', 'n2', { resource: 'agent', name: '', access: 'write' }],
     ['GET', '/v1/agent/members', '', { resource: 'agent', name: '', access: 'read' }],
     ['GET', '/v1/status/leader', '', { resource: 'operator', name: '', access: 'read' }],
     ['GET', '/v1/status/peers', '', { resource: 'operator', name: '', access: 'read' }],

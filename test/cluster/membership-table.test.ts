@@ -104,6 +104,32 @@ describe('MemberTable', () => {
   });
 });
 
+describe('force-leave', () => {
+  test('a failed member goes to left; an alive one is not touched; prune forgets; a heartbeat brings it back', () => {
+    const table = new MemberTable(self);
+    table.heard(hb('m1', 1, 0), t0);
+    table.heard(hb('m3', 1, 0), t0 + suspicionMs);
+    expect(table.forceLeave('m3', false)).toBe(false);
+    table.sweep(t0 + suspicionMs, suspicionMs);
+    expect(statuses(table)).toEqual(['m2:alive', 'm1:failed', 'm3:alive']);
+    expect(table.forceLeave('m1', false)).toBe(true);
+    expect(table.forceLeave('m1', false)).toBe(false);
+    expect(statuses(table)).toEqual(['m2:alive', 'm1:left', 'm3:alive']);
+    expect(table.forceLeave('m1', true)).toBe(true);
+    expect(statuses(table)).toEqual(['m2:alive', 'm3:alive']);
+    expect(table.forceLeave('nobody', true)).toBe(false);
+    table.heard(hb('m1', 2, 0), t0 + 2 * suspicionMs);
+    expect(statuses(table, t0 + 2 * suspicionMs)).toEqual(['m2:alive', 'm1:alive', 'm3:alive']);
+  });
+
+  test('a heartbeat carries a force-leave; a malformed one is left out', () => {
+    const h = hb('m1', 1, 3, { forceLeave: { name: 'm3', prune: true } });
+    expect(decodeHeartbeat(encodeHeartbeat(h))).toEqual(h);
+    const odd = new TextEncoder().encode(JSON.stringify({ ...hb('m1', 1, 4), forceLeave: { name: 7 } }));
+    expect(decodeHeartbeat(odd)).toEqual(hb('m1', 1, 4));
+  });
+});
+
 describe('heartbeat wire format', () => {
   test('round-trips, and ignores fields it does not know', () => {
     const h = hb('m1', 17, 4, { leaving: true, addrs: ['/ip4/127.0.0.1/tcp/5'] });

@@ -38,7 +38,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   sessionCheckUnknown: { check: 'c' }, sessionCheckCritical: { check: 'c' }, sessionCreateFailed: reason, checkIdMissing: undefined,
   serviceIdMissing: undefined, serviceMissing: undefined, nodeMissing: undefined, checkStateMissing: undefined,
   checkNotFound: { id: 'c' }, serviceNotFound: { id: 's' }, checkServiceNotFound: { id: 's' }, registrationFailed: reason,
-  maintenanceEnableMissing: undefined, maintenanceEnableInvalid: { value: 'yes' },
+  maintenanceEnableMissing: undefined, maintenanceEnableInvalid: { value: 'yes' }, reloadFailed: reason, memberNotFound: { node: 'n' },
   checkNotTtl: { checkId: 'c', type: 'http' }, checkStatusInvalid: { status: 'up' }, checkOutputNotString: undefined,
   checkStateUnknown: { state: 'up' }, deregisterNodeMissing: undefined, deregisterCheckIdNotString: undefined,
   deregisterServiceUnsupported: undefined, definitionFieldUnknown: { field: 'Foo', what: 'check definition' },

@@ -1,0 +1,88 @@
+/**
+ * Reloading the config file without a restart (SIGHUP, `PUT /v1/agent/reload`), as Consul's agent does.
+ * The file, environment and flags are read again and validated whole before anything changes: a file that
+ * does not parse or validate leaves the agent as it was, and the reload fails with the reason. Then the
+ * settings that can change while running take effect — the log level, the file's services and checks,
+ * enable_script_checks, session_ttl_min, writes_in_flight_max, rate_limit's requests and period, the limits (but the
+ * stream's buffered-bytes ones) — and every other changed setting (ports, data dir, node name, cluster
+ * addresses, …) is left as it was, named in a warning.
+ */
+import type { Logger } from 'pino';
+import type { Config, Limits } from '../config.ts';
+import type { ApiContext } from '../http/index.ts';
+import type { Runtime } from '../runtime/index.ts';
+import { parseLocalDefinitions, syncLocalDefinitions, type LocalDefinitions } from './local-definitions.ts';
+
+/** Settings a reload applies to the running agent. */
+const liveKeys: ReadonlySet<keyof Config> = new Set<keyof Config>([
+  'logLevel', 'services', 'checks', 'enableScriptChecks', 'enableLocalScriptChecks', 'writesInFlightMax', 'rateLimit', 'limits',
+  'sessionTtlMsMin',
+]);
+/** Limits a reload leaves as they are: uWS's backpressure cut-off of the stream is derived from them at start. */
+const restartOnlyLimits: readonly (keyof Limits)[] = ['streamBufferedBytesSoft', 'streamBufferedBytesHard'];
+
+/** What a reload changes: the running agent's parts. */
+export interface ReloadTarget {
+  /** The running settings; live ones are updated in place (the agent's closures read them). */
+  config: Config;
+  logger: Logger;
+  runtime: Runtime;
+  ctx: ApiContext;
+  /** The config file's definitions registered now. */
+  definitions: LocalDefinitions;
+  /** Puts new limits in force (those of restartOnlyLimits excepted). */
+  applyLimits(limits: Limits): void;
+}
+
+/** A reload's outcome: the changed settings that need a restart. */
+export interface ReloadOutcome { restartNeeded: string[] }
+
+/**
+ * A reload function: `reread` reads the settings again (throws a ConfigError when they do not
+ * validate). Reloads run one at a time.
+ */
+export function configReloader(target: ReloadTarget, reread: () => Config): () => Promise<ReloadOutcome> {
+  let queue: Promise<unknown> = Promise.resolve();
+  return () => {
+    const run = queue.then(() => reloadOnce(target, reread));
+    queue = run.catch(() => undefined);
+    return run;
+  };
+}
+
+async function reloadOnce(target: ReloadTarget, reread: () => Config): Promise<ReloadOutcome> {
+  const { config, logger } = target;
+  const next = reread();
+  const definitions = parseLocalDefinitions({ ...next, nodeName: config.nodeName });
+  const restartNeeded: string[] = changedKeys(config, next).filter((key) => !liveKeys.has(key) || (key === 'rateLimit' && !rateLimitLive(config, next)));
+  restartNeeded.push(...restartOnlyLimits.filter((key) => config.limits[key] !== next.limits[key]).map((key) => `limits.${key}`));
+  for (const key of restartNeeded) logger.warn({ setting: key }, `reload: ${key} changed; it takes effect at the next restart`);
+  logger.level = next.logLevel;
+  config.logLevel = next.logLevel;
+  config.enableScriptChecks = next.enableScriptChecks;
+  config.enableLocalScriptChecks = next.enableLocalScriptChecks;
+  target.ctx.enableScriptChecks = next.enableScriptChecks;
+  config.sessionTtlMsMin = next.sessionTtlMsMin;
+  target.ctx.sessionTtlMsMin = next.sessionTtlMsMin;
+  config.writesInFlightMax = next.writesInFlightMax;
+  // The rate limiter holds this object: its requests and period change in place.
+  if (config.rateLimit !== undefined && next.rateLimit !== undefined) Object.assign(config.rateLimit, next.rateLimit);
+  const limits = { ...next.limits, ...Object.fromEntries(restartOnlyLimits.map((key) => [key, config.limits[key]])) };
+  target.applyLimits(limits);
+  config.limits = limits;
+  await syncLocalDefinitions(target.runtime, config.nodeName, target.definitions, definitions);
+  target.definitions = definitions;
+  config.services = next.services;
+  config.checks = next.checks;
+  logger.info({ restartNeeded }, 'configuration reloaded');
+  return { restartNeeded };
+}
+
+/** Rate limiting turned on or off needs a restart; its numbers do not. */
+function rateLimitLive(before: Config, after: Config): boolean {
+  return before.rateLimit !== undefined && after.rateLimit !== undefined;
+}
+
+function changedKeys(before: Config, after: Config): (keyof Config)[] {
+  return (Object.keys(after) as (keyof Config)[]).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+}

@@ -1,0 +1,44 @@
+/**
+ * The agent's maintenance operations, as Consul's agent has them: `PUT /v1/agent/reload` reads the config
+ * file again (src/agent/reload.ts), `PUT /v1/agent/leave` leaves the cluster gracefully and stops the agent,
+ * `PUT /v1/agent/force-leave/<node>` moves a failed member to left (`?prune`: forgets it). Each answers 200
+ * with an empty body; they need `agent` write.
+ */
+import { ConfigError } from '../../config.ts';
+import { RegistryError } from '../../domain/errors.ts';
+import type { AgentOperations, ApiContext } from '../api.ts';
+import type { Reply } from '../reply.ts';
+import { flag, type Request } from '../request.ts';
+import type { Route } from '../router.ts';
+
+function operations(api: ApiContext): AgentOperations {
+  if (api.operations === undefined) throw new Error('this agent does not offer reload, leave or force-leave');
+  return api.operations;
+}
+
+async function reload(_req: Request, api: ApiContext): Promise<Reply> {
+  try {
+    await operations(api).reload();
+  } catch (err) {
+    if (err instanceof ConfigError) throw new RegistryError('reloadFailed', { reason: err.message });
+    throw err;
+  }
+  return { t: 'empty' };
+}
+
+function leave(_req: Request, api: ApiContext): Reply {
+  operations(api).leave();
+  return { t: 'empty' };
+}
+
+function forceLeave(req: Request, api: ApiContext): Reply {
+  const node = req.rest;
+  if (operations(api).forceLeave(node, flag(req, 'prune')) === 'unknown') throw new RegistryError('memberNotFound', { node });
+  return { t: 'empty' };
+}
+
+export const agentOpsRoutes: Route<ApiContext>[] = [
+  { path: '/v1/agent/reload', prefix: false, methods: { PUT: reload } },
+  { path: '/v1/agent/leave', prefix: false, methods: { PUT: leave } },
+  { path: '/v1/agent/force-leave/', prefix: true, methods: { PUT: forceLeave }, query: ['prune', 'wan'] },
+];

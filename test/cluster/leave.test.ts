@@ -1,0 +1,114 @@
+// Goal: force-leave and leave in a three-node cluster, as users run them. `PUT /v1/agent/force-leave/<node>`
+// on a killed (failed) member moves it to left at once, at the other members too (told through gossip).
+// Then `PUT /v1/agent/leave` on one node: it exits 0, the other marks it left (not failed) at once, well
+// within the suspicion timeout, and the TTL sessions whose timers it owned still expire, their timers now
+// owned by the remaining node.
+import { once } from 'node:events';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { ownerOf } from '../../src/runtime/ownership.ts';
+import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { until } from '../support/until.ts';
+
+/** Long enough that a member marked left before it passes was told, not suspected. */
+const suspicionMs = 8_000;
+const names = ['n1', 'n2', 'n3'];
+
+let nats: NatsCluster;
+const nodes = new Map<string, Agent>();
+const gossipPorts = new Map<string, number>();
+const dataDirs = new Map<string, string>();
+let configFile: string;
+
+async function startNode(name: string): Promise<Agent> {
+  const seeds = [...gossipPorts.entries()].filter(([n]) => n !== name).flatMap(([, p]) => ['--join', `127.0.0.1:${p}`]);
+  const agent = await startAgent({
+    bare: true,
+    dataDir: dataDirs.get(name)!,
+    args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDirs.get(name)!, '--node-name', name,
+      '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossipPorts.get(name)}`, ...seeds,
+      '--session-ttl-min', '1s', '--config-file', configFile],
+    readyTimeoutMs: 60_000,
+  });
+  nodes.set(name, agent);
+  return agent;
+}
+
+const node = (name: string) => nodes.get(name)!;
+
+/** The status number of `member` in `viewer`'s /v1/agent/members (1 alive, 3 left, 4 failed). */
+async function statusOf(viewer: string, member: string): Promise<number | undefined> {
+  const members = (await client(node(viewer)).get('/v1/agent/members')).json<{ Name: string; Status: number }[]>();
+  return members.find((m) => m.Name === member)?.Status;
+}
+
+beforeAll(async () => {
+  nats = await startNatsCluster();
+  const dir = tempDataDir();
+  configFile = join(dir, 'agent.json');
+  writeFileSync(configFile, JSON.stringify({ suspicion: `${suspicionMs}ms` }));
+  for (const n of names) {
+    gossipPorts.set(n, await freePort());
+    dataDirs.set(n, tempDataDir());
+  }
+  await Promise.all(names.map(startNode));
+  for (const viewer of names) {
+    for (const member of names) await until(`${member} alive at ${viewer}`, async () => ((await statusOf(viewer, member)) === 1 ? true : undefined), 40_000);
+  }
+}, 120_000);
+
+afterAll(async () => {
+  for (const n of nodes.values()) if (n.proc.exitCode === null) await n.stop().catch(() => undefined);
+  await nats?.shutdown();
+  for (const d of dataDirs.values()) rmSync(d, { recursive: true, force: true });
+});
+
+describe('leave and force-leave in a cluster', () => {
+  test('force-leave of a killed member moves it from failed to left at once, on the other members too; ?prune forgets it; an unknown name is 404', async () => {
+    await node('n3').kill9();
+    nodes.delete('n3');
+    for (const viewer of ['n1', 'n2']) {
+      await until(`n3 failed at ${viewer}`, async () => ((await statusOf(viewer, 'n3')) === 4 ? true : undefined), suspicionMs + 10_000);
+    }
+    const r = await client(node('n1')).put('/v1/agent/force-leave/n3');
+    expect(r.status).toBe(200);
+    expect(r.text).toBe('');
+    expect(await statusOf('n1', 'n3')).toBe(3);
+    // Told to the others through gossip.
+    await until('n3 left at n2', async () => ((await statusOf('n2', 'n3')) === 3 ? true : undefined), 5_000);
+    expect((await client(node('n1')).put('/v1/agent/force-leave/n9')).status).toBe(404);
+    expect((await client(node('n2')).put('/v1/agent/force-leave/n3?prune')).status).toBe(200);
+    expect(await statusOf('n2', 'n3')).toBeUndefined();
+    await until('n3 forgotten at n1', async () => ((await statusOf('n1', 'n3')) === undefined ? true : undefined), 5_000);
+  }, 60_000);
+
+  test('leave: exit 0, left at the others within moments, the TTL timers it owned move and still fire', async () => {
+    const leaver = 'n2';
+    const alive = ['n1', 'n2'];
+    const c1 = client(node('n1'));
+    // TTL sessions whose timers the leaver owns (ownership hashes the random session id).
+    const owned: string[] = [];
+    for (let i = 0; i < 60 && owned.length < 3; i++) {
+      const id = await client(node(leaver)).session({ TTL: '2s', NodeChecks: [], LockDelay: '0s' });
+      if (ownerOf(`session:${id}`, alive) === leaver) owned.push(id);
+    }
+    expect(owned.length).toBeGreaterThan(0);
+    for (const id of owned) await c1.put(`/v1/session/renew/${id}`);
+
+    const exited = once(node(leaver).proc, 'exit');
+    const leftAt = Date.now();
+    const r = await client(node(leaver)).put('/v1/agent/leave');
+    expect(r.status).toBe(200);
+    expect(r.text).toBe('');
+    expect((await exited)[0]).toBe(0);
+    await until(`${leaver} left at n1`, async () => ((await statusOf('n1', leaver)) === 3 ? true : undefined), suspicionMs);
+    expect(Date.now() - leftAt).toBeLessThan(suspicionMs);
+    // Their timers are owned by the remaining node now (n1 alone is alive): each session still ends on time.
+    for (const id of owned) {
+      await until(`TTL session ${id} of the leaver expired`, async () =>
+        ((await c1.get(`/v1/session/info/${id}`)).json<unknown[]>().length === 0 ? true : undefined), 15_000);
+    }
+  }, 90_000);
+});
