@@ -3,7 +3,10 @@
 // oldest mark any live node may still start from, keeping that mark's message; a node with no mark
 // blocks it; status() then shows the compaction point on every node; a node that fell behind the
 // compaction point is told to restart (it then opens from the newest snapshot), and the divergence
-// audit takes a purged message for purged, not changed.
+// audit takes a purged message for purged, not changed. On three started agents: the stream is compacted
+// under a write load, /v1/operator/log shows the compaction point on every node, and a node restarted
+// after the purge opens from a snapshot and serves every value.
+import { rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
@@ -19,7 +22,9 @@ import { decodeProgress, encodeProgress, type NodeMarks } from '../../cluster/je
 import { SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
 import { collect } from '../log/compliance.ts';
-import { startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { freePort, startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { until as eventually } from '../support/until.ts';
 
 const node = (name: string, startFrom?: [number, number], compacted?: [number, number]): NodeMarks => ({
   name, ageMs: 0,
@@ -232,4 +237,80 @@ describe('JetStreamLog compaction on one nats-server', () => {
     expect(gotA.at(-1)).toMatchObject({ index: 75, pid: 'c-75' });
     expect(a.status().nodes?.map((n) => n.name)).toEqual(['a', 'b', 'c']);
   });
+});
+
+describe('three started agents', () => {
+  const names = ['r1', 'r2', 'r3'];
+  let nats: NatsCluster;
+  const agents = new Map<string, Agent>();
+  const dirs = new Map<string, string>();
+  const gossip = new Map<string, number>();
+
+  interface OperatorLog { firstIndex: number | null; commitIndex: number; stream: { firstSeq: number } | null }
+  const operatorLog = async (a: Agent) => (await client(a).get('/v1/operator/log')).json<OperatorLog>();
+
+  async function start(name: string): Promise<Agent> {
+    const dataDir = dirs.get(name) ?? tempDataDir();
+    dirs.set(name, dataDir);
+    const seeds = names.filter((n) => n !== name).flatMap((n) => ['--join', `127.0.0.1:${gossip.get(n)}`]);
+    const agent = await startAgent({
+      bare: true, dataDir, readyTimeoutMs: 60_000,
+      args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', name, '--snapshot-every', '100',
+        '--nats', nats.byName(`n${name.slice(1)}`).url, '--gossip-listen', `127.0.0.1:${gossip.get(name)}`, ...seeds],
+    });
+    agents.set(name, agent);
+    return agent;
+  }
+
+  /** `count` writes over 40 keys (the state stays small, so each node snapshots every 100 entries). */
+  async function write(a: Agent, from: number, count: number): Promise<number> {
+    let index = 0;
+    for (let k = from; k < from + count; k += 1) {
+      const r = await client(a).put(`/v1/kv/compact/${k % 40}`, `v${k}`);
+      expect(r.status).toBe(200);
+      index = Number(r.headers.get('x-consul-index'));
+    }
+    return index;
+  }
+
+  beforeAll(async () => {
+    nats = await startNatsCluster();
+    for (const n of names) gossip.set(n, await freePort());
+    await Promise.all(names.map(start));
+  }, 150_000);
+
+  afterAll(async () => {
+    for (const a of agents.values()) await a.stop().catch(() => undefined);
+    await nats?.shutdown();
+    for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('compacts the stream under writes, shows the compaction point everywhere, and a restarted node opens from a snapshot', async () => {
+    const r1 = agents.get('r1')!;
+    await write(r1, 0, 400);
+    // Every node snapshots twice, then the next compaction (every 10 s) purges below the older marks.
+    const compacted = await eventually('every node shows a compaction point past 1', async () => {
+      const logs = await Promise.all([...agents.values()].map(operatorLog));
+      const points = logs.map((l) => l.firstIndex);
+      return points.every((p) => p !== null && p > 1 && p === points[0]) && (logs[0]!.stream?.firstSeq ?? 0) > 1 ? points[0]! : undefined;
+    }, 45_000);
+
+    const r3 = agents.get('r3')!;
+    expect(await r3.stop()).toBe(0);
+    const last = await write(r1, 400, 300);
+    const again = await start('r3');
+    const values = await eventually('the restarted node has every write', async () => {
+      const r = await client(again).get(`/v1/kv/compact/?recurse&index=${last - 1}&wait=1s`);
+      const kv = r.status === 200 ? r.json<{ Key: string; Value: string }[]>() : [];
+      return kv.length === 40 && Number(r.headers.get('x-consul-index')) >= last ? kv : undefined;
+    }, 60_000);
+    for (const { Key, Value } of values) {
+      const k = Number(Key.split('/')[1]);
+      // The last of the writes 0..699 to key k.
+      expect(Buffer.from(Value, 'base64').toString()).toBe(`v${k + 40 * Math.floor((699 - k) / 40)}`);
+    }
+    expect(again.output()).toMatch(/loaded a snapshot/);
+    const log = await operatorLog(again);
+    expect(log.firstIndex).toBeGreaterThanOrEqual(compacted);
+  }, 180_000);
 });
