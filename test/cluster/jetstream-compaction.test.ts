@@ -13,7 +13,7 @@ import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
 import { DivergenceAudit } from '../../cluster/jetstream/audit.ts';
-import { compactionTarget, firstIndexOf } from '../../cluster/jetstream/compaction.ts';
+import { Compactor, compactionTarget, firstIndexOf } from '../../cluster/jetstream/compaction.ts';
 import { Marks } from '../../cluster/jetstream/marks.ts';
 import { emptyStats } from '../../cluster/jetstream/options.ts';
 import { Reader } from '../../cluster/jetstream/reader.ts';
@@ -99,6 +99,37 @@ describe('compaction policy', () => {
     expect(firstIndexOf(0, [])).toBe(1);
     expect(firstIndexOf(30, [node('a', [40, 90], [30, 70]), node('b')])).toBe(71);
     expect(firstIndexOf(41, [node('a', [40, 90], [30, 70])])).toBeUndefined();
+  });
+
+  it('the compactor purges only as the purger, only past the stream\'s start, and says a refusal once', async () => {
+    const purged: number[] = [];
+    const warns: unknown[] = [];
+    let nodes = [node('a', [30, 70]), node('b', [40, 90])];
+    let firstSeq = 1;
+    let refuse = false;
+    const compactor = new Compactor({
+      stream: 'LOG', nodeName: 'a', logger: { ...silentLogger, warn: (o: unknown) => void warns.push(o) },
+      nodes: () => nodes, firstSeq: () => firstSeq,
+      purgeBelow: (seq) => (refuse ? Promise.reject(new Error('purge not allowed')) : Promise.resolve(void purged.push(seq)).then(() => 29)),
+    });
+    await compactor.runOnce();
+    expect(purged).toEqual([30]);
+    expect(compactor.compacted).toEqual({ seq: 30, index: 70 });
+    firstSeq = 30;
+    await compactor.runOnce();
+    expect(purged).toEqual([30]);
+    nodes = [node('a', [50, 120]), node('b', [45, 100])];
+    refuse = true;
+    await compactor.runOnce();
+    await compactor.runOnce();
+    expect(warns).toHaveLength(1);
+    expect(compactor.compacted).toEqual({ seq: 30, index: 70 });
+    const other = new Compactor({
+      stream: 'LOG', nodeName: 'b', logger: silentLogger, nodes: () => nodes, firstSeq: () => 1,
+      purgeBelow: (seq) => Promise.resolve(void purged.push(seq)).then(() => 0),
+    });
+    await other.runOnce();
+    expect(purged).toEqual([30]);
   });
 
   it('progress reports carry the marks as [seq, index] and old reports without them still decode', () => {
