@@ -7,10 +7,11 @@
 // under a write load, /v1/operator/log shows the compaction point on every node, and a node restarted
 // after the purge opens from a snapshot and serves every value.
 import { rmSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connect } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { adoptStream, streamConfig } from '../../cluster/jetstream/setup.ts';
 import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
 import { DivergenceAudit } from '../../cluster/jetstream/audit.ts';
 import { Compactor, compactionTarget, firstIndexOf } from '../../cluster/jetstream/compaction.ts';
@@ -18,7 +19,7 @@ import { Marks } from '../../cluster/jetstream/marks.ts';
 import { emptyStats } from '../../cluster/jetstream/options.ts';
 import { Reader } from '../../cluster/jetstream/reader.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
-import { decodeProgress, encodeProgress, type NodeMarks } from '../../cluster/jetstream/progress.ts';
+import { decodeProgress, encodeProgress, progressForgetMs, ProgressBoard, type NodeMarks } from '../../cluster/jetstream/progress.ts';
 import { SystemClock } from '../../src/ports/clock.ts';
 import type { LogEntry, Proposal } from '../../src/ports/log.ts';
 import { collect } from '../log/compliance.ts';
@@ -130,6 +131,39 @@ describe('compaction policy', () => {
     });
     await other.runOnce();
     expect(purged).toEqual([30]);
+  });
+
+  it('the stream is created refusing deletes but not purges; an existing one that refuses purges is named', () => {
+    const plan = { stream: 'LOG', subject: 'roster.log.LOG', replicas: 3, publishRetryMsMax: 30_000, publishTimeoutMs: 5_000 };
+    const config = streamConfig(plan);
+    expect(config).toMatchObject({ deny_delete: true });
+    expect(config.deny_purge).toBeUndefined();
+    const info = (extra: Record<string, unknown>) => ({ config: { ...config, ...extra }, state: {} }) as unknown as StreamInfo;
+    expect(adoptStream(info({}), plan).differs).toEqual({});
+    expect(adoptStream(info({ deny_purge: true }), plan).differs).toEqual({ denyPurge: true });
+  });
+
+  it('a node unheard for progressForgetMs no longer holds compaction back', () => {
+    vi.useFakeTimers();
+    try {
+      const board = new ProgressBoard('a', () => ({ server: 'n1', appliedIndex: 90, startFrom: { seq: 40, index: 90 } }));
+      let deliver: ((data: Uint8Array) => void) | undefined;
+      const nc = {
+        subscribe: (_s: string, o: { callback: (err: null, m: { data: Uint8Array }) => void }) => {
+          deliver = (data) => o.callback(null, { data });
+          return { unsubscribe: () => undefined };
+        },
+        publish: () => undefined,
+      } as unknown as NatsConnection;
+      board.start(nc, 'roster.progress.LOG');
+      deliver!(encodeProgress('b', { server: 'n2', appliedIndex: 20, startFrom: { seq: 5, index: 12 } }));
+      expect(compactionTarget(board.marks(), 'a')).toEqual({ seq: 5, index: 12 });
+      vi.advanceTimersByTime(progressForgetMs + 1);
+      expect(compactionTarget(board.marks(), 'a')).toEqual({ seq: 40, index: 90 });
+      board.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('progress reports carry the marks as [seq, index] and old reports without them still decode', () => {
