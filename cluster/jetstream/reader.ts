@@ -35,11 +35,6 @@ export interface ReaderPorts {
   failure(): Error | undefined;
   /** The reader missed entries (messages vanished, the consumer of the entries threw): the log fails. */
   fail(cause: unknown): void;
-  /**
-   * Messages after the cursor are gone (the node fell behind the compaction point): its state can only
-   * come back from a snapshot, so this is told instead of `fail` when given. @default fail
-   */
-  fellBehind?(cause: Error): void;
   /** Numbered entries, in order. */
   deliver(entries: LogEntry[]): void;
   /** Attachments entries name: fetched before those entries are delivered (see attachments.ts). */
@@ -167,9 +162,7 @@ export class Reader {
     // The ordered consumer resumes after the last message it delivered; a restarted one after ours.
     if (seq <= this.cursor.seq) return;
     if (ports.strictSeq && seq !== this.cursor.seq + 1) {
-      const err = new Error(`${kind}: stream ${ports.stream} skips from seq ${this.cursor.seq} to ${seq}: messages were removed `
-        + '(compacted past this node); restart it to open from the newest snapshot');
-      (ports.fellBehind ?? ports.fail)(err);
+      ports.fail(new Error(`${kind}: stream ${ports.stream} skips from seq ${this.cursor.seq} to ${seq}: messages were removed`));
       return;
     }
     ports.stats.messagesConsumed += 1;

@@ -9,7 +9,6 @@ import type { Logger, Snapshot } from '../../src/ports/index.ts';
 import { snapshotRefusal } from '../../src/log/index.ts';
 import { parseSnapshotRecord, type Mark, type SnapshotRecord } from './format.ts';
 import type { Marks } from './marks.ts';
-import type { SeqIndex } from './progress.ts';
 import { kind } from './options.ts';
 import { errorMessage, isTransient, retrying } from './retry.ts';
 
@@ -48,17 +47,6 @@ export function startMark(info: StreamInfo, record: SnapshotRecord | undefined, 
 export class SnapshotStore {
   /** Index of the newest snapshot loaded or saved. */
   newest = 0;
-  /**
-   * The marks of the snapshot this node opened from (seq 0: none) and of the ones it saved since, the
-   * last two kept: the older is where this node may still start from (compaction.ts), so a node that is
-   * loading the newer one while it is replaced still finds its messages.
-   */
-  private readonly kept: SeqIndex[] = [{ seq: 0, index: 0 }];
-
-  /** The mark this node reports as the oldest it may still start from. */
-  get oldestStart(): SeqIndex {
-    return this.kept[0]!;
-  }
   private saves: Promise<void> = Promise.resolve();
 
   constructor(private readonly ports: SnapshotPorts) {}
@@ -79,7 +67,6 @@ export class SnapshotStore {
       // A snapshot can be large: one attempt may take the whole budget.
       const record = await retrying(logger, 'snapshot', until, () => this.load(info), budgetMs);
       this.newest = record?.index ?? 0;
-      if (record !== undefined) this.kept.splice(0, this.kept.length, { seq: record.seq, index: record.seqIndex });
       return record;
     } catch (err) {
       if (!complete || !isTransient((err as Error).cause ?? err)) throw err;
@@ -119,8 +106,6 @@ export class SnapshotStore {
     await this.ports.store.putBlob({ name: `${stream}/${nodeName}`, metadata: { index: String(s.index) } }, bytes,
       { timeout: this.ports.publishTimeoutMs });
     this.newest = s.index;
-    this.kept.push({ seq: mark.seq, index: mark.index });
-    if (this.kept.length > 2) this.kept.shift();
     // Later snapshots have a larger index: marks before this one are no longer needed.
     marks.dropBefore(at);
   }
