@@ -173,7 +173,14 @@ export class Reader {
       return;
     }
     ports.stats.messagesConsumed += 1;
-    const items = parseCommitMessage(m.data);
+    let items: ReturnType<typeof parseCommitMessage>;
+    try {
+      items = parseCommitMessage(m.data);
+    } catch (err) {
+      // A commit of a newer format than this node reads: stop rather than misread the log.
+      ports.fail(err as Error);
+      return;
+    }
     if (typeof items === 'string') {
       // Every node reads the same bytes and skips them alike, so indexes stay the same everywhere.
       ports.stats.messagesSkipped += 1;
