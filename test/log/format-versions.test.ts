@@ -2,14 +2,16 @@
 // version existed (version 1, no field) and stops on a newer version, naming both, rather than misread
 // or truncate it. Covers the WAL's commit frames and snapshot files, the JetStream commit messages and
 // snapshot records, and the state snapshot data.
+import { createHash } from 'node:crypto';
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   encodeProposal, entryPayload, FormatVersionError, logFormatVersion, parseCommit, parseSnapshot, snapshotPayload,
 } from '../../src/log/index.ts';
 import { commitItemJson, parseCommitMessage, parseSnapshotRecord } from '../../cluster/jetstream/format.ts';
-import { checkedSnapshotData, RegistryState, toSnapshotData } from '../../src/state/index.ts';
+import { checkedSnapshotData, encodeSnapshotFile, readSnapshotFile, RegistryState, toSnapshotData } from '../../src/state/index.ts';
 import { commitsIn, frame, frameOffsets, pad, proposals, WalFixture } from './wal-fixture.ts';
 
 const newer = logFormatVersion + 1;
@@ -71,6 +73,23 @@ describe('log format versions: the state snapshot data', () => {
     const data = toSnapshotData(new RegistryState());
     expect(checkedSnapshotData(data)).toBe(data);
     expect(() => checkedSnapshotData({ ...data, version: 7 })).toThrow(/format version 7, newer than this node reads \(version 1\)/);
+  });
+});
+
+describe('log format versions: the payload of a backup file', () => {
+  /** The file with its payload line rewritten by `edit` and its trailer computed again. */
+  async function withPayload(edit: (payload: string) => string): Promise<Buffer> {
+    const { file } = await encodeSnapshotFile(toSnapshotData(new RegistryState()), 'n1', 0);
+    const [header, payload] = gunzipSync(file).toString('utf8').split('\n');
+    const body = `${header}\n${edit(payload!)}\n`;
+    const trailer = JSON.stringify({ sha256: createHash('sha256').update(body).digest('hex'), bytes: Buffer.byteLength(body) });
+    return gzipSync(`${body}${trailer}\n`);
+  }
+
+  it('reads a payload without a version and refuses a newer one as a bad payload naming both versions', async () => {
+    expect(readSnapshotFile(await withPayload((p) => p.replace(/,"v":\d+\}$/, '}'))).data.version).toBe(1);
+    await expect(withPayload((p) => p.replace(/,"v":\d+\}$/, `,"v":${newer}}`)).then(readSnapshotFile))
+      .rejects.toThrow(new RegExp(`bad payload: snapshot at index 0 is in format version ${newer}, newer than this node reads`));
   });
 });
 
