@@ -177,8 +177,9 @@ export class Reader {
     try {
       items = parseCommitMessage(m.data);
     } catch (err) {
-      // A commit of a newer format than this node reads: stop rather than misread the log.
-      ports.fail(err as Error);
+      // A commit of a newer format than this node reads (FormatVersionError): the node stops, as on a
+      // purge past it (exit code 70), rather than skip or misread it; only an upgrade gets it past.
+      (ports.fellBehind ?? ports.fail)(err as Error);
       return;
     }
     if (typeof items === 'string') {
