@@ -4,12 +4,14 @@
  *
  * Commit message payload (UTF-8 JSON), one per group commit, at least one proposal:
  *
- *     [{"p":"n1-42","c":{...},"t":1718000000000},{"p":"n1-43","c":{...},"t":1718000000000}]
+ *     [{"p":"n1-42","c":{...},"t":1718000000000,"v":1},{"p":"n1-43","c":{...},"t":1718000000000,"v":1}]
  *
  * `p` the proposal id, `c` the command (the log does not judge it: an unknown tag is the applier's to
- * refuse), `t` the proposer's clock when it formed the batch. No index: readers count.
+ * refuse), `t` the proposer's clock when it formed the batch, `v` the format version (absent: 1; see
+ * src/log/format-version.ts). No index: readers count. A snapshot record carries `v` too.
  */
 import type { Command } from '../../src/domain/index.ts';
+import { formatVersionOf, logFormatVersion, type EncodedProposal } from '../../src/log/index.ts';
 import type { LogEntry } from '../../src/ports/index.ts';
 
 /** A consumed message: its stream sequence, the index of its last command, and the atMs there. */
@@ -41,10 +43,20 @@ export interface SnapshotRecord {
   streamCreated: string;
   /** The node that wrote it (for the logs; any node's snapshot at an index is the same state). */
   node: string;
+  /** The format version; absent means 1 (a record written before the field existed). */
+  v?: number;
   data: unknown;
 }
 
-/** Parses a commit message, or returns why it is not one. */
+/** One proposal of a commit message as JSON text (a commit is `[item,item,...]`). */
+export function commitItemJson(item: EncodedProposal, atMs: number): string {
+  return `{"p":${item.pidJson},"c":${item.cmdJson},"t":${atMs},"v":${logFormatVersion}}`;
+}
+
+/**
+ * Parses a commit message, or returns why it is not one (every node skips it alike); throws
+ * FormatVersionError for a proposal of a newer format than this code reads (the node must stop).
+ */
 export function parseCommitMessage(data: Uint8Array): CommitItem[] | string {
   let v: unknown;
   try {
@@ -61,12 +73,14 @@ export function parseCommitMessage(data: Uint8Array): CommitItem[] | string {
     if (typeof p !== 'string') return `proposal ${k}: bad pid`;
     if (!isObject(c)) return `proposal ${k}: bad cmd`;
     if (typeof t !== 'number' || !Number.isFinite(t)) return `proposal ${k}: bad time`;
+    const version = formatVersionOf(`proposal ${k} of a commit message`, item.v);
+    if (typeof version === 'string') return `proposal ${k}: ${version}`;
     items.push({ p, c: c as unknown as Command, t });
   }
   return items;
 }
 
-/** Parses a stored snapshot record, or returns why it is not one. */
+/** Parses a stored snapshot record, or returns why it is not one; throws FormatVersionError for a newer format. */
 export function parseSnapshotRecord(text: string): SnapshotRecord | string {
   let v: unknown;
   try {
@@ -75,6 +89,8 @@ export function parseSnapshotRecord(text: string): SnapshotRecord | string {
     return 'bad JSON';
   }
   if (!isObject(v)) return 'not an object';
+  const version = formatVersionOf(`snapshot record at index ${JSON.stringify(v.index)}`, v.v);
+  if (typeof version === 'string') return version;
   for (const key of ['index', 'seq', 'seqIndex'] as const) {
     const n = v[key];
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) return `bad ${key}`;
@@ -84,7 +100,7 @@ export function parseSnapshotRecord(text: string): SnapshotRecord | string {
   if (typeof v.stream !== 'string' || typeof v.streamCreated !== 'string') return 'bad stream';
   return {
     index: v.index as number, seq: v.seq as number, seqIndex: v.seqIndex as number, seqAtMs: v.seqAtMs,
-    stream: v.stream, streamCreated: v.streamCreated, node: typeof v.node === 'string' ? v.node : '', data: v.data,
+    stream: v.stream, streamCreated: v.streamCreated, node: typeof v.node === 'string' ? v.node : '', v: version, data: v.data,
   };
 }
 

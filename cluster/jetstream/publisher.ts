@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { JetStreamClient, PubAck } from '@nats-io/jetstream';
 import type { Logger, LogObserver, Proposal } from '../../src/ports/index.ts';
 import { encodeProposal, type EncodedProposal, type Pending } from '../../src/log/index.ts';
+import { commitItemJson } from './format.ts';
 import { kind, type JetStreamLogStats } from './options.ts';
 import { backoffMs, errorMessage, isTransient, retryPauseMsMax } from './retry.ts';
 
@@ -32,7 +33,7 @@ export function ownIdPrefixOf(nodeName: string): string {
 
 /** One commit message's payload: every proposal of the batch, all stamped `atMs`. */
 export function commitPayload(batch: readonly Pending<EncodedProposal>[], atMs: number): string {
-  return `[${batch.flatMap((p) => p.items.map((i) => `{"p":${i.pidJson},"c":${i.cmdJson},"t":${atMs}}`)).join(',')}]`;
+  return `[${batch.flatMap((p) => p.items.map((i) => commitItemJson(i, atMs))).join(',')}]`;
 }
 
 /** Encodes one append; throws if a proposal is invalid or all together cannot fit one message of `bytesMax`. */

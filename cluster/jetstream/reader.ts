@@ -166,7 +166,15 @@ export class Reader {
       return;
     }
     ports.stats.messagesConsumed += 1;
-    const items = parseCommitMessage(m.data);
+    let items: ReturnType<typeof parseCommitMessage>;
+    try {
+      items = parseCommitMessage(m.data);
+    } catch (err) {
+      // A commit of a newer format than this node reads (FormatVersionError): the node stops, as on a
+      // purge past it (exit code 70), rather than skip or misread it; only an upgrade gets it past.
+      (ports.fellBehind ?? ports.fail)(err as Error);
+      return;
+    }
     if (typeof items === 'string') {
       // Every node reads the same bytes and skips them alike, so indexes stay the same everywhere.
       ports.stats.messagesSkipped += 1;

@@ -6,7 +6,7 @@
 import type { StreamInfo } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
 import type { Logger, Snapshot } from '../../src/ports/index.ts';
-import { snapshotRefusal } from '../../src/log/index.ts';
+import { logFormatVersion, snapshotRefusal } from '../../src/log/index.ts';
 import { parseSnapshotRecord, type Mark, type SnapshotRecord } from './format.ts';
 import type { Marks } from './marks.ts';
 import { kind } from './options.ts';
@@ -100,7 +100,7 @@ export class SnapshotStore {
     const { stream, nodeName, streamCreated } = this.ports;
     const { mark, at } = marks.atOrBefore(s.index);
     const record: SnapshotRecord = {
-      index: s.index, seq: mark.seq, seqIndex: mark.index, seqAtMs: mark.atMs, stream, streamCreated, node: nodeName, data: s.data,
+      index: s.index, seq: mark.seq, seqIndex: mark.index, seqAtMs: mark.atMs, stream, streamCreated, node: nodeName, v: logFormatVersion, data: s.data,
     };
     const bytes = Buffer.from(JSON.stringify(record), 'utf8');
     await this.ports.store.putBlob({ name: `${stream}/${nodeName}`, metadata: { index: String(s.index) } }, bytes,

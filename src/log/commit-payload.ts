@@ -6,6 +6,7 @@
  */
 import type { Command } from '../domain/commands.ts';
 import type { LogEntry, Proposal } from '../ports/log.ts';
+import { formatVersionOf, logFormatVersion } from './format-version.ts';
 import { commitBytesMax, entryBytesMax } from './limits.ts';
 
 /** A proposal serialised at append time, so a bad one fails its own append, not the whole batch. */
@@ -17,10 +18,11 @@ export interface EncodedProposal {
 }
 
 /**
- * Bytes an entry adds around pid and cmd in a commit payload: braces, keys and punctuation (21),
- * the index (at most 16 digits), atMs (at most 24 characters) and the comma before the next entry.
+ * Bytes an entry adds around pid and cmd in a commit payload: braces, keys and punctuation (25), the
+ * index (at most 16 digits), atMs (at most 24 characters), the format version (at most 4 digits) and
+ * the comma before the next entry.
  */
-const envelopeBytesMax = 64;
+const envelopeBytesMax = 70;
 
 export function encodeProposal(p: Proposal, payloadBytesMax: number): EncodedProposal {
   if (typeof p.pid !== 'string') throw new TypeError('proposal pid must be a string');
@@ -51,9 +53,12 @@ export function stampMs(lastAtMs: number, nowMs: number): number {
   return Math.max(lastAtMs, nowMs);
 }
 
-/** One entry inside a commit payload: `{"i":index,"t":atMs,"p":pid,"c":cmd}`. */
+/**
+ * One entry inside a commit payload: `{"i":index,"t":atMs,"p":pid,"c":cmd,"v":format}`. The version
+ * comes last, so an entry still begins with `{"i":` and a reader that predates it ignores it.
+ */
 export function entryPayload(index: number, atMs: number, p: EncodedProposal): string {
-  return `{"i":${index},"t":${atMs},"p":${p.pidJson},"c":${p.cmdJson}}`;
+  return `{"i":${index},"t":${atMs},"p":${p.pidJson},"c":${p.cmdJson},"v":${logFormatVersion}}`;
 }
 
 /**
@@ -73,7 +78,10 @@ export function stampBatch(
   return { payload, entries };
 }
 
-/** Parses a commit payload whose first entry must be `first`, or returns why it is not one. */
+/**
+ * Parses a commit payload whose first entry must be `first`, or returns why it is not one; throws
+ * FormatVersionError for an entry of a newer format than this code reads.
+ */
 export function parseCommit(payload: string, first: number): LogEntry[] | string {
   let v: unknown;
   try {
@@ -97,6 +105,8 @@ export function parseCommit(payload: string, first: number): LogEntry[] | string
 function toEntry(v: unknown): LogEntry | string {
   if (!isObject(v)) return 'not an object';
   const { i, t, p, c } = v;
+  const version = formatVersionOf(`log entry ${typeof i === 'number' ? i : '?'}`, v.v);
+  if (typeof version === 'string') return version;
   if (typeof i !== 'number' || !Number.isSafeInteger(i) || i < 1) return 'bad index';
   if (typeof t !== 'number' || !Number.isFinite(t)) return 'bad atMs';
   if (typeof p !== 'string') return 'bad pid';

@@ -9,6 +9,7 @@ export {
   encodeAppend, encodeProposal, entryPayload, parseCommit, stampBatch, stampMs,
 } from './commit-payload.ts';
 export type { EncodedProposal } from './commit-payload.ts';
+export { FormatVersionError, formatVersionOf, logFormatVersion } from './format-version.ts';
 export { parseSnapshot, snapshotPayload, snapshotPayloadChunks } from './snapshot-payload.ts';
 export {
   checkAfterIndex, commitBytesMax, entryBytesMax, frameBytesMax, positiveIntOption, queuedEntriesMaxDefault, refusal,

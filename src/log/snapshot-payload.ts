@@ -1,13 +1,15 @@
 /**
- * The snapshot payload every log stores: `{"index":n,"data":...}`, written whole or in pieces (so a
- * large state is never one string) and parsed back; data must survive JSON.
+ * The snapshot payload every log stores: `{"index":n,"data":...,"v":format}`, written whole or in
+ * pieces (so a large state is never one string) and parsed back; data must survive JSON. A payload
+ * without `v` is format version 1 (format-version.ts).
  */
 import type { Snapshot } from '../ports/log.ts';
 import { isObject } from './commit-payload.ts';
+import { formatVersionOf, logFormatVersion } from './format-version.ts';
 
-/** The snapshot payload: `{"index":n,"data":...}`; data must survive JSON. */
+/** The snapshot payload: `{"index":n,"data":...,"v":format}`; data must survive JSON. */
 export function snapshotPayload(s: Snapshot): string {
-  return JSON.stringify({ index: s.index, data: s.data });
+  return JSON.stringify({ index: s.index, data: s.data, v: logFormatVersion });
 }
 
 /**
@@ -45,10 +47,11 @@ export function* snapshotPayloadChunks(s: Snapshot, chunkChars = 1 << 20): Gener
     }
     yield* out('}');
   }
-  pending += '}';
+  pending += `,"v":${logFormatVersion}}`;
   yield pending;
 }
 
+/** Parses a snapshot payload, or returns why it is not one; throws FormatVersionError for a newer format. */
 export function parseSnapshot(payload: string): Snapshot | string {
   let v: unknown;
   try {
@@ -57,5 +60,7 @@ export function parseSnapshot(payload: string): Snapshot | string {
     return 'bad JSON';
   }
   if (!isObject(v) || typeof v.index !== 'number' || !Number.isSafeInteger(v.index)) return 'bad snapshot index';
+  const version = formatVersionOf(`snapshot at index ${v.index}`, v.v);
+  if (typeof version === 'string') return version;
   return { index: v.index, data: v.data };
 }

@@ -4,8 +4,9 @@
  *
  * 1. the header, JSON: `format` ("roster-snapshot"), `version` (of this file layout), `index`, `atMs`
  *    (the log's time at that index), `createdAt`, `node` (who wrote it) and `counts` of each table;
- * 2. the payload, JSON: `{"index":n,"data":...}`, the snapshot format the logs store for their own
- *    compaction (src/state/snapshot.ts; data.version guards that format);
+ * 2. the payload, JSON: `{"index":n,"data":...,"v":1}`, the snapshot format the logs store for their own
+ *    compaction (`v` its format version, src/log/format-version.ts; data.version guards the state's format,
+ *    src/state/snapshot.ts);
  * 3. the trailer, JSON: `sha256` (hex) and `bytes` of lines 1 and 2 with their newlines.
  *
  * The checksum comes last so the file is written in one pass, the payload in pieces (never one string of
@@ -102,9 +103,9 @@ export function openSnapshotFile(file: Buffer): OpenedSnapshot {
 export function readSnapshotFile(file: Buffer): { meta: SnapshotMeta; data: SnapshotData; bytes: number } {
   const opened = openSnapshotFile(file);
   if (!opened.checksumOk) throw new SnapshotFileError('checksum mismatch: the file is damaged');
-  const parsed = parseSnapshot(opened.payload.toString('utf8'));
-  if (typeof parsed === 'string') throw new SnapshotFileError(`bad payload: ${parsed}`);
   try {
+    const parsed = parseSnapshot(opened.payload.toString('utf8'));
+    if (typeof parsed === 'string') throw new Error(parsed);
     const data = checkedSnapshotData(parsed.data);
     if (data.index !== opened.meta.index) throw new Error(`payload index ${data.index} differs from the header's ${opened.meta.index}`);
     return { meta: opened.meta, data, bytes: opened.bytes };

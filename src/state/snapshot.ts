@@ -49,8 +49,13 @@ export function fromSnapshotData(data: unknown): RegistryState {
 /** The data of a snapshot of this format, or a throw saying why it is not one. */
 export function checkedSnapshotData(data: unknown): SnapshotData {
   const d = data as SnapshotData;
+  const version = (d as { version?: unknown } | null)?.version;
+  if (typeof version === 'number' && Number.isSafeInteger(version) && version > snapshotVersion) {
+    throw new Error(`snapshot: unsupported format version ${version}, newer than this node reads (version ${snapshotVersion}): `
+      + 'a node of a newer release wrote it; upgrade this node to that release');
+  }
   if (d === null || typeof d !== 'object' || d.version !== snapshotVersion) {
-    throw new Error(`snapshot: unsupported format version ${JSON.stringify((d as { version?: unknown } | null)?.version)}`);
+    throw new Error(`snapshot: unsupported format version ${JSON.stringify(version)} (this node reads version ${snapshotVersion})`);
   }
   for (const table of ['kv', 'sessions', 'lockDelays', 'tombstones', 'nodes', 'checks', 'services'] as const) {
     if (!Array.isArray(d[table])) throw new Error(`snapshot: ${table} is not a list`);

@@ -6,10 +6,11 @@
  * Segment files (`wal/*.seg`) hold ONE FRAME PER COMMIT: a group commit is one frame, one write and
  * one fdatasync. The payload is the commit's entries as a UTF-8 JSON array, in index order:
  *
- *     [{"i":7,"t":1718000000000,"p":"n1-42","c":{...}},{"i":8,"t":1718000000000,"p":"n1-43","c":{...}}]
+ *     [{"i":7,"t":1718000000000,"p":"n1-42","c":{...},"v":1},{"i":8,"t":1718000000000,"p":"n1-43","c":{...},"v":1}]
  *
- * with `i` the index, `t` atMs (one value for the whole commit), `p` the proposal id and `c` the
- * command. A commit holds at least one entry, indexes are consecutive within and across frames, and
+ * with `i` the index, `t` atMs (one value for the whole commit), `p` the proposal id, `c` the
+ * command and `v` the format version (absent: 1; a newer one stops the node, src/log/format-version.ts).
+ * A commit holds at least one entry, indexes are consecutive within and across frames, and
  * the payload always starts with the bytes `[{"i":` (`commitPayloadStart`). Its length is 1 to
  * `frameBytesMax` bytes; a length of 0 or above that is damage, not a frame.
  *
@@ -24,7 +25,7 @@
  * (a frame never holds a zero byte in its first eight bytes' place with only zeros after it, since a
  * payload is non-empty JSON text). Every earlier segment ends exactly at its last frame.
  *
- * Snapshot files (`snap/*.snap`) hold exactly one frame whose payload is `{"index":n,"data":...}`;
+ * Snapshot files (`snap/*.snap`) hold exactly one frame whose payload is `{"index":n,"data":...,"v":1}`;
  * they are not subject to `frameBytesMax`.
  *
  * Reading is synchronous on purpose: subscribe() must finish its replay before it returns (the port's

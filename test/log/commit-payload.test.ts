@@ -17,8 +17,8 @@ describe('commit payload', () => {
   it('stamps a batch with consecutive indexes after the last one and one entry time, parsing back to the same entries', () => {
     const batch = [encodeAppend([barrier('a'), barrier('b')]), encodeAppend([barrier('c')])];
     const { payload, entries } = stampBatch(batch, 41, 1_000);
-    expect(payload).toBe('[{"i":42,"t":1000,"p":"a","c":{"t":"barrier"}},{"i":43,"t":1000,"p":"b","c":{"t":"barrier"}},'
-      + '{"i":44,"t":1000,"p":"c","c":{"t":"barrier"}}]');
+    expect(payload).toBe('[{"i":42,"t":1000,"p":"a","c":{"t":"barrier"},"v":1},{"i":43,"t":1000,"p":"b","c":{"t":"barrier"},"v":1},'
+      + '{"i":44,"t":1000,"p":"c","c":{"t":"barrier"},"v":1}]');
     expect(entries.map((e) => [e.index, e.atMs, e.pid])).toEqual([[42, 1000, 'a'], [43, 1000, 'b'], [44, 1000, 'c']]);
     expect(parseCommit(payload, 42)).toEqual(entries);
   });

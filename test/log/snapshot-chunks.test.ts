@@ -23,6 +23,6 @@ describe('snapshotPayloadChunks', () => {
     const pieces = [...snapshotPayloadChunks({ index: 7, data: { version: 1, kv } }, 64 * 1024)];
     expect(pieces.length).toBeGreaterThan(20);
     expect(Math.max(...pieces.map((p) => p.length))).toBeLessThan(64 * 1024 + 1_000);
-    expect(JSON.parse(pieces.join(''))).toEqual({ index: 7, data: { version: 1, kv } });
+    expect(JSON.parse(pieces.join(''))).toEqual({ index: 7, data: { version: 1, kv }, v: 1 });
   });
 });

@@ -54,7 +54,7 @@ describe('WalLog recovery of a torn last commit', () => {
     buf.fill(0, page, page + 4096);
     await writeFile(seg!, buf);
     // Past the hole the bytes still read as whole entries: judged entry by entry they would be kept.
-    const whole = buf.subarray(page + 4096).toString('utf8').match(/\{"i":\d+,"t":\d+,"p":"n1-\d+","c":\{[^}]*\}\}/g) ?? [];
+    const whole = buf.subarray(page + 4096).toString('utf8').match(/\{"i":\d+,"t":\d+,"p":"n1-\d+","c":\{[^}]*\},"v":\d+\}/g) ?? [];
     expect(whole.length).toBeGreaterThan(20);
     for (const e of whole) expect(JSON.parse(e)).toHaveProperty('i');
     const warn = await expectRecovered(5);

@@ -53,7 +53,7 @@ describe('WalLog commits', () => {
     const buf = await readFile(seg!);
     const commits = commitsIn(buf);
     expect(commits.map((c) => c.map((e) => e.i))).toEqual([[1], [2, 3, 4, 5], [6, 7]]);
-    expect(commits[1]![0]).toEqual({ i: 2, t: 1_000, p: 'n1-2', c: proposals(2, 1)[0]!.cmd });
+    expect(commits[1]![0]).toEqual({ i: 2, t: 1_000, p: 'n1-2', c: proposals(2, 1)[0]!.cmd, v: 1 });
     // Past the last commit: zeros, preallocated so commits overwrite allocated blocks (1 MiB ahead).
     const end = usedBytes(buf);
     expect(buf.length).toBeGreaterThanOrEqual(end + 1024 * 1024 / 2);
