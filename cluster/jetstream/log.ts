@@ -228,6 +228,7 @@ export class JetStreamLog implements ReplicatedLog {
     const reader = new Reader({
       js: stores.js, stream: s.stream, subject, strictSeq, consumerExpiresMs: s.consumerExpiresMs, stats: this.stats,
       logger: s.logger, marks, audit, stopped, failure: () => this.failure, fail: (cause) => this.fail(cause),
+      cannotFollow: (err) => this.diverged(err),
       deliver: (entries) => this.deliver(entries), attachments: this.attachments,
     }, start, record?.index ?? 0);
     const publisher = new Publisher({

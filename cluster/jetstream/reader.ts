@@ -35,6 +35,11 @@ export interface ReaderPorts {
   failure(): Error | undefined;
   /** The reader missed entries (messages vanished, the consumer of the entries threw): the log fails. */
   fail(cause: unknown): void;
+  /**
+   * A message this node cannot follow past (a commit of a newer format version): its state can only
+   * go on after an upgrade, so the node stops as on a divergence. @default fail
+   */
+  cannotFollow?(cause: Error): void;
   /** Numbered entries, in order. */
   deliver(entries: LogEntry[]): void;
   /** Attachments entries name: fetched before those entries are delivered (see attachments.ts). */
@@ -172,7 +177,7 @@ export class Reader {
     } catch (err) {
       // A commit of a newer format than this node reads (FormatVersionError): the node stops, as on a
       // purge past it (exit code 70), rather than skip or misread it; only an upgrade gets it past.
-      (ports.fellBehind ?? ports.fail)(err as Error);
+      (ports.cannotFollow ?? ports.fail)(err as Error);
       return;
     }
     if (typeof items === 'string') {
