@@ -9,8 +9,9 @@ import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ownerOf } from '../../src/runtime/ownership.ts';
-import { call, client, sleep, startAgent, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
+import { call, client, sleep, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
 import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { startClusterNode } from '../support/cluster-node.ts';
 import { until } from '../support/until.ts';
 
 /** Gossip: a member unheard this long is failed (the cluster's documented detection bound adds one heartbeat). */
@@ -23,18 +24,8 @@ const gossipPorts = new Map<string, number>();
 const dataDirs = new Map<string, string>();
 let configFile: string;
 
-async function startNode(name: string): Promise<Agent> {
-  const seeds = [...gossipPorts.values()].flatMap((p) => ['--join', `127.0.0.1:${p}`]);
-  const agent = await startAgent({
-    bare: true,
-    dataDir: dataDirs.get(name)!,
-    args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDirs.get(name)!, '--node-name', name,
-      '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossipPorts.get(name)}`, ...seeds,
-      '--session-ttl-min', '1s', '--config-file', configFile],
-    readyTimeoutMs: 60_000,
-  });
-  nodes.set(name, agent);
-  return agent;
+function startNode(name: string): Promise<Agent> {
+  return startClusterNode({ natsUrls: () => nats.urls, gossipPorts, dataDirs, nodes }, name, ['--session-ttl-min', '1s', '--config-file', configFile], true);
 }
 
 const node = (name: string) => nodes.get(name)!;

@@ -159,7 +159,7 @@ describe('Publisher', () => {
     expect(ack.seq).toBe(3);
     expect(calls.map((c) => c.msgID)).toEqual(['me.boot.1', 'me.boot.1']);
     expect(calls[0]!.payload).toBe(commitPayload(batch, 42));
-    expect(JSON.parse(calls[0]!.payload)).toEqual([{ p: 'p1', c: { t: 'barrier' }, t: 42 }]);
+    expect(JSON.parse(calls[0]!.payload)).toEqual([{ p: 'p1', c: { t: 'barrier' }, t: 42, v: 1 }]);
     expect(stats).toMatchObject({ commits: 1, entries: 1, duplicates: 1, publishRetries: 1 });
     expect(committed).toEqual([1]);
     expect(publisher.nextId()).toBe('me.boot.2');

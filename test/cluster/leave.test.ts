@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { ownerOf } from '../../src/runtime/ownership.ts';
-import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { client, tempDataDir, type Agent } from '../support/agent.ts';
+import { startClusterNode } from '../support/cluster-node.ts';
 import { until } from '../support/until.ts';
 
 /** Long enough that a member marked left before it passes was told, not suspected. */
@@ -22,18 +23,8 @@ const gossipPorts = new Map<string, number>();
 const dataDirs = new Map<string, string>();
 let configFile: string;
 
-async function startNode(name: string): Promise<Agent> {
-  const seeds = [...gossipPorts.entries()].filter(([n]) => n !== name).flatMap(([, p]) => ['--join', `127.0.0.1:${p}`]);
-  const agent = await startAgent({
-    bare: true,
-    dataDir: dataDirs.get(name)!,
-    args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDirs.get(name)!, '--node-name', name,
-      '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossipPorts.get(name)}`, ...seeds,
-      '--session-ttl-min', '1s', '--config-file', configFile],
-    readyTimeoutMs: 60_000,
-  });
-  nodes.set(name, agent);
-  return agent;
+function startNode(name: string): Promise<Agent> {
+  return startClusterNode({ natsUrls: () => nats.urls, gossipPorts, dataDirs, nodes }, name, ['--session-ttl-min', '1s', '--config-file', configFile]);
 }
 
 const node = (name: string) => nodes.get(name)!;

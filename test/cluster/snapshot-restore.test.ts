@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeSnapshotFile, readSnapshotFile } from '../../src/state/index.ts';
 import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { startClusterNode } from '../support/cluster-node.ts';
 import { until } from '../support/until.ts';
 
 const names = ['n1', 'n2', 'n3'];
@@ -18,17 +19,8 @@ const gossipPorts = new Map<string, number>();
 const dataDirs = new Map<string, string>();
 let sessionId = '';
 
-async function startNode(name: string): Promise<Agent> {
-  const seeds = [...gossipPorts.entries()].filter(([n]) => n !== name).flatMap(([, p]) => ['--join', `127.0.0.1:${p}`]);
-  const agent = await startAgent({
-    bare: true,
-    dataDir: dataDirs.get(name)!,
-    args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDirs.get(name)!, '--node-name', name,
-      '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossipPorts.get(name)}`, ...seeds],
-    readyTimeoutMs: 60_000,
-  });
-  nodes.set(name, agent);
-  return agent;
+function startNode(name: string): Promise<Agent> {
+  return startClusterNode({ natsUrls: () => nats.urls, gossipPorts, dataDirs, nodes }, name, []);
 }
 
 beforeAll(async () => {
