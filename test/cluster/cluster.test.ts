@@ -3,15 +3,15 @@
 // blocking queries wake across nodes, a killed node's sessions are invalidated while the others keep
 // their locks, TTLs of a dead owner still expire, the stream leader's death only pauses writes, and a
 // restarted node catches up from its snapshot.
-import { writeFileSync, rmSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ownerOf } from '../../src/runtime/ownership.ts';
 import { call, client, sleep, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
-import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
-import { startClusterNode } from '../support/cluster-node.ts';
+import type { NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { TestCluster } from '../support/cluster-node.ts';
 import { until } from '../support/until.ts';
 
 /** Gossip: a member unheard this long is failed (the cluster's documented detection bound adds one heartbeat). */
@@ -19,14 +19,11 @@ const suspicionMs = 4_000;
 const names = ['n1', 'n2', 'n3'];
 
 let nats: NatsCluster;
-const nodes = new Map<string, Agent>();
-const gossipPorts = new Map<string, number>();
-const dataDirs = new Map<string, string>();
 let configFile: string;
+const cluster = new TestCluster(names, () => ['--session-ttl-min', '1s', '--config-file', configFile], true);
+const { nodes } = cluster;
 
-function startNode(name: string): Promise<Agent> {
-  return startClusterNode({ natsUrls: () => nats.urls, gossipPorts, dataDirs, nodes }, name, ['--session-ttl-min', '1s', '--config-file', configFile], true);
-}
+const startNode = (name: string) => cluster.start(name);
 
 const node = (name: string) => nodes.get(name)!;
 
@@ -64,23 +61,14 @@ async function allAlive(): Promise<void> {
 }
 
 beforeAll(async () => {
-  nats = await startNatsCluster();
-  const dir = tempDataDir();
-  configFile = join(dir, 'agent.json');
+  nats = await cluster.prepare();
+  configFile = join(tempDataDir(), 'agent.json');
   writeFileSync(configFile, JSON.stringify({ suspicion: `${suspicionMs}ms` }));
-  for (const n of names) {
-    gossipPorts.set(n, await freePort());
-    dataDirs.set(n, tempDataDir());
-  }
   await Promise.all(names.map(startNode));
   await allAlive();
 }, 120_000);
 
-afterAll(async () => {
-  for (const n of nodes.values()) await n.stop().catch(() => undefined);
-  await nats?.shutdown();
-  for (const d of dataDirs.values()) rmSync(d, { recursive: true, force: true });
-});
+afterAll(() => cluster.stop());
 
 describe('one registry on three nodes', () => {
   test('a write on one node is read on the others', async () => {

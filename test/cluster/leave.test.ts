@@ -4,28 +4,23 @@
 // within the suspicion timeout, and the TTL sessions whose timers it owned still expire, their timers now
 // owned by the remaining node.
 import { once } from 'node:events';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { ownerOf } from '../../src/runtime/ownership.ts';
-import { client, tempDataDir, type Agent } from '../support/agent.ts';
-import { startClusterNode } from '../support/cluster-node.ts';
+import { client, tempDataDir } from '../support/agent.ts';
+import { TestCluster } from '../support/cluster-node.ts';
 import { until } from '../support/until.ts';
 
 /** Long enough that a member marked left before it passes was told, not suspected. */
 const suspicionMs = 8_000;
 const names = ['n1', 'n2', 'n3'];
 
-let nats: NatsCluster;
-const nodes = new Map<string, Agent>();
-const gossipPorts = new Map<string, number>();
-const dataDirs = new Map<string, string>();
 let configFile: string;
+const cluster = new TestCluster(names, () => ['--session-ttl-min', '1s', '--config-file', configFile]);
+const { nodes } = cluster;
 
-function startNode(name: string): Promise<Agent> {
-  return startClusterNode({ natsUrls: () => nats.urls, gossipPorts, dataDirs, nodes }, name, ['--session-ttl-min', '1s', '--config-file', configFile]);
-}
+const startNode = (name: string) => cluster.start(name);
 
 const node = (name: string) => nodes.get(name)!;
 
@@ -36,25 +31,16 @@ async function statusOf(viewer: string, member: string): Promise<number | undefi
 }
 
 beforeAll(async () => {
-  nats = await startNatsCluster();
-  const dir = tempDataDir();
-  configFile = join(dir, 'agent.json');
+  await cluster.prepare();
+  configFile = join(tempDataDir(), 'agent.json');
   writeFileSync(configFile, JSON.stringify({ suspicion: `${suspicionMs}ms` }));
-  for (const n of names) {
-    gossipPorts.set(n, await freePort());
-    dataDirs.set(n, tempDataDir());
-  }
   await Promise.all(names.map(startNode));
   for (const viewer of names) {
     for (const member of names) await until(`${member} alive at ${viewer}`, async () => ((await statusOf(viewer, member)) === 1 ? true : undefined), 40_000);
   }
 }, 120_000);
 
-afterAll(async () => {
-  for (const n of nodes.values()) if (n.proc.exitCode === null) await n.stop().catch(() => undefined);
-  await nats?.shutdown();
-  for (const d of dataDirs.values()) rmSync(d, { recursive: true, force: true });
-});
+afterAll(() => cluster.stop());
 
 describe('leave and force-leave in a cluster', () => {
   test('force-leave of a killed member moves it from failed to left at once, on the other members too; ?prune forgets it; an unknown name is 404', async () => {

@@ -3,49 +3,38 @@
 // session's lock is still held, writes after the restore go above its index and reach every node, and a
 // node killed and restarted afterwards rebuilds the restored state from the stream. A snapshot larger than
 // one stream message travels through the object store.
-import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { encodeSnapshotFile, readSnapshotFile } from '../../src/state/index.ts';
 import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
-import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
-import { startClusterNode } from '../support/cluster-node.ts';
+import { TestCluster } from '../support/cluster-node.ts';
 import { until } from '../support/until.ts';
 
 const names = ['n1', 'n2', 'n3'];
-let nats: NatsCluster;
 let source: Agent;
-const nodes = new Map<string, Agent>();
-const gossipPorts = new Map<string, number>();
-const dataDirs = new Map<string, string>();
+const cluster = new TestCluster(names);
+const { nodes, dataDirs } = cluster;
 let sessionId = '';
 
-function startNode(name: string): Promise<Agent> {
-  return startClusterNode({ natsUrls: () => nats.urls, gossipPorts, dataDirs, nodes }, name, []);
-}
+const startNode = (name: string) => cluster.start(name);
 
 beforeAll(async () => {
   // The source is a single agent named as one of the cluster's nodes, so its sessions' node is alive there.
   const sourceDir = tempDataDir();
   dataDirs.set('source', sourceDir);
-  [source, nats] = await Promise.all([
+  [source] = await Promise.all([
     startAgent({ bare: true, dataDir: sourceDir, args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', sourceDir, '--node-name', 'n1'] }),
-    startNatsCluster(),
+    cluster.prepare(),
   ]);
   const c = client(source);
   sessionId = await c.session({ Name: 'holder', TTL: '60s' });
   expect((await c.put(`/v1/kv/lock/a?acquire=${sessionId}`, 'held')).text).toBe('true');
   for (let i = 0; i < 200; i++) await c.put(`/v1/kv/data/${i}`, `v${i}`);
-  for (const n of names) {
-    gossipPorts.set(n, await freePort());
-    dataDirs.set(n, tempDataDir());
-  }
   await Promise.all(names.map(startNode));
 }, 120_000);
 
 afterAll(async () => {
-  for (const n of [...nodes.values(), source]) await n?.stop().catch(() => undefined);
-  await nats?.shutdown();
-  for (const d of dataDirs.values()) rmSync(d, { recursive: true, force: true });
+  await source?.stop().catch(() => undefined);
+  await cluster.stop();
 });
 
 /** Keys and sessions as a node lists them after a barrier, the indexes a restore renumbers left out. */
