@@ -12,6 +12,7 @@ import type { Member, MemberStatus } from '../ports/membership.ts';
 import type { AppliedView, HttpObserver, LogObserver, ObservedEntry, RuntimeObserver } from '../ports/observer.ts';
 import type { RegistryState } from '../state/index.ts';
 import { consulMetrics, type ConsulMetrics } from './consul-json.ts';
+import { addConsulNames } from './consul-names.ts';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './instruments.ts';
 import { checkStatuses, RegistryEvents } from './registry-events.ts';
 
@@ -170,9 +171,12 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
   }
 
-  /** Consul's /v1/agent/metrics shape: Timestamp, Gauges, Points, Counters, Samples. */
-  consul(): Promise<ConsulMetrics> {
-    return consulMetrics(this.registry, Date.now(), (performance.now() - this.startedMs) / 1000);
+  /** Consul's /v1/agent/metrics shape: Timestamp, Gauges, Points, Counters, Samples; Consul's names added where Roster has an equivalent. */
+  async consul(): Promise<ConsulMetrics> {
+    const uptimeSeconds = (performance.now() - this.startedMs) / 1000;
+    const out = await consulMetrics(this.registry, Date.now(), uptimeSeconds);
+    addConsulNames(out, uptimeSeconds);
+    return out;
   }
 
   // ---------------------------------------------------------------- construction
