@@ -1,10 +1,10 @@
 /**
- * The agent's metrics: one prom-client Registry per agent (never the global one) holding prom-client's
- * default process and Node.js collectors, the request, log and apply instruments that the runtime, the
- * log and the HTTP server feed through the observer ports, the lock, session and check series
- * (registry-events.ts), and gauges of state that are read only when someone scrapes (prom-client
- * `collect`), so they cost nothing on the hot paths. Both answers of /v1/agent/metrics are made from
- * this one registry.
+ * The agent's metrics: one prom-client Registry per agent (never the global one) holding the request,
+ * log and apply instruments that the runtime, the log and the HTTP server feed through the observer
+ * ports, the lock, session and check series (registry-events.ts), and gauges of state that are read
+ * only when someone scrapes (prom-client `collect`), so they cost nothing on the hot paths. prom-client's
+ * default collectors measure the process, so they live in one registry per process, merged into each
+ * answer. Both answers of /v1/agent/metrics are made from the same registries.
  */
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { CheckKind, CheckStatus } from '../domain/types.ts';
@@ -46,6 +46,21 @@ export interface MetricsSources {
 
 export type LogKind = 'wal' | 'jetstream';
 
+let processRegistry: Registry | undefined;
+
+/**
+ * prom-client's default collectors (process_*, nodejs_*), made once per process: they observe the whole
+ * process (a GC observer, an event-loop delay monitor that is never switched off), so agents sharing a
+ * process (the in-process tests) share them rather than each adding its own.
+ */
+function processMetrics(): Registry {
+  if (processRegistry === undefined) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
 /** Methods counted by name; anything else a client sends is counted as OTHER (bounded label values). */
 const methods = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS', 'OTHER'] as const;
 
@@ -75,6 +90,7 @@ const memberStatuses: readonly MemberStatus[] = ['alive', 'failed', 'left'];
 
 export class AgentMetrics implements HttpObserver, RuntimeObserver {
   readonly registry = new Registry();
+  private readonly processRegistry = processMetrics();
   private readonly startedMs = performance.now();
   private sources: MetricsSources | undefined;
 
@@ -102,7 +118,6 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry });
     this.gauge('roster_registry_index', 'The registry index: the last log entry applied on this node.', (s) => s.state().index);
     this.gauge('roster_kv_keys', 'Keys in the KV store.', (s) => s.state().kv.size);
     this.gauge('roster_sessions', 'Sessions in the registry (all nodes\').', (s) => s.state().sessions.size);
@@ -168,18 +183,23 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
 
   /** Prometheus text exposition format 0.0.4, with its content type. */
   async prometheus(): Promise<{ contentType: string; text: string }> {
-    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+    return { contentType: this.registry.contentType, text: await this.answered().metrics() };
   }
 
   /** Consul's /v1/agent/metrics shape: Timestamp, Gauges, Points, Counters, Samples; Consul's names added where Roster has an equivalent. */
   async consul(): Promise<ConsulMetrics> {
     const uptimeSeconds = (performance.now() - this.startedMs) / 1000;
-    const out = await consulMetrics(this.registry, Date.now(), uptimeSeconds);
+    const out = await consulMetrics(this.answered(), Date.now(), uptimeSeconds);
     addConsulNames(out, uptimeSeconds);
     return out;
   }
 
   // ---------------------------------------------------------------- construction
+
+  /** The agent's series, then the process's: a registry made per scrape (it only lists the metric objects). */
+  private answered(): Registry {
+    return Registry.merge([this.registry, this.processRegistry]);
+  }
 
   private addRoute(route: string): RouteChildren {
     const r: RouteChildren = { route, durations: methods.map(() => undefined), counts: new Map<number, CounterChild>() };
