@@ -166,6 +166,7 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
   applied(entries: number, seconds: number): void {
     this.applySeconds.observe(seconds);
     this.applyEntries.observe(entries);
+    this.events.batchApplied();
   }
 
   /** Entries applied before `track` (the start's replay) are not events of this run: they are skipped. */

@@ -86,6 +86,12 @@ export class RegistryEvents {
   private readonly releases = new Map<string, Release>();
   /** Each check's status as last applied, to see transitions (state keeps only the new one). */
   private readonly checkStatus = new Map<string, CheckStatus>();
+  /**
+   * The clocks, read once per applied batch (a read costs 0.1–0.2 µs here, more than the rest of an
+   * entry's bookkeeping): the entries of one batch are applied in one synchronous run.
+   */
+  private wallMs: number | undefined;
+  private monoMs: number | undefined;
 
   constructor(f: EventFamilies) {
     this.acquired = f.acquires.child();
@@ -111,20 +117,25 @@ export class RegistryEvents {
     for (const [key, check] of state.checks) this.checkStatus.set(key, check.status);
   }
 
+  /** The batch whose entries were reported is applied: the next entry reads the clocks afresh. */
+  batchApplied(): void {
+    this.wallMs = undefined;
+    this.monoMs = undefined;
+  }
+
   entryApplied(state: RegistryState, entry: ObservedEntry, applied: AppliedView, local: boolean): void {
-    const nowMs = Date.now();
-    const lagSeconds = Math.max(0, nowMs - entry.atMs) / 1000;
+    this.wallMs ??= Date.now();
+    const lagSeconds = Math.max(0, this.wallMs - entry.atMs) / 1000;
     this.applyLag.observe(lagSeconds);
     const cmd = entry.cmd;
     if (cmd.t === 'state.restore') {
       this.restored(state);
       return;
     }
-    const monoMs = performance.now();
-    if (cmd.t === 'kv.acquire') this.acquire(cmd.key, cmd.session, applied.result, local, monoMs);
+    if (cmd.t === 'kv.acquire') this.acquire(cmd.key, cmd.session, applied.result, local);
     else if (local) this.reported(cmd, applied.result.ok);
     for (const e of applied.effects) {
-      if (e.t === 'kv') this.keyChanged(state, e.key!, monoMs);
+      if (e.t === 'kv') this.keyChanged(state, e.key!);
       else if (e.t === 'session' && local && !state.sessions.has(e.id!)) {
         const cause = invalidationCause(cmd);
         this.invalidated.get(cause)!.inc();
@@ -145,7 +156,12 @@ export class RegistryEvents {
 
   // ---------------------------------------------------------------- locks
 
-  private acquire(key: string, session: string, result: AppliedView['result'], local: boolean, nowMs: number): void {
+  /** This node's monotonic clock for hold and hand-off times, read once per batch and only when a lock needs it. */
+  private nowMs(): number {
+    return (this.monoMs ??= performance.now());
+  }
+
+  private acquire(key: string, session: string, result: AppliedView['result'], local: boolean): void {
     if (!result.ok) {
       if (local) this.refused.get(result.reason ?? '')?.inc();
       if (result.reason === 'held-by-other' || result.reason === 'lock-delay') {
@@ -158,18 +174,19 @@ export class RegistryEvents {
     }
     if (local) this.acquired.inc();
     if (this.holds.get(key)?.session !== session && this.holds.size < holdsTrackedMax) {
-      this.holds.set(key, { session, sinceMs: nowMs, local, contended: false });
+      this.holds.set(key, { session, sinceMs: this.nowMs(), local, contended: false });
     }
     const release = this.releases.get(key);
     if (release === undefined) return;
     this.releases.delete(key);
-    if (local && release.contended) this.handoff.observe((nowMs - release.atMs) / 1000);
+    if (local && release.contended) this.handoff.observe((this.nowMs() - release.atMs) / 1000);
   }
 
   /** A written key whose tracked holder no longer holds it was released (or deleted): the hold ends. */
-  private keyChanged(state: RegistryState, key: string, nowMs: number): void {
+  private keyChanged(state: RegistryState, key: string): void {
     const hold = this.holds.get(key);
     if (hold === undefined || state.kv.get(key)?.session === hold.session) return;
+    const nowMs = this.nowMs();
     this.holds.delete(key);
     if (hold.local) this.hold.observe((nowMs - hold.sinceMs) / 1000);
     this.releases.delete(key);
