@@ -5,7 +5,7 @@
  * pure apply. Every node applies every entry; an event is counted only on the node that proposed its
  * entry (`local`), so that summing a series over a cluster's nodes counts each event once.
  */
-import type { Command } from '../domain/commands.ts';
+import type { Command, TxnKvOp } from '../domain/commands.ts';
 import { gossipCheckId } from '../domain/limits.ts';
 import type { CheckKind, CheckStatus } from '../domain/types.ts';
 import type { AppliedView, ObservedEntry } from '../ports/observer.ts';
@@ -133,6 +133,7 @@ export class RegistryEvents {
       return;
     }
     if (cmd.t === 'kv.acquire') this.acquire(cmd.key, cmd.session, applied.result, local);
+    else if (cmd.t === 'txn.kv') this.txnLocks(cmd.ops, applied.result, local);
     else if (local) this.reported(cmd, applied.result.ok);
     for (const e of applied.effects) {
       if (e.t === 'kv') this.keyChanged(state, e.key!);
@@ -180,6 +181,12 @@ export class RegistryEvents {
     if (release === undefined) return;
     this.releases.delete(key);
     if (local && release.contended) this.handoff.observe((this.nowMs() - release.atMs) / 1000);
+  }
+
+  /** A transaction's `lock` operations acquire as plain acquires do, once it commits (a refused one names no reason per lock). */
+  private txnLocks(ops: readonly TxnKvOp[], result: AppliedView['result'], local: boolean): void {
+    if (!result.ok) return;
+    for (const op of ops) if (op.verb === 'lock') this.acquire(op.key, op.session, result, local);
   }
 
   /** A written key whose tracked holder no longer holds it was released (or deleted): the hold ends. */

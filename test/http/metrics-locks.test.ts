@@ -69,6 +69,9 @@ async function lockWorkload(before: Map<string, number>): Promise<Map<string, nu
   expect(await queued).toBe(true);
   // A queued acquire that gives up: s2 keeps the lock.
   expect(await acquire(hot, s1, '&wait=200ms')).toBe(false);
+  // A lock taken by a transaction.
+  const txn = await c.put('/v1/txn', [{ KV: { Verb: 'lock', Key: uniq('metrics/txn-lock'), Session: s1, Value: Buffer.from('v').toString('base64') } }]);
+  expect(txn.status, txn.text).toBe(200);
 
   // A lock delay: s3's destroy releases its key, which stays unavailable for 10 s.
   const delayed = uniq('metrics/delayed');
@@ -112,7 +115,7 @@ describe('lock, session and check series', () => {
     const after = await lockWorkload(before);
     const delta = (now: Map<string, number>, series: string) => (now.get(series) ?? 0) - (before.get(series) ?? 0);
     const d = (name: string, labels: Record<string, string> = {}) => delta(after, key(name, labels));
-    expect(d('roster_lock_acquires_total'), 'hot by s1, hot by s2 (handed), delayed by s3').toBe(3);
+    expect(d('roster_lock_acquires_total'), 'hot by s1, hot by s2 (handed), the transaction\'s lock, delayed by s3').toBe(4);
     expect(d('roster_lock_acquire_failures_total', { reason: 'held-by-other' }), 'a refusal, then each queued acquire\'s first try').toBeGreaterThanOrEqual(3);
     expect(d('roster_lock_acquire_failures_total', { reason: 'lock-delay' })).toBe(1);
     expect(d('roster_lock_acquire_failures_total', { reason: 'invalid-session' })).toBe(1);
