@@ -86,6 +86,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   metrics.track({
     state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
     streamConnections: () => stream.connections, streamSubscriptions: () => stream.subscriptions, grpcWatchers: () => grpc.watchers(),
+    lockQueueDepth: () => runtime.lockQueues.waiting, logLastIndex: () => logLastIndex(runtime),
   });
   const stop = async () => {
     server.close();
@@ -170,6 +171,12 @@ function httpOptions(config: Config, logger: Logger, { ctx, metrics, stream, gat
       return { knownLeader: runtime.writable && (l.peers.length === 0 || l.leader !== undefined), lastContactMs: l.lastContactMs };
     },
   };
+}
+
+/** The log's last index as this node knows it: a JetStream stream's last sequence as last asked, else the log's own. */
+function logLastIndex(runtime: Runtime): number {
+  const status = runtime.logStatus();
+  return status?.stream?.lastSeq ?? status?.lastIndex ?? runtime.state.index;
 }
 
 /** A listener that could not bind stops the start naming the flag that chose its port (exit 2, as a config error). */

@@ -150,7 +150,7 @@ export class Exchange<Ctx> {
     writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection });
     // Answers refused before routing (429, 413, 503...) still count against the route they asked for.
     const route = this.req?.route ?? this.s.router.pattern(this.head.path);
-    this.s.observer?.request(this.method, route, w.status, ms / 1000);
+    this.s.observer?.request(this.method, route, w.status, ms / 1000, this.req?.queuedSeconds ?? 0);
     logRequest(this.s.logger, this.requestId, this.method, route, this.head.path, w.status, ms);
   }
 }

@@ -27,6 +27,8 @@ export interface Request {
   id: string;
   /** The pattern of the route that took the request (`/v1/kv/*`, or `unmatched`), once routed. */
   route?: string;
+  /** Seconds this request waited in a lock queue (a queued acquire): metrics keep it out of service time. */
+  queuedSeconds?: number;
 }
 
 /**

@@ -5,7 +5,7 @@
  * always agree. Unlike Consul's sink, which keeps one 10-second interval, the figures run from the
  * agent's start, as the Prometheus ones do; `Rate` is `Sum` per second over that time.
  */
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 import { CounterFamily, HistogramFamily, type HistogramChild } from './instruments.ts';
 
 export interface ConsulGauge {
@@ -52,6 +52,14 @@ export async function consulMetrics(registry: Registry, nowMs: number, uptimeSec
     } else if (m instanceof Gauge) {
       const data = await m.get();
       for (const v of data.values) out.Gauges.push({ Name: data.name, Value: v.value, Labels: stringLabels(v.labels) });
+    } else if (m instanceof Counter) {
+      // prom-client's own counters (process_cpu_seconds_total) grow by any amount: Count and Sum are their value.
+      const data = await m.get();
+      for (const v of data.values) {
+        out.Counters.push({ Name: data.name, Count: v.value, Rate: v.value / seconds, Sum: v.value, Min: 0, Max: 0, Mean: 0, Stddev: 0, Labels: stringLabels(v.labels) });
+      }
+    } else if (m instanceof Histogram) {
+      out.Samples.push(...promHistogramSamples(await m.get(), seconds));
     } else {
       // Every metric is made in this module; another kind would be a bug, not something to skip.
       throw new Error(`metrics: ${metric.name} is of a kind the JSON form does not know`);
@@ -67,6 +75,29 @@ function sampled(name: string, c: HistogramChild, seconds: number): ConsulSample
     Min: empty ? 0 : c.min, Max: empty ? 0 : c.max, Mean: empty ? 0 : c.sum / c.count, Stddev: stddev(c),
     Labels: { ...c.labels },
   };
+}
+
+/**
+ * prom-client's own histograms (nodejs_gc_duration_seconds) keep buckets, count and sum: Count, Sum and
+ * Mean come from those; they keep no extremes or squares, so Min, Max and Stddev are 0.
+ */
+function promHistogramSamples(data: MetricObjectWithValues<MetricValue<string>>, seconds: number): ConsulSampled[] {
+  const byLabels = new Map<string, ConsulSampled>();
+  for (const v of data.values) {
+    const metricName = (v as { metricName?: string }).metricName ?? '';
+    if (!metricName.endsWith('_sum') && !metricName.endsWith('_count')) continue;
+    const labels = stringLabels(v.labels);
+    const key = JSON.stringify(labels);
+    let s = byLabels.get(key);
+    if (s === undefined) byLabels.set(key, (s = { Name: data.name, Count: 0, Rate: 0, Sum: 0, Min: 0, Max: 0, Mean: 0, Stddev: 0, Labels: labels }));
+    if (metricName.endsWith('_sum')) s.Sum = v.value;
+    else s.Count = v.value;
+  }
+  for (const s of byLabels.values()) {
+    s.Rate = s.Sum / seconds;
+    s.Mean = s.Count > 0 ? s.Sum / s.Count : 0;
+  }
+  return [...byLabels.values()];
 }
 
 /** The sample standard deviation, as go-metrics computes it from the count, sum and sum of squares. */

@@ -8,7 +8,7 @@ export { SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';
 export type { Member, MemberStatus, Membership, MembershipListener } from './membership.ts';
 export { MembershipSlot, StaticMembership } from './membership.ts';
-export type { HttpObserver, LogObserver, RuntimeObserver } from './observer.ts';
+export type { AppliedView, HttpObserver, LogObserver, ObservedEntry, RuntimeObserver } from './observer.ts';
 export type { Logger } from './logger.ts';
 export { silentLogger } from './logger.ts';
 export type { Random } from './random.ts';

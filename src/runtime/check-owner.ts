@@ -8,6 +8,7 @@ import type { Command } from '../domain/commands.ts';
 import type { CheckStatus, HealthCheck } from '../domain/types.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
+import type { RuntimeObserver } from '../ports/observer.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import { systemRandom, type Random } from '../ports/random.ts';
 import { probeResultChanges, type RegistryState, type Result } from '../state/index.ts';
@@ -27,6 +28,8 @@ export interface CheckOwnerOptions {
   deregisterAfterMsMin?: number;
   /** Probes run no more often than this (smaller intervals are raised, like Consul's 1s). @default 1s */
   intervalMsMin?: number;
+  /** Told of each probe run (metrics). @default none */
+  observer?: Pick<RuntimeObserver, 'checkRan'>;
 }
 
 interface Runner {
@@ -128,8 +131,10 @@ export class CheckOwner {
     if (check === undefined || check.generation !== runner.generation || runner.abort.signal.aborted) return;
     const probe = this.o.probeFor(check);
     if (probe !== undefined) {
+      const startedMs = performance.now();
       const result = await probe(runner.abort.signal);
       if (runner.abort.signal.aborted) return;
+      this.o.observer?.checkRan?.(check.type, result.status, (performance.now() - startedMs) / 1000);
       await this.proposeResult(checkId, runner.generation, result.status, result.output);
     }
     if (this.runners.get(checkId) === runner && !runner.abort.signal.aborted) {

@@ -34,6 +34,8 @@ export interface LockQueueHost {
   stopping(): boolean;
   /** True when the cluster has members besides this node (then hand-offs in a row are bounded). */
   othersExist(): boolean;
+  /** Told how long each queued acquire stayed in its queue, and whether it got the lock (metrics). */
+  queued?(seconds: number, acquired: boolean): void;
 }
 
 interface Waiter {
@@ -63,9 +65,10 @@ export class LockQueues {
   /**
    * Acquires `cmd.key` for `cmd.session`, waiting up to `waitMs` behind the earlier queued requests;
    * the last refusal when the time runs out or the client goes away. Errors other than a waitable
-   * refusal (an invalid session, say) are returned at once, also while waiting.
+   * refusal (an invalid session, say) are returned at once, also while waiting. The time spent in the
+   * queue is written to `timing.queuedSeconds` (the HTTP front end keeps it out of service time).
    */
-  async acquire(cmd: KvAcquire, waitMs: number, signal?: AbortSignal): Promise<Result> {
+  async acquire(cmd: KvAcquire, waitMs: number, signal?: AbortSignal, timing?: { queuedSeconds?: number }): Promise<Result> {
     const deadline = this.host.clock.nowMs() + waitMs;
     const queue = this.queues.get(cmd.key);
     // Nobody queued: try at once, like a plain acquire. Otherwise no barging past the queue.
@@ -74,11 +77,12 @@ export class LockQueues {
       if (first.ok || !waitable.has(first.reason) || waitMs <= 0) return first;
     }
     const waiter = this.enqueue(cmd);
+    const queuedAtMs = this.host.clock.nowMs();
+    let last: Result = { ok: false, reason: 'held-by-other' };
     try {
       const giveUp = this.until(deadline, signal);
       await Promise.race([waiter.turn, giveUp.reached]);
       giveUp.cancel();
-      let last: Result = { ok: false, reason: 'held-by-other' };
       while (this.isHead(cmd.key, waiter)) {
         // A release handed the lock on: its result decides, even if the time ran out meanwhile.
         if (waiter.handoff !== undefined) {
@@ -108,7 +112,17 @@ export class LockQueues {
       return last;
     } finally {
       this.dequeue(cmd.key, waiter);
+      const seconds = (this.host.clock.nowMs() - queuedAtMs) / 1000;
+      if (timing !== undefined) timing.queuedSeconds = seconds;
+      this.host.queued?.(seconds, last.ok);
     }
+  }
+
+  /** Acquires waiting in the queues of all keys (read when metrics are scraped). */
+  get waiting(): number {
+    let n = 0;
+    for (const queue of this.queues.values()) n += queue.length;
+    return n;
   }
 
   /** The acquires waiting on `key` at this node, head first. */

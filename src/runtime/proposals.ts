@@ -46,6 +46,11 @@ export class Proposals {
     return results;
   }
 
+  /** Whether this node (this run of it) proposed the entry of `pid`. */
+  proposedHere(pid: string): boolean {
+    return pid.startsWith(this.pidPrefix) && pid.charCodeAt(this.pidPrefix.length) === 45; // '-'
+  }
+
   /** The entry of `pid` applied here at `index` with `result`. */
   applied(pid: string, index: number, result: Result): void {
     const waiter = this.pending.get(pid);

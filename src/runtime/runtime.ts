@@ -106,6 +106,7 @@ export class Runtime {
     this.checkOwner = new CheckOwner({
       clock: o.clock, nodeName: o.nodeName, state: () => this.state, propose: (cmd) => this.propose(cmd),
       probeFor: o.probeFor ?? (() => undefined), logger: o.logger, ...(o.random ? { random: o.random } : {}), ...o.checks,
+      ...(o.observer ? { observer: o.observer } : {}),
     });
     this.ttl = new TtlOwner(o.clock, (id, renewIndex) => this.proposeExpire(id, renewIndex));
     this.nodeHealth = new NodeHealthOwner({
@@ -117,6 +118,7 @@ export class Runtime {
       waitForKey: (key, index, waitMs, signal) =>
         this.waitForIndex({ kind: 'key', key }, () => this.state.kvKeyIndex(key), index, waitMs, signal),
       stopping: () => this.stopped, othersExist: () => this.membership.members().length > 1,
+      ...(o.observer?.lockQueued ? { queued: o.observer.lockQueued.bind(o.observer) } : {}),
     });
   }
 
@@ -262,6 +264,7 @@ export class Runtime {
         this.fail(err);
         return;
       }
+      this.observer?.entryApplied?.(entry, applied, this.proposals.proposedHere(entry.pid));
       for (const e of applied.effects) {
         if (e.t === 'check' && e.checkId === gossipCheckId) gossipChecks = true;
         if (e.t === 'check' && e.node === this.nodeName) checks.add(e.checkId);

@@ -98,7 +98,8 @@ describe('AgentMetrics', () => {
     const samples = sampleMap(await parsePrometheus((await m.prometheus()).text));
     expect(samples.get(seriesKey('roster_http_requests_total', { method: 'OTHER', route: '/v1/kv/*', status: '405' }))).toBe(1);
     expect(samples.get(seriesKey('roster_http_requests_total', { method: 'GET', route: '/v1/kv/*', status: '200' }))).toBe(2);
-    expect(samples.get(seriesKey('roster_http_request_duration_seconds_count', { route: '/v1/kv/*' }))).toBe(3);
+    expect(samples.get(seriesKey('roster_http_request_duration_seconds_count', { method: 'GET', route: '/v1/kv/*' }))).toBe(2);
+    expect(samples.get(seriesKey('roster_http_request_duration_seconds_count', { method: 'OTHER', route: '/v1/kv/*' }))).toBe(1);
     // Before the agent's parts are tracked, state gauges are 0 or absent, never an error.
     expect(samples.get('roster_sessions{}')).toBe(0);
   });

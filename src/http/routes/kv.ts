@@ -155,7 +155,7 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
   if (req.identity !== undefined && (cmd.t === 'kv.acquire' || cmd.t === 'kv.release')) await requireSessionUse(req, api, cmd.session);
   // A release goes through the queues too: a waiter parked on the key gets the lock in the same commit.
   const result = waitMs !== undefined && cmd.t === 'kv.acquire'
-    ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal)
+    ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal, req)
     : cmd.t === 'kv.release' ? await api.runtime.lockQueues.release(cmd) : await api.runtime.propose(cmd);
   if (result.ok) return { t: 'outcome', ok: true, index: result.index };
   if (op === 'set') throw new RegistryError('kvWriteFailed', { reason: result.reason });
