@@ -24,7 +24,7 @@ type Action = Promise<number | void>;
 /** The options every client command takes (`--json` where there is output to give as JSON). */
 function clientCommand(parent: Command, name: string, description: string, json = true): Command {
   const cmd = parent.command(name).description(description)
-    .addOption(new Option('--http-addr <addr>', `the agent's HTTP address (host:port or a URL) [ROSTER_HTTP_ADDR, default ${defaultHttpAddr}]`))
+    .addOption(new Option('--http-addr <addr>', `the agent's HTTP address (host:port or a URL; a,b,c: the next when one cannot be connected to) [ROSTER_HTTP_ADDR, default ${defaultHttpAddr}]`))
     .addOption(new Option('--token <token>', 'bearer token sent as Authorization: Bearer [ROSTER_HTTP_TOKEN]'));
   return json ? cmd.option('--json', 'print JSON for scripts instead of text') : cmd;
 }

@@ -5,6 +5,7 @@
  * resumed from the last index seen (with the server's epoch), backing off between attempts.
  */
 import WebSocket from 'ws';
+import { AgentClient } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
 import { parseExactJson, stringifyExact } from './output.ts';
@@ -43,8 +44,7 @@ export async function watchCommand(ctx: CliContext, topic: string, key: string, 
     if (!/^\d+$/.test(o.index)) throw usageError(`--index: "${o.index}" is not an index`);
     resumeIndex = Number(o.index);
   }
-  const url = `${ctx.client.baseUrl.replace(/^http/, 'ws')}/v1/stream`;
-  return new Watcher(ctx, url, topic, key, o.passingOnly === true, resumeIndex).run();
+  return new Watcher(ctx, topic, key, o.passingOnly === true, resumeIndex).run();
 }
 
 class Watcher {
@@ -58,7 +58,6 @@ class Watcher {
 
   constructor(
     private readonly ctx: CliContext,
-    private readonly url: string,
     private readonly topic: string,
     private readonly key: string,
     private readonly passingOnly: boolean,
@@ -85,7 +84,13 @@ class Watcher {
     });
   }
 
+  /** The stream's URL at the address in use (which moves on when one cannot be connected to). */
+  private get url(): string {
+    return `${this.ctx.client.baseUrl.replace(/^http/, 'ws')}/v1/stream`;
+  }
+
   private connect(first: boolean): void {
+    const base = this.ctx.client.baseUrl;
     const ws = new WebSocket(this.url, [subprotocol], { headers: this.ctx.client.authHeaders() });
     this.ws = ws;
     let opened = false;
@@ -114,6 +119,11 @@ class Watcher {
       this.onMessage(parseExactJson(data.toString()) as Message);
     });
     ws.on('error', (err) => {
+      if (!opened && AgentClient.unreached(err) && this.ctx.client.failOver(base)) {
+        // Not connected to this address: the next one is tried at once (the first time) or at the next reconnect.
+        if (first && !this.stopping) { ws.removeAllListeners('close'); this.connect(true); }
+        return;
+      }
       if (first && !opened && !this.stopping) {
         this.stopping = true;
         this.fail(new CliError(`cannot open the stream at ${this.url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
