@@ -113,9 +113,9 @@ function addLock(program: Command, run: Run): void {
 /** The KV commands' module, loaded when one of them runs. */
 const kvModule = () => import('./kv.ts');
 
-/** `roster kv get|put|delete`. */
+/** `roster kv get|put|delete|export|import`. */
 function addKv(program: Command, run: Run): void {
-  const kv = program.command('kv').description('read and write keys (get, put, delete)');
+  const kv = program.command('kv').description('read and write keys (get, put, delete, export, import)');
   const get = clientCommand(kv, 'get', 'print the value of a key (or the keys and values under a prefix)')
     .argument('[key]', 'the key, or the prefix with --recurse / --keys', '')
     .option('--recurse', 'every key under the prefix, as key:value lines')
@@ -139,6 +139,14 @@ function addKv(program: Command, run: Run): void {
     .option('--recurse', 'delete every key under the prefix')
     .option('--cas <index>', 'delete only if the key\'s modify index is this; also -cas -modify-index=N')
     .action((key: string) => run(async () => (await kvModule()).kvDelete(await ctxOf(del), key, del.opts())));
+  const transfer = () => import('./kv-transfer.ts');
+  const exp = clientCommand(kv, 'export', 'print the keys under a prefix as consul kv export does (JSON: key, flags, base64 value)', false)
+    .argument('[prefix]', 'the prefix (default: every key)', '')
+    .action((prefix: string) => run(async () => (await transfer()).kvExport(await ctxOf(exp), prefix)));
+  const imp = clientCommand(kv, 'import', 'write the keys of a consul kv export document')
+    .argument('[data]', 'a file (or @file), - for stdin (the default), or the JSON itself')
+    .option('--prefix <prefix>', 'prepend this prefix to every key')
+    .action((data: string | undefined) => run(async () => (await transfer()).kvImport(await ctxOf(imp), data, imp.opts())));
 }
 
 /** The session, members and checks commands' module, loaded when one of them runs. */
