@@ -97,12 +97,18 @@ function addLock(program: Command, run: Run): void {
   const lock = clientCommand(program, 'lock', 'hold a lock while a command runs (like consul lock)', false)
     .argument('<prefix>', 'the lock is the key <prefix>/.lock')
     .argument('<command...>', 'the command and its arguments (after --); a single argument runs through sh -c')
-    .option('--timeout <duration>', 'give up waiting for the lock after this long (0: wait for ever)', '0')
+    .option('--timeout <duration>', 'give up waiting for the lock after this long, exit 1 (default 0: wait for ever)')
+    .option('--try <duration>', 'the same as --timeout (consul lock\'s older name)')
+    .option('-n, --limit <n>', 'holders at once: above 1, a semaphore at <prefix> in Consul\'s layout', '1')
+    .option('--child-exit-code', 'exit with the command\'s code (the default; -child-exit-code=false: exit 0 once it ran)')
+    .addOption(new Option('--no-child-exit-code').hideHelp())
+    .option('--monitor-retry <n>', 'failed reads in a row tolerated while watching the held lock, 1s apart', '3')
+    .option('--verbose', 'say each step on stderr')
     .option('--ttl <duration>', 'session TTL; the session is renewed every TTL/2', '15s')
     .option('--name <name>', 'session name (default: roster lock <key>)')
     .passThroughOptions()
     .action((prefix: string, command: string[]) => run(async () => {
-      const o = lock.opts<{ timeout: string; ttl: string; name?: string }>();
+      const o = lock.opts<import('./lock.ts').LockOptions>();
       const ctx = await ctxOf(lock);
       const { lockCommand } = await import('./lock.ts');
       // passThroughOptions keeps the `--` that separates the command; it is not part of it.
@@ -243,13 +249,15 @@ function addSnapshot(program: Command, run: Run): void {
 function flagSpecOf(cmd: Command): FlagSpec {
   const names = new Set<string>(['help']);
   const takesValue = new Set<string>();
+  const shortTakesValue = new Set<string>();
   for (const opt of cmd.options) {
+    if (opt.short !== undefined && (opt.required || opt.optional)) shortTakesValue.add(opt.short.slice(1));
     const name = opt.long?.replace(/^--/, '');
     if (name === undefined) continue;
     names.add(name);
     if (opt.required || opt.optional) takesValue.add(name);
   }
-  return { names, takesValue, ...(cmd.name() === 'lock' ? { operandsBeforeChild: 1 } : {}) };
+  return { names, takesValue, shortTakesValue, ...(cmd.name() === 'lock' ? { operandsBeforeChild: 1 } : {}) };
 }
 
 /** Finds the (sub)command the line names and rewrites the arguments that follow it. */
