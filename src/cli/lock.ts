@@ -184,7 +184,7 @@ class LockRun {
   /** Waits for the lock; its index (the fencing token), or 'signalled' when interrupted first. */
   private async acquire(): Promise<number | 'signalled'> {
     const deadline = this.s.timeoutMs > 0 ? Date.now() + this.s.timeoutMs : Number.POSITIVE_INFINITY;
-    const spin = spinner(`waiting for ${this.claim.describe}`, this.ctx.stderr);
+    const spin = spinner(`waiting for ${this.claim.describe.replaceAll('"', '')}`, this.ctx.stderr);
     try {
       for (;;) {
         if (this.signalled !== undefined) return 'signalled';
