@@ -188,7 +188,8 @@ function addRegistry(program: Command, run: Run): void {
     .option('--node <name>', 'only this node\'s checks')
     .option('--service <name>', 'only this service\'s checks')
     .action(() => run(async () => (await registryModule()).checks(await ctxOf(chk), chk.opts())));
-  const watch = clientCommand(program, 'watch', 'print a live stream of changes until interrupted')
+  const watch = clientCommand(program, 'watch', 'print a live stream of changes until interrupted, or run a command for each (-- cmd args)')
+    .usage('[options] <topic> [key] [-- <handler> [args...]]')
     .argument('<topic>', 'service_health, service_checks, node_checks, checks_in_state, serving_status, kv_prefix or sessions')
     .argument('[key]', 'service, node, state, key prefix or node name (per topic)', '')
     .option('--index <n>', 'resume from this index instead of starting with a snapshot')
@@ -196,7 +197,7 @@ function addRegistry(program: Command, run: Run): void {
     .action((topic: string, key: string) => run(async () => {
       const ctx = await ctxOf(watch);
       const { watchCommand } = await import('./watch.ts');
-      return watchCommand(ctx, topic, key, watch.opts());
+      return watchCommand(ctx, topic, key, { ...watch.opts(), ...(watchHandler !== undefined ? { handler: watchHandler } : {}) });
     }));
 }
 
@@ -284,7 +285,15 @@ async function fail(err: unknown): Promise<number> {
   throw err;
 }
 
+/** `roster watch … -- <handler> [args…]`: the handler, cut from the line before parsing (commander would read its words as operands). */
+let watchHandler: string[] | undefined;
+
 export async function roster(argv: string[]): Promise<number> {
+  const cut = argv[0] === 'watch' ? argv.indexOf('--') : -1;
+  if (cut >= 0) {
+    watchHandler = argv.slice(cut + 1);
+    argv = argv.slice(0, cut);
+  }
   if (argv[0] === 'agent') {
     const { agentCommand } = await import('./agent.ts');
     await agentCommand(argv.slice(1), process.env);

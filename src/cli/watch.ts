@@ -2,19 +2,23 @@
  * `roster watch <topic> <key>`: subscribes on the agent's WebSocket stream (`/v1/stream`, watch.md §4)
  * and prints the snapshot, then every change, until interrupted (SIGINT/SIGTERM end it with 0). Human
  * output is one line per item or event; `--json` one JSON object per line. A dropped connection is
- * resumed from the last index seen (with the server's epoch), backing off between attempts.
+ * resumed from the last index seen (with the server's epoch), backing off between attempts. With a
+ * handler command (`-- cmd args`), each change is given to it as JSON on stdin instead (watch-handler.ts).
  */
 import WebSocket from 'ws';
 import { AgentClient } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
 import { parseExactJson, stringifyExact } from './output.ts';
+import type { WatchHandler } from './watch-handler.ts';
 
 export interface WatchOptions {
   /** Resume from this index (an X-Consul-Index); absent: a snapshot first. */
   index?: string;
   /** service_health only: healthy instances only. */
   passingOnly?: boolean;
+  /** A command run for each change (watch-handler.ts) instead of printing it. */
+  handler?: string[];
 }
 
 const subprotocol = 'registry.stream.v1';
@@ -44,10 +48,20 @@ export async function watchCommand(ctx: CliContext, topic: string, key: string, 
     if (!/^\d+$/.test(o.index)) throw usageError(`--index: "${o.index}" is not an index`);
     resumeIndex = Number(o.index);
   }
-  return new Watcher(ctx, topic, key, o.passingOnly === true, resumeIndex).run();
+  if (o.handler !== undefined && (o.handler.length === 0 || o.handler[0] === '')) throw usageError('a handler command is required after --');
+  const watcher = new Watcher(ctx, topic, key, o.passingOnly === true, resumeIndex);
+  if (o.handler !== undefined) {
+    const { WatchHandler } = await import('./watch-handler.ts');
+    watcher.handler = new WatchHandler(o.handler, topic, { stderr: ctx.stderr, env: ctx.env, pause: (p) => watcher.pause(p) });
+  }
+  return watcher.run();
 }
 
 class Watcher {
+  /** With a handler, each change goes to it instead of stdout; the snapshot as one change. */
+  handler: WatchHandler | undefined;
+  /** The snapshot's items while they arrive, for the handler. */
+  private snapshotItems: { key: string; value: unknown }[] = [];
   private lastIndex: number | undefined;
   private epoch: string | undefined;
   private ws: WebSocket | undefined;
@@ -67,10 +81,11 @@ class Watcher {
   }
 
   run(): Promise<number> {
-    const stop = () => {
+    const stop = (signal: NodeJS.Signals) => {
       this.stopping = true;
       this.ws?.close(1000);
-      this.done(0);
+      if (this.handler === undefined) { this.done(0); return; }
+      void this.handler.stop(signal).then(() => this.done(0));
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
@@ -186,7 +201,26 @@ class Watcher {
     if (index !== undefined && (this.lastIndex === undefined || index > this.lastIndex)) this.lastIndex = index;
   }
 
+  /** Stops reading the stream while the handler is behind (see watch-handler.ts). */
+  pause(paused: boolean): void {
+    if (paused) this.ws?.pause();
+    else this.ws?.resume();
+  }
+
+  /** The handler's share of a line: the snapshot gathered into one change, each event one change. */
+  private toHandler(handler: WatchHandler, line: Line): void {
+    if (line.type === 'snapshot') { this.snapshotItems.push({ key: line.key!, value: line.value }); return; }
+    if (line.type === 'end_of_snapshot') {
+      handler.push({ type: 'snapshot', index: line.index, items: this.snapshotItems });
+      this.snapshotItems = [];
+      return;
+    }
+    if (line.type === 'reset') { this.snapshotItems = []; return; }
+    handler.push(line);
+  }
+
   private print(line: Line): void {
+    if (this.handler !== undefined) { this.toHandler(this.handler, line); return; }
     if (this.ctx.json) { this.ctx.outJson(line); return; }
     const c = this.ctx.colors;
     const at = line.index === undefined ? '' : `${line.index}`;
