@@ -1,5 +1,6 @@
 // Goal: `roster lock`'s Consul flags as a user types them, against a started agent: `-n 3` is a semaphore
-// in Consul's key layout that never lets more than 3 commands run at once and runs every one; a lock and a
+// in Consul's key layout that never lets more than 3 commands run at once and runs every one; a holder
+// written by hand as Consul's client writes one counts, and is pruned when its session ends; a lock and a
 // semaphore (or two limits) on one prefix refuse each other; `-try` gives up with exit 1; `-child-exit-code`
 // (=false) decides the exit code; `-verbose` says each step; `-monitor-retry` rides out an agent restart
 // when given room, and a lost read ends the command when not.
@@ -94,6 +95,33 @@ describe('-n 3: a semaphore', () => {
     expect(existsSync(file('never-c'))).toBe(false);
     expect(await sessionsNamed('roster lock plain/.lock')).toEqual([]);
   });
+});
+
+describe('-n 2 next to a holder written as Consul\'s client writes one', () => {
+  test('the hand-made holder counts; when its session ends it is pruned and a waiting roster lock takes its slot', async () => {
+    // What Consul's api.Semaphore does for a holder: a delete-behaviour session, its contender key, itself in .lock by CAS.
+    const consul = await http.session({ Name: 'consul-holder', Behavior: 'delete' });
+    expect((await http.put(`/v1/kv/interop/${consul}?acquire=${consul}&flags=${semaphoreFlags}`)).text).toBe('true');
+    expect((await http.put(`/v1/kv/interop/.lock?cas=0&flags=${semaphoreFlags}`, JSON.stringify({ Limit: 2, Holders: { [consul]: true } }))).text).toBe('true');
+
+    const gate = file('interop.gate');
+    const first = startRoster(['lock', '-n', '2', 'interop', '--', `echo first >> ${file('interop')}; while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: agent.url, timeoutMs: 60_000 });
+    await until('the first roster holder', () => read('interop').includes('first'), 30_000);
+    const second = startRoster(['lock', '-n=2', 'interop', '--', `echo second >> ${file('interop')}`], { agent: agent.url, timeoutMs: 60_000 });
+    await until('the second to wait with its contender key', async () => (await keysUnder('interop')).length === 4, 30_000);
+    const holders = async () => Object.keys(JSON.parse(Buffer.from((await keysUnder('interop')).find((k) => k.Key === 'interop/.lock')!.Value!, 'base64').toString()).Holders);
+    expect(await holders()).toHaveLength(2);
+    expect(await holders()).toContain(consul);
+    expect(read('interop')).toBe('first\n');
+
+    expect((await http.put(`/v1/session/destroy/${consul}`)).status).toBe(200);
+    const r = await second.exited;
+    expect(r.code, r.stderr).toBe(0);
+    expect(read('interop')).toBe('first\nsecond\n');
+    writeFileSync(gate, '');
+    expect((await first.exited).code).toBe(0);
+    expect(await keysUnder('interop')).toEqual([]);
+  }, 90_000);
 });
 
 describe('-try', () => {
