@@ -95,7 +95,7 @@ function addAgentOps(program: Command, run: Run): void {
 /** `roster lock <prefix> -- <command>`. */
 function addLock(program: Command, run: Run): void {
   const lock = clientCommand(program, 'lock', 'hold a lock while a command runs (like consul lock)', false)
-    .argument('<prefix>', 'the lock is the key <prefix>/.lock')
+    .argument('<prefix>', 'the lock is the key <prefix>/.lock (with -n above 1: the semaphore\'s keys under <prefix>/)')
     .argument('<command...>', 'the command and its arguments (after --); a single argument runs through sh -c')
     .option('--timeout <duration>', 'give up waiting for the lock after this long, exit 1 (default 0: wait for ever)')
     .option('--try <duration>', 'the same as --timeout (consul lock\'s older name)')

@@ -101,9 +101,10 @@ export class Semaphore implements Claim {
     await this.ctx.client.del(`/v1/kv/${keyPath(this.lockKey)}`, { query: { cas: decoded.entry.ModifyIndex } });
   }
 
-  /** The keys under the prefix, waiting from `index` for at most `waitMs` (index 0: at once). */
+  /** The keys under the prefix, waiting from `index` for at most `waitMs` (index 0 or no wait: at once). */
   private async list(index: number, waitMs: number, signal?: AbortSignal): Promise<{ pairs: KvEntry[]; index: number }> {
-    const blocking = index > 0 ? { index, wait: `${Math.round(waitMs)}ms` } : {};
+    // No wait left (the -try deadline): an answer at once, never the agent's default wait.
+    const blocking = index > 0 && waitMs > 0 ? { index, wait: `${Math.max(1, Math.round(waitMs))}ms` } : {};
     const a = await this.ctx.client.get(`/v1/kv/${keyPath(`${this.what}/`)}`, {
       query: { recurse: true, ...blocking }, timeoutMs: waitMs + requestTimeoutMs, ...(signal ? { signal } : {}),
     });
