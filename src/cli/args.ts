@@ -11,7 +11,14 @@ export interface FlagSpec {
   takesValue: ReadonlySet<string>;
   /** Operands after which the rest of the line belongs to a child command (`roster lock <prefix> <command...>`). */
   operandsBeforeChild?: number;
+  /** One-letter flags that take a value (`-n 3`, also written `-n=3` as Go's flag package allows). */
+  shortTakesValue?: ReadonlySet<string>;
 }
+
+/** Go's strconv.ParseBool words, for Consul's `-flag=true` / `-flag=false` on flags without a value. */
+const trueWords = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+const falseWords = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
+const shortWithValue = /^-([a-zA-Z])(?:=(.*))?$/;
 
 const singleDashLong = /^-([a-z][a-z0-9-]+)(=.*)?$/;
 const doubleDashLong = /^--([a-z][a-z0-9-]+)(=.*)?$/;
@@ -26,6 +33,13 @@ export function normaliseFlags(args: readonly string[], spec: FlagSpec): string[
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === '--') { out.push(...args.slice(i)); break; }
+    const short = shortWithValue.exec(arg);
+    if (short !== null && spec.shortTakesValue?.has(short[1]!)) {
+      const value = short[2] ?? args[i + 1];
+      out.push(`-${short[1]}`, ...(value === undefined ? [] : [value]));
+      if (short[2] === undefined) i += 1;
+      continue;
+    }
     const single = singleDashLong.exec(arg);
     const rewritten = single !== null && spec.names.has(single[1]!) ? `-${arg}` : arg;
     const long = doubleDashLong.exec(rewritten);
@@ -46,6 +60,10 @@ export function normaliseFlags(args: readonly string[], spec: FlagSpec): string[
         continue;
       }
     }
+    if (long[2] !== undefined && spec.names.has(name) && !spec.takesValue.has(name)) {
+      out.push(...booleanFlag(name, long[2].slice(1), spec));
+      continue;
+    }
     out.push(rewritten);
     if (long[2] === undefined && spec.takesValue.has(name) && i + 1 < args.length) {
       out.push(args[i + 1]!);
@@ -65,4 +83,14 @@ export function normaliseAgentFlags(args: readonly string[], names: ReadonlySet<
     out.push(single !== null && names.has(single[1]!) ? `-${arg}` : arg);
   }
   return out;
+}
+
+/**
+ * `--flag=true` is `--flag`; `--flag=false` is `--no-flag` where the command has one, else nothing (the
+ * flag is off unless given). Any other word is left as written, for commander to refuse.
+ */
+function booleanFlag(name: string, value: string, spec: FlagSpec): string[] {
+  if (trueWords.has(value)) return [`--${name}`];
+  if (falseWords.has(value)) return spec.names.has(`no-${name}`) ? [`--no-${name}`] : [];
+  return [`--${name}=${value}`];
 }

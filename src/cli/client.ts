@@ -1,7 +1,10 @@
 /**
  * The agent's HTTP API as the `roster` client commands use it. The agent is found through
  * `--http-addr` or ROSTER_HTTP_ADDR (`host:port`, with or without `http://`/`https://`), default
- * 127.0.0.1:8500; `--token` / ROSTER_HTTP_TOKEN is sent as `Authorization: Bearer`. Answers in either
+ * 127.0.0.1:8500; several addresses separated by commas are tried in order: a request that cannot
+ * connect to one (nothing was sent) goes to the next, and the one that answered is kept for the
+ * command's later requests. An HTTP answer, even an error, is never retried elsewhere.
+ * `--token` / ROSTER_HTTP_TOKEN is sent as `Authorization: Bearer`. Answers in either
  * wire dialect are understood: the seed dialect's `{code, message}` errors and Consul's plain text.
  * Requests go through node:http (node:https for an https address), loaded with the first request: a
  * `roster` call is short, and fetch would first load its HTTP stack (undici), about 20 ms of every call.
@@ -19,10 +22,32 @@ export interface ConnectionOptions {
   token?: string | undefined;
 }
 
+/** Addresses given on the command line or in the environment: at most this many. */
+export const agentAddressesMax = 16;
+
+/**
+ * Connection failures after which nothing reached the agent, so the request may go to the next address:
+ * refused, no such host, no route. A reset or a timeout may come after the agent got the request, and is
+ * reported instead.
+ */
+const failoverCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
 /** `host:port`, `http://host:port` or `https://host:port` → the base URL (no trailing slash). */
 export function agentBaseUrl(flag: string | undefined, env: NodeJS.ProcessEnv): string {
+  return agentBaseUrls(flag, env)[0]!;
+}
+
+/** The agents' base URLs, in the order given (`a,b,c`; blanks around commas ignored). */
+export function agentBaseUrls(flag: string | undefined, env: NodeJS.ProcessEnv): string[] {
   const given = flag ?? (env.ROSTER_HTTP_ADDR || undefined) ?? defaultHttpAddr;
   const source = flag !== undefined ? '--http-addr' : env.ROSTER_HTTP_ADDR ? 'ROSTER_HTTP_ADDR' : 'the default address';
+  const parts = given.split(',').map((p) => p.trim());
+  if (parts.some((p) => p === '')) throw usageError(`${source}: "${given}" has an empty address (write a,b,c)`);
+  if (parts.length > agentAddressesMax) throw usageError(`${source}: at most ${agentAddressesMax} addresses`);
+  return parts.map((p) => oneBaseUrl(p, source));
+}
+
+function oneBaseUrl(given: string, source: string): string {
   const text = /^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? given : `http://${given}`;
   let url: URL;
   try {
@@ -66,11 +91,34 @@ export interface RequestOptions {
 }
 
 export class AgentClient {
-  constructor(readonly baseUrl: string, private readonly token: string | undefined) {}
+  readonly baseUrls: readonly string[];
+  private current = 0;
+
+  constructor(baseUrls: string | readonly string[], private readonly token: string | undefined) {
+    this.baseUrls = typeof baseUrls === 'string' ? [baseUrls] : [...baseUrls];
+  }
 
   static from(o: ConnectionOptions, env: NodeJS.ProcessEnv): AgentClient {
     const token = o.token ?? (env.ROSTER_HTTP_TOKEN || undefined);
-    return new AgentClient(agentBaseUrl(o.httpAddr, env), token);
+    return new AgentClient(agentBaseUrls(o.httpAddr, env), token);
+  }
+
+  /** The address in use: the first, or the one that last answered. */
+  get baseUrl(): string {
+    return this.baseUrls[this.current]!;
+  }
+
+  /** Moves on to the next address (after one could not be connected to); false when there is none left. */
+  failOver(from: string): boolean {
+    const i = this.baseUrls.indexOf(from);
+    if (i < 0 || i + 1 >= this.baseUrls.length) return false;
+    if (this.current === i) this.current = i + 1;
+    return true;
+  }
+
+  /** Whether an error means the request never reached the agent (see failoverCodes). */
+  static unreached(err: unknown): boolean {
+    return failoverCodes.has(causeOf(err));
   }
 
   /** Headers every request and the stream upgrade carry. */
@@ -79,7 +127,25 @@ export class AgentClient {
   }
 
   async request(method: string, path: string, o: RequestOptions = {}): Promise<Answer> {
-    const url = new URL(this.baseUrl + path);
+    const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = o.signal ? AbortSignal.any([timeout, o.signal]) : timeout;
+    const tried: string[] = [];
+    for (let base = this.baseUrl; ; base = this.baseUrl) {
+      try {
+        return await this.requestAt(base, method, path, o, signal);
+      } catch (err) {
+        if (o.signal?.aborted) throw err;
+        if (timeout.aborted) throw new CliError(`the agent at ${base} did not answer within ${timeoutMs / 1000}s`);
+        tried.push(`${base}: ${causeOf(err)}`);
+        if (AgentClient.unreached(err) && this.failOver(base)) continue;
+        throw new CliError(tried.length === 1 ? `cannot reach the agent at ${tried[0]}` : `cannot reach any agent (${tried.join('; ')})`);
+      }
+    }
+  }
+
+  private async requestAt(base: string, method: string, path: string, o: RequestOptions, signal: AbortSignal): Promise<Answer> {
+    const url = new URL(base + path);
     for (const [k, v] of Object.entries(o.query ?? {})) {
       if (v === undefined || v === false) continue;
       url.searchParams.set(k, v === true ? '' : String(v));
@@ -92,18 +158,7 @@ export class AgentClient {
     // A body is sent with its length (never chunked); a PUT or POST without one says it has none.
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
     else if (method === 'PUT' || method === 'POST') headers['content-length'] = '0';
-    const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = o.signal ? AbortSignal.any([timeout, o.signal]) : timeout;
-    let res: IncomingMessage;
-    let body: Buffer;
-    try {
-      ({ res, body } = await send(url, method, headers, payload, signal));
-    } catch (err) {
-      if (o.signal?.aborted) throw err;
-      if (timeout.aborted) throw new CliError(`the agent at ${this.baseUrl} did not answer within ${timeoutMs / 1000}s`);
-      throw new CliError(`cannot reach the agent at ${this.baseUrl}: ${causeOf(err)}`);
-    }
+    const { res, body } = await send(url, method, headers, payload, signal);
     const text = body.toString('utf8');
     const answerHeaders = headersOf(res);
     const index = Number(answerHeaders.get('x-consul-index') ?? NaN);

@@ -1,44 +1,54 @@
 /**
  * `roster lock <prefix> -- <command> [args...]`, as `consul lock` does it: a session with a TTL
- * (renewed every TTL/2) takes the lock key `<prefix>/.lock`, waiting for it on the agent (a queued
- * acquire: the agent answers when the lock is ours or the wait ran out, so there is no retry loop),
- * then runs the command. SIGINT, SIGTERM and SIGHUP are forwarded to it. When it exits the lock is
- * released and the session destroyed, and `roster lock` exits with its code (128+n for signal n).
- * If the lock is lost while it runs (the session invalidated or not renewed for a TTL, the key taken
- * or deleted), the command is stopped (SIGTERM, then SIGKILL after a grace period) and we exit 1.
+ * (renewed every TTL/2) takes the lock key `<prefix>/.lock` (or, with `-n N` above 1, a slot of the
+ * semaphore at `<prefix>`: semaphore.ts), waiting for it on the agent, then runs the command. SIGINT,
+ * SIGTERM and SIGHUP are forwarded to it. When it exits the lock is released and the session destroyed,
+ * and `roster lock` exits with its code (128+n for signal n; 0 whatever it was with
+ * `-child-exit-code=false`, as `consul lock` without the flag). If the lock is lost while it runs (the
+ * session invalidated or not renewed for a TTL, the key taken or deleted, or watching it failed more than
+ * `-monitor-retry` times in a row), the command is stopped (SIGTERM, then SIGKILL after a grace period)
+ * and we exit 1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import { parseGoDurationMs } from '../util/duration.ts';
-import { failureOf, keyPath, requestTimeoutMs, type Answer } from './client.ts';
+import { failureOf } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, exitCodes, usageError } from './errors.ts';
-import type { KvEntry } from './kv.ts';
+import { KeyLock, sleep, type Claim, type Held } from './lock-claim.ts';
 import { spinner } from './output.ts';
 
 export interface LockOptions {
   /** How long to wait for the lock; 0 waits for ever. @default "0" */
   timeout?: string;
+  /** Consul's older name for `timeout`. */
+  try?: string;
   /** Session TTL. @default "15s" */
   ttl?: string;
   /** Session name. @default "roster lock <key>" */
   name?: string;
+  /** Holders at once: 1 is a lock, more a semaphore. @default "1" */
+  limit?: string;
+  /** Exit with the command's code (undefined: yes); false exits 0 once the command ran. */
+  childExitCode?: boolean;
+  /** Failed reads in a row tolerated while watching the held lock. @default "3" */
+  monitorRetry?: string;
+  /** Say each step on stderr. */
+  verbose?: boolean;
 }
 
-/** Consul's flags value for a lock key (its api.LockFlagValue), so Consul's own clients know the key for a lock. */
-const lockFlagValue = '3304740253564472344';
-/** One queued acquire waits on the agent at most this long; then we ask again (and notice a lost session). */
+/** One queued acquire (or one wait for a free slot) waits on the agent at most this long; then we ask again. */
 const acquireWaitChunkMs = 30_000;
-/** One blocking read of the lock key (watching that we still hold it) waits at most this long. */
+/** One blocking read of the lock (watching that we still hold it) waits at most this long. */
 const monitorWaitMs = 30_000;
-/** After a failed or early-returning request, wait this long before the next one: never a hot loop. */
-const retryPauseMs = 1_000;
+/** After a failed read while watching the lock, wait this long before the next (Consul's 1s). */
+const monitorRetryPauseMs = 1_000;
 /** A command still running this long after SIGTERM (the lock was lost) gets SIGKILL. */
 const killGraceMs = 5_000;
+/** -n and -monitor-retry above this are surely typos. */
+const countMax = 1_000_000;
 const forwardedSignals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 type Forwarded = (typeof forwardedSignals)[number];
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (constants.signals[signal] ?? 0);
@@ -50,15 +60,39 @@ function durationMs(flag: string, text: string, zeroAllowed: boolean): number {
   return ms;
 }
 
+function count(flag: string, text: string, min: number): number {
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > countMax) throw usageError(`${flag}: "${text}" is not a whole number from ${min} to ${countMax}`);
+  return Number(text);
+}
+
+interface RunSettings {
+  ttl: string;
+  ttlMs: number;
+  timeoutMs: number;
+  timeoutText: string | undefined;
+  monitorRetry: number;
+  childExitCode: boolean;
+  verbose: boolean;
+}
+
 export async function lockCommand(ctx: CliContext, prefix: string, command: string[], o: LockOptions): Promise<number> {
   const trimmed = prefix.replace(/\/+$/, '');
   if (trimmed === '') throw usageError('a key prefix is required');
   if (command.length === 0 || command[0] === '') throw usageError('a command to run is required: roster lock <prefix> -- <command> [args...]');
+  if (o.timeout !== undefined && o.try !== undefined) throw usageError('--timeout and --try are one setting: give one of them');
   const ttl = o.ttl ?? '15s';
-  const ttlMs = durationMs('--ttl', ttl, false);
-  const timeoutMs = durationMs('--timeout', o.timeout ?? '0', true);
-  const run = new LockRun(ctx, `${trimmed}/.lock`, ttl, ttlMs, timeoutMs, o.timeout);
-  return run.go(command, o.name);
+  const timeoutText = o.timeout ?? o.try;
+  const settings: RunSettings = {
+    ttl, ttlMs: durationMs('--ttl', ttl, false),
+    timeoutMs: durationMs(o.try !== undefined ? '--try' : '--timeout', timeoutText ?? '0', true), timeoutText,
+    monitorRetry: count('--monitor-retry', o.monitorRetry ?? '3', 0),
+    childExitCode: o.childExitCode !== false, verbose: o.verbose === true,
+  };
+  const limit = count('-n', o.limit ?? '1', 1);
+  const claim = limit === 1 ? new KeyLock(ctx, `${trimmed}/.lock`) : new (await import('./semaphore.ts')).Semaphore(ctx, trimmed, limit);
+  const run = new LockRun(ctx, claim, settings);
+  run.say(limit === 1 ? `Setting up lock at path: ${trimmed}/.lock` : `Setting up semaphore (limit ${limit}) at prefix: ${trimmed}`);
+  return run.go(command, o.name ?? `roster lock ${trimmed}/.lock`);
 }
 
 class LockRun {
@@ -74,28 +108,30 @@ class LockRun {
   private readonly monitoring = new AbortController();
   private readonly onSignal = (signal: Forwarded) => this.signal(signal);
 
-  constructor(
-    private readonly ctx: CliContext,
-    private readonly key: string,
-    private readonly ttl: string,
-    private readonly ttlMs: number,
-    private readonly timeoutMs: number,
-    private readonly timeoutText: string | undefined,
-  ) {}
+  constructor(private readonly ctx: CliContext, private readonly claim: Claim, private readonly s: RunSettings) {}
 
-  async go(command: string[], name: string | undefined): Promise<number> {
+  /** A step, on stderr with -verbose (the command's stdout stays its own). */
+  say(text: string): void {
+    if (this.s.verbose) this.ctx.stderr.write(`${text}\n`);
+  }
+
+  async go(command: string[], name: string): Promise<number> {
     for (const s of forwardedSignals) process.on(s, this.onSignal);
     try {
-      this.sessionId = await this.createSession(name ?? `roster lock ${this.key}`);
-      this.renewTimer = setInterval(() => void this.renew(), this.ttlMs / 2);
+      this.sessionId = await this.createSession(name);
+      this.renewTimer = setInterval(() => void this.renew(), this.s.ttlMs / 2);
+      await this.claim.enter(this.sessionId);
+      this.say('Attempting lock acquisition');
       const index = await this.acquire();
       if (index === 'signalled') return signalExitCode(this.signalled!);
       void this.monitor(index);
+      this.say(`Lock acquired (index ${index}); starting the command`);
       const exit = await this.runChild(command, index);
       this.stopKeeping();
       if (this.lostReason !== undefined) throw new CliError(`lock lost: ${this.lostReason}; the command was stopped`);
+      this.say(`The command exited (${exit}); releasing the lock`);
       await this.release();
-      return exit;
+      return this.s.childExitCode ? exit : exitCodes.ok;
     } finally {
       this.stopKeeping();
       for (const s of forwardedSignals) process.off(s, this.onSignal);
@@ -126,7 +162,7 @@ class LockRun {
   }
 
   private async createSession(name: string): Promise<string> {
-    const a = await this.ctx.client.put('/v1/session/create', { body: { Name: name, TTL: this.ttl, Behavior: 'release' } });
+    const a = await this.ctx.client.put('/v1/session/create', { body: { Name: name, TTL: this.s.ttl, Behavior: this.claim.behavior } });
     if (a.status !== 200) throw new CliError(`could not create a session: ${failureOf(a).message}`);
     return a.json<{ ID: string }>().ID;
   }
@@ -136,69 +172,64 @@ class LockRun {
     if (this.renewing || this.sessionId === undefined) return;
     this.renewing = true;
     try {
-      const a = await this.ctx.client.put(`/v1/session/renew/${encodeURIComponent(this.sessionId)}`, { timeoutMs: this.ttlMs / 2 });
+      const a = await this.ctx.client.put(`/v1/session/renew/${encodeURIComponent(this.sessionId)}`, { timeoutMs: this.s.ttlMs / 2 });
       if (a.status === 200) this.lastRenewMs = Date.now();
       else if (a.status === 404) this.lose(`session ${this.sessionId} was invalidated`);
     } catch { /* the agent did not answer: counted below */ } finally {
       this.renewing = false;
     }
-    if (Date.now() - this.lastRenewMs > this.ttlMs) this.lose(`the session could not be renewed for ${this.ttl}`);
+    if (Date.now() - this.lastRenewMs > this.s.ttlMs) this.lose(`the session could not be renewed for ${this.s.ttl}`);
   }
 
   /** Waits for the lock; its index (the fencing token), or 'signalled' when interrupted first. */
   private async acquire(): Promise<number | 'signalled'> {
-    const deadline = this.timeoutMs > 0 ? Date.now() + this.timeoutMs : Number.POSITIVE_INFINITY;
-    const spin = spinner(`waiting for lock ${this.key}`, this.ctx.stderr);
+    const deadline = this.s.timeoutMs > 0 ? Date.now() + this.s.timeoutMs : Number.POSITIVE_INFINITY;
+    const spin = spinner(`waiting for ${this.claim.describe.replaceAll('"', '')}`, this.ctx.stderr);
     try {
       for (;;) {
         if (this.signalled !== undefined) return 'signalled';
-        if (this.lostReason !== undefined) throw new CliError(`did not acquire lock "${this.key}": ${this.lostReason}`);
-        const chunkMs = Math.max(0, Math.min(deadline - Date.now(), acquireWaitChunkMs));
-        const started = Date.now();
-        let a: Answer;
+        if (this.lostReason !== undefined) throw new CliError(`did not acquire ${this.claim.describe}: ${this.lostReason}`);
+        const waitMs = Math.max(0, Math.min(deadline - Date.now(), acquireWaitChunkMs));
+        let index: number | undefined;
         try {
-          a = await this.ctx.client.put(`/v1/kv/${keyPath(this.key)}`, {
-            query: { acquire: this.sessionId, flags: lockFlagValue, wait: `${Math.round(chunkMs)}ms` },
-            timeoutMs: chunkMs + requestTimeoutMs, signal: this.waiting.signal,
-          });
+          index = await this.claim.tryAcquire(waitMs, this.waiting.signal);
         } catch (err) {
           if (this.waiting.signal.aborted) continue; // signalled or lost: the loop's head says which
           throw err;
         }
-        if (a.status === 200 && a.text.trim() === 'true') return a.index ?? 0;
-        const refused = (a.status === 200 && a.text.trim() === 'false') || a.status === 409;
-        if (!refused) throw new CliError(`could not acquire lock "${this.key}": ${failureOf(a).message}`);
+        if (index !== undefined) return index;
         if (Date.now() >= deadline) {
-          throw new CliError(`did not acquire lock "${this.key}"${this.timeoutText !== undefined ? ` within ${this.timeoutText}` : ''}`);
+          throw new CliError(`did not acquire ${this.claim.describe}${this.s.timeoutText !== undefined ? ` within ${this.s.timeoutText}` : ''}`);
         }
-        // An agent that does not queue acquires answers at once: pause rather than spin.
-        if (Date.now() - started < chunkMs / 2) await sleep(Math.min(retryPauseMs, Math.max(0, deadline - Date.now())));
       }
     } finally {
       spin.stop();
     }
   }
 
-  /** Blocking reads of the lock key while the command runs: it is lost when the key is no longer ours. */
+  /** Blocking reads of the lock while the command runs; -monitor-retry failed reads in a row are ridden out. */
   private async monitor(fromIndex: number): Promise<void> {
     let index = fromIndex;
+    let retries = this.s.monitorRetry;
     while (!this.monitoring.signal.aborted && this.lostReason === undefined) {
-      let a: Answer;
+      let held: Held;
       try {
-        a = await this.ctx.client.get(`/v1/kv/${keyPath(this.key)}`, {
-          query: { index, wait: `${monitorWaitMs}ms` }, timeoutMs: monitorWaitMs + requestTimeoutMs, signal: this.monitoring.signal,
-        });
-      } catch {
+        held = await this.claim.check(index, monitorWaitMs, this.monitoring.signal);
+      } catch (err) {
         if (this.monitoring.signal.aborted) return;
-        await sleep(retryPauseMs); // the agent is away: renew() decides when the session counts as lost
+        const why = err instanceof Error ? err.message : String(err);
+        if (retries === 0) { this.lose(`watching the lock failed: ${why}`); return; }
+        retries -= 1;
+        this.say(`Watching the lock failed (${why}); retrying in 1s (${retries} more)`);
+        index = 0; // the next read answers at once, so a recovered agent is seen at once
+        await sleep(monitorRetryPauseMs, this.monitoring.signal);
         continue;
       }
       if (this.monitoring.signal.aborted) return;
-      if (a.status === 404) { this.lose(`the lock key ${this.key} was deleted`); return; }
-      if (a.status !== 200) { await sleep(retryPauseMs); continue; }
-      const entry = a.json<KvEntry[]>()[0];
-      if (entry?.Session !== this.sessionId) { this.lose(`the lock ${this.key} is no longer held by session ${this.sessionId}`); return; }
-      index = a.index ?? index;
+      if (!held.held) { this.lose(held.reason); return; }
+      if (retries < this.s.monitorRetry) this.say('Watching the lock again');
+      retries = this.s.monitorRetry;
+      index = held.index;
     }
   }
 
@@ -208,7 +239,7 @@ class LockRun {
     return new Promise((resolve) => {
       const child = spawn(file!, args, {
         stdio: 'inherit',
-        env: { ...this.ctx.env, ROSTER_LOCK_KEY: this.key, ROSTER_LOCK_SESSION: this.sessionId!, ROSTER_LOCK_INDEX: String(index) },
+        env: { ...this.ctx.env, ROSTER_LOCK_KEY: this.claim.what, ROSTER_LOCK_SESSION: this.sessionId!, ROSTER_LOCK_INDEX: String(index), CONSUL_LOCK_HELD: 'true' },
       });
       this.child = child;
       child.once('error', (err: NodeJS.ErrnoException) => {
@@ -230,10 +261,10 @@ class LockRun {
 
   private async release(): Promise<void> {
     try {
-      const a = await this.ctx.client.put(`/v1/kv/${keyPath(this.key)}`, { query: { release: this.sessionId, flags: lockFlagValue } });
-      if (a.status !== 200 || a.text.trim() !== 'true') this.ctx.stderr.write(`roster: could not release lock "${this.key}": ${failureOf(a).message}\n`);
+      await this.claim.release();
     } catch (err) {
-      this.ctx.stderr.write(`roster: could not release lock "${this.key}": ${err instanceof Error ? err.message : String(err)}\n`);
+      const why = err instanceof Error ? err.message : String(err);
+      this.ctx.stderr.write(`roster: ${why.startsWith('could not') ? why : `could not release ${this.claim.describe}: ${why}`}\n`);
     }
   }
 
@@ -244,6 +275,7 @@ class LockRun {
     this.sessionId = undefined;
     try {
       await this.ctx.client.put(`/v1/session/destroy/${encodeURIComponent(id)}`);
+      this.say(`Session ${id} destroyed`);
     } catch (err) {
       this.ctx.stderr.write(`roster: could not destroy session ${id} (it expires after its TTL): ${err instanceof Error ? err.message : String(err)}\n`);
     }

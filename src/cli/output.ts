@@ -45,7 +45,7 @@ export function parseExactJson(text: string): unknown {
 }
 
 /** JSON.stringify that writes BigInt values as exact digits. */
-export function stringifyExact(value: unknown, indent?: number): string {
+export function stringifyExact(value: unknown, indent?: number | string): string {
   let sawBig = false;
   const text = JSON.stringify(value, (_k, v: unknown) => {
     if (typeof v !== 'bigint') return v;

@@ -24,7 +24,7 @@ type Action = Promise<number | void>;
 /** The options every client command takes (`--json` where there is output to give as JSON). */
 function clientCommand(parent: Command, name: string, description: string, json = true): Command {
   const cmd = parent.command(name).description(description)
-    .addOption(new Option('--http-addr <addr>', `the agent's HTTP address (host:port or a URL) [ROSTER_HTTP_ADDR, default ${defaultHttpAddr}]`))
+    .addOption(new Option('--http-addr <addr>', `the agent's HTTP address (host:port or a URL; a,b,c: the next when one cannot be connected to) [ROSTER_HTTP_ADDR, default ${defaultHttpAddr}]`))
     .addOption(new Option('--token <token>', 'bearer token sent as Authorization: Bearer [ROSTER_HTTP_TOKEN]'));
   return json ? cmd.option('--json', 'print JSON for scripts instead of text') : cmd;
 }
@@ -95,14 +95,20 @@ function addAgentOps(program: Command, run: Run): void {
 /** `roster lock <prefix> -- <command>`. */
 function addLock(program: Command, run: Run): void {
   const lock = clientCommand(program, 'lock', 'hold a lock while a command runs (like consul lock)', false)
-    .argument('<prefix>', 'the lock is the key <prefix>/.lock')
+    .argument('<prefix>', 'the lock is the key <prefix>/.lock (with -n above 1: the semaphore\'s keys under <prefix>/)')
     .argument('<command...>', 'the command and its arguments (after --); a single argument runs through sh -c')
-    .option('--timeout <duration>', 'give up waiting for the lock after this long (0: wait for ever)', '0')
+    .option('--timeout <duration>', 'give up waiting for the lock after this long, exit 1 (default 0: wait for ever)')
+    .option('--try <duration>', 'the same as --timeout (consul lock\'s older name)')
+    .option('-n, --limit <n>', 'holders at once: above 1, a semaphore at <prefix> in Consul\'s layout', '1')
+    .option('--child-exit-code', 'exit with the command\'s code (the default; -child-exit-code=false: exit 0 once it ran)')
+    .addOption(new Option('--no-child-exit-code').hideHelp())
+    .option('--monitor-retry <n>', 'failed reads in a row tolerated while watching the held lock, 1s apart', '3')
+    .option('--verbose', 'say each step on stderr')
     .option('--ttl <duration>', 'session TTL; the session is renewed every TTL/2', '15s')
     .option('--name <name>', 'session name (default: roster lock <key>)')
     .passThroughOptions()
     .action((prefix: string, command: string[]) => run(async () => {
-      const o = lock.opts<{ timeout: string; ttl: string; name?: string }>();
+      const o = lock.opts<import('./lock.ts').LockOptions>();
       const ctx = await ctxOf(lock);
       const { lockCommand } = await import('./lock.ts');
       // passThroughOptions keeps the `--` that separates the command; it is not part of it.
@@ -113,9 +119,9 @@ function addLock(program: Command, run: Run): void {
 /** The KV commands' module, loaded when one of them runs. */
 const kvModule = () => import('./kv.ts');
 
-/** `roster kv get|put|delete`. */
+/** `roster kv get|put|delete|export|import`. */
 function addKv(program: Command, run: Run): void {
-  const kv = program.command('kv').description('read and write keys (get, put, delete)');
+  const kv = program.command('kv').description('read and write keys (get, put, delete, export, import)');
   const get = clientCommand(kv, 'get', 'print the value of a key (or the keys and values under a prefix)')
     .argument('[key]', 'the key, or the prefix with --recurse / --keys', '')
     .option('--recurse', 'every key under the prefix, as key:value lines')
@@ -139,6 +145,14 @@ function addKv(program: Command, run: Run): void {
     .option('--recurse', 'delete every key under the prefix')
     .option('--cas <index>', 'delete only if the key\'s modify index is this; also -cas -modify-index=N')
     .action((key: string) => run(async () => (await kvModule()).kvDelete(await ctxOf(del), key, del.opts())));
+  const transfer = () => import('./kv-transfer.ts');
+  const exp = clientCommand(kv, 'export', 'print the keys under a prefix as consul kv export does (JSON: key, flags, base64 value)', false)
+    .argument('[prefix]', 'the prefix (default: every key)', '')
+    .action((prefix: string) => run(async () => (await transfer()).kvExport(await ctxOf(exp), prefix)));
+  const imp = clientCommand(kv, 'import', 'write the keys of a consul kv export document')
+    .argument('[data]', 'a file (or @file), - for stdin (the default), or the JSON itself')
+    .option('--prefix <prefix>', 'prepend this prefix to every key')
+    .action((data: string | undefined) => run(async () => (await transfer()).kvImport(await ctxOf(imp), data, imp.opts())));
 }
 
 /** The session, members and checks commands' module, loaded when one of them runs. */
@@ -174,7 +188,8 @@ function addRegistry(program: Command, run: Run): void {
     .option('--node <name>', 'only this node\'s checks')
     .option('--service <name>', 'only this service\'s checks')
     .action(() => run(async () => (await registryModule()).checks(await ctxOf(chk), chk.opts())));
-  const watch = clientCommand(program, 'watch', 'print a live stream of changes until interrupted')
+  const watch = clientCommand(program, 'watch', 'print a live stream of changes until interrupted, or run a command for each (-- cmd args)')
+    .usage('[options] <topic> [key] [-- <handler> [args...]]')
     .argument('<topic>', 'service_health, service_checks, node_checks, checks_in_state, serving_status, kv_prefix or sessions')
     .argument('[key]', 'service, node, state, key prefix or node name (per topic)', '')
     .option('--index <n>', 'resume from this index instead of starting with a snapshot')
@@ -182,7 +197,7 @@ function addRegistry(program: Command, run: Run): void {
     .action((topic: string, key: string) => run(async () => {
       const ctx = await ctxOf(watch);
       const { watchCommand } = await import('./watch.ts');
-      return watchCommand(ctx, topic, key, watch.opts());
+      return watchCommand(ctx, topic, key, { ...watch.opts(), ...(watchHandler !== undefined ? { handler: watchHandler } : {}) });
     }));
 }
 
@@ -235,13 +250,15 @@ function addSnapshot(program: Command, run: Run): void {
 function flagSpecOf(cmd: Command): FlagSpec {
   const names = new Set<string>(['help']);
   const takesValue = new Set<string>();
+  const shortTakesValue = new Set<string>();
   for (const opt of cmd.options) {
+    if (opt.short !== undefined && (opt.required || opt.optional)) shortTakesValue.add(opt.short.slice(1));
     const name = opt.long?.replace(/^--/, '');
     if (name === undefined) continue;
     names.add(name);
     if (opt.required || opt.optional) takesValue.add(name);
   }
-  return { names, takesValue, ...(cmd.name() === 'lock' ? { operandsBeforeChild: 1 } : {}) };
+  return { names, takesValue, shortTakesValue, ...(cmd.name() === 'lock' ? { operandsBeforeChild: 1 } : {}) };
 }
 
 /** Finds the (sub)command the line names and rewrites the arguments that follow it. */
@@ -268,7 +285,15 @@ async function fail(err: unknown): Promise<number> {
   throw err;
 }
 
+/** `roster watch … -- <handler> [args…]`: the handler, cut from the line before parsing (commander would read its words as operands). */
+let watchHandler: string[] | undefined;
+
 export async function roster(argv: string[]): Promise<number> {
+  const cut = argv[0] === 'watch' ? argv.indexOf('--') : -1;
+  if (cut >= 0) {
+    watchHandler = argv.slice(cut + 1);
+    argv = argv.slice(0, cut);
+  }
   if (argv[0] === 'agent') {
     const { agentCommand } = await import('./agent.ts');
     await agentCommand(argv.slice(1), process.env);

@@ -2,18 +2,23 @@
  * `roster watch <topic> <key>`: subscribes on the agent's WebSocket stream (`/v1/stream`, watch.md §4)
  * and prints the snapshot, then every change, until interrupted (SIGINT/SIGTERM end it with 0). Human
  * output is one line per item or event; `--json` one JSON object per line. A dropped connection is
- * resumed from the last index seen (with the server's epoch), backing off between attempts.
+ * resumed from the last index seen (with the server's epoch), backing off between attempts. With a
+ * handler command (`-- cmd args`), each change is given to it as JSON on stdin instead (watch-handler.ts).
  */
 import WebSocket from 'ws';
+import { AgentClient } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
 import { parseExactJson, stringifyExact } from './output.ts';
+import type { WatchHandler } from './watch-handler.ts';
 
 export interface WatchOptions {
   /** Resume from this index (an X-Consul-Index); absent: a snapshot first. */
   index?: string;
   /** service_health only: healthy instances only. */
   passingOnly?: boolean;
+  /** A command run for each change (watch-handler.ts) instead of printing it. */
+  handler?: string[];
 }
 
 const subprotocol = 'registry.stream.v1';
@@ -43,11 +48,20 @@ export async function watchCommand(ctx: CliContext, topic: string, key: string, 
     if (!/^\d+$/.test(o.index)) throw usageError(`--index: "${o.index}" is not an index`);
     resumeIndex = Number(o.index);
   }
-  const url = `${ctx.client.baseUrl.replace(/^http/, 'ws')}/v1/stream`;
-  return new Watcher(ctx, url, topic, key, o.passingOnly === true, resumeIndex).run();
+  if (o.handler !== undefined && (o.handler.length === 0 || o.handler[0] === '')) throw usageError('a handler command is required after --');
+  const watcher = new Watcher(ctx, topic, key, o.passingOnly === true, resumeIndex);
+  if (o.handler !== undefined) {
+    const { WatchHandler } = await import('./watch-handler.ts');
+    watcher.handler = new WatchHandler(o.handler, topic, { stderr: ctx.stderr, env: ctx.env, pause: (p) => watcher.pause(p) });
+  }
+  return watcher.run();
 }
 
 class Watcher {
+  /** With a handler, each change goes to it instead of stdout; the snapshot as one change. */
+  handler: WatchHandler | undefined;
+  /** The snapshot's items while they arrive, for the handler. */
+  private snapshotItems: { key: string; value: unknown }[] = [];
   private lastIndex: number | undefined;
   private epoch: string | undefined;
   private ws: WebSocket | undefined;
@@ -58,7 +72,6 @@ class Watcher {
 
   constructor(
     private readonly ctx: CliContext,
-    private readonly url: string,
     private readonly topic: string,
     private readonly key: string,
     private readonly passingOnly: boolean,
@@ -68,10 +81,11 @@ class Watcher {
   }
 
   run(): Promise<number> {
-    const stop = () => {
+    const stop = (signal: NodeJS.Signals) => {
       this.stopping = true;
       this.ws?.close(1000);
-      this.done(0);
+      if (this.handler === undefined) { this.done(0); return; }
+      void this.handler.stop(signal).then(() => this.done(0));
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
@@ -85,7 +99,13 @@ class Watcher {
     });
   }
 
+  /** The stream's URL at the address in use (which moves on when one cannot be connected to). */
+  private get url(): string {
+    return `${this.ctx.client.baseUrl.replace(/^http/, 'ws')}/v1/stream`;
+  }
+
   private connect(first: boolean): void {
+    const base = this.ctx.client.baseUrl;
     const ws = new WebSocket(this.url, [subprotocol], { headers: this.ctx.client.authHeaders() });
     this.ws = ws;
     let opened = false;
@@ -114,6 +134,11 @@ class Watcher {
       this.onMessage(parseExactJson(data.toString()) as Message);
     });
     ws.on('error', (err) => {
+      if (!opened && AgentClient.unreached(err) && this.ctx.client.failOver(base)) {
+        // Not connected to this address: the next one is tried at once (the first time) or at the next reconnect.
+        if (first && !this.stopping) { ws.removeAllListeners('close'); this.connect(true); }
+        return;
+      }
       if (first && !opened && !this.stopping) {
         this.stopping = true;
         this.fail(new CliError(`cannot open the stream at ${this.url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
@@ -176,7 +201,26 @@ class Watcher {
     if (index !== undefined && (this.lastIndex === undefined || index > this.lastIndex)) this.lastIndex = index;
   }
 
+  /** Stops reading the stream while the handler is behind (see watch-handler.ts). */
+  pause(paused: boolean): void {
+    if (paused) this.ws?.pause();
+    else this.ws?.resume();
+  }
+
+  /** The handler's share of a line: the snapshot gathered into one change, each event one change. */
+  private toHandler(handler: WatchHandler, line: Line): void {
+    if (line.type === 'snapshot') { this.snapshotItems.push({ key: line.key!, value: line.value }); return; }
+    if (line.type === 'end_of_snapshot') {
+      handler.push({ type: 'snapshot', index: line.index, items: this.snapshotItems });
+      this.snapshotItems = [];
+      return;
+    }
+    if (line.type === 'reset') { this.snapshotItems = []; return; }
+    handler.push(line);
+  }
+
   private print(line: Line): void {
+    if (this.handler !== undefined) { this.toHandler(this.handler, line); return; }
     if (this.ctx.json) { this.ctx.outJson(line); return; }
     const c = this.ctx.colors;
     const at = line.index === undefined ? '' : `${line.index}`;

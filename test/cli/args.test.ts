@@ -42,6 +42,17 @@ describe('normaliseFlags', () => {
       .toEqual(['--timeout=1s', '--ttl', '20s', 'p', 'cmd', '-json', '-ttl=3']);
   });
 
+  test('roster lock: -n 3 and -n=3 (a one-letter flag with a value); -flag=true / -flag=false on flags without one', () => {
+    const consulLock: FlagSpec = {
+      names: new Set(['limit', 'verbose', 'child-exit-code', 'no-child-exit-code', 'try']), takesValue: new Set(['limit', 'try']),
+      shortTakesValue: new Set(['n']), operandsBeforeChild: 1,
+    };
+    expect(normaliseFlags(['-n=3', '-verbose=true', 'p', 'cmd', '-n=2'], consulLock)).toEqual(['-n', '3', '--verbose', 'p', 'cmd', '-n=2']);
+    expect(normaliseFlags(['-n', '3', '-child-exit-code=false', '-try=1s', 'p', 'cmd'], consulLock)).toEqual(['-n', '3', '--no-child-exit-code', '--try=1s', 'p', 'cmd']);
+    // A false flag without a --no- form is simply not given; a word that is not a boolean is left for commander to refuse.
+    expect(normaliseFlags(['-verbose=0', '-child-exit-code=T', '-verbose=maybe', 'p', 'c'], consulLock)).toEqual(['--child-exit-code', '--verbose=maybe', 'p', 'c']);
+  });
+
   test('agent flags: -dev and -http-port=N become --dev and --http-port=N', () => {
     expect(normaliseAgentFlags(['-dev', '-http-port=8600', '-x', '--', '-dev'], new Set(['dev', 'http-port'])))
       .toEqual(['--dev', '--http-port=8600', '-x', '--', '-dev']);

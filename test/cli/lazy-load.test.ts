@@ -44,7 +44,7 @@ async function loaded(name: string, args: string[]): Promise<{ code: number | nu
 const has = (modules: string[], tail: string) => modules.some((m) => m.endsWith(tail) || m.includes(`/node_modules/${tail}/`));
 
 const agentCode = ['/cli/agent', '/src/config', '/src/main', 'jose', 'pino', 'uWebSockets.js'];
-const clientCode = ['/cli/client', '/cli/context', '/cli/output', '/cli/kv', '/cli/lock', '/cli/registry', '/cli/watch', '/cli/token', 'ws'];
+const clientCode = ['/cli/client', '/cli/context', '/cli/output', '/cli/kv', '/cli/kv-transfer', '/cli/lock', '/cli/lock-claim', '/cli/semaphore', '/cli/registry', '/cli/watch', '/cli/watch-handler', '/cli/token', 'ws'];
 
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -66,7 +66,7 @@ describe('roster loads only the command it runs', () => {
     const r = await loaded('kv-get', ['kv', 'get', 'x', '--http-addr', `127.0.0.1:${await closedPort()}`]);
     expect(r.code).toBe(1);
     for (const m of ['/cli/kv', '/cli/client', '/cli/context']) expect(has(r.modules, m), m).toBe(true);
-    for (const m of [...agentCode, '/cli/lock', '/cli/registry', '/cli/watch', '/cli/token', 'ws']) expect(has(r.modules, m), m).toBe(false);
+    for (const m of [...agentCode, '/cli/kv-transfer', '/cli/lock', '/cli/lock-claim', '/cli/semaphore', '/cli/registry', '/cli/watch', '/cli/watch-handler', '/cli/token', 'ws']) expect(has(r.modules, m), m).toBe(false);
   });
 
   test('roster agent --help: the agent command and its configuration, no client code', async () => {

@@ -77,3 +77,13 @@ export async function until(what: string, check: () => boolean | Promise<boolean
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** A loopback port nobody listens on (bound, then closed): connecting to it is refused. */
+export async function closedPort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as import('node:net').AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
