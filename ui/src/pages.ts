@@ -1,0 +1,45 @@
+/**
+ * One page per address (router.ts): the four lists, the KV browser, the detail pages, the timeline,
+ * the cluster's log, and the not-found view.
+ */
+import { h, link } from './dom.ts';
+import { folderPage, keyPage } from './kv-view.ts';
+import { checkRows, nodeRows, serviceRows, sessionRows } from './model.ts';
+import type { ListName, Route } from './router.ts';
+import { data, type Page, type StreamField } from './store.ts';
+import { checksView, nodesView, servicesView, sessionsView } from './views.ts';
+
+export type Go = (path: string) => void;
+
+const listTitles: Record<ListName, string> = { services: 'Services', nodes: 'Nodes', checks: 'Checks', sessions: 'Sessions' };
+const listNeeds: Record<ListName, StreamField[]> = { services: ['entries'], nodes: ['entries', 'checks'], checks: ['checks'], sessions: ['sessions', 'locks'] };
+
+function listPage(list: ListName): Page {
+  const root = h('div', {});
+  const view = () => list === 'services' ? servicesView(serviceRows(data.entries.values()))
+    : list === 'nodes' ? nodesView(nodeRows(data.nodes, data.members, data.checks.values(), data.entries.values()))
+      : list === 'checks' ? checksView(checkRows(data.checks.values()))
+        : sessionsView(sessionRows(data.sessions.values(), data.locks.values()));
+  return { title: listTitles[list], root, needs: listNeeds[list], update: () => root.replaceChildren(view()) };
+}
+
+function notFoundPage(path: string): Page {
+  const root = h('div', { class: 'panel', 'data-notfound': '' },
+    h('p', {}, 'The dashboard has no page at ', h('code', {}, path), '.'),
+    h('p', {}, 'Try ', link('/ui/services', 'Services'), ', ', link('/ui/kv/', 'Key/Value'), ' or ', link('/ui/timeline', 'Timeline'), '.'));
+  return { title: 'Not found', root, needs: [], update: () => undefined };
+}
+
+export function buildPage(route: Route, go: Go): Page {
+  switch (route.page) {
+    case 'list': return listPage(route.list);
+    case 'folder': return { ...folderPage(route.prefix, go), title: route.prefix === '' ? 'Key/Value' : `Key/Value: ${route.prefix}` };
+    case 'key': return { ...keyPage(route.key, go), title: 'Key' };
+    default: return notFoundPage(location.pathname);
+  }
+}
+
+/** The KV prefix a route watches over the stream, if any. */
+export function kvPrefixOf(route: Route): string | undefined {
+  return route.page === 'folder' ? route.prefix : route.page === 'key' || route.page === 'lock' ? route.key : undefined;
+}
