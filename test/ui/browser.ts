@@ -19,9 +19,12 @@ export function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox'], timeout: 30_000 });
 }
 
-export async function openPage(browser: Browser, base: string, path = '/ui/', width = 1280): Promise<Page> {
+/** A page at `path`, live on the stream; `token` is put in localStorage first, as the Token button does. */
+export async function openPage(browser: Browser, base: string, path = '/ui/', width = 1280, token?: string): Promise<Page> {
   const page = await browser.newPage({ viewport: { width, height: 800 } });
   page.setDefaultTimeout(waitMs);
+  // A string script: it runs in the page, where localStorage is (this file is compiled without the DOM).
+  if (token !== undefined) await page.addInitScript(`localStorage.setItem('roster.token', ${JSON.stringify(token)})`);
   await page.goto(base + path);
   await page.waitForSelector('#connection[data-state="live"]');
   return page;

@@ -52,6 +52,8 @@ async function refreshNodes(): Promise<void> {
   nodesInFlight = true;
   try {
     [data.nodes, data.members] = await Promise.all([api<CatalogNode[]>('/v1/catalog/nodes'), api<Member[]>('/v1/agent/members')]);
+    // The agent endpoints of the actions act on this agent's node: its name decides where they show.
+    data.self ??= (await api<{ Config: { NodeName: string } }>('/v1/agent/self')).Config.NodeName;
     notice('');
   } catch (err) {
     notice(err instanceof ApiError && (err.status === 401 || err.status === 403)

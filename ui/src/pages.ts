@@ -2,10 +2,12 @@
  * One page per address (router.ts): the four lists, the KV browser, the detail pages, the timeline,
  * the cluster's log, and the not-found view.
  */
+import { nodePage, servicePage } from './detail-views.ts';
 import { h, link } from './dom.ts';
 import { folderPage, keyPage } from './kv-view.ts';
 import { checkRows, nodeRows, serviceRows, sessionRows } from './model.ts';
 import type { ListName, Route } from './router.ts';
+import { lockPage, sessionPage } from './session-view.ts';
 import { data, type Page, type StreamField } from './store.ts';
 import { checksView, nodesView, servicesView, sessionsView } from './views.ts';
 
@@ -35,6 +37,10 @@ export function buildPage(route: Route, go: Go): Page {
     case 'list': return listPage(route.list);
     case 'folder': return { ...folderPage(route.prefix, go), title: route.prefix === '' ? 'Key/Value' : `Key/Value: ${route.prefix}` };
     case 'key': return { ...keyPage(route.key, go), title: 'Key' };
+    case 'lock': return lockPage(route.key);
+    case 'service': return servicePage(route.name);
+    case 'node': return nodePage(route.name);
+    case 'session': return sessionPage(route.id);
     default: return notFoundPage(location.pathname);
   }
 }
