@@ -115,6 +115,7 @@ function schedule(): void {
 function render(): void {
   const route = parseRoute(location.pathname);
   if (mounted?.path !== location.pathname) {
+    mounted?.page.close?.();
     mounted = { path: location.pathname, page: buildPage(route, navigate) };
     watchKv(kvPrefixOf(route));
   }
@@ -210,6 +211,10 @@ function wire(): void {
     if (th === null) return;
     sorts.set(location.pathname, nextSort(sorts.get(location.pathname), [...th.parentElement!.children].indexOf(th)));
     render();
+  });
+  $('view').addEventListener('refreshed', () => {
+    applySort($('view'), sorts.get(location.pathname));
+    filter();
   });
   window.addEventListener('popstate', () => {
     $<HTMLInputElement>('filter').value = new URLSearchParams(location.search).get('filter') ?? '';

@@ -2,6 +2,7 @@
  * One page per address (router.ts): the four lists, the KV browser, the detail pages, the timeline,
  * the cluster's log, and the not-found view.
  */
+import { clusterPage } from './cluster-view.ts';
 import { nodePage, servicePage } from './detail-views.ts';
 import { h, link } from './dom.ts';
 import { folderPage, keyPage } from './kv-view.ts';
@@ -9,6 +10,8 @@ import { checkRows, nodeRows, serviceRows, sessionRows } from './model.ts';
 import type { ListName, Route } from './router.ts';
 import { lockPage, sessionPage } from './session-view.ts';
 import { data, type Page, type StreamField } from './store.ts';
+import { transitionsTable } from './tables.ts';
+import { keptMs, transitions } from './timeline.ts';
 import { checksView, nodesView, servicesView, sessionsView } from './views.ts';
 
 export type Go = (path: string) => void;
@@ -23,6 +26,19 @@ function listPage(list: ListName): Page {
       : list === 'checks' ? checksView(checkRows(data.checks.values()))
         : sessionsView(sessionRows(data.sessions.values(), data.locks.values()));
   return { title: listTitles[list], root, needs: listNeeds[list], update: () => root.replaceChildren(view()) };
+}
+
+function timelinePage(): Page {
+  const root = h('div', { 'data-page': 'timeline' });
+  return {
+    title: 'Timeline', root, needs: ['checks', 'locks'],
+    update: () => {
+      const since = Date.now() - keptMs;
+      root.replaceChildren(
+        h('p', { class: 'muted' }, `Health transitions and lock hand-offs this page saw over the last ${keptMs / 60_000} minutes (since it opened), newest first. Click a heading to sort; the filter box narrows (try “lock” or “critical”).`),
+        transitionsTable('timeline', transitions.filter((t) => t.at >= since), 'Nothing changed since this page opened.'));
+    },
+  };
 }
 
 function notFoundPage(path: string): Page {
@@ -41,6 +57,8 @@ export function buildPage(route: Route, go: Go): Page {
     case 'service': return servicePage(route.name);
     case 'node': return nodePage(route.name);
     case 'session': return sessionPage(route.id);
+    case 'timeline': return timelinePage();
+    case 'cluster': return clusterPage();
     default: return notFoundPage(location.pathname);
   }
 }

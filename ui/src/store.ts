@@ -32,4 +32,6 @@ export interface Page {
   /** The stream views the page needs before it can show anything. */
   needs: StreamField[];
   update(): void;
+  /** Called when the page is left (stops its timers). */
+  close?(): void;
 }
