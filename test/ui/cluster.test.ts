@@ -58,7 +58,8 @@ describe('the cluster page', () => {
       // A write moves the commit index on the open page.
       const before = Number(await page.textContent('#log-commit'));
       await ok(c.put('/v1/kv/ui/cluster-test', 'x'), 'write');
-      await page.waitForFunction(`Number(document.querySelector('#log-commit')?.textContent) > ${before}`);
+      // (Polled from here: the page's CSP allows no evaluated script, so no waitForFunction.)
+      await until('a higher commit index on the page', async () => (Number(await page.textContent('#log-commit')) > before ? true : undefined), 10_000);
       await screenshot(page, 'ui-cluster');
       await page.click('tr[data-log-node="r2"] a');
       await page.waitForURL('**/ui/nodes/r2');
