@@ -6,6 +6,7 @@
  */
 import { api, errorText } from './api.ts';
 import { facts, h, link, section, table, uiPaths } from './dom.ts';
+import { poller } from './poll.ts';
 import type { Page } from './store.ts';
 
 interface LogNode { name: string; address: string; server: string; appliedIndex: number | null; lag: number | null; ageMs: number | null }
@@ -52,28 +53,14 @@ function render(log: OperatorLog): HTMLElement[] {
 
 export function clusterPage(): Page {
   const root = h('div', { 'data-page': 'cluster' }, h('p', { class: 'muted' }, 'Reading /v1/operator/log…'));
-  let timer: number | undefined;
-  let inFlight = false;
-  const read = async () => {
-    if (inFlight) return;
-    inFlight = true;
+  const poll = poller(async () => {
     try {
       root.replaceChildren(...render(await api<OperatorLog>('/v1/operator/log')));
       // Rendered outside the page's update: the page's sort and filter are applied again on this.
       root.dispatchEvent(new Event('refreshed', { bubbles: true }));
     } catch (err) {
       root.replaceChildren(h('p', { class: 'error', 'data-log-error': '' }, `Reading /v1/operator/log failed: ${errorText(err)}`));
-    } finally {
-      inFlight = false;
     }
-  };
-  return {
-    title: 'Cluster', root, needs: [],
-    update: () => {
-      void read();
-      window.clearInterval(timer);
-      timer = window.setInterval(() => void read(), refreshMs);
-    },
-    close: () => window.clearInterval(timer),
-  };
+  }, refreshMs);
+  return { title: 'Cluster', root, needs: [], update: () => poll.kick(), close: () => poll.stop() };
 }
