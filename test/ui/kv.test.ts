@@ -67,6 +67,7 @@ describe('the KV browser', () => {
       await page.click('tr[data-kv="app/db/"] a');
       await page.waitForSelector('tr[data-kv="app/db/port"]');
       expect(await rows(page)).toEqual(['app/db/host', 'app/db/port']);
+      expect(await page.textContent('tr[data-kv="app/db/host"]')).toContain('11 B');
       await screenshot(page, 'ui-kv');
       // The crumbs lead back up.
       await page.click('.crumbs a:text-is("(root)")');
@@ -81,6 +82,7 @@ describe('the KV browser', () => {
       await page.waitForSelector('#kv-value[data-mode="json"]');
       expect(await page.textContent('#kv-value')).toBe('{\n  "a": [\n    1,\n    2\n  ]\n}');
       expect(await page.textContent('#kv-flags-shown')).toBe('3304740253564472344');
+      await screenshot(page, 'ui-kv-key');
       await page.click('#view-text');
       await page.waitForSelector('#kv-value[data-mode="text"]');
       expect(await page.textContent('#kv-value')).toBe('{"a":[1,2]}');

@@ -2,7 +2,7 @@
 // not-found view), a KV folder's listing and crumbs, a value's text/JSON/base64 views and the way back to
 // bytes with its refusals, uint64 flags, and the timeline's transitions from successive stream views.
 import { describe, expect, test } from 'vitest';
-import { crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type KvItem } from '../../ui/src/kv-model.ts';
+import { byteSize, crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type KvItem } from '../../ui/src/kv-model.ts';
 import { parseRoute } from '../../ui/src/router.ts';
 import { record, transitions } from '../../ui/src/timeline.ts';
 import type { Check, KvEntry } from '../../ui/src/model.ts';
@@ -49,6 +49,8 @@ describe('KV model', () => {
     expect(parseValue('{"a":', 'json')).toBeInstanceOf(Error);
     expect([...(parseValue('/wD+', 'base64') as Uint8Array)]).toEqual([0xff, 0x00, 0xfe]);
     for (const bad of ['abc!', 'a', '====']) expect(parseValue(bad, 'base64'), bad).toBeInstanceOf(Error);
+    expect(['', 'a', 'ab', 'abc', 'db.internal'].map((v) => byteSize(b64(v)))).toEqual([0, 1, 2, 3, 11]);
+    expect(byteSize(null)).toBe(0);
   });
 
   test('flags are uint64 digits, exact past 2^53', () => {

@@ -65,6 +65,13 @@ export function crumbs(path: string): [string, string][] {
 
 export type ValueMode = 'text' | 'json' | 'base64';
 
+/** The number of bytes a base64 text holds. */
+export function byteSize(b64: string | null): number {
+  if (b64 === null || b64 === '') return 0;
+  const pad = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
+  return (b64.length / 4) * 3 - pad;
+}
+
 export function base64ToBytes(b64: string): Uint8Array<ArrayBuffer> {
   const bin = atob(b64);
   const out = new Uint8Array(bin.length);

@@ -7,7 +7,7 @@
 import { ApiError, apiText, encodePath, send } from './api.ts';
 import { confirmAction } from './confirm.ts';
 import { button, facts, h, link, section, table, uiPaths } from './dom.ts';
-import { bytesToBase64, crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type FolderRow, type KvItem, type ValueMode } from './kv-model.ts';
+import { byteSize, bytesToBase64, crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type FolderRow, type KvItem, type ValueMode } from './kv-model.ts';
 import { data, type Page } from './store.ts';
 
 type Go = (path: string) => void;
@@ -29,7 +29,7 @@ function folderRow(r: FolderRow, deleteKey: (key: string) => void): HTMLElement 
   const e = r.entry;
   return h('tr', { 'data-row': '', 'data-kv': r.path },
     h('td', { class: 'name' }, link(uiPaths.kv(r.path), r.folder ? `${r.name}/` : r.name)),
-    h('td', {}, r.folder ? `${r.keys} key${r.keys === 1 ? '' : 's'}${r.locks > 0 ? `, ${r.locks} locked` : ''}` : `${(e?.Value === null ? 0 : Math.floor(((e?.Value ?? '').length * 3) / 4))} B`),
+    h('td', {}, r.folder ? `${r.keys} key${r.keys === 1 ? '' : 's'}${r.locks > 0 ? `, ${r.locks} locked` : ''}` : `${byteSize(e?.Value ?? null)} B`),
     h('td', { class: 'mono' }, e === undefined ? '' : String(e.Flags)),
     h('td', {}, r.folder ? '' : lockCell(e)),
     h('td', { class: 'mono' }, e === undefined ? '' : String(e.ModifyIndex)),
