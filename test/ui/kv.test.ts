@@ -3,10 +3,12 @@
 // its lock holder and LockIndex (live as a session acquires and releases it); editing with a CAS-safe
 // save (a save after someone else's write is refused, shows why, and overwrites nothing; bad JSON or
 // flags are refused before anything is sent); creating a key never overwrites one; deleting a key and a
-// folder (recursive) ask first, and Cancel deletes nothing.
+// folder (recursive) ask first, and Cancel deletes nothing. With authentication on, a token that may
+// read only part of the store gets the agent's refusal for the rest, and its own part.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, startAgent, type Agent } from '../support/agent.ts';
+import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
+import { call, client, startAgent, type Agent } from '../support/agent.ts';
 import { confirm, confirmRefused, launch, ok, openPage, screenshot } from './browser.ts';
 
 let agent: Agent;
@@ -215,5 +217,33 @@ describe('the KV browser', () => {
       await page.waitForSelector(`tr[data-kv="locks/leader"] [data-holder="${sid}"]`);
       expect(await page.textContent('tr[data-kv="locks/leader"]')).toContain('LockIndex 2');
     });
+  });
+
+  test('a token that may read only app/: the root shows the refusal, app/ its keys', async () => {
+    const secret = 'a-dashboard-kv-secret-long-enough-0123456789';
+    const secured = await startAgent({ env: { ROSTER_AUTH_SECRET: secret } });
+    try {
+      const authority = new TokenAuthority({ secret });
+      const writer = { Authorization: `Bearer ${await authority.mint({ subject: 'w', rules: [{ resource: 'key', prefix: '', access: 'write' }], ttlSeconds: 600 })}` };
+      await ok(call(secured.url, 'PUT', '/v1/kv/app/mine', 'yes', writer), 'app/mine');
+      await ok(call(secured.url, 'PUT', '/v1/kv/secret/theirs', 'no', writer), 'secret/theirs');
+      const rules: Rule[] = [...(['service', 'node', 'session', 'agent'] as const).map((resource): Rule => ({ resource, prefix: '', access: 'read' })),
+        { resource: 'key', prefix: 'app/', access: 'read' }];
+      const token = await authority.mint({ subject: 'partial', rules, ttlSeconds: 600 });
+      const page = await openPage(browser, secured.url, '/ui/kv/', 1280, token);
+      try {
+        await page.waitForSelector('[data-kv-error]');
+        expect(await page.textContent('[data-kv-error]')).toContain('forbidden');
+        expect(await page.locator('tr[data-kv]').count()).toBe(0);
+        await page.goto(`${secured.url}/ui/kv/app/`);
+        await page.waitForSelector('tr[data-kv="app/mine"]');
+        expect(await page.locator('[data-kv-error]').count()).toBe(0);
+      } finally {
+        await page.close();
+      }
+    } finally {
+      await secured.stop();
+      secured.cleanup();
+    }
   });
 });

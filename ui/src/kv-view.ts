@@ -19,6 +19,12 @@ function crumbsNav(path: string): HTMLElement {
   return h('nav', { class: 'crumbs', 'aria-label': 'Folders' }, ...parts.flatMap((a) => [a, h('span', { class: 'sep' }, '/')]));
 }
 
+/** The stream's refusal of the page's KV subscription, as the page shows it; undefined when there is none. */
+export function kvRefusal(): HTMLElement | undefined {
+  if (data.kvError === undefined) return undefined;
+  return h('p', { class: 'error', 'data-kv-error': '' }, `The agent does not stream this part of the store to this token: ${data.kvError}. A token needs read on every key under the prefix shown.`);
+}
+
 export function lockCell(e: { Session?: string; LockIndex: number } | undefined): HTMLElement {
   if (e?.Session === undefined) return h('span', { class: 'muted' }, e === undefined || e.LockIndex === 0 ? '—' : `free · LockIndex ${e.LockIndex}`);
   return h('span', { 'data-holder': e.Session }, link(uiPaths.session(e.Session), e.Session.slice(0, 8), { class: 'mono', title: e.Session }),
@@ -85,6 +91,8 @@ export function folderPage(prefix: string, go: Go): Page {
   return {
     root, needs: ['kv'],
     update: () => {
+      const refused = kvRefusal();
+      if (refused !== undefined) return live.replaceChildren(refused);
       const rows = folderRows(data.kv.values(), prefix).map((r) => folderRow(r, deleteKey));
       live.replaceChildren(table('kv', ['Name', 'Size', 'Flags', 'Lock', 'ModifyIndex', ''], rows, prefix === '' ? 'The KV store is empty.' : 'Nothing under this folder.'));
     },
@@ -206,6 +214,8 @@ export function keyPage(key: string, go: Go): Page {
   return {
     root, needs: ['kv'],
     update: () => {
+      const refused = kvRefusal();
+      missing.replaceChildren(refused ?? 'No such key (it does not exist, or was deleted).');
       const e = data.kv.get(key);
       ed.stale(e);
       missing.hidden = e !== undefined;

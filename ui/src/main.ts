@@ -82,6 +82,7 @@ function watchKv(prefix: string | undefined): void {
   kvSubId = undefined;
   data.kvPrefix = prefix;
   data.kv = new Map();
+  data.kvError = undefined;
   arrived.delete('kv');
   if (prefix === undefined) return;
   kvSubs += 1;
@@ -90,6 +91,12 @@ function watchKv(prefix: string | undefined): void {
   stream.add({ id, topic: 'kv_prefix', key: prefix, onView: (items) => {
     if (id !== kvSubId) return;
     data.kv = items as typeof data.kv;
+    data.kvError = undefined;
+    arrived.add('kv');
+    schedule();
+  }, onError: (text) => {
+    if (id !== kvSubId) return;
+    data.kvError = text;
     arrived.add('kv');
     schedule();
   } });

@@ -7,6 +7,7 @@
 import { invalidateAction } from './actions.ts';
 import { api, encodePath, errorText } from './api.ts';
 import { badge, facts, h, link, section, table, uiPaths } from './dom.ts';
+import { kvRefusal } from './kv-view.ts';
 import type { Session } from './model.ts';
 import { poller } from './poll.ts';
 import { data, type Page } from './store.ts';
@@ -131,6 +132,7 @@ export function lockPage(key: string): Page {
       : h('span', { 'data-holder': e.Session }, link(uiPaths.session(e.Session), holder?.Name || e.Session),
         holder !== undefined ? h('span', { class: 'muted' }, ' on ', link(uiPaths.node(holder.Node), holder.Node)) : undefined);
     root.replaceChildren(
+      kvRefusal() ?? '',
       facts([
         ['Key', e === undefined ? h('span', { class: 'mono' }, `${key} (no such key)`) : link(uiPaths.kv(key), key, { class: 'mono' })],
         ['Holder', holderCell],

@@ -15,6 +15,8 @@ export const data = {
   /** The KV browser's view: the entries under `kvPrefix`. */
   kv: new Map() as ReadonlyMap<string, KvItem>,
   kvPrefix: undefined as string | undefined,
+  /** Why the stream refused the KV browser's subscription (a token that may not read the whole prefix). */
+  kvError: undefined as string | undefined,
   /** This agent's node name (from /v1/agent/self): the agent endpoints act on it alone. */
   self: undefined as string | undefined,
   nodes: [] as CatalogNode[],

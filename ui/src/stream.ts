@@ -19,6 +19,8 @@ export interface Subscription {
   filter?: Record<string, boolean>;
   /** Items by key after each complete change (a whole snapshot, one event, or one batch). */
   onView(items: ReadonlyMap<string, unknown>): void;
+  /** The server refused or ended the subscription (`forbidden`, ...); without it the error goes to the client's handler. */
+  onError?(text: string): void;
 }
 
 interface Sub extends Subscription {
@@ -193,9 +195,12 @@ export class StreamClient {
       case 'batch':
         for (const e of m.events ?? []) apply(sub.items, e.op, e.key, e.value);
         return this.applied(sub, m.index ?? 0);
-      case 'error':
-        this.onError(`${sub.topic} ${JSON.stringify(sub.key)}: ${m.code ?? 'error'} ${m.message ?? ''}`);
+      case 'error': {
+        const text = `${sub.topic} ${JSON.stringify(sub.key)}: ${m.code ?? 'error'} ${m.message ?? ''}`;
+        if (sub.onError !== undefined) sub.onError(text);
+        else this.onError(text);
         return;
+      }
       default:
         return;
     }
