@@ -203,6 +203,10 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/operator/log', prefix: false, resource: 'operator', access: 'read', name: '' },
   // Backup and restore: the whole state, every table (Consul: operator read to save, write to restore).
   { path: '/v1/snapshot', prefix: false, resource: 'operator', access: 'byMethod', name: '' },
+  // A session's timer and queued acquires (read on its node, checked by the handler); a key's queue of
+  // acquires (read on the key).
+  { path: '/v1/session/timer/', prefix: true, resource: 'session', access: 'read', name: 'byHandler' },
+  { path: '/v1/lock/queue/', prefix: true, resource: 'key', access: 'read', name: 'rest' },
   // A plain GET of the stream's path. The upgrade itself is checked in src/http/stream.ts: read on some
   // service, node, session or key prefix, then each subscription against its topic's resource.
   { path: '/v1/stream', prefix: false, resource: 'agent', access: 'read', name: '' },

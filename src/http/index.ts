@@ -3,6 +3,7 @@ import { agentRoutes } from './routes/agent.ts';
 import { agentOpsRoutes } from './routes/agent-ops.ts';
 import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
+import { lockInfoRoutes } from './routes/lock-info.ts';
 import { maintenanceRoutes } from './routes/maintenance.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { sessionRoutes } from './routes/session.ts';
@@ -24,7 +25,7 @@ export type { Dialect } from './render.ts';
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  const routes = [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes, ...healthRoutes, ...uiRoutes];
+  const routes = [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes, ...healthRoutes, ...lockInfoRoutes, ...uiRoutes];
   for (const route of routes) router.add(route);
   return router;
 }

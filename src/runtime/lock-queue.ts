@@ -125,6 +125,11 @@ export class LockQueues {
     return n;
   }
 
+  /** The keys that have acquires waiting at this node. */
+  queuedKeys(): string[] {
+    return [...this.queues.keys()];
+  }
+
   /** The acquires waiting on `key` at this node, head first. */
   queued(key: string): readonly KvAcquire[] {
     return (this.queues.get(key) ?? []).map((w) => w.cmd);

@@ -1,61 +1,28 @@
 /**
- * The dashboard at /ui/: services, nodes, checks and sessions of this agent, kept live over the
- * WebSocket stream (/v1/stream). Four subscriptions feed it: every service's health entries
- * (`service_health` with the `""` subject), every check (`checks_in_state` `any`), every session
- * (`sessions` `""`) and the held locks (`kv_prefix` `""` with the `lockedOnly` filter). The
- * node list and gossip members have no topic: they are read over HTTP when the page connects and
- * again whenever the stream shows a node appear, leave, or change its node checks.
+ * The dashboard at /ui/: services, nodes, checks, sessions, the KV store and the cluster's log of this
+ * agent, kept live over the WebSocket stream (/v1/stream). Its subscriptions: every service's health
+ * entries (`service_health` with the `""` subject), every check (`checks_in_state` `any`), every session
+ * (`sessions` `""`), the held locks (`kv_prefix` `""` with the `lockedOnly` filter) and, on a KV page,
+ * the entries under the folder or key shown (`kv_prefix` with that prefix). The node list and gossip
+ * members have no topic: they are read over HTTP when the page connects and again whenever the stream
+ * shows a node appear, leave, or change its node checks.
  */
 import './style.css';
-import { checkRows, nodeRows, serviceRows, sessionRows, type CatalogNode, type Check, type HealthEntry, type KvEntry, type Member, type Session } from './model.ts';
+import { api, ApiError, setToken, token } from './api.ts';
+import { wireConfirm } from './confirm.ts';
+import { h } from './dom.ts';
+import type { CatalogNode, Member } from './model.ts';
+import { buildPage, kvPrefixOf } from './pages.ts';
+import { navOf, parseRoute } from './router.ts';
+import { applySort, nextSort, type SortState } from './sort.ts';
 import { StreamClient, type LinkState } from './stream.ts';
-import { applyFilter, checksView, h, nodesView, servicesView, sessionsView } from './views.ts';
-
-type ViewName = 'services' | 'nodes' | 'checks' | 'sessions';
-const viewNames: ViewName[] = ['services', 'nodes', 'checks', 'sessions'];
-const titles: Record<ViewName, string> = { services: 'Services', nodes: 'Nodes', checks: 'Checks', sessions: 'Sessions' };
-const tokenKey = 'roster.token';
+import { arrived, data, type Page, type StreamField } from './store.ts';
+import { record } from './timeline.ts';
+import { applyFilter } from './views.ts';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
-/** The stream's views (kept by the stream client, read here) and the two HTTP lists. */
-const data = {
-  entries: new Map() as ReadonlyMap<string, HealthEntry>,
-  checks: new Map() as ReadonlyMap<string, Check>,
-  sessions: new Map() as ReadonlyMap<string, Session>,
-  kv: new Map() as ReadonlyMap<string, KvEntry>,
-  nodes: [] as CatalogNode[],
-  members: [] as Member[],
-};
-
-type StreamField = 'entries' | 'checks' | 'sessions' | 'kv';
-/** The stream views each page needs before it can say "none" rather than "not yet". */
-const needs: Record<ViewName, StreamField[]> = { services: ['entries'], nodes: ['entries', 'checks'], checks: ['checks'], sessions: ['sessions', 'kv'] };
-const arrived = new Set<StreamField>();
-
-const token = () => localStorage.getItem(tokenKey) ?? '';
-
 // ---------------------------------------------------------------- HTTP (nodes and members)
-
-async function api<T>(path: string): Promise<T> {
-  const t = token();
-  const res = await fetch(path, { headers: t === '' ? {} : { Authorization: `Bearer ${t}` } });
-  if (!res.ok) {
-    const body = await res.text();
-    let message = body;
-    try {
-      message = (JSON.parse(body) as { message?: string }).message ?? body;
-    } catch { /* a plain-text error (consul dialect) */ }
-    throw new ApiError(res.status, message);
-  }
-  return (await res.json()) as T;
-}
-
-class ApiError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
 
 let nodesInFlight = false;
 let nodesAgain = false;
@@ -85,10 +52,12 @@ async function refreshNodes(): Promise<void> {
   nodesInFlight = true;
   try {
     [data.nodes, data.members] = await Promise.all([api<CatalogNode[]>('/v1/catalog/nodes'), api<Member[]>('/v1/agent/members')]);
+    // The agent endpoints of the actions act on this agent's node: its name decides where they show.
+    data.self ??= (await api<{ Config: { NodeName: string } }>('/v1/agent/self')).Config.NodeName;
     notice('');
   } catch (err) {
     notice(err instanceof ApiError && (err.status === 401 || err.status === 403)
-      ? `The API refused the node list (${err.status}: ${err.message}). Set a token with the Token button.`
+      ? `The API refused the node list (${err.message}). Set a token with the Token button.`
       : `Reading the node list failed: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     nodesInFlight = false;
@@ -100,13 +69,44 @@ async function refreshNodes(): Promise<void> {
   }
 }
 
-// ---------------------------------------------------------------- rendering
+// ---------------------------------------------------------------- the KV browser's subscription
 
-function currentView(): ViewName {
-  const name = location.pathname.replace(/^\/ui\/?/, '').split('/')[0] ?? '';
-  return (viewNames as string[]).includes(name) ? (name as ViewName) : 'services';
+let stream: StreamClient;
+let kvSubId: string | undefined;
+let kvSubs = 0;
+
+/** Watches `prefix` (or nothing) over the stream: one KV subscription at a time, for the page shown. */
+function watchKv(prefix: string | undefined): void {
+  if (prefix === data.kvPrefix) return;
+  if (kvSubId !== undefined) stream.remove(kvSubId);
+  kvSubId = undefined;
+  data.kvPrefix = prefix;
+  data.kv = new Map();
+  data.kvError = undefined;
+  arrived.delete('kv');
+  if (prefix === undefined) return;
+  kvSubs += 1;
+  kvSubId = `kv#${kvSubs}`;
+  const id = kvSubId;
+  stream.add({ id, topic: 'kv_prefix', key: prefix, onView: (items) => {
+    if (id !== kvSubId) return;
+    data.kv = items as typeof data.kv;
+    data.kvError = undefined;
+    arrived.add('kv');
+    schedule();
+  }, onError: (text) => {
+    if (id !== kvSubId) return;
+    data.kvError = text;
+    arrived.add('kv');
+    schedule();
+  } });
 }
 
+// ---------------------------------------------------------------- rendering
+
+let mounted: { path: string; page: Page } | undefined;
+/** Each address's sorted column, while the page is open. */
+const sorts = new Map<string, SortState>();
 let scheduled = false;
 
 /** One render per turn of the event loop, however many events arrived in it. */
@@ -120,27 +120,34 @@ function schedule(): void {
 }
 
 function render(): void {
-  const view = currentView();
-  $('title').textContent = titles[view];
-  document.title = `${titles[view]} · Roster`;
-  for (const a of document.querySelectorAll<HTMLElement>('[data-nav]')) a.classList.toggle('active', a.dataset.nav === view);
-  if (!needs[view].every((f) => arrived.has(f))) {
-    $('view').replaceChildren(h('p', { class: 'muted', 'data-waiting': '' }, 'Waiting for the stream…'));
+  const route = parseRoute(location.pathname);
+  if (mounted?.path !== location.pathname) {
+    mounted?.page.close?.();
+    mounted = { path: location.pathname, page: buildPage(route, navigate) };
+    watchKv(kvPrefixOf(route));
+  }
+  const page = mounted.page;
+  const title = page.title ?? '';
+  $('title').textContent = title;
+  document.title = `${title} · Roster`;
+  const nav = navOf(route);
+  for (const a of document.querySelectorAll<HTMLElement>('[data-nav]')) a.classList.toggle('active', a.dataset.nav === nav);
+  const view = $('view');
+  if (!page.needs.every((f) => arrived.has(f))) {
+    view.replaceChildren(h('p', { class: 'muted', 'data-waiting': '' }, 'Waiting for the stream…'));
     $('count').textContent = '';
     return;
   }
-  const content = view === 'services' ? servicesView(serviceRows(data.entries.values()))
-    : view === 'nodes' ? nodesView(nodeRows(data.nodes, data.members, data.checks.values(), data.entries.values()))
-      : view === 'checks' ? checksView(checkRows(data.checks.values()))
-        : sessionsView(sessionRows(data.sessions.values(), data.kv.values()));
-  $('view').replaceChildren(content);
+  if (view.firstChild !== page.root) view.replaceChildren(page.root);
+  page.update();
+  applySort(view, sorts.get(location.pathname));
   filter();
 }
 
 function filter(): void {
   const text = $<HTMLInputElement>('filter').value;
   const [shown, total] = applyFilter($('view'), text);
-  $('count').textContent = text.trim() === '' ? `${total}` : `${shown} of ${total}`;
+  $('count').textContent = total === 0 ? '' : text.trim() === '' ? `${total}` : `${shown} of ${total}`;
 }
 
 function notice(text: string): void {
@@ -165,17 +172,7 @@ function navigate(path: string): void {
   render();
 }
 
-function wire(stream: StreamClient): void {
-  document.addEventListener('click', (ev) => {
-    const a = (ev.target as HTMLElement).closest<HTMLAnchorElement>('a[data-link]');
-    if (a === null || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.button !== 0) return;
-    ev.preventDefault();
-    navigate(a.pathname);
-  });
-  window.addEventListener('popstate', () => {
-    $<HTMLInputElement>('filter').value = new URLSearchParams(location.search).get('filter') ?? '';
-    render();
-  });
+function wireFilter(): void {
   const box = $<HTMLInputElement>('filter');
   box.value = new URLSearchParams(location.search).get('filter') ?? '';
   box.addEventListener('input', () => {
@@ -186,6 +183,9 @@ function wire(stream: StreamClient): void {
     history.replaceState(null, '', url);
     filter();
   });
+}
+
+function wireToken(): void {
   const form = $<HTMLFormElement>('token-form');
   const input = $<HTMLInputElement>('token-input');
   $('token-button').addEventListener('click', () => {
@@ -194,8 +194,7 @@ function wire(stream: StreamClient): void {
     if (!form.hidden) input.focus();
   });
   const useToken = (value: string) => {
-    if (value === '') localStorage.removeItem(tokenKey);
-    else localStorage.setItem(tokenKey, value);
+    setToken(value);
     form.hidden = true;
     nodesSeenFor = '';
     stream.restart();
@@ -207,15 +206,42 @@ function wire(stream: StreamClient): void {
   $('token-clear').addEventListener('click', () => useToken(''));
 }
 
+function wire(): void {
+  document.addEventListener('click', (ev) => {
+    const a = (ev.target as HTMLElement).closest<HTMLAnchorElement>('a[data-link]');
+    if (a === null || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.button !== 0) return;
+    ev.preventDefault();
+    navigate(a.pathname);
+  });
+  $('view').addEventListener('click', (ev) => {
+    const th = (ev.target as HTMLElement).closest('th');
+    if (th === null) return;
+    sorts.set(location.pathname, nextSort(sorts.get(location.pathname), [...th.parentElement!.children].indexOf(th)));
+    render();
+  });
+  $('view').addEventListener('refreshed', () => {
+    applySort($('view'), sorts.get(location.pathname));
+    filter();
+  });
+  window.addEventListener('popstate', () => {
+    $<HTMLInputElement>('filter').value = new URLSearchParams(location.search).get('filter') ?? '';
+    render();
+  });
+  wireFilter();
+  wireToken();
+  wireConfirm();
+}
+
 // ---------------------------------------------------------------- start
 
 function main(): void {
   const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  const stream = new StreamClient(`${scheme}//${location.host}/v1/stream`, token, (s) => {
+  stream = new StreamClient(`${scheme}//${location.host}/v1/stream`, token, (s) => {
     showLink(s);
     if (s.kind === 'retrying' && token() === '') probeAuth();
   }, (text) => notice(`Stream: ${text}`));
   const into = (field: StreamField) => (items: ReadonlyMap<string, unknown>) => {
+    record(field, items);
     (data as Record<StreamField, ReadonlyMap<string, unknown>>)[field] = items;
     arrived.add(field);
     refreshNodesIfChanged();
@@ -225,8 +251,8 @@ function main(): void {
   stream.add({ topic: 'checks_in_state', key: 'any', onView: into('checks') });
   stream.add({ topic: 'sessions', key: '', onView: into('sessions') });
   // Only the KV entries a session holds (the locks): the sessions view shows them beside their holders.
-  stream.add({ topic: 'kv_prefix', key: '', filter: { lockedOnly: true }, onView: into('kv') });
-  wire(stream);
+  stream.add({ topic: 'kv_prefix', key: '', filter: { lockedOnly: true }, onView: into('locks') });
+  wire();
   render();
   stream.start();
 }
@@ -239,7 +265,7 @@ function probeAuth(): void {
   api('/v1/agent/self').then(
     () => notice(''),
     (err: unknown) => {
-      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) notice(`The agent wants a token (${err.status}: ${err.message}). Set one with the Token button.`);
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) notice(`The agent wants a token (${err.message}). Set one with the Token button.`);
     },
   ).finally(() => { probing = false; });
 }

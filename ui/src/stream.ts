@@ -11,12 +11,16 @@ export type LinkState =
   | { kind: 'retrying'; inMs: number; why: string };
 
 export interface Subscription {
+  /** Unique on the connection; `topic:key` when not given. */
+  id?: string;
   topic: string;
   key: string;
   /** The view's filter (`passingOnly`, `lockedOnly`). */
   filter?: Record<string, boolean>;
   /** Items by key after each complete change (a whole snapshot, one event, or one batch). */
   onView(items: ReadonlyMap<string, unknown>): void;
+  /** The server refused or ended the subscription (`forbidden`, ...); without it the error goes to the client's handler. */
+  onError?(text: string): void;
 }
 
 interface Sub extends Subscription {
@@ -70,10 +74,18 @@ export class StreamClient {
   ) {}
 
   add(sub: Subscription): void {
-    const id = `${sub.topic}:${sub.key}`;
+    const id = sub.id ?? `${sub.topic}:${sub.key}`;
     const entry: Sub = { ...sub, id, items: new Map(), incoming: undefined, index: 0 };
     this.subs.set(id, entry);
     if (this.ws?.readyState === WebSocket.OPEN) this.subscribe(entry);
+  }
+
+  /** Ends a subscription (the server answers `unsubscribed`); messages still in flight for it are dropped. */
+  remove(id: string): void {
+    const sub = this.subs.get(id);
+    if (sub === undefined) return;
+    this.subs.delete(id);
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ op: 'unsubscribe', id }));
   }
 
   start(): void {
@@ -119,7 +131,7 @@ export class StreamClient {
     ws.onmessage = (ev) => {
       this.heard();
       this.retryMs = retryMsMin;
-      this.receive(JSON.parse(String(ev.data)) as Message);
+      this.receive(parseMessage(String(ev.data)));
     };
     ws.onclose = (ev) => {
       if (this.ws !== ws) return;
@@ -183,9 +195,12 @@ export class StreamClient {
       case 'batch':
         for (const e of m.events ?? []) apply(sub.items, e.op, e.key, e.value);
         return this.applied(sub, m.index ?? 0);
-      case 'error':
-        this.onError(`${sub.topic} ${JSON.stringify(sub.key)}: ${m.code ?? 'error'} ${m.message ?? ''}`);
+      case 'error': {
+        const text = `${sub.topic} ${JSON.stringify(sub.key)}: ${m.code ?? 'error'} ${m.message ?? ''}`;
+        if (sub.onError !== undefined) sub.onError(text);
+        else this.onError(text);
         return;
+      }
       default:
         return;
     }
@@ -207,6 +222,15 @@ function apply(items: Map<string, unknown>, op: string | undefined, key: string 
   if (key === undefined) return;
   if (op === 'delete') items.delete(key);
   else items.set(key, value);
+}
+
+/**
+ * A message as JSON, with KV Flags kept as their exact digits (a string): a uint64 past 2^53 would be
+ * rounded as a number. Only an unescaped `"Flags":` member matches: in a key, output or note the quotes
+ * are escaped, and values are base64.
+ */
+function parseMessage(text: string): Message {
+  return JSON.parse(text.replace(/"Flags":(\d+)/g, '"Flags":"$1"')) as Message;
 }
 
 function base64url(text: string): string {

@@ -1,31 +1,9 @@
 /**
- * The four views as DOM tables. Every text goes in through textContent (never HTML), so names, outputs
- * and keys from the registry cannot inject markup. Each data row is a `tr[data-row]`: the filter box
- * hides and counts those.
+ * The four list views as DOM tables, each name a link to its detail page. Each data row is a
+ * `tr[data-row]`: the filter box hides and counts those.
  */
+import { badge, chips, h, link, table, uiPaths } from './dom.ts';
 import { worst, type Check, type NodeRow, type ServiceRow, type SessionRow } from './model.ts';
-
-type Child = Node | string | undefined;
-
-export function h(tag: string, attrs: Record<string, string | undefined> = {}, ...children: Child[]): HTMLElement {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) el.setAttribute(k, v);
-  for (const c of children) if (c !== undefined) el.append(c);
-  return el;
-}
-
-function badge(status: string): HTMLElement {
-  return h('span', { class: `badge ${status}`, 'data-status': status }, status);
-}
-
-function table(view: string, headings: string[], rows: HTMLElement[], empty: string): HTMLElement {
-  const body = rows.length > 0 ? rows : [h('tr', { class: 'empty' }, h('td', { colspan: String(headings.length) }, empty))];
-  return h('table', { 'data-view': view }, h('thead', {}, h('tr', {}, ...headings.map((t) => h('th', {}, t)))), h('tbody', {}, ...body));
-}
-
-function list(items: string[], cls = 'chip'): HTMLElement {
-  return h('span', { class: 'chips' }, ...items.map((t) => h('span', { class: cls }, t)));
-}
 
 export function servicesView(rows: ServiceRow[]): HTMLElement {
   return table('services', ['Health', 'Service', 'Instances', 'Tags'], rows.map((r) => {
@@ -39,9 +17,9 @@ export function servicesView(rows: ServiceRow[]): HTMLElement {
     });
     return h('tr', { 'data-row': '', 'data-service': r.name, 'data-status': r.status },
       h('td', {}, badge(r.status)),
-      h('td', { class: 'name' }, r.name),
+      h('td', { class: 'name' }, link(uiPaths.service(r.name), r.name)),
       h('td', {}, h('div', { class: 'muted' }, `${r.instances.length} instance${r.instances.length === 1 ? '' : 's'}: ${counts}`), h('span', { class: 'chips' }, ...instances)),
-      h('td', {}, list(r.tags)));
+      h('td', {}, chips(r.tags)));
   }), 'No services registered.');
 }
 
@@ -49,12 +27,12 @@ export function nodesView(rows: NodeRow[]): HTMLElement {
   return table('nodes', ['Health', 'Node', 'Address', 'Member', 'Services', 'Checks', 'Meta'], rows.map((r) =>
     h('tr', { 'data-row': '', 'data-node': r.name, 'data-status': r.status },
       h('td', {}, badge(r.status)),
-      h('td', { class: 'name' }, r.name),
+      h('td', { class: 'name' }, link(uiPaths.node(r.name), r.name)),
       h('td', { class: 'mono' }, r.address),
       h('td', {}, r.member === undefined ? h('span', { class: 'muted' }, 'not a member') : h('span', { class: `member ${r.member}` }, r.member)),
-      h('td', {}, list(r.services)),
+      h('td', {}, chips(r.services.map((s) => link(uiPaths.service(s), s)))),
       h('td', {}, String(r.checks)),
-      h('td', {}, list(Object.entries(r.meta).map(([k, v]) => `${k}=${v}`), 'chip meta')))),
+      h('td', {}, chips(Object.entries(r.meta).map(([k, v]) => `${k}=${v}`), 'chip meta')))),
   'No nodes.');
 }
 
@@ -63,8 +41,8 @@ export function checksView(rows: Check[]): HTMLElement {
     h('tr', { 'data-row': '', 'data-check': `${c.Node}/${c.CheckID}`, 'data-status': c.Status },
       h('td', {}, badge(c.Status)),
       h('td', {}, h('div', { class: 'name' }, c.Name), h('div', { class: 'muted mono' }, c.CheckID)),
-      h('td', {}, c.Node),
-      h('td', {}, c.ServiceName !== '' ? c.ServiceName : h('span', { class: 'muted' }, 'node check')),
+      h('td', {}, link(uiPaths.node(c.Node), c.Node)),
+      h('td', {}, c.ServiceName !== '' ? link(uiPaths.service(c.ServiceName), c.ServiceName) : h('span', { class: 'muted' }, 'node check')),
       h('td', {}, c.Type !== '' ? c.Type : '—'),
       h('td', {}, c.Output !== '' ? h('pre', { class: 'output' }, c.Output) : h('span', { class: 'muted' }, 'no output')))),
   'No checks registered.');
@@ -74,14 +52,14 @@ export function sessionsView(rows: SessionRow[]): HTMLElement {
   return table('sessions', ['Session', 'Node', 'Behavior', 'TTL', 'Locks held', 'Bound checks'], rows.map(({ session: s, locks }) => {
     const checks = [...(s.NodeChecks ?? []), ...(s.ServiceChecks ?? []).map((c) => c.ID)];
     return h('tr', { 'data-row': '', 'data-session': s.ID },
-      h('td', {}, h('div', { class: 'name' }, s.Name !== '' ? s.Name : '(unnamed)'), h('div', { class: 'muted mono' }, s.ID)),
-      h('td', {}, s.Node),
+      h('td', {}, h('div', { class: 'name' }, link(uiPaths.session(s.ID), s.Name !== '' ? s.Name : '(unnamed)')), h('div', { class: 'muted mono' }, s.ID)),
+      h('td', {}, link(uiPaths.node(s.Node), s.Node)),
       h('td', {}, s.Behavior),
       h('td', {}, s.TTL !== '' ? s.TTL : '—'),
       h('td', {}, locks.length > 0
-        ? h('span', { class: 'chips' }, ...locks.map((l) => h('span', { class: 'chip lock', 'data-lock': l.Key, title: `LockIndex ${l.LockIndex}` }, l.Key)))
+        ? h('span', { class: 'chips' }, ...locks.map((l) => link(uiPaths.lock(l.Key), l.Key, { class: 'chip lock', 'data-lock': l.Key, title: `LockIndex ${l.LockIndex}` })))
         : h('span', { class: 'muted' }, 'none')),
-      h('td', {}, list(checks)));
+      h('td', {}, chips(checks)));
   }), 'No sessions.');
 }
 

@@ -1,0 +1,94 @@
+// Goal: the dashboard's pure parts, case by case: addresses to pages (router.ts; anything unknown is the
+// not-found view), a KV folder's listing and crumbs, a value's text/JSON/base64 views and the way back to
+// bytes with its refusals, uint64 flags, and the timeline's transitions from successive stream views.
+import { describe, expect, test } from 'vitest';
+import { byteSize, crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type KvItem } from '../../ui/src/kv-model.ts';
+import { parseRoute } from '../../ui/src/router.ts';
+import { record, transitions } from '../../ui/src/timeline.ts';
+import type { Check, KvEntry } from '../../ui/src/model.ts';
+
+const b64 = (s: string | Uint8Array) => Buffer.from(s).toString('base64');
+const item = (Key: string, value = 'v', Session?: string): KvItem => ({ Key, Value: b64(value), Flags: '0', LockIndex: Session ? 1 : 0, CreateIndex: 1, ModifyIndex: 1, ...(Session ? { Session } : {}) });
+
+describe('routes', () => {
+  test('lists, details, the KV browser, locks, timeline, cluster; anything else is not found', () => {
+    expect(parseRoute('/ui/')).toEqual({ page: 'list', list: 'services' });
+    expect(parseRoute('/ui/nodes')).toEqual({ page: 'list', list: 'nodes' });
+    expect(parseRoute('/ui/services/web%20api')).toEqual({ page: 'service', name: 'web api' });
+    expect(parseRoute('/ui/sessions/abc')).toEqual({ page: 'session', id: 'abc' });
+    expect(parseRoute('/ui/kv/')).toEqual({ page: 'folder', prefix: '' });
+    expect(parseRoute('/ui/kv/app/db/')).toEqual({ page: 'folder', prefix: 'app/db/' });
+    expect(parseRoute('/ui/kv/app/a%2Fb')).toEqual({ page: 'key', key: 'app/a/b' });
+    expect(parseRoute('/ui/locks/app/leader')).toEqual({ page: 'lock', key: 'app/leader' });
+    expect(parseRoute('/ui/timeline')).toEqual({ page: 'timeline' });
+    expect(parseRoute('/ui/cluster')).toEqual({ page: 'cluster' });
+    expect(parseRoute('/ui/services/')).toEqual({ page: 'list', list: 'services' });
+    for (const path of ['/ui/nope', '/ui/checks/x', '/ui/services/a/b', '/ui/locks/', '/ui/kv/%E0%A4%A', '/ui/timeline/x']) {
+      expect(parseRoute(path), path).toEqual({ page: 'notfound', path });
+    }
+  });
+});
+
+describe('KV model', () => {
+  test('a folder lists sub-folders first, then keys; its own entry is not a row; locks are counted', () => {
+    const rows = folderRows([item('app/'), item('app/z'), item('app/db/host'), item('app/db/port', 'p', 's1'), item('apple'), item('app/a')], 'app/');
+    expect(rows.map((r) => [r.path, r.folder, r.keys, r.locks])).toEqual([
+      ['app/db/', true, 2, 1], ['app/a', false, 1, 0], ['app/z', false, 1, 0],
+    ]);
+    expect(crumbs('app/db/host')).toEqual([['(root)', ''], ['app', 'app/'], ['db', 'app/db/']]);
+    expect(crumbs('app/db/')).toEqual([['(root)', ''], ['app', 'app/'], ['db', 'app/db/']]);
+  });
+
+  test('views of a value, the mode it opens in, and the bytes back from each mode', () => {
+    expect(showValue(b64('{"a":1}'), 'json')).toBe('{\n  "a": 1\n}');
+    expect(showValue(b64('plain'), 'json')).toBeUndefined();
+    expect(showValue(b64(new Uint8Array([0xff])), 'text')).toBeUndefined();
+    expect(showValue(null, 'text')).toBe('');
+    expect([naturalMode(b64('[1]')), naturalMode(b64('12')), naturalMode(b64(new Uint8Array([0xc3])))]).toEqual(['json', 'text', 'base64']);
+    expect(Buffer.from(parseValue('héllo', 'text') as Uint8Array).toString()).toBe('héllo');
+    expect(parseValue('{"a":', 'json')).toBeInstanceOf(Error);
+    expect([...(parseValue('/wD+', 'base64') as Uint8Array)]).toEqual([0xff, 0x00, 0xfe]);
+    for (const bad of ['abc!', 'a', '====']) expect(parseValue(bad, 'base64'), bad).toBeInstanceOf(Error);
+    expect(['', 'a', 'ab', 'abc', 'db.internal'].map((v) => byteSize(b64(v)))).toEqual([0, 1, 2, 3, 11]);
+    expect(byteSize(null)).toBe(0);
+  });
+
+  test('flags are uint64 digits, exact past 2^53', () => {
+    expect(parseFlags('')).toBe('0');
+    expect(parseFlags(' 18446744073709551615 ')).toBe('18446744073709551615');
+    for (const bad of ['18446744073709551616', '-1', '1.5', 'x']) expect(parseFlags(bad), bad).toBeInstanceOf(Error);
+    expect(exactFlags('[{"LockIndex":0,"Key":"k","Flags":3304740253564472344,"Value":null}]')).toBe('3304740253564472344');
+  });
+});
+
+describe('timeline', () => {
+  const check = (status: string, output = ''): Check => ({ Node: 'n1', CheckID: 'c', Name: 'c', Status: status, Notes: '', Output: output, ServiceID: 'web-1', ServiceName: 'web', Type: 'ttl' });
+  const lock = (session: string, lockIndex: number): KvEntry => ({ Key: 'k', Session: session, LockIndex: lockIndex });
+
+  test('the first view is the start; then status changes, hand-offs, acquires and releases; same views add nothing', () => {
+    transitions.length = 0;
+    const checks = new Map([['n1/c', check('passing')]]);
+    record('checks', checks, 1000);
+    expect(transitions).toEqual([]);
+    checks.set('n1/c', check('critical', 'refused'));
+    record('checks', checks, 2000);
+    record('checks', checks, 2500);
+    record('locks', new Map(), 3000);
+    record('locks', new Map([['k', lock('a', 1)]]), 4000);
+    record('locks', new Map([['k', lock('b', 2)]]), 5000);
+    record('locks', new Map(), 6000);
+    checks.delete('n1/c');
+    record('checks', checks, 7000);
+    expect(transitions.map((t) => [t.at, t.kind, t.from, t.to, t.detail])).toEqual([
+      [2000, 'health', 'passing', 'critical', 'refused'],
+      [4000, 'lock', 'free', 'held by a', 'LockIndex 1'],
+      [5000, 'lock', 'held by a', 'handed to b', 'LockIndex 2'],
+      [6000, 'lock', 'held by b', 'released', 'LockIndex 2'],
+      [7000, 'health', 'critical', 'deregistered', ''],
+    ]);
+    // Older than 15 minutes: dropped when the next one comes.
+    checks.set('n1/c', check('passing'));
+    record('checks', checks, 7000 + 15 * 60_000 + 1);
+    expect(transitions.map((t) => [t.from, t.to])).toEqual([['registered', 'passing']]);
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * The dashboard's HTTP calls: every one carries the token the user gave (kept in localStorage) as
+ * `Authorization: Bearer`, and a refusal becomes an ApiError with the server's own message, which the
+ * page shows as it is.
+ */
+
+const tokenKey = 'roster.token';
+
+export const token = (): string => localStorage.getItem(tokenKey) ?? '';
+
+export function setToken(value: string): void {
+  if (value === '') localStorage.removeItem(tokenKey);
+  else localStorage.setItem(tokenKey, value);
+}
+
+export class ApiError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+function headers(): Record<string, string> {
+  const t = token();
+  return t === '' ? {} : { Authorization: `Bearer ${t}` };
+}
+
+/** The message of an error body: the seed dialect's `{code, message}`, or the consul dialect's plain text. */
+async function failure(res: Response): Promise<ApiError> {
+  const body = await res.text();
+  let message = body;
+  try {
+    const parsed = JSON.parse(body) as { message?: string; code?: number };
+    if (parsed.message !== undefined) message = parsed.code === undefined ? parsed.message : `${parsed.message} (code ${parsed.code})`;
+  } catch { /* a plain-text error (consul dialect) */ }
+  return new ApiError(res.status, `${res.status}: ${message.trim()}`);
+}
+
+/** A GET answered with JSON. */
+export async function api<T>(path: string): Promise<T> {
+  const res = await fetch(path, { headers: headers() });
+  if (!res.ok) throw await failure(res);
+  return (await res.json()) as T;
+}
+
+/** A GET whose body is wanted as text (KV entries, whose Flags are exact uint64 digits). */
+export async function apiText(path: string): Promise<string> {
+  const res = await fetch(path, { headers: headers() });
+  if (!res.ok) throw await failure(res);
+  return res.text();
+}
+
+/**
+ * A write (PUT or DELETE). Resolves with the body's text; a refusal rejects with the server's message.
+ * A conditional write the consul dialect answers `false` with 200 is a refusal too.
+ */
+export async function send(method: 'PUT' | 'DELETE', path: string, body?: BodyInit): Promise<string> {
+  const res = await fetch(path, { method, headers: headers(), body });
+  if (!res.ok) throw await failure(res);
+  const text = await res.text();
+  if (text.trim() === 'false') throw new ApiError(res.status, 'The agent answered false: the condition of the write did not hold, and nothing was changed.');
+  return text;
+}
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** A path segment list as a URL path, each segment encoded (a key may hold any character but `/`). */
+export function encodePath(path: string): string {
+  return path.split('/').map(encodeURIComponent).join('/');
+}

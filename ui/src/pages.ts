@@ -1,0 +1,69 @@
+/**
+ * One page per address (router.ts): the four lists, the KV browser, the detail pages, the timeline,
+ * the cluster's log, and the not-found view.
+ */
+import { clusterPage } from './cluster-view.ts';
+import { nodePage, servicePage } from './detail-views.ts';
+import { h, link } from './dom.ts';
+import { folderPage, keyPage } from './kv-view.ts';
+import { checkRows, nodeRows, serviceRows, sessionRows } from './model.ts';
+import type { ListName, Route } from './router.ts';
+import { lockPage, sessionPage } from './session-view.ts';
+import { data, type Page, type StreamField } from './store.ts';
+import { transitionsTable } from './tables.ts';
+import { keptMs, transitions } from './timeline.ts';
+import { checksView, nodesView, servicesView, sessionsView } from './views.ts';
+
+export type Go = (path: string) => void;
+
+const listTitles: Record<ListName, string> = { services: 'Services', nodes: 'Nodes', checks: 'Checks', sessions: 'Sessions' };
+const listNeeds: Record<ListName, StreamField[]> = { services: ['entries'], nodes: ['entries', 'checks'], checks: ['checks'], sessions: ['sessions', 'locks'] };
+
+function listPage(list: ListName): Page {
+  const root = h('div', {});
+  const view = () => list === 'services' ? servicesView(serviceRows(data.entries.values()))
+    : list === 'nodes' ? nodesView(nodeRows(data.nodes, data.members, data.checks.values(), data.entries.values()))
+      : list === 'checks' ? checksView(checkRows(data.checks.values()))
+        : sessionsView(sessionRows(data.sessions.values(), data.locks.values()));
+  return { title: listTitles[list], root, needs: listNeeds[list], update: () => root.replaceChildren(view()) };
+}
+
+function timelinePage(): Page {
+  const root = h('div', { 'data-page': 'timeline' });
+  return {
+    title: 'Timeline', root, needs: ['checks', 'locks'],
+    update: () => {
+      const since = Date.now() - keptMs;
+      root.replaceChildren(
+        h('p', { class: 'muted' }, `Health transitions and lock hand-offs this page saw over the last ${keptMs / 60_000} minutes (since it opened), newest first. Click a heading to sort; the filter box narrows (try “lock” or “critical”).`),
+        transitionsTable('timeline', transitions.filter((t) => t.at >= since), 'Nothing changed since this page opened.'));
+    },
+  };
+}
+
+function notFoundPage(path: string): Page {
+  const root = h('div', { class: 'panel', 'data-notfound': '' },
+    h('p', {}, 'The dashboard has no page at ', h('code', {}, path), '.'),
+    h('p', {}, 'Try ', link('/ui/services', 'Services'), ', ', link('/ui/kv/', 'Key/Value'), ' or ', link('/ui/timeline', 'Timeline'), '.'));
+  return { title: 'Not found', root, needs: [], update: () => undefined };
+}
+
+export function buildPage(route: Route, go: Go): Page {
+  switch (route.page) {
+    case 'list': return listPage(route.list);
+    case 'folder': return { ...folderPage(route.prefix, go), title: route.prefix === '' ? 'Key/Value' : `Key/Value: ${route.prefix}` };
+    case 'key': return { ...keyPage(route.key, go), title: 'Key' };
+    case 'lock': return lockPage(route.key);
+    case 'service': return servicePage(route.name);
+    case 'node': return nodePage(route.name);
+    case 'session': return sessionPage(route.id);
+    case 'timeline': return timelinePage();
+    case 'cluster': return clusterPage();
+    default: return notFoundPage(location.pathname);
+  }
+}
+
+/** The KV prefix a route watches over the stream, if any. */
+export function kvPrefixOf(route: Route): string | undefined {
+  return route.page === 'folder' ? route.prefix : route.page === 'key' || route.page === 'lock' ? route.key : undefined;
+}

@@ -1,0 +1,147 @@
+/**
+ * The session and lock pages. A session: its facts, the locks it holds (with their LockIndex), the
+ * checks it is bound to with their current status, and the Invalidate action. A lock key: its holder
+ * (session, name and node), LockIndex as the fencing token a holder passes to what it guards, and the
+ * hand-offs this page saw.
+ */
+import { invalidateAction } from './actions.ts';
+import { api, encodePath, errorText } from './api.ts';
+import { badge, facts, h, link, section, table, uiPaths } from './dom.ts';
+import { kvRefusal } from './kv-view.ts';
+import type { Session } from './model.ts';
+import { poller } from './poll.ts';
+import { data, type Page } from './store.ts';
+import { transitionsTable } from './tables.ts';
+import { transitions } from './timeline.ts';
+
+function boundChecks(s: Session): [string, string][] {
+  return [...(s.NodeChecks ?? []).map((id): [string, string] => [s.Node, id]), ...(s.ServiceChecks ?? []).map((c): [string, string] => [s.Node, c.ID])];
+}
+
+function sessionFacts(s: Session): HTMLElement {
+  return facts([
+    ['ID', h('span', { class: 'mono' }, s.ID)],
+    ['Name', s.Name !== '' ? s.Name : '(unnamed)'],
+    ['Node', link(uiPaths.node(s.Node), s.Node)],
+    ['Behavior', s.Behavior],
+    ['TTL', s.TTL !== '' ? s.TTL : 'none (lives until destroyed or a bound check fails)'],
+    ['LockDelay', `${s.LockDelay / 1e9} s`],
+  ]);
+}
+
+interface Timer { RenewedAt: string; RenewBy: string | null; InvalidateBy: string | null; RemainingMs: number | null; WaitingOn: { Key: string; Position: number }[] }
+
+/** Reads the session's timer every few seconds (renewals are not on the stream) and counts down between reads. */
+function sessionTimer(id: string): { countdown: HTMLElement; waits: HTMLElement; kick(): void; stop(): void } {
+  const countdown = h('span', { class: 'countdown', id: 'session-countdown' }, '…');
+  const waits = h('div', { id: 'session-waits' }, h('p', { class: 'muted' }, '…'));
+  let last: { timer: Timer; at: number } | undefined;
+  const tick = () => {
+    const t = last?.timer;
+    if (t === undefined) return;
+    countdown.dataset.renewedAt = t.RenewedAt;
+    if (t.RemainingMs === null) {
+      countdown.textContent = 'no TTL';
+      return;
+    }
+    const left = t.RemainingMs - (performance.now() - last!.at);
+    countdown.dataset.leftMs = String(Math.round(left));
+    countdown.textContent = left > 0 ? `${(left / 1000).toFixed(1)} s left to renew (renewed ${new Date(t.RenewedAt).toLocaleTimeString()}; invalidated by ${new Date(t.InvalidateBy ?? '').toLocaleTimeString()} at the latest)`
+      : `TTL passed ${(-left / 1000).toFixed(1)} s ago: invalidated by ${new Date(t.InvalidateBy ?? '').toLocaleTimeString()} at the latest unless renewed`;
+  };
+  const poll = poller(async () => {
+    try {
+      const timer = await api<Timer>(`/v1/session/timer/${encodePath(id)}`);
+      last = { timer, at: performance.now() };
+      waits.replaceChildren(timer.WaitingOn.length === 0 ? h('p', { class: 'muted' }, 'Waits on no key at this agent.')
+        : h('ol', { class: 'waits' }, ...timer.WaitingOn.map((w) => h('li', { 'data-waits-on': w.Key, 'data-position': String(w.Position) },
+          link(uiPaths.lock(w.Key), w.Key, { class: 'mono' }), ` — number ${w.Position} in the queue`))));
+      tick();
+    } catch (err) {
+      countdown.textContent = `unknown (${errorText(err)})`;
+    }
+  }, 3000);
+  let ticker: number | undefined;
+  return {
+    countdown, waits,
+    kick: () => {
+      poll.kick();
+      ticker ??= window.setInterval(tick, 250);
+    },
+    stop: () => {
+      poll.stop();
+      window.clearInterval(ticker);
+    },
+  };
+}
+
+export function sessionPage(id: string): Page {
+  const root = h('div', { 'data-page': 'session', 'data-id': id });
+  const timer = sessionTimer(id);
+  const update = () => {
+    const s = data.sessions.get(id);
+    if (s === undefined) {
+      timer.stop();
+      root.replaceChildren(h('p', { class: 'panel', 'data-gone': '' }, `There is no session ${id}: it was invalidated, or never existed.`), link('/ui/sessions', 'All sessions'));
+      return;
+    }
+    const locks = [...data.locks.values()].filter((e) => e.Session === id).sort((a, b) => (a.Key < b.Key ? -1 : 1));
+    const bound = boundChecks(s);
+    timer.kick();
+    root.replaceChildren(
+      sessionFacts(s),
+      facts([['TTL countdown', timer.countdown]]),
+      h('div', { class: 'actions' }, invalidateAction(s)),
+      section('Locks held', {}, table('session-locks', ['Key', 'LockIndex (fencing token)'], locks.map((e) =>
+        h('tr', { 'data-row': '', 'data-lock': e.Key },
+          h('td', {}, link(uiPaths.lock(e.Key), e.Key, { class: 'mono' })),
+          h('td', { class: 'mono' }, String(e.LockIndex)))), 'Holds no lock.')),
+      section('Bound checks', {}, table('session-checks', ['Status', 'Check', 'Node'], bound.map(([node, check]) => {
+        const c = data.checks.get(`${node}/${check}`);
+        return h('tr', { 'data-row': '', 'data-check': `${node}/${check}` },
+          h('td', {}, c === undefined ? h('span', { class: 'muted' }, 'not registered') : badge(c.Status)),
+          h('td', { class: 'mono' }, check),
+          h('td', {}, link(uiPaths.node(node), node)));
+      }), 'Bound to no check.')),
+      section('Waiting on', {}, h('p', { class: 'muted' }, 'Keys this session waits to acquire in this agent’s queues (`?acquire&wait=`); other agents queue their own.'), timer.waits));
+  };
+  return { title: 'Session', root, needs: ['sessions', 'locks', 'checks'], update, close: () => timer.stop() };
+}
+
+interface Queue { Waiters: { Session: string; Name: string; Node: string }[] }
+
+export function lockPage(key: string): Page {
+  const root = h('div', { 'data-page': 'lock', 'data-key': key });
+  const waiters = h('div', { id: 'lock-waiters' }, h('p', { class: 'muted' }, '…'));
+  const poll = poller(async () => {
+    try {
+      const q = await api<Queue>(`/v1/lock/queue/${encodePath(key)}`);
+      waiters.replaceChildren(q.Waiters.length === 0 ? h('p', { class: 'muted', 'data-no-waiters': '' }, 'Nobody waits at this agent.')
+        : h('ol', { class: 'waits' }, ...q.Waiters.map((w) => h('li', { 'data-waiter': w.Session },
+          link(uiPaths.session(w.Session), w.Name !== '' ? w.Name : w.Session), w.Node !== '' ? h('span', { class: 'muted' }, ` on ${w.Node}`) : undefined))));
+    } catch (err) {
+      waiters.replaceChildren(h('p', { class: 'error' }, `Reading the queue failed: ${errorText(err)}`));
+    }
+  }, 2000);
+  const update = () => {
+    poll.kick();
+    const e = data.kv.get(key);
+    const holder = e?.Session === undefined ? undefined : data.sessions.get(e.Session);
+    const history = transitions.filter((t) => t.kind === 'lock' && t.subject === key);
+    const holderCell = e?.Session === undefined ? h('span', { class: 'muted', 'data-free': '' }, 'free')
+      : h('span', { 'data-holder': e.Session }, link(uiPaths.session(e.Session), holder?.Name || e.Session),
+        holder !== undefined ? h('span', { class: 'muted' }, ' on ', link(uiPaths.node(holder.Node), holder.Node)) : undefined);
+    root.replaceChildren(
+      kvRefusal() ?? '',
+      facts([
+        ['Key', e === undefined ? h('span', { class: 'mono' }, `${key} (no such key)`) : link(uiPaths.kv(key), key, { class: 'mono' })],
+        ['Holder', holderCell],
+        ['LockIndex', h('span', { class: 'mono', id: 'lock-index', title: 'Counts acquisitions: a holder passes it as a fencing token' }, String(e?.LockIndex ?? 0))],
+        ['ModifyIndex', String(e?.ModifyIndex ?? '—')],
+      ]),
+      h('p', { class: 'muted' }, 'LockIndex grows with every acquisition: a holder that sends it along with its writes lets the guarded resource refuse a former holder’s late writes (a fencing token).'),
+      section('Hand-offs', {}, transitionsTable('lock-history', history, 'No change of holder since this page opened.')),
+      section('Queued waiters', {}, h('p', { class: 'muted' }, 'Acquires queued at this agent (`?acquire&wait=`), next first; other agents queue their own.'), waiters));
+  };
+  return { title: 'Lock', root, needs: ['kv', 'sessions'], update, close: () => poll.stop() };
+}

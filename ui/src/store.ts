@@ -1,0 +1,39 @@
+/**
+ * What the page knows: the stream's views (kept whole by the stream client and swapped in here), the
+ * lists read over HTTP, and which views have arrived (a page says "waiting" rather than "none" until
+ * the views it needs are complete).
+ */
+import type { CatalogNode, Check, HealthEntry, KvEntry, Member, Session } from './model.ts';
+import type { KvItem } from './kv-model.ts';
+
+export const data = {
+  entries: new Map() as ReadonlyMap<string, HealthEntry>,
+  checks: new Map() as ReadonlyMap<string, Check>,
+  sessions: new Map() as ReadonlyMap<string, Session>,
+  /** The held locks: KV entries with a Session (the `lockedOnly` view of every key). */
+  locks: new Map() as ReadonlyMap<string, KvEntry>,
+  /** The KV browser's view: the entries under `kvPrefix`. */
+  kv: new Map() as ReadonlyMap<string, KvItem>,
+  kvPrefix: undefined as string | undefined,
+  /** Why the stream refused the KV browser's subscription (a token that may not read the whole prefix). */
+  kvError: undefined as string | undefined,
+  /** This agent's node name (from /v1/agent/self): the agent endpoints act on it alone. */
+  self: undefined as string | undefined,
+  nodes: [] as CatalogNode[],
+  members: [] as Member[],
+};
+
+export type StreamField = 'entries' | 'checks' | 'sessions' | 'locks' | 'kv';
+
+export const arrived = new Set<StreamField>();
+
+/** A page of the dashboard: built once per address, then brought up to date on every change. */
+export interface Page {
+  title?: string;
+  root: HTMLElement;
+  /** The stream views the page needs before it can show anything. */
+  needs: StreamField[];
+  update(): void;
+  /** Called when the page is left (stops its timers). */
+  close?(): void;
+}
