@@ -11,18 +11,23 @@
  *            the stream is compacted as in an agent (every 10 s, below the oldest start mark of the
  *            live nodes); printed: the stream's bytes and messages, the snapshot bucket's bytes, the
  *            compaction point and the three servers' JetStream store dirs.
+ *            The nats-servers are Debian 13's (2.10.27, fetched into .cache/ by cluster/dev/fetched.ts)
+ *            unless ROSTER_NATS_SERVER names a binary: compaction needs a release that replays purges
+ *            safely, so on Debian 12's 2.9.10 the stream is never purged and the verdict is GROWING.
  * It ends with a verdict per mode: flat when the use fell at least once and the largest use in the
  * second half of the samples is at most 1.5 × the largest in the first half (a log that kept its
  * history grows linearly and fails it; a run too short for anything to be dropped shows nothing).
  * The HTTP front end is not in the loop: the agents' write path adds nothing to the disk beyond the log.
  */
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, lstatSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { JetStreamLog } from '../cluster/index.ts';
-import { startNatsCluster, type NatsCluster } from '../cluster/dev/nats-launcher.ts';
+import { debianNatsServer } from '../cluster/dev/fetched.ts';
+import { natsServerBinary, startNatsCluster, type NatsCluster } from '../cluster/dev/nats-launcher.ts';
 import { SystemClock } from '../src/ports/clock.ts';
 import type { LogEntry, Proposal, ReplicatedLog } from '../src/ports/log.ts';
 import { WalLog } from '../src/wal/index.ts';
@@ -229,6 +234,11 @@ const o = benchOptions(usage, parseOptions);
 const parent = mkdtempSync(join(o.dataParent, 'roster-soak-'));
 let nats: NatsCluster | undefined;
 const verdicts: string[] = [];
+/** The version line of the nats-server binary the cluster mode runs. */
+function natsServerVersion(): string {
+  return execFileSync(natsServerBinary(), ['--version'], { encoding: 'utf8' }).trim();
+}
+
 process.stdout.write(`roster soak bench: ${o.writes} writes per mode over ${o.keys} keys, at most ${o.seconds} s each, `
   + `a snapshot every ${o.snapshotEvery} entries per node, ${o.inFlight} appends in flight, node ${process.version}\n`);
 const code = await runBench(async (run) => {
@@ -237,6 +247,9 @@ const code = await runBench(async (run) => {
     if (mode === 'single') {
       samples = await single(o, parent);
     } else {
+      // Compaction needs a nats-server that replays purges safely: Debian 13's unless ROSTER_NATS_SERVER names one.
+      process.env.ROSTER_NATS_SERVER ||= debianNatsServer();
+      process.stdout.write(`nats-server: ${natsServerVersion()}\n`);
       nats = await startNatsCluster();
       samples = await cluster(o, nats);
     }

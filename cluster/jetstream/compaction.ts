@@ -6,7 +6,9 @@
  * own message (the last one a node at that mark read: the divergence audit asks for it). A node unheard
  * for `progressForgetMs` no longer counts: it does not block compaction, and when it comes back it opens
  * from the newest snapshot in the bucket instead of replaying from its old cursor. A live node that has
- * not reported a mark yet (it has no snapshot) blocks compaction until it has one.
+ * not reported a mark yet (it has no snapshot) blocks compaction until it has one, and so does a node
+ * connected to a nats-server that is not known to replay a purge safely (purgesSafely): on such a
+ * cluster the stream is never purged, and each node says so once at start.
  *
  * Indexes survive the purge: they are counted from the snapshot's mark (seq ↔ index), never from seq 1.
  * The compaction point (the first index still in the stream) is the index after the mark purged below;
@@ -26,10 +28,30 @@ export function compactionTarget(nodes: readonly NodeMarks[], self: string): Seq
   if (purger !== self) return undefined;
   let target: SeqIndex | undefined;
   for (const n of nodes) {
-    if (n.startFrom === undefined) return undefined;
+    if (n.startFrom === undefined || !purgesSafely(n.serverVersion)) return undefined;
     if (target === undefined || n.startFrom.seq < target.seq) target = n.startFrom;
   }
   return target === undefined || target.seq <= 1 ? undefined : target;
+}
+
+/** The first nats-server release known to keep a purge's bounds when it replays it after a crash. */
+export const purgeSafeSince = '2.10.0';
+
+/**
+ * True when a nats-server of `version` ("2.10.27", "v2.9.10", "2.11.0-beta.1") keeps a purge's bounds
+ * when it replays it after a crash. Earlier releases (2.9.10, Debian 12's, tested) replay a purge of a
+ * clustered stream below a sequence, or of one subject, as a purge of the whole stream when a server
+ * restarts after a crash: the messages the purge kept are lost on that server, and after a full-cluster
+ * crash on every one. A version not known is taken as not safe.
+ */
+export function purgesSafely(version: string | undefined): boolean {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version ?? '');
+  if (m === null) return false;
+  const [have, need] = [m.slice(1, 4).map(Number), purgeSafeSince.split('.').map(Number)];
+  for (let k = 0; k < 3; k++) {
+    if (have[k]! !== need[k]!) return have[k]! > need[k]!;
+  }
+  return true;
 }
 
 /**

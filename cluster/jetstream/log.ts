@@ -35,7 +35,7 @@ import {
   appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, stampMs, type EncodedProposal, type Pending, type Phase,
 } from '../../src/log/index.ts';
 import { Attachments } from './attachments.ts';
-import { Compactor, firstIndexOf } from './compaction.ts';
+import { Compactor, firstIndexOf, purgeSafeSince, purgesSafely } from './compaction.ts';
 import { DivergenceAudit, storedMessageId } from './audit.ts';
 import { LeadershipWatch } from './leadership.ts';
 import { Marks } from './marks.ts';
@@ -95,7 +95,7 @@ export class JetStreamLog implements ReplicatedLog {
     this.observer = opts.observer;
     this.ownIdPrefix = ownIdPrefixOf(opts.nodeName);
     this.progress = new ProgressBoard(this.settings.nodeName, () => ({
-      server: this.serverName(), appliedIndex: this.lastIndex(),
+      server: this.serverName(), appliedIndex: this.lastIndex(), serverVersion: this.nc?.info?.version,
       startFrom: this.parts?.snapshots.oldestStart, compacted: this.parts?.compactor.compacted,
     }));
   }
@@ -223,6 +223,9 @@ export class JetStreamLog implements ReplicatedLog {
       store: stores.store, objects: () => listObjects(stores.jsm, s.bucket), stream: s.stream, nodeName: s.nodeName, logger: s.logger, streamCreated: info.created,
       publishTimeoutMs: s.publishTimeoutMs, openTimeoutMs: s.openTimeoutMs,
     });
+    // Reporting from now on: until this node knows its start mark, its report holds compaction back, so
+    // the messages after the snapshot it is choosing are not purged under it.
+    this.progress.start(nc, progressSubject(s.stream));
     const record = await snapshots.startFrom(info, deadline);
     const start = startMark(info, record, s.stream);
     const marks = new Marks(start);
@@ -257,8 +260,7 @@ export class JetStreamLog implements ReplicatedLog {
     this.parts = { stores, marks, audit, reader, publisher, snapshots, commits, compactor };
     reader.start();
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);
-    this.progress.start(nc, progressSubject(s.stream));
-    if (s.compactEveryMs > 0) compactor.start(s.compactEveryMs);
+    if (s.compactEveryMs > 0) this.startCompactor(compactor, nc.info?.version);
     // Catching up gets a full open timeout of its own: reading a snapshot may have used the first.
     await reader.catchUp(info.state.last_seq, Math.max(deadline, Date.now() + s.openTimeoutMs), s.openTimeoutMs);
     if (reader.cursor.index < reader.skipThrough) {
@@ -331,6 +333,17 @@ export class JetStreamLog implements ReplicatedLog {
     if (this.failure !== undefined) return;
     this.fail(err);
     this.opts.onDiverged?.(err);
+  }
+
+  /** Compacts every compactEveryMs; on a nats-server that does not replay purges safely, says once that it will not. */
+  private startCompactor(compactor: Compactor, serverVersion: string | undefined): void {
+    const s = this.settings;
+    if (!purgesSafely(serverVersion)) {
+      s.logger.warn({ stream: s.stream, serverVersion, purgeSafeSince },
+        'JetStream log: the stream is not compacted: this nats-server replays a purge as a purge of the whole stream after a crash; '
+        + `run nats-server ${purgeSafeSince} or later for a bounded stream`);
+    }
+    compactor.start(s.compactEveryMs);
   }
 
   private async shutdown(): Promise<void> {

@@ -26,13 +26,18 @@ export function progressSubject(stream: string): string {
 /** A stream sequence and the index of the last command of the message there. */
 export interface SeqIndex { seq: number; index: number }
 
-/** What the own node reports; the marks only once it knows them (see compaction.ts). */
-export interface OwnProgress { server: string; appliedIndex: number; startFrom?: SeqIndex; compacted?: SeqIndex }
+/**
+ * What the own node reports; the marks only once it knows them (see compaction.ts), and the version of
+ * the nats-server it is connected to (compaction runs only when every one is known to purge safely).
+ */
+export interface OwnProgress { server: string; appliedIndex: number; startFrom?: SeqIndex; compacted?: SeqIndex; serverVersion?: string }
 
 interface Heard extends OwnProgress { atMs: number }
 
 /** A node's marks as last reported (its own first-hand), with the report's age. */
-export interface NodeMarks { name: string; startFrom: SeqIndex | undefined; compacted: SeqIndex | undefined; ageMs: number }
+export interface NodeMarks {
+  name: string; startFrom: SeqIndex | undefined; compacted: SeqIndex | undefined; serverVersion: string | undefined; ageMs: number;
+}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -48,6 +53,7 @@ export function decodeProgress(data: Uint8Array): ({ name: string } & OwnProgres
     const compacted = seqIndexOf(o.compacted);
     if (startFrom !== undefined) out.startFrom = startFrom;
     if (compacted !== undefined) out.compacted = compacted;
+    if (typeof o.sv === 'string' && o.sv.length <= 64) out.serverVersion = o.sv;
     return out;
   } catch {
     return undefined;
@@ -63,7 +69,9 @@ function seqIndexOf(v: unknown): SeqIndex | undefined {
 /** The report's JSON; a mark not known yet is left out. */
 export function encodeProgress(name: string, p: OwnProgress): Uint8Array {
   const pair = (m: SeqIndex | undefined): [number, number] | undefined => (m === undefined ? undefined : [m.seq, m.index]);
-  return encoder.encode(JSON.stringify({ name, server: p.server, applied: p.appliedIndex, from: pair(p.startFrom), compacted: pair(p.compacted) }));
+  return encoder.encode(JSON.stringify({
+    name, server: p.server, applied: p.appliedIndex, from: pair(p.startFrom), compacted: pair(p.compacted), sv: p.serverVersion || undefined,
+  }));
 }
 
 export class ProgressBoard {
@@ -103,9 +111,11 @@ export class ProgressBoard {
 
   /** The marks of every node heard from in the last `progressForgetMs`, this node first-hand, sorted by name. */
   marks(nowMs = Date.now()): NodeMarks[] {
-    const { startFrom, compacted } = this.own();
-    const out: NodeMarks[] = [{ name: this.nodeName, startFrom, compacted, ageMs: 0 }];
-    for (const [name, h] of this.live(nowMs)) out.push({ name, startFrom: h.startFrom, compacted: h.compacted, ageMs: Math.max(0, nowMs - h.atMs) });
+    const { startFrom, compacted, serverVersion } = this.own();
+    const out: NodeMarks[] = [{ name: this.nodeName, startFrom, compacted, serverVersion, ageMs: 0 }];
+    for (const [name, h] of this.live(nowMs)) {
+      out.push({ name, startFrom: h.startFrom, compacted: h.compacted, serverVersion: h.serverVersion, ageMs: Math.max(0, nowMs - h.atMs) });
+    }
     return out.sort(byName);
   }
 
