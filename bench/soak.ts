@@ -8,8 +8,9 @@
  *            --snapshot-every entries, as an agent does; printed: the data dir's bytes (wal/ + snap/);
  *   cluster  three nats-servers (cluster/dev/nats-launcher.ts) and three JetStream logs (R3), one per
  *            node, each applying the stream and snapshotting its state every --snapshot-every entries;
- *            the stream is compacted as in an agent (every 10 s, below the oldest start mark of the
- *            live nodes); printed: the stream's bytes and messages, the snapshot bucket's bytes, the
+ *            the stream is compacted as in an agent (below the oldest start mark of the live nodes),
+ *            every --compact-every seconds (2; an agent's 10 s, scaled to the bench's write rate,
+ *            about ten times a 3-node agent cluster's); printed: the stream's bytes and messages, the snapshot bucket's bytes, the
  *            compaction point and the three servers' JetStream store dirs.
  *            The nats-servers are Debian 13's (2.10.27, fetched into .cache/ by cluster/dev/fetched.ts)
  *            unless ROSTER_NATS_SERVER names a binary: compaction needs a release that replays purges
@@ -42,6 +43,7 @@ interface Options {
   seconds: number;
   modes: Mode[];
   snapshotEvery: number;
+  compactEverySeconds: number;
   keys: number;
   samples: number;
   inFlight: number;
@@ -53,6 +55,8 @@ const usage = `usage: npm run bench:soak -- [options]
   --seconds <s>           time bound per mode: writing stops there, reached or not    [default 600]
   --modes <list>          single, cluster or both                                     [default single,cluster]
   --snapshot-every <n>    entries between a node's snapshots (the agent's default)   [default 20000]
+  --compact-every <s>     seconds between compactions in cluster mode (an agent: 10;  [default 2]
+                          the bench writes ~10x faster than a 3-node agent cluster)
   --keys <n>              key space the writes cycle over (the state's size)          [default 10000]
   --samples <n>           disk use readings per mode                                  [default 20]
   --in-flight <n>         appends waiting at once (group commit batches them)         [default 512]
@@ -61,13 +65,14 @@ const usage = `usage: npm run bench:soak -- [options]
 function parseOptions(argv: string[]): Options {
   const v = parseBenchArgs(argv, {
     writes: { type: 'string' }, seconds: { type: 'string' }, modes: { type: 'string' }, 'snapshot-every': { type: 'string' },
-    keys: { type: 'string' }, samples: { type: 'string' }, 'in-flight': { type: 'string' }, 'data-parent': { type: 'string' },
+    'compact-every': { type: 'string' }, keys: { type: 'string' }, samples: { type: 'string' }, 'in-flight': { type: 'string' }, 'data-parent': { type: 'string' },
   });
   return {
     writes: count('writes', v.writes, 1_000_000, 1000, 1e9),
     seconds: seconds('seconds', v.seconds, 600),
     modes: namesOf('modes', v.modes, modes),
     snapshotEvery: count('snapshot-every', v['snapshot-every'], 20_000, 100, 1e8),
+    compactEverySeconds: seconds('compact-every', v['compact-every'], 2),
     keys: count('keys', v.keys, 10_000, 1, 1e7),
     samples: count('samples', v.samples, 20, 2, 1000),
     inFlight: count('in-flight', v['in-flight'], 512, 1, 65_536),
@@ -201,7 +206,7 @@ async function cluster(o: Options, nats: NatsCluster): Promise<Sample[]> {
   const bucket = 'ROSTER_SOAK_SNAPSHOTS';
   const logs = nats.servers.map((s, k) => new JetStreamLog({
     servers: [s.url, ...nats.urls.filter((u) => u !== s.url)], stream, snapshotBucket: bucket, replicas: 3,
-    nodeName: `soak${k + 1}`, clock: new SystemClock(),
+    nodeName: `soak${k + 1}`, clock: new SystemClock(), compactEveryMs: Math.round(o.compactEverySeconds * 1000),
   }));
   const stores = nats.servers.map((s) => storeDirOf(s.pid, s.name));
   const nc: NatsConnection = await connect({ servers: nats.urls });

@@ -56,15 +56,19 @@ export function purgesSafely(version: string | undefined): boolean {
 
 /**
  * The first index the stream still holds: 1 while it holds its first message; after a purge, the index
- * after the mark it was purged below (reported by the purging node); undefined when no report says.
+ * after the mark it was purged below (reported by the purging node, or among the purging node's own
+ * `recent` purges: its view of the stream's start may lag a purge or two); undefined when none says.
  */
-export function firstIndexOf(firstSeq: number, nodes: readonly NodeMarks[]): number | undefined {
+export function firstIndexOf(firstSeq: number, nodes: readonly NodeMarks[], recent: readonly SeqIndex[] = []): number | undefined {
   if (firstSeq <= 1) return 1;
-  for (const n of nodes) {
-    if (n.compacted?.seq === firstSeq) return n.compacted.index + 1;
+  for (const m of [...nodes.map((n) => n.compacted), ...recent]) {
+    if (m?.seq === firstSeq) return m.index + 1;
   }
   return undefined;
 }
+
+/** Purges remembered by the purging node, for its own compaction point. */
+const recentMax = 8;
 
 export interface CompactorPorts {
   stream: string;
@@ -81,6 +85,8 @@ export interface CompactorPorts {
 export class Compactor {
   /** The mark this node last purged the stream below (the message at the mark is kept). */
   compacted: SeqIndex | undefined;
+  /** The marks of this node's last few purges, newest last. */
+  readonly recent: SeqIndex[] = [];
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private refusedOnce = false;
@@ -106,6 +112,8 @@ export class Compactor {
     try {
       const purged = await ports.purgeBelow(target.seq);
       this.compacted = target;
+      this.recent.push(target);
+      if (this.recent.length > recentMax) this.recent.shift();
       ports.logger.info({ stream: ports.stream, belowSeq: target.seq, firstIndex: target.index + 1, purged }, 'JetStream log: compacted the stream');
     } catch (err) {
       // A stream created with deny_purge refuses every time: said once, then at debug.

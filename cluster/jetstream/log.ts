@@ -195,7 +195,7 @@ export class JetStreamLog implements ReplicatedLog {
   status(): LogStatus {
     const seen = this.leadershipWatch.streamSeen();
     return {
-      kind: 'jetstream', lastIndex: this.lastIndex(), firstIndex: firstIndexOf(seen.firstSeq, this.progress.marks()),
+      kind: 'jetstream', lastIndex: this.lastIndex(), firstIndex: firstIndexOf(seen.firstSeq, this.progress.marks(), this.parts?.compactor.recent),
       snapshotIndex: this.parts?.snapshots.newest ?? 0,
       stream: {
         name: this.stream, leader: this.leadershipWatch.current().leader, replicas: seen.replicas,
