@@ -61,16 +61,26 @@ export function restoreValueOf(i: number): string {
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 const secs = (msVal: number) => `${(msVal / 1000).toFixed(2)} s`;
 
-interface Memory { rss: number; hwm: number }
+interface Usage { rss: number; hwm: number; cpuS: number }
 
-/** VmRSS and VmHWM (its peak since the start) of `pid` in bytes, from /proc (NaN off Linux). */
-function memoryOf(pid: number): Memory {
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
+const ticksPerS = 100;
+
+/**
+ * VmRSS and VmHWM (its peak since the start) of `pid` in bytes, and the CPU time it has used (user +
+ * system, seconds), from /proc (NaN off Linux). The CPU time tells the work apart from the wait on a
+ * shared machine.
+ */
+function usageOf(pid: number): Usage {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+    // The fields after the command name's closing parenthesis: utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), cpuS: (Number(fields[11]) + Number(fields[12])) / ticksPerS };
   } catch {
-    return { rss: Number.NaN, hwm: Number.NaN };
+    return { rss: Number.NaN, hwm: Number.NaN, cpuS: Number.NaN };
   }
 }
 
@@ -173,9 +183,11 @@ async function makeSnapshot(o: RestoreOptions, parent: string, file: string, liv
   const cut = loaded.keys < o.keys ? ` (the load stopped at --seconds ${o.seconds}, before ${o.keys})` : '';
   process.stdout.write(`  load      ${loaded.keys} keys in transactions of ${opsPerTxn} (${txnsInFlight} in flight): `
     + `${secs(loaded.ms)}, ${(loaded.keys / (loaded.ms / 1000)).toFixed(0)} keys/s${cut}\n`);
+  const before = usageOf(source.pid);
   const saved = await save(source.url, file);
-  process.stdout.write(`  save      GET /v1/snapshot: ${mib(saved.bytes)} (index ${saved.index}) in ${secs(saved.ms)}; `
-    + `source agent VmRSS ${mib(memoryOf(source.pid).rss)}\n`);
+  const after = usageOf(source.pid);
+  process.stdout.write(`  save      GET /v1/snapshot: ${mib(saved.bytes)} (index ${saved.index}) in ${secs(saved.ms)}; the agent used `
+    + `CPU ${(after.cpuS - before.cpuS).toFixed(1)} s meanwhile, VmRSS ${mib(before.rss)} before, ${mib(after.rss)} after\n`);
   const problems = (await live.release()).map((f) => `source agent: ${f}`);
   return { keys: loaded.keys, problems };
 }
@@ -226,19 +238,21 @@ async function restoreInto(target: RestoreTarget, file: string, keys: number, pa
   const nodes = await freshNodes(target, parent, live);
   const pools = await Promise.all(nodes.map((n) => live.track(Promise.resolve(new Http(n.url, txnsInFlight)), (h) => h.close())));
   const body = await readFile(file);
-  const before = nodes.map((n) => memoryOf(n.pid));
+  const before = nodes.map((n) => usageOf(n.pid));
   const t0 = performance.now();
   const res = await request(`${nodes[0]!.url}/v1/snapshot`, { method: 'PUT', body, headersTimeout: snapshotTimeoutMs, bodyTimeout: snapshotTimeoutMs });
   const answer = await res.body.text();
   const restoreMs = performance.now() - t0;
   if (res.statusCode !== 200) throw new Error(`PUT /v1/snapshot: HTTP ${res.statusCode} ${answer.slice(0, 200)}`);
   const readMs = await Promise.all(pools.map((p) => firstRead(p, keys, t0)));
-  const after = nodes.map((n) => memoryOf(n.pid));
+  const after = nodes.map((n) => usageOf(n.pid));
   const name = (k: number) => (nodes.length === 1 ? 'agent' : `node ${k + 1}`);
   process.stdout.write(`  restore   PUT /v1/snapshot answered ${answer.trim()} in ${secs(restoreMs)}; consistent read of the last key answered after `
     + `${readMs.map((m, k) => `${secs(m)}${nodes.length === 1 ? '' : ` (${name(k)})`}`).join(', ')}\n`);
   for (const [k, b] of before.entries()) {
-    process.stdout.write(`  memory    ${name(k)}: VmRSS ${mib(b.rss)} before, ${mib(after[k]!.rss)} after; peak VmHWM ${mib(after[k]!.hwm)}\n`);
+    const a = after[k]!;
+    process.stdout.write(`  memory    ${name(k)}: VmRSS ${mib(b.rss)} before, ${mib(a.rss)} after; peak VmHWM ${mib(a.hwm)}; `
+      + `CPU ${(a.cpuS - b.cpuS).toFixed(1)} s used meanwhile\n`);
   }
   const problems = (await Promise.all(pools.map(async (p, k) => (await verify(p, keys)).map((x) => `${name(k)}: ${x}`)))).flat();
   process.stdout.write(`  verify    ${problems.length === 0 ? `${keys} keys listed and ${sampleOf(keys).length} sampled values right on ${nodes.length === 1 ? 'the agent' : `each of the ${nodes.length} nodes`}`
