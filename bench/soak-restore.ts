@@ -3,16 +3,17 @@
  * really started agents (bench/server.ts):
  *   1. a source agent is loaded with --restore-keys keys (`PUT /v1/txn`, 64 sets per request, 8 requests
  *      in flight; each value about 70 bytes of JSON, unique to its key);
- *   2. `GET /v1/snapshot` is saved to a file: its size and the save time (request sent → last byte written);
- *      the source agent is then stopped;
+ *   2. `GET /v1/snapshot` is saved to a file: its size and the save time (request sent → last byte written),
+ *      the agent's CPU time and memory around it; the source agent is then stopped;
  *   3. for each target of --restore-into: a fresh agent, or a fresh 3-node cluster (three nats-servers,
  *      bench/peers/roster-cluster.ts), gets the file in `PUT /v1/snapshot` (on its first node): the
  *      restore time (request sent → answer), the time until a consistent read of the last key answers its
- *      value on each node (from the same start), and each node's memory (VmRSS, VmHWM) before and after;
+ *      value on each node (from the same start), each node's memory (VmRSS, VmHWM) before and after and
+ *      the CPU time it used meanwhile (on a shared machine the wall time includes waiting for a core);
  *   4. each node is checked: the key count (`?keys`) equals the keys loaded and a seeded sample of values
  *      (the first and the last key among them) reads back right.
  * The load stops at --seconds, reached or not: the rest runs on the keys written by then (printed). A wrong
- * count or value fails the run.
+ * count or value, an error answer, or an agent that does not stop cleanly on SIGTERM fails the run.
  */
 import { createWriteStream, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -54,7 +55,7 @@ const prefix = 'soak/restore/';
 const keyOf = (i: number) => `${prefix}${String(i).padStart(8, '0')}`;
 
 /** A small service record, unique to key `i` (so a read proves the right entry came back): about 70 bytes. */
-export function restoreValueOf(i: number): string {
+function restoreValueOf(i: number): string {
   return JSON.stringify({ id: `svc-${i}`, addr: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:8080`, tags: ['primary', 'v2'], w: i % 100 });
 }
 
