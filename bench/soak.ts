@@ -10,19 +10,24 @@
  *            node, each applying the stream and snapshotting its state every --snapshot-every entries;
  *            the stream is compacted as in an agent (below the oldest start mark of the live nodes),
  *            every --compact-every seconds (2; an agent's 10 s, scaled to the bench's write rate,
- *            about ten times a 3-node agent cluster's); printed: the stream's bytes and messages, the snapshot bucket's bytes, the
- *            compaction point and the three servers' JetStream store dirs.
+ *            about ten times a 3-node agent cluster's); printed: the stream's bytes and messages,
+ *            the snapshot bucket's bytes, the compaction point and the three servers' store dirs.
  *            The nats-servers are Debian 13's (2.10.27, fetched into .cache/ by cluster/dev/fetched.ts)
  *            unless ROSTER_NATS_SERVER names a binary: compaction needs a release that replays purges
  *            safely, so on Debian 12's 2.9.10 the stream is never purged and the verdict is GROWING.
- * It ends with a verdict per mode: flat when the use fell at least once and the largest use in the
+ *   restore  an agent loaded with --restore-keys keys through `PUT /v1/txn`, saved with `GET /v1/snapshot`
+ *            and restored into a fresh agent and a fresh 3-node cluster (--restore-into) with
+ *            `PUT /v1/snapshot`; printed: the snapshot's size, the save and restore times, the time to a
+ *            consistent read of the last key, the restoring nodes' memory; checked: the key count and a
+ *            sample of values on every node (bench/soak-restore.ts).
+ * The disk modes end with a verdict: flat when the use fell at least once and the largest use in the
  * second half of the samples is at most 1.5 × the largest in the first half (a log that kept its
  * history grows linearly and fails it; a run too short for anything to be dropped shows nothing).
  * The HTTP front end is not in the loop: the agents' write path adds nothing to the disk beyond the log.
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, lstatSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -34,8 +39,9 @@ import type { LogEntry, Proposal, ReplicatedLog } from '../src/ports/log.ts';
 import { WalLog } from '../src/wal/index.ts';
 import { benchOptions, count, namesOf, parseBenchArgs, seconds } from './support/options.ts';
 import { runBench } from './support/run.ts';
+import { RestoreLive, restoreSoak, restoreTargets, type RestoreTarget } from './soak-restore.ts';
 
-const modes = ['single', 'cluster'] as const;
+const modes = ['single', 'cluster', 'restore'] as const;
 type Mode = (typeof modes)[number];
 
 interface Options {
@@ -48,24 +54,29 @@ interface Options {
   samples: number;
   inFlight: number;
   dataParent: string;
+  restoreKeys: number;
+  restoreInto: RestoreTarget[];
 }
 
 const usage = `usage: npm run bench:soak -- [options]
   --writes <n>            entries written per mode                                   [default 1000000]
   --seconds <s>           time bound per mode: writing stops there, reached or not    [default 600]
-  --modes <list>          single, cluster or both                                     [default single,cluster]
+  --modes <list>          single, cluster, restore (a comma list)                    [default single,cluster,restore]
   --snapshot-every <n>    entries between a node's snapshots (the agent's default)   [default 20000]
   --compact-every <s>     seconds between compactions in cluster mode (an agent: 10;  [default 2]
                           the bench writes ~10x faster than a 3-node agent cluster)
   --keys <n>              key space the writes cycle over (the state's size)          [default 10000]
   --samples <n>           disk use readings per mode                                  [default 20]
   --in-flight <n>         appends waiting at once (group commit batches them)         [default 512]
-  --data-parent <dir>     where the temporary data dirs are made                      [default: os.tmpdir()]`;
+  --data-parent <dir>     where the temporary data dirs are made                      [default: os.tmpdir()]
+  --restore-keys <n>      restore: keys loaded, saved and restored                    [default 1000000]
+  --restore-into <list>   restore: single (a fresh agent), cluster (a fresh 3-node one) [default single,cluster]`;
 
 function parseOptions(argv: string[]): Options {
   const v = parseBenchArgs(argv, {
     writes: { type: 'string' }, seconds: { type: 'string' }, modes: { type: 'string' }, 'snapshot-every': { type: 'string' },
     'compact-every': { type: 'string' }, keys: { type: 'string' }, samples: { type: 'string' }, 'in-flight': { type: 'string' }, 'data-parent': { type: 'string' },
+    'restore-keys': { type: 'string' }, 'restore-into': { type: 'string' },
   });
   return {
     writes: count('writes', v.writes, 1_000_000, 1000, 1e9),
@@ -77,6 +88,8 @@ function parseOptions(argv: string[]): Options {
     samples: count('samples', v.samples, 20, 2, 1000),
     inFlight: count('in-flight', v['in-flight'], 512, 1, 65_536),
     dataParent: v['data-parent'] ?? tmpdir(),
+    restoreKeys: count('restore-keys', v['restore-keys'], 1_000_000, 1, 1e8),
+    restoreInto: namesOf('restore-into', v['restore-into'], restoreTargets),
   };
 }
 
@@ -238,16 +251,25 @@ async function cluster(o: Options, nats: NatsCluster): Promise<Sample[]> {
 const o = benchOptions(usage, parseOptions);
 const parent = mkdtempSync(join(o.dataParent, 'roster-soak-'));
 let nats: NatsCluster | undefined;
+const restoreLive = new RestoreLive();
 const verdicts: string[] = [];
 /** The version line of the nats-server binary the cluster mode runs. */
 function natsServerVersion(): string {
   return execFileSync(natsServerBinary(), ['--version'], { encoding: 'utf8' }).trim();
 }
 
-process.stdout.write(`roster soak bench: ${o.writes} writes per mode over ${o.keys} keys, at most ${o.seconds} s each, `
-  + `a snapshot every ${o.snapshotEvery} entries per node, ${o.inFlight} appends in flight, node ${process.version}\n`);
+const disk = o.modes.some((m) => m !== 'restore')
+  ? `${o.writes} writes per disk mode over ${o.keys} keys, a snapshot every ${o.snapshotEvery} entries per node, ${o.inFlight} appends in flight, ` : '';
+process.stdout.write(`roster soak bench: ${o.modes.join(', ')}; ${disk}at most ${o.seconds} s of load each, node ${process.version}, `
+  + `${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}\n`);
 const code = await runBench(async (run) => {
   for (const mode of o.modes) {
+    if (mode === 'restore') {
+      const r = await restoreSoak({ keys: o.restoreKeys, seconds: o.seconds, into: o.restoreInto }, parent, restoreLive);
+      verdicts.push(...r.lines);
+      for (const p of r.problems) run.fail(`restore: ${p}`);
+      continue;
+    }
     let samples: Sample[];
     if (mode === 'single') {
       samples = await single(o, parent);
@@ -257,6 +279,8 @@ const code = await runBench(async (run) => {
       process.stdout.write(`nats-server: ${natsServerVersion()}\n`);
       nats = await startNatsCluster();
       samples = await cluster(o, nats);
+      await nats.shutdown();
+      nats = undefined;
     }
     const v = verdict(samples);
     verdicts.push(`${mode}: ${v.text}`);
@@ -266,6 +290,7 @@ const code = await runBench(async (run) => {
   process.stdout.write(`\n${verdicts.join('\n')}\n`);
   return undefined;
 }, async () => {
+  await restoreLive.stopAll();
   await nats?.shutdown();
   rmSync(parent, { recursive: true, force: true });
 });
