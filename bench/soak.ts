@@ -276,7 +276,7 @@ const code = await runBench(async (run) => {
     } else {
       // Compaction needs a nats-server that replays purges safely: Debian 13's unless ROSTER_NATS_SERVER names one.
       process.env.ROSTER_NATS_SERVER ||= debianNatsServer();
-      process.stdout.write(`nats-server: ${natsServerVersion()}\n`);
+      process.stdout.write(`${natsServerVersion()}\n`);
       nats = await startNatsCluster();
       samples = await cluster(o, nats);
       await nats.shutdown();
