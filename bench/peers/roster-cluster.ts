@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
-import { startRoster, type Server } from '../server.ts';
+import { startRoster, type Server, type StartOptions } from '../server.ts';
 
 const nodeNames = ['n1', 'n2', 'n3'];
 /** Gossip settles in a few heartbeats; the tests give it 40 s on a loaded machine. */
@@ -21,7 +21,8 @@ export interface RosterCluster {
   stop(): Promise<void>;
 }
 
-export async function startRosterCluster(dataParent: string): Promise<RosterCluster> {
+/** `opts` go to every node's start (bench/server.ts), e.g. longer bounds for nodes holding a large state. */
+export async function startRosterCluster(dataParent: string, opts: StartOptions = {}): Promise<RosterCluster> {
   const nats = await startNatsCluster();
   const nodes: Server[] = [];
   const cluster: RosterCluster = {
@@ -41,7 +42,7 @@ export async function startRosterCluster(dataParent: string): Promise<RosterClus
     const gossip = await Promise.all(nodeNames.map(() => freePort()));
     const joins = gossip.flatMap((p) => ['--join', `127.0.0.1:${p}`]);
     const started = await Promise.allSettled(nodeNames.map((name, k) => startRoster(
-      ['--node-name', name, '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossip[k]}`, ...joins], dataParent)));
+      ['--node-name', name, '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossip[k]}`, ...joins], dataParent, opts)));
     for (const s of started) if (s.status === 'fulfilled') nodes.push(s.value);
     const failed = started.find((s) => s.status === 'rejected');
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;

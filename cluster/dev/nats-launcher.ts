@@ -44,8 +44,13 @@ export interface NatsCluster {
   shutdown(): Promise<void>;
 }
 
-/** The nats-server binary: PATH first, then Debian's location. */
+/** The nats-server binary: ROSTER_NATS_SERVER (a path) when set, else PATH, then Debian's location. */
 export function natsServerBinary(): string {
+  const chosen = process.env.ROSTER_NATS_SERVER;
+  if (chosen !== undefined && chosen !== '') {
+    if (!existsSync(chosen)) throw new Error(`ROSTER_NATS_SERVER: ${chosen} does not exist`);
+    return chosen;
+  }
   for (const dir of (process.env.PATH ?? '').split(':')) {
     if (dir !== '' && existsSync(join(dir, 'nats-server'))) return join(dir, 'nats-server');
   }

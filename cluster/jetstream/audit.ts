@@ -34,6 +34,12 @@ export interface AuditPorts {
   ownIdPrefix: string;
   /** The message id the stream holds at `seq`, undefined when it holds none; throws when it cannot be asked. */
   storedId(seq: number): Promise<string | undefined>;
+  /**
+   * Whether the missing message at `seq` was purged (compaction.ts) rather than changed: true when it is
+   * below the stream's first sequence and the stream refuses single deletes (deny_delete), so only a
+   * purge can have removed it. Without it, every missing message is a divergence.
+   */
+  purged?(seq: number): Promise<boolean>;
   /** True once the log has stopped for good (closed or failed): nothing is judged any more. */
   stopped(): boolean;
   /** The node's state has left the stream's: the log fails and `onDiverged` is told. */
@@ -142,6 +148,7 @@ export class DivergenceAudit {
     const stored = await this.ports.storedId(seq);
     if (stored === read) return true;
     if (this.ports.stopped()) return false;
+    if (stored === undefined && (await this.ports.purged?.(seq)) === true) return true;
     this.ports.diverged(new Error(`stream ${this.ports.stream} changed under this node: seq ${seq} was read as commit ${read} and now holds `
       + `${stored === undefined ? 'nothing' : `commit ${stored}`}; this node's state no longer follows the log, restart it to replay the stream`));
     return false;

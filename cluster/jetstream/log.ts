@@ -23,10 +23,9 @@
  * Durability is what nats-server 2.9.10 gives: a PubAck means the message is in memory on a quorum
  * of the stream's replicas (2.9 has no sync_interval setting); it reaches disk shortly after.
  *
- * Stream messages are never purged or deleted (the stream is created with deny_delete): a node that
- * is behind, or opens from an older snapshot, must still find every message after its mark, and a
- * removed message would shift every index counted after it. Safe compaction needs to know the
- * oldest mark any node may still start from; it is left for later.
+ * * compaction.ts: the stream is purged below the oldest mark a live node may still start from (each
+ *   node reports it with its progress); single messages are never deleted (the stream is created with
+ *   deny_delete), and indexes are counted from a snapshot's mark, so a purge renumbers nothing.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import type {
@@ -36,9 +35,11 @@ import {
   appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, stampMs, type EncodedProposal, type Pending, type Phase,
 } from '../../src/log/index.ts';
 import { Attachments } from './attachments.ts';
+import { Compactor, firstIndexOf, purgeSafeSince, purgesSafely } from './compaction.ts';
 import { DivergenceAudit, storedMessageId } from './audit.ts';
 import { LeadershipWatch } from './leadership.ts';
 import { Marks } from './marks.ts';
+import { listObjects } from './object-list.ts';
 import { ProgressBoard, progressSubject } from './progress.ts';
 import { emptyStats, inFlightMaxOf, kind, settingsOf, type JetStreamLogOptions, type JetStreamLogStats, type Settings } from './options.ts';
 import { encodeForMessage, ownIdPrefixOf, Publisher } from './publisher.ts';
@@ -61,6 +62,7 @@ interface Parts {
   publisher: Publisher;
   snapshots: SnapshotStore;
   commits: CommitQueue<EncodedProposal>;
+  compactor: Compactor;
 }
 
 export class JetStreamLog implements ReplicatedLog {
@@ -92,7 +94,10 @@ export class JetStreamLog implements ReplicatedLog {
     this.attachments = new Attachments(() => this.parts!.stores.store, this.stream, this.settings.publishTimeoutMs);
     this.observer = opts.observer;
     this.ownIdPrefix = ownIdPrefixOf(opts.nodeName);
-    this.progress = new ProgressBoard(this.settings.nodeName, () => ({ server: this.serverName(), appliedIndex: this.lastIndex() }));
+    this.progress = new ProgressBoard(this.settings.nodeName, () => ({
+      server: this.serverName(), appliedIndex: this.lastIndex(), serverVersion: this.nc?.info?.version,
+      startFrom: this.parts?.snapshots.oldestStart, compacted: this.parts?.compactor.compacted,
+    }));
   }
 
   // ---- ReplicatedLog ----------------------------------------------------------------------------
@@ -113,6 +118,7 @@ export class JetStreamLog implements ReplicatedLog {
       this.parts?.reader.stop();
       this.leadershipWatch.stop();
       this.progress.stop();
+      this.parts?.compactor.stop();
       await nc.close().catch(() => undefined);
       this.phase = 'closed';
       throw err;
@@ -183,13 +189,13 @@ export class JetStreamLog implements ReplicatedLog {
 
   /**
    * Indexes, the stream's copies (as last asked in the background) and each node's reported progress.
-   * The compaction point is index 1 while the stream still holds its first message; once messages
-   * were removed the log keeps no mark of which index the first remaining one starts, so it is unknown.
+   * The compaction point is index 1 while the stream still holds its first message; after a purge, the
+   * index after the mark it was purged below, as the purging node reports it (unknown until then).
    */
   status(): LogStatus {
     const seen = this.leadershipWatch.streamSeen();
     return {
-      kind: 'jetstream', lastIndex: this.lastIndex(), firstIndex: seen.firstSeq <= 1 ? 1 : undefined,
+      kind: 'jetstream', lastIndex: this.lastIndex(), firstIndex: firstIndexOf(seen.firstSeq, this.progress.marks(), this.parts?.compactor.recent),
       snapshotIndex: this.parts?.snapshots.newest ?? 0,
       stream: {
         name: this.stream, leader: this.leadershipWatch.current().leader, replicas: seen.replicas,
@@ -214,21 +220,29 @@ export class JetStreamLog implements ReplicatedLog {
     const stores = await openStores(nc, s, deadline);
     const { info, subject, strictSeq } = stores.stream;
     const snapshots = new SnapshotStore({
-      store: stores.store, stream: s.stream, nodeName: s.nodeName, logger: s.logger, streamCreated: info.created,
+      store: stores.store, objects: () => listObjects(stores.jsm, s.bucket), stream: s.stream, nodeName: s.nodeName, logger: s.logger, streamCreated: info.created,
       publishTimeoutMs: s.publishTimeoutMs, openTimeoutMs: s.openTimeoutMs,
     });
+    // Reporting from now on: until this node knows its start mark, its report holds compaction back, so
+    // the messages after the snapshot it is choosing are not purged under it.
+    this.progress.start(nc, progressSubject(s.stream));
     const record = await snapshots.startFrom(info, deadline);
     const start = startMark(info, record, s.stream);
     const marks = new Marks(start);
     const stopped = (): boolean => this.stopped;
     const audit = new DivergenceAudit({
       stream: s.stream, logger: s.logger, ownIdPrefix: this.ownIdPrefix, storedId: storedMessageId(stores.jsm, s.stream),
+      purged: async (seq) => {
+        const now = await stores.jsm.streams.info(s.stream);
+        return now.config.deny_delete === true && seq < now.state.first_seq;
+      },
       stopped, diverged: (err) => this.diverged(err),
     });
     const reader = new Reader({
       js: stores.js, stream: s.stream, subject, strictSeq, consumerExpiresMs: s.consumerExpiresMs, stats: this.stats,
       logger: s.logger, marks, audit, stopped, failure: () => this.failure, fail: (cause) => this.fail(cause),
       cannotFollow: (err) => this.diverged(err),
+      fellBehind: (err) => this.diverged(err),
       deliver: (entries) => this.deliver(entries), attachments: this.attachments,
     }, start, record?.index ?? 0);
     const publisher = new Publisher({
@@ -238,10 +252,15 @@ export class JetStreamLog implements ReplicatedLog {
     const commits = new CommitQueue<EncodedProposal>(kind, {
       entriesMax: s.batchEntriesMax, bytesMax: stores.bytesMax, queuedEntriesMax: s.queuedEntriesMax, inFlightMax: inFlightMaxOf(s),
     }, (batch) => this.commit(batch));
-    this.parts = { stores, marks, audit, reader, publisher, snapshots, commits };
+    const compactor = new Compactor({
+      stream: s.stream, nodeName: s.nodeName, logger: s.logger, nodes: () => this.progress.marks(),
+      firstSeq: () => this.leadershipWatch.streamSeen().firstSeq,
+      purgeBelow: async (seq) => (await stores.jsm.streams.purge(s.stream, { seq })).purged,
+    });
+    this.parts = { stores, marks, audit, reader, publisher, snapshots, commits, compactor };
     reader.start();
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);
-    this.progress.start(nc, progressSubject(s.stream));
+    if (s.compactEveryMs > 0) this.startCompactor(compactor, nc.info?.version);
     // Catching up gets a full open timeout of its own: reading a snapshot may have used the first.
     await reader.catchUp(info.state.last_seq, Math.max(deadline, Date.now() + s.openTimeoutMs), s.openTimeoutMs);
     if (reader.cursor.index < reader.skipThrough) {
@@ -316,9 +335,21 @@ export class JetStreamLog implements ReplicatedLog {
     this.opts.onDiverged?.(err);
   }
 
+  /** Compacts every compactEveryMs; on a nats-server that does not replay purges safely, says once that it will not. */
+  private startCompactor(compactor: Compactor, serverVersion: string | undefined): void {
+    const s = this.settings;
+    if (!purgesSafely(serverVersion)) {
+      s.logger.warn({ stream: s.stream, serverVersion, purgeSafeSince },
+        'JetStream log: the stream is not compacted: this nats-server replays a purge as a purge of the whole stream after a crash; '
+        + `run nats-server ${purgeSafeSince} or later for a bounded stream`);
+    }
+    compactor.start(s.compactEveryMs);
+  }
+
   private async shutdown(): Promise<void> {
     this.leadershipWatch.stop();
     this.progress.stop();
+    this.parts?.compactor.stop();
     if (this.phase === 'new') {
       this.phase = 'closed';
       return;

@@ -4,6 +4,9 @@ import { positiveIntOption, queuedEntriesMaxDefault } from '../../src/log/index.
 
 export const kind = 'JetStreamLog';
 
+/** How often the purging node looks for messages to purge (compaction.ts). */
+export const compactEveryMsDefault = 10_000;
+
 export interface JetStreamLogOptions {
   /** NATS urls (`nats://host:port`); the client connects to one and reconnects to any of them. */
   servers: string[];
@@ -48,15 +51,21 @@ export interface JetStreamLogOptions {
    */
   consumerExpiresMs?: number;
   /**
-   * Called when the stream no longer holds a message this node already applied (see audit.ts): the
-   * node's state has left the log's, and only a restart (a replay from the stream) brings it back. The
-   * log has failed by then; the caller should stop the process. @default none (the log just fails)
+   * Called when the stream no longer holds a message this node already applied (see audit.ts), or no
+   * longer holds the ones after it (the node fell behind the compaction point, compaction.ts): the
+   * node's state has left the log's, and only a restart (from the newest snapshot, then the stream)
+   * brings it back. The log has failed by then; the caller should stop the process. @default none (the log just fails)
    */
   onDiverged?: (err: Error) => void;
   /** How long open() may take: connect, create the stream and bucket, load the snapshot, catch up. @default 30000 */
   openTimeoutMs?: number;
   /** Told each of this node's commits, its size and its publish time (metrics); also settable with `observe`. @default none */
   observer?: LogObserver;
+  /**
+   * How often the node with the smallest name among the live ones purges the stream below the oldest
+   * mark a live node may still start from (compaction.ts); 0 never purges. @default 10000
+   */
+  compactEveryMs?: number;
 }
 
 /** Counters for tests and metrics. */
@@ -97,6 +106,8 @@ export interface Settings {
   publishRetryMsMax: number;
   consumerExpiresMs: number;
   openTimeoutMs: number;
+  /** 0: never compact. */
+  compactEveryMs: number;
 }
 
 const streamDefault = 'ROSTER_LOG';
@@ -124,6 +135,7 @@ export function settingsOf(opts: JetStreamLogOptions): Settings {
     batchEntriesMax: positiveIntOption(kind, 'batchEntriesMax', opts.batchEntriesMax, 4096),
     queuedEntriesMax: positiveIntOption(kind, 'queuedEntriesMax', opts.queuedEntriesMax, queuedEntriesMaxDefault),
     publishesInFlightMax: opts.publishesInFlightMax,
+    compactEveryMs: opts.compactEveryMs === 0 ? 0 : positiveIntOption(kind, 'compactEveryMs', opts.compactEveryMs, compactEveryMsDefault),
   };
 }
 

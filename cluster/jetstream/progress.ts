@@ -1,7 +1,8 @@
 /**
  * Each Roster node's progress, shared over core NATS: every `progressReportMs` a node publishes
- * `{name, server, applied}` (its name, the nats server it is connected to, the last index it applied)
- * on `roster.progress.<stream>`, and every node keeps the newest report per name. Not stored in a
+ * `{name, server, applied, from?, compacted?}` (its name, the nats server it is connected to, the last
+ * index it applied, the mark it may still start from and the compaction point it knows, each mark as
+ * `[seq, index]`) on `roster.progress.<stream>`, and every node keeps the newest report per name. Not stored in a
  * stream: a report is worth only its freshness, and a lost one is replaced a second later. The reader
  * of the table (/v1/operator/log) judges a report older than a few seconds as unknown.
  */
@@ -22,10 +23,21 @@ export function progressSubject(stream: string): string {
   return `roster.progress.${stream}`;
 }
 
-/** What the own node reports. */
-export interface OwnProgress { server: string; appliedIndex: number }
+/** A stream sequence and the index of the last command of the message there. */
+export interface SeqIndex { seq: number; index: number }
 
-interface Heard { server: string; appliedIndex: number; atMs: number }
+/**
+ * What the own node reports; the marks only once it knows them (see compaction.ts), and the version of
+ * the nats-server it is connected to (compaction runs only when every one is known to purge safely).
+ */
+export interface OwnProgress { server: string; appliedIndex: number; startFrom?: SeqIndex; compacted?: SeqIndex; serverVersion?: string }
+
+interface Heard extends OwnProgress { atMs: number }
+
+/** A node's marks as last reported (its own first-hand), with the report's age. */
+export interface NodeMarks {
+  name: string; startFrom: SeqIndex | undefined; compacted: SeqIndex | undefined; serverVersion: string | undefined; ageMs: number;
+}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -36,10 +48,30 @@ export function decodeProgress(data: Uint8Array): ({ name: string } & OwnProgres
   try {
     const o = JSON.parse(decoder.decode(data)) as Record<string, unknown>;
     if (typeof o.name !== 'string' || o.name === '' || typeof o.server !== 'string' || !Number.isSafeInteger(o.applied)) return undefined;
-    return { name: o.name, server: o.server, appliedIndex: o.applied as number };
+    const out: { name: string } & OwnProgress = { name: o.name, server: o.server, appliedIndex: o.applied as number };
+    const startFrom = seqIndexOf(o.from);
+    const compacted = seqIndexOf(o.compacted);
+    if (startFrom !== undefined) out.startFrom = startFrom;
+    if (compacted !== undefined) out.compacted = compacted;
+    if (typeof o.sv === 'string' && o.sv.length <= 64) out.serverVersion = o.sv;
+    return out;
   } catch {
     return undefined;
   }
+}
+
+/** A report's `[seq, index]` pair, or undefined when absent or malformed. */
+function seqIndexOf(v: unknown): SeqIndex | undefined {
+  if (!Array.isArray(v) || v.length !== 2 || !v.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) return undefined;
+  return { seq: v[0] as number, index: v[1] as number };
+}
+
+/** The report's JSON; a mark not known yet is left out. */
+export function encodeProgress(name: string, p: OwnProgress): Uint8Array {
+  const pair = (m: SeqIndex | undefined): [number, number] | undefined => (m === undefined ? undefined : [m.seq, m.index]);
+  return encoder.encode(JSON.stringify({
+    name, server: p.server, applied: p.appliedIndex, from: pair(p.startFrom), compacted: pair(p.compacted), sv: p.serverVersion || undefined,
+  }));
 }
 
 export class ProgressBoard {
@@ -53,9 +85,8 @@ export class ProgressBoard {
   start(nc: NatsConnection, subject: string): void {
     this.sub = nc.subscribe(subject, { callback: (err, msg) => { if (err === null) this.record(msg.data); } });
     const report = (): void => {
-      const { server, appliedIndex } = this.own();
       try {
-        nc.publish(subject, encoder.encode(JSON.stringify({ name: this.nodeName, server, applied: appliedIndex })));
+        nc.publish(subject, encodeProgress(this.nodeName, this.own()));
       } catch {
         // A closed or draining connection: the log is stopping; nothing to report.
       }
@@ -72,18 +103,39 @@ export class ProgressBoard {
 
   /** Every node heard from in the last `progressForgetMs`, this node first-hand, sorted by name. */
   nodes(nowMs = Date.now()): NodeProgress[] {
-    const out: NodeProgress[] = [{ name: this.nodeName, ...this.own(), ageMs: 0 }];
+    const { server, appliedIndex } = this.own();
+    const out: NodeProgress[] = [{ name: this.nodeName, server, appliedIndex, ageMs: 0 }];
+    for (const [name, h] of this.live(nowMs)) out.push({ name, server: h.server, appliedIndex: h.appliedIndex, ageMs: Math.max(0, nowMs - h.atMs) });
+    return out.sort(byName);
+  }
+
+  /** The marks of every node heard from in the last `progressForgetMs`, this node first-hand, sorted by name. */
+  marks(nowMs = Date.now()): NodeMarks[] {
+    const { startFrom, compacted, serverVersion } = this.own();
+    const out: NodeMarks[] = [{ name: this.nodeName, startFrom, compacted, serverVersion, ageMs: 0 }];
+    for (const [name, h] of this.live(nowMs)) {
+      out.push({ name, startFrom: h.startFrom, compacted: h.compacted, serverVersion: h.serverVersion, ageMs: Math.max(0, nowMs - h.atMs) });
+    }
+    return out.sort(byName);
+  }
+
+  /** The other nodes heard from in the last `progressForgetMs`; older reports are forgotten. */
+  private live(nowMs: number): [string, Heard][] {
+    const out: [string, Heard][] = [];
     for (const [name, h] of this.heard) {
       if (name === this.nodeName) continue;
       if (nowMs - h.atMs > progressForgetMs) this.heard.delete(name);
-      else out.push({ name, server: h.server, appliedIndex: h.appliedIndex, ageMs: Math.max(0, nowMs - h.atMs) });
+      else out.push([name, h]);
     }
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return out;
   }
 
   private record(data: Uint8Array): void {
     const p = decodeProgress(data);
     if (p === undefined || (!this.heard.has(p.name) && this.heard.size >= progressNodesMax)) return;
-    this.heard.set(p.name, { server: p.server, appliedIndex: p.appliedIndex, atMs: Date.now() });
+    const { name, ...heard } = p;
+    this.heard.set(name, { ...heard, atMs: Date.now() });
   }
 }
+
+const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

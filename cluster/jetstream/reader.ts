@@ -40,6 +40,11 @@ export interface ReaderPorts {
    * go on after an upgrade, so the node stops as on a divergence. @default fail
    */
   cannotFollow?(cause: Error): void;
+  /**
+   * Messages after the cursor are gone (the node fell behind the compaction point): its state can only
+   * come back from a snapshot, so this is told instead of `fail` when given. @default fail
+   */
+  fellBehind?(cause: Error): void;
   /** Numbered entries, in order. */
   deliver(entries: LogEntry[]): void;
   /** Attachments entries name: fetched before those entries are delivered (see attachments.ts). */
@@ -167,7 +172,9 @@ export class Reader {
     // The ordered consumer resumes after the last message it delivered; a restarted one after ours.
     if (seq <= this.cursor.seq) return;
     if (ports.strictSeq && seq !== this.cursor.seq + 1) {
-      ports.fail(new Error(`${kind}: stream ${ports.stream} skips from seq ${this.cursor.seq} to ${seq}: messages were removed`));
+      const err = new Error(`${kind}: stream ${ports.stream} skips from seq ${this.cursor.seq} to ${seq}: messages were removed `
+        + '(compacted past this node); restart it to open from the newest snapshot');
+      (ports.fellBehind ?? ports.fail)(err);
       return;
     }
     ports.stats.messagesConsumed += 1;

@@ -75,13 +75,19 @@ export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<bo
 export async function retrying<T>(
   logger: Logger, what: string, deadline: number, step: () => Promise<T>, attemptMsMax: number,
 ): Promise<T> {
+  // The last failure that was an answer: reported instead of a timeout of the last, shortened attempt.
+  let lastAnswer: unknown;
   for (let attempt = 0; ; attempt += 1) {
+    const attemptMs = Math.max(1, Math.min(attemptMsMax, deadline - Date.now()));
+    const noAnswer = `${what}: no answer within ${attemptMs} ms`;
     try {
-      const attemptMs = Math.max(1, Math.min(attemptMsMax, deadline - Date.now()));
-      return await withinMs(step(), attemptMs, `${what}: no answer within ${attemptMs} ms`);
+      return await withinMs(step(), attemptMs, noAnswer);
     } catch (err) {
+      const timedOut = err instanceof Error && err.message === noAnswer;
+      if (!timedOut) lastAnswer = err;
       if (!isTransient(err) || Date.now() >= deadline) {
-        throw new Error(`${kind}.open: ${what}: ${errorMessage(err)}`, { cause: err });
+        const reported = timedOut && lastAnswer !== undefined ? lastAnswer : err;
+        throw new Error(`${kind}.open: ${what}: ${errorMessage(reported)}`, { cause: reported });
       }
       logger.warn({ step: what, err: errorMessage(err) }, 'JetStream log: setup step failed, retrying');
       await sleep(Math.min(backoffMs(attempt, retryPauseMsMax), Math.max(0, deadline - Date.now())));

@@ -94,7 +94,9 @@ export function streamConfig(p: StreamPlan): Partial<StreamConfig> & { name: str
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     duplicate_window: nanos(duplicateWindowMs(p)),
-    // Indexes are counted from the messages: deleting one would renumber everything after it.
+    // Indexes are counted from the messages: deleting one would renumber everything after it. A purge
+    // of the oldest ones renumbers nothing (a snapshot's mark carries the index there) and stays allowed:
+    // compaction.ts purges (deny_purge is a separate flag, left off).
     deny_delete: true,
   };
 }
@@ -133,6 +135,8 @@ export function adoptStream(info: StreamInfo, p: StreamPlan): AdoptedStream {
   if (c.storage !== StorageType.File) differs.storage = c.storage;
   if (c.num_replicas !== p.replicas) differs.replicas = c.num_replicas;
   if ((c.duplicate_window ?? 0) < nanos(p.publishRetryMsMax + p.publishTimeoutMs)) differs.duplicateWindowNs = c.duplicate_window;
+  // Compaction purges the stream: a stream that refuses purges grows for ever.
+  if (c.deny_purge === true) differs.denyPurge = true;
   if (!c.subjects.includes(p.subject)) {
     const only = c.subjects.length === 1 ? c.subjects[0]! : undefined;
     if (only === undefined || /[*>]/.test(only)) {

@@ -1,4 +1,6 @@
-// Goal: force-leave and leave in a three-node cluster, as users run them. `PUT /v1/agent/force-leave/<node>`
+// Goal: maintenance, force-leave and leave in a three-node cluster, as users run them. Node and service
+// maintenance set on one node show as the critical `_node_maintenance` / `_service_maintenance:<id>` checks
+// on every node, and go away everywhere when ended. `PUT /v1/agent/force-leave/<node>`
 // on a killed (failed) member moves it to left at once, at the other members too (told through gossip).
 // Then `PUT /v1/agent/leave` on one node: it exits 0, the other marks it left (not failed) at once, well
 // within the suspicion timeout, and the TTL sessions whose timers it owned still expire, their timers now
@@ -41,6 +43,41 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(() => cluster.stop());
+
+/** The checks of `node` as `viewer` sees them in /v1/health/node, by CheckID. */
+async function healthChecksOf(viewer: string, nodeName: string): Promise<Record<string, { Status: string; Notes: string; ServiceID: string }>> {
+  const checks = (await client(node(viewer)).get(`/v1/health/node/${nodeName}`)).json<{ CheckID: string; Status: string; Notes: string; ServiceID: string }[]>();
+  return Object.fromEntries(checks.map((c) => [c.CheckID, c]));
+}
+
+describe('maintenance in a cluster', () => {
+  test('node and service maintenance set on one node are seen on the others, and so is their end', async () => {
+    const n1 = client(node('n1'));
+    expect((await n1.put('/v1/agent/service/register', { ID: 'api-1', Name: 'api', Port: 81 })).status).toBe(200);
+    expect((await n1.put('/v1/agent/maintenance?enable=true&reason=kernel%20upgrade')).status).toBe(200);
+    expect((await n1.put('/v1/agent/service/maintenance/api-1?enable=true&reason=deploy')).status).toBe(200);
+    for (const viewer of ['n2', 'n3']) {
+      await until(`maintenance of n1 at ${viewer}`, async () => {
+        const checks = await healthChecksOf(viewer, 'n1');
+        return checks._node_maintenance !== undefined && checks['_service_maintenance:api-1'] !== undefined ? checks : undefined;
+      }, 10_000);
+      const checks = await healthChecksOf(viewer, 'n1');
+      expect(checks._node_maintenance).toMatchObject({ Status: 'critical', Notes: 'kernel upgrade', ServiceID: '' });
+      expect(checks['_service_maintenance:api-1']).toMatchObject({ Status: 'critical', Notes: 'deploy', ServiceID: 'api-1' });
+      // A service in maintenance is not among the passing instances anywhere.
+      expect((await client(node(viewer)).get('/v1/health/service/api?passing')).json<unknown[]>()).toEqual([]);
+    }
+    expect((await n1.put('/v1/agent/maintenance?enable=false')).status).toBe(200);
+    expect((await n1.put('/v1/agent/service/maintenance/api-1?enable=false')).status).toBe(200);
+    for (const viewer of ['n2', 'n3']) {
+      await until(`maintenance of n1 over at ${viewer}`, async () => {
+        const checks = await healthChecksOf(viewer, 'n1');
+        return checks._node_maintenance === undefined && checks['_service_maintenance:api-1'] === undefined ? true : undefined;
+      }, 10_000);
+    }
+    expect((await n1.put('/v1/agent/service/deregister/api-1')).status).toBe(200);
+  });
+});
 
 describe('leave and force-leave in a cluster', () => {
   test('force-leave of a killed member moves it from failed to left at once, on the other members too; ?prune forgets it; an unknown name is 404', async () => {

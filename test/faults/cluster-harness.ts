@@ -61,6 +61,8 @@ export interface ClusterOptions {
   sessionTtlMin?: string;
   /** @default 'info' */
   logLevel?: string;
+  /** --snapshot-every: small enough, the stream is compacted under the faults. @default the agent's (20,000) */
+  snapshotEvery?: number;
 }
 
 export const nodeNames = ['n1', 'n2', 'n3'] as const;
@@ -69,7 +71,7 @@ export class FaultCluster {
   private constructor(readonly root: string, readonly nats: NatsNode[], readonly nodes: RosterNode[], readonly options: Required<ClusterOptions>) {}
 
   static async start(o: ClusterOptions = {}): Promise<FaultCluster> {
-    const options: Required<ClusterOptions> = { suspicionMs: 4_000, homeServers: false, sessionTtlMin: '1s', logLevel: 'info', ...o };
+    const options: Required<ClusterOptions> = { suspicionMs: 4_000, homeServers: false, sessionTtlMin: '1s', logLevel: 'info', snapshotEvery: 20_000, ...o };
     const root = mkdtempSync(join(tmpdir(), 'roster-faults-'));
     const ports: { name: string; client: number; cluster: number; monitor: number; http: number; gossip: number }[] = [];
     for (const name of nodeNames) ports.push({ name, client: await freePort(), cluster: await freePort(), monitor: await freePort(), http: await freePort(), gossip: await freePort() });
@@ -97,6 +99,7 @@ export class FaultCluster {
         '--nats', options.homeServers ? nats[k]!.url : allUrls, '--gossip-listen', `127.0.0.1:${n.gossipPort}`,
         ...seeds,
         '--session-ttl-min', options.sessionTtlMin, '--log-level', options.logLevel, '--config-file', configFile,
+        '--snapshot-every', String(options.snapshotEvery),
       ]);
     });
     const cluster = new FaultCluster(root, nats, nodes, options);

@@ -8,43 +8,20 @@
  *   package archive, checked against the archive's SHA-256. Its loader runs a program against that glibc
  *   instead of the host's: `[loader, '--library-path', libraryPath, program, ...args]`.
  *
- * Both land under `.cache/` in the checkout (not tracked) and are fetched once; a fetch goes to a temporary
- * directory first and is renamed into place, so parallel test files never see half a download.
+ * Both land under `.cache/` in the checkout (not tracked) and are fetched once (cluster/dev/fetched.ts, which
+ * also fetches Debian 13's nats-server: `debianNatsServer()`, re-exported here).
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { cacheDir, debianPackage, fetchOnce } from '../../cluster/dev/fetched.ts';
 
-// The checkout's root, computed here rather than imported from agent.ts: the `test:lts` runner imports this
-// module outside vitest.
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+export { debianNatsServer } from '../../cluster/dev/fetched.ts';
 
 /** The Node.js lines besides the development one (20), at the versions the tests run. */
 export const nodeReleases = { 22: '22.23.3', 24: '24.21.0' } as const;
 export type NodeLine = keyof typeof nodeReleases;
 
-const cacheDir = join(repoRoot, '.cache');
-
-/** Fills `target` by running `fill(tmp)` on a fresh temporary sibling and renaming it into place. */
-function fetchOnce(target: string, fill: (tmp: string) => void): string {
-  if (existsSync(target)) return target;
-  mkdirSync(cacheDir, { recursive: true });
-  const tmp = mkdtempSync(`${target}.part-`);
-  try {
-    fill(tmp);
-    try {
-      renameSync(tmp, target);
-    } catch (err) {
-      // Another worker renamed its copy first: keep that one.
-      if (!existsSync(target)) throw err;
-    }
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-  return target;
-}
 
 /** The path of the `node` executable of that line, fetched from the npm registry on first use. */
 export function nodeBinary(line: NodeLine): string {
@@ -60,9 +37,6 @@ export function nodeBinary(line: NodeLine): string {
   return join(dir, 'node');
 }
 
-const debianMirror = 'http://deb.debian.org/debian';
-const debianSuite = 'trixie';
-
 export interface Libc {
   /** glibc's version, e.g. "2.41". */
   version: string;
@@ -72,31 +46,9 @@ export interface Libc {
   libraryPath: string;
 }
 
-/** The package's entry in the suite's index: its file name, version and SHA-256. */
-function libcEntry(): { filename: string; version: string; sha256: string } {
-  const index = execFileSync('sh', ['-c', `curl -fsS --max-time 120 ${debianMirror}/dists/${debianSuite}/main/binary-amd64/Packages.xz | xz -d`],
-    { encoding: 'utf8', maxBuffer: 512 * 1024 * 1024, timeout: 180_000 });
-  const stanza = index.split('\n\n').find((s) => s.startsWith('Package: libc6\n'));
-  const field = (name: string) => stanza?.match(new RegExp(`^${name}: (.+)$`, 'm'))?.[1];
-  const filename = field('Filename');
-  const version = field('Version');
-  const sha256 = field('SHA256');
-  if (!filename || !version || !sha256) throw new Error(`no libc6 entry in Debian ${debianSuite}'s package index`);
-  return { filename, version, sha256 };
-}
-
 /** Debian 13's glibc, unpacked under .cache/ on first use. */
 export function debianLibc(): Libc {
-  const dir = fetchOnce(join(cacheDir, `libc6-${debianSuite}`), (tmp) => {
-    const entry = libcEntry();
-    const deb = join(tmp, 'libc6.deb');
-    execFileSync('curl', ['-fsS', '--max-time', '300', '-o', deb, `${debianMirror}/${entry.filename}`], { timeout: 320_000 });
-    const sum = createHash('sha256').update(readFileSync(deb)).digest('hex');
-    if (sum !== entry.sha256) throw new Error(`${entry.filename}: SHA-256 ${sum}, the index says ${entry.sha256}`);
-    execFileSync('dpkg-deb', ['-x', deb, join(tmp, 'root')], { timeout: 120_000 });
-    rmSync(deb);
-  });
-  const lib = join(dir, 'root/usr/lib/x86_64-linux-gnu');
+  const lib = join(debianPackage('libc6'), 'usr/lib/x86_64-linux-gnu');
   const version = glibcVersion(lib);
   return { version, loader: join(lib, 'ld-linux-x86-64.so.2'), libraryPath: `${lib}:/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu` };
 }
