@@ -12,6 +12,7 @@ import { jetstream, jetstreamManager, StorageType, type StreamInfo } from '@nats
 import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import { Marks } from '../../cluster/jetstream/marks.ts';
 import { listObjects } from '../../cluster/jetstream/object-list.ts';
+import { isTransient } from '../../cluster/jetstream/retry.ts';
 import { SnapshotStore } from '../../cluster/jetstream/snapshots.ts';
 import { startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
@@ -144,5 +145,12 @@ describe('listing the bucket on a nats-server', () => {
     const listed = await listObjects(await jetstreamManager(nc), 'SLOTS');
     const byName = Object.fromEntries(listed.map((o) => [o.name, o.metadata?.index]));
     expect(byName).toEqual({ 'LOG/n0/0': '8', 'LOG/n1/1': '9', 'LOG/n2/0': '10', 'LOG/n3/1': '11' });
+  });
+
+  it('a bucket whose stream this server does not know (yet) fails as a transient error, not as an empty bucket', async () => {
+    const failure = await listObjects(await jetstreamManager(nc), 'NOT_CREATED').then(() => undefined, (err: unknown) => err);
+    expect(failure).toBeInstanceOf(Error);
+    expect((failure as Error).message).toMatch(/stream OBJ_NOT_CREATED is not known to this server yet/);
+    expect(isTransient(failure)).toBe(true);
   });
 });
