@@ -122,18 +122,17 @@ describe('actions, refused', () => {
       await page.click('tr[data-instance="node1/locked-1"] [data-action="service-deregister"]');
       await confirmRefused(page, 'Deregister the instance locked-1', denied);
     }, reader);
-    await ui.withPage('/ui/nodes/node1', async (page) => {
-      await page.click('[data-action="node-maintenance"]');
-      await confirmRefused(page, 'Put the node node1 in maintenance', denied);
-    }, reader);
-    await ui.withPage(`/ui/sessions/${sid}`, async (page) => {
-      await page.click('[data-action="session-invalidate"]');
-      await confirmRefused(page, 'Invalidate the session', denied);
-    }, reader);
-    await ui.withPage('/ui/kv/kept', async (page) => {
-      await page.click('[data-action="delete-key"]');
-      await confirmRefused(page, 'Delete the key kept', denied);
-    }, reader);
+    const elsewhere = [
+      ['/ui/nodes/node1', '[data-action="node-maintenance"]', 'Put the node node1 in maintenance'],
+      [`/ui/sessions/${sid}`, '[data-action="session-invalidate"]', 'Invalidate the session'],
+      ['/ui/kv/kept', '[data-action="delete-key"]', 'Delete the key kept'],
+    ] as const;
+    for (const [path, button, question] of elsewhere) {
+      await ui.withPage(path, async (page) => {
+        await page.click(button);
+        await confirmRefused(page, question, denied);
+      }, reader);
+    }
     const checks = (await as('GET', '/v1/agent/checks')).json();
     expect(Object.keys(checks)).toEqual(['service:locked-1']);
     expect(checks['service:locked-1'].Status).toBe('critical');
