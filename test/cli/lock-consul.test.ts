@@ -4,35 +4,19 @@
 // semaphore (or two limits) on one prefix refuse each other; `-try` gives up with exit 1; `-child-exit-code`
 // (=false) decides the exit code; `-verbose` says each step; `-monitor-retry` rides out an agent restart
 // when given room, and a lost read ends the command when not.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
 import { client, startAgent, type Agent } from '../support/agent.ts';
-import { closedPort, roster, startRoster, until } from './support.ts';
+import { closedPort, roster, startRoster, until, useAgentAndScratch } from './support.ts';
 
-let agent: Agent;
-let http: ReturnType<typeof client>;
-let scratch: string;
+const cli = useAgentAndScratch('roster-cli-lockc-');
+const { file, read } = cli;
 
-beforeAll(async () => {
-  agent = await startAgent();
-  http = client(agent);
-  scratch = mkdtempSync(join(tmpdir(), 'roster-cli-lockc-'));
-});
-afterAll(async () => {
-  await agent?.stop();
-  agent?.cleanup();
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-});
-
-const file = (name: string) => join(scratch, name);
-const read = (name: string) => (existsSync(file(name)) ? readFileSync(file(name), 'utf8') : '');
 const semaphoreFlags = '16210313421097356768';
-const sessionsNamed = async (name: string) => (await http.get('/v1/session/list')).json<{ ID: string; Name: string }[]>().filter((s) => s.Name === name);
+const sessionsNamed = async (name: string) => (await cli.http.get('/v1/session/list')).json<{ ID: string; Name: string }[]>().filter((s) => s.Name === name);
 /** The keys under a prefix with Flags as exact text. */
 const keysUnder = async (prefix: string): Promise<{ Key: string; Flags: string; Value: string | null; Session?: string }[]> => {
-  const r = await http.get(`/v1/kv/${prefix}/?recurse`);
+  const r = await cli.http.get(`/v1/kv/${prefix}/?recurse`);
   return r.status === 404 ? [] : JSON.parse(r.text.replace(/"Flags":(\d+)/g, '"Flags":"$1"'));
 };
 
@@ -52,7 +36,7 @@ describe('-n 3: a semaphore', () => {
     const gate = file('sem.gate');
     // Each command logs its start, waits for the gate (so the first three hold their slots together), then ends.
     const script = (id: number) => `echo "c${id} start $(date +%s%N)" >> ${log}; while [ ! -e ${gate} ]; do sleep 0.05; done; sleep 0.2; echo "c${id} end $(date +%s%N)" >> ${log}`;
-    const runs = Array.from({ length: 8 }, (_, id) => startRoster(['lock', ...(id % 2 ? ['-n=3'] : ['-n', '3']), 'sem', '--', script(id)], { agent: agent.url, timeoutMs: 90_000 }));
+    const runs = Array.from({ length: 8 }, (_, id) => startRoster(['lock', ...(id % 2 ? ['-n=3'] : ['-n', '3']), 'sem', '--', script(id)], { agent: cli.agent.url, timeoutMs: 90_000 }));
     await until('three commands to hold a slot', () => read('sem.log').split('\n').filter((l) => l.includes(' start ')).length === 3, 30_000);
     await until('all eight contenders to be waiting or holding', async () => (await keysUnder('sem')).length === 9, 30_000);
 
@@ -69,10 +53,10 @@ describe('-n 3: a semaphore', () => {
     expect(read('sem.log').split('\n').filter((l) => l.includes(' start '))).toHaveLength(3);
 
     // While it is in use: another limit, or a plain lock, on the prefix is refused and runs nothing.
-    const otherLimit = await roster(['lock', '-n', '2', 'sem', '--', `touch ${file('never-a')}`], { agent: agent.url });
+    const otherLimit = await roster(['lock', '-n', '2', 'sem', '--', `touch ${file('never-a')}`], { agent: cli.agent.url });
     expect(otherLimit.code).toBe(1);
     expect(otherLimit.stderr).toContain('roster: semaphore limit conflict (lock: 3, local: 2)');
-    const plainLock = await roster(['lock', 'sem', '--', `touch ${file('never-b')}`], { agent: agent.url });
+    const plainLock = await roster(['lock', 'sem', '--', `touch ${file('never-b')}`], { agent: cli.agent.url });
     expect(plainLock.code).toBe(1);
     expect(plainLock.stderr).toContain("roster: sem/.lock is a semaphore's key");
     expect(existsSync(file('never-a')) || existsSync(file('never-b'))).toBe(false);
@@ -87,9 +71,9 @@ describe('-n 3: a semaphore', () => {
   }, 120_000);
 
   test('a semaphore on a prefix whose .lock is a plain lock is refused', async () => {
-    const holder = await http.session({ Name: 'plain-holder' });
-    expect((await http.put(`/v1/kv/plain/.lock?acquire=${holder}&flags=3304740253564472344`)).text).toBe('true');
-    const r = await roster(['lock', '-n', '2', 'plain', '--', `touch ${file('never-c')}`], { agent: agent.url });
+    const holder = await cli.http.session({ Name: 'plain-holder' });
+    expect((await cli.http.put(`/v1/kv/plain/.lock?acquire=${holder}&flags=3304740253564472344`)).text).toBe('true');
+    const r = await roster(['lock', '-n', '2', 'plain', '--', `touch ${file('never-c')}`], { agent: cli.agent.url });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("roster: plain/.lock is not a semaphore's key (flags 3304740253564472344)");
     expect(existsSync(file('never-c'))).toBe(false);
@@ -100,21 +84,21 @@ describe('-n 3: a semaphore', () => {
 describe('-n 2 next to a holder written as Consul\'s client writes one', () => {
   test('the hand-made holder counts; when its session ends it is pruned and a waiting roster lock takes its slot', async () => {
     // What Consul's api.Semaphore does for a holder: a delete-behaviour session, its contender key, itself in .lock by CAS.
-    const consul = await http.session({ Name: 'consul-holder', Behavior: 'delete' });
-    expect((await http.put(`/v1/kv/interop/${consul}?acquire=${consul}&flags=${semaphoreFlags}`)).text).toBe('true');
-    expect((await http.put(`/v1/kv/interop/.lock?cas=0&flags=${semaphoreFlags}`, JSON.stringify({ Limit: 2, Holders: { [consul]: true } }))).text).toBe('true');
+    const consul = await cli.http.session({ Name: 'consul-holder', Behavior: 'delete' });
+    expect((await cli.http.put(`/v1/kv/interop/${consul}?acquire=${consul}&flags=${semaphoreFlags}`)).text).toBe('true');
+    expect((await cli.http.put(`/v1/kv/interop/.lock?cas=0&flags=${semaphoreFlags}`, JSON.stringify({ Limit: 2, Holders: { [consul]: true } }))).text).toBe('true');
 
     const gate = file('interop.gate');
-    const first = startRoster(['lock', '-n', '2', 'interop', '--', `echo first >> ${file('interop')}; while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: agent.url, timeoutMs: 60_000 });
+    const first = startRoster(['lock', '-n', '2', 'interop', '--', `echo first >> ${file('interop')}; while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: cli.agent.url, timeoutMs: 60_000 });
     await until('the first roster holder', () => read('interop').includes('first'), 30_000);
-    const second = startRoster(['lock', '-n=2', 'interop', '--', `echo second >> ${file('interop')}`], { agent: agent.url, timeoutMs: 60_000 });
+    const second = startRoster(['lock', '-n=2', 'interop', '--', `echo second >> ${file('interop')}`], { agent: cli.agent.url, timeoutMs: 60_000 });
     await until('the second to wait with its contender key', async () => (await keysUnder('interop')).length === 4, 30_000);
     const holders = async () => Object.keys(JSON.parse(Buffer.from((await keysUnder('interop')).find((k) => k.Key === 'interop/.lock')!.Value!, 'base64').toString()).Holders);
     expect(await holders()).toHaveLength(2);
     expect(await holders()).toContain(consul);
     expect(read('interop')).toBe('first\n');
 
-    expect((await http.put(`/v1/session/destroy/${consul}`)).status).toBe(200);
+    expect((await cli.http.put(`/v1/session/destroy/${consul}`)).status).toBe(200);
     const r = await second.exited;
     expect(r.code, r.stderr).toBe(0);
     expect(read('interop')).toBe('first\nsecond\n');
@@ -126,21 +110,21 @@ describe('-n 2 next to a holder written as Consul\'s client writes one', () => {
 
 describe('-try', () => {
   test('a lock held elsewhere: -try 1s exits 1 and runs nothing; so does a full semaphore with -try=1s', async () => {
-    const holder = await http.session({ Name: 'try-holder' });
-    expect((await http.put(`/v1/kv/tried/.lock?acquire=${holder}`)).text).toBe('true');
-    const r = await roster(['lock', '-try', '1s', 'tried', '--', `touch ${file('never-d')}`], { agent: agent.url });
+    const holder = await cli.http.session({ Name: 'try-holder' });
+    expect((await cli.http.put(`/v1/kv/tried/.lock?acquire=${holder}`)).text).toBe('true');
+    const r = await roster(['lock', '-try', '1s', 'tried', '--', `touch ${file('never-d')}`], { agent: cli.agent.url });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe('roster: did not acquire lock "tried/.lock" within 1s\n');
 
     const gate = file('try.gate');
-    const holderRun = startRoster(['lock', '-n', '1', 'sem1', '--', `while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: agent.url, timeoutMs: 60_000 });
-    const full = startRoster(['lock', '-n=2', 'semfull', '--', `while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: agent.url, timeoutMs: 60_000 });
-    const full2 = startRoster(['lock', '-n=2', 'semfull', '--', `while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: agent.url, timeoutMs: 60_000 });
+    const holderRun = startRoster(['lock', '-n', '1', 'sem1', '--', `while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: cli.agent.url, timeoutMs: 60_000 });
+    const full = startRoster(['lock', '-n=2', 'semfull', '--', `while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: cli.agent.url, timeoutMs: 60_000 });
+    const full2 = startRoster(['lock', '-n=2', 'semfull', '--', `while [ ! -e ${gate} ]; do sleep 0.05; done`], { agent: cli.agent.url, timeoutMs: 60_000 });
     await until('two holders of semfull', async () => {
       const k = (await keysUnder('semfull')).find((e) => e.Key === 'semfull/.lock');
       return k !== undefined && Object.keys(JSON.parse(Buffer.from(k.Value!, 'base64').toString()).Holders).length === 2;
     }, 30_000);
-    const third = await roster(['lock', '-n=2', '-try=1s', 'semfull', '--', `touch ${file('never-e')}`], { agent: agent.url });
+    const third = await roster(['lock', '-n=2', '-try=1s', 'semfull', '--', `touch ${file('never-e')}`], { agent: cli.agent.url });
     expect(third.code).toBe(1);
     expect(third.stderr).toBe('roster: did not acquire a slot of semaphore "semfull" (limit 2) within 1s\n');
     writeFileSync(gate, '');
@@ -156,7 +140,7 @@ describe('-try', () => {
       [['-monitor-retry=-1'], '--monitor-retry: "-1" is not a whole number from 0'],
       [['-try', 'soon'], '--try: "soon" is not a duration'],
     ] as const) {
-      const r = await roster(['lock', ...args, 'bad', '--', 'true'], { agent: agent.url });
+      const r = await roster(['lock', ...args, 'bad', '--', 'true'], { agent: cli.agent.url });
       expect(r.code, JSON.stringify(args)).toBe(2);
       expect(r.stderr).toContain(message);
     }
@@ -166,15 +150,15 @@ describe('-try', () => {
 
 describe('-child-exit-code and -verbose', () => {
   test('-child-exit-code exits with the command\'s code; -child-exit-code=false exits 0 once it ran', async () => {
-    expect((await roster(['lock', '-child-exit-code', 'cec', '--', 'exit 7'], { agent: agent.url })).code).toBe(7);
-    expect((await roster(['lock', '-child-exit-code=true', 'cec', '--', 'exit 7'], { agent: agent.url })).code).toBe(7);
-    const quiet = await roster(['lock', '-child-exit-code=false', 'cec', '--', 'echo ran; exit 7'], { agent: agent.url });
+    expect((await roster(['lock', '-child-exit-code', 'cec', '--', 'exit 7'], { agent: cli.agent.url })).code).toBe(7);
+    expect((await roster(['lock', '-child-exit-code=true', 'cec', '--', 'exit 7'], { agent: cli.agent.url })).code).toBe(7);
+    const quiet = await roster(['lock', '-child-exit-code=false', 'cec', '--', 'echo ran; exit 7'], { agent: cli.agent.url });
     expect(quiet).toMatchObject({ code: 0, stdout: 'ran\n' });
-    expect((await roster(['lock', '-n', '2', '-child-exit-code=false', 'cec2', '--', 'exit 3'], { agent: agent.url })).code).toBe(0);
+    expect((await roster(['lock', '-n', '2', '-child-exit-code=false', 'cec2', '--', 'exit 3'], { agent: cli.agent.url })).code).toBe(0);
   });
 
   test('-verbose says each step on stderr (stdout stays the command\'s); without it stderr is empty', async () => {
-    const r = await roster(['lock', '-verbose', 'verb', '--', 'echo out'], { agent: agent.url });
+    const r = await roster(['lock', '-verbose', 'verb', '--', 'echo out'], { agent: cli.agent.url });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('out\n');
     const lines = r.stderr.trim().split('\n');
@@ -183,9 +167,9 @@ describe('-child-exit-code and -verbose', () => {
     expect(lines[2]).toMatch(/^Lock acquired \(index [1-9]\d*\); starting the command$/);
     expect(lines[3]).toBe('The command exited (0); releasing the lock');
     expect(lines[4]).toMatch(/^Session [0-9a-f-]{36} destroyed$/);
-    const sem = await roster(['lock', '-n', '2', '-verbose', 'verb2', '--', 'true'], { agent: agent.url });
+    const sem = await roster(['lock', '-n', '2', '-verbose', 'verb2', '--', 'true'], { agent: cli.agent.url });
     expect(sem.stderr.split('\n')[0]).toBe('Setting up semaphore (limit 2) at prefix: verb2');
-    expect((await roster(['lock', 'verb', '--', 'true'], { agent: agent.url })).stderr).toBe('');
+    expect((await roster(['lock', 'verb', '--', 'true'], { agent: cli.agent.url })).stderr).toBe('');
   });
 });
 

@@ -4,8 +4,11 @@
  * ended here by its pid (the test started it, nobody else holds it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot } from '../support/agent.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { client, repoRoot, startAgent, type Agent } from '../support/agent.ts';
 
 export const rosterBin = join(repoRoot, 'bin/roster.mjs');
 
@@ -86,4 +89,37 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as import('node:net').AddressInfo;
   await new Promise((r) => server.close(r));
   return port;
+}
+
+/** A started agent and a scratch directory for the commands' files; `agent`, `http` and `scratch` are set in beforeAll. */
+export interface AgentAndScratch {
+  agent: Agent;
+  http: ReturnType<typeof client>;
+  scratch: string;
+  /** The path of `name` in the scratch directory. */
+  file(name: string): string;
+  /** The text of `name` in the scratch directory; '' when there is no such file. */
+  read(name: string): string;
+}
+
+/**
+ * Starts an agent and makes a scratch directory (named from `prefix`) before the enclosing suite's tests;
+ * stops the agent and removes both after them.
+ */
+export function useAgentAndScratch(prefix: string): AgentAndScratch {
+  const fx = {
+    file: (name: string) => join(fx.scratch, name),
+    read: (name: string) => (existsSync(fx.file(name)) ? readFileSync(fx.file(name), 'utf8') : ''),
+  } as AgentAndScratch;
+  beforeAll(async () => {
+    fx.agent = await startAgent();
+    fx.http = client(fx.agent);
+    fx.scratch = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterAll(async () => {
+    await fx.agent?.stop();
+    fx.agent?.cleanup();
+    if (fx.scratch) rmSync(fx.scratch, { recursive: true, force: true });
+  });
+  return fx;
 }

@@ -2,31 +2,15 @@
 // agent: the handler gets the snapshot once, then each change once, as JSON on its stdin, in order, with
 // ROSTER_WATCH_INDEX set to the change's index; a failing handler is reported and the watch goes on;
 // Ctrl-C ends the watch with 0; a missing handler after `--` is a usage error.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, startAgent, type Agent } from '../support/agent.ts';
-import { roster, startRoster, until } from './support.ts';
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
+import { roster, startRoster, until, useAgentAndScratch } from './support.ts';
 
-let agent: Agent;
-let http: ReturnType<typeof client>;
-let scratch: string;
+const cli = useAgentAndScratch('roster-cli-watchh-');
+const { file, read } = cli;
 
-beforeAll(async () => {
-  agent = await startAgent();
-  http = client(agent);
-  scratch = mkdtempSync(join(tmpdir(), 'roster-cli-watchh-'));
-});
-afterAll(async () => {
-  await agent?.stop();
-  agent?.cleanup();
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-});
-
-const file = (name: string) => join(scratch, name);
 /** The handler's calls: one line each, `<ROSTER_WATCH_INDEX> <the JSON it read>`. */
-const calls = (name: string) => (existsSync(file(name)) ? readFileSync(file(name), 'utf8') : '').split('\n').filter(Boolean).map((l) => {
+const calls = (name: string) => read(name).split('\n').filter(Boolean).map((l) => {
   const space = l.indexOf(' ');
   return { envIndex: l.slice(0, space), change: JSON.parse(l.slice(space + 1)) };
 });
@@ -34,15 +18,15 @@ const valueOf = (entry: { Value: string }) => Buffer.from(entry.Value, 'base64')
 
 describe('a handler command', () => {
   test('the snapshot once, then each change once, as JSON on stdin, in order', async () => {
-    expect((await http.put('/v1/kv/wh/a', '1')).text).toBe('true');
+    expect((await cli.http.put('/v1/kv/wh/a', '1')).text).toBe('true');
     const out = file('calls');
     // Several words after --: run directly (no shell of ours); the handler's own sh records env and stdin.
-    const run = startRoster(['watch', 'kv_prefix', 'wh/', '--', 'sh', '-c', `printf '%s %s\\n' "$ROSTER_WATCH_INDEX" "$(cat)" >> ${out}`], { agent: agent.url, timeoutMs: 60_000 });
+    const run = startRoster(['watch', 'kv_prefix', 'wh/', '--', 'sh', '-c', `printf '%s %s\\n' "$ROSTER_WATCH_INDEX" "$(cat)" >> ${out}`], { agent: cli.agent.url, timeoutMs: 60_000 });
     try {
       await until('the snapshot call', () => calls('calls').length === 1, 30_000);
-      expect((await http.put('/v1/kv/wh/b', '2')).text).toBe('true');
+      expect((await cli.http.put('/v1/kv/wh/b', '2')).text).toBe('true');
       await until('the upsert call', () => calls('calls').length === 2, 30_000);
-      expect((await http.del('/v1/kv/wh/a')).text).toBe('true');
+      expect((await cli.http.del('/v1/kv/wh/a')).text).toBe('true');
       await until('the delete call', () => calls('calls').length === 3, 30_000);
     } finally {
       run.proc.kill('SIGINT');
@@ -65,12 +49,12 @@ describe('a handler command', () => {
     const out = file('ok');
     // One word after --: through sh -c. It fails for keys named bad, records the others.
     const handler = `x=$(cat); case "$x" in *'"key":"wf/bad'*) exit 3;; esac; echo "$x" >> ${out}`;
-    const run = startRoster(['watch', 'kv_prefix', 'wf/', '--', handler], { agent: agent.url, timeoutMs: 60_000 });
+    const run = startRoster(['watch', 'kv_prefix', 'wf/', '--', handler], { agent: cli.agent.url, timeoutMs: 60_000 });
     try {
-      await until('the stream to be subscribed', async () => (await http.put('/v1/kv/wf/probe', 'p')).text === 'true' && existsSync(out), 30_000);
-      expect((await http.put('/v1/kv/wf/bad', 'x')).text).toBe('true');
+      await until('the stream to be subscribed', async () => (await cli.http.put('/v1/kv/wf/probe', 'p')).text === 'true' && existsSync(out), 30_000);
+      expect((await cli.http.put('/v1/kv/wf/bad', 'x')).text).toBe('true');
       await run.waitFor(/the handler exited 3 for upsert wf\/bad at index \d+; the watch goes on/, 30_000);
-      expect((await http.put('/v1/kv/wf/good', 'y')).text).toBe('true');
+      expect((await cli.http.put('/v1/kv/wf/good', 'y')).text).toBe('true');
       await until('the call after the failure', () => readFileSync(out, 'utf8').includes('"key":"wf/good"'), 30_000);
     } finally {
       run.proc.kill('SIGINT');
@@ -78,7 +62,7 @@ describe('a handler command', () => {
     expect((await run.exited).code).toBe(0);
     expect(readFileSync(out, 'utf8')).not.toContain('wf/bad');
 
-    const missing = startRoster(['watch', 'kv_prefix', 'wf/', '--', 'no-such-handler-here', 'x'], { agent: agent.url, timeoutMs: 60_000 });
+    const missing = startRoster(['watch', 'kv_prefix', 'wf/', '--', 'no-such-handler-here', 'x'], { agent: cli.agent.url, timeoutMs: 60_000 });
     try {
       await missing.waitFor(/cannot run the handler no-such-handler-here: .*ENOENT.*; the watch goes on/, 30_000);
       expect(missing.proc.exitCode).toBeNull();
@@ -89,7 +73,7 @@ describe('a handler command', () => {
   }, 90_000);
 
   test('nothing after -- exits 2', async () => {
-    const r = await roster(['watch', 'kv_prefix', 'wf/', '--'], { agent: agent.url });
+    const r = await roster(['watch', 'kv_prefix', 'wf/', '--'], { agent: cli.agent.url });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('roster: a handler command is required after --\n');
   });

@@ -8,12 +8,11 @@
 // load, /v1/operator/log shows the compaction point on every node, and a node restarted after the purge opens from a
 // snapshot and serves every value.
 import { rmSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager, type StreamInfo } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { StreamInfo } from '@nats-io/jetstream';
 import { adoptStream, streamConfig } from '../../cluster/jetstream/setup.ts';
-import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
 import { DivergenceAudit } from '../../cluster/jetstream/audit.ts';
 import { Compactor, compactionTarget, firstIndexOf, purgesSafely } from '../../cluster/jetstream/compaction.ts';
 import { Marks } from '../../cluster/jetstream/marks.ts';
@@ -21,13 +20,13 @@ import { emptyStats } from '../../cluster/jetstream/options.ts';
 import { Reader } from '../../cluster/jetstream/reader.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
 import { decodeProgress, encodeProgress, progressForgetMs, ProgressBoard, type NodeMarks } from '../../cluster/jetstream/progress.ts';
-import { SystemClock } from '../../src/ports/clock.ts';
-import type { LogEntry, Proposal } from '../../src/ports/log.ts';
+import type { LogEntry } from '../../src/ports/log.ts';
 import { collect } from '../log/compliance.ts';
 import { freePort, startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 import { until as eventually } from '../support/until.ts';
 import { debianNatsServer } from '../support/node-dist.ts';
+import { proposals, useSuiteLogs, withJsm } from '../support/jetstream.ts';
 
 // The stream's compaction needs a nats-server that replays purges safely: Debian 13's (test/support/node-dist.ts).
 process.env.ROSTER_NATS_SERVER = debianNatsServer();
@@ -201,14 +200,6 @@ afterAll(async () => {
   await single?.shutdown();
 });
 
-let streams = 0;
-const freshStream = (): string => `C${process.pid}_${Date.now().toString(36)}_${++streams}`;
-
-const proposals = (name: string, from: number, count: number): Proposal[] => Array.from({ length: count }, (_, k) => ({
-  pid: `${name}-${from + k}`,
-  cmd: { t: 'kv.set', key: `${name}/k${from + k}`, value: null, flags: '0' },
-}));
-
 async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {
@@ -218,42 +209,12 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, timeo
 }
 
 describe('JetStreamLog compaction on one nats-server', () => {
-  const logs: JetStreamLog[] = [];
-  let stream: string;
-
-  function make(nodeName: string, extra: Partial<JetStreamLogOptions> = {}): JetStreamLog {
-    const log = new JetStreamLog({ servers: single.urls, stream, replicas: 1, nodeName, clock: new SystemClock(), ...extra });
-    logs.push(log);
-    return log;
-  }
-
-  async function streamState(): Promise<{ first_seq: number; last_seq: number; messages: number }> {
-    const nc = await connect({ servers: single.urls });
-    try {
-      return (await (await jetstreamManager(nc)).streams.info(stream)).state;
-    } finally {
-      await nc.close();
-    }
-  }
-
-  async function purgeBelow(seq: number): Promise<void> {
-    const nc = await connect({ servers: single.urls });
-    try {
-      await (await jetstreamManager(nc)).streams.purge(stream, { seq });
-    } finally {
-      await nc.close();
-    }
-  }
-
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    const nc = await connect({ servers: single.urls });
-    await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
-    await nc.close();
-  });
+  const suite = useSuiteLogs('C', () => single.urls);
+  const { make } = suite;
+  const streamState = async () => (await withJsm(single.urls, (jsm) => jsm.streams.info(suite.stream))).state;
+  const purgeBelow = (seq: number) => withJsm(single.urls, (jsm) => jsm.streams.purge(suite.stream, { seq }));
 
   it('a stream created with deny_delete can be purged, and a node opening after a purge starts from the snapshot with the same indexes', async () => {
-    stream = freshStream();
     const a = make('a', { compactEveryMs: 0 });
     await a.open();
     const gotA = collect(a);
@@ -283,7 +244,6 @@ describe('JetStreamLog compaction on one nats-server', () => {
   });
 
   it('purges below the oldest start mark of the live nodes; every node shows the compaction point; a new node opens from a snapshot', async () => {
-    stream = freshStream();
     const a = make('a', { compactEveryMs: 200 });
     const b = make('b', { compactEveryMs: 200 });
     await a.open();

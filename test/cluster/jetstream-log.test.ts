@@ -2,16 +2,16 @@
 // same on every node, applies a retried publish once, opens from a snapshot reading only the tail, and
 // on a real three-server cluster keeps every acknowledged append, exactly once, across the loss of
 // the stream's leader.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
-import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
+import { JetStreamLog } from '../../cluster/index.ts';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
-import type { Proposal } from '../../src/ports/log.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
 import { collect, logCompliance } from '../log/compliance.ts';
 import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { deleteStream, freshStream, proposals, useSuiteLogs, withJsm } from '../support/jetstream.ts';
 
 let single: NatsCluster;
 beforeAll(async () => {
@@ -21,22 +21,8 @@ afterAll(async () => {
   await single?.shutdown();
 });
 
-let streams = 0;
-/** A stream name no other test of this run uses. */
-const freshStream = (): string => `T${process.pid}_${Date.now().toString(36)}_${++streams}`;
-
-async function deleteStream(urls: string[], stream: string): Promise<void> {
-  const nc = await connect({ servers: urls });
-  try {
-    const jsm = await jetstreamManager(nc);
-    await jsm.streams.delete(stream).catch(() => undefined);
-  } finally {
-    await nc.close();
-  }
-}
-
 logCompliance('JetStreamLog', () => {
-  const stream = freshStream();
+  const stream = freshStream('T');
   return {
     open: (clock, limits) => new JetStreamLog({
       servers: single.urls, stream, replicas: 1, nodeName: 'n1', clock: clock ?? new SystemClock(), ...limits,
@@ -44,11 +30,6 @@ logCompliance('JetStreamLog', () => {
     cleanup: () => deleteStream(single.urls, stream),
   };
 });
-
-const proposals = (node: string, from: number, count: number): Proposal[] => Array.from({ length: count }, (_, k) => ({
-  pid: `${node}-${from + k}`,
-  cmd: { t: 'kv.set', key: `${node}/k${from + k}`, value: null, flags: '0' },
-}));
 
 async function until(what: string, cond: () => boolean, timeoutMs = 10_000, detail = (): string => ''): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -59,22 +40,10 @@ async function until(what: string, cond: () => boolean, timeoutMs = 10_000, deta
 }
 
 describe('JetStreamLog on one nats-server', () => {
-  const logs: JetStreamLog[] = [];
-  let stream: string;
-
-  function make(nodeName: string, extra: Partial<JetStreamLogOptions> = {}): JetStreamLog {
-    const log = new JetStreamLog({ servers: single.urls, stream, replicas: 1, nodeName, clock: new SystemClock(), ...extra });
-    logs.push(log);
-    return log;
-  }
-
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await deleteStream(single.urls, stream);
-  });
+  const suite = useSuiteLogs('T', () => single.urls);
+  const { make } = suite;
 
   it('gives two nodes the same entries, indexes and order under concurrent appends from both', async () => {
-    stream = freshStream();
     const a = make('a');
     const b = make('b');
     await a.open();
@@ -110,7 +79,7 @@ describe('JetStreamLog on one nats-server', () => {
   });
 
   it('applies once a commit whose publish was retried after its ack was lost (server hung)', async () => {
-    stream = freshStream();
+    const { stream } = suite;
     const log = make('a', { publishTimeoutMs: 300 });
     await log.open();
     const got = collect(log);
@@ -130,28 +99,17 @@ describe('JetStreamLog on one nats-server', () => {
     expect(log.stats.duplicates).toBe(1);
     expect(got.map((e) => e.pid)).toEqual(['a-1', 'a-2', 'a-3']);
     expect(log.lastIndex()).toBe(3);
-    const nc = await connect({ servers: single.urls });
-    try {
-      const info = await (await jetstreamManager(nc)).streams.info(stream);
-      expect(info.state.messages).toBe(2);
-    } finally {
-      await nc.close();
-    }
+    expect((await withJsm(single.urls, (jsm) => jsm.streams.info(stream))).state.messages).toBe(2);
   });
 
   it('fails and reports divergence when the stream no longer holds the message it read last (checked before resuming)', async () => {
-    stream = freshStream();
+    const { stream } = suite;
     // The log's own stream refuses deletes (and that cannot be lifted): this one, which the log adopts,
     // allows them, so the test can plant the loss.
-    const admin = await connect({ servers: single.urls });
-    try {
-      await (await jetstreamManager(admin)).streams.add({
-        name: stream, subjects: [`roster.log.${stream}`], storage: StorageType.File, num_replicas: 1,
-        duplicate_window: 120_000_000_000, deny_delete: false,
-      });
-    } finally {
-      await admin.close();
-    }
+    await withJsm(single.urls, (jsm) => jsm.streams.add({
+      name: stream, subjects: [`roster.log.${stream}`], storage: StorageType.File, num_replicas: 1,
+      duplicate_window: 120_000_000_000, deny_delete: false,
+    }));
     const diverged: Error[] = [];
     // Pulls of 1 s: the watchdog replaces a silent consumer after about 2 s.
     const log = make('a', { consumerExpiresMs: 1_000, onDiverged: (err) => diverged.push(err) });
@@ -160,14 +118,10 @@ describe('JetStreamLog on one nats-server', () => {
     await log.append(proposals('a', 1, 2));
     expect(got.map((e) => e.pid)).toEqual(['a-1', 'a-2']);
     // The message just read disappears from the stream (as a message delivered by a deposed leader did).
-    const nc = await connect({ servers: single.urls });
-    try {
-      const jsm = await jetstreamManager(nc);
+    await withJsm(single.urls, async (jsm) => {
       const last = (await jsm.streams.info(stream)).state.last_seq;
       expect(await jsm.streams.deleteMessage(stream, last, false)).toBe(true);
-    } finally {
-      await nc.close();
-    }
+    });
     // The server goes silent long enough for the watchdog to replace the consumer, which first checks.
     const server = single.servers[0]!;
     await server.pause();
@@ -181,7 +135,7 @@ describe('JetStreamLog on one nats-server', () => {
   });
 
   it('reads a message published twice with one message id once (JetStream de-duplicates)', async () => {
-    stream = freshStream();
+    const { stream } = suite;
     const log = make('a');
     await log.open();
     const got = collect(log);
@@ -200,7 +154,6 @@ describe('JetStreamLog on one nats-server', () => {
   });
 
   it('opens a new node from another node\'s snapshot, reading only the messages after it', async () => {
-    stream = freshStream();
     const clock = new ManualClock(1_000_000);
     const a = make('a', { clock });
     await a.open();
@@ -227,7 +180,6 @@ describe('JetStreamLog on one nats-server', () => {
   });
 
   it('refuses an append larger than one message can carry', async () => {
-    stream = freshStream();
     const log = make('a');
     await log.open();
     const big = 'x'.repeat(600 * 1024);
@@ -242,7 +194,6 @@ describe('JetStreamLog on one nats-server', () => {
   });
 
   it('stores a snapshot larger than one message (object store chunks it)', async () => {
-    stream = freshStream();
     const log = make('a');
     await log.open();
     await log.append(proposals('a', 1, 1));
@@ -298,7 +249,7 @@ describe('JetStreamLog on a three-server cluster (R3)', () => {
   }
 
   it('keeps appending after the stream leader is killed, every acknowledged append present exactly once', async () => {
-    const stream = freshStream();
+    const stream = freshStream('T');
     const boot = make('boot', stream, cluster.urls);
     await boot.open();
     await boot.close();

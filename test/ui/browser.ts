@@ -7,7 +7,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { repoRoot } from '../support/agent.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { client, repoRoot, startAgent, type Agent, type AgentOptions } from '../support/agent.ts';
 
 /** Debian's Chromium (package chromium; test/global-setup.ts installs it). */
 export const chromiumPath = '/usr/bin/chromium';
@@ -28,6 +29,44 @@ export async function openPage(browser: Browser, base: string, path = '/ui/', wi
   await page.goto(base + path);
   await page.waitForSelector('#connection[data-state="live"]');
   return page;
+}
+
+/** One agent and one Chromium for the enclosing suite; `agent`, `c` and `browser` are set in its beforeAll. */
+export interface AgentAndBrowser {
+  agent: Agent;
+  c: ReturnType<typeof client>;
+  browser: Browser;
+  /** Opens a page at `path` on the agent (live on the stream, `token` as in openPage), runs `body`, closes the page. */
+  withPage(path: string, body: (page: Page) => Promise<void>, token?: string): Promise<void>;
+}
+
+/**
+ * Starts an agent (with `o`) and launches Chromium before the enclosing suite's tests, then runs `setup`;
+ * closes the browser, stops the agent and removes its data after them.
+ */
+export function useAgentAndBrowser(setup?: (ui: AgentAndBrowser) => Promise<void>, o: AgentOptions = {}): AgentAndBrowser {
+  const ui = {
+    async withPage(path: string, body: (page: Page) => Promise<void>, token?: string): Promise<void> {
+      const page = await openPage(ui.browser, ui.agent.url, path, 1280, token);
+      try {
+        await body(page);
+      } finally {
+        await page.close();
+      }
+    },
+  } as AgentAndBrowser;
+  beforeAll(async () => {
+    ui.agent = await startAgent(o);
+    ui.c = client(ui.agent);
+    ui.browser = await launch();
+    await setup?.(ui);
+  });
+  afterAll(async () => {
+    await ui.browser?.close();
+    await ui.agent?.stop();
+    ui.agent?.cleanup();
+  });
+  return ui;
 }
 
 export async function ok(r: Promise<{ status: number; text: string }>, what: string): Promise<string> {

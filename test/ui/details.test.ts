@@ -4,52 +4,28 @@
 // the locks it holds with their LockIndex and the checks it is bound to. A lock key: its holder and
 // LockIndex (the fencing token), and the hand-offs seen live. Unknown /ui/ addresses get the not-found
 // view, and a detail page of something that went away says so.
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, startAgent, type Agent } from '../support/agent.ts';
-import { launch, ok, openPage, screenshot } from './browser.ts';
+import { describe, expect, test } from 'vitest';
+import { ok, screenshot, useAgentAndBrowser } from './browser.ts';
 
-let agent: Agent;
-let browser: Browser;
-let c: ReturnType<typeof client>;
-
-beforeAll(async () => {
-  agent = await startAgent();
-  c = client(agent);
-  browser = await launch();
+const ui = useAgentAndBrowser(async ({ c }) => {
   for (const [id, port] of [['pay-1', 7001], ['pay-2', 7002]] as const) {
     await ok(c.put('/v1/agent/service/register', { Name: 'pay', ID: id, Port: port, Tags: ['billing'], Check: { TTL: '10m' } }), id);
     await ok(c.put(`/v1/agent/check/pass/service:${id}?note=ready`), `pass ${id}`);
   }
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await agent?.stop();
-  agent?.cleanup();
-});
-
-async function withPage(path: string, body: (page: Page) => Promise<void>): Promise<void> {
-  const page = await openPage(browser, agent.url, path);
-  try {
-    await body(page);
-  } finally {
-    await page.close();
-  }
-}
-
 describe('detail pages', () => {
   test('a service: instances, checks with output, and its transitions with the output of each', async () => {
-    await withPage('/ui/services', async (page) => {
+    await ui.withPage('/ui/services', async (page) => {
       await page.click('tr[data-service="pay"] a');
       await page.waitForURL('**/ui/services/pay');
       await page.waitForSelector('tr[data-instance="node1/pay-2"]');
       expect(await page.$$eval('[data-view="instances"] tr[data-row]', (rs) => rs.map((r) => r.getAttribute('data-instance')))).toEqual(['node1/pay-1', 'node1/pay-2']);
       expect(await page.textContent('tr[data-instance="node1/pay-2"]')).toContain('7002');
       expect(await page.textContent('[data-view="service-checks"] tr[data-check="node1/service:pay-1"] pre.output')).toBe('ready');
-      await ok(c.put('/v1/agent/check/fail/service:pay-2?note=timeout%20after%202s'), 'fail');
+      await ok(ui.c.put('/v1/agent/check/fail/service:pay-2?note=timeout%20after%202s'), 'fail');
       await page.waitForSelector('[data-view="service-history"] tr[data-subject="node1/service:pay-2"][data-to="critical"]');
-      await ok(c.put('/v1/agent/check/warn/service:pay-2?note=slow%20answers'), 'warn');
+      await ok(ui.c.put('/v1/agent/check/warn/service:pay-2?note=slow%20answers'), 'warn');
       await page.waitForSelector('[data-view="service-history"] tr[data-to="warning"]');
       const history = await page.$$eval('[data-view="service-history"] tr[data-row]', (rs) => rs.map((r) => r.textContent));
       // Newest first, each with the output it had then.
@@ -63,8 +39,8 @@ describe('detail pages', () => {
   });
 
   test('a node: member status, checks, services and sessions, with links', async () => {
-    const sid = await c.session({ Name: 'node-page', TTL: '60s' });
-    await withPage('/ui/nodes', async (page) => {
+    const sid = await ui.c.session({ Name: 'node-page', TTL: '60s' });
+    await ui.withPage('/ui/nodes', async (page) => {
       await page.click('tr[data-node="node1"] td.name a');
       await page.waitForURL('**/ui/nodes/node1');
       await page.waitForSelector('[data-member="alive"]');
@@ -77,14 +53,14 @@ describe('detail pages', () => {
   });
 
   test('a session: the locks it holds with LockIndex, its bound checks, and what shows when it goes', async () => {
-    const sid = await c.session({ Name: 'with-locks', TTL: '60s', ServiceChecks: [{ ID: 'service:pay-1' }] });
-    expect(await ok(c.put(`/v1/kv/jobs/a?acquire=${sid}`, 'x'), 'a')).toBe('true');
-    await withPage(`/ui/sessions/${sid}`, async (page) => {
+    const sid = await ui.c.session({ Name: 'with-locks', TTL: '60s', ServiceChecks: [{ ID: 'service:pay-1' }] });
+    expect(await ok(ui.c.put(`/v1/kv/jobs/a?acquire=${sid}`, 'x'), 'a')).toBe('true');
+    await ui.withPage(`/ui/sessions/${sid}`, async (page) => {
       await page.waitForSelector('[data-view="session-locks"] tr[data-lock="jobs/a"]');
       expect(await page.textContent('[data-view="session-locks"] tr[data-lock="jobs/a"]')).toContain('1');
       expect(await page.textContent('[data-view="session-checks"] tr[data-check="node1/service:pay-1"]')).toContain('passing');
       expect(await page.textContent('[data-page="session"]')).toContain('with-locks');
-      expect(await ok(c.put(`/v1/kv/jobs/b?acquire=${sid}`, 'x'), 'b')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/jobs/b?acquire=${sid}`, 'x'), 'b')).toBe('true');
       await page.waitForSelector('[data-view="session-locks"] tr[data-lock="jobs/b"]');
       await screenshot(page, 'ui-session');
       await page.click('[data-view="session-locks"] tr[data-lock="jobs/b"] a');
@@ -92,22 +68,22 @@ describe('detail pages', () => {
       await page.waitForSelector(`[data-holder="${sid}"]`);
       await page.goBack();
       await page.waitForSelector('[data-view="session-locks"]');
-      await ok(c.put(`/v1/session/destroy/${sid}`), 'destroy');
+      await ok(ui.c.put(`/v1/session/destroy/${sid}`), 'destroy');
       await page.waitForSelector('[data-gone]');
     });
   });
 
   test('a lock key: holder, LockIndex as the fencing token, and the hand-offs seen live', async () => {
-    const first = await c.session({ Name: 'first', TTL: '60s' });
-    const second = await c.session({ Name: 'second', TTL: '60s' });
-    await withPage('/ui/locks/svc/leader', async (page) => {
+    const first = await ui.c.session({ Name: 'first', TTL: '60s' });
+    const second = await ui.c.session({ Name: 'second', TTL: '60s' });
+    await ui.withPage('/ui/locks/svc/leader', async (page) => {
       await page.waitForSelector('[data-free]');
-      expect(await ok(c.put(`/v1/kv/svc/leader?acquire=${first}`, 'first'), 'first')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/svc/leader?acquire=${first}`, 'first'), 'first')).toBe('true');
       await page.waitForSelector(`[data-holder="${first}"]`);
       expect(await page.textContent('#lock-index')).toBe('1');
       expect(await page.textContent(`[data-holder="${first}"]`)).toContain('first on node1');
-      expect(await ok(c.put(`/v1/kv/svc/leader?release=${first}`), 'release')).toBe('true');
-      expect(await ok(c.put(`/v1/kv/svc/leader?acquire=${second}`, 'second'), 'second')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/svc/leader?release=${first}`), 'release')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/svc/leader?acquire=${second}`, 'second'), 'second')).toBe('true');
       await page.waitForSelector(`[data-holder="${second}"]`);
       expect(await page.textContent('#lock-index')).toBe('2');
       await page.waitForSelector('[data-view="lock-history"] tr[data-row] >> nth=1');
@@ -121,18 +97,18 @@ describe('detail pages', () => {
 
   test('unknown addresses under /ui/ get the not-found view; the lists still work from it', async () => {
     for (const path of ['/ui/nope', '/ui/services/pay/extra', '/ui/locks/', '/ui/checks/x']) {
-      await withPage(path, async (page) => {
+      await ui.withPage(path, async (page) => {
         await page.waitForSelector('[data-notfound]');
         expect(await page.textContent('#title'), path).toBe('Not found');
         expect(await page.textContent('[data-notfound]'), path).toContain(path);
       });
     }
-    await withPage('/ui/nope', async (page) => {
+    await ui.withPage('/ui/nope', async (page) => {
       await page.waitForSelector('[data-notfound]');
       await page.click('[data-notfound] a:text-is("Services")');
       await page.waitForSelector('tr[data-service="pay"]');
     });
-    await withPage('/ui/services/never-registered', async (page) => {
+    await ui.withPage('/ui/services/never-registered', async (page) => {
       await page.waitForSelector('[data-gone]');
     });
   });

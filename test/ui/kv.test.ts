@@ -5,31 +5,17 @@
 // flags are refused before anything is sent); creating a key never overwrites one; deleting a key and a
 // folder (recursive) ask first, and Cancel deletes nothing. With authentication on, a token that may
 // read only part of the store gets the agent's refusal for the rest, and its own part.
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
-import { call, client, startAgent, type Agent } from '../support/agent.ts';
-import { confirm, confirmRefused, launch, ok, openPage, screenshot } from './browser.ts';
+import { call, startAgent } from '../support/agent.ts';
+import { confirm, confirmRefused, ok, openPage, screenshot, useAgentAndBrowser } from './browser.ts';
 
-let agent: Agent;
-let browser: Browser;
-let c: ReturnType<typeof client>;
-
-beforeAll(async () => {
-  agent = await startAgent();
-  c = client(agent);
-  browser = await launch();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await agent?.stop();
-  agent?.cleanup();
-});
+const ui = useAgentAndBrowser();
 
 /** The key's entry over HTTP, or undefined when it does not exist. */
 async function entry(key: string): Promise<{ value: string; flags: string; index: number } | undefined> {
-  const r = await c.get(`/v1/kv/${key}`);
+  const r = await ui.c.get(`/v1/kv/${key}`);
   if (r.status === 404) return undefined;
   const e = r.json<{ Value: string | null; ModifyIndex: number }[]>()[0]!;
   return { value: Buffer.from(e.Value ?? '', 'base64').toString('utf8'), flags: /"Flags":(\d+)/.exec(r.text)![1]!, index: e.ModifyIndex };
@@ -37,22 +23,13 @@ async function entry(key: string): Promise<{ value: string; flags: string; index
 
 const rows = (page: Page) => page.$$eval('tr[data-kv]', (trs) => trs.map((r) => r.getAttribute('data-kv')));
 
-async function withPage(path: string, body: (page: Page) => Promise<void>): Promise<void> {
-  const page = await openPage(browser, agent.url, path);
-  try {
-    await body(page);
-  } finally {
-    await page.close();
-  }
-}
-
 describe('the KV browser', () => {
   test('folders by `/`: sub-folders first, then keys, with lock counts; live as keys come and go', async () => {
-    await ok(c.put('/v1/kv/app/config', '{"replicas":3,"image":"web:1.4"}'), 'config');
-    await ok(c.put('/v1/kv/app/db/host', 'db.internal'), 'host');
-    await ok(c.put('/v1/kv/app/db/port', '5432'), 'port');
-    await ok(c.put('/v1/kv/top', 'level'), 'top');
-    await withPage('/ui/kv/', async (page) => {
+    await ok(ui.c.put('/v1/kv/app/config', '{"replicas":3,"image":"web:1.4"}'), 'config');
+    await ok(ui.c.put('/v1/kv/app/db/host', 'db.internal'), 'host');
+    await ok(ui.c.put('/v1/kv/app/db/port', '5432'), 'port');
+    await ok(ui.c.put('/v1/kv/top', 'level'), 'top');
+    await ui.withPage('/ui/kv/', async (page) => {
       await page.waitForSelector('tr[data-kv="app/"]');
       expect(await rows(page)).toEqual(['app/', 'top']);
       expect(await page.textContent('tr[data-kv="app/"]')).toContain('3 keys');
@@ -62,9 +39,9 @@ describe('the KV browser', () => {
       expect(await rows(page)).toEqual(['app/db/', 'app/config']);
       expect(await page.textContent('.crumbs')).toContain('(root)');
       // A key written elsewhere appears; a deleted one goes.
-      await ok(c.put('/v1/kv/app/feature', 'on'), 'feature');
+      await ok(ui.c.put('/v1/kv/app/feature', 'on'), 'feature');
       await page.waitForSelector('tr[data-kv="app/feature"]');
-      await ok(c.del('/v1/kv/app/feature'), 'delete feature');
+      await ok(ui.c.del('/v1/kv/app/feature'), 'delete feature');
       await page.waitForSelector('tr[data-kv="app/feature"]', { state: 'detached' });
       await page.click('tr[data-kv="app/db/"] a');
       await page.waitForSelector('tr[data-kv="app/db/port"]');
@@ -78,9 +55,9 @@ describe('the KV browser', () => {
   });
 
   test('a key as text, JSON and base64; exact uint64 flags; a binary value offers base64', async () => {
-    await ok(c.put('/v1/kv/app/flagged?flags=3304740253564472344', '{"a":[1,2]}'), 'flagged');
-    await ok(c.put('/v1/kv/app/blob', Buffer.from([0xff, 0x00, 0xfe])), 'blob');
-    await withPage('/ui/kv/app/flagged', async (page) => {
+    await ok(ui.c.put('/v1/kv/app/flagged?flags=3304740253564472344', '{"a":[1,2]}'), 'flagged');
+    await ok(ui.c.put('/v1/kv/app/blob', Buffer.from([0xff, 0x00, 0xfe])), 'blob');
+    await ui.withPage('/ui/kv/app/flagged', async (page) => {
       await page.waitForSelector('#kv-value[data-mode="json"]');
       expect(await page.textContent('#kv-value')).toBe('{\n  "a": [\n    1,\n    2\n  ]\n}');
       expect(await page.textContent('#kv-flags-shown')).toBe('3304740253564472344');
@@ -91,7 +68,7 @@ describe('the KV browser', () => {
       await page.click('#view-base64');
       expect(await page.textContent('#kv-value')).toBe(Buffer.from('{"a":[1,2]}').toString('base64'));
     });
-    await withPage('/ui/kv/app/blob', async (page) => {
+    await ui.withPage('/ui/kv/app/blob', async (page) => {
       await page.waitForSelector('#kv-value[data-mode="base64"]');
       expect(await page.textContent('#kv-value')).toBe('/wD+');
       await page.click('#view-text');
@@ -100,8 +77,8 @@ describe('the KV browser', () => {
   });
 
   test('edit and save with CAS; a save after another write is refused and overwrites nothing', async () => {
-    await ok(c.put('/v1/kv/app/edit', 'one'), 'edit');
-    await withPage('/ui/kv/app/edit', async (page) => {
+    await ok(ui.c.put('/v1/kv/app/edit', 'one'), 'edit');
+    await ui.withPage('/ui/kv/app/edit', async (page) => {
       await page.waitForSelector('#kv-value');
       await page.click('#kv-edit-button');
       await page.waitForSelector('#kv-editor:not([hidden])');
@@ -117,7 +94,7 @@ describe('the KV browser', () => {
       // Opened at one index, written by someone else, then saved: refused, and the other write stays.
       await page.click('#kv-edit-button');
       await page.fill('#kv-edit', 'mine');
-      await ok(c.put('/v1/kv/app/edit', 'theirs'), 'their write');
+      await ok(ui.c.put('/v1/kv/app/edit', 'theirs'), 'their write');
       await page.waitForSelector('#kv-stale:not([hidden])');
       await page.click('#kv-save');
       await confirmRefused(page, 'check-and-set', 'Not saved');
@@ -127,9 +104,9 @@ describe('the KV browser', () => {
   });
 
   test('bad JSON or flags are refused in the page, before anything is sent', async () => {
-    await ok(c.put('/v1/kv/app/json', '{"ok":true}'), 'json');
+    await ok(ui.c.put('/v1/kv/app/json', '{"ok":true}'), 'json');
     const before = await entry('app/json');
-    await withPage('/ui/kv/app/json', async (page) => {
+    await ui.withPage('/ui/kv/app/json', async (page) => {
       await page.click('#kv-edit-button');
       await page.waitForSelector('#kv-editor:not([hidden])');
       expect(await page.getAttribute('#edit-json', 'class')).toContain('active');
@@ -154,7 +131,7 @@ describe('the KV browser', () => {
   });
 
   test('creating a key never overwrites one; deleting a key asks first and Cancel keeps it', async () => {
-    await withPage('/ui/kv/app/', async (page) => {
+    await ui.withPage('/ui/kv/app/', async (page) => {
       await page.waitForSelector('tr[data-kv="app/config"]');
       await page.fill('#kv-new-name', 'created');
       await page.fill('#kv-new-value', 'fresh');
@@ -182,9 +159,9 @@ describe('the KV browser', () => {
   });
 
   test('deleting a folder deletes everything under it, after a confirmation that counts the keys', async () => {
-    for (const k of ['a', 'b', 'deep/c']) await ok(c.put(`/v1/kv/gone/${k}`, k), k);
-    await ok(c.put('/v1/kv/gonespare', 'stays'), 'spare');
-    await withPage('/ui/kv/gone/', async (page) => {
+    for (const k of ['a', 'b', 'deep/c']) await ok(ui.c.put(`/v1/kv/gone/${k}`, k), k);
+    await ok(ui.c.put('/v1/kv/gonespare', 'stays'), 'spare');
+    await ui.withPage('/ui/kv/gone/', async (page) => {
       await page.waitForSelector('tr[data-kv="gone/deep/"]');
       await page.click('[data-action="delete-folder"]');
       await confirm(page, 'Delete gone/ and everything under it (3 keys)');
@@ -192,28 +169,28 @@ describe('the KV browser', () => {
       await page.waitForSelector('tr[data-kv="gonespare"]');
       expect(await rows(page)).not.toContain('gone/');
     });
-    expect((await c.get('/v1/kv/gone/?recurse')).status).toBe(404);
+    expect((await ui.c.get('/v1/kv/gone/?recurse')).status).toBe(404);
     expect((await entry('gonespare'))?.value).toBe('stays');
   });
 
   test('the lock holder and LockIndex, live as a session acquires, releases and acquires again', async () => {
-    await ok(c.put('/v1/kv/locks/leader', 'none'), 'leader');
-    const sid = await c.session({ Name: 'kv-ui', TTL: '60s' });
-    await withPage('/ui/kv/locks/leader', async (page) => {
+    await ok(ui.c.put('/v1/kv/locks/leader', 'none'), 'leader');
+    const sid = await ui.c.session({ Name: 'kv-ui', TTL: '60s' });
+    await ui.withPage('/ui/kv/locks/leader', async (page) => {
       await page.waitForSelector('#kv-lockindex:text-is("0")');
-      expect(await ok(c.put(`/v1/kv/locks/leader?acquire=${sid}`, 'me'), 'acquire')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/locks/leader?acquire=${sid}`, 'me'), 'acquire')).toBe('true');
       await page.waitForSelector(`[data-holder="${sid}"]`);
       expect(await page.textContent('#kv-lockindex')).toBe('1');
       await page.click(`[data-holder="${sid}"] a`);
       await page.waitForURL(`**/ui/sessions/${sid}`);
       await page.goBack();
       await page.waitForSelector(`[data-holder="${sid}"]`);
-      expect(await ok(c.put(`/v1/kv/locks/leader?release=${sid}`), 'release')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/locks/leader?release=${sid}`), 'release')).toBe('true');
       await page.waitForSelector('[data-holder]', { state: 'detached' });
-      expect(await ok(c.put(`/v1/kv/locks/leader?acquire=${sid}`, 'me'), 'again')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/locks/leader?acquire=${sid}`, 'me'), 'again')).toBe('true');
       await page.waitForSelector('#kv-lockindex:text-is("2")');
     });
-    await withPage('/ui/kv/locks/', async (page) => {
+    await ui.withPage('/ui/kv/locks/', async (page) => {
       await page.waitForSelector(`tr[data-kv="locks/leader"] [data-holder="${sid}"]`);
       expect(await page.textContent('tr[data-kv="locks/leader"]')).toContain('LockIndex 2');
     });
@@ -230,7 +207,7 @@ describe('the KV browser', () => {
       const rules: Rule[] = [...(['service', 'node', 'session', 'agent'] as const).map((resource): Rule => ({ resource, prefix: '', access: 'read' })),
         { resource: 'key', prefix: 'app/', access: 'read' }];
       const token = await authority.mint({ subject: 'partial', rules, ttlSeconds: 600 });
-      const page = await openPage(browser, secured.url, '/ui/kv/', 1280, token);
+      const page = await openPage(ui.browser, secured.url, '/ui/kv/', 1280, token);
       try {
         await page.waitForSelector('[data-kv-error]');
         expect(await page.textContent('[data-kv-error]')).toContain('forbidden');

@@ -1,20 +1,11 @@
 // Goal: the dashboard is usable on a phone: at a 420 px wide viewport, in Debian's Chromium against a
 // started agent, no page's main content overflows sideways (wide tables scroll inside their own box),
 // the header's links all stay on screen, and a page's action still works.
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { client, startAgent, type Agent } from '../support/agent.ts';
-import { confirm, launch, ok, openPage, screenshot } from './browser.ts';
+import { describe, expect, test } from 'vitest';
+import { confirm, ok, openPage, screenshot, useAgentAndBrowser } from './browser.ts';
 
 const width = 420;
-let agent: Agent;
-let browser: Browser;
-let c: ReturnType<typeof client>;
-
-beforeAll(async () => {
-  agent = await startAgent();
-  c = client(agent);
-  browser = await launch();
+const ui = useAgentAndBrowser(async ({ c }) => {
   await ok(c.put('/v1/agent/service/register', { Name: 'payments-gateway-with-a-long-name', ID: 'payments-gateway-with-a-long-name-1', Port: 8443,
     Tags: ['primary', 'pci', 'eu-west-1'], Check: { TTL: '10m' } }), 'service');
   await ok(c.put('/v1/agent/check/fail/service:payments-gateway-with-a-long-name-1?note=' + encodeURIComponent('x'.repeat(300))), 'output');
@@ -23,20 +14,14 @@ beforeAll(async () => {
   await ok(c.put(`/v1/kv/config/lock?acquire=${sid}`, 'x'), 'lock');
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await agent?.stop();
-  agent?.cleanup();
-});
-
 describe('at 420 px', () => {
   test('no page overflows sideways; the header links stay on screen; an action works', async () => {
     const paths = ['/ui/services', '/ui/nodes', '/ui/checks', '/ui/sessions', '/ui/kv/', '/ui/kv/config/very/deeply/nested/folder/with/a/long/key-name-for-a-narrow-screen',
       '/ui/services/payments-gateway-with-a-long-name', '/ui/nodes/node1', '/ui/locks/config/lock', '/ui/timeline', '/ui/cluster', '/ui/nope'];
-    const page = await openPage(browser, agent.url, '/ui/services', width);
+    const page = await openPage(ui.browser, ui.agent.url, '/ui/services', width);
     try {
       for (const path of paths) {
-        await page.goto(agent.url + path);
+        await page.goto(ui.agent.url + path);
         await page.waitForSelector('#connection[data-state="live"]');
         await page.waitForSelector('#view > :not([data-waiting])');
         await page.waitForLoadState('networkidle');
@@ -49,7 +34,7 @@ describe('at 420 px', () => {
         expect(sizes.main, path).toBeLessThanOrEqual(sizes.mainBox);
         expect(sizes.links, path).toBeLessThanOrEqual(width);
       }
-      await page.goto(`${agent.url}/ui/services/payments-gateway-with-a-long-name`);
+      await page.goto(`${ui.agent.url}/ui/services/payments-gateway-with-a-long-name`);
       await page.waitForSelector('[data-action="check-pass"]');
       await screenshot(page, 'ui-narrow');
       await page.click('[data-action="check-pass"]');

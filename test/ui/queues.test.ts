@@ -4,87 +4,69 @@
 // again); a lock's page lists the acquires queued with `?acquire&wait=` in order and drops each as it
 // gets the lock; a session's page names the keys it waits on and its place. Unknown sessions are 404,
 // a token without read on the key or the session's node gets 403.
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { TokenAuthority } from '../../src/auth/index.ts';
-import { call, client, expectError, startAgent, type Agent } from '../support/agent.ts';
+import { call, expectError, startAgent } from '../support/agent.ts';
 import { until } from '../support/until.ts';
-import { launch, ok, openPage, screenshot } from './browser.ts';
+import { ok, openPage, screenshot, useAgentAndBrowser } from './browser.ts';
 
-let agent: Agent;
-let browser: Browser;
-let c: ReturnType<typeof client>;
-
-beforeAll(async () => {
-  agent = await startAgent();
-  c = client(agent);
-  browser = await launch();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await agent?.stop();
-  agent?.cleanup();
-});
+const ui = useAgentAndBrowser();
 
 interface Timer { RenewedAt: string; RenewBy: string; InvalidateBy: string; RemainingMs: number; WaitingOn: { Key: string; Position: number }[] }
 
-const queue = async (key: string) => (await c.get(`/v1/lock/queue/${key}`)).json<{ Waiters: { Session: string; Name: string }[] }>().Waiters.map((w) => w.Name);
+const queue = async (key: string) => (await ui.c.get(`/v1/lock/queue/${key}`)).json<{ Waiters: { Session: string; Name: string }[] }>().Waiters.map((w) => w.Name);
 
 describe('timers and queues', () => {
   test('a session\'s TTL counts down, and starts again from a renewal', async () => {
-    const sid = await c.session({ Name: 'ticking', TTL: '30s' });
-    const first = (await c.get(`/v1/session/timer/${sid}`)).json<Timer>();
+    const sid = await ui.c.session({ Name: 'ticking', TTL: '30s' });
+    const first = (await ui.c.get(`/v1/session/timer/${sid}`)).json<Timer>();
     expect(Date.parse(first.RenewBy) - Date.parse(first.RenewedAt)).toBe(30_000);
     expect(Date.parse(first.InvalidateBy) - Date.parse(first.RenewedAt)).toBe(60_000);
     expect(first.RemainingMs).toBeGreaterThan(0);
     expect(first.RemainingMs).toBeLessThanOrEqual(30_000);
-    const page = await openPage(browser, agent.url, `/ui/sessions/${sid}`);
-    try {
+    await ui.withPage(`/ui/sessions/${sid}`, async (page) => {
       await page.waitForSelector(`#session-countdown[data-renewed-at="${first.RenewedAt}"]`);
       const left = Number(await page.getAttribute('#session-countdown', 'data-left-ms'));
       expect(left).toBeGreaterThan(0);
       expect(left).toBeLessThanOrEqual(30_000);
       expect(await page.textContent('#session-countdown')).toContain('s left to renew');
       await until('a later RenewedAt', async () => {
-        await ok(c.put(`/v1/session/renew/${sid}`), 'renew');
-        const t = (await c.get(`/v1/session/timer/${sid}`)).json<Timer>();
+        await ok(ui.c.put(`/v1/session/renew/${sid}`), 'renew');
+        const t = (await ui.c.get(`/v1/session/timer/${sid}`)).json<Timer>();
         return t.RenewedAt !== first.RenewedAt ? t : undefined;
       });
-      const renewed = (await c.get(`/v1/session/timer/${sid}`)).json<Timer>();
+      const renewed = (await ui.c.get(`/v1/session/timer/${sid}`)).json<Timer>();
       await page.waitForSelector(`#session-countdown[data-renewed-at="${renewed.RenewedAt}"]`);
-    } finally {
-      await page.close();
-    }
-    expectError(await c.get('/v1/session/timer/00000000-0000-0000-0000-000000000000'), 404, 1006);
+    });
+    expectError(await ui.c.get('/v1/session/timer/00000000-0000-0000-0000-000000000000'), 404, 1006);
   });
 
   test('queued acquires in order on the lock\'s page; each session\'s page names its place', async () => {
-    const [holder, second, third] = [await c.session({ Name: 'holder' }), await c.session({ Name: 'second' }), await c.session({ Name: 'third' })];
-    expect(await ok(c.put(`/v1/kv/q/job?acquire=${holder}`, 'h'), 'holder')).toBe('true');
-    const page = await openPage(browser, agent.url, '/ui/locks/q/job');
+    const [holder, second, third] = [await ui.c.session({ Name: 'holder' }), await ui.c.session({ Name: 'second' }), await ui.c.session({ Name: 'third' })];
+    expect(await ok(ui.c.put(`/v1/kv/q/job?acquire=${holder}`, 'h'), 'holder')).toBe('true');
+    const page = await openPage(ui.browser, ui.agent.url, '/ui/locks/q/job');
     // Queued acquires: each blocks until it gets the lock (or 60 s pass).
-    const waiting = [c.put(`/v1/kv/q/job?acquire=${second}&wait=60s`, 's')];
+    const waiting = [ui.c.put(`/v1/kv/q/job?acquire=${second}&wait=60s`, 's')];
     try {
       await until('second queued', async () => ((await queue('q/job')).length === 1 ? true : undefined));
-      waiting.push(c.put(`/v1/kv/q/job?acquire=${third}&wait=60s`, 't'));
+      waiting.push(ui.c.put(`/v1/kv/q/job?acquire=${third}&wait=60s`, 't'));
       await until('third queued', async () => ((await queue('q/job')).length === 2 ? true : undefined));
       expect(await queue('q/job')).toEqual(['second', 'third']);
       await page.waitForSelector('#lock-waiters li >> nth=1');
       expect(await page.$$eval('#lock-waiters li', (ls) => ls.map((l) => l.getAttribute('data-waiter')))).toEqual([second, third]);
       await screenshot(page, 'ui-queue');
-      await page.goto(`${agent.url}/ui/sessions/${third}`);
+      await page.goto(`${ui.agent.url}/ui/sessions/${third}`);
       await page.waitForSelector('#session-waits li[data-waits-on="q/job"][data-position="2"]');
-      expect((await c.get(`/v1/session/timer/${third}`)).json<Timer>().WaitingOn).toEqual([{ Key: 'q/job', Position: 2 }]);
+      expect((await ui.c.get(`/v1/session/timer/${third}`)).json<Timer>().WaitingOn).toEqual([{ Key: 'q/job', Position: 2 }]);
 
-      expect(await ok(c.put(`/v1/kv/q/job?release=${holder}`), 'release')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/q/job?release=${holder}`), 'release')).toBe('true');
       expect((await waiting[0]!).text).toBe('true');
       await page.waitForSelector('#session-waits li[data-waits-on="q/job"][data-position="1"]');
-      await page.goto(`${agent.url}/ui/locks/q/job`);
+      await page.goto(`${ui.agent.url}/ui/locks/q/job`);
       await page.waitForSelector(`[data-holder="${second}"]`);
       await page.waitForSelector(`#lock-waiters li[data-waiter="${third}"]`);
       expect(await page.locator('#lock-waiters li').count()).toBe(1);
-      expect(await ok(c.put(`/v1/kv/q/job?release=${second}`), 'release second')).toBe('true');
+      expect(await ok(ui.c.put(`/v1/kv/q/job?release=${second}`), 'release second')).toBe('true');
       expect((await waiting[1]!).text).toBe('true');
       await page.waitForSelector('[data-no-waiters]');
     } finally {

@@ -9,42 +9,21 @@ import { request } from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
-import { call, client, expectError, repoRoot, startAgent, type Agent } from '../support/agent.ts';
+import { call, expectError, repoRoot, startAgent } from '../support/agent.ts';
+import { ok, useAgentAndBrowser } from './browser.ts';
 
-/** Debian's Chromium (package chromium; test/global-setup.ts installs it). */
-const chromiumPath = '/usr/bin/chromium';
 /** The acceptance bound: critical on the page this long after the failing call returned. */
 const criticalVisibleMsMax = 1000;
 /** Bounded waits for things that should happen at once. */
 const waitMs = 5000;
 
-let agent: Agent;
-let browser: Browser;
-let c: ReturnType<typeof client>;
-
-beforeAll(async () => {
-  agent = await startAgent();
-  c = client(agent);
-  // --no-sandbox: the tests run as root, where Chromium refuses its sandbox.
-  browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox'], timeout: 30_000 });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await agent?.stop();
-  agent?.cleanup();
-});
-
-async function ok(r: Promise<{ status: number; text: string }>, what: string): Promise<void> {
-  const res = await r;
-  if (res.status !== 200) throw new Error(`${what}: ${res.status} ${res.text}`);
-}
+const ui = useAgentAndBrowser();
 
 async function newPage(base: string, path = '/ui/'): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const page = await ui.browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.setDefaultTimeout(waitMs);
   await page.goto(base + path);
   return page;
@@ -67,7 +46,7 @@ function rawGet(base: string, path: string): Promise<{ status: number; body: str
 
 describe('static files', () => {
   test('index.html, scripts and styles with their content types, CSP, caching and ETag revalidation', async () => {
-    const index = await c.get('/ui/');
+    const index = await ui.c.get('/ui/');
     expect(index.status).toBe(200);
     expect(index.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(index.headers.get('content-security-policy')).toContain("default-src 'self'");
@@ -78,42 +57,42 @@ describe('static files', () => {
     const style = assets.find((a) => a.endsWith('.css'));
     expect(script, 'index.html names a script').toBeDefined();
     expect(style, 'index.html names a style sheet').toBeDefined();
-    const js = await c.get(script!);
+    const js = await ui.c.get(script!);
     expect(js.status).toBe(200);
     expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(js.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
-    const css = await c.get(style!);
+    const css = await ui.c.get(style!);
     expect(css.status).toBe(200);
     expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
     const etag = js.headers.get('etag');
     expect(etag).toMatch(/^".+"$/);
-    const again = await c.get(script!, { 'If-None-Match': etag! });
+    const again = await ui.c.get(script!, { 'If-None-Match': etag! });
     expect(again.status).toBe(304);
     expect(again.text).toBe('');
-    const head = await c.req('HEAD', script!);
+    const head = await ui.c.req('HEAD', script!);
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe(String(js.body.length));
   });
 
   test('paths of the page (client-side routes) get index.html; a missing asset is 404', async () => {
-    const index = await c.get('/ui/');
+    const index = await ui.c.get('/ui/');
     for (const path of ['/ui/services', '/ui/checks?filter=web', '/ui/some/deep/route']) {
-      const r = await c.get(path);
+      const r = await ui.c.get(path);
       expect(r.status, path).toBe(200);
       expect(r.text, path).toBe(index.text);
     }
-    const missing = await c.get('/ui/assets/missing-0000.js');
+    const missing = await ui.c.get('/ui/assets/missing-0000.js');
     expectError(missing, 404, 1006);
     expect(missing.headers.get('content-type')).toBe('application/json');
   });
 
   test('/ and /ui redirect to /ui/ (301, as Consul)', async () => {
     for (const path of ['/', '/ui']) {
-      const r = await fetch(agent.url + path, { redirect: 'manual' });
+      const r = await fetch(ui.agent.url + path, { redirect: 'manual' });
       expect(r.status, path).toBe(301);
       expect(r.headers.get('location'), path).toBe('/ui/');
     }
-    const other = await c.get('/nothing-here');
+    const other = await ui.c.get('/nothing-here');
     expectError(other, 404, 1006);
   });
 
@@ -121,13 +100,13 @@ describe('static files', () => {
     const paths = ['/ui/../package.json', '/ui/assets/../../package.json', '/ui/%2e%2e/package.json', '/ui/..%2fpackage.json',
       '/ui/assets/..%2f..%2f..%2fpackage.json', '/ui/%2E%2E%2F%2E%2E%2Fsrc%2Fmain.ts', '/ui/..%5c..%5cpackage.json', '/ui/index.html%00.js'];
     for (const path of paths) {
-      const r = await rawGet(agent.url, path);
+      const r = await rawGet(ui.agent.url, path);
       expect(r.status, path).toBe(400);
       expect(r.body, path).not.toContain('"name": "roster"');
       expect(JSON.parse(r.body).code, path).toBe(1022);
     }
     // Control: the same request shape reaches a real file.
-    expect((await rawGet(agent.url, '/ui/index.html')).status).toBe(200);
+    expect((await rawGet(ui.agent.url, '/ui/index.html')).status).toBe(200);
   });
 });
 
@@ -189,17 +168,17 @@ describe('other agents', () => {
 
 describe('in the browser', () => {
   test('a service turns critical on the page within a second of its check failing; screenshot to docs/ui.png on request', async () => {
-    await ok(c.put('/v1/agent/service/register', { Name: 'web', ID: 'web-1', Port: 8080, Tags: ['frontend', 'v2'], Check: { TTL: '10m' } }), 'web');
-    await ok(c.put('/v1/agent/check/pass/service:web-1?note=HTTP%20200%20OK'), 'pass web');
+    await ok(ui.c.put('/v1/agent/service/register', { Name: 'web', ID: 'web-1', Port: 8080, Tags: ['frontend', 'v2'], Check: { TTL: '10m' } }), 'web');
+    await ok(ui.c.put('/v1/agent/check/pass/service:web-1?note=HTTP%20200%20OK'), 'pass web');
     for (const id of ['api-1', 'api-2']) {
-      await ok(c.put('/v1/agent/service/register', { Name: 'api', ID: id, Port: id === 'api-1' ? 9001 : 9002, Tags: ['grpc'], Check: { TTL: '10m' } }), id);
-      await ok(c.put(`/v1/agent/check/pass/service:${id}?note=serving`), `pass ${id}`);
+      await ok(ui.c.put('/v1/agent/service/register', { Name: 'api', ID: id, Port: id === 'api-1' ? 9001 : 9002, Tags: ['grpc'], Check: { TTL: '10m' } }), id);
+      await ok(ui.c.put(`/v1/agent/check/pass/service:${id}?note=serving`), `pass ${id}`);
     }
-    await ok(c.put('/v1/agent/service/register', { Name: 'db', ID: 'db-1', Port: 5432, Tags: ['primary'], Check: { TTL: '10m' } }), 'db');
-    await ok(c.put('/v1/agent/check/warn/service:db-1?note=replication%20lag%204.2s'), 'warn db');
-    await ok(c.put('/v1/agent/service/register', { Name: 'cache', ID: 'cache-1', Port: 6379 }), 'cache');
+    await ok(ui.c.put('/v1/agent/service/register', { Name: 'db', ID: 'db-1', Port: 5432, Tags: ['primary'], Check: { TTL: '10m' } }), 'db');
+    await ok(ui.c.put('/v1/agent/check/warn/service:db-1?note=replication%20lag%204.2s'), 'warn db');
+    await ok(ui.c.put('/v1/agent/service/register', { Name: 'cache', ID: 'cache-1', Port: 6379 }), 'cache');
 
-    const page = await newPage(agent.url);
+    const page = await newPage(ui.agent.url);
     try {
       await page.waitForSelector('#connection[data-state="live"]');
       await page.waitForSelector('tr[data-service="web"][data-status="passing"]');
@@ -207,7 +186,7 @@ describe('in the browser', () => {
       expect(await page.getAttribute('tr[data-service="cache"]', 'data-status')).toBe('passing');
       expect(await page.textContent('tr[data-service="api"]')).toContain('2 instances');
 
-      const failed = await c.put('/v1/agent/check/fail/service:web-1?note=connection%20refused%20on%20:8080');
+      const failed = await ui.c.put('/v1/agent/check/fail/service:web-1?note=connection%20refused%20on%20:8080');
       expect(failed.status).toBe(200);
       const returnedMs = performance.now();
       await page.waitForSelector('tr[data-service="web"][data-status="critical"]', { timeout: waitMs });
@@ -222,7 +201,7 @@ describe('in the browser', () => {
   });
 
   test('the filter box filters the visible view and stays in the address', async () => {
-    const page = await newPage(agent.url, '/ui/services');
+    const page = await newPage(ui.agent.url, '/ui/services');
     try {
       await page.waitForSelector('tr[data-service="api"]');
       const visible = () => page.$$eval('tr[data-row]:not([hidden])', (rows) => rows.map((r) => r.getAttribute('data-service')));
@@ -253,7 +232,7 @@ describe('in the browser', () => {
   });
 
   test('checks with output, nodes and members, sessions with the locks they hold, all live', async () => {
-    const page = await newPage(agent.url, '/ui/checks');
+    const page = await newPage(ui.agent.url, '/ui/checks');
     try {
       await page.waitForSelector('tr[data-check="node1/service:web-1"] pre.output');
       expect(await page.textContent('tr[data-check="node1/service:web-1"] pre.output')).toBe('connection refused on :8080');
@@ -264,7 +243,7 @@ describe('in the browser', () => {
       // The row comes from the stream at once; its member status, address and meta from the HTTP lists
       // read when the stream shows the node, a moment later.
       await page.waitForSelector('tr[data-node="node1"] .member.alive');
-      await ok(c.put('/v1/catalog/register', { Node: 'node2', Address: '10.0.0.12', NodeMeta: { rack: 'r2' },
+      await ok(ui.c.put('/v1/catalog/register', { Node: 'node2', Address: '10.0.0.12', NodeMeta: { rack: 'r2' },
         Check: { CheckID: 'disk', Name: 'Disk space', Status: 'critical', Output: 'disk 97% used' } }), 'node2');
       await page.waitForSelector('tr[data-node="node2"][data-status="critical"]');
       await page.waitForSelector('tr[data-node="node2"] td:text-is("10.0.0.12")');
@@ -273,15 +252,15 @@ describe('in the browser', () => {
 
       // A session taking a lock shows it; releasing it removes it.
       await page.click('a[data-nav="sessions"]');
-      const sid = await c.session({ Name: 'leader-election', TTL: '60s' });
+      const sid = await ui.c.session({ Name: 'leader-election', TTL: '60s' });
       await page.waitForSelector(`tr[data-session="${sid}"]`);
-      expect((await c.put(`/v1/kv/service/web/leader?acquire=${sid}`, 'node1')).text).toBe('true');
+      expect((await ui.c.put(`/v1/kv/service/web/leader?acquire=${sid}`, 'node1')).text).toBe('true');
       await page.waitForSelector(`tr[data-session="${sid}"] [data-lock="service/web/leader"]`);
-      expect((await c.put(`/v1/kv/service/web/leader?release=${sid}`)).text).toBe('true');
+      expect((await ui.c.put(`/v1/kv/service/web/leader?release=${sid}`)).text).toBe('true');
       await page.waitForSelector(`tr[data-session="${sid}"] [data-lock]`, { state: 'detached' });
-      expect((await c.put(`/v1/kv/service/web/leader?acquire=${sid}`, 'node1')).text).toBe('true');
+      expect((await ui.c.put(`/v1/kv/service/web/leader?acquire=${sid}`, 'node1')).text).toBe('true');
       await page.waitForSelector(`tr[data-session="${sid}"] [data-lock="service/web/leader"]`);
-      await ok(c.put(`/v1/session/destroy/${sid}`), 'destroy');
+      await ok(ui.c.put(`/v1/session/destroy/${sid}`), 'destroy');
       await page.waitForSelector(`tr[data-session="${sid}"]`, { state: 'detached' });
     } finally {
       await page.close();
