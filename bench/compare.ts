@@ -10,13 +10,18 @@
  *   nats-kv-r3      NATS KV on three nats-servers, R3 bucket (peer of roster-cluster)
  *   reads           wrk against a uWebSockets.js hello-world and against Roster's GET /v1/kv/<key>
  * Every lock system runs the same rows through the same loop (bench/measure.ts) behind one driver interface
- * (bench/peers/driver.ts): distinct keys and one shared key, at each client count. Then the ratios
+ * (bench/peers/driver.ts): distinct keys and one shared key, at each client count, one request per lock step;
+ * then, where the system has a transaction for it, `txn` rows taking locks `--batch` keys per request
+ * (bench/compare/batch-row.ts). Each row also reports the server processes' CPU over its window (from /proc,
+ * the bench itself excluded): server CPU per pair and pairs per server core-second. Then the ratios
  * Roster/peer from this run, and Roster's performance targets, each met or missed. bench/README.md has the details.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { runRow, type RowResult, type Scenario } from './measure.ts';
+import { runRow, type RowResult } from './measure.ts';
+import { runBatchRow, type BatchRowResult } from './compare/batch-row.ts';
+import { WindowMeter } from './peers/proc-cpu.ts';
 import { EtcdDriver, startEtcd } from './peers/etcd.ts';
 import { NatsKvDriver } from './peers/nats-kv.ts';
 import { runWrk, startHelloUws, wrkConnections, wrkThreads } from './peers/reads.ts';
@@ -25,8 +30,11 @@ import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
 import { describeMachine, fsTypeOf } from './peers/tools.ts';
 import type { LockDriver } from './peers/driver.ts';
 import { formatRow, startRoster, type Server } from './server.ts';
-import { benchOptions, countList, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
-import { allSystems, keyPrefix, warmupMs, type LockSystem, type Options, type ReadsRun, type SystemRun } from './compare/model.ts';
+import { benchOptions, count, countList, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
+import {
+  allSystems, batchDefault, efficiencyOf, keyPrefix, rowScenarios, warmupMs,
+  type CompareRow, type LockSystem, type Options, type ReadsRun, type RowScenario, type SystemRun,
+} from './compare/model.ts';
 import { header, printSummary, ratiosOf, rowCols, rowText, rowWidths, targetsOf } from './compare/report.ts';
 import { startNatsCluster, startNatsServer } from '../cluster/dev/nats-launcher.ts';
 
@@ -42,19 +50,23 @@ const usage = `usage: npm run bench:compare -- [options]
   --clients <list>       comma-separated concurrent client counts                              [default 1,16,64]
   --systems <list>       comma-separated subset of ${allSystems.join(',')}
                                                                                                 [default all]
+  --scenarios <list>     comma-separated subset of ${rowScenarios.join(',')}                       [default all]
+  --batch <n>            keys per request in the txn rows, 1 to ${batchDefault}                             [default ${batchDefault}]
   --json <path>          where the results go as JSON       [default bench/results/compare-<ISO time>.json]
   --data-parent <dir>    where Roster's and etcd's temporary data dirs are made                 [default: os.tmpdir()]`;
 
 function parseOptions(argv: string[]): Options {
   const values = parseBenchArgs(argv, {
     duration: { type: 'string' }, clients: { type: 'string' }, systems: { type: 'string' }, json: { type: 'string' },
-    'data-parent': { type: 'string' },
+    'data-parent': { type: 'string' }, scenarios: { type: 'string' }, batch: { type: 'string' },
   });
   return {
     durationS: seconds('duration', values.duration, 5, { max: 3600 }),
     clients: countList('clients', values.clients, '1,16,64', 1024),
     // Always in the documented order, whatever order they were named in.
     systems: namesOf('systems', values.systems, allSystems),
+    scenarios: namesOf('scenarios', values.scenarios, rowScenarios),
+    batch: count('batch', values.batch, batchDefault, 1, batchDefault),
     jsonPath: resultsPath(values.json, 'compare'),
     dataParent: resolve(values['data-parent'] ?? tmpdir()),
   };
@@ -137,7 +149,13 @@ async function stopRoster(srv: Server): Promise<void> {
 }
 
 
-interface Started { driver: LockDriver; description: string; failure: () => string | undefined }
+interface Started {
+  driver: LockDriver;
+  description: string;
+  failure: () => string | undefined;
+  /** The server processes whose CPU the rows count: every process the system runs on, none of the bench's. */
+  serverPids: number[];
+}
 
 /** Starts `system`, hands its driver to `body`, closes the driver and stops every process it started. */
 async function withSystem<R>(system: LockSystem, o: Options, body: (s: Started) => Promise<R>): Promise<R> {
@@ -156,12 +174,14 @@ async function withSystem<R>(system: LockSystem, o: Options, body: (s: Started) 
         driver: new RosterDriver({ urls: [srv.url], connectionsPerNode: maxClients, contention: 'queue' }),
         description: `one node, embedded WAL (one fdatasync per group commit), data dir on ${fsTypeOf(srv.dataDir)}`,
         failure: () => (srv.exited() === undefined ? undefined : `Roster stopped (${srv.exited()}):\n${srv.tail().slice(-3000)}`),
+        serverPids: [srv.pid],
       }));
     case 'roster-cluster':
       return withStarted('Roster cluster', () => startRosterCluster(o.dataParent), (c) => c.stop(), (c) => withDriver({
         driver: new RosterDriver({ name: 'roster-cluster', urls: c.nodes.map((n) => n.url), connectionsPerNode: Math.ceil(maxClients / c.nodes.length), contention: 'queue' }),
         description: `three nodes over three nats-servers, JetStream log R3 (file store, no fsync per write), clients round-robin over the nodes`,
         failure: c.failure,
+        serverPids: [...c.nodes.map((n) => n.pid), ...c.nats.servers.map((s) => s.pid)],
       }));
     case 'etcd':
     case 'etcd-cluster': {
@@ -171,6 +191,7 @@ async function withSystem<R>(system: LockSystem, o: Options, body: (s: Started) 
         description: `etcd ${members} member${members > 1 ? 's' : ''} (Debian etcd-server, WAL fsync per batch), data dir on ${fsTypeOf(c.dataDir)}, `
           + `etcd3 gRPC client, one channel per member${members > 1 ? ', clients round-robin over the members' : ''}`,
         failure: c.failure,
+        serverPids: c.pids,
       }));
     }
     case 'nats-kv':
@@ -184,21 +205,38 @@ async function withSystem<R>(system: LockSystem, o: Options, body: (s: Started) 
           const gone = c.servers.find((s) => !s.running());
           return gone === undefined ? undefined : `nats-server ${gone.name} stopped:\n${gone.output().slice(-3000)}`;
         },
+        serverPids: c.servers.map((s) => s.pid),
       }));
     }
   }
 }
 
-async function runSystem(system: LockSystem, o: Options, onRow: (r: RowResult & { system: LockSystem }) => void): Promise<SystemRun> {
+/** One row of `scenario` at `clients`, with the server processes' CPU over its window. */
+async function measureRow(system: LockSystem, s: Started, scenario: RowScenario, clients: number, o: Options): Promise<CompareRow> {
+  const meter = new WindowMeter(s.serverPids);
+  const common = { durationS: o.durationS, warmupMs, keyPrefix, stopped: () => interrupted, onWindow: meter.onWindow };
+  const row: RowResult | BatchRowResult = scenario === 'txn'
+    ? await runBatchRow(s.driver, clients, o.batch, common)
+    : await runRow(s.driver, scenario, clients, { ...common, sharedLatencyFrom: 'lock' });
+  return { system, ...row, batch: scenario === 'txn' ? o.batch : 1, ...efficiencyOf(row.pairsPerS, meter.finish()) };
+}
+
+async function runSystem(system: LockSystem, o: Options, onRow: (r: CompareRow) => void): Promise<SystemRun> {
   const run: SystemRun = { system, description: '', rows: [] };
   try {
     await withSystem(system, o, async (s) => {
       run.description = s.description;
       process.stdout.write(`${system}: ${s.description}\n`);
-      for (const scenario of ['distinct', 'shared'] as Scenario[]) {
+      for (const scenario of o.scenarios) {
+        if (scenario === 'txn' && s.driver.batch === undefined) {
+          const why = 'no multi-key transaction to take locks in batches';
+          (run.skipped ??= []).push({ scenario, why });
+          process.stdout.write(`${system}: no txn rows (${why})\n`);
+          continue;
+        }
         for (const clients of o.clients) {
           if (interrupted) throw new Interrupted();
-          const row = { system, ...await runRow(s.driver, scenario, clients, { durationS: o.durationS, warmupMs, sharedLatencyFrom: 'lock', keyPrefix, stopped: () => interrupted }) };
+          const row = await measureRow(system, s, scenario, clients, o);
           if (interrupted) throw new Interrupted();
           const failed = s.failure();
           if (failed !== undefined) throw new Error(failed);
@@ -257,7 +295,7 @@ async function main(): Promise<number> {
   process.on('unhandledRejection', (err) => hardExit(1, `unhandled rejection ${err instanceof Error ? err.stack : String(err)}`));
 
   const lockRuns = o.systems.filter((s): s is LockSystem => s !== 'reads');
-  const rowsPerSystem = 2 * o.clients.length;
+  const rowsPerSystem = o.scenarios.length * o.clients.length;
   const budgetMs = o.systems.length * startStopBudgetMs + lockRuns.length * rowsPerSystem * (warmupMs + o.durationS * 1000 + rowSlackMs)
     + (o.systems.includes('reads') ? 2 * (o.durationS * 1000 + rowSlackMs) : 0);
   const watchdog = setTimeout(() => hardExit(1, `the run took longer than its budget of ${Math.round(budgetMs / 1000)} s`), budgetMs);
@@ -281,8 +319,14 @@ async function main(): Promise<number> {
   mkdirSync(dirname(o.jsonPath), { recursive: true });
   writeFileSync(o.jsonPath, `${JSON.stringify({
     version: 1, startedAt, finishedAt: new Date().toISOString(), machine,
-    options: { durationS: o.durationS, warmupMs, clients: o.clients, systems: o.systems, keys: { distinct: `${keyPrefix}/<client>`, shared: `${keyPrefix}/shared` } },
-    systems: runs.map((r) => ({ system: r.system, description: r.description, ...(r.error !== undefined ? { error: r.error } : {}) })),
+    options: {
+      durationS: o.durationS, warmupMs, clients: o.clients, systems: o.systems, scenarios: o.scenarios, batch: o.batch,
+      keys: { distinct: `${keyPrefix}/<client>`, shared: `${keyPrefix}/shared`, txn: `${keyPrefix}/txn/<client>/<0..batch-1>` },
+    },
+    systems: runs.map((r) => ({
+      system: r.system, description: r.description,
+      ...(r.skipped !== undefined ? { skipped: r.skipped } : {}), ...(r.error !== undefined ? { error: r.error } : {}),
+    })),
     rows: runs.flatMap((r) => r.rows),
     reads: reads === undefined ? undefined : { connections: wrkConnections, threads: wrkThreads, durationS: Math.max(1, Math.round(o.durationS)), ...reads },
     ratios, targets,

@@ -2,7 +2,8 @@
  * What bench:compare's parts share: the systems it knows, which peer each Roster setup is compared with,
  * its options and the record of a run.
  */
-import type { RowResult } from '../measure.ts';
+import type { RowResult, Scenario } from '../measure.ts';
+import type { WindowCpu } from '../peers/proc-cpu.ts';
 import type { WrkResult } from '../peers/reads.ts';
 
 export const warmupMs = 500;
@@ -12,6 +13,12 @@ export const lockSystems = ['roster', 'etcd', 'nats-kv', 'roster-cluster', 'etcd
 export type LockSystem = typeof lockSystems[number];
 export const allSystems = [...lockSystems, 'reads'] as const;
 export type System = typeof allSystems[number];
+
+/** distinct and shared: one request per lock step (bench/measure.ts); txn: `batch` keys per request (batch-row.ts). */
+export const rowScenarios = ['distinct', 'shared', 'txn'] as const;
+export type RowScenario = Scenario | 'txn';
+/** Keys per request in the txn rows: Roster's most operations in one transaction. */
+export const batchDefault = 64;
 
 /** Which peer each Roster setup is compared with. */
 export const comparisons: { roster: LockSystem; peer: LockSystem }[] = [
@@ -24,6 +31,8 @@ export const comparisons: { roster: LockSystem; peer: LockSystem }[] = [
 export interface Options {
   durationS: number;
   clients: number[];
+  scenarios: RowScenario[];
+  batch: number;
   systems: System[];
   jsonPath: string;
   dataParent: string;
@@ -33,8 +42,39 @@ export interface SystemRun {
   system: LockSystem;
   /** What was started, in a line: log, replicas, data dir. */
   description: string;
-  rows: (RowResult & { system: LockSystem })[];
+  rows: CompareRow[];
+  /** Scenarios this system cannot run (no batch form), each with why. */
+  skipped?: { scenario: RowScenario; why: string }[];
   error?: string;
+}
+
+/** What the server side spent on a row's window: CPU of the server processes only, the bench excluded. */
+export interface Efficiency {
+  /** Server processes counted: Roster nodes and their nats-servers, etcd members, nats-servers. */
+  serverProcesses: number;
+  /** Wall time between the two /proc samples, and the server CPU seconds used in it. */
+  cpuSpanS: number;
+  serverCpuS: number;
+  /** Server CPU seconds per second: cores busy on average. */
+  serverCores: number;
+  /** Server CPU per pair (one key locked and unlocked), in µs. */
+  serverCpuPerPairUs: number;
+  /** Pairs per server core-second: pairs/s over serverCores. */
+  pairsPerServerCoreS: number;
+  /** The bench's own CPU (the load generator) per second over the same span, for the record. */
+  clientCores: number;
+}
+
+export type CompareRow = Omit<RowResult, 'scenario'> & { system: LockSystem; scenario: RowScenario; batch: number } & Efficiency;
+
+export function efficiencyOf(pairsPerS: number, cpu: WindowCpu): Efficiency {
+  const serverCores = cpu.spanS > 0 ? cpu.serverCpuS / cpu.spanS : Number.NaN;
+  return {
+    serverProcesses: cpu.processes, cpuSpanS: cpu.spanS, serverCpuS: cpu.serverCpuS, serverCores,
+    serverCpuPerPairUs: pairsPerS > 0 ? (serverCores * 1e6) / pairsPerS : Number.NaN,
+    pairsPerServerCoreS: serverCores > 0 ? pairsPerS / serverCores : Number.NaN,
+    clientCores: cpu.spanS > 0 ? cpu.clientCpuS / cpu.spanS : Number.NaN,
+  };
 }
 
 export interface ReadsRun { hello?: WrkResult; roster?: WrkResult; ratio?: number; error?: string }

@@ -39,6 +39,21 @@ export interface LockDriver {
   teardown(): Promise<void>;
   /** Closes connections; the processes themselves are stopped by whoever started them. */
   close(): Promise<void>;
+  /** Locks taken and given back many keys to a request, where the system has a transaction for it. */
+  readonly batch?: BatchLocks;
+}
+
+/**
+ * Many distinct keys locked in one request and unlocked in one (Roster: `PUT /v1/txn` with `lock` and
+ * `unlock` operations; etcd: one Txn). The client's session or lease is the one setup() made.
+ */
+export interface BatchLocks {
+  /** The most keys one request may carry. */
+  readonly max: number;
+  /** Takes every one of `keys` in one atomic request: true when all are held, false when it was refused. */
+  acquireAll(client: number, keys: readonly string[]): Promise<boolean>;
+  /** Gives every one of `keys` back in one request; rejects when the system did not release them all. */
+  releaseAll(client: number, keys: readonly string[]): Promise<void>;
 }
 
 /** Rejects with a clear message when `p` has not settled after `ms`: no call may hang a bench. */

@@ -8,6 +8,8 @@
  *             Txn that also reads the prefix's oldest key; when that is not its own, it waits for the key
  *             just before its own (by create revision) to be deleted, by a watch from the revision it
  *             read, and looks again. Release deletes its own key. A queue: each release wakes only the next.
+ *   txn       a batch of keys in one Txn: If CreateRevision(k) == 0 for each, Then Put(k, lease) for each;
+ *             release deletes them all in one Txn.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { noop } from 'cockatiel';
 import { Etcd3, type Lease } from 'etcd3';
 import { freePort } from '../../cluster/dev/nats-launcher.ts';
-import { within, type LockDriver, type LockOutcome } from './driver.ts';
+import { within, type BatchLocks, type LockDriver, type LockOutcome } from './driver.ts';
 import { debianBinary, startChild, type Child } from './tools.ts';
 
 /** How long members may take to answer /health; a three-member cluster must also elect a leader. */
@@ -25,11 +27,15 @@ const readyTimeoutMs = 30_000;
 const requestTimeoutMs = 10_000;
 /** Leases outlive any row; the client keeps them alive, and revoking one at the end removes its keys. */
 const leaseTtlS = 30;
+/** etcd's default --max-txn-ops is 128 per branch; batches stay at Roster's 64 so both carry the same. */
+const batchMax = 64;
 /** A port chosen free may be taken before etcd binds it: start again with fresh ports. */
 const startAttemptsMax = 3;
 
 export interface EtcdCluster {
   clientUrls: string[];
+  /** The members' process ids. */
+  pids: number[];
   dataDir: string;
   /** What exited early, with its output's tail, or undefined. */
   failure(): string | undefined;
@@ -77,7 +83,7 @@ async function startOnce(binary: string, members: number, dataParent: string): P
     return k < 0 ? undefined : `etcd ${names[k]} stopped (${children[k]!.exited()}):\n${children[k]!.output().slice(-3000)}`;
   };
   const cluster: EtcdCluster = {
-    clientUrls, dataDir, failure,
+    clientUrls, dataDir, failure, pids: children.map((c) => c.proc.pid).filter((p): p is number => p !== undefined),
     stop: async () => {
       await Promise.all(children.map((c) => c.stop()));
       rmSync(dataDir, { recursive: true, force: true });
@@ -129,6 +135,28 @@ export class EtcdDriver implements LockDriver {
   private leases: ClientLease[] = [];
   /** The key each client holds: its own key (distinct) or its queue key under the shared prefix. */
   private held: (Buffer | undefined)[] = [];
+
+  /**
+   * Batches in one Txn each: acquire is `If CreateRevision(k) == 0` for every key, `Then Put(k, lease)`
+   * for every key; release deletes every key in one Txn.
+   */
+  readonly batch: BatchLocks = {
+    max: batchMax,
+    acquireAll: async (client, keys) => {
+      const ks = keys.map((k) => Buffer.from(k));
+      const lease = this.leases[client]!.id;
+      const r = await this.etcd(client).kv.txn({
+        compare: ks.map((key) => ({ key, target: 'Create', result: 'Equal', create_revision: 0 }) as const),
+        success: ks.map((key) => ({ request_put: { key, value: holderValue, lease } })),
+      });
+      return r.succeeded;
+    },
+    releaseAll: async (client, keys) => {
+      const r = await this.etcd(client).kv.txn({ success: keys.map((k) => ({ request_delete_range: { key: Buffer.from(k) } })) });
+      const deleted = r.responses.reduce((n, x) => n + Number(x.response_delete_range?.deleted ?? 0), 0);
+      if (deleted !== keys.length) throw new Error(`release of ${keys.length} keys in one Txn: deleted ${deleted}`);
+    },
+  };
 
   /** One client connection (one HTTP/2 channel) per member; client c uses member c mod n. */
   constructor(readonly name: string, clientUrls: string[]) {

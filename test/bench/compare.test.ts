@@ -1,0 +1,74 @@
+// Goal: `npm run bench:compare` reports what the server side spends — each row's server CPU (read from
+// /proc for the server processes only), CPU per pair, pairs per server core-second and the Roster/peer
+// ratio of that figure — and runs the txn rows (locks taken a batch of keys per /v1/txn request) next to
+// the one-request-per-step rows, skipping them, with the reason, for a peer that has no batch form. No
+// figure is judged here (speed belongs to the bench): the columns exist and hold numbers.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { expect, test } from 'vitest';
+
+const repoRoot = resolve(import.meta.dirname, '../..');
+const run = promisify(execFile);
+
+interface Row {
+  system: string; scenario: string; clients: number; batch: number; pairsPerS: number; errors: number;
+  serverProcesses: number; cpuSpanS: number; serverCpuS: number; serverCores: number;
+  serverCpuPerPairUs: number; pairsPerServerCoreS: number; clientCores: number;
+}
+
+test('bench:compare: server CPU per pair and per core-second on every row, txn rows on Roster, the CPU ratio against a peer', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'roster-compare-test-'));
+  try {
+    const json = join(dir, 'out.json');
+    const { stdout } = await run('npx', ['tsx', 'bench/compare.ts', '--systems', 'roster,nats-kv', '--clients', '2', '--duration', '0.5',
+      '--batch', '8', '--json', json, '--data-parent', dir], { cwd: repoRoot, timeout: 150_000 });
+    expect(stdout).toMatch(/srv cores +srv µs\/pair +pairs\/core-s/);
+    expect(stdout).toMatch(/^roster +txn×8 +2 +\d+/m);
+    expect(stdout).toContain('nats-kv txn: no multi-key transaction');
+    expect(stdout).toMatch(/roster \/ nats-kv +distinct +2 .*×$/m);
+
+    const out = JSON.parse(readFileSync(json, 'utf8')) as {
+      options: { scenarios: string[]; batch: number };
+      systems: { system: string; skipped?: { scenario: string; why: string }[]; error?: string }[];
+      rows: Row[];
+      ratios: { roster: string; peer: string; scenario: string; cpuRatio: number; rosterPairsPerServerCoreS: number }[];
+    };
+    expect(out.options).toMatchObject({ scenarios: ['distinct', 'shared', 'txn'], batch: 8 });
+    expect(out.systems.map((s) => s.error)).toEqual([undefined, undefined]);
+    expect(out.systems[1]!.skipped).toEqual([{ scenario: 'txn', why: expect.stringContaining('no multi-key transaction') }]);
+    expect(out.rows.map((r) => `${r.system} ${r.scenario} ${r.batch}`)).toEqual([
+      'roster distinct 1', 'roster shared 1', 'roster txn 8', 'nats-kv distinct 1', 'nats-kv shared 1',
+    ]);
+    for (const r of out.rows) {
+      expect(r.errors, `${r.system} ${r.scenario}`).toBe(0);
+      expect(r.pairsPerS, `${r.system} ${r.scenario}`).toBeGreaterThan(0);
+      // One Roster process; one nats-server. The servers did the work, so they used CPU.
+      expect(r.serverProcesses).toBe(1);
+      expect(r.cpuSpanS).toBeGreaterThan(0);
+      expect(r.serverCpuS, `${r.system} ${r.scenario}`).toBeGreaterThan(0);
+      for (const x of [r.serverCores, r.serverCpuPerPairUs, r.pairsPerServerCoreS, r.clientCores]) expect(Number.isFinite(x)).toBe(true);
+      expect(r.serverCpuPerPairUs * r.pairsPerServerCoreS).toBeCloseTo(1e6, 0);
+    }
+    const distinct = out.ratios.find((r) => r.peer === 'nats-kv' && r.scenario === 'distinct')!;
+    expect(Number.isFinite(distinct.cpuRatio) && distinct.cpuRatio > 0).toBe(true);
+    expect(distinct.rosterPairsPerServerCoreS).toBe(out.rows[0]!.pairsPerServerCoreS);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 180_000);
+
+test('bench:compare refuses a batch larger than a transaction holds, and an unknown scenario, before starting anything', async () => {
+  const refused = (args: string[]) => run('npx', ['tsx', 'bench/compare.ts', ...args], { cwd: repoRoot, timeout: 60_000 }).then(
+    () => { throw new Error('accepted'); },
+    (err: { code: number; stderr: string }) => err,
+  );
+  const big = await refused(['--batch', '65']);
+  expect(big.code).toBe(2);
+  expect(big.stderr).toContain('--batch: "65" is not a whole number from 1 to 64');
+  const unknown = await refused(['--scenarios', 'txn,bulk']);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain('--scenarios: "bulk" is not one of distinct, shared, txn');
+}, 120_000);
