@@ -75,15 +75,27 @@ function canBind(port: number): Promise<boolean> {
 }
 
 /**
- * A port nothing listens on right now, drawn at random from {@link portRange} (released before the
- * server binds it, so a start can still race; the starters retry on "address already in use").
+ * Ports this process has already handed out. A caller draws several ports before it binds any of them
+ * (a three-node cluster draws fifteen), so a port is never handed out twice: otherwise two servers of one
+ * cluster could be given the same port and the later one would fail with "address already in use".
+ */
+const handedOut = new Set<number>();
+
+/**
+ * A port nothing listens on right now and not handed out before by this process, drawn at random from
+ * {@link portRange} (released before the server binds it, so a start can still race with another
+ * process; the starters retry on "address already in use").
  */
 export async function freePort(): Promise<number> {
   for (let i = 0; i < portTriesMax; i++) {
     const port = portRange.low + Math.floor(Math.random() * (portRange.high - portRange.low));
-    if (await canBind(port)) return port;
+    if (handedOut.has(port)) continue;
+    if (await canBind(port)) {
+      handedOut.add(port);
+      return port;
+    }
   }
-  throw new Error(`no free port found in ${portRange.low}-${portRange.high} after ${portTriesMax} tries`);
+  throw new Error(`no free port found in ${portRange.low}-${portRange.high} after ${portTriesMax} tries (${handedOut.size} already handed out by this process)`);
 }
 
 interface ServerPorts {
