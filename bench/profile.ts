@@ -21,6 +21,7 @@ import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
 import { describeMachine } from './peers/tools.ts';
 import { readProfile, type MainThread } from './peers/cpu-profile.ts';
 import { ms, startRoster, type Server } from './server.ts';
+import { agentDescription } from './support/built-agent.ts';
 import { benchOptions, count, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
@@ -120,7 +121,7 @@ function processName(pid: number, comm: string): string {
   if (known !== undefined) return known;
   let args: string[] = [];
   try { args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'); } catch { /* gone */ }
-  const name = args.some((a) => a.endsWith('src/main.ts'))
+  const name = args.some((a) => a.endsWith('src/main.ts') || a.endsWith('src/main.js'))
     ? `roster ${args[args.lastIndexOf('--node-name') + 1] ?? ''}`.trim()
     : comm === 'nats-server' ? `nats-server ${args.find((a) => a.endsWith('.conf'))?.replace(/^.*\//, '') ?? ''}`.trim()
       : comm;
@@ -284,7 +285,7 @@ async function main(): Promise<number> {
   try { commit = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']).toString().trim(); } catch { /* not a checkout */ }
   const startedAt = new Date().toISOString();
   process.stdout.write(`roster profile  ${startedAt}  commit ${commit}\n`
-    + `machine: cpu ${machine.cpu} x${machine.cores}, node ${machine.node}, ${machine.platform}; data dirs under ${o.dataParent} (${machine.dataFs})\n`
+    + `machine: cpu ${machine.cpu} x${machine.cores}, node ${machine.node}, ${machine.platform}; data dirs under ${o.dataParent} (${machine.dataFs}); ${agentDescription()}\n`
     + `each scenario: ${o.clients} clients (reads: wrk -c64), ${o.durationS} s window after ${warmupMs} ms warm-up; every Roster process runs with --cpu-prof\n\n`);
   let failed = false;
   const results: ScenarioResult[] = [];

@@ -1,11 +1,12 @@
 /**
- * What the benches share: starting a real Roster process (node --import tsx src/main.ts, fresh data dir,
+ * What the benches share: starting a real Roster process (the compiled agent, see support/built-agent.ts; fresh data dir,
  * free HTTP and gRPC ports) and stopping it, plus nearest-rank percentiles and table formatting.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { agentEntry } from './support/built-agent.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const readyPattern = /roster listening http=(http:\/\/[^\s"]+) grpc=([^\s"]+)/;
@@ -61,7 +62,7 @@ function agentArgs(extraArgs: string[], dataDir: string): string[] {
   writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000, stream_max_conns: 10_000 } }));
   const profileDir = process.env.ROSTER_BENCH_CPU_PROF;
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
-  return [...profiling, '--import', 'tsx', join(repoRoot, 'src/main.ts'),
+  return [...profiling, ...agentEntry(),
     '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
     ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
     ...extraArgs];

@@ -3,6 +3,7 @@ import { wrkConnections, wrkThreads } from '../peers/reads.ts';
 import type { Machine } from '../peers/tools.ts';
 import { formatRow, ms } from '../server.ts';
 import { comparisons, warmupMs, type CompareRow, type LockSystem, type Options, type ReadsRun, type RowScenario, type SystemRun } from './model.ts';
+import { agentDescription } from '../support/built-agent.ts';
 
 /**
  * Roster / peer for one row both ran: pairs/s (`ratio`), and pairs per server core-second (`cpuRatio`:
@@ -122,7 +123,7 @@ const ratioWidths = [30, 9, 8, 9, 9, 8, 14, 12, 10];
 export function header(m: Machine, o: Options): string {
   return [
     `roster compare  ${new Date().toISOString()}`,
-    `machine: cpu ${m.cpu} x${m.cores}, node ${m.node}, ${m.platform}; data dirs under ${m.dataParent} (${m.dataFs})`,
+    `machine: cpu ${m.cpu} x${m.cores}, node ${m.node}, ${m.platform}; data dirs under ${m.dataParent} (${m.dataFs}); ${agentDescription()}`,
     `rows: ${o.durationS} s measured after ${warmupMs} ms warm-up; clients ${o.clients.join('/')}; ${o.scenarios.join(', ')}; distinct = a key per client, shared = one key for all;`,
     '      one Node process drives every system through the same loop; latency = lock call to release answer (shared: waiting included)',
     ...(o.scenarios.includes('txn') ? [`      txn×${o.batch} = a key per client and slot, ${o.batch} locked in one request and unlocked in one (Roster /v1/txn, etcd Txn); a pair is one key; latency = one round`] : []),

@@ -12,6 +12,8 @@ export interface ProfileNode { id: number; callFrame: { functionName: string; ur
 export interface CpuProfile { nodes: ProfileNode[]; startTime: number; samples: number[]; timeDeltas: number[] }
 
 const repoUrl = pathToFileURL(resolve(import.meta.dirname, '../..')).href + '/';
+/** Where `npm run build` puts the compiled agent, relative to the repository. */
+const builtPrefix = 'dist/server/';
 
 /**
  * Where a frame's script lives: `own` is its path in this repository (outside node_modules), `lib` the
@@ -20,7 +22,10 @@ const repoUrl = pathToFileURL(resolve(import.meta.dirname, '../..')).href + '/';
 function placeOf(url: string): { own: string; lib: string } {
   const at = url.lastIndexOf('/node_modules/');
   if (at >= 0) return { own: '', lib: url.slice(at + '/node_modules/'.length) };
-  return { own: url.startsWith(repoUrl) ? url.slice(repoUrl.length) : '', lib: '' };
+  if (!url.startsWith(repoUrl)) return { own: '', lib: '' };
+  // The compiled agent (dist/server/<path>.js) counts as its source file (<path>.ts).
+  const path = url.slice(repoUrl.length);
+  return { own: path.startsWith(builtPrefix) ? `${path.slice(builtPrefix.length).replace(/\.js$/, '.ts')}` : path, lib: '' };
 }
 
 /** Components, first match wins; a frame matching none passes the sample on to its caller. */
