@@ -99,7 +99,22 @@ interface Session {
   /** performance.now() when the last successful renew (or the create) was invoked. */
   renewedAt: number;
   retired: boolean;
+  /**
+   * The `invalidate` ops (one per lock key) of a session the server may end at any time, invoked when that
+   * became possible; retire() completes them instead of invoking new ones.
+   */
+  endable?: OpHandle[];
 }
+
+/**
+ * How long after a node's restart a failure report about its previous run may still commit: the others
+ * notice the kill after the gossip suspicion (the harness's 4 s), confirm it for 2 s, then propose, and the
+ * node may be back before that report commits. The report turns the node's gossip check critical, which
+ * ends every session bound to it, including one created on the node since its restart (the server applies
+ * a check status as reported, as Consul does with serfHealth). Such a session may therefore end at any
+ * moment from its creation: the model is told so then.
+ */
+const lateFailureReportMs = 12_000;
 
 export const counts = { pairs: 0, acquired: 0, ok: 0, refused: 0, fail: 0, unknown: 0, retired: 0, retiredObserved: 0, destroyed: 0 };
 /** Every holder writes to the protected resource with its token right after its acquire answered true. */
@@ -131,7 +146,7 @@ export class Client {
     this.session = undefined;
     counts.retired++;
     if (why === 'observed-gone') counts.retiredObserved++;
-    const handles = lockKeys.map((key) => history.invoke(this.id, key, 'invalidate', s.id));
+    const handles = s.endable ?? lockKeys.map((key) => history.invoke(this.id, key, 'invalidate', s.id));
     destroys.push((async () => {
       const deadline = Date.now() + destroyTryMs;
       while (Date.now() < deadline) {
@@ -156,6 +171,10 @@ export class Client {
     const a = await http(this.node.url, 'PUT', '/v1/session/create', { body: { Name: this.id, LockDelay: '0s', TTL: `${ttlMs / 1000}s` }, timeoutMs: requestTimeoutMs });
     if (a.status !== 200) { await sleep(200); return undefined; }
     this.session = { id: a.json<{ ID: string }>().ID, renewedAt: callMs, retired: false };
+    // Created soon after the node's restart: a late failure report about its previous run may end it.
+    if (callMs - this.node.restartedAtMs < lateFailureReportMs) {
+      this.session.endable = lockKeys.map((key) => history.invoke(this.id, key, 'invalidate', this.session!.id));
+    }
     // Created on a node killed meanwhile: its gossipHealth may end it at any time, as for the others.
     if (this.node.stops !== stops) { this.retire('node-killed'); return undefined; }
     this.renewer ??= this.renewLoop();

@@ -103,6 +103,9 @@ export class RosterNode {
   stops = 0;
   /** True while start() is running (a supervisor leaves such a node alone). */
   starting = false;
+  /** performance.now() when the current incarnation answered ready, if an earlier one did too (else -Infinity). */
+  restartedAtMs = -Infinity;
+  private readyOnce = false;
   /** Output of earlier incarnations (the newest at the end), for a failure report. */
   private history = '';
 
@@ -128,6 +131,8 @@ export class RosterNode {
         this.starts++;
         try {
           this.agent = await startAgent({ bare: true, dataDir: this.dataDir, args: this.argsOf(this), readyTimeoutMs: 60_000 });
+          if (this.readyOnce) this.restartedAtMs = performance.now();
+          this.readyOnce = true;
           return;
         } catch (err) {
           this.history += `\n[harness] start ${attempt} of ${this.name} failed: ${(err as Error).message}\n`;
