@@ -58,9 +58,12 @@ export class HistoryRecorder {
     this.#now = now;
   }
 
-  /** Starts an op now; settle it exactly once through the handle. */
-  invoke(process: string, key: string, f: string, input: unknown): OpHandle {
-    const op: Op = { id: this.#nextId++, process, key, f, input, outcome: 'unknown', callMs: this.#now() };
+  /**
+   * Starts an op now, or at `callMs` when it began earlier than it is recorded (an op the server may have
+   * begun on its own, recorded once a client notices it); settle it exactly once through the handle.
+   */
+  invoke(process: string, key: string, f: string, input: unknown, callMs?: number): OpHandle {
+    const op: Op = { id: this.#nextId++, process, key, f, input, outcome: 'unknown', callMs: Math.min(callMs ?? Infinity, this.#now()) };
     this.#ops.push(op);
     let settled = false;
     const settle = (): void => {

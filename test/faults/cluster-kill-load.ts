@@ -100,10 +100,10 @@ interface Session {
   renewedAt: number;
   retired: boolean;
   /**
-   * The `invalidate` ops (one per lock key) of a session the server may end at any time, invoked when that
-   * became possible; retire() completes them instead of invoking new ones.
+   * Set for a session the server may have ended at any moment since this time (its create's call): its
+   * `invalidate` ops are recorded as invoked then, whenever retire() records them.
    */
-  endable?: OpHandle[];
+  endableFromMs?: number;
 }
 
 /**
@@ -111,8 +111,8 @@ interface Session {
  * notice the kill after the gossip suspicion (the harness's 4 s), confirm it for 2 s, then propose, and the
  * node may be back before that report commits. The report turns the node's gossip check critical, which
  * ends every session bound to it, including one created on the node since its restart (the server applies
- * a check status as reported, as Consul does with serfHealth). Such a session may therefore end at any
- * moment from its creation: the model is told so then.
+ * a check status as reported, as Consul does with serfHealth). Such a session may therefore have ended at
+ * any moment since its creation: its `invalidate` ops, recorded when it is given up, are dated from then.
  */
 const lateFailureReportMs = 12_000;
 
@@ -146,7 +146,7 @@ export class Client {
     this.session = undefined;
     counts.retired++;
     if (why === 'observed-gone') counts.retiredObserved++;
-    const handles = s.endable ?? lockKeys.map((key) => history.invoke(this.id, key, 'invalidate', s.id));
+    const handles = lockKeys.map((key) => history.invoke(this.id, key, 'invalidate', s.id, s.endableFromMs));
     destroys.push((async () => {
       const deadline = Date.now() + destroyTryMs;
       while (Date.now() < deadline) {
@@ -172,9 +172,7 @@ export class Client {
     if (a.status !== 200) { await sleep(200); return undefined; }
     this.session = { id: a.json<{ ID: string }>().ID, renewedAt: callMs, retired: false };
     // Created soon after the node's restart: a late failure report about its previous run may end it.
-    if (callMs - this.node.restartedAtMs < lateFailureReportMs) {
-      this.session.endable = lockKeys.map((key) => history.invoke(this.id, key, 'invalidate', this.session!.id));
-    }
+    if (callMs - this.node.restartedAtMs < lateFailureReportMs) this.session.endableFromMs = callMs;
     // Created on a node killed meanwhile: its gossipHealth may end it at any time, as for the others.
     if (this.node.stops !== stops) { this.retire('node-killed'); return undefined; }
     this.renewer ??= this.renewLoop();
