@@ -11,7 +11,7 @@
  *   members          a client call answered by a running agent
  *   kv get           a client call answered by a running agent (a key the bench wrote)
  *   agent --help     the agent's flags: loads the agent's configuration code, not the server
- * For the last three the bench starts an agent (node --import tsx src/main.ts, fresh data dir, free ports:
+ * For the last three the bench starts an agent (the compiled agent, bench/support/built-agent.ts, fresh data dir, free ports:
  * bench/server.ts) and stops it at the end; its start-up is not measured. It prints the median and p90 of
  * each row in ms and its ratio to the floor's median. It builds nothing: it needs `npm run build`, and
  * refuses to run when the build is missing or older than a source (bin/roster.mjs would then run the

@@ -1,7 +1,7 @@
 /**
  * Lock throughput and latency bench: `npm run bench:locks [-- options]`.
  *
- * Starts a real Roster process (node --import tsx src/main.ts, fresh data dir, free port) or talks to
+ * Starts a real Roster process (the compiled agent, bench/support/built-agent.ts, fresh data dir, free port) or talks to
  * an already running server (--url), then runs two scenarios for each client count:
  *   distinct  every client holds its own LockDelay-0s session and loops acquire/release on bench/<client>
  *   shared    every client loops acquire on bench/shared; on success it releases, on a refusal

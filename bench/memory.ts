@@ -1,7 +1,7 @@
 /**
  * Memory and start-up bench: `npm run bench:memory [-- options]`.
  *
- * Starts a real Roster process (node --import tsx src/main.ts, its own temporary data dir, free ports) and
+ * Starts a real Roster process (the compiled agent, bench/support/built-agent.ts, its own temporary data dir, free ports) and
  *   1. loads --keys KV entries of 100 bytes (`PUT /v1/kv/mem/<i>`) and --sessions sessions
  *      (`PUT /v1/session/create`, TTL 24h so none expires during the run) over --concurrency keep-alive
  *      connections, with progress (rate, ETA) on stderr every 5 s;

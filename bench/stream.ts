@@ -1,7 +1,7 @@
 /**
  * Watch fan-out bench: `npm run bench:stream [-- options]`.
  *
- * Starts a real Roster process (node --import tsx src/main.ts, fresh data dir, free ports), registers one
+ * Starts a real Roster process (the compiled agent, bench/support/built-agent.ts, fresh data dir, free ports), registers one
  * service instance `bench-web` with a TTL check, then opens
  *   --subscribers WebSocket connections to /v1/stream (subprotocol registry.stream.v1), each subscribed to
  *                 service_health `bench-web`, and
