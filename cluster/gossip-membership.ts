@@ -21,6 +21,7 @@ import {
   silentLogger, SystemClock, type Clock, type Logger, type Member, type Membership, type MembershipListener,
   type TimerHandle,
 } from '../src/ports/index.ts';
+import { commandLevel } from '../src/domain/index.ts';
 import { membersTopic, encodeHeartbeat, decodeHeartbeat, type Heartbeat } from './heartbeat.ts';
 import { MemberTable, type MemberIdentity } from './member-table.ts';
 import { seedAddr, withoutPeerId } from './addresses.ts';
@@ -163,7 +164,7 @@ export class GossipMembership implements Membership {
   }
 
   private heartbeat(): Heartbeat {
-    return { ...this.self, inc: this.inc, seq: this.seq++, addrs: this.addresses() };
+    return { ...this.self, inc: this.inc, seq: this.seq++, addrs: this.addresses(), cl: commandLevel };
   }
 
   private beat(): void {

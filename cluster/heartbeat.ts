@@ -29,6 +29,8 @@ export interface Heartbeat {
   addrs?: string[];
   /** Force-leave told to this node: each receiver moves `name` to left if it has it failed (`prune`: forgets it). */
   forceLeave?: { name: string; prune: boolean };
+  /** The command level of the sender's release (absent: level 1, a release before the field). */
+  cl?: number;
 }
 
 const encoder = new TextEncoder();
@@ -64,6 +66,7 @@ export function decodeHeartbeat(data: Uint8Array): Heartbeat | { invalid: string
     inc: o.inc as number, seq: o.seq as number,
   };
   if (o.leaving === true) hb.leaving = true;
+  if (Number.isSafeInteger(o.cl) && (o.cl as number) >= 1) hb.cl = o.cl as number;
   if (addrs !== undefined) hb.addrs = addrs;
   const forced = o.forceLeave as { name?: unknown; prune?: unknown } | undefined;
   if (typeof forced === 'object' && forced !== null && typeof forced.name === 'string' && forced.name !== '') {

@@ -2,6 +2,7 @@
  * Who has been heard from, and their status: the pure core of GossipMembership. It never reads a
  * clock; the caller passes `nowMs`, so tests drive it with plain numbers.
  */
+import { commandLevel } from '../src/domain/index.ts';
 import type { Member, MemberStatus } from '../src/ports/index.ts';
 import type { Heartbeat } from './heartbeat.ts';
 
@@ -29,7 +30,7 @@ export class MemberTable {
     if (prev !== undefined && !isNewer(prev, hb)) return false;
     const status: MemberStatus = hb.leaving === true ? 'left' : 'alive';
     this.others.set(hb.name, {
-      member: { name: hb.name, id: hb.id, http: hb.http, grpc: hb.grpc, status, lastHeardMs: nowMs },
+      member: { name: hb.name, id: hb.id, http: hb.http, grpc: hb.grpc, status, lastHeardMs: nowMs, commandLevel: hb.cl ?? 1 },
       inc: hb.inc,
       seq: hb.seq,
       addrs: hb.addrs ?? prev?.addrs ?? [],
@@ -64,7 +65,7 @@ export class MemberTable {
     const others = [...this.others.values()]
       .map((e) => ({ ...e.member }))
       .sort((a, b) => compareNames(a.name, b.name));
-    return [{ ...this.self, status: 'alive', lastHeardMs: nowMs }, ...others];
+    return [{ ...this.self, status: 'alive', lastHeardMs: nowMs, commandLevel }, ...others];
   }
 
   alive(): string[] {

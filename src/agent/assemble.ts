@@ -111,7 +111,7 @@ function startRuntime(config: Config, parts: AgentParts, membership: Membership,
   const { log, clock, logger, nodeId } = parts;
   return new Runtime({
     log, clock, logger, nodeName: config.nodeName, nodeId, address: config.httpHost, membership,
-    membershipGraceMs: 2 * config.suspicionMs,
+    membershipGraceMs: 2 * config.suspicionMs, clustered: config.nats.length > 0,
     snapshotEveryEntries: config.snapshotEveryEntries,
     probeFor,
     checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin },

@@ -306,6 +306,15 @@ export const errorCatalogue = {
   diskFull: busy('the agent cannot store writes now: no space left on its disk; retry later', 'cannot store writes now: no space left on disk'),
   logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
   internal: entry<{ why: string }>({ kind: 'unknown', message: (v) => `internal error: ${v.why}` }),
+  // A node that does not know a command would stop on it: refused until every node runs a release that applies it.
+  clusterBehind: entry<{ what: string; needs: number; behind: { node: string; level: number; status: string }[] }>({
+    kind: 'remoteUnavailable', status: 503,
+    message: (v) => `${v.what} needs every node of the cluster to run a release of command level ${v.needs} or later; `
+      + `${v.behind.map((b) => `${b.node} (${b.status}) runs level ${b.level}`).join(', ')}: finish the rolling upgrade `
+      + '(or force-leave a node that is gone for good) and retry',
+    details: (v) => ({ needsCommandLevel: v.needs, behind: v.behind, retryAfterSeconds: 5 }), headers: () => retryAfter(5),
+    consulText: (v) => `${v.what} is not available until every node is upgraded: ${v.behind.map((b) => b.node).join(', ')} runs an older release`,
+  }),
 };
 
 export type ErrorName = keyof typeof errorCatalogue;

@@ -17,6 +17,11 @@ export interface Member {
   status: MemberStatus;
   /** Wall-clock ms of the last heartbeat heard (the own node: now). */
   lastHeardMs: number;
+  /**
+   * The command level of the member's release (src/domain/command-level.ts), as its heartbeat says;
+   * absent for a release whose heartbeat does not carry it, which is level 1.
+   */
+  commandLevel?: number;
 }
 
 export type MembershipListener = (members: readonly Member[]) => void;

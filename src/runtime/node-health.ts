@@ -59,6 +59,9 @@ interface View {
   now: number;
 }
 
+/** How often a wait for gossip looks again. */
+const gossipWaitStepMs = 100;
+
 export class NodeHealthOwner {
   private startedAtMs = 0;
   /** Set once the node listens to membership: from then on gossip-check entries are checked against it. */
@@ -83,6 +86,15 @@ export class NodeHealthOwner {
 
   stop(): void {
     if (this.confirmTimer !== undefined) this.host.clock.clearTimer(this.confirmTimer);
+  }
+
+  /** Resolves once gossip has heard of every Roster node of the catalog, or the start's grace is over. */
+  async heardOrGraceOver(): Promise<void> {
+    for (;;) {
+      const v = this.view();
+      if (v.graceOver || v.rosterNodes.every((n) => n.node === this.host.nodeName || v.members.has(n.node))) return;
+      await new Promise<void>((resolve) => this.host.clock.setTimer(gossipWaitStepMs, resolve));
+    }
   }
 
   /** Membership changed (or the grace ended): report failures and returns. */

@@ -17,6 +17,7 @@ import type { Random } from '../ports/random.ts';
 import { apply, fromSnapshotData, RegistryState, restoreCommand, type Effect, type Result } from '../state/index.ts';
 import { ChangeLog, type ChangeLogOptions } from './changes.ts';
 import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
+import { gatedSubmit, type GateHost } from './command-gate.ts';
 import { DeferredWrites } from './deferred-writes.ts';
 import { LockQueues } from './lock-queue.ts';
 import { NodeHealthOwner } from './node-health.ts';
@@ -47,6 +48,8 @@ export interface RuntimeOptions {
   membership?: Membership;
   /** How long a starting node waits for gossip before judging members it has not heard. @default 10 s */
   membershipGraceMs?: number;
+  /** One of a cluster's nodes: see command-gate.ts for what it changes. @default false */
+  clustered?: boolean;
   /** How long a member must stay failed, in a view where a majority is alive, before it is reported. @default 2 s */
   failureConfirmMs?: number;
   /** Bounds of the ring of recent changes that stream subscribers resume from. */
@@ -72,6 +75,7 @@ export class Runtime {
   readonly changes: ChangeLog;
   readonly membership: Membership;
   private readonly membershipGraceMs: number;
+  private readonly gate: GateHost;
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
@@ -113,6 +117,10 @@ export class Runtime {
       clock: o.clock, logger: o.logger, nodeName: o.nodeName, membership: this.membership,
       state: () => this.state, owns: (actor) => this.owns(actor), propose: (cmd) => this.propose(cmd), running: () => this.running,
     }, { graceMs: this.membershipGraceMs, failureConfirmMs: o.failureConfirmMs ?? 2_000 });
+    this.gate = {
+      selfName: o.nodeName, members: () => this.membership.members(), submit: (cmds) => this.proposals.submit(cmds),
+      heardOrGraceOver: () => (o.clustered === true ? this.nodeHealth.heardOrGraceOver() : Promise.resolve()),
+    };
     this.lockQueues = new LockQueues({
       clock: o.clock, state: () => this.state, propose: (cmd) => this.propose(cmd), proposeAll: (cmds) => this.proposeAll(cmds),
       waitForKey: (key, index, waitMs, signal) =>
@@ -172,7 +180,7 @@ export class Runtime {
   proposeAll(cmds: readonly Command[]): Promise<Result>[] {
     if (this.fatal) return cmds.map(() => Promise.reject(this.fatal));
     if (this.stopped) return cmds.map(() => Promise.reject(new Error('runtime is stopping')));
-    return this.proposals.submit(cmds);
+    return gatedSubmit(cmds, this.gate) ?? this.proposals.submit(cmds);
   }
 
   /**

@@ -4,6 +4,7 @@ import { MemberTable } from '../../cluster/member-table.ts';
 import { decodeHeartbeat, encodeHeartbeat, heartbeatBytesMax, type Heartbeat } from '../../cluster/heartbeat.ts';
 import { seedAddr } from '../../cluster/addresses.ts';
 import { GossipMembership } from '../../cluster/gossip-membership.ts';
+import { commandLevel } from '../../src/domain/index.ts';
 
 const self = { name: 'm2', id: 'id-2', http: '127.0.0.1:8502', grpc: '127.0.0.1:8602' };
 const suspicionMs = 5_000;
@@ -20,7 +21,7 @@ function statuses(table: MemberTable, now = t0): string[] {
 describe('MemberTable', () => {
   test('the own node is alive, first, heard now; alive() is sorted and includes it', () => {
     const table = new MemberTable(self);
-    expect(table.members(t0)).toEqual([{ ...self, status: 'alive', lastHeardMs: t0 }]);
+    expect(table.members(t0)).toEqual([{ ...self, status: 'alive', lastHeardMs: t0, commandLevel }]);
     table.heard(hb('m3', 1, 0), t0);
     table.heard(hb('m1', 1, 0), t0);
     expect(table.alive()).toEqual(['m1', 'm2', 'm3']);

@@ -122,6 +122,29 @@ async function write(k: number, key: string, value: string): Promise<void> {
   } else counts.writeUnknown++;
 }
 
+let txns = 0;
+
+/** A one-operation transaction (command txn.kv, which the old release does not know) through `n`, setting `key`. */
+function txnThrough(n: Node, key = `upgrade/txn/${++txns}`): Promise<Answer> {
+  return http(n.url, 'PUT', '/v1/txn', { body: [{ KV: { Verb: 'set', Key: key, Value: Buffer.from('t').toString('base64') } }], timeoutMs: requestTimeoutMs });
+}
+
+/**
+ * A transaction through `n` is refused (503, code 1016) naming each node in `behind` as running an older
+ * release, and nothing is written: gossip has told `n` the others' command levels.
+ */
+async function expectTxnRefused(n: Node, behind: string[]): Promise<void> {
+  const key = `upgrade/txn/${++txns}`;
+  const a = await txnThrough(n, key);
+  expect(a.status, a.text).toBe(503);
+  const body = a.json<{ code: number; message: string; details: { needsCommandLevel: number; behind: { node: string }[] } }>();
+  expect(body.code).toBe(1016);
+  expect(body.details.behind.map((b) => b.node).sort()).toEqual([...behind].sort());
+  expect(body.message).toMatch(/finish the rolling upgrade/);
+  const read = await http(n.url, 'GET', `/v1/kv/${key}?consistent`, { timeoutMs: requestTimeoutMs });
+  expect(read.status).toBe(404);
+}
+
 /** The node serves and has caught up: a write through it, then a consistent read of it there. */
 async function caughtUp(n: Node): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -189,7 +212,7 @@ describe.skipIf(!present)(`rolling upgrade from ${oldCommit} to the current code
     const clients = [0, 1, 2, 3].map((k) => client(k, () => stopping));
     try {
       await sleep(loadBetweenMs);
-      for (const n of nodes) {
+      for (const [k, n] of nodes.entries()) {
         const before = counts.writes;
         await n.stop();
         await n.start(repoRoot);
@@ -197,7 +220,11 @@ describe.skipIf(!present)(`rolling upgrade from ${oldCommit} to the current code
         await sleep(loadBetweenMs);
         console.log(`[rolling-upgrade] ${n.name} upgraded; ${counts.writes - before} writes acknowledged meanwhile`);
         expect(nodes.every((x) => x.running()), nodes.map((x) => `${x.name}: ${x.out.slice(-3000)}`).join('\n')).toBe(true);
+        // While older nodes run, a command they do not know is refused by the upgraded one, naming them.
+        if (k < nodes.length - 1) await expectTxnRefused(n, nodes.slice(k + 1).map((x) => x.name));
       }
+      const txn = await txnThrough(nodes[0]!);
+      expect(txn.status, txn.text).toBe(200);
       // Rolling back one node works as well: the current code wrote nothing the old release cannot read.
       await nodes[1]!.stop();
       await nodes[1]!.start(oldTree);
@@ -205,6 +232,7 @@ describe.skipIf(!present)(`rolling upgrade from ${oldCommit} to the current code
       await sleep(loadBetweenMs);
       console.log('[rolling-upgrade] n2 rolled back to the old release');
       expect(nodes[1]!.out).toMatch(/JetStream log: loaded a snapshot/);
+      await expectTxnRefused(nodes[0]!, ['n2']);
       expect(nodes.every((x) => x.running()), nodes.map((x) => `${x.name}: ${x.out.slice(-3000)}`).join('\n')).toBe(true);
     } finally {
       stopping = true;

@@ -47,6 +47,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   streamSubprotocolUnsupported: { use: 'registry.stream.v1', offered: ['x'] }, streamForbidden: { resources: ['key'] },
   streamConnectionsFull: { max: 1 }, streamClientConnectionsFull: { max: 1 }, authenticationFailed: undefined,
   logOverloaded: undefined, diskFull: undefined, logFailed: undefined, internal: { why: 'w' },
+  clusterBehind: { what: 'a transaction (PUT /v1/txn)', needs: 2, behind: [{ node: 'n2', level: 1, status: 'alive' }] },
 };
 
 const make = <N extends ErrorName>(name: N): RegistryError => new (RegistryError as new (n: N, v: ErrorVars<N>) => RegistryError)(name, samples[name]);

@@ -1,0 +1,25 @@
+/**
+ * Command levels: which commands a release applies. A node that reads a command it does not know stops
+ * (docs/cluster.md, "Rolling upgrade"), so a write whose command a node of the cluster does not know yet is
+ * refused before it is proposed: each node announces its release's level in its gossip heartbeat, and the
+ * runtime refuses a command above the level of any member that has not left.
+ *
+ * Level 1: every command of the first release. Level 2 adds `txn.kv` (PUT /v1/txn) and `state.restore`
+ * (PUT /v1/snapshot). A release that adds commands raises `commandLevel` and lists them below.
+ */
+import type { Command } from './commands.ts';
+
+/** The level of this release: it applies every command of this level and below. */
+export const commandLevel = 2;
+
+/** The lowest level whose releases apply `cmd`. */
+export function commandLevelOf(cmd: Command): number {
+  return cmd.t === 'txn.kv' || cmd.t === 'state.restore' ? 2 : 1;
+}
+
+/** What one API path calls the command, for the refusal's message. */
+export function commandWhat(cmd: Command): string {
+  if (cmd.t === 'txn.kv') return 'a transaction (PUT /v1/txn)';
+  if (cmd.t === 'state.restore') return 'a snapshot restore (PUT /v1/snapshot)';
+  return `the command ${cmd.t}`;
+}
