@@ -81,14 +81,15 @@ export interface Limits {
 
 /**
  * The refusal of a request before its body is read, and whether it closes the connection: past the
- * client's requests in flight (429), a write while writes are overloaded (503), a declared body over the
- * limit (413, connection closed). `address` is made only for the message of the first.
+ * client's requests in flight (429), a write while writes are overloaded (503), a declared body over
+ * `bodyBytesMax`, the route's limit (413, connection closed). The client's address is made only for the
+ * message of the first.
  */
-export function refusalBeforeBody(method: string, held: number, declared: number, limits: Limits, address: () => string):
+export function refusalBeforeBody(method: string, held: number, declared: number, limits: Limits, bodyBytesMax: number, client: { addressText(): string }):
   { error: RegistryError; close: boolean; more?: [string, string][] } | undefined {
-  if (held > limits.inFlightMax) return { error: new RegistryError('tooManyInFlight', { address: address(), max: limits.inFlightMax }), close: true };
+  if (held > limits.inFlightMax) return { error: new RegistryError('tooManyInFlight', { address: client.addressText(), max: limits.inFlightMax }), close: true };
   if (!bodylessMethods.has(method) && limits.overloaded?.()) return { error: new RegistryError('writesOverloaded'), close: false };
-  if (declared > limits.bodyBytesMax) return { error: tooLarge(declared, limits.bodyBytesMax), close: false, more: [['Connection', 'close']] };
+  if (declared > bodyBytesMax) return { error: tooLarge(declared, bodyBytesMax), close: false, more: [['Connection', 'close']] };
   return undefined;
 }
 

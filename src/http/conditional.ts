@@ -13,13 +13,10 @@ import type { Request } from './request.ts';
  */
 export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number) => number | undefined): Wire {
   if ((req.method !== 'GET' && req.method !== 'HEAD') || w.status !== 200) return w;
-  // crc32 and length of the representation: computed natively in well under a microsecond for small
-  // bodies (a sha256 object per read cost a sixth of a GET), and a change slipping past both is rare
-  // enough for a cache validator; the registry index headers remain the exact change signal.
-  const tag = `"${Buffer.byteLength(w.body).toString(36)}-${crc32(w.body).toString(36)}"`;
-  const index = Number(w.headers.find(([k]) => k === 'X-Consul-Index')?.[1] ?? NaN);
-  const modifiedMs = Number.isFinite(index) ? timeOfIndex?.(index) : undefined;
-  const headers: [string, string][] = [...w.headers, ['ETag', tag]];
+  const tag = w.tag ?? entityTag(w.body);
+  const modifiedMs = timeOfIndex === undefined ? undefined : modifiedAt(w.headers, timeOfIndex);
+  const headers: [string, string][] = w.headers.slice();
+  headers.push(['ETag', tag]);
   if (modifiedMs !== undefined) headers.push(['Last-Modified', httpDate(modifiedMs)]);
   const wanted = req.headers.get('if-none-match');
   if (wanted !== undefined) {
@@ -30,6 +27,26 @@ export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number)
   // Last-Modified has whole seconds: compare at that precision.
   if (since !== undefined && modifiedMs !== undefined && Math.floor(modifiedMs / 1000) * 1000 <= since) return notModified(headers);
   return { ...w, headers };
+}
+
+/**
+ * The ETag of a representation: its length and crc32, computed natively in well under a microsecond for
+ * small bodies (a sha256 object per read cost a sixth of a GET), and a change slipping past both is rare
+ * enough for a cache validator; the registry index headers remain the exact change signal. A route that
+ * keeps rendered bodies keeps their tags with them (Wire.tag).
+ */
+export function entityTag(body: string | Buffer): string {
+  return `"${Buffer.byteLength(body).toString(36)}-${crc32(body).toString(36)}"`;
+}
+
+/** The time of the answer's registry index (X-Consul-Index), when it has one with a known time. */
+function modifiedAt(headers: readonly [string, string][], timeOfIndex: (index: number) => number | undefined): number | undefined {
+  for (const [k, v] of headers) {
+    if (k !== 'X-Consul-Index') continue;
+    const index = Number(v);
+    return Number.isFinite(index) ? timeOfIndex(index) : undefined;
+  }
+  return undefined;
 }
 
 /** The 304 answer: the 200's headers but its content type, no body (made only when it is the answer). */

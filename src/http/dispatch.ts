@@ -9,10 +9,12 @@ import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts'
 import { withListRules } from './list-rules.ts';
 import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
-import { unmatchedPattern, type Router } from './router.ts';
+import { unmatchedPattern, type Found, type Router } from './router.ts';
 
 /** Counts a request against a caller (undefined: its address); the 429 answer when that caller is past its limit. */
-export type Admit = (caller: string | undefined) => Wire | undefined;
+export interface Admitter {
+  admit(caller: string | undefined): Wire | undefined;
+}
 
 /** What dispatching needs of the server's options. */
 export interface Dispatcher<Ctx> {
@@ -26,9 +28,10 @@ export interface Dispatcher<Ctx> {
   reserved: readonly string[];
 }
 
-export async function handle<Ctx>(d: Dispatcher<Ctx>, req: Request, admit: Admit): Promise<Wire> {
+/** `found`: the path's route when the exchange looked it up already. */
+export async function handle<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found?: Found<Ctx>): Promise<Wire> {
   const versionHeaders = apiVersion(req, d.dialect);
-  const w = await route(d, req, admit);
+  const w = await route(d, req, admitter, found);
   return versionHeaders.length === 0 ? w : withHeaders(w, versionHeaders);
 }
 
@@ -43,8 +46,8 @@ function apiVersion(req: Request, dialect: Dialect): [string, string][] {
   return [['x-api-version', version.trim()]];
 }
 
-async function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admit: Admit): Promise<Wire> {
-  const match = d.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path);
+async function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found: Found<Ctx> | undefined): Promise<Wire> {
+  const match = d.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path, found ?? d.router.find(req.path));
   req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
   if (match.kind === 'none') {
     if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: [] }, d.dialect);
@@ -56,7 +59,7 @@ async function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admit: Admit): Promi
   }
   req.rest = decodeOnce(match.rest);
   if (!match.public) await d.authorize?.(req);
-  const limited = admit(req.caller);
+  const limited = admitter.admit(req.caller);
   if (limited !== undefined) return limited;
   const listed = withListRules(req, await match.handler(req, d.ctx), d.reserved);
   const w = renderReply(listed.reply, d.dialect, d.leader?.());

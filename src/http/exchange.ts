@@ -8,12 +8,13 @@ import { RegistryError } from '../domain/errors.ts';
 import { setLongTimeout } from '../util/timer.ts';
 import { bodylessMethods, effectiveMethod, refusalBeforeBody, tooLarge, unusableHead, type InFlight, type Limits } from './admission.ts';
 import { conditional } from './conditional.ts';
-import { errorWire, handle, type Dispatcher } from './dispatch.ts';
+import { errorWire, handle, type Admitter, type Dispatcher } from './dispatch.ts';
 import type { HttpObserver } from '../ports/observer.ts';
 import { addressCaller, addressKey, Admission, type RateLimiter } from './rate-limit.ts';
 import { renderError, withHeaders, type Wire } from './render.ts';
 import { logRequest, requestIdOf } from './request-log.ts';
 import type { Request } from './request.ts';
+import { unmatchedPattern, type Found } from './router.ts';
 import { copyHead, readBody, writeAnswer, type Head } from './uws.ts';
 
 /** What every exchange of one server shares. */
@@ -25,7 +26,33 @@ export interface Server<Ctx> extends Dispatcher<Ctx>, Limits {
   timeOfIndex?: (index: number) => number | undefined;
 }
 
-export class Exchange<Ctx> {
+/**
+ * The request as handlers see it: a class, so its signal getter lives on the prototype and a request
+ * allocates no closure of its own.
+ */
+class ExchangeRequest implements Request {
+  rest = '';
+  identity?: Request['identity'];
+  caller?: string;
+  route?: string;
+  queuedSeconds?: number;
+
+  constructor(
+    private readonly exchange: { signal(): AbortSignal },
+    readonly method: string, readonly path: string, readonly query: URLSearchParams, readonly headers: Map<string, string>,
+    readonly body: Buffer, readonly jsonTypeRequired: boolean, readonly id: string,
+  ) {}
+
+  /** Only blocking queries look at the signal: its controller is made when one does (most requests never). */
+  get signal(): AbortSignal {
+    return this.exchange.signal();
+  }
+}
+
+/** A request with no query shares one empty parameter list (nothing writes to a request's query). */
+const noQuery = new URLSearchParams();
+
+export class Exchange<Ctx> implements Admitter {
   private readonly startedMs = performance.now();
   private readonly head: Head;
   private readonly method: string;
@@ -38,9 +65,10 @@ export class Exchange<Ctx> {
   private readonly remote: string;
   private readonly held: number;
   /** Counted once per request: against the verified identity once authentication has passed, else the address. */
-  private readonly admission: Admission;
+  private readonly admission: Admission | undefined;
+  /** The route serving the path, looked up once for the body limit, dispatching and the metrics label. */
+  private readonly found: Found<Ctx> | undefined;
   private req: Request | undefined;
-  /** Only blocking queries look at the signal: made when one does (most requests never). */
   private abort: AbortController | undefined;
   private aborted = false;
   private done = false;
@@ -49,21 +77,41 @@ export class Exchange<Ctx> {
 
   constructor(private readonly s: Server<Ctx>, private readonly res: Uws.HttpResponse, uwsReq: Uws.HttpRequest) {
     this.head = copyHead(uwsReq);
-    this.query = new URLSearchParams(this.head.rawQuery);
+    this.query = this.head.rawQuery === '' ? noQuery : new URLSearchParams(this.head.rawQuery);
     this.method = effectiveMethod(this.head.sentMethod, this.head.headers);
     this.requestId = requestIdOf(this.head.headers.get('x-request-id'));
     this.remote = addressKey(res.getRemoteAddress());
     this.held = s.inFlight.enter(this.remote);
-    this.admission = new Admission(s.rateLimit, s.dialect);
-    res.onAborted(() => {
-      if (!this.done) s.inFlight.leave(this.remote);
-      this.done = true;
-      this.aborted = true;
-      this.abort?.abort();
-    });
+    this.admission = s.rateLimit === undefined ? undefined : new Admission(s.rateLimit, s.dialect);
+    this.found = s.router.find(this.head.path);
+    res.onAborted(() => this.onAborted());
   }
 
-  private readonly admit = (caller: string | undefined): Wire | undefined => this.admission.admit(caller ?? addressCaller(this.remote));
+  private onAborted(): void {
+    if (!this.done) this.s.inFlight.leave(this.remote);
+    this.done = true;
+    this.aborted = true;
+    this.abort?.abort();
+  }
+
+  /** Aborted when the client goes away; made on first use. */
+  signal(): AbortSignal {
+    if (this.abort === undefined) {
+      this.abort = new AbortController();
+      if (this.aborted) this.abort.abort();
+    }
+    return this.abort.signal;
+  }
+
+  /** Counts the request against `caller` (undefined: its address) unless it was counted; the 429 past the limit. */
+  admit(caller: string | undefined): Wire | undefined {
+    return this.admission?.admit(caller ?? addressCaller(this.remote));
+  }
+
+  /** The client's address as text, for the messages that show it. */
+  addressText(): string {
+    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
+  }
 
   /** Refuses what cannot be admitted, else reads the body (within its deadline) and starts the request. */
   run(): void {
@@ -74,13 +122,13 @@ export class Exchange<Ctx> {
     // Without authentication there is no identity to wait for: the address is counted before the body is read.
     const early = this.s.authorize === undefined ? this.admit(undefined) : undefined;
     if (early !== undefined) return this.send(early);
-    const declared = Number(headers.get('content-length') ?? '0');
-    const address = () => Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    const contentLength = headers.get('content-length');
+    const declared = contentLength === undefined ? 0 : Number(contentLength);
     // A route may take larger bodies than the server's limit (a snapshot to restore).
-    const bodyBytesMax = this.s.router.bodyBytesMax(this.head.path) ?? this.s.bodyBytesMax;
-    const refusal = refusalBeforeBody(this.method, this.held, declared, { ...this.s, bodyBytesMax }, address);
+    const bodyBytesMax = this.found?.entry.route.bodyBytesMax ?? this.s.bodyBytesMax;
+    const refusal = refusalBeforeBody(this.method, this.held, declared, this.s, bodyBytesMax, this);
     if (refusal !== undefined) return this.send(renderError(refusal.error, this.s.dialect, refusal.more), refusal.close);
-    if (bodylessMethods.has(this.method) || (declared === 0 && !headers.has('transfer-encoding'))) return this.start(Buffer.alloc(0));
+    if (bodylessMethods.has(this.method) || (declared === 0 && !headers.has('transfer-encoding'))) return this.start(emptyBody);
     // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
     // the connection silently about 10 s after the head).
     const deadline = setLongTimeout(() => {
@@ -107,35 +155,29 @@ export class Exchange<Ctx> {
    */
   private start(body: Buffer): void {
     if (bodylessMethods.has(this.method)) return this.dispatch(body);
-    setImmediate(() => {
-      if (this.done) return;
-      if (!this.query.has('wait')) {
-        this.res.pause();
-        this.paused = true;
-      }
-      this.dispatch(body);
-    });
+    setImmediate(startWrite, this, body);
+  }
+
+  /** The write's turn has come (see `start`). */
+  startWrite(body: Buffer): void {
+    if (this.done) return;
+    if (!this.query.has('wait')) {
+      this.res.pause();
+      this.paused = true;
+    }
+    this.dispatch(body);
   }
 
   private dispatch(body: Buffer): void {
-    const exchange = this;
-    const { method, query, requestId } = this;
-    const req: Request = {
-      method, path: this.head.path, rest: '', query, headers: this.head.headers, body, jsonTypeRequired: this.s.dialect === 'seed', id: requestId,
-      get signal() {
-        if (exchange.abort === undefined) {
-          exchange.abort = new AbortController();
-          if (exchange.aborted) exchange.abort.abort();
-        }
-        return exchange.abort.signal;
-      },
-    };
+    const req = new ExchangeRequest(
+      this, this.method, this.head.path, this.query, this.head.headers, body, this.s.dialect === 'seed', this.requestId,
+    );
     this.req = req;
     // A request that failed (authentication above all) counts against its address: past the address's
     // limit it is answered 429 rather than with its error.
-    handle(this.s, req, this.admit).then(
+    handle(this.s, req, this, this.found).then(
       (w) => this.send(conditional(req, w, this.s.timeOfIndex)),
-      (err: unknown) => this.send(this.admit(undefined) ?? errorWire(this.s, err, requestId)),
+      (err: unknown) => this.send(this.admit(undefined) ?? errorWire(this.s, err, this.requestId)),
     );
   }
 
@@ -144,13 +186,21 @@ export class Exchange<Ctx> {
     if (this.done) return;
     this.done = true;
     this.s.inFlight.leave(this.remote);
-    this.admit(undefined);
-    if (this.s.rateLimit !== undefined) w = withHeaders(w, this.admission.headers);
+    if (this.admission !== undefined) {
+      this.admit(undefined);
+      w = withHeaders(w, this.admission.headers);
+    }
     const ms = performance.now() - this.startedMs;
     writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection });
     // Answers refused before routing (429, 413, 503...) still count against the route they asked for.
-    const route = this.req?.route ?? this.s.router.pattern(this.head.path);
+    const route = this.req?.route ?? this.found?.entry.pattern ?? unmatchedPattern;
     this.s.observer?.request(this.method, route, w.status, ms / 1000, this.req?.queuedSeconds ?? 0);
     logRequest(this.s.logger, this.requestId, this.method, route, this.head.path, w.status, ms);
   }
+}
+
+const emptyBody = Buffer.alloc(0);
+
+function startWrite(exchange: { startWrite(body: Buffer): void }, body: Buffer): void {
+  exchange.startWrite(body);
 }

@@ -14,6 +14,8 @@ export interface Wire {
   status: number;
   headers: [string, string][];
   body: string | Buffer;
+  /** The body's ETag, when the route kept it with a rendered body it reuses (conditional.ts entityTag). */
+  tag?: string;
 }
 
 const statusText: Record<number, string> = {
@@ -38,12 +40,15 @@ const selfLeader: LeaderView = { knownLeader: true, lastContactMs: 0 };
 
 /** X-Consul-Index is never 0 (clients treat 0 as an error). */
 function indexHeaders(index: IndexInfo | undefined, leader: LeaderView): [string, string][] {
-  if (index === undefined) return [];
-  const headers: [string, string][] = [
-    ['X-Consul-Index', String(Math.max(1, index.index))],
-    ['X-Consul-KnownLeader', String(leader.knownLeader)],
-    ['X-Consul-LastContact', String(Math.round(leader.lastContactMs))],
-  ];
+  return withIndexHeaders([], index, leader);
+}
+
+/** `headers` with the index headers added (none without an index). */
+function withIndexHeaders(headers: [string, string][], index: IndexInfo | undefined, leader: LeaderView): [string, string][] {
+  if (index === undefined) return headers;
+  headers.push(['X-Consul-Index', String(Math.max(1, index.index))]);
+  headers.push(['X-Consul-KnownLeader', leader.knownLeader ? 'true' : 'false']);
+  headers.push(['X-Consul-LastContact', leader.lastContactMs === 0 ? '0' : String(Math.round(leader.lastContactMs))]);
   if (index.consistency !== undefined) headers.push(['X-Consul-Effective-Consistency', index.consistency]);
   return headers;
 }
@@ -51,7 +56,12 @@ function indexHeaders(index: IndexInfo | undefined, leader: LeaderView): [string
 export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView = selfLeader): Wire {
   switch (reply.t) {
     case 'json':
-      return { status: 200, headers: [jsonType, ...indexHeaders(reply.index, leader)], body: reply.json ?? stringify(reply.value, reply.pretty === true) };
+      if (reply.json !== undefined) {
+        const w: Wire = { status: 200, headers: withIndexHeaders([jsonType], reply.index, leader), body: reply.json };
+        if (reply.tag !== undefined) w.tag = reply.tag;
+        return w;
+      }
+      return { status: 200, headers: withIndexHeaders([jsonType], reply.index, leader), body: stringify(reply.value, reply.pretty === true) };
     case 'empty':
       return { status: 200, headers: [], body: '' };
     case 'raw':

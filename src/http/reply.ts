@@ -12,8 +12,11 @@ export interface IndexInfo {
 }
 
 export type Reply =
-  /** A JSON value; `json` is pre-encoded text when the handler needs exact numbers (uint64 flags). */
-  | { t: 'json'; value?: unknown; json?: string; index?: IndexInfo; pretty?: boolean }
+  /**
+   * A JSON value; `json` is pre-encoded text when the handler needs exact numbers (uint64 flags), and `tag`
+   * that text's ETag when the handler keeps both rendered (conditional.ts entityTag).
+   */
+  | { t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean }
   /** 200 with no body (Consul's PUT endpoints that return nothing). */
   | { t: 'empty' }
   /** Raw bytes (KV `?raw`). */

@@ -36,6 +36,14 @@ export const unmatchedPattern = 'unmatched';
 interface Entry<Ctx> {
   route: Route<Ctx>;
   pattern: string;
+  /** The route's methods, for 405 and OPTIONS. */
+  allow: string[];
+}
+
+/** The route serving a path and its trailing parameter (still percent-encoded). */
+export interface Found<Ctx> {
+  entry: Entry<Ctx>;
+  rest: string;
 }
 
 export class Router<Ctx> {
@@ -43,7 +51,7 @@ export class Router<Ctx> {
   private readonly prefixes: Entry<Ctx>[] = [];
 
   add(route: Route<Ctx>): this {
-    const entry = { route, pattern: route.prefix ? `${route.path}*` : route.path };
+    const entry = { route, pattern: route.prefix ? `${route.path}*` : route.path, allow: Object.keys(route.methods) };
     if (route.prefix) {
       this.prefixes.push(entry);
       this.prefixes.sort((a, b) => b.route.path.length - a.route.path.length);
@@ -53,8 +61,8 @@ export class Router<Ctx> {
     return this;
   }
 
-  match(method: string, path: string): Match<Ctx> {
-    const found = this.entryOf(path);
+  /** `found`: the path's route when the caller looked it up already (`find`). */
+  match(method: string, path: string, found = this.find(path)): Match<Ctx> {
     return found === undefined ? { kind: 'none' } : this.pick(found.entry, method, found.rest);
   }
 
@@ -66,7 +74,7 @@ export class Router<Ctx> {
 
   /** The body limit of the route serving `path`, when it sets its own. */
   bodyBytesMax(path: string): number | undefined {
-    return this.entryOf(path)?.entry.route.bodyBytesMax;
+    return this.find(path)?.entry.route.bodyBytesMax;
   }
 
   /** The pattern of the route serving `path`, whatever the method, or `unmatched`. */
@@ -76,7 +84,7 @@ export class Router<Ctx> {
   }
 
   /** The route serving `path` and its trailing parameter. */
-  private entryOf(path: string): { entry: Entry<Ctx>; rest: string } | undefined {
+  find(path: string): Found<Ctx> | undefined {
     const exact = this.exact.get(path) ?? (path.endsWith('/') ? this.exact.get(path.slice(0, -1)) : undefined);
     if (exact !== undefined) return { entry: exact, rest: '' };
     for (const entry of this.prefixes) {
@@ -89,7 +97,7 @@ export class Router<Ctx> {
   }
 
   private pick(entry: Entry<Ctx>, method: string, rest: string): Match<Ctx> {
-    const allow = Object.keys(entry.route.methods);
+    const allow = entry.allow;
     const handler = entry.route.methods[method];
     const pattern = entry.pattern;
     return handler === undefined

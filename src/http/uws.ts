@@ -47,14 +47,21 @@ export interface Head {
   lengthsDiffer: boolean;
 }
 
+/** The head being copied: `forEach` calls back synchronously, so one module-level callback serves every request. */
+let copying: Head | undefined;
+
+function copyHeader(k: string, v: string): void {
+  const head = copying!;
+  if (k === 'content-length' && head.headers.has(k) && head.headers.get(k) !== v) head.lengthsDiffer = true;
+  head.headers.set(k, v);
+}
+
 export function copyHead(uwsReq: Uws.HttpRequest): Head {
-  const headers = new Map<string, string>();
-  let lengthsDiffer = false;
-  uwsReq.forEach((k, v) => {
-    if (k === 'content-length' && headers.has(k) && headers.get(k) !== v) lengthsDiffer = true;
-    headers.set(k, v);
-  });
-  return { sentMethod: uwsReq.getCaseSensitiveMethod(), path: uwsReq.getUrl(), rawQuery: uwsReq.getQuery() ?? '', headers, lengthsDiffer };
+  const head: Head = { sentMethod: uwsReq.getCaseSensitiveMethod(), path: uwsReq.getUrl(), rawQuery: uwsReq.getQuery() ?? '', headers: new Map(), lengthsDiffer: false };
+  copying = head;
+  uwsReq.forEach(copyHeader);
+  copying = undefined;
+  return head;
 }
 
 /** Reads the whole body, or stops at `max` bytes and tells the size seen. */
@@ -76,21 +83,48 @@ export function readBody(res: Uws.HttpResponse, max: number, onBody: (b: Buffer)
   });
 }
 
+/** What `writeAnswer` tells the corked write (cork calls back synchronously: one callback for every answer). */
+interface Answer {
+  res: Uws.HttpResponse;
+  head: string;
+  body: string | Buffer;
+  bodyless: boolean;
+  resume: boolean;
+  close: boolean;
+}
+
+let answering: Answer | undefined;
+
+function writeCorked(): void {
+  const a = answering!;
+  if (a.resume) a.res.resume();
+  a.res.writeStatus(a.head);
+  if (a.bodyless) a.res.endWithoutBody(Buffer.byteLength(a.body), a.close);
+  else a.res.end(a.body, a.close);
+}
+
+/**
+ * The status line's text and every header after it as one block, written by a single `writeStatus`: uWS
+ * writes the text as given followed by CRLF, and each call into the binding costs more than the bytes.
+ * Header values never hold CR or LF (they are the agent's own, or checked tokens and numbers).
+ */
+export function headBlock(w: Wire, requestId: string, ms: number): string {
+  let head = `${statusLine(w.status)}\r\nx-request-id: ${requestId}\r\nx-response-time: ${ms.toFixed(3)}\r\nx-server-time: ${serverTime()}`;
+  for (const [k, v] of w.headers) head += `\r\n${k}: ${v}`;
+  return head;
+}
+
 /**
  * Writes an answer with the convention headers, inside one cork; a paused connection is resumed first.
  * HEAD gets the GET's headers and length, no body. uWS writes `Connection: close` itself when told to close.
  */
 export function writeAnswer(res: Uws.HttpResponse, w: Wire, a: { requestId: string; ms: number; head: boolean; resume: boolean; close: boolean }): void {
-  res.cork(() => {
-    if (a.resume) res.resume();
-    res.writeStatus(statusLine(w.status));
-    res.writeHeader('x-request-id', a.requestId);
-    res.writeHeader('x-response-time', a.ms.toFixed(3));
-    res.writeHeader('x-server-time', serverTime());
-    for (const [k, v] of w.headers) res.writeHeader(k, v);
-    if (a.head) res.endWithoutBody(Buffer.byteLength(w.body), a.close);
-    else res.end(w.body, a.close);
-  });
+  answering = { res, head: headBlock(w, a.requestId, a.ms), body: w.body, bodyless: a.head, resume: a.resume, close: a.close };
+  try {
+    res.cork(writeCorked);
+  } finally {
+    answering = undefined;
+  }
 }
 
 /** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT flag (exported as a value by the binding, declared only as an enum member). */

@@ -46,6 +46,41 @@ describe('caching', () => {
     expect((await c.get('/v1/kv/lm/a', { 'if-modified-since': 'yesterday' })).status).toBe(200);
   });
 
+  test('a key read again answers the same body and tag; every change of the entry, lock steps included, a new one', async () => {
+    const c = client(agent);
+    const s = await c.session();
+    const seen = new Map<string, string>();
+    const read = async (step: string): Promise<{ text: string; tag: string }> => {
+      const r = await c.get('/v1/kv/etag/steps');
+      const again = await c.get('/v1/kv/etag/steps');
+      expect(again.text, step).toBe(r.text);
+      expect(again.headers.get('etag'), step).toBe(r.headers.get('etag'));
+      const tag = r.headers.get('etag')!;
+      // A tag names one body: never two different bodies under one tag, never one body with two tags.
+      for (const [text, known] of seen) expect(known === tag, step).toBe(text === r.text);
+      seen.set(r.text, tag);
+      return { text: r.text, tag };
+    };
+    await c.put('/v1/kv/etag/steps', 'same');
+    let before = await read('written');
+    for (const [step, path] of [
+      ['acquired with the same value', `/v1/kv/etag/steps?acquire=${s}`],
+      ['released with the same value', `/v1/kv/etag/steps?release=${s}`],
+      ['written again with other flags', '/v1/kv/etag/steps?flags=7'],
+    ] as const) {
+      expect((await c.put(path, 'same')).text, step).toBe('true');
+      const after = await read(step);
+      expect(after.text, step).not.toBe(before.text);
+      const stale = await c.get('/v1/kv/etag/steps', { 'if-none-match': before.tag });
+      expect(stale.status, step).toBe(200);
+      expect(stale.text, step).toBe(after.text);
+      before = after;
+    }
+    await c.del('/v1/kv/etag/steps');
+    await c.put('/v1/kv/etag/steps', 'same');
+    expect((await read('deleted and written again')).text).not.toBe(before.text);
+  });
+
   test('errors and writes carry no ETag', async () => {
     const c = client(agent);
     expect((await c.get('/v1/kv/etag/missing')).headers.get('etag')).toBeNull();

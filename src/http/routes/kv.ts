@@ -8,6 +8,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import type { KvEntry } from '../../domain/types.ts';
 import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
+import { entityTag } from '../conditional.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64, queryOptionParameters } from '../query.ts';
 import { jsonText, type Reply } from '../reply.ts';
 import { flag, param, readableUnder, type Request } from '../request.ts';
@@ -34,6 +35,34 @@ export function renderEntry(e: KvEntry): string {
   const session = e.session === undefined ? '' : `,"Session":${JSON.stringify(e.session)}`;
   const value = e.value === null ? 'null' : `"${e.value}"`;
   return `{"LockIndex":${e.lockIndex},"Key":${JSON.stringify(e.key)},"Flags":${e.flags},"Value":${value}${session},"CreateIndex":${e.createIndex},"ModifyIndex":${e.modifyIndex}}`;
+}
+
+/** A single key's GET body and its ETag, as last rendered, with the fields of the entry it was rendered from. */
+interface Rendered {
+  modifyIndex: number;
+  createIndex: number;
+  lockIndex: number;
+  session: string | undefined;
+  body: string;
+  tag: string;
+}
+
+/**
+ * Rendered single-key answers, per entry: a GET of a key that has not changed since renders nothing and
+ * hashes nothing. Every change of an entry moves its ModifyIndex (the state sets it on each write), and a
+ * lock step its LockIndex and Session too; an entry that leaves the state takes its rendering with it.
+ */
+const renderedEntries = new WeakMap<KvEntry, Rendered>();
+
+function renderedEntry(e: KvEntry): Rendered {
+  const kept = renderedEntries.get(e);
+  if (kept !== undefined && kept.modifyIndex === e.modifyIndex && kept.createIndex === e.createIndex && kept.lockIndex === e.lockIndex && kept.session === e.session) {
+    return kept;
+  }
+  const body = `[${renderEntry(e)}]`;
+  const rendered = { modifyIndex: e.modifyIndex, createIndex: e.createIndex, lockIndex: e.lockIndex, session: e.session, body, tag: entityTag(body) };
+  renderedEntries.set(e, rendered);
+  return rendered;
 }
 
 function keyNotFound(key: string): RegistryError {
@@ -84,7 +113,8 @@ async function get(req: Request, api: ApiContext): Promise<Reply> {
   if (flag(req, 'raw')) {
     return { t: 'raw', body: entry.value === null ? Buffer.alloc(0) : Buffer.from(entry.value, 'base64'), index };
   }
-  return jsonText(renderEntries([entry]), index);
+  const rendered = renderedEntry(entry);
+  return { t: 'json', json: rendered.body, tag: rendered.tag, index };
 }
 
 // ---------------------------------------------------------------- PUT
