@@ -11,6 +11,9 @@ import { commitBytesMax, entryBytesMax } from './limits.ts';
 
 /** A proposal serialised at append time, so a bad one fails its own append, not the whole batch. */
 export interface EncodedProposal {
+  pid: string;
+  /** The command as proposed: what a local consumer applies when it reads back the same (liveCommand). */
+  cmd: Command;
   pidJson: string;
   cmdJson: string;
   /** Upper bound of the bytes this entry takes in a commit payload, separator included (bounds a batch). */
@@ -28,12 +31,14 @@ export function encodeProposal(p: Proposal, payloadBytesMax: number): EncodedPro
   if (typeof p.pid !== 'string') throw new TypeError('proposal pid must be a string');
   if (p.cmd === null || typeof p.cmd !== 'object') throw new TypeError(`proposal ${p.pid}: cmd must be an object`);
   const pidJson = JSON.stringify(p.pid);
-  const cmdJson = JSON.stringify(p.cmd);
+  const cmdJson = JSON.stringify(p.cmd) as string | undefined;
+  // A toJSON may turn the object into something else: the log holds only commands that read back as objects.
+  if (cmdJson?.charCodeAt(0) !== 123) throw new TypeError(`proposal ${p.pid}: cmd must serialise to a JSON object`);
   const bytes = Buffer.byteLength(pidJson) + Buffer.byteLength(cmdJson) + envelopeBytesMax;
   if (bytes > payloadBytesMax) {
     throw new RangeError(`proposal ${p.pid} needs ${bytes} bytes, above the ${payloadBytesMax}-byte entry limit`);
   }
-  return { pidJson, cmdJson, bytes };
+  return { pid: p.pid, cmd: p.cmd, pidJson, cmdJson, bytes };
 }
 
 /** Encodes one append's proposals; throws if one is invalid or all together cannot fit one commit frame. */
@@ -63,8 +68,9 @@ export function entryPayload(index: number, atMs: number, p: EncodedProposal): s
 
 /**
  * Gives a batch consecutive indexes after `last` and one entry time, as one commit payload (the
- * JSON array of record.ts) plus the entries parsed back from it, so live delivery sees exactly what
- * a replay from disk would.
+ * JSON array of record.ts) plus its entries for live delivery. A consumer sees exactly what a replay
+ * from disk would: each entry carries its command as proposed when that reads back from its JSON
+ * unchanged (liveCommand), else the command parsed back from that JSON.
  */
 export function stampBatch(
   batch: readonly { items: readonly EncodedProposal[] }[],
@@ -72,10 +78,50 @@ export function stampBatch(
   atMs: number,
 ): { payload: string; entries: LogEntry[] } {
   let index = last;
-  const payload = `[${batch.flatMap((p) => p.items.map((item) => entryPayload(++index, atMs, item))).join(',')}]`;
-  const entries = parseCommit(payload, last + 1);
-  if (typeof entries === 'string') throw new Error(`commit of entries ${last + 1}..${index} does not survive JSON: ${entries}`);
-  return { payload, entries };
+  let payload = '[';
+  const entries: LogEntry[] = [];
+  for (const p of batch) {
+    for (const item of p.items) {
+      index += 1;
+      payload += index === last + 1 ? entryPayload(index, atMs, item) : `,${entryPayload(index, atMs, item)}`;
+      entries.push({ index, atMs, pid: item.pid, cmd: liveCommand(item) });
+    }
+  }
+  return { payload: `${payload}]`, entries };
+}
+
+/**
+ * The command a local consumer applies for `item`: the proposer's own object when JSON gives back the
+ * same value (plain objects and arrays of strings, booleans, null and finite numbers: checked without
+ * allocating, cheaper than a parse), else its JSON parsed back (a field holding undefined, -0, a class
+ * instance ...). Proposed commands are not changed afterwards: apply may keep parts of them.
+ */
+export function liveCommand(item: EncodedProposal): Command {
+  return isJsonStable(item.cmd, 0) ? item.cmd : JSON.parse(item.cmdJson) as Command;
+}
+
+/** Deepest nesting checked in place; a deeper command is parsed back instead. */
+const stableDepthMax = 16;
+
+/** Whether JSON.parse(JSON.stringify(v)) is a value equal to `v`, same keys in the same order. */
+function isJsonStable(v: unknown, depth: number): boolean {
+  switch (typeof v) {
+    case 'string': case 'boolean': return true;
+    case 'number': return Number.isFinite(v) && !Object.is(v, -0);
+    case 'object': break;
+    default: return false;
+  }
+  if (v === null) return true;
+  if (depth >= stableDepthMax) return false;
+  if (Array.isArray(v)) {
+    for (let k = 0; k < v.length; k++) if (!isJsonStable(v[k], depth + 1)) return false;
+    return Object.getPrototypeOf(v) === Array.prototype;
+  }
+  if (Object.getPrototypeOf(v) !== Object.prototype) return false;
+  for (const key in v) {
+    if (!Object.hasOwn(v, key) || !isJsonStable((v as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
 }
 
 /**

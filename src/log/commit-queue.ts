@@ -39,6 +39,8 @@ export interface CommitBounds {
 /** `commit` must settle every pending of its batch (resolve after durable + delivered, or reject). */
 export type CommitFn<T> = (batch: Pending<T>[]) => Promise<void>;
 
+const resolved = Promise.resolve();
+
 export class CommitQueue<T> {
   private readonly queue: Pending<T>[] = [];
   /** Entries in `queue`. */
@@ -90,15 +92,20 @@ export class CommitQueue<T> {
     this.checkIdle();
   }
 
-  /** One microtask boundary first, so appends made in the same tick share a commit. */
+  /**
+   * One microtask boundary first, so appends made in the same tick share a commit. A resolved
+   * promise's reaction rather than queueMicrotask, which wraps each callback in an async resource.
+   */
   private schedulePump(): void {
     if (this.pumpScheduled) return;
     this.pumpScheduled = true;
-    queueMicrotask(() => {
-      this.pumpScheduled = false;
-      this.pump();
-    });
+    void resolved.then(this.pumpNow);
   }
+
+  private readonly pumpNow = (): void => {
+    this.pumpScheduled = false;
+    this.pump();
+  };
 
   /** Starts commits while there is work and room; each finished commit pumps again. */
   private pump(): void {

@@ -56,30 +56,30 @@ export class ChangeLog {
 
   /** Records one applied entry's effects and tells the listeners, synchronously. */
   record(index: number, atMs: number, effects: readonly Effect[]): void {
-    const change: Change = { index, atMs, kv: [], sessions: [], checks: [], services: [], nodes: [] };
+    let change: Change | undefined;
     for (const e of effects) {
       switch (e.t) {
-        case 'kv': change.kv.push(e.key); break;
-        case 'session': change.sessions.push(e.id); break;
-        case 'check': change.checks.push({ node: e.node, checkId: e.checkId, serviceId: e.serviceId }); break;
-        case 'service': change.services.push({ node: e.node, serviceId: e.serviceId }); break;
-        case 'node': change.nodes.push(e.node); break;
+        case 'kv': change = add(change, index, atMs, 'kv', e.key); break;
+        case 'session': change = add(change, index, atMs, 'sessions', e.id); break;
+        case 'check': change = add(change, index, atMs, 'checks', { node: e.node, checkId: e.checkId, serviceId: e.serviceId }); break;
+        case 'service': change = add(change, index, atMs, 'services', { node: e.node, serviceId: e.serviceId }); break;
+        case 'node': change = add(change, index, atMs, 'nodes', e.node); break;
         default: break;
       }
     }
-    if (change.kv.length + change.sessions.length + change.checks.length + change.services.length + change.nodes.length === 0) return;
+    if (change === undefined) return;
     this.push(change);
-    for (const l of [...this.listeners]) l(change);
+    if (this.listeners.size > 0) for (const l of [...this.listeners]) l(change);
   }
 
   /** Entry time of the change at `index`, when it is still held. */
   timeOf(index: number): number | undefined {
-    const held = this.held();
+    const n = this.ring.length;
     let lo = 0;
-    let hi = held.length - 1;
+    let hi = n - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      const c = held[mid]!;
+      const c = this.ring[(this.head + mid) % n]!;
       if (c.index === index) return c.atMs;
       if (c.index < index) lo = mid + 1;
       else hi = mid - 1;
@@ -90,7 +90,18 @@ export class ChangeLog {
   /** Changes after `index`, oldest first; undefined when some of them are no longer held. */
   since(index: number): Change[] | undefined {
     if (index < this.floorIndex) return undefined;
-    return this.held().filter((c) => c.index > index);
+    const n = this.ring.length;
+    // The first held change after `index` (changes are held in index order from the head on).
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.ring[(this.head + mid) % n]!.index > index) hi = mid;
+      else lo = mid + 1;
+    }
+    const out: Change[] = [];
+    for (let k = lo; k < n; k++) out.push(this.ring[(this.head + k) % n]!);
+    return out;
   }
 
   private held(): Change[] {
@@ -123,4 +134,17 @@ export class ChangeLog {
     this.ring.push(...held);
     this.head = 0;
   }
+}
+
+/** The list of a kind an entry did not change: one shared, frozen empty array (readers only iterate). */
+const none = Object.freeze([]) as unknown as never[];
+
+/** `change` (made for this entry if this is its first item) with `item` added to its list `kind`. */
+function add<K extends 'kv' | 'sessions' | 'checks' | 'services' | 'nodes'>(
+  change: Change | undefined, index: number, atMs: number, kind: K, item: Change[K][number],
+): Change {
+  const c = change ?? { index, atMs, kv: none, sessions: none, checks: none, services: none, nodes: none };
+  if (c[kind] === none) c[kind] = [] as Change[K];
+  (c[kind] as Change[K][number][]).push(item);
+  return c;
 }

@@ -141,8 +141,10 @@ export class LockQueues {
    */
   release(cmd: KvRelease): Promise<Result> {
     const head = this.queues.get(cmd.key)?.[0];
-    const inARow = this.handOffs.get(cmd.key) ?? 0;
+    let inARow = this.handOffs.get(cmd.key) ?? 0;
+    // Membership is asked once per handOffsInARowMax hand-offs (it builds a list): a node alone counts afresh.
     const othersWait = inARow >= handOffsInARowMax && this.host.othersExist();
+    if (inARow >= handOffsInARowMax && !othersWait) inARow = 0;
     if (head === undefined || !head.parked || head.handoff !== undefined || head.cmd.session === cmd.session || othersWait) {
       this.handOffs.delete(cmd.key);
       return this.host.propose(cmd);

@@ -56,7 +56,7 @@ export class Proposals {
     const waiter = this.pending.get(pid);
     if (waiter === undefined || waiter.result !== undefined) return;
     // A success carries its entry's index: the answer's X-Consul-Index, a fencing token for locks.
-    const answer = result.ok ? { ...result, index } : result;
+    const answer = result.ok ? withIndex(result, index) : result;
     if (waiter.appended) {
       this.pending.delete(pid);
       waiter.resolve(answer);
@@ -87,4 +87,10 @@ export class Proposals {
     this.pending.delete(pid);
     waiter.reject(err);
   }
+}
+
+/** A success with its entry's index; the shared bare `{ ok: true }` is not copied key by key. */
+function withIndex(result: Result & { ok: true }, index: number): Result {
+  if (result.session === undefined && result.results === undefined) return { ok: true, index };
+  return { ...result, index };
 }

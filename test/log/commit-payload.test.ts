@@ -23,6 +23,29 @@ describe('commit payload', () => {
     expect(parseCommit(payload, 42)).toEqual(entries);
   });
 
+  it('delivers each command as a replay from disk would read it back', () => {
+    const cmds = [
+      { t: 'kv.set', key: 'k', value: 'dmFsdWU=', flags: '0' },
+      { t: 'txn.kv', ops: [{ verb: 'set', key: 'a', value: null, flags: '0', index: '0', session: '' }] },
+      { t: 'kv.set', key: 'k', value: null, flags: '0', extra: undefined },
+      { t: 'catalog.register', node: 'n', meta: { a: undefined, b: '1' }, n: -0, when: new Date(0), big: Number.NaN },
+    ];
+    const batch = [encodeAppend(cmds.map((cmd, k) => ({ pid: `p${k}`, cmd } as unknown as Proposal)))];
+    const { payload, entries } = stampBatch(batch, 0, 5);
+    const replayed = parseCommit(payload, 1);
+    expect(entries).toStrictEqual(replayed);
+    // A command that reads back unchanged is not copied; one that does not is the parsed copy.
+    expect(entries[0]!.cmd).toBe(cmds[0]);
+    expect(entries[1]!.cmd).toBe(cmds[1]);
+    expect(Object.keys(entries[2]!.cmd)).toEqual(['t', 'key', 'value', 'flags']);
+    expect(entries[3]!.cmd).toStrictEqual({ t: 'catalog.register', node: 'n', meta: { b: '1' }, n: 0, when: '1970-01-01T00:00:00.000Z', big: null });
+  });
+
+  it('refuses a command whose JSON is not an object', () => {
+    const odd = { pid: 'a', cmd: { t: 'kv.set', toJSON: () => 'text' } } as unknown as Proposal;
+    expect(() => encodeProposal(odd, 1000)).toThrow(/cmd must serialise to a JSON object/);
+  });
+
   it.each([
     ['not JSON', '[{', 1, 'bad JSON'],
     ['not an array', '{"i":1}', 1, 'payload is not an array of entries'],
