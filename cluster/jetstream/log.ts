@@ -4,6 +4,8 @@
  * * setup.ts: connect, find or create the stream (file storage, `replicas` copies) and the snapshot bucket;
  * * publisher.ts: each group commit is one message with a message id unique per commit, retried
  *   through timeouts and elections and stored once;
+ * * committer.ts: the next commit publishes once the previous one is acknowledged (commits grow with
+ *   the load); each is read back here before its appends resolve;
  * * reader.ts: every node reads the stream in order and numbers the commands it reads, so indexes stay
  *   dense however many commands a message carries (format.ts); the registry index is not the stream
  *   sequence;
@@ -32,9 +34,10 @@ import type {
   EntriesListener, Leadership, LogEntry, LogObserver, LogStatus, Proposal, ReplicatedLog, Snapshot,
 } from '../../src/ports/index.ts';
 import {
-  appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, stampMs, type EncodedProposal, type Pending, type Phase,
+  appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, type EncodedProposal, type Phase,
 } from '../../src/log/index.ts';
 import { Attachments } from './attachments.ts';
+import { Committer } from './committer.ts';
 import { Compactor, firstIndexOf, purgeSafeSince, purgesSafely } from './compaction.ts';
 import { DivergenceAudit, storedMessageId } from './audit.ts';
 import { LeadershipWatch } from './leadership.ts';
@@ -62,6 +65,7 @@ interface Parts {
   publisher: Publisher;
   snapshots: SnapshotStore;
   commits: CommitQueue<EncodedProposal>;
+  committer: Committer;
   compactor: Compactor;
 }
 
@@ -249,15 +253,16 @@ export class JetStreamLog implements ReplicatedLog {
       js: stores.js, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,
       stats: this.stats, logger: s.logger, failed: () => this.failure !== undefined, observer: () => this.observer,
     }, this.ownIdPrefix);
+    const committer = new Committer({ reader, publisher, audit, clock: this.opts.clock, failure: () => this.failure });
     const commits = new CommitQueue<EncodedProposal>(kind, {
       entriesMax: s.batchEntriesMax, bytesMax: stores.bytesMax, queuedEntriesMax: s.queuedEntriesMax, inFlightMax: inFlightMaxOf(s),
-    }, (batch) => this.commit(batch));
+    }, (batch) => committer.commit(batch));
     const compactor = new Compactor({
       stream: s.stream, nodeName: s.nodeName, logger: s.logger, nodes: () => this.progress.marks(),
       firstSeq: () => this.leadershipWatch.streamSeen().firstSeq,
       purgeBelow: async (seq) => (await stores.jsm.streams.purge(s.stream, { seq })).purged,
     });
-    this.parts = { stores, marks, audit, reader, publisher, snapshots, commits, compactor };
+    this.parts = { stores, marks, audit, reader, publisher, snapshots, commits, committer, compactor };
     reader.start();
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);
     if (s.compactEveryMs > 0) this.startCompactor(compactor, nc.info?.version);
@@ -276,7 +281,7 @@ export class JetStreamLog implements ReplicatedLog {
     });
   }
 
-  // ---- reading and committing -------------------------------------------------------------------
+  // ---- reading ----------------------------------------------------------------------------------
 
   private deliver(entries: LogEntry[]): void {
     if (this.listener === undefined) {
@@ -288,31 +293,6 @@ export class JetStreamLog implements ReplicatedLog {
     } catch (err) {
       this.fail(err);
     }
-  }
-
-  /** One group commit: one message, published until acknowledged (same id), then read back here and audited. */
-  private async commit(batch: Pending<EncodedProposal>[]): Promise<void> {
-    const { reader, publisher, audit } = this.parts!;
-    try {
-      const atMs = stampMs(reader.cursor.atMs, this.opts.clock.nowMs());
-      const msgID = publisher.nextId();
-      const ack = await publisher.commit(batch, atMs, msgID).catch((err: unknown) => {
-        // Not acknowledged, yet maybe read here: the stream may hold it there or not (a mismatch fails the log).
-        audit.unacknowledged(msgID);
-        throw err;
-      });
-      // The proposer sees its own write applied before its append resolves (the port's promise)...
-      await reader.waitFor(ack.seq);
-      // ...read where the stream stored it, after any check of a consumer's resumption has passed.
-      if (!(await audit.ownCommit(msgID, ack.seq)) || !(await audit.passed())) {
-        throw this.failure ?? new Error(`${kind}: commit ${msgID} could not be confirmed`);
-      }
-    } catch (err) {
-      const e = err instanceof Error ? err : new Error(String(err));
-      for (const p of batch) p.reject(e);
-      return;
-    }
-    for (const p of batch) p.resolve();
   }
 
   // ---- failure and close ------------------------------------------------------------------------
@@ -356,7 +336,10 @@ export class JetStreamLog implements ReplicatedLog {
     }
     if (this.phase === 'open') this.phase = 'closing';
     const { publishRetryMsMax, publishTimeoutMs } = this.settings;
-    const idle = (): Promise<void> => this.parts?.commits.idle() ?? Promise.resolve();
+    const idle = async (): Promise<void> => {
+      await this.parts?.commits.idle();
+      await this.parts?.committer.confirmed();
+    };
     // Queued appends are committed, not dropped. A commit waits for its publish (bounded by the
     // retries) and then for the consumer; if the consumer cannot get there, stop waiting for it.
     const flushed = await settlesWithin(idle(), publishRetryMsMax + 2 * publishTimeoutMs);

@@ -33,9 +33,11 @@ export interface JetStreamLogOptions {
    */
   queuedEntriesMax?: number;
   /**
-   * Commits published and not yet read back at once. Each is its own message with its own id, so
-   * they may be stored in any order; indexes are counted while consuming, and atMs never decreases
-   * there, so the log stays the same on every node. @default 8
+   * Commits published and not yet acknowledged at once. While they wait for their PubAcks, appends
+   * pile up for the next commit, so commits grow with the load: one at a time makes the fewest, largest
+   * messages. An acknowledged commit is read back while the next one publishes. Each is its own message
+   * with its own id, so several in flight may be stored in any order; indexes are counted while
+   * consuming, and atMs never decreases there, so the log stays the same on every node. @default 1
    */
   publishesInFlightMax?: number;
   /** How long one publish attempt waits for its PubAck. @default 5000 */
@@ -141,7 +143,7 @@ export function settingsOf(opts: JetStreamLogOptions): Settings {
 
 /** Commits in flight at once: checked at open, where the commit queue is built. */
 export function inFlightMaxOf(s: Settings): number {
-  return positiveIntOption(kind, 'publishesInFlightMax', s.publishesInFlightMax, 8);
+  return positiveIntOption(kind, 'publishesInFlightMax', s.publishesInFlightMax, 1);
 }
 
 export function emptyStats(): JetStreamLogStats {

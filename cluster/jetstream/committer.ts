@@ -1,0 +1,77 @@
+/**
+ * The end of a group commit: publish it until acknowledged, then read it back here where the stream
+ * stored it before its appends resolve.
+ *
+ * The commit queue's slot is free as soon as the PubAck is here, not once the commit is read back: the
+ * next commit then takes everything that piled up while this one waited for its ack, so commits grow
+ * with the load (at most `publishesInFlightMax` wait for their acks at once) while the read-back of the
+ * earlier ones goes on.
+ */
+import type { Clock } from '../../src/ports/index.ts';
+import { stampMs, type EncodedProposal, type Pending } from '../../src/log/index.ts';
+import type { DivergenceAudit } from './audit.ts';
+import { kind } from './options.ts';
+import type { Publisher } from './publisher.ts';
+import type { Reader } from './reader.ts';
+
+export interface CommitterPorts {
+  reader: Reader;
+  publisher: Publisher;
+  audit: DivergenceAudit;
+  clock: Clock;
+  /** Why the log failed, if it did. */
+  failure(): Error | undefined;
+}
+
+export class Committer {
+  /** Acknowledged commits not yet read back here (their appends still wait). */
+  private readonly confirming = new Set<Promise<void>>();
+
+  constructor(private readonly ports: CommitterPorts) {}
+
+  /** Publishes one batch as one message; resolves once it is acknowledged or has failed (its appends settle later). */
+  async commit(batch: Pending<EncodedProposal>[]): Promise<void> {
+    const { reader, publisher, audit, clock } = this.ports;
+    const msgID = publisher.nextId();
+    let seq: number;
+    try {
+      const atMs = stampMs(reader.cursor.atMs, clock.nowMs());
+      seq = (await publisher.commit(batch, atMs, msgID)).seq;
+    } catch (err) {
+      // Not acknowledged, yet maybe read here: the stream may hold it there or not (a mismatch fails the log).
+      audit.unacknowledged(msgID);
+      rejectAll(batch, err);
+      return;
+    }
+    const confirming = this.confirm(batch, msgID, seq);
+    this.confirming.add(confirming);
+    void confirming.finally(() => this.confirming.delete(confirming));
+  }
+
+  /** Resolves once every acknowledged commit has been read back (or failed); none may start meanwhile. */
+  async confirmed(): Promise<void> {
+    while (this.confirming.size > 0) await Promise.allSettled([...this.confirming]);
+  }
+
+  /** Settles an acknowledged commit's appends once this node has read it where the stream stored it. */
+  private async confirm(batch: Pending<EncodedProposal>[], msgID: string, seq: number): Promise<void> {
+    const { reader, audit } = this.ports;
+    try {
+      // The proposer sees its own write applied before its append resolves (the port's promise)...
+      await reader.waitFor(seq);
+      // ...read where the stream stored it, after any check of a consumer's resumption has passed.
+      if (!(await audit.ownCommit(msgID, seq)) || !(await audit.passed())) {
+        throw this.ports.failure() ?? new Error(`${kind}: commit ${msgID} could not be confirmed`);
+      }
+    } catch (err) {
+      rejectAll(batch, err);
+      return;
+    }
+    for (const p of batch) p.resolve();
+  }
+}
+
+function rejectAll(batch: readonly Pending<EncodedProposal>[], err: unknown): void {
+  const e = err instanceof Error ? err : new Error(String(err));
+  for (const p of batch) p.reject(e);
+}
