@@ -11,7 +11,12 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function loadUntilKilled(agent: Agent, writers: number, killAfterMs: number) {
+/**
+ * Runs `writers` concurrent writers and SIGKILLs the agent once `killAfterAcked` writes were acknowledged
+ * (or `loadMsMax` passed, on a machine too busy for that), so the kill lands in the middle of a load of a
+ * known size however fast the machine is.
+ */
+async function loadUntilKilled(agent: Agent, writers: number, killAfterAcked: number, loadMsMax = 15_000) {
   const c = client(agent);
   const acked = new Map<string, string>();
   let maxIndexSeen = 0;
@@ -33,7 +38,7 @@ async function loadUntilKilled(agent: Agent, writers: number, killAfterMs: numbe
     }
   };
   const running = Array.from({ length: writers }, (_, w) => writer(w));
-  await sleep(killAfterMs);
+  for (const deadline = Date.now() + loadMsMax; acked.size < killAfterAcked && Date.now() < deadline;) await sleep(20);
   await agent.kill9();
   stop = true;
   await Promise.all(running);
@@ -50,7 +55,7 @@ describe('crash recovery', () => {
     const sid = await c1.session({ Name: 'holder' });
     expect((await c1.put(`/v1/kv/dur-lock?acquire=${sid}`, 'mine')).text).toBe('true');
 
-    const { acked, maxIndexSeen } = await loadUntilKilled(first, 16, 1_500);
+    const { acked, maxIndexSeen } = await loadUntilKilled(first, 16, 400);
     expect(acked.size).toBeGreaterThan(100);
 
     const second = await startAgent({ dataDir });
@@ -78,7 +83,7 @@ describe('crash recovery', () => {
     dirs.push(dataDir);
     const first = await startAgent({ dataDir, args: ['--snapshot-every', '200'] });
     agents.push(first);
-    const { acked } = await loadUntilKilled(first, 8, 1_500);
+    const { acked } = await loadUntilKilled(first, 8, 600);
     expect(acked.size).toBeGreaterThan(200);
     expect(first.output()).toMatch(/snapshot saved/);
 
