@@ -62,7 +62,9 @@ function agentArgs(extraArgs: string[], dataDir: string): string[] {
   writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000, stream_max_conns: 10_000 } }));
   const profileDir = process.env.ROSTER_BENCH_CPU_PROF;
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
-  return [...profiling, ...agentEntry(),
+  // ROSTER_BENCH_NODE_ARGS: extra flags for node itself (e.g. V8's heap sizes), for experiments.
+  const nodeArgs = (process.env.ROSTER_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  return [...profiling, ...nodeArgs, ...agentEntry(),
     '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
     ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
     ...extraArgs];
