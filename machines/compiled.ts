@@ -26,8 +26,17 @@ interface CompiledAction {
 interface CompiledTransition {
   guard: GuardFn | undefined;
   target: string | undefined;
-  actions: CompiledAction[];
+  /** The `assign` actions, in order. */
+  assignments: CompiledAction[];
+  /**
+   * The effects the other actions name, in order: fixed by the machine (an action's params are a
+   * value, never computed from the event), so made once here and shared, frozen, by every step.
+   */
+  effects: readonly NamedEffect[];
 }
+
+/** The effects of a step that names none. */
+const noEffects: readonly NamedEffect[] = Object.freeze([]);
 
 /** Steps one machine: its context `C`, events `Ev` and effects `E` as the machine file declares them. */
 export type FlatStepper<C, Ev extends { type: string }, E extends NamedEffect> = (value: string, context: C, event: Ev) => Step<C, E>;
@@ -50,21 +59,23 @@ export function compileFlat<C = unknown, Ev extends { type: string } = { type: s
     }
     table.set(name, events);
   }
+  // The guards' argument, filled in before each call (guards are pure and keep nothing).
+  const args: Args = { context: undefined, event: { type: '' } };
   return (value: string, context: C, event: Ev): Step<C, E> => {
     const candidates = table.get(value)?.get(event.type);
-    if (candidates === undefined) return { value, context, effects: [] };
+    if (candidates === undefined) return { value, context, effects: noEffects as E[] };
     for (const t of candidates) {
-      if (t.guard !== undefined && !t.guard({ context, event })) continue;
-      let next: any = context;
-      const effects: NamedEffect[] = [];
-      for (const a of t.actions) {
-        if (a.assignment !== undefined) next = applyAssignment(a.assignment, next, event, a.params);
-        else effects.push({ type: a.type, params: a.params });
+      if (t.guard !== undefined) {
+        args.context = context;
+        args.event = event;
+        if (!t.guard(args)) continue;
       }
-      // The machine's effect actions are declared as `EffectActions<E>`, so the names it pushes are E's.
-      return { value: t.target ?? value, context: next as C, effects: effects as E[] };
+      let next: any = context;
+      for (const a of t.assignments) next = applyAssignment(a.assignment, next, event, a.params);
+      // The machine's effect actions are declared as `EffectActions<E>`, so the names it names are E's.
+      return { value: t.target ?? value, context: next as C, effects: t.effects as E[] };
     }
-    return { value, context, effects: [] };
+    return { value, context, effects: noEffects as E[] };
   };
 }
 
@@ -87,7 +98,12 @@ function compileTransition(
     if (typeof fn!.type === 'string' && fn!.type.startsWith('xstate.')) refuse(`built-in action ${fn!.type}`);
     return { type, params };
   });
-  return { guard, target: t.target as string | undefined, actions };
+  const effects = actions.filter((a) => a.assignment === undefined).map((a) => Object.freeze({ type: a.type, params: a.params }));
+  return {
+    guard, target: t.target as string | undefined,
+    assignments: actions.filter((a) => a.assignment !== undefined),
+    effects: effects.length === 0 ? noEffects : Object.freeze(effects),
+  };
 }
 
 /** What xstate's assign does: a function returns the changed fields; an object maps fields to values or functions. */
@@ -95,7 +111,9 @@ function applyAssignment(assignment: unknown, context: any, event: { type: strin
   const args = { context, event };
   if (typeof assignment === 'function') return { ...context, ...(assignment as (a: Args, p: unknown) => object)(args, params) };
   const next = { ...context };
-  for (const [k, v] of Object.entries(assignment as Record<string, unknown>)) {
+  for (const k in assignment as Record<string, unknown>) {
+    if (!Object.hasOwn(assignment as object, k)) continue;
+    const v = (assignment as Record<string, unknown>)[k];
     next[k] = typeof v === 'function' ? (v as (a: Args, p: unknown) => unknown)(args, params) : v;
   }
   return next;

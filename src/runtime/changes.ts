@@ -144,7 +144,8 @@ function add<K extends 'kv' | 'sessions' | 'checks' | 'services' | 'nodes'>(
   change: Change | undefined, index: number, atMs: number, kind: K, item: Change[K][number],
 ): Change {
   const c = change ?? { index, atMs, kv: none, sessions: none, checks: none, services: none, nodes: none };
-  if (c[kind] === none) c[kind] = [] as Change[K];
-  (c[kind] as Change[K][number][]).push(item);
+  // A literal of one: `[]` and a push would reserve room for 17.
+  if (c[kind] === none) c[kind] = [item] as Change[K];
+  else (c[kind] as Change[K][number][]).push(item);
   return c;
 }
