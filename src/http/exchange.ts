@@ -1,6 +1,6 @@
 /**
  * One request and its answer on a uWS connection: admitted, its body read, dispatched, answered once.
- * It copies what it needs from the uWS request synchronously, registers onAborted before any await,
+ * It copies what it needs from the uWS request synchronously, registers onAborted before uWS's handler returns,
  * counts the client's requests in flight, and writes the answer with the convention and rate headers.
  */
 import type * as Uws from 'uWebSockets.js';
@@ -8,7 +8,7 @@ import { RegistryError } from '../domain/errors.ts';
 import { setLongTimeout } from '../util/timer.ts';
 import { bodylessMethods, effectiveMethod, refusalBeforeBody, tooLarge, unusableHead, type InFlight, type InFlightRequest, type Limits } from './admission.ts';
 import { conditional } from './conditional.ts';
-import { errorWire, handle, type Admitter, type Dispatcher } from './dispatch.ts';
+import { errorWire, handle, isPromise, type Admitter, type Dispatcher } from './dispatch.ts';
 import type { HttpObserver } from '../ports/observer.ts';
 import { addressCaller, addressKey, Admission, type RateLimiter } from './rate-limit.ts';
 import { renderError, withHeaders, type Wire } from './render.ts';
@@ -87,7 +87,6 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     if (this.admission !== undefined) this.clientKey();
     this.overCap = s.inFlight.enter(this, s.inFlightMax);
     this.found = s.router.find(this.head.path);
-    res.onAborted(() => this.onAborted());
   }
 
   private onAborted(): void {
@@ -121,8 +120,20 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     return Buffer.from(this.res.getRemoteAddressAsText()).toString();
   }
 
-  /** Refuses what cannot be admitted, else reads the body (within its deadline) and starts the request. */
+  /**
+   * Serves the request. uWS needs an abort handler before its request handler returns unless the response
+   * has ended: one is registered only then (a read that waited for nothing is answered by now).
+   */
   run(): void {
+    // uWS leaves an answer to HEAD (a length reported, no body) pending after the handler: its abort handler comes first.
+    const early = this.method === 'HEAD';
+    if (early) this.res.onAborted(() => this.onAborted());
+    this.admitAndStart();
+    if (!early && !this.done) this.res.onAborted(() => this.onAborted());
+  }
+
+  /** Refuses what cannot be admitted, else reads the body (within its deadline) and starts the request. */
+  private admitAndStart(): void {
     const { headers } = this.head;
     // A head whose framing or encoding is unusable is refused before anything else looks at it.
     const unusable = unusableHead(this.head);
@@ -181,12 +192,26 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
       this, this.method, this.head.path, this.query, this.head.headers, body, this.s.dialect === 'seed', this.requestId,
     );
     this.req = req;
-    // A request that failed (authentication above all) counts against its address: past the address's
-    // limit it is answered 429 rather than with its error.
-    handle(this.s, req, this, this.found).then(
-      (w) => this.send(conditional(req, w, this.s.timeOfIndex)),
-      (err: unknown) => this.send(this.admit(undefined) ?? errorWire(this.s, err, this.requestId)),
-    );
+    let answer: Wire | Promise<Wire>;
+    try {
+      answer = handle(this.s, req, this, this.found);
+    } catch (err) {
+      return this.fail(err);
+    }
+    if (isPromise(answer)) answer.then((w) => this.answer(req, w), (err: unknown) => this.fail(err));
+    else this.answer(req, answer);
+  }
+
+  private answer(req: Request, w: Wire): void {
+    this.send(conditional(req, w, this.s.timeOfIndex));
+  }
+
+  /**
+   * A request that failed (authentication above all) counts against its address: past the address's
+   * limit it is answered 429 rather than with its error.
+   */
+  private fail(err: unknown): void {
+    this.send(this.admit(undefined) ?? errorWire(this.s, err, this.requestId));
   }
 
   /** Answers once: counts the request if nothing did, adds the rate headers, observes and logs it. */
