@@ -6,21 +6,49 @@
 import { RegistryError } from '../domain/errors.ts';
 import type { Head } from './uws.ts';
 
-/** Requests in flight per client address (blocking queries included). */
+/** A request counted in flight: its client's key (its binary address), looked up on first use and kept. */
+export interface InFlightRequest {
+  clientKey(): string;
+}
+
+/**
+ * Requests in flight per client address (blocking queries included). Reading a request's address from
+ * uWS costs more than the rest of its admission (a new ArrayBuffer per call), and no client can pass
+ * the cap while all clients together are within it: requests are counted in total only, and looked up by
+ * client once the total passes the cap — then every request still in flight is, and each new one.
+ */
 export class InFlight {
   private readonly held = new Map<string, number>();
+  /** Requests in flight counted in the total only (their client not looked up). */
+  private readonly unkeyed = new Set<InFlightRequest>();
+  private total = 0;
 
-  /** Counts one more request of `client`; how many it now has in flight. */
-  enter(client: string): number {
-    const held = (this.held.get(client) ?? 0) + 1;
-    this.held.set(client, held);
-    return held;
+  /** Counts one more request; whether its client now has more than `max` in flight. */
+  enter(request: InFlightRequest, max: number): boolean {
+    this.total += 1;
+    if (this.total <= max) {
+      this.unkeyed.add(request);
+      return false;
+    }
+    for (const r of this.unkeyed) this.count(r.clientKey());
+    this.unkeyed.clear();
+    return this.count(request.clientKey()) > max;
   }
 
-  leave(client: string): void {
+  /** The request is answered or gone: a request that was looked up by client gives its key from memory. */
+  leave(request: InFlightRequest): void {
+    this.total -= 1;
+    if (this.unkeyed.delete(request)) return;
+    const client = request.clientKey();
     const left = (this.held.get(client) ?? 1) - 1;
     if (left <= 0) this.held.delete(client);
     else this.held.set(client, left);
+  }
+
+  private count(client: string): number {
+    const held = (this.held.get(client) ?? 0) + 1;
+    this.held.set(client, held);
+    return held;
   }
 }
 
@@ -81,13 +109,13 @@ export interface Limits {
 
 /**
  * The refusal of a request before its body is read, and whether it closes the connection: past the
- * client's requests in flight (429), a write while writes are overloaded (503), a declared body over
+ * client's requests in flight (`overCap`: 429), a write while writes are overloaded (503), a declared body over
  * `bodyBytesMax`, the route's limit (413, connection closed). The client's address is made only for the
  * message of the first.
  */
-export function refusalBeforeBody(method: string, held: number, declared: number, limits: Limits, bodyBytesMax: number, client: { addressText(): string }):
+export function refusalBeforeBody(method: string, overCap: boolean, declared: number, limits: Limits, bodyBytesMax: number, client: { addressText(): string }):
   { error: RegistryError; close: boolean; more?: [string, string][] } | undefined {
-  if (held > limits.inFlightMax) return { error: new RegistryError('tooManyInFlight', { address: client.addressText(), max: limits.inFlightMax }), close: true };
+  if (overCap) return { error: new RegistryError('tooManyInFlight', { address: client.addressText(), max: limits.inFlightMax }), close: true };
   if (!bodylessMethods.has(method) && limits.overloaded?.()) return { error: new RegistryError('writesOverloaded'), close: false };
   if (declared > bodyBytesMax) return { error: tooLarge(declared, bodyBytesMax), close: false, more: [['Connection', 'close']] };
   return undefined;

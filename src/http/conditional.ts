@@ -21,12 +21,12 @@ export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number)
   const wanted = req.headers.get('if-none-match');
   if (wanted !== undefined) {
     const match = wanted.trim() === '*' || wanted.split(',').some((t) => t.trim().replace(/^W\//, '') === tag);
-    return match ? notModified(headers) : { ...w, headers };
+    return match ? notModified(headers) : { status: w.status, headers, body: w.body };
   }
   const since = parseHttpDate(req.headers.get('if-modified-since'));
   // Last-Modified has whole seconds: compare at that precision.
   if (since !== undefined && modifiedMs !== undefined && Math.floor(modifiedMs / 1000) * 1000 <= since) return notModified(headers);
-  return { ...w, headers };
+  return { status: w.status, headers, body: w.body };
 }
 
 /**

@@ -9,7 +9,8 @@ import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts'
 import { withListRules } from './list-rules.ts';
 import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
-import { unmatchedPattern, type Found, type Router } from './router.ts';
+import type { Reply } from './reply.ts';
+import { unmatchedPattern, type Found, type Handler, type Router } from './router.ts';
 
 /** Counts a request against a caller (undefined: its address); the 429 answer when that caller is past its limit. */
 export interface Admitter {
@@ -28,11 +29,20 @@ export interface Dispatcher<Ctx> {
   reserved: readonly string[];
 }
 
-/** `found`: the path's route when the exchange looked it up already. */
-export async function handle<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found?: Found<Ctx>): Promise<Wire> {
+/**
+ * The answer to an admitted request; `found`: the path's route when the exchange looked it up already.
+ * A request that waits for nothing (no authentication to verify, a handler answering at once) is answered
+ * synchronously, so the exchange can write it before uWS's handler returns; a failure then throws.
+ */
+export function handle<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found?: Found<Ctx>): Wire | Promise<Wire> {
   const versionHeaders = apiVersion(req, d.dialect);
-  const w = await route(d, req, admitter, found);
-  return versionHeaders.length === 0 ? w : withHeaders(w, versionHeaders);
+  const w = route(d, req, admitter, found);
+  if (versionHeaders.length === 0) return w;
+  return isPromise(w) ? w.then((x) => withHeaders(x, versionHeaders)) : withHeaders(w, versionHeaders);
+}
+
+export function isPromise<T>(x: T | Promise<T>): x is Promise<T> {
+  return typeof (x as { then?: unknown } | undefined)?.then === 'function';
 }
 
 /** `x-api-version` (a minor version, yyyyMMdd) is accepted and echoed; a malformed one is refused (seed). */
@@ -46,7 +56,7 @@ function apiVersion(req: Request, dialect: Dialect): [string, string][] {
   return [['x-api-version', version.trim()]];
 }
 
-async function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found: Found<Ctx> | undefined): Promise<Wire> {
+function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found: Found<Ctx> | undefined): Wire | Promise<Wire> {
   const match = d.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path, found ?? d.router.find(req.path));
   req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
   if (match.kind === 'none') {
@@ -58,10 +68,21 @@ async function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, 
     return renderError(new RegistryError('methodNotAllowed', { method: req.method, allowed: match.allow }), d.dialect);
   }
   req.rest = decodeOnce(match.rest);
-  if (!match.public) await d.authorize?.(req);
+  const authorize = match.public ? undefined : d.authorize;
+  if (authorize !== undefined) return authorize(req).then(() => authorized(d, req, admitter, match.handler));
+  return authorized(d, req, admitter, match.handler);
+}
+
+/** The caller counted against its rate limit, then the route's handler and the rendering of its reply. */
+function authorized<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, handler: Handler<Ctx>): Wire | Promise<Wire> {
   const limited = admitter.admit(req.caller);
   if (limited !== undefined) return limited;
-  const listed = withListRules(req, await match.handler(req, d.ctx), d.reserved);
+  const reply = handler(req, d.ctx);
+  return isPromise(reply) ? reply.then((r) => rendered(d, req, r)) : rendered(d, req, reply);
+}
+
+function rendered<Ctx>(d: Dispatcher<Ctx>, req: Request, reply: Reply): Wire {
+  const listed = withListRules(req, reply, d.reserved);
   const w = renderReply(listed.reply, d.dialect, d.leader?.());
   return listed.headers.length === 0 ? w : withHeaders(w, listed.headers);
 }

@@ -1,14 +1,14 @@
 /**
  * One request and its answer on a uWS connection: admitted, its body read, dispatched, answered once.
- * It copies what it needs from the uWS request synchronously, registers onAborted before any await,
+ * It copies what it needs from the uWS request synchronously, registers onAborted before uWS's handler returns,
  * counts the client's requests in flight, and writes the answer with the convention and rate headers.
  */
 import type * as Uws from 'uWebSockets.js';
 import { RegistryError } from '../domain/errors.ts';
 import { setLongTimeout } from '../util/timer.ts';
-import { bodylessMethods, effectiveMethod, refusalBeforeBody, tooLarge, unusableHead, type InFlight, type Limits } from './admission.ts';
+import { bodylessMethods, effectiveMethod, refusalBeforeBody, tooLarge, unusableHead, type InFlight, type InFlightRequest, type Limits } from './admission.ts';
 import { conditional } from './conditional.ts';
-import { errorWire, handle, type Admitter, type Dispatcher } from './dispatch.ts';
+import { errorWire, handle, isPromise, type Admitter, type Dispatcher } from './dispatch.ts';
 import type { HttpObserver } from '../ports/observer.ts';
 import { addressCaller, addressKey, Admission, type RateLimiter } from './rate-limit.ts';
 import { renderError, withHeaders, type Wire } from './render.ts';
@@ -52,18 +52,20 @@ class ExchangeRequest implements Request {
 /** A request with no query shares one empty parameter list (nothing writes to a request's query). */
 const noQuery = new URLSearchParams();
 
-export class Exchange<Ctx> implements Admitter {
+export class Exchange<Ctx> implements Admitter, InFlightRequest {
   private readonly startedMs = performance.now();
   private readonly head: Head;
   private readonly method: string;
   private readonly query: URLSearchParams;
   private readonly requestId: string;
   /**
-   * The binary address as the in-flight key: uWS's text form cost a fifth of a simple GET (profiled),
-   * so the text is made only where a message or the rate limiter shows it.
+   * The binary address as the in-flight and rate-limit key, read from uWS when first needed (see
+   * InFlight): its text form cost a fifth of a simple GET (profiled), so the text is made only where a
+   * message or the rate limiter shows it.
    */
-  private readonly remote: string;
-  private readonly held: number;
+  private remote: string | undefined;
+  /** The client has more requests in flight than its cap, this one included. */
+  private readonly overCap: boolean;
   /** Counted once per request: against the verified identity once authentication has passed, else the address. */
   private readonly admission: Admission | undefined;
   /** The route serving the path, looked up once for the body limit, dispatching and the metrics label. */
@@ -80,15 +82,15 @@ export class Exchange<Ctx> implements Admitter {
     this.query = this.head.rawQuery === '' ? noQuery : new URLSearchParams(this.head.rawQuery);
     this.method = effectiveMethod(this.head.sentMethod, this.head.headers);
     this.requestId = requestIdOf(this.head.headers.get('x-request-id'));
-    this.remote = addressKey(res.getRemoteAddress());
-    this.held = s.inFlight.enter(this.remote);
     this.admission = s.rateLimit === undefined ? undefined : new Admission(s.rateLimit, s.dialect);
+    // The rate limiter counts unauthenticated requests by address, possibly after the client went away.
+    if (this.admission !== undefined) this.clientKey();
+    this.overCap = s.inFlight.enter(this, s.inFlightMax);
     this.found = s.router.find(this.head.path);
-    res.onAborted(() => this.onAborted());
   }
 
   private onAborted(): void {
-    if (!this.done) this.s.inFlight.leave(this.remote);
+    if (!this.done) this.s.inFlight.leave(this);
     this.done = true;
     this.aborted = true;
     this.abort?.abort();
@@ -105,7 +107,12 @@ export class Exchange<Ctx> implements Admitter {
 
   /** Counts the request against `caller` (undefined: its address) unless it was counted; the 429 past the limit. */
   admit(caller: string | undefined): Wire | undefined {
-    return this.admission?.admit(caller ?? addressCaller(this.remote));
+    return this.admission?.admit(caller ?? addressCaller(this.clientKey()));
+  }
+
+  /** The client's binary address as a key; read while the response is open, then kept. */
+  clientKey(): string {
+    return (this.remote ??= addressKey(this.res.getRemoteAddress()));
   }
 
   /** The client's address as text, for the messages that show it. */
@@ -113,8 +120,20 @@ export class Exchange<Ctx> implements Admitter {
     return Buffer.from(this.res.getRemoteAddressAsText()).toString();
   }
 
-  /** Refuses what cannot be admitted, else reads the body (within its deadline) and starts the request. */
+  /**
+   * Serves the request. uWS needs an abort handler before its request handler returns unless the response
+   * has ended: one is registered only then (a read that waited for nothing is answered by now).
+   */
   run(): void {
+    // uWS leaves an answer to HEAD (a length reported, no body) pending after the handler: its abort handler comes first.
+    const early = this.method === 'HEAD';
+    if (early) this.res.onAborted(() => this.onAborted());
+    this.admitAndStart();
+    if (!early && !this.done) this.res.onAborted(() => this.onAborted());
+  }
+
+  /** Refuses what cannot be admitted, else reads the body (within its deadline) and starts the request. */
+  private admitAndStart(): void {
     const { headers } = this.head;
     // A head whose framing or encoding is unusable is refused before anything else looks at it.
     const unusable = unusableHead(this.head);
@@ -126,7 +145,7 @@ export class Exchange<Ctx> implements Admitter {
     const declared = contentLength === undefined ? 0 : Number(contentLength);
     // A route may take larger bodies than the server's limit (a snapshot to restore).
     const bodyBytesMax = this.found?.entry.route.bodyBytesMax ?? this.s.bodyBytesMax;
-    const refusal = refusalBeforeBody(this.method, this.held, declared, this.s, bodyBytesMax, this);
+    const refusal = refusalBeforeBody(this.method, this.overCap, declared, this.s, bodyBytesMax, this);
     if (refusal !== undefined) return this.send(renderError(refusal.error, this.s.dialect, refusal.more), refusal.close);
     if (bodylessMethods.has(this.method) || (declared === 0 && !headers.has('transfer-encoding'))) return this.start(emptyBody);
     // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
@@ -173,19 +192,33 @@ export class Exchange<Ctx> implements Admitter {
       this, this.method, this.head.path, this.query, this.head.headers, body, this.s.dialect === 'seed', this.requestId,
     );
     this.req = req;
-    // A request that failed (authentication above all) counts against its address: past the address's
-    // limit it is answered 429 rather than with its error.
-    handle(this.s, req, this, this.found).then(
-      (w) => this.send(conditional(req, w, this.s.timeOfIndex)),
-      (err: unknown) => this.send(this.admit(undefined) ?? errorWire(this.s, err, this.requestId)),
-    );
+    let answer: Wire | Promise<Wire>;
+    try {
+      answer = handle(this.s, req, this, this.found);
+    } catch (err) {
+      return this.fail(err);
+    }
+    if (isPromise(answer)) answer.then((w) => this.answer(req, w), (err: unknown) => this.fail(err));
+    else this.answer(req, answer);
+  }
+
+  private answer(req: Request, w: Wire): void {
+    this.send(conditional(req, w, this.s.timeOfIndex));
+  }
+
+  /**
+   * A request that failed (authentication above all) counts against its address: past the address's
+   * limit it is answered 429 rather than with its error.
+   */
+  private fail(err: unknown): void {
+    this.send(this.admit(undefined) ?? errorWire(this.s, err, this.requestId));
   }
 
   /** Answers once: counts the request if nothing did, adds the rate headers, observes and logs it. */
   private send(w: Wire, closeConnection = false): void {
     if (this.done) return;
     this.done = true;
-    this.s.inFlight.leave(this.remote);
+    this.s.inFlight.leave(this);
     if (this.admission !== undefined) {
       this.admit(undefined);
       w = withHeaders(w, this.admission.headers);

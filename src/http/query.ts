@@ -68,6 +68,11 @@ export function checkDatacenter(req: Request, api: ApiContext): void {
   }
 }
 
+/** Whether the query waits before it answers: a barrier for `?consistent`, or a blocking query. */
+export function waits(q: QueryOptions): boolean {
+  return q.consistent || q.minIndex !== 0;
+}
+
 /**
  * Waits as the query options ask: a barrier first for `?consistent`, then, for a blocking query,
  * until `indexOf()` passes `minIndex` or the wait (plus up to wait/16 of jitter, like Consul) ends.

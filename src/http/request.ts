@@ -54,6 +54,7 @@ export function param(req: Request, name: string): string | undefined {
 }
 
 export function decodeOnce(raw: string): string {
+  if (!raw.includes('%')) return raw;
   try {
     return decodeURIComponent(raw);
   } catch {

@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { Agent as UndiciAgent, request } from 'undici';
 import WebSocket from 'ws';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
 import { call, expectError, sleep, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
@@ -101,6 +102,12 @@ describe('requests in flight per client (limits.http_max_conns_per_client = 5)',
     expect(refused.status, refused.text).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(expectError(refused, 429, 1022).message).toMatch(/too many requests in flight/);
+    // The cap is per address: another address is served meanwhile, and the full one still refused.
+    const other = new UndiciAgent({ localAddress: '127.0.0.2' });
+    const fromOther = await request(`${open.url}/v1/kv/inflight/k`, { dispatcher: other });
+    expect(fromOther.statusCode, await fromOther.body.text()).toBe(200);
+    await other.close();
+    expect((await call(open.url, 'GET', '/v1/kv/inflight/k')).status).toBe(429);
     cancel.abort();
     await Promise.all(waiting);
     let status = 0;

@@ -9,7 +9,7 @@ import type { KvEntry } from '../../domain/types.ts';
 import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { entityTag } from '../conditional.ts';
-import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64, queryOptionParameters } from '../query.ts';
+import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64, queryOptionParameters, waits, type QueryOptions } from '../query.ts';
 import { jsonText, type Reply } from '../reply.ts';
 import { flag, param, readableUnder, type Request } from '../request.ts';
 import { requireSessionUse } from '../session-access.ts';
@@ -74,15 +74,38 @@ function keyNotFound(key: string): RegistryError {
 /** The filter of a subtree the caller may read whole: it counts every key, and not the table index. */
 const anyKey = () => true;
 
-async function get(req: Request, api: ApiContext): Promise<Reply> {
+/** A single key's GET answers synchronously unless it waits (a blocking query, `?consistent`). */
+function get(req: Request, api: ApiContext): Reply | Promise<Reply> {
   const q = parseQueryOptions(req, api);
+  if (flag(req, 'keys') || flag(req, 'recurse')) return getList(req, api, q);
+  const key = req.rest;
+  if (key === '') throw new RegistryError('kvKeyMissing');
+  // The gate let the caller read this key; a missing key's index then counts only what it may read too.
+  const readableKeys = readableUnder(req, 'key', '');
+  if (!waits(q)) return keyReply(req, api, key, api.runtime.state.kvKeyIndex(key, readableKeys));
+  const keyIndex = () => api.runtime.state.kvKeyIndex(key, readableKeys);
+  return awaitQuery(req, api, q, { kind: 'key', key }, keyIndex).then(() => keyReply(req, api, key, keyIndex()));
+}
+
+function keyReply(req: Request, api: ApiContext, key: string, keyIndex: number): Reply {
+  const entry = api.runtime.state.kvGet(key);
+  const index = { index: keyIndex };
+  if (entry === undefined) return { t: 'missing', index, failure: keyNotFound(key) };
+  if (flag(req, 'raw')) {
+    return { t: 'raw', body: entry.value === null ? Buffer.alloc(0) : Buffer.from(entry.value, 'base64'), index };
+  }
+  const rendered = renderedEntry(entry);
+  return { t: 'json', json: rendered.body, tag: rendered.tag, index };
+}
+
+/** `?keys` and `?recurse`. */
+async function getList(req: Request, api: ApiContext, q: QueryOptions): Promise<Reply> {
   const key = req.rest;
   const state = () => api.runtime.state;
   // With authentication, a caller that may not read every key sees lists of, and an index counting, only
   // the keys it may read (undefined: no filter). Its index never falls back to the KV table's.
   const readableKeys = readableUnder(req, 'key', '');
-  const list = flag(req, 'keys') || flag(req, 'recurse');
-  const readable = list && readableKeys !== undefined ? readableUnder(req, 'key', key) : undefined;
+  const readable = readableKeys !== undefined ? readableUnder(req, 'key', key) : undefined;
   const counted = readableKeys === undefined ? undefined : readable ?? anyKey;
   const prefixIndex = () => state().kvPrefixIndex(key, counted);
   if (flag(req, 'keys')) {
@@ -94,27 +117,13 @@ async function get(req: Request, api: ApiContext): Promise<Reply> {
     if (keys.length === 0 && key !== '') return { t: 'missing', index, failure: keyNotFound(key) };
     return jsonText(JSON.stringify(keys), index);
   }
-  if (flag(req, 'recurse')) {
-    await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, prefixIndex);
-    // Only the entries the caller may read, as Consul filters lists by ACL.
-    const entries = readable === undefined ? state().kvList(key) : state().kvList(key).filter((e) => readable(e.key));
-    const index = { index: prefixIndex() };
-    if (entries.length === 0) return { t: 'missing', index, failure: keyNotFound(key) };
-    // As values (Flags as BigInt, printed exactly) so list parameters can page and sort them.
-    return { t: 'json', value: entries.map(entryValue), index };
-  }
-  if (key === '') throw new RegistryError('kvKeyMissing');
-  // The gate let the caller read this key; a missing key's index then counts only what it may read too.
-  const keyIndex = () => state().kvKeyIndex(key, readableKeys);
-  await awaitQuery(req, api, q, { kind: 'key', key }, keyIndex);
-  const entry = state().kvGet(key);
-  const index = { index: keyIndex() };
-  if (entry === undefined) return { t: 'missing', index, failure: keyNotFound(key) };
-  if (flag(req, 'raw')) {
-    return { t: 'raw', body: entry.value === null ? Buffer.alloc(0) : Buffer.from(entry.value, 'base64'), index };
-  }
-  const rendered = renderedEntry(entry);
-  return { t: 'json', json: rendered.body, tag: rendered.tag, index };
+  await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, prefixIndex);
+  // Only the entries the caller may read, as Consul filters lists by ACL.
+  const entries = readable === undefined ? state().kvList(key) : state().kvList(key).filter((e) => readable(e.key));
+  const index = { index: prefixIndex() };
+  if (entries.length === 0) return { t: 'missing', index, failure: keyNotFound(key) };
+  // As values (Flags as BigInt, printed exactly) so list parameters can page and sort them.
+  return { t: 'json', value: entries.map(entryValue), index };
 }
 
 // ---------------------------------------------------------------- PUT
