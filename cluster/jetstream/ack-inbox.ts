@@ -2,8 +2,8 @@
  * Publishes commits as plain messages whose reply subject is this node's own inbox, and matches the
  * PubAcks that come back there. nats.js's request path (and `js.publish` over it) keeps a request
  * object, a timer and a mux entry per request and builds a cancelled-request error after every
- * successful one; a commit needs none of it: one subscription for all acks, one map entry and one
- * timer per publish attempt.
+ * successful one; a commit needs none of it: one subscription for all acks, one map entry per publish
+ * attempt, and one timer that looks for the attempts past their timeout (`ackSweepMs`).
  *
  * Each attempt has its own reply subject: an ack that arrives after its attempt timed out is dropped
  * (the retry under the same message id gets its own ack, a duplicate one if the first was stored).
@@ -26,8 +26,12 @@ interface Waiting {
   subject: string;
   resolve(ack: PubAck): void;
   reject(err: Error): void;
-  timer: NodeJS.Timeout;
+  /** performance.now() past which the attempt has timed out. */
+  deadline: number;
 }
+
+/** How often the publishes waiting for their ack are checked: one times out up to this long after its timeout. */
+export const ackSweepMs = 100;
 
 /** NATS' status for a request nobody subscribes to (an empty message with this code in its headers). */
 const noRespondersStatus = 503;
@@ -38,6 +42,8 @@ export class AckInbox implements CommitSender {
   private readonly waiting = new Map<string, Waiting>();
   private counter = 0;
   private readonly sub: Subscription;
+  /** Runs while publishes wait. */
+  private sweeper: NodeJS.Timeout | undefined;
 
   /** Subscribes at once: the server reads this connection in order, so it knows the inbox before the first publish. */
   constructor(private readonly nc: NatsConnection) {
@@ -60,11 +66,8 @@ export class AckInbox implements CommitSender {
         reject(err instanceof Error ? err : new Error(String(err)));
         return;
       }
-      const timer = setTimeout(() => {
-        this.waiting.delete(token);
-        reject(new TimeoutError());
-      }, opts.timeout);
-      this.waiting.set(token, { subject, resolve, reject, timer });
+      this.waiting.set(token, { subject, resolve, reject, deadline: performance.now() + opts.timeout });
+      this.sweeper ??= setInterval(() => this.sweep(), ackSweepMs).unref();
     });
   }
 
@@ -82,18 +85,32 @@ export class AckInbox implements CommitSender {
     const w = this.waiting.get(token);
     if (w === undefined) return;
     this.waiting.delete(token);
-    clearTimeout(w.timer);
     const answer = ackOf(msg, w.subject);
     if (answer instanceof Error) w.reject(answer);
     else w.resolve(answer);
   }
 
-  private rejectAll(err: Error): void {
-    for (const w of this.waiting.values()) {
-      clearTimeout(w.timer);
-      w.reject(err);
+  /** Rejects the attempts past their timeout; stops once none waits. */
+  private sweep(): void {
+    const now = performance.now();
+    for (const [token, w] of this.waiting) {
+      if (w.deadline > now) continue;
+      this.waiting.delete(token);
+      w.reject(new TimeoutError());
     }
+    if (this.waiting.size === 0) this.stopSweeping();
+  }
+
+  private stopSweeping(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  private rejectAll(err: Error): void {
+    const waiting = [...this.waiting.values()];
     this.waiting.clear();
+    this.stopSweeping();
+    for (const w of waiting) w.reject(err);
   }
 }
 
