@@ -100,6 +100,7 @@ export class Publisher {
         continue;
       }
       if (ack.stream !== ports.stream) throw new Error(`${kind}: ${ports.subject} is stored by stream ${ack.stream}, not ${ports.stream}`);
+      if (attempt > 0) ports.logger.info({ stream: ports.stream, msgID, attempts: attempt + 1, seq: ack.seq }, 'JetStream log: publish acknowledged after retrying');
       return ack;
     }
   }
