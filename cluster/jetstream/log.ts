@@ -3,7 +3,7 @@
  *
  * * setup.ts: connect, find or create the stream (file storage, `replicas` copies) and the snapshot bucket;
  * * publisher.ts: each group commit is one message with a message id unique per commit, retried
- *   through timeouts and elections and stored once;
+ *   through timeouts and elections and stored once; ack-inbox.ts publishes it and reads its PubAck;
  * * committer.ts: the next commit publishes once the previous one is acknowledged (commits grow with
  *   the load); each is read back here before its appends resolve;
  * * reader.ts: every node reads the stream in order and numbers the commands it reads, so indexes stay
@@ -36,6 +36,7 @@ import type {
 import {
   appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, type EncodedProposal, type Phase,
 } from '../../src/log/index.ts';
+import { AckInbox } from './ack-inbox.ts';
 import { Attachments } from './attachments.ts';
 import { Committer } from './committer.ts';
 import { Compactor, firstIndexOf, purgeSafeSince, purgesSafely } from './compaction.ts';
@@ -249,8 +250,9 @@ export class JetStreamLog implements ReplicatedLog {
       fellBehind: (err) => this.diverged(err),
       deliver: (entries) => this.deliver(entries), attachments: this.attachments,
     }, start, record?.index ?? 0);
+    const acks = new AckInbox(nc);
     const publisher = new Publisher({
-      js: stores.js, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,
+      js: acks, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,
       stats: this.stats, logger: s.logger, failed: () => this.failure !== undefined, observer: () => this.observer,
     }, this.ownIdPrefix);
     const committer = new Committer({ reader, publisher, audit, clock: this.opts.clock, failure: () => this.failure });

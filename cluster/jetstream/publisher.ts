@@ -6,15 +6,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JetStreamClient, PubAck } from '@nats-io/jetstream';
+import type { PubAck } from '@nats-io/jetstream';
 import type { Logger, LogObserver, Proposal } from '../../src/ports/index.ts';
 import { encodeProposal, type EncodedProposal, type Pending } from '../../src/log/index.ts';
+import type { CommitSender } from './ack-inbox.ts';
 import { commitItemJson } from './format.ts';
 import { kind, type JetStreamLogStats } from './options.ts';
 import { backoffMs, errorMessage, isTransient, retryPauseMsMax } from './retry.ts';
 
 export interface PublisherPorts {
-  js: Pick<JetStreamClient, 'publish'>;
+  /** The ack inbox (ack-inbox.ts); `js.publish` acknowledges alike. */
+  js: CommitSender;
   stream: string;
   subject: string;
   publishTimeoutMs: number;
@@ -84,7 +86,7 @@ export class Publisher {
     for (let attempt = 0; ; attempt += 1) {
       let ack: PubAck;
       try {
-        ack = await ports.js.publish(ports.subject, payload, { msgID, timeout: ports.publishTimeoutMs, retries: 1 });
+        ack = await ports.js.publish(ports.subject, payload, { msgID, timeout: ports.publishTimeoutMs });
       } catch (err) {
         const pause = backoffMs(attempt, retryPauseMsMax);
         const spent = Date.now() - started;
@@ -98,6 +100,7 @@ export class Publisher {
         continue;
       }
       if (ack.stream !== ports.stream) throw new Error(`${kind}: ${ports.subject} is stored by stream ${ack.stream}, not ${ports.stream}`);
+      if (attempt > 0) ports.logger.info({ stream: ports.stream, msgID, attempts: attempt + 1, seq: ack.seq }, 'JetStream log: publish acknowledged after retrying');
       return ack;
     }
   }

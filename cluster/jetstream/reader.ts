@@ -136,6 +136,7 @@ export class Reader {
       callback: (m) => this.onMessage(m),
     });
     this.messages = messages;
+    if (ports.stats.consumerStarts > 1) ports.logger.info({ stream: ports.stream, seq: this.cursor.seq }, 'JetStream log: consumer restarted');
     void this.liveness.watch(messages, (name) => this.onRecreated(name));
     const stopWatchdog = this.liveness.watchdog(ports.consumerExpiresMs / 2, ports.stopped, (silentMs) => {
       ports.logger.warn({ stream: ports.stream, silentMs, seq: this.cursor.seq }, 'JetStream log: consumer silent, replacing it');

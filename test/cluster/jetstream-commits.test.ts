@@ -1,13 +1,98 @@
-// Goal: the next commit publishes only once the previous one is acknowledged, taking every append that
-// piled up meanwhile, while an append still resolves only once its commit was read back here.
-import { describe, expect, it } from 'vitest';
-import type { PubAck } from '@nats-io/jetstream';
+// Goal: commits are published as plain messages whose PubAcks come back to this node's inbox (stored
+// once per message id, failures shaped as js.publish's, nothing left waiting), and the next commit
+// publishes only once the previous one is acknowledged, taking every append that piled up meanwhile,
+// while an append still resolves only once its commit was read back here.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClosedConnectionError, connect, NoRespondersError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import { JetStreamApiError, type PubAck } from '@nats-io/jetstream';
+import { AckInbox, ackOf } from '../../cluster/jetstream/ack-inbox.ts';
 import { Committer } from '../../cluster/jetstream/committer.ts';
 import type { Publisher } from '../../cluster/jetstream/publisher.ts';
 import type { Reader } from '../../cluster/jetstream/reader.ts';
 import type { DivergenceAudit } from '../../cluster/jetstream/audit.ts';
+import { isTransient } from '../../cluster/jetstream/retry.ts';
+import { startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { CommitQueue, type EncodedProposal, type Pending } from '../../src/log/index.ts';
 import { ManualClock } from '../../src/ports/clock.ts';
+import { freshStream, withJsm } from '../support/jetstream.ts';
+
+describe('AckInbox on a real nats-server', () => {
+  let server: NatsCluster;
+  let nc: NatsConnection;
+  beforeAll(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.urls });
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await server?.shutdown();
+  });
+
+  it('is acknowledged with the stored sequence, and once per message id', async () => {
+    const stream = freshStream('A');
+    await withJsm(server.urls, (jsm) => jsm.streams.add({ name: stream, subjects: [`acks.${stream}`] }));
+    const inbox = new AckInbox(nc);
+    const first = await inbox.publish(`acks.${stream}`, '[1]', { msgID: 'n.b.1', timeout: 5000 });
+    const second = await inbox.publish(`acks.${stream}`, '[2]', { msgID: 'n.b.2', timeout: 5000 });
+    const again = await inbox.publish(`acks.${stream}`, '[1]', { msgID: 'n.b.1', timeout: 5000 });
+    expect(first).toEqual({ stream, seq: 1, duplicate: false });
+    expect(second).toEqual({ stream, seq: 2, duplicate: false });
+    expect(again).toEqual({ stream, seq: 1, duplicate: true });
+    expect(inbox.pending).toBe(0);
+    expect((await withJsm(server.urls, (jsm) => jsm.streams.info(stream))).state.messages).toBe(2);
+  });
+
+  it('says no responders where no stream listens, and passes on JetStream\'s refusal', async () => {
+    const inbox = new AckInbox(nc);
+    const none = await inbox.publish('acks.nobody', '[]', { msgID: 'n.b.1', timeout: 5000 }).catch((e: unknown) => e);
+    expect(none).toBeInstanceOf(NoRespondersError);
+    expect(isTransient(none)).toBe(true);
+    const stream = freshStream('A');
+    await withJsm(server.urls, (jsm) => jsm.streams.add({ name: stream, subjects: [`acks.${stream}`], max_msg_size: 8 }));
+    const refused = await inbox.publish(`acks.${stream}`, 'x'.repeat(64), { msgID: 'n.b.2', timeout: 5000 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(JetStreamApiError);
+    expect((refused as JetStreamApiError).status).toBe(400);
+    expect(isTransient(refused)).toBe(false);
+    expect(inbox.pending).toBe(0);
+  });
+
+  it('times out without an answer, and fails what waits when the connection closes', async () => {
+    const own = await connect({ servers: server.urls });
+    // A responder that never answers: the publish is taken, its ack never comes.
+    const mute = own.subscribe('acks.mute');
+    await own.flush();
+    const inbox = new AckInbox(own);
+    const late = await inbox.publish('acks.mute', '[]', { msgID: 'n.b.1', timeout: 200 }).catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(TimeoutError);
+    expect(inbox.pending).toBe(0);
+    const waiting = inbox.publish('acks.mute', '[]', { msgID: 'n.b.2', timeout: 60_000 }).catch((e: unknown) => e);
+    await own.flush();
+    expect(inbox.pending).toBe(1);
+    mute.unsubscribe();
+    await own.close();
+    expect(await waiting).toBeInstanceOf(ClosedConnectionError);
+    expect(inbox.pending).toBe(0);
+    const closed = await inbox.publish('acks.mute', '[]', { msgID: 'n.b.3', timeout: 200 }).catch((e: unknown) => e);
+    expect(closed).toBeInstanceOf(ClosedConnectionError);
+    expect(isTransient(closed)).toBe(false);
+  });
+});
+
+describe('ackOf', () => {
+  const reply = (text: string) => ({ data: new TextEncoder().encode(text), headers: undefined });
+
+  it('reads a PubAck, and refuses a reply that is not one', () => {
+    expect(ackOf(reply('{"stream":"LOG","seq":7}'), 's')).toEqual({ stream: 'LOG', seq: 7, duplicate: false });
+    expect(ackOf(reply('{"stream":"LOG","seq":7,"duplicate":true,"domain":"d"}'), 's'))
+      .toEqual({ stream: 'LOG', seq: 7, duplicate: true, domain: 'd' });
+    for (const bad of ['nope', '{}', '{"stream":"","seq":1}', '{"stream":"LOG"}', '3']) {
+      expect(ackOf(reply(bad), 's')).toBeInstanceOf(Error);
+    }
+    const err = ackOf(reply('{"error":{"code":503,"err_code":10008,"description":"jetstream unavailable"}}'), 's');
+    expect(err).toBeInstanceOf(JetStreamApiError);
+    expect(isTransient(err)).toBe(true);
+  });
+});
 
 /** A commit path whose acks and read-back the test drives. */
 function drivenCommits() {
