@@ -11,10 +11,10 @@ import { percentile } from './server.ts';
 export type { Scenario };
 
 /** Hard caps per client and row, so a loop ends even if the clock check never trips. */
-const pairsCapPerClient = 1_000_000;
+export const pairsCapPerClient = 1_000_000;
 const attemptsCapPerClient = 5_000_000;
 /** Errors in a row after which a client gives up: a broken server should not be hammered for the whole run. */
-const errorsInARowMax = 20;
+export const errorsInARowMax = 20;
 
 export interface RowOptions {
   durationS: number;
@@ -49,14 +49,14 @@ export interface RowResult {
   capped: boolean;
 }
 
-interface Window {
+export interface Window {
   from: number;
   /** No new pair or attempt starts after this. */
   until: number;
   stopped: () => boolean;
 }
 
-interface ClientTally {
+export interface ClientTally {
   samples: number[];
   pairsInWindow: number;
   refusedInWindow: number;
@@ -67,27 +67,29 @@ interface ClientTally {
   capped: boolean;
 }
 
-function newTally(seconds: number): ClientTally {
+export function newTally(seconds: number): ClientTally {
   return { samples: [], pairsInWindow: 0, refusedInWindow: 0, perSecond: new Array<number>(Math.max(1, Math.floor(seconds))).fill(0),
     errors: 0, firstError: undefined, capped: false };
 }
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-function noteError(t: ClientTally, what: string, err: unknown): void {
+export function noteError(t: ClientTally, what: string, err: unknown): void {
   t.errors += 1;
   t.firstError ??= `${what}: ${message(err)}`;
 }
 
-function noteAcquired(t: ClientTally, w: Window, at: number): void {
+/** `keys` acquired at `at` (a batch row takes several in one request). */
+export function noteAcquired(t: ClientTally, w: Window, at: number, keys = 1): void {
   if (at < w.from || at >= w.until) return;
   const second = Math.floor((at - w.from) / 1000);
-  if (second < t.perSecond.length) t.perSecond[second]! += 1;
+  if (second < t.perSecond.length) t.perSecond[second]! += keys;
 }
 
-function notePair(t: ClientTally, w: Window, start: number, end: number): void {
+/** One round from `start` to `end`: its latency, and `keys` pairs if it ended in the window. */
+export function notePair(t: ClientTally, w: Window, start: number, end: number, keys = 1): void {
   if (start >= w.from) t.samples.push(end - start);
-  if (end >= w.from && end <= w.until) t.pairsInWindow++;
+  if (end >= w.from && end <= w.until) t.pairsInWindow += keys;
 }
 
 /** Distinct keys: try, release, again; a refusal on the client's own key is an error. */
@@ -160,10 +162,11 @@ export async function runRow(d: LockDriver, scenario: Scenario, clients: number,
   } finally {
     await d.teardown();
   }
-  return summarize(scenario, clients, tallies, w);
+  return { scenario, ...summarize(clients, tallies, w) };
 }
 
-function summarize(scenario: Scenario, clients: number, tallies: ClientTally[], w: Window): RowResult {
+/** A row's figures from its clients' tallies over window `w`. */
+export function summarize(clients: number, tallies: ClientTally[], w: Window): Omit<RowResult, 'scenario'> {
   const all = new Float64Array(tallies.reduce((n, t) => n + t.samples.length, 0));
   let at = 0;
   for (const t of tallies) { all.set(t.samples, at); at += t.samples.length; }
@@ -174,7 +177,7 @@ function summarize(scenario: Scenario, clients: number, tallies: ClientTally[], 
     ? Math.min(...tallies.map((t) => Math.min(...t.perSecond.slice(0, wholeSeconds))))
     : Math.min(...tallies.map((t) => t.perSecond[0]! / seconds));
   return {
-    scenario, clients,
+    clients,
     pairsPerS: tallies.reduce((n, t) => n + t.pairsInWindow, 0) / seconds,
     p50Ms: percentile(all, 50), p99Ms: percentile(all, 99),
     contendedPerS: tallies.reduce((n, t) => n + t.refusedInWindow, 0) / seconds,

@@ -7,13 +7,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { BatchLocks, LockDriver } from '../peers/driver.ts';
-import { percentile } from '../server.ts';
-import type { RowOptions, RowResult } from '../measure.ts';
-
-/** Caps per client and row, so a loop ends even if the clock check never trips. */
-const roundsCapPerClient = 1_000_000;
-/** Errors in a row after which a client gives up. */
-const errorsInARowMax = 20;
+import {
+  errorsInARowMax, newTally, noteAcquired, noteError, notePair, pairsCapPerClient, summarize,
+  type ClientTally, type RowOptions, type RowResult, type Window,
+} from '../measure.ts';
 
 /** A txn row's result: RowResult's figures, with `batch` keys per request. */
 export type BatchRowResult = Omit<RowResult, 'scenario'> & { scenario: 'txn'; batch: number };
@@ -22,34 +19,24 @@ export function batchKeys(prefix: string, client: number, batch: number): string
   return Array.from({ length: batch }, (_, i) => `${prefix}/txn/${client}/${i}`);
 }
 
-interface Tally { samples: number[]; pairs: number; perSecond: number[]; errors: number; firstError?: string; capped: boolean }
-
-interface Window { from: number; until: number; stopped: () => boolean }
-
-async function clientLoop(b: BatchLocks, name: string, client: number, keys: readonly string[], w: Window, t: Tally): Promise<void> {
+/** One client: lock its keys in one request, unlock them in one, again; a refusal is an error (no one else uses them). */
+async function clientLoop(b: BatchLocks, name: string, client: number, keys: readonly string[], w: Window, t: ClientTally): Promise<void> {
   let inARow = 0;
   for (let round = 0; ; round++) {
-    if (round >= roundsCapPerClient) { t.capped = true; return; }
+    if (round >= pairsCapPerClient) { t.capped = true; return; }
     const start = performance.now();
     if (start >= w.until || inARow >= errorsInARowMax || w.stopped()) return;
     try {
       if (!(await b.acquireAll(client, keys))) throw new Error('refused on keys no other client uses');
-      const acquiredAt = performance.now();
-      if (acquiredAt >= w.from && acquiredAt < w.until) {
-        const second = Math.floor((acquiredAt - w.from) / 1000);
-        if (second < t.perSecond.length) t.perSecond[second]! += keys.length;
-      }
+      noteAcquired(t, w, performance.now(), keys.length);
       await b.releaseAll(client, keys);
     } catch (err) {
-      t.errors++;
-      t.firstError ??= `${name} txn ${keys[0]}…: ${err instanceof Error ? err.message : String(err)}`;
+      noteError(t, `${name} txn ${keys[0]}…`, err);
       inARow++;
       continue;
     }
     inARow = 0;
-    const end = performance.now();
-    if (start >= w.from) t.samples.push(end - start);
-    if (end >= w.from && end <= w.until) t.pairs += keys.length;
+    notePair(t, w, start, performance.now(), keys.length);
   }
 }
 
@@ -59,32 +46,18 @@ export async function runBatchRow(d: LockDriver, clients: number, batch: number,
   if (b === undefined) throw new Error(`${d.name} has no batch form`);
   if (batch > b.max) throw new Error(`${d.name} takes at most ${b.max} keys per request, not ${batch}`);
   const keys = Array.from({ length: clients }, (_, c) => batchKeys(o.keyPrefix, c, batch));
-  let tallies: Tally[];
+  let tallies: ClientTally[];
   let w: Window;
   try {
     await d.setup(keys.map((k) => k[0]!), 'distinct');
     const from = performance.now() + o.warmupMs;
     w = { from, until: from + o.durationS * 1000, stopped: o.stopped ?? (() => false) };
     o.onWindow?.(w.from, w.until);
-    tallies = keys.map(() => ({ samples: [], pairs: 0, perSecond: new Array<number>(Math.max(1, Math.floor(o.durationS))).fill(0), errors: 0, capped: false }));
+    tallies = keys.map(() => newTally(o.durationS));
     await Promise.all(keys.map((k, c) => clientLoop(b, d.name, c, k, w, tallies[c]!)));
   } finally {
     await d.teardown();
   }
-  const all = Float64Array.from(tallies.flatMap((t) => t.samples)).sort();
-  const seconds = (w.until - w.from) / 1000;
-  const whole = Math.floor(seconds);
-  return {
-    scenario: 'txn', clients, batch,
-    pairsPerS: tallies.reduce((n, t) => n + t.pairs, 0) / seconds,
-    p50Ms: percentile(all, 50), p99Ms: percentile(all, 99),
-    contendedPerS: 0,
-    minAcquiresPerS: whole >= 1
-      ? Math.min(...tallies.map((t) => Math.min(...t.perSecond.slice(0, whole))))
-      : Math.min(...tallies.map((t) => t.perSecond[0]! / seconds)),
-    samples: all.length,
-    errors: tallies.reduce((n, t) => n + t.errors, 0),
-    firstError: tallies.find((t) => t.firstError !== undefined)?.firstError,
-    capped: tallies.some((t) => t.capped),
-  };
+  // No contention on a client's own keys: contendedPerS stays 0, as the tallies have no refusals.
+  return { ...summarize(clients, tallies, w), scenario: 'txn', batch };
 }
