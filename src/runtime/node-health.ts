@@ -88,11 +88,11 @@ export class NodeHealthOwner {
     if (this.confirmTimer !== undefined) this.host.clock.clearTimer(this.confirmTimer);
   }
 
-  /** Resolves once gossip has heard of every Roster node of the catalog, or the start's grace is over. */
+  /** Resolves once gossip has heard of every Roster node of the catalog, the start's grace is over, or the node stops. */
   async heardOrGraceOver(): Promise<void> {
     for (;;) {
       const v = this.view();
-      if (v.graceOver || v.rosterNodes.every((n) => n.node === this.host.nodeName || v.members.has(n.node))) return;
+      if (v.graceOver || !this.host.running() || v.rosterNodes.every((n) => n.node === this.host.nodeName || v.members.has(n.node))) return;
       await new Promise<void>((resolve) => this.host.clock.setTimer(gossipWaitStepMs, resolve));
     }
   }

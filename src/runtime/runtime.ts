@@ -118,7 +118,7 @@ export class Runtime {
       state: () => this.state, owns: (actor) => this.owns(actor), propose: (cmd) => this.propose(cmd), running: () => this.running,
     }, { graceMs: this.membershipGraceMs, failureConfirmMs: o.failureConfirmMs ?? 2_000 });
     this.gate = {
-      selfName: o.nodeName, members: () => this.membership.members(), submit: (cmds) => this.proposals.submit(cmds),
+      selfName: o.nodeName, members: () => this.membership.members(), submit: (cmds) => this.submitNow(cmds),
       heardOrGraceOver: () => (o.clustered === true ? this.nodeHealth.heardOrGraceOver() : Promise.resolve()),
     };
     this.lockQueues = new LockQueues({
@@ -178,9 +178,14 @@ export class Runtime {
 
   /** Several commands in one append: they commit together, consecutively, in this order. */
   proposeAll(cmds: readonly Command[]): Promise<Result>[] {
+    return gatedSubmit(cmds, this.gate) ?? this.submitNow(cmds);
+  }
+
+  /** Submits an append now, unless the runtime failed or is stopping (checked again after the gate's wait). */
+  private submitNow(cmds: readonly Command[]): Promise<Result>[] {
     if (this.fatal) return cmds.map(() => Promise.reject(this.fatal));
     if (this.stopped) return cmds.map(() => Promise.reject(new Error('runtime is stopping')));
-    return gatedSubmit(cmds, this.gate) ?? this.proposals.submit(cmds);
+    return this.proposals.submit(cmds);
   }
 
   /**
