@@ -322,8 +322,9 @@ export class JetStreamLog implements ReplicatedLog {
     const s = this.settings;
     if (!purgesSafely(serverVersion)) {
       s.logger.warn({ stream: s.stream, serverVersion, purgeSafeSince },
-        'JetStream log: the stream is not compacted: this nats-server replays a purge as a purge of the whole stream after a crash; '
-        + `run nats-server ${purgeSafeSince} or later for a bounded stream`);
+        'JetStream log: the stream is not compacted: this nats-server replays a purge as a purge of the whole stream after a crash, '
+        + 'and its copies of the stream were seen disagreeing after every server crashed at once; '
+        + `run nats-server ${purgeSafeSince} or later (docs/cluster.md#nats-server-versions)`);
     }
     compactor.start(s.compactEveryMs);
   }

@@ -88,6 +88,8 @@ export interface JetStreamLogStats {
   consumerStarts: number;
   /** Times the ordered consumer recreated itself after a gap, a missed heartbeat or a reconnect. */
   consumerResets: number;
+  /** Times the consumer was replaced because it delivered nothing while a stored message was awaited. */
+  consumerStalls: number;
 }
 
 /** The options with their defaults applied and their bounds checked. */
@@ -149,6 +151,6 @@ export function inFlightMaxOf(s: Settings): number {
 export function emptyStats(): JetStreamLogStats {
   return {
     commits: 0, entries: 0, publishRetries: 0, duplicates: 0, messagesConsumed: 0, messagesSkipped: 0,
-    consumerStarts: 0, consumerResets: 0,
+    consumerStarts: 0, consumerResets: 0, consumerStalls: 0,
   };
 }

@@ -4,6 +4,13 @@
  * recreates itself after gaps, missed heartbeats and reconnects (resuming after the last message it
  * delivered); if it gives up or goes silent, the reader starts a new one after the cursor, so nothing
  * is skipped or read twice, once the divergence audit has checked the message read last.
+ *
+ * A consumer reads the copy of the stream on the server that hosts it, which need not be the stream
+ * leader. A copy that stopped following the leader (seen on nats-server 2.9 after servers were killed)
+ * keeps the consumer alive, heartbeats and all, but never delivers what the leader stored. So while
+ * someone waits for a sequence the stream is known to hold (the end of the stream at open, a commit
+ * the leader acknowledged) and nothing at all is delivered for `stallMs`, the reader replaces the
+ * consumer, as it does a silent one; the new one may be placed on another server.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
@@ -17,6 +24,8 @@ import { backoffMs, errorMessage, retryPauseMsMax } from './retry.ts';
 
 /** Messages one pull request of the consumer asks for. */
 const consumerBatchMessages = 256;
+/** How long a waited-for sequence may see no delivery at all before the consumer is replaced. */
+export const consumerStallMsDefault = 4_000;
 
 export interface ReaderPorts {
   js: JetStreamClient;
@@ -25,6 +34,8 @@ export interface ReaderPorts {
   /** True when the stream carries only our subject: then a jump in sequence numbers is lost data. */
   strictSeq: boolean;
   consumerExpiresMs: number;
+  /** @default consumerStallMsDefault */
+  stallMs?: number;
   stats: JetStreamLogStats;
   logger: Logger;
   marks: Marks;
@@ -58,8 +69,11 @@ export class Reader {
   private messages: ConsumerMessages | undefined;
   private following: Promise<void> | undefined;
   private readonly liveness = new ConsumerLiveness();
-  /** Promises waiting for the consumer to pass a stream sequence. */
-  private waiters: { seq: number; resolve(): void; reject(err: Error): void }[] = [];
+  /** Promises waiting for the consumer to pass a stream sequence, with when each began to wait. */
+  private waiters: { seq: number; sinceMs: number; resolve(): void; reject(err: Error): void }[] = [];
+  /** When the consumer last delivered a message (or was last replaced for delivering none). */
+  private progressAtMs = 0;
+  private stallTimer: NodeJS.Timeout | undefined;
   /** Set while an entry waits for its attachments: the messages that came after it, in order. */
   private backlog: JsMsg[] | undefined;
 
@@ -70,10 +84,14 @@ export class Reader {
 
   start(): void {
     this.following = this.follow();
+    const stallMs = this.ports.stallMs ?? consumerStallMsDefault;
+    this.stallTimer = setInterval(() => this.checkStalled(stallMs), Math.max(10, Math.floor(stallMs / 4)));
+    this.stallTimer.unref();
   }
 
   /** Stops the consumer in use (the log has set stopped: no other starts). */
   stop(): void {
+    clearInterval(this.stallTimer);
     this.messages?.stop();
   }
 
@@ -88,7 +106,29 @@ export class Reader {
     if (this.cursor.seq >= seq) return Promise.resolve();
     const failure = this.ports.failure();
     if (failure !== undefined) return Promise.reject(failure);
-    return new Promise((resolve, reject) => this.waiters.push({ seq, resolve, reject }));
+    return new Promise((resolve, reject) => this.waiters.push({ seq, sinceMs: Date.now(), resolve, reject }));
+  }
+
+  /**
+   * Replaces the consumer when the oldest waiter and the last delivery are both `stallMs` old: the
+   * stream holds what is awaited, and the server hosting the consumer is not handing it over.
+   */
+  private checkStalled(stallMs: number): void {
+    const oldest = this.waiters[0];
+    if (oldest === undefined || this.ports.stopped() || this.consumer === undefined) return;
+    const now = Date.now();
+    if (now - Math.max(this.progressAtMs, oldest.sinceMs) < stallMs) return;
+    this.progressAtMs = now;
+    this.ports.stats.consumerStalls += 1;
+    this.ports.logger.warn({ stream: this.ports.stream, seq: this.cursor.seq, awaited: oldest.seq, stallMs },
+      'JetStream log: consumer delivered nothing while a stored message was awaited, replacing it');
+    this.replaceConsumer();
+  }
+
+  /** Deletes the consumer on the server and ends its loop: follow() starts a new one after the cursor. */
+  private replaceConsumer(): void {
+    void this.consumer?.delete().catch(() => undefined);
+    this.messages?.stop();
   }
 
   rejectWaiters(err: Error): void {
@@ -140,8 +180,7 @@ export class Reader {
     void this.liveness.watch(messages, (name) => this.onRecreated(name));
     const stopWatchdog = this.liveness.watchdog(ports.consumerExpiresMs / 2, ports.stopped, (silentMs) => {
       ports.logger.warn({ stream: ports.stream, silentMs, seq: this.cursor.seq }, 'JetStream log: consumer silent, replacing it');
-      void this.consumer?.delete().catch(() => undefined);
-      messages.stop();
+      this.replaceConsumer();
     });
     if (ports.stopped()) messages.stop();
     const err = await messages.closed().finally(stopWatchdog);
@@ -162,6 +201,7 @@ export class Reader {
   private onMessage(m: JsMsg): void {
     if (this.ports.stopped()) return;
     this.liveness.alive();
+    this.progressAtMs = Date.now();
     if (this.backlog !== undefined) this.backlog.push(m);
     else this.read(m);
   }

@@ -1,7 +1,8 @@
 // Goal: the JetStream log's answers to what nats-server 2.9.10 was seen to do, each on its own without a
 // server: the divergence audit (a deposed leader's consumer delivering a message the stream does not
 // hold), the watchdog of a consumer whose server went silent, leadership that survives one unanswered
-// request, publishes retried with one message id, and snapshots that cannot be read at open.
+// request, publishes retried with one message id, snapshots that cannot be read at open, and a consumer
+// hosted on a copy of the stream that stopped following the leader (replaced, so catching up ends).
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ClosedConnectionError, TimeoutError } from '@nats-io/transport-node';
 import type { PubAck, StreamInfo } from '@nats-io/jetstream';
@@ -11,6 +12,8 @@ import { DivergenceAudit } from '../../cluster/jetstream/audit.ts';
 import { ConsumerLiveness, consumerSilentHeartbeatsMax } from '../../cluster/jetstream/liveness.ts';
 import { LeadershipWatch, leadershipPollMs } from '../../cluster/jetstream/leadership.ts';
 import { emptyStats } from '../../cluster/jetstream/options.ts';
+import { Marks } from '../../cluster/jetstream/marks.ts';
+import { Reader } from '../../cluster/jetstream/reader.ts';
 import { commitPayload, encodeForMessage, Publisher, type PublisherPorts } from '../../cluster/jetstream/publisher.ts';
 import { SnapshotStore } from '../../cluster/jetstream/snapshots.ts';
 
@@ -196,5 +199,85 @@ describe('SnapshotStore at open', () => {
 
   it('does not start when the snapshots cannot be read and the stream has dropped its first messages', async () => {
     await expect(store.startFrom(info(3), Date.now() + 400)).rejects.toThrow(/JetStreamLog\.open: snapshot: .*no answer/);
+  });
+});
+
+/**
+ * A stream of barrier commits as copies on servers: `copies[k]` is how far the k-th consumer's server holds
+ * it. A consumer delivers its server's messages after its start, then only heartbeats, until stopped.
+ */
+function streamOnCopies(copies: number[]) {
+  const placed: number[] = [];
+  const deleted: number[] = [];
+  const message = (seq: number) => ({
+    seq, headers: undefined, data: new TextEncoder().encode(JSON.stringify([{ p: `x-${seq}`, c: { t: 'barrier' }, t: 1 }])),
+  });
+  const js = {
+    consumers: {
+      get(_stream: string, opts: { opt_start_seq: number }) {
+        const k = placed.length;
+        const holds = copies[Math.min(k, copies.length - 1)]!;
+        placed.push(opts.opt_start_seq);
+        return Promise.resolve({
+          delete: () => { deleted.push(k); return Promise.resolve(true); },
+          consume: ({ callback }: { callback(m: unknown): void }) => {
+            let stop!: () => void;
+            const closed = new Promise<void>((resolve) => { stop = resolve; });
+            queueMicrotask(() => { for (let seq = opts.opt_start_seq; seq <= holds; seq++) callback(message(seq)); });
+            return Promise.resolve({
+              stop, closed: () => closed,
+              // Heartbeats: the server is alive, it just has nothing more to hand over.
+              async *status() { for (;;) { const beat = await Promise.race([closed.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 20))]); if (!beat) return; yield { type: 'heartbeat' }; } },
+            });
+          },
+        });
+      },
+    },
+  };
+  return { js, placed, deleted };
+}
+
+describe('Reader on a copy of the stream that stopped following', () => {
+  function readerOn(copies: number[]) {
+    const { js, placed, deleted } = streamOnCopies(copies);
+    const stats = emptyStats();
+    const audit = new DivergenceAudit({
+      stream: 'LOG', logger: silentLogger, ownIdPrefix: 'me.boot.', storedId: () => Promise.resolve(undefined),
+      stopped: () => false, diverged: () => undefined,
+    });
+    let stopped = false;
+    const reader = new Reader({
+      js: js as never, stream: 'LOG', subject: 'roster.log.LOG', strictSeq: true, consumerExpiresMs: 60_000, stallMs: 200, stats,
+      logger: silentLogger, marks: new Marks({ seq: 0, index: 0, atMs: 0 }), audit, stopped: () => stopped,
+      failure: () => undefined, fail: () => undefined, deliver: () => undefined,
+    }, { seq: 0, index: 0, atMs: 0 }, 0);
+    reader.start();
+    return { reader, placed, deleted, stats, stop: () => { stopped = true; reader.stop(); } };
+  }
+
+  it('replaces a consumer that delivers nothing while a stored sequence is awaited; the next one resumes after the cursor', async () => {
+    // The first server's copy ends at 5, the stream at 6: catching up to 6 ends only on another copy.
+    const r = readerOn([5, 6]);
+    try {
+      await r.reader.catchUp(6, Date.now() + 5_000, 5_000);
+      expect(r.reader.cursor.seq).toBe(6);
+      expect(r.stats.consumerStalls).toBe(1);
+      expect(r.deleted).toEqual([0]);
+      expect(r.placed).toEqual([1, 6]);
+    } finally {
+      r.stop();
+    }
+  });
+
+  it('leaves an idle consumer alone while nobody waits, and one that keeps delivering', async () => {
+    const r = readerOn([6]);
+    try {
+      await r.reader.catchUp(6, Date.now() + 5_000, 5_000);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(r.stats.consumerStalls).toBe(0);
+      expect(r.placed).toEqual([1]);
+    } finally {
+      r.stop();
+    }
   });
 });

@@ -6,4 +6,4 @@ import { debianNatsServer } from '../support/node-dist.ts';
 import { clusterKillSuite } from './cluster-kill-suite.ts';
 
 process.env.ROSTER_NATS_SERVER = debianNatsServer();
-clusterKillSuite({ compaction: true });
+clusterKillSuite({ compaction: true, fullCrash: true });

@@ -7,9 +7,9 @@
 // acknowledged write lost and no index going backwards. On a nats-server that replays purges safely, nodes
 // snapshot every 1,000 entries and the stream is compacted under the faults (its compaction point is past 1
 // at the end); on an older one it is never purged (the point stays 1). Then: losing 2 of 3 nodes
-// leaves a survivor that
-// answers 503 or times out, never a false success; a full-cluster crash and restart loses nothing
-// acknowledged and indexes keep growing.
+// leaves a survivor that answers 503 or times out, never a false success; and, where the nats-servers
+// survive it (2.10 or later, see docs/cluster.md#nats-server-versions), a full-cluster crash and restart
+// loses nothing acknowledged, indexes keep growing and the nodes agree.
 //
 // Knobs: ROSTER_FAULT_PAIRS (default 2000), ROSTER_FAULT_KILLS (fewest kills before the load may stop,
 // default 4), ROSTER_FAULT_MINUTES (time cap of the load, default 4), ROSTER_FAULT_SEED (nemesis seed,
@@ -154,6 +154,11 @@ function loadReport(run: LoadRun, c: ReturnType<typeof checkHistory>, diverged: 
 export interface SuiteOptions {
   /** The nats-servers' binary replays purges safely, so the stream is expected compacted. */
   compaction: boolean;
+  /**
+   * The nats-servers' binary comes back from every server SIGKILLed at once with copies of the stream
+   * that agree, so the full-cluster crash is run (2.9.10 may not: docs/cluster.md#nats-server-versions).
+   */
+  fullCrash: boolean;
 }
 
 /** The load under the nemesis, then every check of its history. */
@@ -301,6 +306,6 @@ export function clusterKillSuite(o: SuiteOptions): void {
   describe.sequential(`process faults against a three-node cluster (${o.compaction ? 'compacted stream' : 'stream never purged'})`, () => {
     test('lock and register load while a node or the stream leader\'s nats-server is SIGKILLed every ~20 s', () => loadPhase(o), (knobs.minutes + 10) * 60_000);
     test('losing two of three nodes (Roster and nats-server): the survivor answers 503 or times out, never a false success', lossPhase, 5 * 60_000);
-    test('a full-cluster crash (every Roster node and nats-server SIGKILLed) and restart loses nothing acknowledged; indexes keep growing', crashPhase, 5 * 60_000);
+    if (o.fullCrash) test('a full-cluster crash (every Roster node and nats-server SIGKILLed) and restart loses nothing acknowledged; indexes keep growing', crashPhase, 5 * 60_000);
   });
 }
