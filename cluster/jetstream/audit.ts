@@ -14,7 +14,9 @@
  *   with the stream's old leader delivered a node's own publish at a sequence that the majority then
  *   gave to another message. The commit's proposers are answered only after this check, so none is
  *   told of a result computed on a message the stream does not hold;
- * * after a commit whose publish failed but that this node read anyway (logged only: nobody waits).
+ * * after a commit whose publish failed but that this node read anyway (logged only: nobody waits);
+ * * of every message in a window of the stream this node digested differently from another node
+ *   (digests.ts): a node that read from a copy of the stream that disagrees with the leader's stops.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JetStreamManager } from '@nats-io/jetstream';
@@ -125,6 +127,19 @@ export class DivergenceAudit {
     if (readAt === undefined) return;
     this.holds(readAt, msgID).catch((e: unknown) => this.ports.logger.warn({ stream: this.ports.stream, msgID, seq: readAt, err: errorMessage(e) },
       'JetStream log: could not check where an unacknowledged own commit was read'));
+  }
+
+  /** Checks messages read against the stream: true once checked (a difference diverges the log), false when the stream could not be asked. */
+  async verify(reads: readonly [number, string][]): Promise<boolean> {
+    try {
+      for (const [seq, read] of reads) {
+        if (this.ports.stopped() || !(await this.holds(seq, read))) return true;
+      }
+      return true;
+    } catch (err) {
+      this.ports.logger.warn({ stream: this.ports.stream, err: errorMessage(err) }, 'JetStream log: could not check a window of messages read, trying again later');
+      return false;
+    }
   }
 
   private async auditRecent(): Promise<boolean> {

@@ -41,6 +41,7 @@ import { Attachments } from './attachments.ts';
 import { Committer } from './committer.ts';
 import { Compactor, firstIndexOf, purgeSafeSince, purgesSafely } from './compaction.ts';
 import { DivergenceAudit, storedMessageId } from './audit.ts';
+import { StreamDigests } from './digests.ts';
 import { LeadershipWatch } from './leadership.ts';
 import { Marks } from './marks.ts';
 import { listObjects } from './object-list.ts';
@@ -62,6 +63,7 @@ interface Parts {
   stores: Stores;
   marks: Marks;
   audit: DivergenceAudit;
+  digests: StreamDigests;
   reader: Reader;
   publisher: Publisher;
   snapshots: SnapshotStore;
@@ -101,8 +103,8 @@ export class JetStreamLog implements ReplicatedLog {
     this.ownIdPrefix = ownIdPrefixOf(opts.nodeName);
     this.progress = new ProgressBoard(this.settings.nodeName, () => ({
       server: this.serverName(), appliedIndex: this.lastIndex(), serverVersion: this.nc?.info?.version,
-      startFrom: this.parts?.snapshots.oldestStart, compacted: this.parts?.compactor.compacted,
-    }));
+      startFrom: this.parts?.snapshots.oldestStart, compacted: this.parts?.compactor.compacted, digests: this.parts?.digests.latest(),
+    }), (node, digests) => this.parts?.digests.heardFrom(node, digests));
   }
 
   // ---- ReplicatedLog ----------------------------------------------------------------------------
@@ -243,9 +245,14 @@ export class JetStreamLog implements ReplicatedLog {
       },
       stopped, diverged: (err) => this.diverged(err),
     });
+    const digests = new StreamDigests({
+      verify: (reads) => audit.verify(reads),
+      mismatch: (w, node, theirs) => s.logger.warn({ stream: s.stream, windowEnd: w.end, sha: w.sha, node, theirs },
+        'JetStream log: another node read a window of the stream differently; checking this node\'s reads against the stream\'s leader'),
+    }, start.seq);
     const reader = new Reader({
       js: stores.js, stream: s.stream, subject, strictSeq, consumerExpiresMs: s.consumerExpiresMs, stats: this.stats,
-      logger: s.logger, marks, audit, stopped, failure: () => this.failure, fail: (cause) => this.fail(cause),
+      logger: s.logger, marks, audit, digests, stopped, failure: () => this.failure, fail: (cause) => this.fail(cause),
       cannotFollow: (err) => this.diverged(err),
       fellBehind: (err) => this.diverged(err),
       deliver: (entries) => this.deliver(entries), attachments: this.attachments,
@@ -264,7 +271,7 @@ export class JetStreamLog implements ReplicatedLog {
       firstSeq: () => this.leadershipWatch.streamSeen().firstSeq,
       purgeBelow: async (seq) => (await stores.jsm.streams.purge(s.stream, { seq })).purged,
     });
-    this.parts = { stores, marks, audit, reader, publisher, snapshots, commits, committer, compactor };
+    this.parts = { stores, marks, audit, digests, reader, publisher, snapshots, commits, committer, compactor };
     reader.start();
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);
     if (s.compactEveryMs > 0) this.startCompactor(compactor, nc.info?.version);

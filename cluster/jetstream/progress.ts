@@ -1,13 +1,15 @@
 /**
  * Each Roster node's progress, shared over core NATS: every `progressReportMs` a node publishes
- * `{name, server, applied, from?, compacted?}` (its name, the nats server it is connected to, the last
+ * `{name, server, applied, from?, compacted?, sv?, dg?}` (its name, the nats server it is connected to, the last
  * index it applied, the mark it may still start from and the compaction point it knows, each mark as
- * `[seq, index]`) on `roster.progress.<stream>`, and every node keeps the newest report per name. Not stored in a
+ * `[seq, index]`, the server's version, and its newest window digests as `[end, sha]`, see digests.ts)
+ * on `roster.progress.<stream>`, and every node keeps the newest report per name. Not stored in a
  * stream: a report is worth only its freshness, and a lost one is replaced a second later. The reader
  * of the table (/v1/operator/log) judges a report older than a few seconds as unknown.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { NodeProgress } from '../../src/ports/index.ts';
+import { windowsReported, type WindowDigest } from './digests.ts';
 
 /** How often a node reports its progress. */
 export const progressReportMs = 1_000;
@@ -30,7 +32,9 @@ export interface SeqIndex { seq: number; index: number }
  * What the own node reports; the marks only once it knows them (see compaction.ts), and the version of
  * the nats-server it is connected to (compaction runs only when every one is known to purge safely).
  */
-export interface OwnProgress { server: string; appliedIndex: number; startFrom?: SeqIndex; compacted?: SeqIndex; serverVersion?: string }
+export interface OwnProgress {
+  server: string; appliedIndex: number; startFrom?: SeqIndex; compacted?: SeqIndex; serverVersion?: string; digests?: WindowDigest[];
+}
 
 interface Heard extends OwnProgress { atMs: number }
 
@@ -54,6 +58,8 @@ export function decodeProgress(data: Uint8Array): ({ name: string } & OwnProgres
     if (startFrom !== undefined) out.startFrom = startFrom;
     if (compacted !== undefined) out.compacted = compacted;
     if (typeof o.sv === 'string' && o.sv.length <= 64) out.serverVersion = o.sv;
+    const digests = digestsOf(o.dg);
+    if (digests !== undefined) out.digests = digests;
     return out;
   } catch {
     return undefined;
@@ -66,11 +72,24 @@ function seqIndexOf(v: unknown): SeqIndex | undefined {
   return { seq: v[0] as number, index: v[1] as number };
 }
 
+/** A report's `[[end, sha], ...]` window digests, or undefined when absent or malformed. */
+function digestsOf(v: unknown): WindowDigest[] | undefined {
+  if (!Array.isArray(v) || v.length > windowsReported) return undefined;
+  const out: WindowDigest[] = [];
+  for (const d of v) {
+    if (!Array.isArray(d) || d.length !== 2 || !Number.isSafeInteger(d[0]) || (d[0] as number) < 1) return undefined;
+    if (typeof d[1] !== 'string' || !/^[0-9a-f]{16}$/.test(d[1])) return undefined;
+    out.push({ end: d[0] as number, sha: d[1] });
+  }
+  return out;
+}
+
 /** The report's JSON; a mark not known yet is left out. */
 export function encodeProgress(name: string, p: OwnProgress): Uint8Array {
   const pair = (m: SeqIndex | undefined): [number, number] | undefined => (m === undefined ? undefined : [m.seq, m.index]);
   return encoder.encode(JSON.stringify({
     name, server: p.server, applied: p.appliedIndex, from: pair(p.startFrom), compacted: pair(p.compacted), sv: p.serverVersion || undefined,
+    dg: p.digests === undefined || p.digests.length === 0 ? undefined : p.digests.map((d) => [d.end, d.sha]),
   }));
 }
 
@@ -79,7 +98,11 @@ export class ProgressBoard {
   private timer: NodeJS.Timeout | undefined;
   private sub: Subscription | undefined;
 
-  constructor(private readonly nodeName: string, private readonly own: () => OwnProgress) {}
+  /** `digestsHeard` is told every other node's reported window digests. */
+  constructor(
+    private readonly nodeName: string, private readonly own: () => OwnProgress,
+    private readonly digestsHeard?: (node: string, digests: readonly WindowDigest[]) => void,
+  ) {}
 
   /** Subscribes to the others' reports and reports this node's every `progressReportMs` until stop(). */
   start(nc: NatsConnection, subject: string): void {
@@ -103,9 +126,11 @@ export class ProgressBoard {
 
   /** Every node heard from in the last `progressForgetMs`, this node first-hand, sorted by name. */
   nodes(nowMs = Date.now()): NodeProgress[] {
-    const { server, appliedIndex } = this.own();
-    const out: NodeProgress[] = [{ name: this.nodeName, server, appliedIndex, ageMs: 0 }];
-    for (const [name, h] of this.live(nowMs)) out.push({ name, server: h.server, appliedIndex: h.appliedIndex, ageMs: Math.max(0, nowMs - h.atMs) });
+    const { server, appliedIndex, digests } = this.own();
+    const out: NodeProgress[] = [withWindows({ name: this.nodeName, server, appliedIndex, ageMs: 0 }, digests)];
+    for (const [name, h] of this.live(nowMs)) {
+      out.push(withWindows({ name, server: h.server, appliedIndex: h.appliedIndex, ageMs: Math.max(0, nowMs - h.atMs) }, h.digests));
+    }
     return out.sort(byName);
   }
 
@@ -135,7 +160,13 @@ export class ProgressBoard {
     if (p === undefined || (!this.heard.has(p.name) && this.heard.size >= progressNodesMax)) return;
     const { name, ...heard } = p;
     this.heard.set(name, { ...heard, atMs: Date.now() });
+    if (name !== this.nodeName && p.digests !== undefined) this.digestsHeard?.(name, p.digests);
   }
+}
+
+function withWindows(row: NodeProgress, digests: WindowDigest[] | undefined): NodeProgress {
+  if (digests !== undefined && digests.length > 0) row.windows = digests;
+  return row;
 }
 
 const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

@@ -40,6 +40,8 @@ export interface ReaderPorts {
   logger: Logger;
   marks: Marks;
   audit: DivergenceAudit;
+  /** Told every message read, in order (digests.ts compares what the nodes read). */
+  digests?: { read(seq: number, msgID: string | undefined): void };
   /** True once the log has stopped for good (closed or failed). */
   stopped(): boolean;
   /** Why the log failed, if it did. */
@@ -235,7 +237,9 @@ export class Reader {
     }
     const { mark, entries } = numberCommit(this.cursor, seq, typeof items === 'string' ? [] : items, this.skipThrough);
     this.cursor = mark;
-    ports.audit.read(seq, m.headers?.get('Nats-Msg-Id'));
+    const msgID = m.headers?.get('Nats-Msg-Id');
+    ports.audit.read(seq, msgID);
+    ports.digests?.read(seq, msgID);
     ports.marks.push(mark);
     const missing = ports.attachments?.missing(entries) ?? [];
     if (missing.length > 0) {

@@ -149,4 +149,9 @@ export interface NodeProgress {
   appliedIndex: number;
   /** Milliseconds since its report was received (this node: 0). */
   ageMs: number;
+  /**
+   * Digests of the newest windows of the stream it read, newest first (cluster only): nodes that read the
+   * same messages report the same digest for a window.
+   */
+  windows?: { end: number; sha: string }[];
 }

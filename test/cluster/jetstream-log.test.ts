@@ -1,5 +1,5 @@
 // Goal: the JetStream log passes the shared log contract on a real nats-server, numbers the stream the
-// same on every node, applies a retried publish once, opens from a snapshot reading only the tail, and
+// same on every node (the nodes' digests of each window of the stream agree), applies a retried publish once, opens from a snapshot reading only the tail, and
 // on a real three-server cluster keeps every acknowledged append, exactly once, across the loss of
 // the stream's leader.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { JetStreamLog } from '../../cluster/index.ts';
+import { windowSeqs } from '../../cluster/jetstream/digests.ts';
 import { ManualClock, SystemClock } from '../../src/ports/clock.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
 import { collect, logCompliance } from '../log/compliance.ts';
@@ -76,6 +77,24 @@ describe('JetStreamLog on one nats-server', () => {
     }
     expect(a.stats.commits).toBeLessThan(60);
     expect(a.stats.messagesConsumed).toBe(a.stats.commits + b.stats.commits);
+  });
+
+  it('nodes that read the same stream report the same digest of each window of it, and neither finds a mismatch', async () => {
+    const a = make('a');
+    const b = make('b');
+    await a.open();
+    await b.open();
+    // One message per append, awaited: past the first window's end (windowSeqs).
+    for (let k = 0; k <= windowSeqs; k += 1) await a.append(proposals('a', k, 1));
+    const windowsOf = (log: JetStreamLog, node: string) => log.status()?.nodes?.find((n) => n.name === node)?.windows;
+    await until('each node reports its first window and hears the other\'s', () => [a, b].every((log) =>
+      windowsOf(log, 'a')?.[0]?.end === windowSeqs && windowsOf(log, 'b')?.[0]?.end === windowSeqs));
+    const digest = windowsOf(a, 'a')![0]!.sha;
+    expect(digest).toMatch(/^[0-9a-f]{16}$/);
+    expect([windowsOf(a, 'b')![0]!.sha, windowsOf(b, 'a')![0]!.sha, windowsOf(b, 'b')![0]!.sha]).toEqual([digest, digest, digest]);
+    // Both still take appends: no mismatch was taken for a divergence.
+    await a.append(proposals('a', 5_000, 1));
+    await b.append(proposals('b', 5_000, 1));
   });
 
   it('applies once a commit whose publish was retried after its ack was lost (server hung)', async () => {
