@@ -132,9 +132,7 @@ export class DivergenceAudit {
   /** Checks messages read against the stream: true once checked (a difference diverges the log), false when the stream could not be asked. */
   async verify(reads: readonly [number, string][]): Promise<boolean> {
     try {
-      for (const [seq, read] of reads) {
-        if (this.ports.stopped() || !(await this.holds(seq, read))) return true;
-      }
+      await this.holdsAll(reads);
       return true;
     } catch (err) {
       this.ports.logger.warn({ stream: this.ports.stream, err: errorMessage(err) }, 'JetStream log: could not check a window of messages read, trying again later');
@@ -146,16 +144,21 @@ export class DivergenceAudit {
     const recent = this.recent.slice(-recentAuditMax);
     for (let attempt = 0; !this.ports.stopped(); attempt += 1) {
       try {
-        for (const [seq, read] of recent) {
-          if (this.ports.stopped() || !(await this.holds(seq, read))) return false;
-        }
-        return true;
+        return await this.holdsAll(recent);
       } catch (err) {
         this.ports.logger.warn({ stream: this.ports.stream, err: errorMessage(err) }, 'JetStream log: could not check the messages read last, retrying');
         await sleep(backoffMs(attempt, retryPauseMsMax));
       }
     }
     return false;
+  }
+
+  /** Whether the stream holds every one of `reads`, stopping at the first divergence. Throws when the stream cannot be asked. */
+  private async holdsAll(reads: readonly [number, string][]): Promise<boolean> {
+    for (const [seq, read] of reads) {
+      if (this.ports.stopped() || !(await this.holds(seq, read))) return false;
+    }
+    return true;
   }
 
   /** Whether the stream holds message `read` at `seq`; a divergence when not. Throws when the stream cannot be asked. */
