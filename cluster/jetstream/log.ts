@@ -247,7 +247,7 @@ export class JetStreamLog implements ReplicatedLog {
     });
     const digests = new StreamDigests({
       verify: (reads) => audit.verify(reads),
-      mismatch: (w, node, theirs) => s.logger.warn({ stream: s.stream, windowEnd: w.end, sha: w.sha, node, theirs },
+      mismatch: (w, other, theirs) => s.logger.warn({ stream: s.stream, windowEnd: w.end, sha: w.sha, other, theirs },
         'JetStream log: another node read a window of the stream differently; checking this node\'s reads against the stream\'s leader'),
     }, start.seq);
     const reader = new Reader({

@@ -168,6 +168,14 @@ describe('Publisher', () => {
     expect(publisher.nextId()).toBe('me.boot.2');
   });
 
+  it('asks again when the ack is a duplicate at seq 0 (its first publish not stored yet), until it names the sequence', async () => {
+    const { publisher, calls, stats } = publisherOver([{ seq: 0, duplicate: true }, { seq: 11, duplicate: true }]);
+    const ack = await publisher.publish('[]', 'me.boot.4');
+    expect(ack.seq).toBe(11);
+    expect(calls.map((c) => c.msgID)).toEqual(['me.boot.4', 'me.boot.4']);
+    expect(stats.publishRetries).toBe(1);
+  });
+
   it('does not retry once the log has failed, nor a failure that is not transient', async () => {
     const failed = publisherOver([new TimeoutError(), {}], { failed: () => true });
     await expect(failed.publisher.publish('[]', 'me.boot.1')).rejects.toThrow(/failed after 1 attempts .*outcome unknown/);

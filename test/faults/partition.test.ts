@@ -4,11 +4,20 @@
 // the other two of each, keep writing through every node, and show the minority answers no write and no
 // ?consistent read with success while the majority keeps serving, and that after healing every node
 // agrees (same X-Consul-Index, same values).
+//
+// The cluster runs Debian 13's nats-server 2.10.27 (fetched by test/support/node-dist.ts). On Debian 12's
+// 2.9.10 the cut-off server's copy of the stream was seen keeping, after the heal, the minority node's own
+// unacknowledged commit at a sequence the majority gave to another message; a node whose consumer that
+// server hosts reads it, even after a restart, and disagrees with the others
+// (docs/cluster.md#nats-server-versions). No client of the stream can repair a copy.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { dropCounts, healAll, partition, partitionUnavailable, type Partition } from './partition.ts';
 import { FaultCluster, http, indexOf, type Answer } from './cluster-harness.ts';
+import { debianNatsServer } from '../support/node-dist.ts';
+
+process.env.ROSTER_NATS_SERVER = debianNatsServer();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -260,6 +269,11 @@ function logRestarts(c: FaultCluster, divergenceRestarts: string[]): void {
   if (divergenceRestarts.length > 0) {
     const why = c.nodes.map((n) => `${n.name}: ${(n.output().match(/no longer follows the log/g) ?? []).length}`).join(', ');
     console.log(`partition: restarted after stopping: ${divergenceRestarts.join(', ')} (stops on a changed stream: ${why})`);
+    // What each stop saw first: the audit's or the window check's words name the sequence and the messages.
+    for (const n of c.nodes) {
+      const first = n.output().split('\n').find((line) => line.includes('no longer follows the log'));
+      if (first !== undefined) console.log(`partition: ${n.name} stopped on: ${first.slice(0, 800)}`);
+    }
   }
 }
 
