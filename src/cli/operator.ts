@@ -1,7 +1,8 @@
 /**
  * `roster operator log`: the agent's view of the log (GET /v1/operator/log) — its kind, who leads,
  * the indexes and compaction point, the stream's copies (cluster) and one row per node with its
- * applied index and lag. `--json` prints the answer as it came.
+ * applied index, lag and (cluster) the newest window of the stream it digested, marked where two nodes
+ * read that window differently. `--json` prints the answer as it came.
  */
 import type { CliContext } from './context.ts';
 import { fields, table } from './output.ts';
@@ -13,6 +14,8 @@ interface NodeRow {
   appliedIndex: number | null;
   lag: number | null;
   ageMs: number | null;
+  /** The newest window of the stream the node digested (cluster); null when unknown. */
+  window?: { end: number; sha: string } | null;
 }
 
 interface Replica { name: string; leader: boolean; current: boolean; activeMs: number; lagMessages: number }
@@ -51,11 +54,31 @@ export function operatorLogText(log: OperatorLog, ctx: Pick<CliContext, 'colors'
       r.name, r.leader ? c.green('leader') : 'follower', r.current ? 'yes' : c.yellow('no'), `${r.activeMs} ms`, String(r.lagMessages),
     ]), c));
   }
-  parts.push(table(['Node', 'Address', 'Server', 'Applied', 'Lag', 'Reported'], log.nodes.map((n) => [
+  const rows = log.nodes.map((n) => [
     n.name, n.address, n.server, n.appliedIndex === null ? c.yellow('unknown') : String(n.appliedIndex), known(n.lag),
     n.ageMs === null ? 'never' : `${n.ageMs} ms ago`,
-  ]), c));
+  ]);
+  if (log.stream === null) {
+    parts.push(table(['Node', 'Address', 'Server', 'Applied', 'Lag', 'Reported'], rows, c));
+  } else {
+    const cell = windowCells(log.nodes, c);
+    parts.push(table(['Node', 'Address', 'Server', 'Applied', 'Lag', 'Reported', 'Stream window'], rows.map((r, k) => [...r, cell[k]!]), c));
+  }
   return parts.join('\n');
+}
+
+/**
+ * Each node's newest window of the stream as `<end> <digest>`; one that another node reports with a
+ * different digest for the same window is marked: the two read different copies of the stream.
+ */
+function windowCells(nodes: readonly NodeRow[], c: CliContext['colors']): string[] {
+  const shas = new Map<number, Set<string>>();
+  for (const n of nodes) if (n.window) shas.set(n.window.end, (shas.get(n.window.end) ?? new Set()).add(n.window.sha));
+  return nodes.map((n) => {
+    if (!n.window) return 'unknown';
+    const text = `${n.window.end} ${n.window.sha.slice(0, 8)}`;
+    return shas.get(n.window.end)!.size > 1 ? c.red(`${text} differs`) : text;
+  });
 }
 
 export async function operatorLog(ctx: CliContext): Promise<void> {

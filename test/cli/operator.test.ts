@@ -27,7 +27,7 @@ describe('roster operator log', () => {
     expect(text.stdout).toMatch(new RegExp(`^node1\\s+${log.leader}\\s+${log.appliedIndex}\\s+0\\s+0 ms ago$`, 'm'));
   });
 
-  test('a cluster answer: the replicas table, and unknown for a node that stopped reporting', () => {
+  test('a cluster answer: the replicas table, unknown for a node that stopped reporting, each node\'s newest stream window', () => {
     const log: OperatorLog = {
       kind: 'jetstream', node: 'a', role: 'Follower', leader: '10.0.0.2:8500', appliedIndex: 40, lastIndex: 40, commitIndex: 42,
       firstIndex: 1, snapshotIndex: 20,
@@ -40,9 +40,9 @@ describe('roster operator log', () => {
         ],
       },
       nodes: [
-        { name: 'a', address: '10.0.0.1:8500', server: 'na', appliedIndex: 40, lag: 2, ageMs: 0 },
-        { name: 'b', address: '10.0.0.2:8500', server: 'nb', appliedIndex: 42, lag: 0, ageMs: 300 },
-        { name: 'c', address: '10.0.0.3:8500', server: 'nc', appliedIndex: null, lag: null, ageMs: 9000 },
+        { name: 'a', address: '10.0.0.1:8500', server: 'na', appliedIndex: 40, lag: 2, ageMs: 0, window: { end: 1024, sha: '0123456789abcdef' } },
+        { name: 'b', address: '10.0.0.2:8500', server: 'nb', appliedIndex: 42, lag: 0, ageMs: 300, window: { end: 1024, sha: 'fedcba9876543210' } },
+        { name: 'c', address: '10.0.0.3:8500', server: 'nc', appliedIndex: null, lag: null, ageMs: 9000, window: null },
       ],
     };
     const text = operatorLogText(log, plain);
@@ -50,7 +50,12 @@ describe('roster operator log', () => {
     expect(text).toMatch(/^Stream seq\s+1\.\.30 \(30 messages\)$/m);
     expect(text).toMatch(/^nb\s+leader\s+yes\s+0 ms\s+0$/m);
     expect(text).toMatch(/^nc\s+follower\s+no\s+9000 ms\s+12$/m);
-    expect(text).toMatch(/^c\s+10\.0\.0\.3:8500\s+nc\s+unknown\s+unknown\s+9000 ms ago$/m);
+    expect(text).toMatch(/^c\s+10\.0\.0\.3:8500\s+nc\s+unknown\s+unknown\s+9000 ms ago\s+unknown$/m);
+    // Two nodes read the same window of the stream differently: both are marked.
+    expect(text).toMatch(/^a\s+.*\s+1024 01234567 differs$/m);
+    expect(text).toMatch(/^b\s+.*\s+1024 fedcba98 differs$/m);
+    const agreeing = { ...log, nodes: log.nodes.map((n) => (n.window ? { ...n, window: { end: 1024, sha: '0123456789abcdef' } } : n)) };
+    expect(operatorLogText(agreeing, plain)).toMatch(/^b\s+.*\s+1024 01234567$/m);
     expect(operatorLogText({ ...log, leader: '' }, plain)).toMatch(/^Leader\s+none \(election\)$/m);
   });
 });

@@ -2,7 +2,8 @@
 // (as when every host runs its own server), so the node standing for the stream's leader is known:
 // exactly one node says Leader in /v1/agent/self, every node answers the same /v1/status/leader — that
 // node's address — and three peers; /v1/operator/log lists the three nodes with their applied indexes
-// and no lag once writes settle; after the leading nats-server is killed, the survivors report a new
+// and no lag once writes settle, and the same digest of the newest window of the stream each read; after
+// the leading nats-server is killed, the survivors report a new
 // leader within a bounded time.
 import { rmSync } from 'node:fs';
 import { connect } from '@nats-io/transport-node';
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { until } from '../support/until.ts';
+import { windowSeqs } from '../../cluster/jetstream/digests.ts';
 
 const names = ['r1', 'r2', 'r3'];
 /** Roster node rK is connected to nats-server nK. */
@@ -23,7 +25,7 @@ const dataDirs: string[] = [];
 interface OperatorLog {
   kind: string; role: string; leader: string; peers: string[]; commitIndex: number; firstIndex: number | null;
   stream: { name: string; leader?: string; replicas: { name: string; leader: boolean }[]; server: string } | null;
-  nodes: { name: string; address: string; server: string; appliedIndex: number | null; lag: number | null }[];
+  nodes: { name: string; address: string; server: string; appliedIndex: number | null; lag: number | null; window: { end: number; sha: string } | null }[];
 }
 
 const address = (a: Agent) => a.url.replace('http://', '');
@@ -109,6 +111,21 @@ describe('truthful cluster status', () => {
       expect(log.stream?.server).toBe(serverOf(name));
     }
   }, 60_000);
+
+  test('operator log: every node reports the same digest of the newest window of the stream it read', async () => {
+    const r1 = nodes.get('r1')!;
+    // Past the end of the stream's first window: writes one after the other, one message each.
+    for (let k = 0; k < windowSeqs; k += 1) expect((await client(r1).put(`/v1/kv/windows/${k}`, 'v')).status).toBe(200);
+    for (const [name, a] of nodes) {
+      const log = await until(`three nodes reporting the same newest window as ${name} sees it`, async () => {
+        const l = await operatorLog(a);
+        const ends = l.nodes.map((n) => n.window?.end);
+        return ends.every((end) => end !== undefined && end >= windowSeqs && end === ends[0]) ? l : undefined;
+      }, 30_000);
+      expect(new Set(log.nodes.map((n) => n.window!.sha)).size).toBe(1);
+      expect(log.nodes[0]!.window!.sha).toMatch(/^[0-9a-f]{16}$/);
+    }
+  }, 120_000);
 
   test('the leading nats-server killed: the others report a new leader within a bounded time', async () => {
     const old = await streamLeader(nats.urls[0]!);

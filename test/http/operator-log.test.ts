@@ -39,6 +39,6 @@ describe('single node log status', () => {
     expect(log.snapshotIndex).toBeLessThanOrEqual(index);
     expect(log.firstIndex).toBeGreaterThanOrEqual(1);
     expect(log.firstIndex).toBeLessThanOrEqual(log.snapshotIndex + 1);
-    expect(log.nodes).toEqual([{ name: 'node1', address: log.leader, server: '', appliedIndex: index, lag: 0, ageMs: 0 }]);
+    expect(log.nodes).toEqual([{ name: 'node1', address: log.leader, server: '', appliedIndex: index, lag: 0, ageMs: 0, window: null }]);
   });
 });

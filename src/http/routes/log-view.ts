@@ -38,6 +38,8 @@ export interface NodeRow {
   lag: number | undefined;
   /** Milliseconds since its report was received; undefined when none was. */
   ageMs: number | undefined;
+  /** The newest window of the stream it digested (cluster; see cluster/jetstream/digests.ts); undefined when unknown. */
+  window: { end: number; sha: string } | undefined;
 }
 
 export interface LogView {
@@ -56,7 +58,7 @@ export function logView(input: ViewInput): LogView {
   const stream = input.status?.stream;
   const applied = input.appliedIndex;
   if (stream === undefined) {
-    const row: NodeRow = { name: input.nodeName, address: input.selfAddress, server: '', appliedIndex: applied, lag: 0, ageMs: 0 };
+    const row: NodeRow = { name: input.nodeName, address: input.selfAddress, server: '', appliedIndex: applied, lag: 0, ageMs: 0, window: undefined };
     const commitIndex = Math.max(applied, input.status?.lastIndex ?? 0);
     row.lag = commitIndex - applied;
     return { role: 'Leader', leader: input.writable ? input.selfAddress : '', peers: [input.selfAddress], commitIndex, nodes: [row] };
@@ -87,7 +89,11 @@ function addressOf(input: ViewInput): (name: string) => string {
 /** One row per node reported or known to membership, this node included, sorted by name. */
 function rows(input: ViewInput, commitIndex: number, address: (name: string) => string): NodeRow[] {
   const reported = new Map<string, NodeProgress>((input.status?.nodes ?? []).map((n) => [n.name, n]));
-  reported.set(input.nodeName, { name: input.nodeName, server: input.status?.stream?.server ?? '', appliedIndex: input.appliedIndex, ageMs: 0 });
+  const own = reported.get(input.nodeName);
+  reported.set(input.nodeName, {
+    name: input.nodeName, server: input.status?.stream?.server ?? '', appliedIndex: input.appliedIndex, ageMs: 0,
+    ...(own?.windows ? { windows: own.windows } : {}),
+  });
   const names = new Set([...reported.keys(), ...input.members.filter((m) => m.status !== 'left').map((m) => m.name)]);
   return [...names].sort().map((name) => {
     const n = reported.get(name);
@@ -95,7 +101,7 @@ function rows(input: ViewInput, commitIndex: number, address: (name: string) => 
     return {
       name, address: address(name), server: n?.server ?? '',
       appliedIndex: known ? n.appliedIndex : undefined, lag: known ? Math.max(0, commitIndex - n.appliedIndex) : undefined,
-      ageMs: n?.ageMs,
+      ageMs: n?.ageMs, window: known ? n.windows?.[0] : undefined,
     };
   });
 }

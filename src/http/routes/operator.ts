@@ -59,7 +59,7 @@ function operatorLog(_req: Request, api: ApiContext): Reply {
     appliedIndex: api.runtime.state.index, lastIndex: status?.lastIndex ?? api.runtime.state.index, commitIndex: view.commitIndex,
     firstIndex: status?.firstIndex ?? null, snapshotIndex: status?.snapshotIndex ?? 0,
     stream: status?.stream ?? null,
-    nodes: view.nodes.map((n) => ({ ...n, appliedIndex: n.appliedIndex ?? null, lag: n.lag ?? null, ageMs: n.ageMs ?? null })),
+    nodes: view.nodes.map((n) => ({ ...n, appliedIndex: n.appliedIndex ?? null, lag: n.lag ?? null, ageMs: n.ageMs ?? null, window: n.window ?? null })),
   });
 }
 
