@@ -127,9 +127,9 @@ export class ProgressBoard {
   /** Every node heard from in the last `progressForgetMs`, this node first-hand, sorted by name. */
   nodes(nowMs = Date.now()): NodeProgress[] {
     const { server, appliedIndex, digests } = this.own();
-    const out: NodeProgress[] = [withWindows({ name: this.nodeName, server, appliedIndex, ageMs: 0 }, digests)];
+    const out: NodeProgress[] = [withWindow({ name: this.nodeName, server, appliedIndex, ageMs: 0 }, digests)];
     for (const [name, h] of this.live(nowMs)) {
-      out.push(withWindows({ name, server: h.server, appliedIndex: h.appliedIndex, ageMs: Math.max(0, nowMs - h.atMs) }, h.digests));
+      out.push(withWindow({ name, server: h.server, appliedIndex: h.appliedIndex, ageMs: Math.max(0, nowMs - h.atMs) }, h.digests));
     }
     return out.sort(byName);
   }
@@ -164,8 +164,10 @@ export class ProgressBoard {
   }
 }
 
-function withWindows(row: NodeProgress, digests: WindowDigest[] | undefined): NodeProgress {
-  if (digests !== undefined && digests.length > 0) row.windows = digests;
+/** The row with the newest of the node's window digests, when it reported one. */
+function withWindow(row: NodeProgress, digests: WindowDigest[] | undefined): NodeProgress {
+  const newest = digests?.[0];
+  if (newest !== undefined) row.window = newest;
   return row;
 }
 

@@ -76,8 +76,8 @@ export class Publisher {
 
   /**
    * Publishes one message, retrying timeouts, missing responders (a stream leader election, a
-   * reconnect) and acks without a sequence with backoff and the same message id, for at most `publishRetryMsMax`. A commit that
-   * finally fails is rejected; its message may still have been stored (the ack was lost), so the
+   * reconnect) and acks without a sequence, with backoff and the same message id, for at most
+   * `publishRetryMsMax`. A commit that finally fails is rejected; its message may still have been stored (the ack was lost), so the
    * outcome is unknown to the caller and the entries may appear in the log later.
    */
   async publish(payload: string, msgID: string): Promise<PubAck> {
@@ -87,8 +87,8 @@ export class Publisher {
       let ack: PubAck;
       try {
         ack = await ports.js.publish(ports.subject, payload, { msgID, timeout: ports.publishTimeoutMs });
-        // nats-server 2.10 answers a retry whose first publish it is still storing (a leader taking over
-        // after a partition) as a duplicate at seq 0: where the message lands is not known yet, so ask again.
+        // nats-server 2.10.27 was seen acknowledging a retry at seq 0 after a partition healed (by all signs
+        // a duplicate of a publish not stored yet): that names no sequence to check, so ask again.
         if (ack.seq < 1) throw new Error(`stream acknowledged ${msgID} as a duplicate of a message not stored yet (seq ${ack.seq})`);
       } catch (err) {
         const pause = backoffMs(attempt, retryPauseMsMax);

@@ -150,8 +150,8 @@ export interface NodeProgress {
   /** Milliseconds since its report was received (this node: 0). */
   ageMs: number;
   /**
-   * Digests of the newest windows of the stream it read, newest first (cluster only): nodes that read the
-   * same messages report the same digest for a window.
+   * The digest of the newest window of the stream it read (cluster only): nodes that read the same
+   * messages report the same digest for a window.
    */
-  windows?: { end: number; sha: string }[];
+  window?: { end: number; sha: string };
 }

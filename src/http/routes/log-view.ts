@@ -89,10 +89,9 @@ function addressOf(input: ViewInput): (name: string) => string {
 /** One row per node reported or known to membership, this node included, sorted by name. */
 function rows(input: ViewInput, commitIndex: number, address: (name: string) => string): NodeRow[] {
   const reported = new Map<string, NodeProgress>((input.status?.nodes ?? []).map((n) => [n.name, n]));
-  const own = reported.get(input.nodeName);
+  const window = reported.get(input.nodeName)?.window;
   reported.set(input.nodeName, {
-    name: input.nodeName, server: input.status?.stream?.server ?? '', appliedIndex: input.appliedIndex, ageMs: 0,
-    ...(own?.windows ? { windows: own.windows } : {}),
+    name: input.nodeName, server: input.status?.stream?.server ?? '', appliedIndex: input.appliedIndex, ageMs: 0, ...(window ? { window } : {}),
   });
   const names = new Set([...reported.keys(), ...input.members.filter((m) => m.status !== 'left').map((m) => m.name)]);
   return [...names].sort().map((name) => {
@@ -101,7 +100,7 @@ function rows(input: ViewInput, commitIndex: number, address: (name: string) => 
     return {
       name, address: address(name), server: n?.server ?? '',
       appliedIndex: known ? n.appliedIndex : undefined, lag: known ? Math.max(0, commitIndex - n.appliedIndex) : undefined,
-      ageMs: n?.ageMs, window: known ? n.windows?.[0] : undefined,
+      ageMs: n?.ageMs, window: known ? n.window : undefined,
     };
   });
 }
