@@ -32,7 +32,7 @@ import type { LockDriver } from './peers/driver.ts';
 import { formatRow, startRoster, type Server } from './server.ts';
 import { benchOptions, count, countList, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
 import {
-  allSystems, batchDefault, efficiencyOf, keyPrefix, rowScenarios, warmupMs,
+  allSystems, batchDefault, efficiencyOf, keyPrefix, rowScenarios, systemWarmupSDefault, warmupMs,
   type CompareRow, type LockSystem, type Options, type ReadsRun, type RowScenario, type SystemRun,
 } from './compare/model.ts';
 import { header, printSummary, ratiosOf, rowCols, rowText, rowWidths, targetsOf } from './compare/report.ts';
@@ -47,6 +47,9 @@ const rowSlackMs = 30_000;
 
 const usage = `usage: npm run bench:compare -- [options]
   --duration <seconds>   measured time per row (and per wrk run), after ${warmupMs} ms warm-up   [default 5]
+  --warmup <seconds>     unmeasured load on each system once started, before its rows: every scenario at
+                         the largest client count for this long (reads: a wrk run as long); 0 for none
+                                                                                                [default ${systemWarmupSDefault}]
   --clients <list>       comma-separated concurrent client counts                              [default 1,16,64]
   --systems <list>       comma-separated subset of ${allSystems.join(',')}
                                                                                                 [default all]
@@ -58,7 +61,7 @@ const usage = `usage: npm run bench:compare -- [options]
 function parseOptions(argv: string[]): Options {
   const values = parseBenchArgs(argv, {
     duration: { type: 'string' }, clients: { type: 'string' }, systems: { type: 'string' }, json: { type: 'string' },
-    'data-parent': { type: 'string' }, scenarios: { type: 'string' }, batch: { type: 'string' },
+    'data-parent': { type: 'string' }, scenarios: { type: 'string' }, batch: { type: 'string' }, warmup: { type: 'string' },
   });
   return {
     durationS: seconds('duration', values.duration, 5, { max: 3600 }),
@@ -67,6 +70,7 @@ function parseOptions(argv: string[]): Options {
     systems: namesOf('systems', values.systems, allSystems),
     scenarios: namesOf('scenarios', values.scenarios, rowScenarios),
     batch: count('batch', values.batch, batchDefault, 1, batchDefault),
+    systemWarmupS: seconds('warmup', values.warmup, systemWarmupSDefault, { min: 0, minIncluded: true, max: 600 }),
     jsonPath: resultsPath(values.json, 'compare'),
     dataParent: resolve(values['data-parent'] ?? tmpdir()),
   };
@@ -221,12 +225,33 @@ async function measureRow(system: LockSystem, s: Started, scenario: RowScenario,
   return { system, ...row, batch: scenario === 'txn' ? o.batch : 1, ...efficiencyOf(row.pairsPerS, meter.finish()) };
 }
 
+/**
+ * The system's warm-up: each scenario it can run, at the largest client count, for `--warmup` seconds,
+ * measured by nobody. A failure here is the system's failure, as in a row.
+ */
+async function warmUp(system: LockSystem, s: Started, o: Options): Promise<void> {
+  if (o.systemWarmupS <= 0) return;
+  const clients = Math.max(...o.clients);
+  const common = { durationS: o.systemWarmupS, warmupMs: 0, keyPrefix, stopped: () => interrupted };
+  for (const scenario of o.scenarios) {
+    if (interrupted) throw new Interrupted();
+    if (scenario === 'txn' && s.driver.batch === undefined) continue;
+    const row = scenario === 'txn'
+      ? await runBatchRow(s.driver, clients, o.batch, common)
+      : await runRow(s.driver, scenario, clients, { ...common, sharedLatencyFrom: 'lock' });
+    const failed = s.failure();
+    if (failed !== undefined) throw new Error(failed);
+    if (row.errors > 0) process.stderr.write(`bench: ${system} warm-up ${scenario}/${clients}: ${row.errors} errors, first: ${row.firstError}\n`);
+  }
+}
+
 async function runSystem(system: LockSystem, o: Options, onRow: (r: CompareRow) => void): Promise<SystemRun> {
   const run: SystemRun = { system, description: '', rows: [] };
   try {
     await withSystem(system, o, async (s) => {
       run.description = s.description;
       process.stdout.write(`${system}: ${s.description}\n`);
+      await warmUp(system, s, o);
       for (const scenario of o.scenarios) {
         if (scenario === 'txn' && s.driver.batch === undefined) {
           const why = 'no multi-key transaction to take locks in batches';
@@ -263,12 +288,18 @@ const readKey = `${keyPrefix}/read`;
 async function runReads(o: Options): Promise<ReadsRun> {
   const out: ReadsRun = {};
   try {
-    out.hello = await withStarted('hello-uws', startHelloUws, (h) => h.child.stop(), (h) => runWrk(h.url, o.durationS));
+    // Each server gets a wrk run of --warmup seconds first, unmeasured, as the lock systems get their warm-up.
+    const warm = async (url: string) => { if (o.systemWarmupS > 0) await runWrk(url, o.systemWarmupS); };
+    out.hello = await withStarted('hello-uws', startHelloUws, (h) => h.child.stop(), async (h) => {
+      await warm(h.url);
+      return runWrk(h.url, o.durationS);
+    });
     out.roster = await withStarted('Roster (reads)', () => startRoster([], o.dataParent), stopRoster, async (srv) => {
       const http = new RosterHttp(srv.url, 1);
       try {
         const put = await http.request('PUT', `/v1/kv/${readKey}`, 'a small value for the read bench');
         if (put.status !== 200 || put.text.trim() !== 'true') throw new Error(describeAnswer(`write ${readKey}`, put));
+        await warm(`${srv.url}/v1/kv/${readKey}`);
         const result = await runWrk(`${srv.url}/v1/kv/${readKey}`, o.durationS);
         if (srv.exited() !== undefined) throw new Error(`Roster stopped during the reads (${srv.exited()}):\n${srv.tail().slice(-3000)}`);
         return result;
@@ -296,8 +327,10 @@ async function main(): Promise<number> {
 
   const lockRuns = o.systems.filter((s): s is LockSystem => s !== 'reads');
   const rowsPerSystem = o.scenarios.length * o.clients.length;
+  const warmupsPerSystem = o.systemWarmupS > 0 ? o.scenarios.length : 0;
   const budgetMs = o.systems.length * startStopBudgetMs + lockRuns.length * rowsPerSystem * (warmupMs + o.durationS * 1000 + rowSlackMs)
-    + (o.systems.includes('reads') ? 2 * (o.durationS * 1000 + rowSlackMs) : 0);
+    + lockRuns.length * warmupsPerSystem * (o.systemWarmupS * 1000 + rowSlackMs)
+    + (o.systems.includes('reads') ? 2 * (o.durationS * 1000 + rowSlackMs) + 2 * warmupsPerSystem * (o.systemWarmupS * 1000 + rowSlackMs) : 0);
   const watchdog = setTimeout(() => hardExit(1, `the run took longer than its budget of ${Math.round(budgetMs / 1000)} s`), budgetMs);
   watchdog.unref();
 
@@ -320,7 +353,7 @@ async function main(): Promise<number> {
   writeFileSync(o.jsonPath, `${JSON.stringify({
     version: 1, startedAt, finishedAt: new Date().toISOString(), machine,
     options: {
-      durationS: o.durationS, warmupMs, clients: o.clients, systems: o.systems, scenarios: o.scenarios, batch: o.batch,
+      durationS: o.durationS, warmupMs, systemWarmupS: o.systemWarmupS, clients: o.clients, systems: o.systems, scenarios: o.scenarios, batch: o.batch,
       keys: { distinct: `${keyPrefix}/<client>`, shared: `${keyPrefix}/shared`, txn: `${keyPrefix}/txn/<client>/<0..batch-1>` },
     },
     systems: runs.map((r) => ({

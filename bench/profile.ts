@@ -21,6 +21,7 @@ import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
 import { describeMachine } from './peers/tools.ts';
 import { readProfile, type MainThread } from './peers/cpu-profile.ts';
 import { ms, startRoster, type Server } from './server.ts';
+import { systemWarmupSDefault } from './compare/model.ts';
 import { agentDescription } from './support/built-agent.ts';
 import { benchOptions, count, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
 
@@ -40,6 +41,8 @@ const described: Record<ScenarioName, string> = {
 
 interface Options {
   durationS: number;
+  /** Seconds of the same load, unprofiled by the reading, before the window (as bench:compare's --warmup). */
+  systemWarmupS: number;
   clients: number;
   scenarios: ScenarioName[];
   jsonPath: string;
@@ -50,6 +53,7 @@ interface Options {
 
 const usage = `usage: npm run bench:profile -- [options]
   --duration <seconds>   measured window per scenario, after ${warmupMs} ms warm-up             [default 5]
+  --warmup <seconds>     the same load, not read, once the system has started (as bench:compare) [default ${systemWarmupSDefault}]
   --clients <n>          clients of the lock scenarios (reads: wrk's 64 connections)        [default ${clientsDefault}]
   --scenarios <list>     of ${scenarioNames.join(', ')}                [default all]
   --keep-profiles <dir>  keep each Roster process's .cpuprofile there (open in Chrome DevTools)
@@ -59,10 +63,11 @@ const usage = `usage: npm run bench:profile -- [options]
 function parseOptions(argv: string[]): Options {
   const values = parseBenchArgs(argv, {
     duration: { type: 'string' }, clients: { type: 'string' }, scenarios: { type: 'string' }, json: { type: 'string' },
-    'data-parent': { type: 'string' }, 'keep-profiles': { type: 'string' },
+    'data-parent': { type: 'string' }, 'keep-profiles': { type: 'string' }, warmup: { type: 'string' },
   });
   return {
     durationS: seconds('duration', values.duration, 5, { min: 1, minIncluded: true, max: 600 }),
+    systemWarmupS: seconds('warmup', values.warmup, systemWarmupSDefault, { min: 0, minIncluded: true, max: 600 }),
     clients: count('clients', values.clients, clientsDefault, 1, 4096),
     scenarios: namesOf('scenarios', values.scenarios, scenarioNames),
     jsonPath: resultsPath(values.json, 'profile'),
@@ -206,6 +211,7 @@ async function runScenario(name: ScenarioName, o: Options, profileDir: string): 
       } finally {
         await http.close();
       }
+      if (o.systemWarmupS > 0) await runWrk(`${urls[0]}/v1/kv/bench/read`, o.systemWarmupS);
       // wrk has no warm-up: measure from half a second in to half a second before its end.
       const startedAt = performance.now();
       meter.at(startedAt + warmupMs, startedAt + o.durationS * 1000 - warmupMs);
@@ -213,6 +219,9 @@ async function runScenario(name: ScenarioName, o: Options, profileDir: string): 
     } else {
       driver = new RosterDriver({ urls, connectionsPerNode: Math.ceil(o.clients / urls.length), contention: 'queue' });
       const scenario: Scenario = name === 'single-shared' ? 'shared' : 'distinct';
+      if (o.systemWarmupS > 0) {
+        await runRow(driver, scenario, o.clients, { durationS: o.systemWarmupS, warmupMs: 0, sharedLatencyFrom: 'lock', keyPrefix: 'bench' });
+      }
       result.row = await runRow(driver, scenario, o.clients, {
         durationS: o.durationS, warmupMs, sharedLatencyFrom: 'lock', keyPrefix: 'bench',
         onWindow: (from, until) => meter.at(from, until),
@@ -286,7 +295,7 @@ async function main(): Promise<number> {
   const startedAt = new Date().toISOString();
   process.stdout.write(`roster profile  ${startedAt}  commit ${commit}\n`
     + `machine: cpu ${machine.cpu} x${machine.cores}, node ${machine.node}, ${machine.platform}; data dirs under ${o.dataParent} (${machine.dataFs}); ${agentDescription()}\n`
-    + `each scenario: ${o.clients} clients (reads: wrk -c64), ${o.durationS} s window after ${warmupMs} ms warm-up; every Roster process runs with --cpu-prof\n\n`);
+    + `each scenario: ${o.clients} clients (reads: wrk -c64), ${o.durationS} s window after ${warmupMs} ms warm-up${o.systemWarmupS > 0 ? ` (and ${o.systemWarmupS} s of the same load once started)` : ''}; every Roster process runs with --cpu-prof\n\n`);
   let failed = false;
   const results: ScenarioResult[] = [];
   for (const name of o.scenarios) {
@@ -306,7 +315,7 @@ async function main(): Promise<number> {
     }
   }
   mkdirSync(dirname(o.jsonPath), { recursive: true });
-  writeFileSync(o.jsonPath, `${JSON.stringify({ version: 1, startedAt, finishedAt: new Date().toISOString(), commit, machine, options: { durationS: o.durationS, clients: o.clients, warmupMs }, results }, null, 2)}\n`);
+  writeFileSync(o.jsonPath, `${JSON.stringify({ version: 1, startedAt, finishedAt: new Date().toISOString(), commit, machine, options: { durationS: o.durationS, clients: o.clients, warmupMs, systemWarmupS: o.systemWarmupS }, results }, null, 2)}\n`);
   process.stdout.write(`results: ${o.jsonPath}${o.keepProfiles === undefined ? '' : `\nprofiles: ${o.keepProfiles}/<scenario>/`}\n`);
   return failed ? 1 : 0;
 }

@@ -7,6 +7,13 @@ import type { WindowCpu } from '../peers/proc-cpu.ts';
 import type { WrkResult } from '../peers/reads.ts';
 
 export const warmupMs = 500;
+/**
+ * Unmeasured load each system gets once started, before its first row, in seconds per scenario. Roster
+ * runs on V8: for its first seconds under load its optimising compiler runs on other threads (measured:
+ * a node's helper threads at 30–40% of its CPU for about 6 s, then 5%), which a Go peer never pays.
+ * Every system gets the same warm-up, so the rows compare systems as they run for long.
+ */
+export const systemWarmupSDefault = 5;
 export const keyPrefix = 'bench';
 
 export const lockSystems = ['roster', 'etcd', 'nats-kv', 'roster-cluster', 'etcd-cluster', 'nats-kv-r3'] as const;
@@ -33,6 +40,8 @@ export interface Options {
   clients: number[];
   scenarios: RowScenario[];
   batch: number;
+  /** Seconds of unmeasured load per scenario after a system starts (0: none). */
+  systemWarmupS: number;
   systems: System[];
   jsonPath: string;
   dataParent: string;

@@ -24,19 +24,20 @@ test('bench:compare: server CPU per pair and per core-second on every row, txn r
   try {
     const json = join(dir, 'out.json');
     const { stdout } = await run('npx', ['tsx', 'bench/compare.ts', '--systems', 'roster,nats-kv', '--clients', '2', '--duration', '0.5',
-      '--batch', '8', '--json', json, '--data-parent', dir], { cwd: repoRoot, timeout: 150_000 });
+      '--warmup', '0.5', '--batch', '8', '--json', json, '--data-parent', dir], { cwd: repoRoot, timeout: 150_000 });
     expect(stdout).toMatch(/srv cores +srv µs\/pair +pairs\/core-s/);
+    expect(stdout).toContain('warm-up: each system, once started, runs every scenario unmeasured for 0.5 s at 2 clients');
     expect(stdout).toMatch(/^roster +txn×8 +2 +\d+/m);
     expect(stdout).toContain('nats-kv txn: no multi-key transaction');
     expect(stdout).toMatch(/roster \/ nats-kv +distinct +2 .*×$/m);
 
     const out = JSON.parse(readFileSync(json, 'utf8')) as {
-      options: { scenarios: string[]; batch: number };
+      options: { scenarios: string[]; batch: number; systemWarmupS: number };
       systems: { system: string; skipped?: { scenario: string; why: string }[]; error?: string }[];
       rows: Row[];
       ratios: { roster: string; peer: string; scenario: string; cpuRatio: number; rosterPairsPerServerCoreS: number }[];
     };
-    expect(out.options).toMatchObject({ scenarios: ['distinct', 'shared', 'txn'], batch: 8 });
+    expect(out.options).toMatchObject({ scenarios: ['distinct', 'shared', 'txn'], batch: 8, systemWarmupS: 0.5 });
     expect(out.systems.map((s) => s.error)).toEqual([undefined, undefined]);
     expect(out.systems[1]!.skipped).toEqual([{ scenario: 'txn', why: expect.stringContaining('no multi-key transaction') }]);
     expect(out.rows.map((r) => `${r.system} ${r.scenario} ${r.batch}`)).toEqual([
@@ -71,4 +72,7 @@ test('bench:compare refuses a batch larger than a transaction holds, and an unkn
   const unknown = await refused(['--scenarios', 'txn,bulk']);
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toContain('--scenarios: "bulk" is not one of distinct, shared, txn');
+  const warmup = await refused(['--warmup', 'soon']);
+  expect(warmup.code).toBe(2);
+  expect(warmup.stderr).toContain('--warmup: "soon" is not a number of seconds');
 }, 120_000);

@@ -60,7 +60,7 @@ test('npm run bench:profile profiles a started Roster under a lock row and says 
   try {
     const json = join(dir, 'out.json');
     const { stdout } = await promisify(execFile)('npx', ['tsx', 'bench/profile.ts', '--scenarios', 'single-distinct', '--clients', '4',
-      '--duration', '1', '--json', json, '--keep-profiles', join(dir, 'profiles')], { cwd: repoRoot, timeout: 90_000 });
+      '--duration', '1', '--warmup', '0.5', '--json', json, '--keep-profiles', join(dir, 'profiles')], { cwd: repoRoot, timeout: 90_000 });
     expect(stdout).toContain('== single-distinct');
     expect(stdout).toMatch(/row: 4 clients, \d+ pairs\/s.*errors 0/);
     expect(stdout).toMatch(/roster bench: main thread busy \d+% of the window/);
