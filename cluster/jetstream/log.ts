@@ -265,6 +265,7 @@ export class JetStreamLog implements ReplicatedLog {
     const committer = new Committer({ reader, publisher, audit, clock: this.opts.clock, failure: () => this.failure });
     const commits = new CommitQueue<EncodedProposal>(kind, {
       entriesMax: s.batchEntriesMax, bytesMax: stores.bytesMax, queuedEntriesMax: s.queuedEntriesMax, inFlightMax: inFlightMaxOf(s),
+      lingerMs: s.commitLingerMs,
     }, (batch) => committer.commit(batch));
     const compactor = new Compactor({
       stream: s.stream, nodeName: s.nodeName, logger: s.logger, nodes: () => this.progress.marks(),

@@ -34,6 +34,15 @@ export interface CommitBounds {
    * fdatasync); a replicated log may pipeline several. @default 1
    */
   inFlightMax?: number;
+  /**
+   * How long a commit waits for more appends while the log has concurrent writers: when a commit is
+   * about to start and either entries of earlier commits are not settled yet (their writers, waiting
+   * for an answer, are likely to write again as soon as they have it) or the previous commit, started
+   * less than `lingerMs` × 50 ago, carried several appends, it starts this many ms later, or as soon as
+   * the waiting appends fill a commit (`entriesMax` or `bytesMax`). A lone writer, or an idle log, is
+   * committed at once: only concurrent writers trade this wait for fewer, larger commits. @default 0 (no wait)
+   */
+  lingerMs?: number;
 }
 
 /** `commit` must settle every pending of its batch (resolve after durable + delivered, or reject). */
@@ -43,8 +52,16 @@ const resolved = Promise.resolve();
 
 export class CommitQueue<T> {
   private readonly queue: Pending<T>[] = [];
-  /** Entries in `queue`. */
+  /** Entries in `queue`, and their bytes. */
   private queuedEntries = 0;
+  private queuedBytes = 0;
+  /** Entries queued or committed whose appends have not settled yet (queued ones included). */
+  private unsettled = 0;
+  /** The previous commit: how many appends it took, and when it started (ms, performance.now()). */
+  private lastAppends = 0;
+  private lastStartMs = 0;
+  /** Set while the next commit lingers for more appends (see `lingerMs`). */
+  private lingerTimer: NodeJS.Timeout | undefined;
   private inFlight = 0;
   private pumpScheduled = false;
   private readonly idleWaiters: (() => void)[] = [];
@@ -72,9 +89,23 @@ export class CommitQueue<T> {
   enqueue(items: readonly T[], bytes: number): Promise<void> {
     const refused = this.refusal(items.length);
     if (refused !== undefined) return Promise.reject(refused);
+    this.unsettled += items.length;
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ items, bytes, resolve, reject });
+      // Settles once (a commit that throws after settling part of its batch rejects it all again).
+      let open = true;
+      const settled = (): boolean => {
+        if (!open) return false;
+        open = false;
+        this.unsettled -= items.length;
+        return true;
+      };
+      this.queue.push({
+        items, bytes,
+        resolve: () => { if (settled()) resolve(); },
+        reject: (err) => { if (settled()) reject(err); },
+      });
       this.queuedEntries += items.length;
+      this.queuedBytes += bytes;
       this.schedulePump();
     });
   }
@@ -88,6 +119,9 @@ export class CommitQueue<T> {
   /** Rejects everything still queued (not the batches in flight: their commits settle them). */
   rejectQueued(err: Error): void {
     this.queuedEntries = 0;
+    this.queuedBytes = 0;
+    clearTimeout(this.lingerTimer);
+    this.lingerTimer = undefined;
     for (const p of this.queue.splice(0)) p.reject(err);
     this.checkIdle();
   }
@@ -107,12 +141,25 @@ export class CommitQueue<T> {
     this.pump();
   };
 
-  /** Starts commits while there is work and room; each finished commit pumps again. */
-  private pump(): void {
+  /**
+   * Starts commits while there is work and room; each finished commit pumps again. A commit about to
+   * start lingers first (once) while earlier entries are unsettled (see `lingerMs`).
+   */
+  private pump(lingered = false): void {
     const max = this.bounds.inFlightMax ?? 1;
+    if (this.lingerTimer !== undefined) {
+      if (!this.full()) return;
+      clearTimeout(this.lingerTimer);
+      this.lingerTimer = undefined;
+    } else if (!lingered && this.queue.length > 0 && this.inFlight < max && this.concurrent() && !this.full()) {
+      this.lingerTimer = setTimeout(this.lingerEnded, this.bounds.lingerMs);
+      return;
+    }
     while (this.queue.length > 0 && this.inFlight < max) {
       const batch = this.take();
       this.inFlight += 1;
+      this.lastAppends = batch.length;
+      this.lastStartMs = performance.now();
       this.commit(batch).catch((err: unknown) => {
         // A commit that throws instead of settling is a bug; its appends must still not hang.
         for (const p of batch) p.reject(err instanceof Error ? err : new Error(String(err)));
@@ -122,6 +169,24 @@ export class CommitQueue<T> {
         this.checkIdle();
       });
     }
+  }
+
+  private readonly lingerEnded = (): void => {
+    this.lingerTimer = undefined;
+    this.pump(true);
+  };
+
+  /** Whether the log has concurrent writers now, so that a commit should linger (see `lingerMs`). */
+  private concurrent(): boolean {
+    const lingerMs = this.bounds.lingerMs ?? 0;
+    if (lingerMs <= 0) return false;
+    if (this.unsettled > this.queuedEntries) return true;
+    return this.lastAppends > 1 && performance.now() - this.lastStartMs < lingerMs * 50;
+  }
+
+  /** The waiting appends fill a commit: no reason to wait for more. */
+  private full(): boolean {
+    return this.queuedEntries >= this.bounds.entriesMax || this.queuedBytes >= this.bounds.bytesMax;
   }
 
   private checkIdle(): void {
@@ -141,6 +206,7 @@ export class CommitQueue<T> {
       bytes += p.bytes;
     }
     this.queuedEntries -= entries;
+    this.queuedBytes -= bytes;
     return this.queue.splice(0, count);
   }
 }
