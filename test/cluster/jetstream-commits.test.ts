@@ -1,7 +1,8 @@
 // Goal: commits are published as plain messages whose PubAcks come back to this node's inbox (stored
 // once per message id, failures shaped as js.publish's, nothing left waiting), and the next commit
 // publishes only once the previous one is acknowledged, taking every append that piled up meanwhile,
-// while an append still resolves only once its commit was read back here.
+// while an append still resolves only once its commit was read back here. The commit linger's setting
+// (the linger itself: test/log/commit-queue.test.ts) is checked at its bounds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClosedConnectionError, connect, NoRespondersError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiError, type PubAck } from '@nats-io/jetstream';
@@ -11,6 +12,7 @@ import type { Publisher } from '../../cluster/jetstream/publisher.ts';
 import type { Reader } from '../../cluster/jetstream/reader.ts';
 import type { DivergenceAudit } from '../../cluster/jetstream/audit.ts';
 import { isTransient } from '../../cluster/jetstream/retry.ts';
+import { settingsOf } from '../../cluster/jetstream/options.ts';
 import { startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { CommitQueue, type EncodedProposal, type Pending } from '../../src/log/index.ts';
 import { ManualClock } from '../../src/ports/clock.ts';
@@ -165,5 +167,17 @@ describe('Committer', () => {
     await turns();
     expect(c.settled).toEqual(['a', 'b', 'c']);
     expect(confirmed).toBe(true);
+  });
+});
+
+describe('commitLingerMs', () => {
+  const base = { servers: ['nats://127.0.0.1:4222'], nodeName: 'n1', clock: new ManualClock(0) };
+  it('defaults to 1 ms, takes 0 (publish at once) to 1000, and refuses anything else', () => {
+    expect(settingsOf(base).commitLingerMs).toBe(1);
+    expect(settingsOf({ ...base, commitLingerMs: 0 }).commitLingerMs).toBe(0);
+    expect(settingsOf({ ...base, commitLingerMs: 1000 }).commitLingerMs).toBe(1000);
+    for (const bad of [-1, 1.5, 1001, Number.NaN]) {
+      expect(() => settingsOf({ ...base, commitLingerMs: bad })).toThrow(/commitLingerMs must be an integer in 0\.\.1000/);
+    }
   });
 });
