@@ -20,6 +20,7 @@ import { startRosterCluster, type RosterCluster } from './peers/roster-cluster.t
 import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
 import { describeMachine } from './peers/tools.ts';
 import { readProfile, type MainThread } from './peers/cpu-profile.ts';
+import { LogMeter, logReport, type LogWindow } from './peers/log-meter.ts';
 import { ms, startRoster, type Server } from './server.ts';
 import { systemWarmupSDefault } from './compare/model.ts';
 import { agentDescription } from './support/built-agent.ts';
@@ -172,6 +173,8 @@ interface ScenarioResult {
   reads?: WrkResult;
   cpu?: ReturnType<typeof cpuBetween>;
   windowS?: number;
+  /** What the logs did over the window (lock scenarios): each node's commits, and the nats-servers' traffic. */
+  log?: LogWindow;
   mainThreads: (MainThread & { process: string })[];
   error?: string;
 }
@@ -181,9 +184,9 @@ class WindowMeter {
   start: CpuSnapshot | undefined;
   end: CpuSnapshot | undefined;
   private timers: NodeJS.Timeout[] = [];
-  at(from: number, until: number): void {
-    this.timers.push(setTimeout(() => { this.start = snapshot(); }, Math.max(0, from - performance.now())));
-    this.timers.push(setTimeout(() => { this.end = snapshot(); }, Math.max(0, until - performance.now())));
+  at(from: number, until: number, logs?: LogMeter): void {
+    this.timers.push(setTimeout(() => { this.start = snapshot(); logs?.atStart(); }, Math.max(0, from - performance.now())));
+    this.timers.push(setTimeout(() => { this.end = snapshot(); logs?.atEnd(); }, Math.max(0, until - performance.now())));
   }
   clear(): void { for (const t of this.timers) clearTimeout(t); }
 }
@@ -219,13 +222,14 @@ async function runScenario(name: ScenarioName, o: Options, profileDir: string): 
     } else {
       driver = new RosterDriver({ urls, connectionsPerNode: Math.ceil(o.clients / urls.length), contention: 'queue' });
       const scenario: Scenario = name === 'single-shared' ? 'shared' : 'distinct';
-      if (o.systemWarmupS > 0) {
-        await runRow(driver, scenario, o.clients, { durationS: o.systemWarmupS, warmupMs: 0, sharedLatencyFrom: 'lock', keyPrefix: 'bench' });
-      }
+      const warm = { durationS: o.systemWarmupS, warmupMs: 0, sharedLatencyFrom: 'lock', keyPrefix: 'bench' } as const;
+      if (o.systemWarmupS > 0) await runRow(driver, scenario, o.clients, warm);
+      const logs = new LogMeter(urls, cluster?.nats.servers.map((n) => ({ name: n.name, monitorUrl: n.monitorUrl })) ?? []);
       result.row = await runRow(driver, scenario, o.clients, {
         durationS: o.durationS, warmupMs, sharedLatencyFrom: 'lock', keyPrefix: 'bench',
-        onWindow: (from, until) => meter.at(from, until),
+        onWindow: (from, until) => meter.at(from, until, logs),
       });
+      result.log = await logs.finish(cluster === undefined ? ['roster'] : cluster.nodes.map((_, k) => `roster n${k + 1}`));
     }
     const { start, end } = meter;
     if (start === undefined || end === undefined) throw new Error('the window ended before its CPU could be read');
@@ -276,6 +280,7 @@ function report(r: ScenarioResult): string {
   for (const p of cpu.processes.filter((x) => x.cpuPct >= 0.5)) {
     out.push(`  ${p.name.padEnd(36)} ${pct(p.cpuPct).padStart(4)}  (user ${pct(p.userPct)}, system ${pct(p.systemPct)}; main thread ${pct(p.mainThreadPct)})`);
   }
+  if (r.log !== undefined && r.row !== undefined) out.push(...logReport(r.log, r.row.pairsPerS * r.windowS!));
   for (const t of r.mainThreads) {
     out.push(`${t.process}: main thread busy ${pct(t.busyPct)} of the window in its profile; its busy time by component:`);
     for (const c of t.components.filter((x) => x.pct >= 0.5)) out.push(`  ${pct(c.pct).padStart(4)}  ${c.name}`);

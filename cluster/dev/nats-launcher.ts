@@ -22,6 +22,8 @@ export interface NatsServer {
   name: string;
   /** nats://127.0.0.1:port */
   url: string;
+  /** http://127.0.0.1:port of its monitoring endpoints (/varz, /healthz, …). */
+  monitorUrl: string;
   pid: number;
   /** SIGKILL and wait for the exit: a crash. */
   kill(): Promise<void>;
@@ -199,6 +201,7 @@ function spawnServer(root: string, p: ServerPorts, peers: ServerPorts[]): NatsSe
   return {
     name: p.name,
     url: `nats://127.0.0.1:${p.client}`,
+    monitorUrl: `http://127.0.0.1:${p.monitor}`,
     pid: proc.pid!,
     kill: () => signal('SIGKILL'),
     stop: () => signal('SIGTERM'),

@@ -64,13 +64,21 @@ test('npm run bench:profile profiles a started Roster under a lock row and says 
     expect(stdout).toContain('== single-distinct');
     expect(stdout).toMatch(/row: 4 clients, \d+ pairs\/s.*errors 0/);
     expect(stdout).toMatch(/roster bench: main thread busy \d+% of the window/);
+    expect(stdout).toMatch(/^log over the window: [\d,]+ group commits carrying [\d,]+ entries \([\d.]+ per commit; [\d.]+ commits per pair\)$/m);
     const out = JSON.parse(readFileSync(json, 'utf8')) as {
       results: { error?: string; row: { pairsPerS: number }; cpu: { processes: { name: string; cpuPct: number }[] };
+        log: { nodes: { node: string; commits: number; entries: number }[]; nats?: unknown };
         mainThreads: { process: string; busyPct: number; components: { name: string; pct: number }[] }[] }[];
     };
     const [r] = out.results;
     expect(r!.error).toBeUndefined();
     expect(r!.row.pairsPerS).toBeGreaterThan(0);
+    // Its WAL committed during the window, each commit carrying at least one entry (two per pair).
+    const [log] = r!.log.nodes;
+    expect(log!.node).toBe('roster');
+    expect(log!.commits).toBeGreaterThan(0);
+    expect(log!.entries).toBeGreaterThanOrEqual(log!.commits);
+    expect(r!.log.nats).toBeUndefined();
     // The started agent did the work: it used CPU and its HTTP front end and WAL show in its profile.
     expect(r!.cpu.processes.find((p) => p.name.startsWith('roster'))!.cpuPct).toBeGreaterThan(0);
     const [main] = r!.mainThreads;
