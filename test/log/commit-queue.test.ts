@@ -35,6 +35,16 @@ const flush = async (): Promise<void> => {
   for (let k = 0; k < 10; k++) await Promise.resolve();
 };
 
+/** Commits a, appends b while a is in flight, then acknowledges a (not answered yet): b waits for the next commit. */
+async function bWaitsBehindA(q: ReturnType<typeof queueOf>): Promise<void> {
+  q.append('a');
+  await flush();
+  q.append('b');
+  await flush();
+  q.commits[0]!.ack();
+  await flush();
+}
+
 describe('CommitQueue lingerMs', () => {
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
@@ -109,23 +119,13 @@ describe('CommitQueue lingerMs', () => {
     expect(lone.commits.map((c) => c.items)).toEqual([['a'], ['b']]);
 
     const none = queueOf({});
-    none.append('a');
-    await flush();
-    none.append('b');
-    await flush();
-    none.commits[0]!.ack();
-    await flush();
+    await bWaitsBehindA(none);
     expect(none.commits.map((c) => c.items)).toEqual([['a'], ['b']]);
   });
 
   it('stops lingering once the waiting appends fill a commit', async () => {
     const q = queueOf({ lingerMs: 1000, entriesMax: 3 });
-    q.append('a');
-    await flush();
-    q.append('b');
-    await flush();
-    q.commits[0]!.ack();
-    await flush();
+    await bWaitsBehindA(q);
     expect(q.commits).toHaveLength(1);
     q.append('c');
     q.append('d');
@@ -135,12 +135,7 @@ describe('CommitQueue lingerMs', () => {
 
   it('leaves no commit behind when the waiting appends are rejected while it lingers', async () => {
     const q = queueOf({ lingerMs: 5 });
-    q.append('a');
-    await flush();
-    q.append('b');
-    await flush();
-    q.commits[0]!.ack();
-    await flush();
+    await bWaitsBehindA(q);
     q.queue.rejectQueued(new Error('log failed'));
     await flush();
     await vi.advanceTimersByTimeAsync(10);
