@@ -41,11 +41,12 @@ export interface JetStreamLogOptions {
    */
   publishesInFlightMax?: number;
   /**
-   * How long the next commit waits for more appends while the log is busy (commit-queue.ts, `lingerMs`):
-   * once the previous commit is acknowledged and appends are already waiting, the next is published this
-   * many ms later (at once when they fill a commit). A commit is a message replicated to every server and
-   * delivered to every node, so under load fewer, larger ones cost the cluster less CPU per entry; an
-   * append to an idle log is published at once. 0 publishes at once. @default 1
+   * How long a commit waits for more appends while this node has concurrent writers (commit-queue.ts,
+   * `lingerMs`: writes of earlier commits not answered yet, or a previous commit of several writes in the
+   * last 50 × this): it is published this many ms later, or at once when the waiting appends fill a commit.
+   * A commit is a message replicated to every server and delivered to every node, so under load fewer,
+   * larger ones cost the cluster less CPU per entry; a lone writer is published at once. 0 publishes at
+   * once always. @default 1
    */
   commitLingerMs?: number;
   /** How long one publish attempt waits for its PubAck. @default 5000 */

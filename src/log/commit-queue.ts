@@ -55,7 +55,7 @@ export class CommitQueue<T> {
   /** Entries in `queue`, and their bytes. */
   private queuedEntries = 0;
   private queuedBytes = 0;
-  /** Entries queued or committed whose appends have not settled yet (queued ones included). */
+  /** Entries queued or committed whose appends have not settled yet, queued ones included (counted only with `lingerMs`). */
   private unsettled = 0;
   /** The previous commit: how many appends it took, and when it started (ms, performance.now()). */
   private lastAppends = 0;
@@ -89,25 +89,32 @@ export class CommitQueue<T> {
   enqueue(items: readonly T[], bytes: number): Promise<void> {
     const refused = this.refusal(items.length);
     if (refused !== undefined) return Promise.reject(refused);
-    this.unsettled += items.length;
     return new Promise<void>((resolve, reject) => {
-      // Settles once (a commit that throws after settling part of its batch rejects it all again).
-      let open = true;
-      const settled = (): boolean => {
-        if (!open) return false;
-        open = false;
-        this.unsettled -= items.length;
-        return true;
-      };
-      this.queue.push({
-        items, bytes,
-        resolve: () => { if (settled()) resolve(); },
-        reject: (err) => { if (settled()) reject(err); },
-      });
+      this.queue.push((this.bounds.lingerMs ?? 0) > 0 ? this.counted(items, bytes, resolve, reject) : { items, bytes, resolve, reject });
       this.queuedEntries += items.length;
       this.queuedBytes += bytes;
       this.schedulePump();
     });
+  }
+
+  /**
+   * A pending append counted in `unsettled` until it settles (only a lingering queue asks). It settles
+   * once: a commit that throws after settling part of its batch rejects all of it again.
+   */
+  private counted(items: readonly T[], bytes: number, resolve: () => void, reject: (err: Error) => void): Pending<T> {
+    this.unsettled += items.length;
+    let open = true;
+    const settle = (): boolean => {
+      if (!open) return false;
+      open = false;
+      this.unsettled -= items.length;
+      return true;
+    };
+    return {
+      items, bytes,
+      resolve: () => { if (settle()) resolve(); },
+      reject: (err) => { if (settle()) reject(err); },
+    };
   }
 
   /** Resolves once nothing is queued or in flight. */
@@ -143,7 +150,7 @@ export class CommitQueue<T> {
 
   /**
    * Starts commits while there is work and room; each finished commit pumps again. A commit about to
-   * start lingers first (once) while earlier entries are unsettled (see `lingerMs`).
+   * start lingers first (once) while the log has concurrent writers (see `lingerMs`).
    */
   private pump(lingered = false): void {
     const max = this.bounds.inFlightMax ?? 1;
