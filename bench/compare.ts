@@ -5,6 +5,7 @@
  *   roster          one Roster node, embedded WAL (fdatasync per group commit)
  *   etcd            Debian's etcd, one member              (peer of roster)
  *   nats-kv         NATS KV on one nats-server, R1 bucket   (peer of roster)
+ *   floor           the least a durable lock server does here (bench/floor-server.ts), Roster's floor
  *   roster-cluster  three Roster nodes over three nats-servers (JetStream log R3)
  *   etcd-cluster    etcd, three members                     (peer of roster-cluster)
  *   nats-kv-r3      NATS KV on three nats-servers, R3 bucket (peer of roster-cluster)
@@ -24,6 +25,7 @@ import { runBatchRow, type BatchRowResult } from './compare/batch-row.ts';
 import { WindowMeter } from './peers/proc-cpu.ts';
 import { EtcdDriver, startEtcd } from './peers/etcd.ts';
 import { NatsKvDriver } from './peers/nats-kv.ts';
+import { startFloor } from './peers/floor.ts';
 import { runWrk, startHelloUws, wrkConnections, wrkThreads } from './peers/reads.ts';
 import { startRosterCluster } from './peers/roster-cluster.ts';
 import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
@@ -35,7 +37,7 @@ import {
   allSystems, batchDefault, efficiencyOf, keyPrefix, rowScenarios, systemWarmupSDefault, warmupMs,
   type CompareRow, type LockSystem, type Options, type ReadsRun, type RowScenario, type SystemRun,
 } from './compare/model.ts';
-import { header, printSummary, ratiosOf, rowCols, rowText, rowWidths, targetsOf } from './compare/report.ts';
+import { header, overFloorOf, printSummary, ratiosOf, rowCols, rowText, rowWidths, targetsOf } from './compare/report.ts';
 import { startNatsCluster, startNatsServer } from '../cluster/dev/nats-launcher.ts';
 
 /** Time allowed per system for starting and stopping, on top of its rows, before the whole run gives up. */
@@ -180,6 +182,13 @@ async function withSystem<R>(system: LockSystem, o: Options, body: (s: Started) 
         failure: () => (srv.exited() === undefined ? undefined : `Roster stopped (${srv.exited()}):\n${srv.tail().slice(-3000)}`),
         serverPids: [srv.pid],
       }));
+    case 'floor':
+      return withStarted('floor server', () => startFloor(o.dataParent), (f) => f.stop(), (f) => withDriver({
+        driver: new RosterDriver({ name: 'floor', urls: [f.url], connectionsPerNode: maxClients, contention: 'queue', batches: false }),
+        description: `the floor: uWebSockets.js, a paused connection per write, group commit (one write + one fdatasync), two maps; file on ${fsTypeOf(f.dataDir)}`,
+        failure: () => (f.child.exited() === undefined ? undefined : `floor server stopped (${f.child.exited()}):\n${f.child.output().slice(-3000)}`),
+        serverPids: [f.child.proc.pid!],
+      }));
     case 'roster-cluster':
       return withStarted('Roster cluster', () => startRosterCluster(o.dataParent), (c) => c.stop(), (c) => withDriver({
         driver: new RosterDriver({ name: 'roster-cluster', urls: c.nodes.map((n) => n.url), connectionsPerNode: Math.ceil(maxClients / c.nodes.length), contention: 'queue' }),
@@ -227,12 +236,14 @@ async function measureRow(system: LockSystem, s: Started, scenario: RowScenario,
 
 /**
  * The system's warm-up: each scenario it can run, at the largest client count, for `--warmup` seconds,
- * measured by nobody. A failure here is the system's failure, as in a row.
+ * measured by nobody. A failure here is the system's failure, as in a row. Returns what each scenario
+ * did, for the line that says the warm-up ran.
  */
-async function warmUp(system: LockSystem, s: Started, o: Options): Promise<void> {
-  if (o.systemWarmupS <= 0) return;
+async function warmUp(system: LockSystem, s: Started, o: Options): Promise<string[]> {
+  if (o.systemWarmupS <= 0) return [];
   const clients = Math.max(...o.clients);
   const common = { durationS: o.systemWarmupS, warmupMs: 0, keyPrefix, stopped: () => interrupted };
+  const done: string[] = [];
   for (const scenario of o.scenarios) {
     if (interrupted) throw new Interrupted();
     if (scenario === 'txn' && s.driver.batch === undefined) continue;
@@ -242,7 +253,9 @@ async function warmUp(system: LockSystem, s: Started, o: Options): Promise<void>
     const failed = s.failure();
     if (failed !== undefined) throw new Error(failed);
     if (row.errors > 0) process.stderr.write(`bench: ${system} warm-up ${scenario}/${clients}: ${row.errors} errors, first: ${row.firstError}\n`);
+    done.push(`${scenario} ${Math.round(row.pairsPerS * o.systemWarmupS)} pairs`);
   }
+  return done;
 }
 
 async function runSystem(system: LockSystem, o: Options, onRow: (r: CompareRow) => void): Promise<SystemRun> {
@@ -251,7 +264,8 @@ async function runSystem(system: LockSystem, o: Options, onRow: (r: CompareRow) 
     await withSystem(system, o, async (s) => {
       run.description = s.description;
       process.stdout.write(`${system}: ${s.description}\n`);
-      await warmUp(system, s, o);
+      const warm = await warmUp(system, s, o);
+      if (warm.length > 0) process.stdout.write(`${system}: warmed up, ${o.systemWarmupS} s each at ${Math.max(...o.clients)} clients: ${warm.join(', ')}\n`);
       for (const scenario of o.scenarios) {
         if (scenario === 'txn' && s.driver.batch === undefined) {
           const why = 'no multi-key transaction to take locks in batches';
@@ -330,7 +344,8 @@ async function main(): Promise<number> {
   const warmupsPerSystem = o.systemWarmupS > 0 ? o.scenarios.length : 0;
   const budgetMs = o.systems.length * startStopBudgetMs + lockRuns.length * rowsPerSystem * (warmupMs + o.durationS * 1000 + rowSlackMs)
     + lockRuns.length * warmupsPerSystem * (o.systemWarmupS * 1000 + rowSlackMs)
-    + (o.systems.includes('reads') ? 2 * (o.durationS * 1000 + rowSlackMs) + 2 * warmupsPerSystem * (o.systemWarmupS * 1000 + rowSlackMs) : 0);
+    // Reads: one wrk run per server (hello-world and Roster), each after its own warm-up run.
+    + (o.systems.includes('reads') ? 2 * (o.durationS * 1000 + rowSlackMs) + (o.systemWarmupS > 0 ? 2 * (o.systemWarmupS * 1000 + rowSlackMs) : 0) : 0);
   const watchdog = setTimeout(() => hardExit(1, `the run took longer than its budget of ${Math.round(budgetMs / 1000)} s`), budgetMs);
   watchdog.unref();
 
@@ -362,7 +377,7 @@ async function main(): Promise<number> {
     })),
     rows: runs.flatMap((r) => r.rows),
     reads: reads === undefined ? undefined : { connections: wrkConnections, threads: wrkThreads, durationS: Math.max(1, Math.round(o.durationS)), ...reads },
-    ratios, targets,
+    ratios, overFloor: overFloorOf(runs), targets,
   }, (_, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2)}\n`);
   process.stdout.write(`\nresults: ${o.jsonPath}\n`);
   clearTimeout(watchdog);

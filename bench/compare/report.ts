@@ -34,6 +34,25 @@ export function ratiosOf(runs: SystemRun[]): Ratio[] {
   return out;
 }
 
+/** Roster's single-node row next to the floor server's (bench/floor-server.ts): what Roster adds per pair. */
+export interface OverFloor {
+  scenario: RowScenario; clients: number;
+  rosterUsPerPair: number; floorUsPerPair: number; rosterPairsPerS: number; floorPairsPerS: number;
+  /** Roster's server CPU per pair less the floor's: the work of its own per pair. */
+  overUsPerPair: number;
+}
+
+export function overFloorOf(runs: SystemRun[]): OverFloor[] {
+  const floorRows = runs.find((r) => r.system === 'floor')?.rows ?? [];
+  return (runs.find((r) => r.system === 'roster')?.rows ?? []).flatMap((row) => {
+    const f = floorRows.find((x) => x.scenario === row.scenario && x.clients === row.clients);
+    return f === undefined ? [] : [{
+      scenario: row.scenario, clients: row.clients, rosterUsPerPair: row.serverCpuPerPairUs, floorUsPerPair: f.serverCpuPerPairUs,
+      rosterPairsPerS: row.pairsPerS, floorPairsPerS: f.pairsPerS, overUsPerPair: row.serverCpuPerPairUs - f.serverCpuPerPairUs,
+    }];
+  });
+}
+
 export interface Target { target: string; status: 'met' | 'missed' | 'not measured'; measured: string }
 
 export const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
@@ -133,6 +152,15 @@ export function header(m: Machine, o: Options): string {
   ].join('\n');
 }
 
+function floorLines(over: OverFloor[]): string[] {
+  if (over.length === 0) return [];
+  return [
+    '', 'the floor (the least a durable lock server does per pair here: same client, runtime, HTTP library, group commit) and Roster:',
+    ...over.map((f) => `  ${`${f.scenario}/${f.clients}`.padEnd(13)} floor ${fixed(f.floorUsPerPair, 1)} µs per pair at ${n0(f.floorPairsPerS)} pairs/s; `
+      + `Roster ${fixed(f.rosterUsPerPair, 1)} µs at ${n0(f.rosterPairsPerS)} pairs/s, ${fixed(f.overUsPerPair, 1)} µs per pair of its own`),
+  ];
+}
+
 export function printSummary(runs: SystemRun[], reads: ReadsRun | undefined, ratios: Ratio[], targets: Target[]): void {
   const out: string[] = [];
   if (reads !== undefined) {
@@ -152,6 +180,7 @@ export function printSummary(runs: SystemRun[], reads: ReadsRun | undefined, rat
         fixed(r.rosterPairsPerServerCoreS, 0), fixed(r.peerPairsPerServerCoreS, 0), Number.isFinite(r.cpuRatio) ? times(r.cpuRatio) : '-'], ratioWidths));
     }
   }
+  out.push(...floorLines(overFloorOf(runs)));
   const skipped = runs.flatMap((r) => (r.skipped ?? []).map((k) => `  ${r.system} ${k.scenario}: ${k.why}`));
   if (skipped.length > 0) out.push('', 'rows not run:', ...skipped);
   const failed = runs.filter((r) => r.error !== undefined);

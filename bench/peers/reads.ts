@@ -25,16 +25,25 @@ export interface WrkResult {
 
 export interface HelloServer { url: string; child: Child }
 
-export async function startHelloUws(): Promise<HelloServer> {
-  const child = startChild(process.execPath, ['--import', 'tsx', join(repoRoot, 'bench/hello-uws.ts')], { cwd: repoRoot });
+export function startHelloUws(): Promise<HelloServer> {
+  return startScriptServer('hello-uws', 'bench/hello-uws.ts', []);
+}
+
+/**
+ * Starts one of the bench's own servers, `node --import tsx <script> ...args`, and waits for its
+ * `<name> listening <url>` line; it is stopped if it does not print one within the time allowed.
+ */
+export async function startScriptServer(name: string, script: string, args: string[]): Promise<HelloServer> {
+  const child = startChild(process.execPath, ['--import', 'tsx', join(repoRoot, script), ...args], { cwd: repoRoot });
   try {
     const url = await new Promise<string>((res, rej) => {
-      const timer = setTimeout(() => rej(new Error(`hello-uws not ready within ${readyTimeoutMs} ms:\n${child.output()}`)), readyTimeoutMs);
+      const timer = setTimeout(() => rej(new Error(`${name} not ready within ${readyTimeoutMs} ms:\n${child.output()}`)), readyTimeoutMs);
+      const ready = new RegExp(`${name} listening (http://\\S+)`);
       child.proc.stdout!.on('data', () => {
-        const m = /hello-uws listening (http:\/\/\S+)/.exec(child.output());
+        const m = ready.exec(child.output());
         if (m) { clearTimeout(timer); res(m[1]!); }
       });
-      void child.exit.then(() => { clearTimeout(timer); rej(new Error(`hello-uws stopped (${child.exited()}):\n${child.output()}`)); });
+      void child.exit.then(() => { clearTimeout(timer); rej(new Error(`${name} stopped (${child.exited()}):\n${child.output()}`)); });
     });
     return { url, child };
   } catch (err) {

@@ -68,6 +68,8 @@ export interface RosterDriverOptions {
   /** Connections per node: the most clients that will talk to one node at once. */
   connectionsPerNode: number;
   contention: 'retry' | 'wait' | 'queue';
+  /** Whether the server has `PUT /v1/txn` for the txn rows. @default true */
+  batches?: boolean;
 }
 
 export class RosterDriver implements LockDriver {
@@ -77,17 +79,18 @@ export class RosterDriver implements LockDriver {
   private readonly written = new Set<string>();
 
   /** Batches through `PUT /v1/txn`: one request locks a client's keys, one unlocks them. */
-  readonly batch: BatchLocks = {
-    max: txnOpsMax,
-    acquireAll: (client, keys) => this.acquireAll(client, keys),
-    releaseAll: (client, keys) => this.releaseAll(client, keys),
-  };
+  readonly batch: BatchLocks | undefined;
   /** A client's lock and unlock bodies for its batch of keys, made once: the bench's own CPU is not the point. */
   private txnBodies = new WeakMap<readonly string[], { lock: string; unlock: string }>();
 
   constructor(private readonly o: RosterDriverOptions) {
     this.name = o.name ?? 'roster';
     this.nodes = o.urls.map((u) => new RosterHttp(u, o.connectionsPerNode));
+    this.batch = o.batches === false ? undefined : {
+      max: txnOpsMax,
+      acquireAll: (client, keys) => this.acquireAll(client, keys),
+      releaseAll: (client, keys) => this.releaseAll(client, keys),
+    };
   }
 
   private node(client: number): RosterHttp {

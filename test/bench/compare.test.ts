@@ -1,8 +1,10 @@
 // Goal: `npm run bench:compare` reports what the server side spends — each row's server CPU (read from
 // /proc for the server processes only), CPU per pair, pairs per server core-second and the Roster/peer
 // ratio of that figure — and runs the txn rows (locks taken a batch of keys per /v1/txn request) next to
-// the one-request-per-step rows, skipping them, with the reason, for a peer that has no batch form. No
-// figure is judged here (speed belongs to the bench): the columns exist and hold numbers.
+// the one-request-per-step rows, skipping them, with the reason, for a peer that has no batch form; every
+// system gets its warm-up load before its rows; the floor server (the least a durable lock server does
+// here) runs the distinct and shared rows, and Roster's own CPU per pair over it is reported. No figure is
+// judged here (speed belongs to the bench): the columns exist and hold numbers.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,29 +21,35 @@ interface Row {
   serverCpuPerPairUs: number; pairsPerServerCoreS: number; clientCores: number;
 }
 
-test('bench:compare: server CPU per pair and per core-second on every row, txn rows on Roster, the CPU ratio against a peer', async () => {
+test('bench:compare: server CPU per pair and per core-second on every row, txn rows on Roster, the CPU ratio against a peer, the floor', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'roster-compare-test-'));
   try {
     const json = join(dir, 'out.json');
-    const { stdout } = await run('npx', ['tsx', 'bench/compare.ts', '--systems', 'roster,nats-kv', '--clients', '2', '--duration', '0.5',
+    const { stdout } = await run('npx', ['tsx', 'bench/compare.ts', '--systems', 'roster,nats-kv,floor', '--clients', '2', '--duration', '0.5',
       '--warmup', '0.5', '--batch', '8', '--json', json, '--data-parent', dir], { cwd: repoRoot, timeout: 150_000 });
     expect(stdout).toMatch(/srv cores +srv µs\/pair +pairs\/core-s/);
     expect(stdout).toContain('warm-up: each system, once started, runs every scenario unmeasured for 0.5 s at 2 clients');
     expect(stdout).toMatch(/^roster +txn×8 +2 +\d+/m);
     expect(stdout).toContain('nats-kv txn: no multi-key transaction');
     expect(stdout).toMatch(/roster \/ nats-kv +distinct +2 .*×$/m);
+    // The warm-up ran: each system did some pairs of every scenario it has before its rows.
+    expect(stdout).toMatch(/^roster: warmed up, 0\.5 s each at 2 clients: distinct [1-9]\d* pairs, shared [1-9]\d* pairs, txn [1-9]\d* pairs$/m);
+    expect(stdout).toMatch(/^floor: warmed up, 0\.5 s each at 2 clients: distinct [1-9]\d* pairs, shared [1-9]\d* pairs$/m);
+    expect(stdout).toContain('floor txn: no multi-key transaction');
+    expect(stdout).toMatch(/^ +distinct\/2 +floor [\d.]+ µs per pair at [\d,]+ pairs\/s; Roster [\d.]+ µs at [\d,]+ pairs\/s, -?[\d.]+ µs per pair of its own$/m);
 
     const out = JSON.parse(readFileSync(json, 'utf8')) as {
       options: { scenarios: string[]; batch: number; systemWarmupS: number };
       systems: { system: string; skipped?: { scenario: string; why: string }[]; error?: string }[];
       rows: Row[];
       ratios: { roster: string; peer: string; scenario: string; cpuRatio: number; rosterPairsPerServerCoreS: number }[];
+      overFloor: { scenario: string; clients: number; rosterUsPerPair: number; floorUsPerPair: number; overUsPerPair: number }[];
     };
     expect(out.options).toMatchObject({ scenarios: ['distinct', 'shared', 'txn'], batch: 8, systemWarmupS: 0.5 });
-    expect(out.systems.map((s) => s.error)).toEqual([undefined, undefined]);
-    expect(out.systems[1]!.skipped).toEqual([{ scenario: 'txn', why: expect.stringContaining('no multi-key transaction') }]);
+    expect(out.systems.map((s) => s.error)).toEqual([undefined, undefined, undefined]);
+    for (const s of out.systems.slice(1)) expect(s.skipped).toEqual([{ scenario: 'txn', why: expect.stringContaining('no multi-key transaction') }]);
     expect(out.rows.map((r) => `${r.system} ${r.scenario} ${r.batch}`)).toEqual([
-      'roster distinct 1', 'roster shared 1', 'roster txn 8', 'nats-kv distinct 1', 'nats-kv shared 1',
+      'roster distinct 1', 'roster shared 1', 'roster txn 8', 'nats-kv distinct 1', 'nats-kv shared 1', 'floor distinct 1', 'floor shared 1',
     ]);
     for (const r of out.rows) {
       expect(r.errors, `${r.system} ${r.scenario}`).toBe(0);
@@ -56,6 +64,10 @@ test('bench:compare: server CPU per pair and per core-second on every row, txn r
     const distinct = out.ratios.find((r) => r.peer === 'nats-kv' && r.scenario === 'distinct')!;
     expect(Number.isFinite(distinct.cpuRatio) && distinct.cpuRatio > 0).toBe(true);
     expect(distinct.rosterPairsPerServerCoreS).toBe(out.rows[0]!.pairsPerServerCoreS);
+    expect(out.overFloor.map((f) => `${f.scenario}/${f.clients}`)).toEqual(['distinct/2', 'shared/2']);
+    const floorRow = out.rows.find((r) => r.system === 'floor' && r.scenario === 'distinct')!;
+    expect(out.overFloor[0]).toMatchObject({ rosterUsPerPair: out.rows[0]!.serverCpuPerPairUs, floorUsPerPair: floorRow.serverCpuPerPairUs });
+    expect(out.overFloor[0]!.overUsPerPair).toBeCloseTo(out.rows[0]!.serverCpuPerPairUs - floorRow.serverCpuPerPairUs, 6);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
