@@ -24,18 +24,51 @@ export interface ChangeLogOptions {
   ageMsMax?: number;
 }
 
+/** Item kinds in the flat store, and the kind lists of a Change they go back to. */
+const kvItem = 0;
+const sessionItem = 1;
+const checkItem = 2;
+const serviceItem = 3;
+const nodeItem = 4;
+/** A change with more items than this (a restore's every key) is held as its own object instead. */
+const flatItemsMax = 256;
+const itemCapacityMin = 1024;
+
+/**
+ * The held changes are copied into flat, preallocated slots (numbers in typed arrays, names in arrays of
+ * strings the state holds anyway) rather than kept as one object per change. A change object that lived
+ * for the ring's span (about half a second under a write load) outlived two young-generation collections,
+ * was moved to the old generation and died there, so every write paid for the old generation's collections:
+ * measured on one node, 87–94 µs of server CPU per lock pair with the objects kept against 69–73 without.
+ */
 export class ChangeLog {
-  private readonly ring: Change[] = [];
-  private head = 0;
+  private readonly changesMax: number;
+  private readonly ageMsMax: number;
+  /** Absolute numbers of the oldest held change and of the next one; slot = number % changesMax. */
+  private first = 0;
+  private next = 0;
+  private readonly indexOf: Float64Array;
+  private readonly atMsOf: Float64Array;
+  /** A change's first item (absolute item number) and its item count; -1: held whole in `large`. */
+  private readonly itemAt: Float64Array;
+  private readonly itemCount: Int32Array;
+  private readonly large = new Map<number, Change>();
+  /** The items: absolute numbers `itemsFrom` up to `itemsNext`, slot = number % capacity (grows when full). */
+  private itemsFrom = 0;
+  private itemsNext = 0;
+  private kinds = new Uint8Array(itemCapacityMin);
+  private names = nameColumns(itemCapacityMin);
   /** Every change with an index above this is still held. */
   private floorIndex = 0;
   private readonly listeners = new Set<ChangeListener>();
-  private readonly changesMax: number;
-  private readonly ageMsMax: number;
 
   constructor(o: ChangeLogOptions = {}) {
     this.changesMax = o.changesMax ?? 10_000;
     this.ageMsMax = o.ageMsMax ?? 10 * 60 * 1000;
+    this.indexOf = new Float64Array(this.changesMax);
+    this.atMsOf = new Float64Array(this.changesMax);
+    this.itemAt = new Float64Array(this.changesMax);
+    this.itemCount = new Int32Array(this.changesMax);
   }
 
   get floor(): number {
@@ -44,8 +77,9 @@ export class ChangeLog {
 
   /** Starts afresh at `index` (a starting node has no history to offer before it). */
   startAt(index: number): void {
-    this.ring.length = 0;
-    this.head = 0;
+    this.first = this.next;
+    this.large.clear();
+    this.itemsFrom = this.itemsNext;
     this.floorIndex = index;
   }
 
@@ -68,72 +102,120 @@ export class ChangeLog {
       }
     }
     if (change === undefined) return;
-    this.push(change);
+    this.hold(change);
     if (this.listeners.size > 0) for (const l of [...this.listeners]) l(change);
   }
 
   /** Entry time of the change at `index`, when it is still held. */
   timeOf(index: number): number | undefined {
-    const n = this.ring.length;
-    let lo = 0;
-    let hi = n - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const c = this.ring[(this.head + mid) % n]!;
-      if (c.index === index) return c.atMs;
-      if (c.index < index) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return undefined;
+    const at = this.firstAbove(index - 1);
+    return at < this.next && this.indexOf[at % this.changesMax] === index ? this.atMsOf[at % this.changesMax] : undefined;
   }
 
   /** Changes after `index`, oldest first; undefined when some of them are no longer held. */
   since(index: number): Change[] | undefined {
     if (index < this.floorIndex) return undefined;
-    const n = this.ring.length;
-    // The first held change after `index` (changes are held in index order from the head on).
-    let lo = 0;
-    let hi = n;
+    const out: Change[] = [];
+    for (let n = this.firstAbove(index); n < this.next; n++) out.push(this.changeAt(n));
+    return out;
+  }
+
+  /** The absolute number of the first held change whose index is above `index` (`next` if none is). */
+  private firstAbove(index: number): number {
+    let lo = this.first;
+    let hi = this.next;
     while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.ring[(this.head + mid) % n]!.index > index) hi = mid;
+      const mid = Math.floor((lo + hi) / 2);
+      if (this.indexOf[mid % this.changesMax]! > index) hi = mid;
       else lo = mid + 1;
     }
-    const out: Change[] = [];
-    for (let k = lo; k < n; k++) out.push(this.ring[(this.head + k) % n]!);
-    return out;
+    return lo;
   }
 
-  private held(): Change[] {
-    const n = this.ring.length;
-    const out: Change[] = [];
-    for (let i = 0; i < n; i++) out.push(this.ring[(this.head + i) % n]!);
-    return out;
+  /** The held change number `n` as an object again. */
+  private changeAt(n: number): Change {
+    const slot = n % this.changesMax;
+    if (this.itemCount[slot] === -1) return this.large.get(n)!;
+    let change: Change | undefined;
+    const index = this.indexOf[slot]!;
+    const atMs = this.atMsOf[slot]!;
+    const from = this.itemAt[slot]!;
+    const cap = this.kinds.length;
+    const [a, b, c] = this.names as [string[], string[], string[]];
+    for (let i = from; i < from + this.itemCount[slot]!; i++) {
+      const k = i % cap;
+      switch (this.kinds[k]) {
+        case kvItem: change = add(change, index, atMs, 'kv', a[k]!); break;
+        case sessionItem: change = add(change, index, atMs, 'sessions', a[k]!); break;
+        case checkItem: change = add(change, index, atMs, 'checks', { node: a[k]!, checkId: b[k]!, serviceId: c[k]! }); break;
+        case serviceItem: change = add(change, index, atMs, 'services', { node: a[k]!, serviceId: b[k]! }); break;
+        default: change = add(change, index, atMs, 'nodes', a[k]!); break;
+      }
+    }
+    return change ?? { index, atMs, kv: none, sessions: none, checks: none, services: none, nodes: none };
   }
 
-  private push(change: Change): void {
-    if (this.ring.length < this.changesMax) this.ring.push(change);
-    else {
-      this.floorIndex = Math.max(this.floorIndex, this.ring[this.head]!.index);
-      this.ring[this.head] = change;
-      this.head = (this.head + 1) % this.ring.length;
+  /** Copies `change` into the next slot, making room first: by count, by item space, then by age. */
+  private hold(change: Change): void {
+    const items = change.kv.length + change.sessions.length + change.checks.length + change.services.length + change.nodes.length;
+    const flat = items <= flatItemsMax;
+    if (this.next - this.first === this.changesMax) this.dropOldest();
+    if (flat) this.makeRoom(items);
+    const n = this.next++;
+    const slot = n % this.changesMax;
+    this.indexOf[slot] = change.index;
+    this.atMsOf[slot] = change.atMs;
+    this.itemAt[slot] = this.itemsNext;
+    this.itemCount[slot] = flat ? items : -1;
+    if (flat) this.storeItems(change);
+    else this.large.set(n, change);
+    while (this.next - this.first > 1 && change.atMs - this.atMsOf[this.first % this.changesMax]! > this.ageMsMax) this.dropOldest();
+  }
+
+  private storeItems(change: Change): void {
+    for (const key of change.kv) this.item(kvItem, key, '', '');
+    for (const id of change.sessions) this.item(sessionItem, id, '', '');
+    for (const x of change.checks) this.item(checkItem, x.node, x.checkId, x.serviceId);
+    for (const x of change.services) this.item(serviceItem, x.node, x.serviceId, '');
+    for (const node of change.nodes) this.item(nodeItem, node, '', '');
+  }
+
+  private item(kind: number, a: string, b: string, c: string): void {
+    const k = this.itemsNext++ % this.kinds.length;
+    this.kinds[k] = kind;
+    this.names[0]![k] = a;
+    this.names[1]![k] = b;
+    this.names[2]![k] = c;
+  }
+
+  /** Room for `items` more: the item store doubles when the held changes fill it. */
+  private makeRoom(items: number): void {
+    const cap = this.kinds.length;
+    if (this.itemsNext + items - this.itemsFrom <= cap) return;
+    let size = cap * 2;
+    while (this.itemsNext + items - this.itemsFrom > size) size *= 2;
+    const kinds = new Uint8Array(size);
+    const names = nameColumns(size);
+    for (let i = this.itemsFrom; i < this.itemsNext; i++) {
+      kinds[i % size] = this.kinds[i % cap]!;
+      for (let j = 0; j < 3; j++) names[j]![i % size] = this.names[j]![i % cap]!;
     }
-    // Age bound: drop the oldest while they are too old (kept in order, so they sit at the head).
-    while (this.ring.length > 1) {
-      const oldest = this.ring[this.head]!;
-      if (change.atMs - oldest.atMs <= this.ageMsMax) break;
-      this.dropOldest();
-    }
+    this.kinds = kinds;
+    this.names = names;
   }
 
   private dropOldest(): void {
-    const held = this.held();
-    const oldest = held.shift()!;
-    this.floorIndex = Math.max(this.floorIndex, oldest.index);
-    this.ring.length = 0;
-    this.ring.push(...held);
-    this.head = 0;
+    const n = this.first++;
+    const slot = n % this.changesMax;
+    this.floorIndex = Math.max(this.floorIndex, this.indexOf[slot]!);
+    if (this.itemCount[slot] === -1) this.large.delete(n);
+    else this.itemsFrom = this.itemAt[slot]! + this.itemCount[slot]!;
   }
+}
+
+/** The three name columns of the item store, filled from the start (an array written out of order would turn sparse). */
+function nameColumns(size: number): string[][] {
+  return [0, 1, 2].map(() => new Array<string>(size).fill(''));
 }
 
 /** The list of a kind an entry did not change: one shared, frozen empty array (readers only iterate). */

@@ -54,3 +54,35 @@ describe('ChangeLog', () => {
     expect(log.timeOf(1)).toBeUndefined();
   });
 });
+
+describe('ChangeLog item store', () => {
+  const check = (i: number) => ({ t: 'check' as const, node: `n${i}`, checkId: `c${i}`, serviceId: i % 2 === 0 ? `s${i}` : '' });
+
+  it('gives back every kind of item as recorded, after its store has grown several times', () => {
+    const log = new ChangeLog({ changesMax: 50 });
+    const seen: unknown[] = [];
+    log.subscribe((c) => seen.push(c));
+    for (let i = 1; i <= 120; i++) {
+      log.record(i, i, [kv(`k${i}`), { t: 'session', id: `s${i}` }, check(i), { t: 'service', node: `n${i}`, serviceId: `w${i}` },
+        { t: 'node', node: `n${i}` }, ...Array.from({ length: i % 40 }, (_, j) => kv(`k${i}/${j}`))]);
+    }
+    // The last 50 changes are held, each exactly as its listener saw it when it was recorded.
+    expect(log.floor).toBe(70);
+    expect(log.since(70)).toEqual(seen.slice(70));
+    expect(log.since(100)).toEqual(seen.slice(100));
+  });
+
+  it('holds a change with more items than the flat store takes as it is, and drops it in turn', () => {
+    const log = new ChangeLog({ changesMax: 3 });
+    const many = Array.from({ length: 1000 }, (_, j) => kv(`big/${j}`));
+    log.record(1, 1, [kv('a')]);
+    log.record(2, 2, many);
+    log.record(3, 3, [kv('b')]);
+    expect(log.since(0)!.map((c) => c.kv.length)).toEqual([1, 1000, 1]);
+    expect(log.since(1)![0]!.kv[999]).toBe('big/999');
+    log.record(4, 4, [kv('c')]);
+    log.record(5, 5, [kv('d')]);
+    expect(log.floor).toBe(2);
+    expect(log.since(2)!.map((c) => c.kv)).toEqual([['b'], ['c'], ['d']]);
+  });
+});
