@@ -75,6 +75,11 @@ export class ChangeLog {
     return this.floorIndex;
   }
 
+  /** Slots of the item store (it grows and shrinks with the held changes). */
+  get itemSlots(): number {
+    return this.kinds.length;
+  }
+
   /** Starts afresh at `index` (a starting node has no history to offer before it). */
   startAt(index: number): void {
     this.first = this.next;
@@ -188,12 +193,23 @@ export class ChangeLog {
     this.names[2]![k] = c;
   }
 
-  /** Room for `items` more: the item store doubles when the held changes fill it. */
+  /**
+   * Room for `items` more: the item store doubles when the held changes fill it, and halves (to no less than
+   * twice what it holds) once they take less than an eighth of it, so a burst of large changes (transactions
+   * of many keys) does not leave arrays of stale names for every full collection to mark.
+   */
   private makeRoom(items: number): void {
     const cap = this.kinds.length;
-    if (this.itemsNext + items - this.itemsFrom <= cap) return;
-    let size = cap * 2;
-    while (this.itemsNext + items - this.itemsFrom > size) size *= 2;
+    const needed = this.itemsNext + items - this.itemsFrom;
+    if (needed <= cap && (cap <= itemCapacityMin || needed * 8 >= cap)) return;
+    let size = needed > cap ? cap * 2 : cap;
+    while (needed > size) size *= 2;
+    while (size > itemCapacityMin && needed * 4 <= size) size /= 2;
+    this.resize(size);
+  }
+
+  private resize(size: number): void {
+    const cap = this.kinds.length;
     const kinds = new Uint8Array(size);
     const names = nameColumns(size);
     for (let i = this.itemsFrom; i < this.itemsNext; i++) {

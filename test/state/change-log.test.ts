@@ -72,6 +72,18 @@ describe('ChangeLog item store', () => {
     expect(log.since(100)).toEqual(seen.slice(100));
   });
 
+  it('shrinks its item store again once the large changes are gone, and still gives back what it holds', () => {
+    const log = new ChangeLog({ changesMax: 50 });
+    const seen: unknown[] = [];
+    log.subscribe((c) => seen.push(c));
+    for (let i = 1; i <= 50; i++) log.record(i, i, Array.from({ length: 200 }, (_, j) => kv(`t${i}/${j}`)));
+    const grown = log.itemSlots;
+    expect(grown).toBeGreaterThanOrEqual(50 * 200);
+    for (let i = 51; i <= 200; i++) log.record(i, i, [kv(`k${i}`), { t: 'session', id: `s${i}` }]);
+    expect(log.itemSlots).toBeLessThan(grown / 8);
+    expect(log.since(150)).toEqual(seen.slice(150));
+  });
+
   it('holds a change with more items than the flat store takes as it is, and drops it in turn', () => {
     const log = new ChangeLog({ changesMax: 3 });
     const many = Array.from({ length: 1000 }, (_, j) => kv(`big/${j}`));
