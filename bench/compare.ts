@@ -34,7 +34,7 @@ import type { LockDriver } from './peers/driver.ts';
 import { formatRow, startRoster, type Server } from './server.ts';
 import { benchOptions, count, countList, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
 import {
-  allSystems, batchDefault, efficiencyOf, keyPrefix, rowScenarios, systemWarmupSDefault, warmupMs,
+  allSystems, batchDefault, efficiencyOf, keyPrefix, medianRun, repeatMax, rowScenarios, systemWarmupSDefault, warmupMs,
   type CompareRow, type LockSystem, type Options, type ReadsRun, type RowScenario, type SystemRun,
 } from './compare/model.ts';
 import { header, overFloorOf, printSummary, ratiosOf, rowCols, rowText, rowWidths, targetsOf } from './compare/report.ts';
@@ -57,6 +57,7 @@ const usage = `usage: npm run bench:compare -- [options]
                                                                                                 [default all]
   --scenarios <list>     comma-separated subset of ${rowScenarios.join(',')}                       [default all]
   --batch <n>            keys per request in the txn rows, 1 to ${batchDefault}                             [default ${batchDefault}]
+  --repeat <n>           runs of each row, back to back, 1 to ${repeatMax}; the median by server CPU per pair is shown [default 1]
   --json <path>          where the results go as JSON       [default bench/results/compare-<ISO time>.json]
   --data-parent <dir>    where Roster's and etcd's temporary data dirs are made                 [default: os.tmpdir()]`;
 
@@ -64,6 +65,7 @@ function parseOptions(argv: string[]): Options {
   const values = parseBenchArgs(argv, {
     duration: { type: 'string' }, clients: { type: 'string' }, systems: { type: 'string' }, json: { type: 'string' },
     'data-parent': { type: 'string' }, scenarios: { type: 'string' }, batch: { type: 'string' }, warmup: { type: 'string' },
+    repeat: { type: 'string' },
   });
   return {
     durationS: seconds('duration', values.duration, 5, { max: 3600 }),
@@ -72,6 +74,7 @@ function parseOptions(argv: string[]): Options {
     systems: namesOf('systems', values.systems, allSystems),
     scenarios: namesOf('scenarios', values.scenarios, rowScenarios),
     batch: count('batch', values.batch, batchDefault, 1, batchDefault),
+    repeat: count('repeat', values.repeat, 1, 1, repeatMax),
     systemWarmupS: seconds('warmup', values.warmup, systemWarmupSDefault, { min: 0, minIncluded: true, max: 600 }),
     jsonPath: resultsPath(values.json, 'compare'),
     dataParent: resolve(values['data-parent'] ?? tmpdir()),
@@ -275,10 +278,14 @@ async function runSystem(system: LockSystem, o: Options, onRow: (r: CompareRow) 
         }
         for (const clients of o.clients) {
           if (interrupted) throw new Interrupted();
-          const row = await measureRow(system, s, scenario, clients, o);
-          if (interrupted) throw new Interrupted();
-          const failed = s.failure();
-          if (failed !== undefined) throw new Error(failed);
+          const runs: CompareRow[] = [];
+          for (let k = 0; k < o.repeat; k++) {
+            runs.push(await measureRow(system, s, scenario, clients, o));
+            if (interrupted) throw new Interrupted();
+            const failed = s.failure();
+            if (failed !== undefined) throw new Error(failed);
+          }
+          const row = medianRun(runs);
           run.rows.push(row);
           onRow(row);
           if (row.errors > 0) process.stderr.write(`bench: ${system} ${scenario}/${clients}: ${row.errors} errors, first: ${row.firstError}\n`);
@@ -340,7 +347,7 @@ async function main(): Promise<number> {
   process.on('unhandledRejection', (err) => hardExit(1, `unhandled rejection ${err instanceof Error ? err.stack : String(err)}`));
 
   const lockRuns = o.systems.filter((s): s is LockSystem => s !== 'reads');
-  const rowsPerSystem = o.scenarios.length * o.clients.length;
+  const rowsPerSystem = o.scenarios.length * o.clients.length * o.repeat;
   const warmupsPerSystem = o.systemWarmupS > 0 ? o.scenarios.length : 0;
   const budgetMs = o.systems.length * startStopBudgetMs + lockRuns.length * rowsPerSystem * (warmupMs + o.durationS * 1000 + rowSlackMs)
     + lockRuns.length * warmupsPerSystem * (o.systemWarmupS * 1000 + rowSlackMs)
@@ -368,7 +375,7 @@ async function main(): Promise<number> {
   writeFileSync(o.jsonPath, `${JSON.stringify({
     version: 1, startedAt, finishedAt: new Date().toISOString(), machine,
     options: {
-      durationS: o.durationS, warmupMs, systemWarmupS: o.systemWarmupS, clients: o.clients, systems: o.systems, scenarios: o.scenarios, batch: o.batch,
+      durationS: o.durationS, warmupMs, systemWarmupS: o.systemWarmupS, repeat: o.repeat, clients: o.clients, systems: o.systems, scenarios: o.scenarios, batch: o.batch,
       keys: { distinct: `${keyPrefix}/<client>`, shared: `${keyPrefix}/shared`, txn: `${keyPrefix}/txn/<client>/<0..batch-1>` },
     },
     systems: runs.map((r) => ({

@@ -26,6 +26,8 @@ export const rowScenarios = ['distinct', 'shared', 'txn'] as const;
 export type RowScenario = Scenario | 'txn';
 /** Keys per request in the txn rows: Roster's most operations in one transaction. */
 export const batchDefault = 64;
+/** The most times `--repeat` runs each row. */
+export const repeatMax = 9;
 
 /** Which peer each Roster setup is compared with. */
 export const comparisons: { roster: LockSystem; peer: LockSystem }[] = [
@@ -43,6 +45,8 @@ export interface Options {
   batch: number;
   /** Seconds of unmeasured load per scenario after a system starts (0: none). */
   systemWarmupS: number;
+  /** Times each row runs back to back; the row reported is the median run by server CPU per pair. */
+  repeat: number;
   systems: System[];
   jsonPath: string;
   dataParent: string;
@@ -75,7 +79,31 @@ export interface Efficiency {
   clientCores: number;
 }
 
-export type CompareRow = Omit<RowResult, 'scenario'> & { system: LockSystem; scenario: RowScenario; batch: number } & Efficiency;
+/** One run of a repeated row, for the record. */
+export interface RepeatRun { pairsPerS: number; serverCpuPerPairUs: number; p99Ms: number; errors: number }
+
+export type CompareRow = Omit<RowResult, 'scenario'> & { system: LockSystem; scenario: RowScenario; batch: number } & Efficiency & {
+  /** With `--repeat` above 1: every run of the row, in order (the row's own figures are the median run's). */
+  repeats?: RepeatRun[];
+};
+
+/**
+ * The run of a repeated row with the median server CPU per pair (the lower median for an even count; a
+ * run with no figure sorts last), with every run listed and the errors of all of them counted: a row
+ * that failed once meets nothing.
+ */
+export function medianRun(runs: CompareRow[]): CompareRow {
+  if (runs.length === 1) return runs[0]!;
+  const key = (r: CompareRow) => (Number.isFinite(r.serverCpuPerPairUs) ? r.serverCpuPerPairUs : Number.POSITIVE_INFINITY);
+  const median = [...runs].sort((a, b) => key(a) - key(b))[(runs.length - 1) >> 1]!;
+  const firstError = runs.find((r) => r.errors > 0)?.firstError;
+  return {
+    ...median,
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+    ...(firstError !== undefined ? { firstError } : {}),
+    repeats: runs.map((r) => ({ pairsPerS: r.pairsPerS, serverCpuPerPairUs: r.serverCpuPerPairUs, p99Ms: r.p99Ms, errors: r.errors })),
+  };
+}
 
 export function efficiencyOf(pairsPerS: number, cpu: WindowCpu): Efficiency {
   const serverCores = cpu.spanS > 0 ? cpu.serverCpuS / cpu.spanS : Number.NaN;

@@ -145,6 +145,7 @@ export function header(m: Machine, o: Options): string {
     `machine: cpu ${m.cpu} x${m.cores}, node ${m.node}, ${m.platform}; data dirs under ${m.dataParent} (${m.dataFs}); ${agentDescription()}`,
     `warm-up: ${o.systemWarmupS > 0 ? `each system, once started, runs every scenario unmeasured for ${o.systemWarmupS} s at ${Math.max(...o.clients)} clients (reads: a wrk run as long)` : 'none before the first row'}`,
     `rows: ${o.durationS} s measured after ${warmupMs} ms warm-up; clients ${o.clients.join('/')}; ${o.scenarios.join(', ')}; distinct = a key per client, shared = one key for all;`,
+    ...(o.repeat > 1 ? [`      each row run ${o.repeat} times back to back: the run with the median srv µs/pair is shown (all runs in the JSON; errors of all counted)`] : []),
     '      one Node process drives every system through the same loop; latency = lock call to release answer (shared: waiting included)',
     ...(o.scenarios.includes('txn') ? [`      txn×${o.batch} = a key per client and slot, ${o.batch} locked in one request and unlocked in one (Roster /v1/txn, etcd Txn); a pair is one key; latency = one round`] : []),
     '      srv = the server processes only (user+system CPU from /proc over the window, the bench excluded); cores = CPU s per s; per pair in µs',

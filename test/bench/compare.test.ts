@@ -73,6 +73,26 @@ test('bench:compare: server CPU per pair and per core-second on every row, txn r
   }
 }, 180_000);
 
+test('bench:compare --repeat: each row runs that many times, and the run with the median server CPU per pair is the one shown', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'roster-compare-test-'));
+  try {
+    const json = join(dir, 'out.json');
+    const { stdout } = await run('npx', ['tsx', 'bench/compare.ts', '--systems', 'floor', '--scenarios', 'distinct', '--clients', '2', '--duration', '0.5',
+      '--warmup', '0', '--repeat', '3', '--json', json, '--data-parent', dir], { cwd: repoRoot, timeout: 90_000 });
+    expect(stdout).toContain('each row run 3 times back to back: the run with the median srv µs/pair is shown');
+    const out = JSON.parse(readFileSync(json, 'utf8')) as { options: { repeat: number }; rows: (Row & { repeats: { serverCpuPerPairUs: number; errors: number }[] })[] };
+    expect(out.options.repeat).toBe(3);
+    expect(out.rows).toHaveLength(1);
+    const [row] = out.rows;
+    expect(row!.repeats).toHaveLength(3);
+    const sorted = row!.repeats.map((r) => r.serverCpuPerPairUs).sort((a, b) => a - b);
+    expect(row!.serverCpuPerPairUs).toBe(sorted[1]);
+    expect(row!.errors).toBe(0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);
+
 test('bench:compare refuses a batch larger than a transaction holds, and an unknown scenario, before starting anything', async () => {
   const refused = (args: string[]) => run('npx', ['tsx', 'bench/compare.ts', ...args], { cwd: repoRoot, timeout: 60_000 }).then(
     () => { throw new Error('accepted'); },
@@ -87,4 +107,7 @@ test('bench:compare refuses a batch larger than a transaction holds, and an unkn
   const warmup = await refused(['--warmup', 'soon']);
   expect(warmup.code).toBe(2);
   expect(warmup.stderr).toContain('--warmup: "soon" is not a number of seconds');
+  const repeat = await refused(['--repeat', '10']);
+  expect(repeat.code).toBe(2);
+  expect(repeat.stderr).toContain('--repeat: "10" is not a whole number from 1 to 9');
 }, 120_000);

@@ -1,0 +1,25 @@
+// Goal: a row of bench:compare run several times (`--repeat`) shows the run with the median server CPU per
+// pair, lists every run, and counts the errors of all of them, so a row that failed once meets no target.
+import { expect, test } from 'vitest';
+import { medianRun, type CompareRow } from '../../bench/compare/model.ts';
+
+const run = (serverCpuPerPairUs: number, errors = 0, firstError?: string): CompareRow => ({
+  system: 'roster', scenario: 'distinct', clients: 64, batch: 1, pairsPerS: 1e6 / serverCpuPerPairUs, p50Ms: 1, p99Ms: 2,
+  contendedPerS: 0, minAcquiresPerS: 1, samples: 1, errors, capped: false, ...(firstError !== undefined ? { firstError } : {}),
+  serverProcesses: 1, cpuSpanS: 1, serverCpuS: 1, serverCores: 1, serverCpuPerPairUs, pairsPerServerCoreS: 1e6 / serverCpuPerPairUs, clientCores: 1,
+} as CompareRow);
+
+test('one run is shown as it is', () => {
+  const only = run(80);
+  expect(medianRun([only])).toBe(only);
+});
+
+test('the median by server CPU per pair, every run listed in order, the errors of all runs counted', () => {
+  const m = medianRun([run(90), run(70, 2, 'release refused'), run(80), run(Number.NaN), run(60)]);
+  expect(m.serverCpuPerPairUs).toBe(80);
+  expect(m.repeats!.map((r) => r.serverCpuPerPairUs)).toEqual([90, 70, 80, Number.NaN, 60]);
+  expect(m.errors).toBe(2);
+  expect(m.firstError).toBe('release refused');
+  // An even count shows the lower median.
+  expect(medianRun([run(90), run(70)]).serverCpuPerPairUs).toBe(70);
+});
