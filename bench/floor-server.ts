@@ -89,7 +89,12 @@ function free(key: string): void {
   const waiters = queues.get(key);
   for (let w = waiters?.shift(); w !== undefined; w = waiters!.shift()) {
     clearTimeout(w.timer);
-    if (w.ex.done || !sessions.has(w.session)) continue;
+    if (w.ex.done) continue;
+    // A waiter whose session is gone is refused, as its acquire would be now.
+    if (!sessions.has(w.session)) {
+      answer(w.ex, '400 Bad Request', '"unknown session"');
+      continue;
+    }
     grant(key, w.session);
     answer(w.ex, '200 OK', 'true');
     break;
@@ -97,10 +102,9 @@ function free(key: string): void {
   if (waiters !== undefined && waiters.length === 0) queues.delete(key);
 }
 
-function queue(key: string, p: Pending): void {
+function queue(key: string, session: string, p: Pending): void {
   const waiters = queues.get(key) ?? [];
   queues.set(key, waiters);
-  const session = (p.entry as { session: string }).session;
   const w: Waiter = { ex: p.ex, session, timer: setTimeout(() => {
     waiters.splice(waiters.indexOf(w), 1);
     answer(p.ex, '200 OK', 'false');
@@ -125,7 +129,7 @@ function apply(p: Pending): void {
         grant(e.key, e.session);
         return answer(p.ex, '200 OK', 'true');
       }
-      if (p.waitMs > 0) return queue(e.key, p);
+      if (p.waitMs > 0) return queue(e.key, e.session, p);
       return answer(p.ex, '200 OK', 'false');
     }
     case 'release': {

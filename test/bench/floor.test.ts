@@ -41,6 +41,13 @@ test('a queued acquire is handed the lock by the release, and refused when its w
   expect((await call('PUT', `/v1/kv/k2?release=${a}`)).text).toBe('true');
   expect(await waited).toEqual({ status: 200, text: 'true' });
   expect(await call('PUT', `/v1/kv/k2?acquire=${c}&wait=100ms`, 'x')).toEqual({ status: 200, text: 'false' });
+  // A waiter whose session is destroyed meanwhile is answered when the lock is let go, not left waiting.
+  const d = await session();
+  const orphan = call('PUT', `/v1/kv/k2?acquire=${d}&wait=5000ms`, 'x');
+  await new Promise((r) => setTimeout(r, 100));
+  expect((await call('PUT', `/v1/session/destroy/${d}`)).text).toBe('true');
+  expect((await call('PUT', `/v1/kv/k2?release=${b}`)).text).toBe('true');
+  expect((await orphan).status).toBe(400);
 });
 
 test('every answered write is in the log file as a frame with its crc', async () => {
