@@ -7,6 +7,7 @@
  *   nats-kv         NATS KV on one nats-server, R1 bucket   (peer of roster)
  *   floor           the least a durable lock server does here (bench/floor-server.ts), Roster's floor
  *   roster-cluster  three Roster nodes over three nats-servers (JetStream log R3)
+ *   floor-cluster   three floor nodes over three nats-servers (bench/floor-server.ts --nats), the cluster's floor
  *   etcd-cluster    etcd, three members                     (peer of roster-cluster)
  *   nats-kv-r3      NATS KV on three nats-servers, R3 bucket (peer of roster-cluster)
  *   reads           wrk against a uWebSockets.js hello-world and against Roster's GET /v1/kv/<key>
@@ -23,22 +24,17 @@ import { dirname, resolve } from 'node:path';
 import { runRow, type RowResult } from './measure.ts';
 import { runBatchRow, type BatchRowResult } from './compare/batch-row.ts';
 import { WindowMeter } from './peers/proc-cpu.ts';
-import { EtcdDriver, startEtcd } from './peers/etcd.ts';
-import { NatsKvDriver } from './peers/nats-kv.ts';
-import { startFloor } from './peers/floor.ts';
 import { runWrk, startHelloUws, wrkConnections, wrkThreads } from './peers/reads.ts';
-import { startRosterCluster } from './peers/roster-cluster.ts';
-import { RosterDriver, RosterHttp, describeAnswer } from './peers/roster.ts';
-import { describeMachine, fsTypeOf } from './peers/tools.ts';
-import type { LockDriver } from './peers/driver.ts';
-import { formatRow, startRoster, type Server } from './server.ts';
+import { RosterHttp, describeAnswer } from './peers/roster.ts';
+import { describeMachine } from './peers/tools.ts';
+import { formatRow, startRoster } from './server.ts';
+import { planOf, stopRoster, type Started } from './compare/systems.ts';
 import { benchOptions, count, countList, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
 import {
   allSystems, batchDefault, efficiencyOf, keyPrefix, medianRun, repeatMax, rowScenarios, systemWarmupSDefault, warmupMs,
   type CompareRow, type LockSystem, type Options, type ReadsRun, type RowScenario, type SystemRun,
 } from './compare/model.ts';
 import { header, overFloorOf, printSummary, ratiosOf, rowCols, rowText, rowWidths, targetsOf } from './compare/report.ts';
-import { startNatsCluster, startNatsServer } from '../cluster/dev/nats-launcher.ts';
 
 /** Time allowed per system for starting and stopping, on top of its rows, before the whole run gives up. */
 const startStopBudgetMs = 120_000;
@@ -151,80 +147,18 @@ function hardExit(code: number, why: string): void {
 
 // ---------------------------------------------------------------- lock systems
 
-/** SIGTERM must stop Roster cleanly (snapshot, exit 0): when it does not, that is a failure of the run. */
-async function stopRoster(srv: Server): Promise<void> {
-  const failure = await srv.stop();
-  if (failure !== undefined) throw new Error(failure);
-}
-
-
-interface Started {
-  driver: LockDriver;
-  description: string;
-  failure: () => string | undefined;
-  /** The server processes whose CPU the rows count: every process the system runs on, none of the bench's. */
-  serverPids: number[];
-}
-
 /** Starts `system`, hands its driver to `body`, closes the driver and stops every process it started. */
 async function withSystem<R>(system: LockSystem, o: Options, body: (s: Started) => Promise<R>): Promise<R> {
-  const maxClients = Math.max(...o.clients);
-  const withDriver = async (s: Started) => {
+  const p = planOf(system, o);
+  return withStarted(p.what, () => p.start(), (t) => p.stop(t), async (t) => {
+    const s = await p.driven(t);
     try {
       return await body(s);
     } finally {
       // Interrupted: the servers are being stopped, so closing would only wait out timeouts against them.
       if (!interrupted) await s.driver.close();
     }
-  };
-  switch (system) {
-    case 'roster':
-      return withStarted('Roster', () => startRoster([], o.dataParent), stopRoster, (srv) => withDriver({
-        driver: new RosterDriver({ urls: [srv.url], connectionsPerNode: maxClients, contention: 'queue' }),
-        description: `one node, embedded WAL (one fdatasync per group commit), data dir on ${fsTypeOf(srv.dataDir)}`,
-        failure: () => (srv.exited() === undefined ? undefined : `Roster stopped (${srv.exited()}):\n${srv.tail().slice(-3000)}`),
-        serverPids: [srv.pid],
-      }));
-    case 'floor':
-      return withStarted('floor server', () => startFloor(o.dataParent), (f) => f.stop(), (f) => withDriver({
-        driver: new RosterDriver({ name: 'floor', urls: [f.url], connectionsPerNode: maxClients, contention: 'queue', batches: false }),
-        description: `the floor: uWebSockets.js, a paused connection per write, group commit (one write + one fdatasync), two maps; file on ${fsTypeOf(f.dataDir)}`,
-        failure: () => (f.child.exited() === undefined ? undefined : `floor server stopped (${f.child.exited()}):\n${f.child.output().slice(-3000)}`),
-        serverPids: [f.child.proc.pid!],
-      }));
-    case 'roster-cluster':
-      return withStarted('Roster cluster', () => startRosterCluster(o.dataParent), (c) => c.stop(), (c) => withDriver({
-        driver: new RosterDriver({ name: 'roster-cluster', urls: c.nodes.map((n) => n.url), connectionsPerNode: Math.ceil(maxClients / c.nodes.length), contention: 'queue' }),
-        description: `three nodes over three nats-servers, JetStream log R3 (file store, no fsync per write), clients round-robin over the nodes`,
-        failure: c.failure,
-        serverPids: [...c.nodes.map((n) => n.pid), ...c.nats.servers.map((s) => s.pid)],
-      }));
-    case 'etcd':
-    case 'etcd-cluster': {
-      const members = system === 'etcd' ? 1 : 3;
-      return withStarted(system, () => startEtcd(members, o.dataParent), (c) => c.stop(), (c) => withDriver({
-        driver: new EtcdDriver(system, c.clientUrls),
-        description: `etcd ${members} member${members > 1 ? 's' : ''} (Debian etcd-server, WAL fsync per batch), data dir on ${fsTypeOf(c.dataDir)}, `
-          + `etcd3 gRPC client, one channel per member${members > 1 ? ', clients round-robin over the members' : ''}`,
-        failure: c.failure,
-        serverPids: c.pids,
-      }));
-    }
-    case 'nats-kv':
-    case 'nats-kv-r3': {
-      const replicas = system === 'nats-kv' ? 1 : 3;
-      return withStarted(system, () => (replicas === 1 ? startNatsServer() : startNatsCluster()), (c) => c.shutdown(), async (c) => withDriver({
-        driver: await NatsKvDriver.open(system, c.urls, replicas),
-        description: `NATS KV bucket R${replicas} (history 1, file store, no fsync per write) on ${c.urls.length} nats-server${c.urls.length > 1 ? 's' : ''}, `
-          + `store under ${tmpdir()} (${fsTypeOf(tmpdir())}), one connection per server`,
-        failure: () => {
-          const gone = c.servers.find((s) => !s.running());
-          return gone === undefined ? undefined : `nats-server ${gone.name} stopped:\n${gone.output().slice(-3000)}`;
-        },
-        serverPids: c.servers.map((s) => s.pid),
-      }));
-    }
-  }
+  });
 }
 
 /** One row of `scenario` at `clients`, with the server processes' CPU over its window. */

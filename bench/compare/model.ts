@@ -16,7 +16,7 @@ export const warmupMs = 500;
 export const systemWarmupSDefault = 5;
 export const keyPrefix = 'bench';
 
-export const lockSystems = ['roster', 'etcd', 'nats-kv', 'floor', 'roster-cluster', 'etcd-cluster', 'nats-kv-r3'] as const;
+export const lockSystems = ['roster', 'etcd', 'nats-kv', 'floor', 'roster-cluster', 'floor-cluster', 'etcd-cluster', 'nats-kv-r3'] as const;
 export type LockSystem = typeof lockSystems[number];
 export const allSystems = [...lockSystems, 'reads'] as const;
 export type System = typeof allSystems[number];
@@ -36,6 +36,7 @@ export const comparisons: { roster: LockSystem; peer: LockSystem }[] = [
   { roster: 'roster', peer: 'floor' },
   { roster: 'roster-cluster', peer: 'etcd-cluster' },
   { roster: 'roster-cluster', peer: 'nats-kv-r3' },
+  { roster: 'roster-cluster', peer: 'floor-cluster' },
 ];
 
 export interface Options {

@@ -34,22 +34,27 @@ export function ratiosOf(runs: SystemRun[]): Ratio[] {
   return out;
 }
 
-/** Roster's single-node row next to the floor server's (bench/floor-server.ts): what Roster adds per pair. */
+/** A Roster row next to its floor's (bench/floor-server.ts; the cluster's floor for the cluster): what Roster adds per pair. */
 export interface OverFloor {
-  scenario: RowScenario; clients: number;
+  roster: LockSystem; scenario: RowScenario; clients: number;
   rosterUsPerPair: number; floorUsPerPair: number; rosterPairsPerS: number; floorPairsPerS: number;
   /** Roster's server CPU per pair less the floor's: the work of its own per pair. */
   overUsPerPair: number;
 }
 
+/** Each Roster setup and its floor. */
+const floors = [{ roster: 'roster', floor: 'floor' }, { roster: 'roster-cluster', floor: 'floor-cluster' }] as const;
+
 export function overFloorOf(runs: SystemRun[]): OverFloor[] {
-  const floorRows = runs.find((r) => r.system === 'floor')?.rows ?? [];
-  return (runs.find((r) => r.system === 'roster')?.rows ?? []).flatMap((row) => {
-    const f = floorRows.find((x) => x.scenario === row.scenario && x.clients === row.clients);
-    return f === undefined ? [] : [{
-      scenario: row.scenario, clients: row.clients, rosterUsPerPair: row.serverCpuPerPairUs, floorUsPerPair: f.serverCpuPerPairUs,
-      rosterPairsPerS: row.pairsPerS, floorPairsPerS: f.pairsPerS, overUsPerPair: row.serverCpuPerPairUs - f.serverCpuPerPairUs,
-    }];
+  return floors.flatMap(({ roster, floor }) => {
+    const floorRows = runs.find((r) => r.system === floor)?.rows ?? [];
+    return (runs.find((r) => r.system === roster)?.rows ?? []).flatMap((row) => {
+      const f = floorRows.find((x) => x.scenario === row.scenario && x.clients === row.clients);
+      return f === undefined ? [] : [{
+        roster, scenario: row.scenario, clients: row.clients, rosterUsPerPair: row.serverCpuPerPairUs, floorUsPerPair: f.serverCpuPerPairUs,
+        rosterPairsPerS: row.pairsPerS, floorPairsPerS: f.pairsPerS, overUsPerPair: row.serverCpuPerPairUs - f.serverCpuPerPairUs,
+      }];
+    });
   });
 }
 
@@ -156,8 +161,9 @@ export function header(m: Machine, o: Options): string {
 function floorLines(over: OverFloor[]): string[] {
   if (over.length === 0) return [];
   return [
-    '', 'the floor (the least a durable lock server does per pair here: same client, runtime, HTTP library, group commit) and Roster:',
-    ...over.map((f) => `  ${`${f.scenario}/${f.clients}`.padEnd(13)} floor ${fixed(f.floorUsPerPair, 1)} µs per pair at ${n0(f.floorPairsPerS)} pairs/s; `
+    '', 'the floor (the least a durable lock server does per pair here: same client, runtime, HTTP library, group commit; '
+      + 'for the cluster, the same stream and consumers) and Roster:',
+    ...over.map((f) => `  ${f.roster.padEnd(15)} ${`${f.scenario}/${f.clients}`.padEnd(12)} floor ${fixed(f.floorUsPerPair, 1)} µs per pair at ${n0(f.floorPairsPerS)} pairs/s; `
       + `Roster ${fixed(f.rosterUsPerPair, 1)} µs at ${n0(f.rosterPairsPerS)} pairs/s, ${fixed(f.overUsPerPair, 1)} µs per pair of its own`),
   ];
 }

@@ -36,7 +36,7 @@ test('bench:compare: server CPU per pair and per core-second on every row, txn r
     expect(stdout).toMatch(/^roster: warmed up, 0\.5 s each at 2 clients: distinct [1-9]\d* pairs, shared [1-9]\d* pairs, txn [1-9]\d* pairs$/m);
     expect(stdout).toMatch(/^floor: warmed up, 0\.5 s each at 2 clients: distinct [1-9]\d* pairs, shared [1-9]\d* pairs$/m);
     expect(stdout).toContain('floor txn: no multi-key transaction');
-    expect(stdout).toMatch(/^ +distinct\/2 +floor [\d.]+ µs per pair at [\d,]+ pairs\/s; Roster [\d.]+ µs at [\d,]+ pairs\/s, -?[\d.]+ µs per pair of its own$/m);
+    expect(stdout).toMatch(/^ +roster +distinct\/2 +floor [\d.]+ µs per pair at [\d,]+ pairs\/s; Roster [\d.]+ µs at [\d,]+ pairs\/s, -?[\d.]+ µs per pair of its own$/m);
 
     const out = JSON.parse(readFileSync(json, 'utf8')) as {
       options: { scenarios: string[]; batch: number; systemWarmupS: number };
@@ -66,7 +66,7 @@ test('bench:compare: server CPU per pair and per core-second on every row, txn r
     expect(distinct.rosterPairsPerServerCoreS).toBe(out.rows[0]!.pairsPerServerCoreS);
     expect(out.overFloor.map((f) => `${f.scenario}/${f.clients}`)).toEqual(['distinct/2', 'shared/2']);
     const floorRow = out.rows.find((r) => r.system === 'floor' && r.scenario === 'distinct')!;
-    expect(out.overFloor[0]).toMatchObject({ rosterUsPerPair: out.rows[0]!.serverCpuPerPairUs, floorUsPerPair: floorRow.serverCpuPerPairUs });
+    expect(out.overFloor[0]).toMatchObject({ roster: 'roster', rosterUsPerPair: out.rows[0]!.serverCpuPerPairUs, floorUsPerPair: floorRow.serverCpuPerPairUs });
     expect(out.overFloor[0]!.overUsPerPair).toBeCloseTo(out.rows[0]!.serverCpuPerPairUs - floorRow.serverCpuPerPairUs, 6);
   } finally {
     rmSync(dir, { recursive: true, force: true });
