@@ -34,7 +34,10 @@ export function startHelloUws(): Promise<HelloServer> {
  * `<name> listening <url>` line; it is stopped if it does not print one within the time allowed.
  */
 export async function startScriptServer(name: string, script: string, args: string[]): Promise<HelloServer> {
-  const child = startChild(process.execPath, ['--import', 'tsx', join(repoRoot, script), ...args], { cwd: repoRoot });
+  // As Roster (bench/server.ts): ROSTER_BENCH_CPU_PROF=<dir> writes a V8 CPU profile there on exit.
+  const profileDir = process.env.ROSTER_BENCH_CPU_PROF;
+  const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const child = startChild(process.execPath, [...profiling, '--import', 'tsx', join(repoRoot, script), ...args], { cwd: repoRoot });
   try {
     const url = await new Promise<string>((res, rej) => {
       const timer = setTimeout(() => rej(new Error(`${name} not ready within ${readyTimeoutMs} ms:\n${child.output()}`)), readyTimeoutMs);

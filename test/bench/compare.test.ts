@@ -73,6 +73,27 @@ test('bench:compare: server CPU per pair and per core-second on every row, txn r
   }
 }, 180_000);
 
+test('bench:compare runs the cluster floor: six server processes counted, distinct and shared rows across its three nodes, no txn', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'roster-compare-test-'));
+  try {
+    const json = join(dir, 'out.json');
+    const { stdout } = await run('npx', ['tsx', 'bench/compare.ts', '--systems', 'floor-cluster', '--clients', '3', '--duration', '0.5',
+      '--warmup', '0.5', '--json', json, '--data-parent', dir], { cwd: repoRoot, timeout: 150_000 });
+    expect(stdout).toMatch(/^floor-cluster: warmed up, 0\.5 s each at 3 clients: distinct [1-9]\d* pairs, shared [1-9]\d* pairs$/m);
+    expect(stdout).toContain('floor-cluster txn: no multi-key transaction');
+    const out = JSON.parse(readFileSync(json, 'utf8')) as { rows: Row[] };
+    expect(out.rows.map((r) => `${r.system} ${r.scenario} ${r.clients}`)).toEqual(['floor-cluster distinct 3', 'floor-cluster shared 3']);
+    for (const r of out.rows) {
+      expect(r.errors).toBe(0);
+      expect(r.pairsPerS).toBeGreaterThan(0);
+      expect(r.serverProcesses).toBe(6);
+      expect(r.serverCpuS).toBeGreaterThan(0);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 180_000);
+
 test('bench:compare --repeat: each row runs that many times, and the run with the median server CPU per pair is the one shown', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'roster-compare-test-'));
   try {

@@ -1,7 +1,9 @@
 // Goal: a row of bench:compare run several times (`--repeat`) shows the run with the median server CPU per
-// pair, lists every run, and counts the errors of all of them, so a row that failed once meets no target.
+// pair, lists every run, and counts the errors of all of them, so a row that failed once meets no target;
+// and each Roster setup's rows are set against its own floor's.
 import { expect, test } from 'vitest';
-import { medianRun, type CompareRow } from '../../bench/compare/model.ts';
+import { medianRun, type CompareRow, type SystemRun } from '../../bench/compare/model.ts';
+import { overFloorOf } from '../../bench/compare/report.ts';
 
 const run = (serverCpuPerPairUs: number, errors = 0, firstError?: string): CompareRow => ({
   system: 'roster', scenario: 'distinct', clients: 64, batch: 1, pairsPerS: 1e6 / serverCpuPerPairUs, p50Ms: 1, p99Ms: 2,
@@ -22,4 +24,17 @@ test('the median by server CPU per pair, every run listed in order, the errors o
   expect(m.firstError).toBe('release refused');
   // An even count shows the lower median.
   expect(medianRun([run(90), run(70)]).serverCpuPerPairUs).toBe(70);
+});
+
+test('each Roster setup is set against its own floor: one node against floor, the cluster against floor-cluster', () => {
+  const rowOf = (system: CompareRow['system'], us: number): CompareRow => ({ ...run(us), system });
+  const runs: SystemRun[] = [
+    { system: 'roster', description: '', rows: [rowOf('roster', 80)] },
+    { system: 'floor', description: '', rows: [rowOf('floor', 40)] },
+    { system: 'roster-cluster', description: '', rows: [rowOf('roster-cluster', 350)] },
+    { system: 'floor-cluster', description: '', rows: [rowOf('floor-cluster', 250)] },
+  ];
+  expect(overFloorOf(runs).map((f) => [f.roster, f.floorUsPerPair, f.overUsPerPair])).toEqual([['roster', 40, 40], ['roster-cluster', 250, 100]]);
+  // No floor row in the run: no line.
+  expect(overFloorOf(runs.filter((r) => r.system !== 'floor-cluster')).map((f) => f.roster)).toEqual(['roster']);
 });
