@@ -27,14 +27,22 @@ export function isApiError(err: unknown, code: number): boolean {
 }
 
 /**
+ * JetStream's "no suitable peers for placement" (a 400): fewer servers are up, or known to the cluster's
+ * meta leader yet, than the replicas asked for. It passes once they are: servers started together with the
+ * nodes are still joining, or one is restarting.
+ */
+export const noPeersForPlacementCode = 10005;
+
+/**
  * Failures worth retrying: timeouts, no responders, connection trouble, JetStream saying it is
- * temporarily unavailable (no leader yet). Not: our own close, bad arguments (a payload above
- * max_payload), permissions, or an API error the server means (a 4xx status).
+ * temporarily unavailable (no leader yet) or cannot place the replicas yet (see noPeersForPlacementCode).
+ * Not: our own close, bad arguments (a payload above max_payload), permissions, or an API error the
+ * server means (any other 4xx status).
  */
 export function isTransient(err: unknown): boolean {
   if (err instanceof ClosedConnectionError || err instanceof DrainingConnectionError) return false;
   if (err instanceof InvalidArgumentError || err instanceof PermissionViolationError || err instanceof AuthorizationError) return false;
-  if (err instanceof JetStreamApiError) return err.status >= 500;
+  if (err instanceof JetStreamApiError) return err.status >= 500 || err.code === noPeersForPlacementCode;
   return true;
 }
 

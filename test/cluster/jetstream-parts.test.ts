@@ -116,11 +116,13 @@ describe('where a snapshot lets a node start', () => {
 });
 
 describe('retries', () => {
-  it('retries timeouts, connection trouble and 5xx answers, not a close, bad arguments or a 4xx answer', () => {
+  it('retries timeouts, connection trouble, 5xx answers and replicas not placeable yet; not a close, bad arguments or another 4xx answer', () => {
     expect(isTransient(new TimeoutError())).toBe(true);
     expect(isTransient(new Error('no responders'))).toBe(true);
     expect(isTransient(apiError(503, 10008))).toBe(true);
     expect(isTransient(apiError(400, 10058))).toBe(false);
+    // Replicas that cannot be placed yet (servers still joining, one restarting): waited out, not fatal.
+    expect(isTransient(apiError(400, 10005))).toBe(true);
     expect(isTransient(new ClosedConnectionError())).toBe(false);
     expect(isTransient(new InvalidArgumentError('payload too large'))).toBe(false);
   });
