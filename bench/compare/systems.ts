@@ -9,7 +9,7 @@ import { NatsKvDriver } from '../peers/nats-kv.ts';
 import { startFloor, startFloorCluster } from '../peers/floor.ts';
 import { startRosterCluster } from '../peers/roster-cluster.ts';
 import { RosterDriver } from '../peers/roster.ts';
-import { fsTypeOf } from '../peers/tools.ts';
+import { fsTypeOf, stoppedNatsServer } from '../peers/tools.ts';
 import type { LockDriver } from '../peers/driver.ts';
 import { startRoster, type Server } from '../server.ts';
 import type { LockSystem, Options } from './model.ts';
@@ -90,10 +90,7 @@ export function planOf(system: LockSystem, o: Options): SystemPlan<unknown> {
         driver: await NatsKvDriver.open(system, c.urls, replicas),
         description: `NATS KV bucket R${replicas} (history 1, file store, no fsync per write) on ${c.urls.length} nats-server${c.urls.length > 1 ? 's' : ''}, `
           + `store under ${tmpdir()} (${fsTypeOf(tmpdir())}), one connection per server`,
-        failure: () => {
-          const gone = c.servers.find((s) => !s.running());
-          return gone === undefined ? undefined : `nats-server ${gone.name} stopped:\n${gone.output().slice(-3000)}`;
-        },
+        failure: () => stoppedNatsServer(c),
         serverPids: c.servers.map((s) => s.pid),
       }) });
     }

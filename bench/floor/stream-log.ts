@@ -2,11 +2,12 @@
  * The cluster floor's log: a JetStream stream replicated on the nats-servers (R3 on three), written and read the way
  * Roster's JetStream log does it, with none of its bookkeeping.
  *
- * * Writes are group-committed by Roster's own commit queue with Roster's defaults: one commit published
+ * * The settings are Roster's JetStream log defaults (settingsOf), the connection Roster's (connectNats).
+ * * Writes are group-committed by Roster's own commit queue with those settings: one commit published
  *   at a time, lingering 1 ms while the node has concurrent writers, so commits grow with the load.
  * * A commit is one message, the JSON array of its entries, published with a message id and acknowledged
- *   through one reply subscription (Roster's AckInbox), on a stream configured as Roster's (file store, R3,
- *   the same duplicate window).
+ *   through one reply subscription (Roster's AckInbox), on a stream Roster's ensureStream creates (file
+ *   store, R3, the same duplicate window).
  * * Every node reads the whole stream in order with an ordered consumer (nats.js, as Roster) and applies
  *   each message's entries; a write is answered when its own node applies it.
  *
@@ -15,28 +16,26 @@
  * server), progress marks, metrics.
  */
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
-import {
-  DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type ConsumerMessages, type JsMsg,
-} from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { AckInbox } from '../../cluster/jetstream/ack-inbox.ts';
+import { inFlightMaxOf, settingsOf, type Settings } from '../../cluster/jetstream/options.ts';
+import { consumerBatchMessages } from '../../cluster/jetstream/reader.ts';
+import { retrying } from '../../cluster/jetstream/retry.ts';
+import { connectNats, ensureStream, messageBytesMax } from '../../cluster/jetstream/setup.ts';
 import { CommitQueue, type Pending } from '../../src/log/index.ts';
+import { SystemClock } from '../../src/ports/clock.ts';
 import type { Entry } from './locks.ts';
 import type { FloorLog } from './node.ts';
 
 export const floorStream = 'FLOOR_LOG';
-const subject = 'floor.log';
-/** Roster's defaults (cluster/jetstream/options.ts, setup.ts). */
-const publishTimeoutMs = 5_000;
-const duplicateWindowMs = 120_000;
-const lingerMs = 1;
-const consumerBatchMessages = 256;
-const consumerExpiresMs = 5_000;
-/** A commit message stays below nats-server's default max_payload (1 MiB) with room for its headers. */
-const commitBytesMax = 1024 * 1024 - 1024;
-/** How long the stream may take to be created once the servers run (their JetStream elects a leader first). */
-const setupMsMax = 30_000;
+
+/** Roster's JetStream log settings with their defaults (cluster/jetstream/options.ts), for the floor's stream. */
+function floorSettings(servers: string[], node: string): Settings {
+  return settingsOf({
+    servers, nodeName: `floor-${node}`, stream: floorStream, subject: 'floor.log', replicas: Math.min(3, servers.length), clock: new SystemClock(),
+  });
+}
 
 export class StreamLog implements FloorLog {
   private readonly acks: AckInbox;
@@ -50,20 +49,28 @@ export class StreamLog implements FloorLog {
 
   private constructor(
     private readonly nc: NatsConnection,
+    private readonly s: Settings,
     private readonly apply: (e: Entry) => void,
     private readonly fatal: (err: unknown) => void,
   ) {
     this.acks = new AckInbox(nc);
     this.commits = new CommitQueue<string>('floor stream', {
-      entriesMax: 65_536, bytesMax: commitBytesMax, queuedEntriesMax: 65_536, inFlightMax: 1, lingerMs,
+      entriesMax: s.batchEntriesMax, bytesMax: messageBytesMax(nc.info?.max_payload), queuedEntriesMax: s.queuedEntriesMax,
+      inFlightMax: inFlightMaxOf(s), lingerMs: s.commitLingerMs,
     }, (batch) => this.commit(batch));
   }
 
-  /** Connects (to one of `servers`, as Roster does), creates the stream if it is missing, and follows it from its start. */
+  /**
+   * Connects as a Roster node does (to one of `servers`), creates the stream as Roster creates its own
+   * (retried while JetStream is not ready, within Roster's open timeout), and follows it from its start.
+   */
   static async open(servers: string[], node: string, apply: (e: Entry) => void, fatal: (err: unknown) => void): Promise<StreamLog> {
-    const nc = await connect({ servers, name: `floor-${node}`, noAsyncTraces: true });
-    await ensureStream(nc, Math.min(3, servers.length));
-    const log = new StreamLog(nc, apply, fatal);
+    const s = floorSettings(servers, node);
+    const nc = await connectNats(s.servers, s.nodeName);
+    const deadline = Date.now() + s.openTimeoutMs;
+    const jsm = await retrying(s.logger, 'JetStream', deadline, () => jetstreamManager(nc, { timeout: s.publishTimeoutMs }), s.publishTimeoutMs);
+    await retrying(s.logger, `stream ${s.stream}`, deadline, () => ensureStream(jsm, s, s.logger), 3 * s.publishTimeoutMs);
+    const log = new StreamLog(nc, s, apply, fatal);
     await log.follow();
     return log;
   }
@@ -81,16 +88,16 @@ export class StreamLog implements FloorLog {
   private async commit(batch: Pending<string>[]): Promise<void> {
     const payload = `[${batch.map((p) => p.items[0]).join(',')}]`;
     this.published += 1;
-    const ack = await this.acks.publish(subject, payload, { msgID: `${this.idPrefix}${this.published}`, timeout: publishTimeoutMs });
+    const ack = await this.acks.publish(this.s.subject, payload, { msgID: `${this.idPrefix}${this.published}`, timeout: this.s.publishTimeoutMs });
     if (ack.seq <= this.appliedSeq) for (const p of batch) p.resolve();
     else this.unapplied.set(ack.seq, batch);
   }
 
   private async follow(): Promise<void> {
     const js = jetstream(this.nc);
-    const consumer = await js.consumers.get(floorStream, { opt_start_seq: 1, filter_subjects: subject });
+    const consumer = await js.consumers.get(this.s.stream, { opt_start_seq: 1, filter_subjects: this.s.subject });
     this.messages = await consumer.consume({
-      max_messages: consumerBatchMessages, expires: consumerExpiresMs, callback: (m) => this.onMessage(m),
+      max_messages: consumerBatchMessages, expires: this.s.consumerExpiresMs, callback: (m) => this.onMessage(m),
     });
     void this.messages.closed().then((err) => {
       if (!this.nc.isClosed()) this.fatal(err ?? new Error('the stream consumer stopped'));
@@ -105,23 +112,5 @@ export class StreamLog implements FloorLog {
     if (batch === undefined) return;
     this.unapplied.delete(m.seq);
     for (const p of batch) p.resolve();
-  }
-}
-
-/** Creates the floor's stream as Roster creates its own, retrying while the servers' JetStream is not ready. */
-async function ensureStream(nc: NatsConnection, replicas: number): Promise<void> {
-  const deadline = Date.now() + setupMsMax;
-  for (;;) {
-    try {
-      const jsm = await jetstreamManager(nc, { timeout: publishTimeoutMs });
-      await jsm.streams.add({
-        name: floorStream, subjects: [subject], storage: StorageType.File, num_replicas: replicas,
-        retention: RetentionPolicy.Limits, discard: DiscardPolicy.Old, duplicate_window: nanos(duplicateWindowMs),
-      });
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(250);
-    }
   }
 }

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { startScriptServer, type HelloServer } from './reads.ts';
+import { stoppedNatsServer } from './tools.ts';
 
 export interface FloorServer extends HelloServer {
   dataDir: string;
@@ -47,8 +48,7 @@ export async function startFloorCluster(): Promise<FloorCluster> {
     failure: () => {
       const gone = nodes.find((n) => n.child.exited() !== undefined);
       if (gone !== undefined) return `floor node stopped (${gone.child.exited()}):\n${gone.child.output().slice(-3000)}`;
-      const server = nats.servers.find((s) => !s.running());
-      return server === undefined ? undefined : `nats-server ${server.name} stopped:\n${server.output().slice(-3000)}`;
+      return stoppedNatsServer(nats);
     },
     stop: async () => {
       await Promise.all(nodes.map((n) => n.child.stop()));

@@ -7,6 +7,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, statfsSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
+import type { NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 
 /** apt-get update + install may download; bounded so a dead mirror does not hang the bench. */
 const aptTimeoutMs = 300_000;
@@ -110,4 +111,10 @@ export function startChild(command: string, args: string[], opts: { cwd?: string
       clearTimeout(timer);
     },
   };
+}
+
+/** A nats-server of `c` that stopped, with its output's tail, or undefined while all run. */
+export function stoppedNatsServer(c: Pick<NatsCluster, 'servers'>): string | undefined {
+  const gone = c.servers.find((s) => !s.running());
+  return gone === undefined ? undefined : `nats-server ${gone.name} stopped:\n${gone.output().slice(-3000)}`;
 }

@@ -23,7 +23,7 @@ import { kind, type JetStreamLogStats } from './options.ts';
 import { backoffMs, errorMessage, retryPauseMsMax } from './retry.ts';
 
 /** Messages one pull request of the consumer asks for. */
-const consumerBatchMessages = 256;
+export const consumerBatchMessages = 256;
 /** How long a waited-for sequence may see no delivery at all before the consumer is replaced. */
 export const consumerStallMsDefault = 4_000;
 
