@@ -5,6 +5,7 @@
  * tests, SIGTERM otherwise), never by name.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -133,11 +134,15 @@ async function startServers(count: number): Promise<NatsCluster> {
 
 async function startServersOnce(count: number): Promise<NatsCluster> {
   const root = mkdtempSync(join(tmpdir(), 'roster-nats-'));
+  const clusterName = uniqueClusterName();
   const ports: ServerPorts[] = [];
   for (let k = 1; k <= count; k += 1) {
     ports.push({ name: `n${k}`, client: await freePort(), cluster: await freePort(), monitor: await freePort() });
   }
-  const servers = ports.map((p) => spawnServer(root, p, count > 1 ? ports : []));
+  const servers = ports.map((p) => spawnServer(join(root, `${p.name}.conf`), p, natsConfigText({
+    name: p.name, client: p.client, monitor: p.monitor, storeDir: join(root, p.name),
+    ...(count > 1 ? { cluster: { name: clusterName, port: p.cluster, routes: ports.filter((q) => q !== p).map((q) => q.cluster) } } : {}),
+  })));
   const cluster: NatsCluster = {
     servers,
     urls: servers.map((s) => s.url),
@@ -162,23 +167,45 @@ async function startServersOnce(count: number): Promise<NatsCluster> {
   return cluster;
 }
 
-function configFor(root: string, p: ServerPorts, peers: ServerPorts[]): string {
+/** What {@link natsConfigText} writes: one server, and its cluster block when it has peers. */
+export interface NatsServerConfig {
+  name: string;
+  client: number;
+  monitor: number;
+  storeDir: string;
+  /** The route listener and the peers' route ports; absent for a lone server. */
+  cluster?: { name: string; port: number; routes: number[] };
+}
+
+/**
+ * A cluster name no other cluster on this machine has. nats-server refuses a route from a server of
+ * another cluster name, so a server whose peer's port was taken by some other test's cluster before the
+ * peer bound it (ports are chosen free, then bound) cannot join that cluster. With one shared name it
+ * would: its routes reach the stranger, the two meta groups merge, and servers of the same name in both
+ * (n1, n2, n3) are the same JetStream peer, so when the stray server is killed the other cluster sees its
+ * own server of that name offline and refuses R3 streams ("no suitable peers for placement").
+ */
+export function uniqueClusterName(): string {
+  return `roster-${randomBytes(6).toString('hex')}`;
+}
+
+/** A nats-server config file's text: loopback listeners, JetStream on, routes to the given ports. */
+export function natsConfigText(c: NatsServerConfig): string {
   const lines = [
-    `server_name: ${p.name}`,
-    `listen: "127.0.0.1:${p.client}"`,
-    `http: "127.0.0.1:${p.monitor}"`,
-    `jetstream { store_dir: ${JSON.stringify(join(root, p.name))} }`,
+    `server_name: ${c.name}`,
+    `listen: "127.0.0.1:${c.client}"`,
+    `http: "127.0.0.1:${c.monitor}"`,
+    `jetstream { store_dir: ${JSON.stringify(c.storeDir)} }`,
   ];
-  if (peers.length > 0) {
-    const routes = peers.filter((q) => q.name !== p.name).map((q) => `"nats-route://127.0.0.1:${q.cluster}"`);
-    lines.push(`cluster { name: roster, listen: "127.0.0.1:${p.cluster}", routes: [${routes.join(', ')}] }`);
+  if (c.cluster !== undefined) {
+    const routes = c.cluster.routes.map((port) => `"nats-route://127.0.0.1:${port}"`);
+    lines.push(`cluster { name: ${c.cluster.name}, listen: "127.0.0.1:${c.cluster.port}", routes: [${routes.join(', ')}] }`);
   }
   return `${lines.join('\n')}\n`;
 }
 
-function spawnServer(root: string, p: ServerPorts, peers: ServerPorts[]): NatsServer {
-  const conf = join(root, `${p.name}.conf`);
-  writeFileSync(conf, configFor(root, p, peers));
+function spawnServer(conf: string, p: ServerPorts, text: string): NatsServer {
+  writeFileSync(conf, text);
   // -js as well as the config block, so JetStream is on whatever the config parser makes of it.
   const proc: ChildProcess = spawn(natsServerBinary(), ['-c', conf, '-js'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { freePort } from '../../cluster/dev/nats-launcher.ts';
+import { freePort, natsConfigText, uniqueClusterName } from '../../cluster/dev/nats-launcher.ts';
 import { http } from './cluster-http.ts';
 import { NatsNode, RosterNode } from './cluster-processes.ts';
 
@@ -75,16 +75,13 @@ export class FaultCluster {
     const root = mkdtempSync(join(tmpdir(), 'roster-faults-'));
     const ports: { name: string; client: number; cluster: number; monitor: number; http: number; gossip: number }[] = [];
     for (const name of nodeNames) ports.push({ name, client: await freePort(), cluster: await freePort(), monitor: await freePort(), http: await freePort(), gossip: await freePort() });
+    const clusterName = uniqueClusterName();
     const nats = ports.map((p) => {
       const conf = join(root, `nats-${p.name}.conf`);
-      const routes = ports.filter((q) => q.name !== p.name).map((q) => `"nats-route://127.0.0.1:${q.cluster}"`);
-      writeFileSync(conf, [
-        `server_name: ${p.name}`,
-        `listen: "127.0.0.1:${p.client}"`,
-        `http: "127.0.0.1:${p.monitor}"`,
-        `jetstream { store_dir: ${JSON.stringify(join(root, `js-${p.name}`))} }`,
-        `cluster { name: roster, listen: "127.0.0.1:${p.cluster}", routes: [${routes.join(', ')}] }`,
-      ].join('\n') + '\n');
+      writeFileSync(conf, natsConfigText({
+        name: p.name, client: p.client, monitor: p.monitor, storeDir: join(root, `js-${p.name}`),
+        cluster: { name: clusterName, port: p.cluster, routes: ports.filter((q) => q !== p).map((q) => q.cluster) },
+      }));
       return new NatsNode(p.name, p.client, p.cluster, p.monitor, conf);
     });
     const configFile = join(root, 'agent.json');

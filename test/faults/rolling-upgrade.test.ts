@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort } from '../../cluster/dev/nats-launcher.ts';
+import { freePort, natsConfigText, uniqueClusterName } from '../../cluster/dev/nats-launcher.ts';
 import { HistoryRecorder } from '../checker/history.ts';
 import { mutualExclusion } from '../checker/mutex-intervals.ts';
 import { repoRoot, tsxLoader } from '../support/agent.ts';
@@ -161,14 +161,13 @@ async function caughtUp(n: Node): Promise<void> {
 async function startCluster(oldTree: string): Promise<void> {
   const ports: { name: string; client: number; cluster: number; monitor: number; http: number; gossip: number }[] = [];
   for (const name of names) ports.push({ name, client: await freePort(), cluster: await freePort(), monitor: await freePort(), http: await freePort(), gossip: await freePort() });
+  const clusterName = uniqueClusterName();
   nats = ports.map((p) => {
     const conf = join(root, `nats-${p.name}.conf`);
-    const routes = ports.filter((q) => q.name !== p.name).map((q) => `"nats-route://127.0.0.1:${q.cluster}"`);
-    writeFileSync(conf, [
-      `server_name: ${p.name}`, `listen: "127.0.0.1:${p.client}"`, `http: "127.0.0.1:${p.monitor}"`,
-      `jetstream { store_dir: ${JSON.stringify(join(root, `js-${p.name}`))} }`,
-      `cluster { name: roster, listen: "127.0.0.1:${p.cluster}", routes: [${routes.join(', ')}] }`,
-    ].join('\n') + '\n');
+    writeFileSync(conf, natsConfigText({
+      name: p.name, client: p.client, monitor: p.monitor, storeDir: join(root, `js-${p.name}`),
+      cluster: { name: clusterName, port: p.cluster, routes: ports.filter((q) => q !== p).map((q) => q.cluster) },
+    }));
     return new NatsNode(p.name, p.client, p.cluster, p.monitor, conf);
   });
   await Promise.all(nats.map((s) => s.start()));
