@@ -50,6 +50,12 @@ export interface GossipMembershipOptions {
   publish?: (addrs: string[]) => Promise<void>;
   /** More addresses to dial (same forms as `seeds`), asked each redial round. */
   discover?: () => Promise<string[]>;
+  /**
+   * The cluster this node belongs to (its datacenter and its log's identity), sent in every heartbeat.
+   * A heartbeat from another cluster is dropped, so a seed list that reaches into another cluster does
+   * not make its nodes members here (nor a failure there fail a same-named member here).
+   */
+  cluster?: string;
   /** @default SystemClock */
   clock?: Clock;
   logger?: Logger;
@@ -69,6 +75,8 @@ const gossipHeartbeatMsMax = 1_000;
  * message was lost in roughly one test run in five here; if it is still lost, the others see a failure.
  */
 const leaveFlushMs = 100;
+/** At most this many other clusters are warned about; heartbeats of further ones are dropped silently. */
+const foreignClustersWarnedMax = 16;
 
 
 type Node = Awaited<ReturnType<typeof createNode>>;
@@ -88,6 +96,8 @@ export class GossipMembership implements Membership {
   private seq = 0;
   private published = false;
   private warnedNameClash = false;
+  /** Other clusters already warned about (bounded: a warning each, not one per heartbeat). */
+  private readonly warnedClusters = new Set<string>();
   private stopped = false;
   private readonly timers: { heartbeat?: TimerHandle; sweep?: TimerHandle; redial?: TimerHandle } = {};
   /** Peer id last found at each dialled address (key: multiaddr string without peer id). */
@@ -164,7 +174,9 @@ export class GossipMembership implements Membership {
   }
 
   private heartbeat(): Heartbeat {
-    return { ...this.self, inc: this.inc, seq: this.seq++, addrs: this.addresses(), cl: commandLevel };
+    const hb: Heartbeat = { ...this.self, inc: this.inc, seq: this.seq++, addrs: this.addresses(), cl: commandLevel };
+    if (this.opts.cluster !== undefined) hb.cluster = this.opts.cluster;
+    return hb;
   }
 
   private beat(): void {
@@ -195,6 +207,10 @@ export class GossipMembership implements Membership {
       this.logger.debug({ reason: hb.invalid, peer: fromPeer }, 'heartbeat dropped');
       return;
     }
+    if (hb.cluster !== undefined && this.opts.cluster !== undefined && hb.cluster !== this.opts.cluster) {
+      this.foreign(hb, fromPeer);
+      return;
+    }
     if (hb.name === this.self.name && hb.id !== this.self.id && !this.warnedNameClash) {
       this.warnedNameClash = true;
       this.logger.warn({ name: hb.name, id: hb.id, peer: fromPeer }, 'membership: another node uses this name');
@@ -203,6 +219,14 @@ export class GossipMembership implements Membership {
     const heard = this.table.heard(hb, this.clock.nowMs());
     const forced = hb.forceLeave !== undefined && hb.forceLeave.name !== this.self.name && this.table.forceLeave(hb.forceLeave.name, hb.forceLeave.prune);
     if (heard || forced) this.changed();
+  }
+
+  /** A heartbeat of another cluster: dropped, with a warning the first time that cluster is heard. */
+  private foreign(hb: Heartbeat, fromPeer: string | undefined): void {
+    if (this.warnedClusters.has(hb.cluster!) || this.warnedClusters.size >= foreignClustersWarnedMax) return;
+    this.warnedClusters.add(hb.cluster!);
+    this.logger.warn({ name: hb.name, cluster: hb.cluster, ours: this.opts.cluster, peer: fromPeer },
+      'membership: a node of another cluster is reachable through the seeds or their members; its heartbeats are dropped');
   }
 
   private changed(): void {

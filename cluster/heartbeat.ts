@@ -31,6 +31,11 @@ export interface Heartbeat {
   forceLeave?: { name: string; prune: boolean };
   /** The command level of the sender's release (absent: level 1, a release before the field). */
   cl?: number;
+  /**
+   * The cluster the sender belongs to: its datacenter and the identity of the log it shares. A receiver
+   * of another cluster drops the heartbeat (absent: a release before the field, taken as its own).
+   */
+  cluster?: string;
 }
 
 const encoder = new TextEncoder();
@@ -68,6 +73,7 @@ export function decodeHeartbeat(data: Uint8Array): Heartbeat | { invalid: string
   if (o.leaving === true) hb.leaving = true;
   if (Number.isSafeInteger(o.cl) && (o.cl as number) >= 1) hb.cl = o.cl as number;
   if (addrs !== undefined) hb.addrs = addrs;
+  if (typeof o.cluster === 'string' && o.cluster !== '') hb.cluster = o.cluster;
   const forced = o.forceLeave as { name?: unknown; prune?: unknown } | undefined;
   if (typeof forced === 'object' && forced !== null && typeof forced.name === 'string' && forced.name !== '') {
     hb.forceLeave = { name: forced.name, prune: forced.prune === true };

@@ -53,12 +53,12 @@ async function openLog(config: Config, dataDir: string, clock: SystemClock, logg
 }
 
 /** Cluster mode: gossip membership announcing this node's addresses (loaded only when needed). */
-async function joinCluster(config: Config, self: SelfAddresses, logger: Logger): Promise<Membership | undefined> {
+async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedLog, logger: Logger): Promise<Membership | undefined> {
   if (config.nats.length === 0) return undefined;
   const { GossipMembership } = await import('../cluster/gossip-membership.ts');
   const gossip = new GossipMembership({
     self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,
-    logger,
+    cluster: `${config.datacenter}/${log.identity?.() ?? ''}`, logger,
   });
   await gossip.start();
   logger.info({ gossip: gossip.addresses() }, 'gossip membership started');
@@ -90,7 +90,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   const agent = await assembleAgent(config, {
     log, clock, nodeId, logger, reread,
     onFatal: () => process.exit(70),
-    join: (self) => joinCluster(config, self, logger),
+    join: (self) => joinCluster(config, self, log, logger),
     onLeave: () => shutdown('leave'),
   });
   const { runtime, http, grpc } = agent;

@@ -94,6 +94,8 @@ export class JetStreamLog implements ReplicatedLog {
   /** Entries consumed before `subscribe`, kept for its replay. */
   private buffered: LogEntry[] = [];
   private readonly attachments: Attachments;
+  /** The stream's creation time, read when the log opens. */
+  private streamCreated: string | undefined;
 
   constructor(private readonly opts: JetStreamLogOptions) {
     this.settings = settingsOf(opts);
@@ -190,6 +192,11 @@ export class JetStreamLog implements ReplicatedLog {
   }
 
   /** The stream's leader and replicas, for /v1/status and the index headers. */
+  /** The stream's name and creation time: a stream deleted and created again under the same name is another log. */
+  identity(): string | undefined {
+    return this.streamCreated === undefined ? undefined : `${this.stream}@${this.streamCreated}`;
+  }
+
   leadership(): Leadership {
     return this.leadershipWatch.current();
   }
@@ -226,6 +233,7 @@ export class JetStreamLog implements ReplicatedLog {
     const s = this.settings;
     const stores = await openStores(nc, s, deadline);
     const { info, subject, strictSeq } = stores.stream;
+    this.streamCreated = info.created;
     const snapshots = new SnapshotStore({
       store: stores.store, objects: () => listObjects(stores.jsm, s.bucket), stream: s.stream, nodeName: s.nodeName, logger: s.logger, streamCreated: info.created,
       publishTimeoutMs: s.publishTimeoutMs, openTimeoutMs: s.openTimeoutMs,

@@ -57,6 +57,12 @@ export interface ReplicatedLog {
   /** Flushes and releases resources; pending appends are committed or rejected, never lost silently. */
   close(): Promise<void>;
   /**
+   * Which log this is, once open: the same text on every node that shares it and a different one for
+   * any other log (a replicated log's stream and its creation time). Nodes gossip it so that members of
+   * another cluster are not taken for their own. A single-node log leaves it out.
+   */
+  identity?(): string | undefined;
+  /**
    * What this node knows of the log's leadership (replicated logs). A single-node log leaves it out:
    * the node is its own leader.
    */
