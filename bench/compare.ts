@@ -163,7 +163,7 @@ async function withSystem<R>(system: LockSystem, o: Options, body: (s: Started) 
 
 /** One row of `scenario` at `clients`, with the server processes' CPU over its window. */
 async function measureRow(system: LockSystem, s: Started, scenario: RowScenario, clients: number, o: Options): Promise<CompareRow> {
-  const meter = new WindowMeter(s.serverPids);
+  const meter = new WindowMeter(s.serverPids, s.roles);
   const common = { durationS: o.durationS, warmupMs, keyPrefix, stopped: () => interrupted, onWindow: meter.onWindow };
   const row: RowResult | BatchRowResult = scenario === 'txn'
     ? await runBatchRow(s.driver, clients, o.batch, common)

@@ -74,6 +74,8 @@ export interface Efficiency {
   serverCores: number;
   /** Server CPU per pair (one key locked and unlocked), in µs. */
   serverCpuPerPairUs: number;
+  /** The server CPU per pair of each kind of process, in µs, for a system of more than one kind (Roster's nodes and its nats-servers). */
+  serverCpuPerPairUsByRole?: Record<string, number>;
   /** Pairs per server core-second: pairs/s over serverCores. */
   pairsPerServerCoreS: number;
   /** The bench's own CPU (the load generator) per second over the same span, for the record. */
@@ -113,6 +115,9 @@ export function efficiencyOf(pairsPerS: number, cpu: WindowCpu): Efficiency {
     serverCpuPerPairUs: pairsPerS > 0 ? (serverCores * 1e6) / pairsPerS : Number.NaN,
     pairsPerServerCoreS: serverCores > 0 ? pairsPerS / serverCores : Number.NaN,
     clientCores: cpu.spanS > 0 ? cpu.clientCpuS / cpu.spanS : Number.NaN,
+    ...(cpu.byRoleS === undefined ? {} : {
+      serverCpuPerPairUsByRole: Object.fromEntries(Object.entries(cpu.byRoleS).map(([role, s]) => [role, pairsPerS > 0 && cpu.spanS > 0 ? (s / cpu.spanS) * 1e6 / pairsPerS : Number.NaN])),
+    }),
   };
 }
 

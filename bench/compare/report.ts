@@ -40,10 +40,19 @@ export interface OverFloor {
   rosterUsPerPair: number; floorUsPerPair: number; rosterPairsPerS: number; floorPairsPerS: number;
   /** Roster's server CPU per pair less the floor's: the work of its own per pair. */
   overUsPerPair: number;
+  /** The same of each kind of process both run (the cluster: nodes, nats-servers), where the rows tell them apart. */
+  overUsPerPairByRole?: Record<string, number>;
 }
 
 /** Each Roster setup and its floor. */
 const floors = [{ roster: 'roster', floor: 'floor' }, { roster: 'roster-cluster', floor: 'floor-cluster' }] as const;
+
+function overByRole(row: CompareRow, f: CompareRow): Pick<OverFloor, 'overUsPerPairByRole'> {
+  const [mine, floor] = [row.serverCpuPerPairUsByRole, f.serverCpuPerPairUsByRole];
+  if (mine === undefined || floor === undefined) return {};
+  const roles = Object.keys(mine).filter((role) => floor[role] !== undefined);
+  return roles.length === 0 ? {} : { overUsPerPairByRole: Object.fromEntries(roles.map((role) => [role, mine[role]! - floor[role]!])) };
+}
 
 export function overFloorOf(runs: SystemRun[]): OverFloor[] {
   return floors.flatMap(({ roster, floor }) => {
@@ -53,6 +62,7 @@ export function overFloorOf(runs: SystemRun[]): OverFloor[] {
       return f === undefined ? [] : [{
         roster, scenario: row.scenario, clients: row.clients, rosterUsPerPair: row.serverCpuPerPairUs, floorUsPerPair: f.serverCpuPerPairUs,
         rosterPairsPerS: row.pairsPerS, floorPairsPerS: f.pairsPerS, overUsPerPair: row.serverCpuPerPairUs - f.serverCpuPerPairUs,
+        ...overByRole(row, f),
       }];
     });
   });
@@ -158,13 +168,16 @@ export function header(m: Machine, o: Options): string {
   ].join('\n');
 }
 
+const signed = (x: number): string => (Number.isFinite(x) ? `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(1)}` : '–');
+
 function floorLines(over: OverFloor[]): string[] {
   if (over.length === 0) return [];
   return [
     '', 'the floor (the least a durable lock server does per pair here: same client, runtime, HTTP library, group commit; '
       + 'for the cluster, the same stream and consumers) and Roster:',
     ...over.map((f) => `  ${f.roster.padEnd(15)} ${`${f.scenario}/${f.clients}`.padEnd(12)} floor ${fixed(f.floorUsPerPair, 1)} µs per pair at ${n0(f.floorPairsPerS)} pairs/s; `
-      + `Roster ${fixed(f.rosterUsPerPair, 1)} µs at ${n0(f.rosterPairsPerS)} pairs/s, ${fixed(f.overUsPerPair, 1)} µs per pair of its own`),
+      + `Roster ${fixed(f.rosterUsPerPair, 1)} µs at ${n0(f.rosterPairsPerS)} pairs/s, ${fixed(f.overUsPerPair, 1)} µs per pair of its own`
+      + (f.overUsPerPairByRole === undefined ? '' : ` (${Object.entries(f.overUsPerPairByRole).map(([role, us]) => `${role} ${signed(us)}`).join(', ')})`)),
   ];
 }
 

@@ -20,6 +20,8 @@ export interface Started {
   failure: () => string | undefined;
   /** The server processes whose CPU the rows count: every process the system runs on, none of the bench's. */
   serverPids: number[];
+  /** For a system of more than one kind of process: which of serverPids are which, told apart in the rows. */
+  roles?: Record<string, number[]>;
 }
 
 /** A system to start: `start` runs its processes, `stop` ends them, `driven` connects a driver to them. */
@@ -61,6 +63,7 @@ export function planOf(system: LockSystem, o: Options): SystemPlan<unknown> {
         description: `three nodes over three nats-servers, JetStream log R3 (file store, no fsync per write), clients round-robin over the nodes`,
         failure: c.failure,
         serverPids: [...c.nodes.map((n) => n.pid), ...c.nats.servers.map((s) => s.pid)],
+        roles: { nodes: c.nodes.map((n) => n.pid), 'nats-servers': c.nats.servers.map((s) => s.pid) },
       }) });
     case 'floor-cluster':
       return plan({ what: 'cluster floor', start: startFloorCluster, stop: (c) => c.stop(), driven: (c) => ({
@@ -71,6 +74,7 @@ export function planOf(system: LockSystem, o: Options): SystemPlan<unknown> {
           + 'ack inbox, ordered consumer on every node), two maps; clients round-robin over the nodes',
         failure: c.failure,
         serverPids: [...c.nodes.map((n) => n.child.proc.pid!), ...c.nats.servers.map((s) => s.pid)],
+        roles: { nodes: c.nodes.map((n) => n.child.proc.pid!), 'nats-servers': c.nats.servers.map((s) => s.pid) },
       }) });
     case 'etcd':
     case 'etcd-cluster': {

@@ -34,7 +34,10 @@ export function cpuSecondsOf(pid: number): number {
   return (utime + stime) / ticks;
 }
 
-interface Sample { at: number; server: number; client: number }
+interface Sample { at: number; server: number; client: number; byRole: Record<string, number> }
+
+/** Some of the server processes under a name ('nodes', 'nats-servers'), whose CPU is also told apart. */
+export type ServerRoles = Readonly<Record<string, readonly number[]>>;
 
 /** What one row's window cost: server and client CPU seconds over `spanS` seconds of wall time. */
 export interface WindowCpu {
@@ -43,10 +46,12 @@ export interface WindowCpu {
   spanS: number;
   serverCpuS: number;
   clientCpuS: number;
+  /** The server CPU seconds of each role's processes, when roles were given. */
+  byRoleS?: Record<string, number>;
 }
 
 /**
- * Samples the CPU of `pids` (and of this process) when a row's window opens and when it closes, by timers
+ * Samples the CPU of `pids` (each role's apart too, and this process's) when a row's window opens and when it closes, by timers
  * set from the window's times; finish() takes the closing sample itself when the row ended first.
  */
 export class WindowMeter {
@@ -55,12 +60,14 @@ export class WindowMeter {
   private readonly timers: NodeJS.Timeout[] = [];
   private failure: unknown;
 
-  constructor(private readonly pids: readonly number[]) {}
+  constructor(private readonly pids: readonly number[], private readonly roles: ServerRoles = {}) {}
 
   private sample(): Sample {
-    const server = this.pids.reduce((n, pid) => n + cpuSecondsOf(pid), 0);
+    const each = new Map(this.pids.map((pid) => [pid, cpuSecondsOf(pid)]));
+    const server = [...each.values()].reduce((n, s) => n + s, 0);
+    const byRole = Object.fromEntries(Object.entries(this.roles).map(([role, pids]) => [role, pids.reduce((n, pid) => n + (each.get(pid) ?? cpuSecondsOf(pid)), 0)]));
     const own = process.cpuUsage();
-    return { at: performance.now(), server, client: (own.user + own.system) / 1e6 };
+    return { at: performance.now(), server, client: (own.user + own.system) / 1e6, byRole };
   }
 
   private take(which: 'start' | 'end'): void {
@@ -89,6 +96,9 @@ export class WindowMeter {
       spanS: (this.end.at - this.start.at) / 1000,
       serverCpuS: this.end.server - this.start.server,
       clientCpuS: this.end.client - this.start.client,
+      ...(Object.keys(this.roles).length > 0
+        ? { byRoleS: Object.fromEntries(Object.keys(this.roles).map((role) => [role, this.end!.byRole[role]! - this.start!.byRole[role]!])) }
+        : {}),
     };
   }
 }

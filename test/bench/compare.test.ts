@@ -25,7 +25,7 @@ const scratchParent = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
 interface Row {
   system: string; scenario: string; clients: number; batch: number; pairsPerS: number; errors: number;
   serverProcesses: number; cpuSpanS: number; serverCpuS: number; serverCores: number;
-  serverCpuPerPairUs: number; pairsPerServerCoreS: number; clientCores: number;
+  serverCpuPerPairUs: number; pairsPerServerCoreS: number; clientCores: number; serverCpuPerPairUsByRole?: Record<string, number>;
 }
 
 test('bench:compare: server CPU per pair and per core-second on every row, txn rows on Roster, the CPU ratio against a peer, the floor', async () => {
@@ -67,6 +67,7 @@ test('bench:compare: server CPU per pair and per core-second on every row, txn r
       expect(r.serverCpuS, `${r.system} ${r.scenario}`).toBeGreaterThan(0);
       for (const x of [r.serverCores, r.serverCpuPerPairUs, r.pairsPerServerCoreS, r.clientCores]) expect(Number.isFinite(x)).toBe(true);
       expect(r.serverCpuPerPairUs * r.pairsPerServerCoreS).toBeCloseTo(1e6, 0);
+      expect(r.serverCpuPerPairUsByRole).toBeUndefined();
     }
     const distinct = out.ratios.find((r) => r.peer === 'nats-kv' && r.scenario === 'distinct')!;
     expect(Number.isFinite(distinct.cpuRatio) && distinct.cpuRatio > 0).toBe(true);
@@ -95,6 +96,10 @@ test('bench:compare runs the cluster floor: six server processes counted, distin
       expect(r.pairsPerS).toBeGreaterThan(0);
       expect(r.serverProcesses).toBe(6);
       expect(r.serverCpuS).toBeGreaterThan(0);
+      // The floor nodes' CPU and their nats-servers' apart, adding up to the whole.
+      const byRole = r.serverCpuPerPairUsByRole!;
+      expect(Object.keys(byRole)).toEqual(['nodes', 'nats-servers']);
+      expect(byRole.nodes! + byRole['nats-servers']!).toBeCloseTo(r.serverCpuPerPairUs, 6);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // Goal: a row of bench:compare run several times (`--repeat`) shows the run with the median server CPU per
 // pair, lists every run, and counts the errors of all of them, so a row that failed once meets no target;
-// and each Roster setup's rows are set against its own floor's.
+// and each Roster setup's rows are set against its own floor's, the cluster's also by kind of process (nodes, nats-servers).
 import { expect, test } from 'vitest';
 import { medianRun, type CompareRow, type SystemRun } from '../../bench/compare/model.ts';
 import { overFloorOf } from '../../bench/compare/report.ts';
@@ -35,6 +35,14 @@ test('each Roster setup is set against its own floor: one node against floor, th
     { system: 'floor-cluster', description: '', rows: [rowOf('floor-cluster', 250)] },
   ];
   expect(overFloorOf(runs).map((f) => [f.roster, f.floorUsPerPair, f.overUsPerPair])).toEqual([['roster', 40, 40], ['roster-cluster', 250, 100]]);
+  // Where both rows tell their kinds of process apart, what Roster adds is told apart too.
+  const split = (system: CompareRow['system'], nodes: number, nats: number): CompareRow => ({ ...rowOf(system, nodes + nats), serverCpuPerPairUsByRole: { nodes, 'nats-servers': nats } });
+  const clusterRuns: SystemRun[] = [
+    { system: 'roster-cluster', description: '', rows: [split('roster-cluster', 230, 150)] },
+    { system: 'floor-cluster', description: '', rows: [split('floor-cluster', 125, 125)] },
+  ];
+  expect(overFloorOf(clusterRuns)[0]!.overUsPerPairByRole).toEqual({ nodes: 105, 'nats-servers': 25 });
+  expect(overFloorOf(runs).map((f) => f.overUsPerPairByRole)).toEqual([undefined, undefined]);
   // No floor row in the run: no line.
   expect(overFloorOf(runs.filter((r) => r.system !== 'floor-cluster')).map((f) => f.roster)).toEqual(['roster']);
 });
