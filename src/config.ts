@@ -59,6 +59,8 @@ export interface Config {
   join: string[];
   /** A member unheard this long is failed. @default 5s */
   suspicionMs: number;
+  /** write_timeout: a write not confirmed this long is answered as timed out, outcome unknown. @default 30s */
+  writeTimeoutMs: number;
   /** HTTPS: PEM certificate and key (both or neither). */
   tls: { certFile: string; keyFile: string } | undefined;
   /** Connection and stream limits (config file `limits`). */
@@ -156,6 +158,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     gossipListen: pick(v['gossip-listen'], 'ROSTER_GOSSIP_LISTEN', file.gossip_listen) ?? '127.0.0.1:0',
     join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
     suspicionMs: duration('suspicion', fileText(file.suspicion), 5_000),
+    writeTimeoutMs: duration('write_timeout', fileText(file.write_timeout), 30_000),
     tls: tlsFiles(pick(v['tls-cert'], 'ROSTER_TLS_CERT', file.cert_file), pick(v['tls-key'], 'ROSTER_TLS_KEY', file.key_file)),
     auth: authSettings(file.auth, env.ROSTER_AUTH_SECRET),
     rateLimit: rateLimit(file.rate_limit),
@@ -214,7 +217,7 @@ const fileKeys = new Set([
   'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'log_format', 'session_ttl_min',
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
-  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'cert_file', 'key_file', 'auth',
+  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'write_timeout', 'cert_file', 'key_file', 'auth',
   'rate_limit', 'writes_in_flight_max', 'limits', 'ui_dir',
 ]);
 

@@ -114,7 +114,7 @@ function startRuntime(config: Config, parts: AgentParts, membership: Membership,
     membershipGraceMs: 2 * config.suspicionMs, clustered: config.nats.length > 0,
     snapshotEveryEntries: config.snapshotEveryEntries,
     probeFor,
-    checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin },
+    checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin }, writeTimeoutMs: config.writeTimeoutMs,
     observer: metrics,
     onFatal: (err) => {
       logger.fatal({ err }, 'stopping: the log cannot be applied');

@@ -305,6 +305,12 @@ export const errorCatalogue = {
   logOverloaded: busy('the log is overloaded; retry shortly', 'log overloaded'),
   diskFull: busy('the agent cannot store writes now: no space left on its disk; retry later', 'cannot store writes now: no space left on disk'),
   logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
+  // No Retry-After: the write may still take effect, so a blind retry could apply it twice; read it back first.
+  writeTimedOut: entry<{ timeoutMs: number }>({
+    kind: 'remoteUnavailable', status: 503, consulStatus: 500,
+    message: (v) => `the write was not confirmed within ${v.timeoutMs} ms (write_timeout): it may still take effect; read it back before retrying`,
+    details: (v) => ({ timeoutMs: v.timeoutMs, outcome: 'unknown' }), consulText: 'timed out enqueuing operation',
+  }),
   internal: entry<{ why: string }>({ kind: 'unknown', message: (v) => `internal error: ${v.why}` }),
   // A node that does not know a command would stop on it: refused until every node runs a release that applies it.
   clusterBehind: entry<{ what: string; needs: number; behind: { node: string; level: number; status: string }[] }>({

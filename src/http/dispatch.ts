@@ -5,7 +5,7 @@
  */
 import { RegistryError } from '../domain/errors.ts';
 import type { Logger } from '../ports/index.ts';
-import { isLogFailed, isLogOverloaded, isLogUnavailable } from '../wal/index.ts';
+import { isLogFailed, isLogOverloaded, isLogUnavailable, isWriteTimedOut } from '../wal/index.ts';
 import { withListRules } from './list-rules.ts';
 import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
@@ -93,6 +93,7 @@ export function errorWire(d: Pick<Dispatcher<unknown>, 'dialect' | 'logger'>, er
   if (isLogOverloaded(err)) return renderError(new RegistryError('logOverloaded'), d.dialect);
   // The write was not applied; the log stores writes again by itself once the disk has room.
   if (isLogUnavailable(err)) return renderError(new RegistryError('diskFull'), d.dialect);
+  if (isWriteTimedOut(err)) return renderError(new RegistryError('writeTimedOut', { timeoutMs: err.timeoutMs }), d.dialect);
   if (isLogFailed(err)) {
     // The cause (with paths) is in the agent's log, not in the answer.
     d.logger.error({ err, reqId }, 'request failed: the log has failed');

@@ -13,6 +13,12 @@ export const logUnavailableCode = 'LOG_UNAVAILABLE' as const;
 /** `code` of the error appends get once the log has failed for good (a write or fsync error other than a full disk). */
 export const logFailedCode = 'LOG_FAILED' as const;
 
+/**
+ * `code` of the error a proposal gets when its write was not confirmed (committed and applied here) within
+ * the agent's write timeout: the log may still take it, so its outcome is unknown.
+ */
+export const writeTimedOutCode = 'WRITE_TIMED_OUT' as const;
+
 /** `code` of the error open() throws when the data on disk is damaged or incomplete and it refuses to open. */
 export const logDamagedCode = 'LOG_DAMAGED' as const;
 
@@ -34,6 +40,11 @@ export function failedError(kind: string, cause: unknown): Error {
   return Object.assign(new Error(`${kind} failed, no further appends are accepted: ${msg}`, { cause }), { code: logFailedCode });
 }
 
+/** The error for a write not confirmed within `timeoutMs`; the log may still commit it later. */
+export function writeTimedOutError(timeoutMs: number): Error & { timeoutMs: number } {
+  return Object.assign(new Error(`the write was not confirmed within ${timeoutMs} ms; it may still take effect`), { code: writeTimedOutCode, timeoutMs });
+}
+
 export function damagedError(message: string): Error {
   return Object.assign(new Error(message), { code: logDamagedCode });
 }
@@ -46,6 +57,11 @@ export function isLogOverloaded(err: unknown): err is Error & { code: typeof log
 /** True for the error of an append the log could not store for now and may store later (nothing of it was applied). */
 export function isLogUnavailable(err: unknown): err is Error & { code: typeof logUnavailableCode } {
   return hasCode(err, logUnavailableCode);
+}
+
+/** True for the error of a write not confirmed in time (outcome unknown). */
+export function isWriteTimedOut(err: unknown): err is Error & { code: typeof writeTimedOutCode; timeoutMs: number } {
+  return hasCode(err, writeTimedOutCode);
 }
 
 export function isLogFailed(err: unknown): err is Error & { code: typeof logFailedCode } {

@@ -1,10 +1,14 @@
 /**
  * The proposals of one node waiting for their answer. A proposal's caller is answered once its entry
  * has applied here *and* its append resolved (the log vouches the entry is committed where it was
- * read): whichever comes second answers.
+ * read): whichever comes second answers. One not answered within the write timeout gets
+ * `writeTimedOutError` instead: the log may still commit it, so its outcome is unknown (a cluster's log
+ * that lost its nats-servers, a disk that hangs), but the caller is not held for as long as that lasts.
  */
 import { randomUUID } from 'node:crypto';
 import type { Command } from '../domain/commands.ts';
+import type { Clock, TimerHandle } from '../ports/clock.ts';
+import { writeTimedOutError } from '../ports/log-errors.ts';
 import type { ReplicatedLog } from '../ports/log.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import type { Result } from '../state/index.ts';
@@ -15,14 +19,26 @@ interface Pending {
   appended: boolean;
   /** Apply's result, held until the append resolves. */
   result?: Result;
+  /** When it is given up on (clock ms). */
+  deadlineMs: number;
 }
 
+/** The write timeout's check runs this often at most: a write is given up on up to this long after its timeout. */
+const expirySweepMsMax = 500;
+
 export class Proposals {
+  /** In the order submitted, so the oldest are first (every proposal gets the same timeout). */
   private readonly pending = new Map<string, Pending>();
   private readonly pidPrefix = randomUUID().slice(0, 8);
   private pidCounter = 0;
+  private sweep: TimerHandle | undefined;
 
-  constructor(private readonly log: ReplicatedLog, private readonly observer: RuntimeObserver | undefined) {}
+  constructor(
+    private readonly log: ReplicatedLog,
+    private readonly observer: RuntimeObserver | undefined,
+    private readonly clock: Clock,
+    private readonly writeTimeoutMs: number,
+  ) {}
 
   /** Proposals waiting for their entry to apply. */
   get size(): number {
@@ -32,7 +48,9 @@ export class Proposals {
   /** Appends the commands as one batch; each promise settles with apply's result for its entry. */
   submit(cmds: readonly Command[]): Promise<Result>[] {
     const pids = cmds.map(() => `${this.pidPrefix}-${++this.pidCounter}`);
-    const results = pids.map((pid) => new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject, appended: false })));
+    const deadlineMs = this.clock.nowMs() + this.writeTimeoutMs;
+    const results = pids.map((pid) => new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject, appended: false, deadlineMs })));
+    this.sweep ??= this.clock.setTimer(Math.min(expirySweepMsMax, this.writeTimeoutMs), () => this.expire());
     const observer = this.observer;
     const startedMs = observer === undefined ? 0 : performance.now();
     this.log.append(cmds.map((cmd, k) => ({ pid: pids[k]!, cmd }))).then(() => {
@@ -68,6 +86,23 @@ export class Proposals {
   /** Rejects every waiting proposal (the node cannot apply any more). */
   rejectAll(err: Error): void {
     for (const pid of [...this.pending.keys()]) this.reject(pid, err);
+  }
+
+  /** Gives up on the proposals past their deadline (the oldest come first), and checks again while any wait. */
+  private expire(): void {
+    this.sweep = undefined;
+    const now = this.clock.nowMs();
+    for (const [pid, waiter] of this.pending) {
+      if (waiter.deadlineMs > now) break;
+      this.reject(pid, writeTimedOutError(this.writeTimeoutMs));
+    }
+    if (this.pending.size > 0) this.sweep = this.clock.setTimer(Math.min(expirySweepMsMax, this.writeTimeoutMs), () => this.expire());
+  }
+
+  /** Stops the timeout's check (the runtime stops). */
+  stop(): void {
+    if (this.sweep !== undefined) this.clock.clearTimer(this.sweep);
+    this.sweep = undefined;
   }
 
   private appended(pid: string): void {

@@ -56,6 +56,8 @@ export interface RuntimeOptions {
   changes?: ChangeLogOptions;
   /** Check owner tuning (reaper period, DeregisterCriticalServiceAfter floor, interval floor). */
   checks?: Pick<CheckOwnerOptions, 'reapIntervalMs' | 'deregisterAfterMsMin' | 'intervalMsMin'>;
+  /** A write not confirmed (committed and applied here) this long is answered as timed out, outcome unknown. @default 30 s */
+  writeTimeoutMs?: number;
   /** Told how long appends and applies take (metrics). @default none */
   observer?: RuntimeObserver;
   /** Draws the jitter of each check's first probe. @default Math.random */
@@ -101,7 +103,7 @@ export class Runtime {
     this.onFatal = o.onFatal;
     this.observer = o.observer;
     this.watches = new Watches(o.clock);
-    this.proposals = new Proposals(o.log, o.observer);
+    this.proposals = new Proposals(o.log, o.observer, o.clock, o.writeTimeoutMs ?? 30_000);
     this.snapshots = new Snapshots(o.log, o.logger, o.snapshotEveryEntries ?? 20_000);
     this.deferred = new DeferredWrites(o.logger, () => this.running);
     this.changes = new ChangeLog(o.changes);
@@ -244,6 +246,7 @@ export class Runtime {
     this.nodeHealth.stop();
     this.checkOwner.stop();
     this.watches.wakeAll();
+    this.proposals.stop();
     await this.snapshots.settled();
     try {
       if (this.fatal === undefined && this.state.index > this.snapshots.lastIndex) await this.snapshots.save(this.state);
