@@ -51,7 +51,7 @@ export interface GossipMembershipOptions {
   /** More addresses to dial (same forms as `seeds`), asked each redial round. */
   discover?: () => Promise<string[]>;
   /**
-   * The cluster this node belongs to (its datacenter and its log's identity), sent in every heartbeat.
+   * The cluster this node belongs to (the identity of the log it shares), sent in every heartbeat.
    * A heartbeat from another cluster is dropped, so a seed list that reaches into another cluster does
    * not make its nodes members here (nor a failure there fail a same-named member here).
    */

@@ -32,7 +32,7 @@ export interface Heartbeat {
   /** The command level of the sender's release (absent: level 1, a release before the field). */
   cl?: number;
   /**
-   * The cluster the sender belongs to: its datacenter and the identity of the log it shares. A receiver
+   * The cluster the sender belongs to: the identity of the log it shares. A receiver
    * of another cluster drops the heartbeat (absent: a release before the field, taken as its own).
    */
   cluster?: string;

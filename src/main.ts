@@ -58,7 +58,8 @@ async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedL
   const { GossipMembership } = await import('../cluster/gossip-membership.ts');
   const gossip = new GossipMembership({
     self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,
-    cluster: `${config.datacenter}/${log.identity?.() ?? ''}`, logger,
+    // The log is what makes nodes one cluster: nodes that share it are members of each other, whatever else differs.
+    cluster: log.identity?.(), logger,
   });
   await gossip.start();
   logger.info({ gossip: gossip.addresses() }, 'gossip membership started');
