@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestBodyBytesMax, sessionTtlMsMinDefault } from './domain/limits.ts';
 import { dialects, type Dialect } from './http/render.ts';
+import { watchLimitsDefault } from './grpc/limits.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { clockSkewSecondsDefault, parseRules, tokenLifetimeSecondsMaxDefault } from './auth/index.ts';
 import { timestampSkewMsDefault } from './auth/signature.ts';
@@ -187,10 +188,15 @@ export interface Limits {
   streamMaxConns: number;
   /** Stream snapshot pages in flight over all connections, past which further pages wait. @default 64 MiB */
   streamSnapshotBytesMax: number;
+  /** Open gRPC Watch calls of the agent; the next one gets RESOURCE_EXHAUSTED. @default 1024 */
+  grpcWatchMax: number;
+  /** Open gRPC Watch calls per client address. @default 64 */
+  grpcWatchMaxPerClient: number;
 }
 
 const limitKeys = ['kv_max_value_size', 'http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
-  'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max', 'stream_max_conns', 'stream_snapshot_bytes_max'];
+  'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max', 'stream_max_conns', 'stream_snapshot_bytes_max',
+  'grpc_watch_max', 'grpc_watch_max_per_client'];
 
 /** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
 function limits(value: unknown): Limits {
@@ -209,6 +215,8 @@ function limits(value: unknown): Limits {
     streamHeldItemsMax: n('stream_held_items_max', 10_000),
     streamMaxConns: n('stream_max_conns', 256),
     streamSnapshotBytesMax: n('stream_snapshot_bytes_max', 64 * 1024 * 1024),
+    grpcWatchMax: n('grpc_watch_max', watchLimitsDefault.watchMax),
+    grpcWatchMaxPerClient: n('grpc_watch_max_per_client', watchLimitsDefault.watchMaxPerClient),
   };
 }
 

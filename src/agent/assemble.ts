@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { ConfigError, type Config, type Limits } from '../config.ts';
-import { startGrpcHealthServer, type GrpcHealthServer } from '../grpc/index.ts';
+import { startGrpcHealthServer, type GrpcHealthServer, type WatchLimits } from '../grpc/index.ts';
 import { AuthGate } from '../http/auth-gate.ts';
 import { apiRouter, RateLimiter, startHttpServer, StreamServer, type AgentOperations, type ApiContext, type HttpServer, type HttpServerOptions } from '../http/index.ts';
 import { AgentMetrics } from '../metrics/index.ts';
@@ -77,11 +77,13 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   const httpOpts = httpOptions(config, parts.logger, { ctx, metrics, stream, gate, rateLimit });
   http = await listening('--http-port', startHttpServer(httpOpts));
   const server = http;
-  const grpc = await listening('--grpc-port', startGrpcHealthServer({ host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger: parts.logger }));
+  const grpc = await listening('--grpc-port', startGrpcHealthServer({
+    host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger: parts.logger, watchLimits: watchLimitsOf(config.limits),
+  }));
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
   const gossip = await parts.join?.({ name: config.nodeName, id: parts.nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address });
   if (gossip !== undefined) membership.set(gossip);
-  const applyLimits = limitsApplier(httpOpts, stream);
+  const applyLimits = limitsApplier(httpOpts, stream, grpc);
   const reload = configReloader({ config, logger: parts.logger, runtime, ctx, definitions, applyLimits }, parts.reread ?? (() => ({ ...config })));
   metrics.track({
     state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
@@ -140,9 +142,12 @@ function streamServer(config: Config, ctx: ApiContext, gate: AuthGate | undefine
 
 interface Front { ctx: ApiContext; metrics: AgentMetrics; stream: StreamServer; gate: AuthGate | undefined; rateLimit: RateLimiter | undefined }
 
-/** The limits a reload changes live: read by the HTTP server at each request and by the stream at each use. */
-function limitsApplier(httpOpts: HttpServerOptions<ApiContext>, stream: StreamServer): (limits: Limits) => void {
+/** The limits a reload changes live: read by the HTTP server at each request, by the stream at each use, by gRPC at each Watch. */
+const watchLimitsOf = (limits: Limits): WatchLimits => ({ watchMax: limits.grpcWatchMax, watchMaxPerClient: limits.grpcWatchMaxPerClient });
+
+function limitsApplier(httpOpts: HttpServerOptions<ApiContext>, stream: StreamServer, grpc: GrpcHealthServer): (limits: Limits) => void {
   return (limits) => {
+    grpc.setWatchLimits(watchLimitsOf(limits));
     httpOpts.requestsInFlightPerClientMax = limits.httpMaxConnsPerClient;
     httpOpts.bodyTimeoutMs = limits.requestBodyTimeoutMs;
     httpOpts.bodyBytesMax = limits.kvMaxValueSize;

@@ -27,13 +27,35 @@ function nameError(name: string): ServiceError | undefined {
   return { code: GrpcStatus.INVALID_ARGUMENT, details: `service name longer than ${serviceNameBytesMax} bytes` };
 }
 
+/** Bounds of the open Watch calls: each holds a stream and its state for as long as the client keeps it. */
+export interface WatchLimits {
+  /** Open Watch calls of the agent (limits.grpc_watch_max). */
+  watchMax: number;
+  /** Open Watch calls per client address (limits.grpc_watch_max_per_client). */
+  watchMaxPerClient: number;
+}
+
+/** The client address of a call: grpc-js's peer (`address:port`) without the port. */
+export function clientOf(peer: string): string {
+  const colon = peer.lastIndexOf(':');
+  return colon > 0 && /^\d+$/.test(peer.slice(colon + 1)) ? peer.slice(0, colon) : peer;
+}
+
 export class HealthService {
   private readonly watchers = new Map<string, Set<WatchStream>>();
+  /** Open Watch calls by client address. */
+  private readonly perClient = new Map<string, number>();
+  private open = 0;
   private readonly unsubscribe: () => void;
   private finished = false;
 
-  constructor(private readonly tracker: ServingTracker, private readonly listEntriesMax: number) {
+  constructor(private readonly tracker: ServingTracker, private readonly listEntriesMax: number, private limits: WatchLimits) {
     this.unsubscribe = tracker.subscribe((name, status) => this.changed(name, status));
+  }
+
+  /** New bounds (a reload): calls already open stay; new ones are judged by these. */
+  setLimits(limits: WatchLimits): void {
+    this.limits = { ...limits };
   }
 
   /** Handlers for `server.addService(definition, ...)`. */
@@ -51,13 +73,13 @@ export class HealthService {
     this.unsubscribe();
     for (const streams of this.watchers.values()) for (const stream of streams) stream.finish('NOT_SERVING');
     this.watchers.clear();
+    this.open = 0;
+    this.perClient.clear();
   }
 
   /** Open Watch calls (for tests and metrics). */
   watchCount(): number {
-    let n = 0;
-    for (const streams of this.watchers.values()) n += streams.size;
-    return n;
+    return this.open;
   }
 
   private check(request: HealthCheckRequest, done: sendUnaryData<HealthCheckResponse>): void {
@@ -85,14 +107,31 @@ export class HealthService {
     const invalid = requestError(call.request);
     if (invalid) return void call.emit('error', invalid);
     const name = call.request.service;
+    const client = clientOf(call.getPeer());
+    const refused = this.overLimit(client);
+    if (refused) return void call.emit('error', refused);
     const stream = new WatchStream(call);
     if (this.finished) return stream.finish('NOT_SERVING');
     // Filed and given the current value in one synchronous step: no change can fall in between.
     this.streamsOf(name).add(stream);
+    this.open += 1;
+    this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     stream.offer(watchStatus(this.tracker.get(name)));
-    const forget = () => this.forget(name, stream);
+    const forget = () => this.forget(name, client, stream);
     call.once('cancelled', forget);
     call.once('close', forget);
+  }
+
+  /** RESOURCE_EXHAUSTED when the agent, or this client, has as many Watch calls open as it may. */
+  private overLimit(client: string): ServiceError | undefined {
+    const { watchMax, watchMaxPerClient } = this.limits;
+    if (this.open >= watchMax) {
+      return { code: GrpcStatus.RESOURCE_EXHAUSTED, details: `too many Watch calls: the agent has ${watchMax} open (limits.grpc_watch_max)` };
+    }
+    if ((this.perClient.get(client) ?? 0) >= watchMaxPerClient) {
+      return { code: GrpcStatus.RESOURCE_EXHAUSTED, details: `too many Watch calls from ${client}: ${watchMaxPerClient} open (limits.grpc_watch_max_per_client)` };
+    }
+    return undefined;
   }
 
   private changed(name: string, status: ServingStatus | undefined): void {
@@ -106,10 +145,14 @@ export class HealthService {
     return streams;
   }
 
-  private forget(name: string, stream: WatchStream): void {
+  /** A call that ended (cancelled or closed; told once or twice): no longer counted. */
+  private forget(name: string, client: string, stream: WatchStream): void {
     const streams = this.watchers.get(name);
-    if (!streams) return;
-    streams.delete(stream);
+    if (!streams?.delete(stream)) return;
     if (streams.size === 0) this.watchers.delete(name);
+    this.open -= 1;
+    const n = (this.perClient.get(client) ?? 1) - 1;
+    if (n > 0) this.perClient.set(client, n);
+    else this.perClient.delete(client);
   }
 }

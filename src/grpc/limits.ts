@@ -6,3 +6,5 @@ export const serviceNameBytesMax = 200;
 export const listEntriesMaxDefault = 100;
 /** How long stop() lets calls finish after ending every Watch before it forces the server closed. */
 export const shutdownGraceMsDefault = 2000;
+/** Open Watch calls of the agent, and per client address, unless limits.grpc_watch_max(_per_client) say otherwise. */
+export const watchLimitsDefault = { watchMax: 1024, watchMaxPerClient: 64 } as const;

@@ -5,8 +5,8 @@
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { Logger, ServingTracker } from '../runtime/index.ts';
-import { HealthService } from './health-service.ts';
-import { listEntriesMaxDefault, shutdownGraceMsDefault } from './limits.ts';
+import { HealthService, type WatchLimits } from './health-service.ts';
+import { listEntriesMaxDefault, shutdownGraceMsDefault, watchLimitsDefault } from './limits.ts';
 import { healthServiceDefinition } from './proto.ts';
 import { listenErrorFor } from '../util/listen-error.ts';
 
@@ -20,6 +20,8 @@ export interface GrpcHealthServerOptions {
   shutdownGraceMs?: number;
   /** List answers RESOURCE_EXHAUSTED past this many names (`""` included). @default 100 */
   listEntriesMax?: number;
+  /** Open Watch calls allowed, in all and per client address; past them a Watch gets RESOURCE_EXHAUSTED. @default 1024 and 64 */
+  watchLimits?: WatchLimits;
 }
 
 export interface GrpcHealthServer {
@@ -30,11 +32,13 @@ export interface GrpcHealthServer {
   stop(): Promise<void>;
   /** Open Watch calls (metrics). */
   watchers(): number;
+  /** New Watch bounds (a reload); open calls stay. */
+  setWatchLimits(limits: WatchLimits): void;
 }
 
 export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise<GrpcHealthServer> {
   const definition = healthServiceDefinition();
-  const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault);
+  const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault, o.watchLimits ?? watchLimitsDefault);
   // No port sharing: a second agent on the same port must fail to start, not split the calls.
   const server = new Server({ 'grpc.so_reuseport': 0 });
   server.addService(definition, health.implementation());
@@ -52,7 +56,7 @@ export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise
   o.logger.info({ address }, 'gRPC health server listening');
   let stopping: Promise<void> | undefined;
   const stop = () => (stopping ??= shutdown(server, health, o));
-  return { address, port, stop, watchers: () => health.watchCount() };
+  return { address, port, stop, watchers: () => health.watchCount(), setWatchLimits: (limits) => health.setLimits(limits) };
 }
 
 function bind(server: Server, address: string): Promise<number> {
