@@ -15,6 +15,7 @@ import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify } from '@libp2p/identify';
 import { gossipsub } from '@chainsafe/libp2p-gossipsub';
+import { preSharedKey } from '@libp2p/pnet';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -56,6 +57,12 @@ export interface GossipMembershipOptions {
    * not make its nodes members here (nor a failure there fail a same-named member here).
    */
   cluster?: string;
+  /**
+   * The gossip key (Consul's `encrypt`, 32 bytes). With it every connection is first protected with the
+   * key (a libp2p private network, XSalsa20): a peer without the same key cannot connect, so it can
+   * neither send heartbeats nor read them. Without it anyone who reaches the listen address can.
+   */
+  key?: Uint8Array;
   /** @default SystemClock */
   clock?: Clock;
   logger?: Logger;
@@ -121,7 +128,7 @@ export class GossipMembership implements Membership {
   async start(): Promise<void> {
     if (this.node !== undefined || this.stopped) throw new Error('membership: start() is called once');
     this.inc = this.clock.nowMs();
-    const node = await createNode(this.opts.listen, this.heartbeatMs);
+    const node = await createNode(this.opts.listen, this.heartbeatMs, this.opts.key);
     this.node = node;
     node.services.pubsub.addEventListener('message', (evt) => {
       const msg = evt.detail;
@@ -333,9 +340,15 @@ export class GossipMembership implements Membership {
  * (not only the mesh), publishing alone is not an error, and the mesh degree is small so three nodes
  * already form a full mesh.
  */
-async function createNode(listen: string, heartbeatMs: number) {
+/** The key as libp2p's private network reads one: its swarm key file, the key in hex. */
+function swarmKeyOf(key: Uint8Array): Uint8Array {
+  return new TextEncoder().encode(`/key/swarm/psk/1.0.0/\n/base16/\n${Buffer.from(key).toString('hex')}`);
+}
+
+async function createNode(listen: string, heartbeatMs: number, key: Uint8Array | undefined) {
   return createLibp2p({
     addresses: { listen: [listen] },
+    ...(key === undefined ? {} : { connectionProtector: preSharedKey({ psk: swarmKeyOf(key) }) }),
     transports: [tcp()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],

@@ -10,8 +10,8 @@ import { requestBodyBytesMax, sessionTtlMsMinDefault } from './domain/limits.ts'
 import { dialects, type Dialect } from './http/render.ts';
 import { watchLimitsDefault } from './grpc/limits.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
-import { clockSkewSecondsDefault, parseRules, tokenLifetimeSecondsMaxDefault } from './auth/index.ts';
-import { timestampSkewMsDefault } from './auth/signature.ts';
+import { ConfigError } from './config-error.ts';
+import { authSettings, gossipKey } from './config-secrets.ts';
 import { goDurationMaxText, parseGoDurationMs } from './util/duration.ts';
 
 export interface Config {
@@ -68,6 +68,8 @@ export interface Config {
   limits: Limits;
   /** Authentication (off when absent): the JWT secret and the signed-request callers. */
   auth: AuthSettings | undefined;
+  /** encrypt (or ROSTER_ENCRYPT): the gossip key, 32 bytes (base64 in the file); a node without it cannot join. */
+  gossipKey: Uint8Array | undefined;
   /** `rate_limit: {requests, period}`: requests per period per caller (off when absent). */
   rateLimit: { limit: number; periodMs: number } | undefined;
   /** Writes in flight beyond which new writes are answered 503. @default 10000 */
@@ -117,7 +119,8 @@ export const usage = `usage: roster agent [options]   (npm start -- [options])
                            ports.http, enable_script_checks, enable_local_script_checks, check(s),
                            service(s), ...); environment and flags override it   [ROSTER_CONFIG_FILE]`;
 
-export class ConfigError extends Error {}
+export { ConfigError } from './config-error.ts';
+export { authSettings } from './config-secrets.ts';
 
 /** Defaults that replace the built-in ones (flags, environment and the config file still win): `roster agent --dev`. */
 export type ConfigDefaults = Partial<Pick<Config, 'dataDir' | 'nodeName' | 'logLevel' | 'logFormat'>>;
@@ -162,6 +165,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     writeTimeoutMs: duration('write_timeout', fileText(file.write_timeout), 30_000),
     tls: tlsFiles(pick(v['tls-cert'], 'ROSTER_TLS_CERT', file.cert_file), pick(v['tls-key'], 'ROSTER_TLS_KEY', file.key_file)),
     auth: authSettings(file.auth, env.ROSTER_AUTH_SECRET),
+    gossipKey: gossipKey(env.ROSTER_ENCRYPT ?? fileText(file.encrypt)),
     rateLimit: rateLimit(file.rate_limit),
     writesInFlightMax: positive('writes_in_flight_max', fileText(file.writes_in_flight_max) ?? '10000'),
     limits: limits(file.limits),
@@ -225,7 +229,7 @@ const fileKeys = new Set([
   'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'log_format', 'session_ttl_min',
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
-  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'write_timeout', 'cert_file', 'key_file', 'auth',
+  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'write_timeout', 'encrypt', 'cert_file', 'key_file', 'auth',
   'rate_limit', 'writes_in_flight_max', 'limits', 'ui_dir',
 ]);
 
@@ -239,52 +243,6 @@ function rateLimit(value: unknown): Config['rateLimit'] {
     throw new ConfigError('--config-file: rate_limit needs requests (a positive integer) and period (a duration such as 1s)');
   }
   return { limit: o.requests, periodMs: duration('rate_limit.period', typeof o.period === 'string' ? o.period : '1s', 1000) };
-}
-
-const authKeys = ['jwt_secret', 'app_keys', 'max_token_lifetime', 'clock_skew', 'audience', 'signature_window'];
-/** Largest max_token_lifetime, clock_skew and signature_window accepted (a year: far past any sensible value). */
-const authDurationMsMax = 365 * 24 * 3_600_000;
-
-/**
- * `auth: {jwt_secret, app_keys: {<appKey>: {secret, rules}}, max_token_lifetime, clock_skew, audience,
- * signature_window}`; ROSTER_AUTH_SECRET overrides the secret. Unknown keys are refused.
- */
-export function authSettings(value: unknown, envSecret: string | undefined): AuthSettings | undefined {
-  if (value === undefined && envSecret === undefined) return undefined;
-  const o = (value ?? {}) as Record<string, unknown>;
-  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new ConfigError('--config-file: auth must be an object');
-  const unknown = Object.keys(o).filter((k) => !authKeys.includes(k));
-  if (unknown.length > 0) throw new ConfigError(`--config-file: unknown setting ${unknown.map((k) => JSON.stringify(`auth.${k}`)).join(', ')}`);
-  const jwtSecret = envSecret ?? o.jwt_secret;
-  if (typeof jwtSecret !== 'string' || Buffer.byteLength(jwtSecret) < 32) throw new ConfigError('auth: jwt_secret (or ROSTER_AUTH_SECRET) must be a string of at least 32 bytes');
-  const appKeys: AuthSettings['appKeys'] = {};
-  for (const [key, entry] of Object.entries((o.app_keys ?? {}) as Record<string, unknown>)) {
-    const e = entry as { secret?: unknown; rules?: unknown };
-    const rules = parseRules(e?.rules ?? []);
-    if (typeof e?.secret !== 'string' || e.secret === '' || rules === undefined) throw new ConfigError(`auth.app_keys.${key}: needs a secret and valid rules`);
-    appKeys[key] = { secret: e.secret, rules };
-  }
-  const seconds = (key: string, fallbackSeconds: number, zeroAllowed: boolean) => {
-    const text = o[key];
-    if (text === undefined) return fallbackSeconds;
-    const ms = typeof text === 'string' ? parseGoDurationMs(text) : undefined;
-    if (ms === undefined || ms < (zeroAllowed ? 0 : 1000) || ms > authDurationMsMax || ms % 1000 !== 0) {
-      throw new ConfigError(`--config-file: auth.${key}: ${JSON.stringify(text)} is not a duration in whole seconds from ${zeroAllowed ? '0s' : '1s'} to 8760h`);
-    }
-    return ms / 1000;
-  };
-  const audience = o.audience ?? [];
-  const audiences = typeof audience === 'string' ? [audience] : audience;
-  if (!Array.isArray(audiences) || !audiences.every((a) => typeof a === 'string' && a !== '')) {
-    throw new ConfigError('--config-file: auth.audience must be a non-empty string or a list of them');
-  }
-  return {
-    jwtSecret, appKeys,
-    tokenLifetimeSecondsMax: seconds('max_token_lifetime', tokenLifetimeSecondsMaxDefault, false),
-    clockSkewSeconds: seconds('clock_skew', clockSkewSecondsDefault, true),
-    audiences: audiences as string[],
-    signatureSkewMs: seconds('signature_window', timestampSkewMsDefault / 1000, false) * 1000,
-  };
 }
 
 function tlsFiles(cert: string | undefined, key: string | undefined): Config['tls'] {

@@ -59,7 +59,7 @@ async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedL
   const gossip = new GossipMembership({
     self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,
     // The log is what makes nodes one cluster: nodes that share it are members of each other, whatever else differs.
-    cluster: log.identity?.(), logger,
+    cluster: log.identity?.(), ...(config.gossipKey ? { key: config.gossipKey } : {}), logger,
   });
   await gossip.start();
   logger.info({ gossip: gossip.addresses() }, 'gossip membership started');
