@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 
 /** Where Debian puts nats-server; used when it is not on PATH. */
 const debianBinary = '/usr/sbin/nats-server';
@@ -159,7 +159,7 @@ async function startServersOnce(count: number): Promise<NatsCluster> {
   };
   try {
     await Promise.all(ports.map((p, k) => waitHealthy(p.monitor, servers[k]!)));
-    await waitJetStream(cluster.urls);
+    await waitJetStreamReady(cluster.urls);
   } catch (err) {
     await cluster.shutdown();
     throw err;
@@ -272,20 +272,54 @@ async function waitHealthy(monitorPort: number, server: NatsServer): Promise<voi
   throw new Error(`nats-server ${server.name} not healthy after ${readyTimeoutMs} ms:\n${server.output()}`);
 }
 
-/** JetStream answers account info only once a (meta) leader exists: then streams can be created. */
-async function waitJetStream(urls: string[]): Promise<void> {
+/**
+ * How long a cluster may take until it places a stream on all its servers. A meta leader places
+ * replicas only on peers it has current reports from; one that missed a peer's first report (sent
+ * before the routes were up) waits for the next, which on nats-server 2.9 can be tens of seconds away.
+ */
+const placementTimeoutMs = 90_000;
+
+/**
+ * Whether the cluster places a stream of `replicas` replicas right now: creates a small in-memory
+ * stream of that many replicas under a name of its own and deletes it again. A server that answers
+ * "no suitable peers for placement" does not yet know every peer.
+ */
+export async function placesReplicas(jsm: JetStreamManager, replicas: number): Promise<boolean> {
+  const name = `PLACEMENT_PROBE_${randomBytes(6).toString('hex')}`;
+  try {
+    await jsm.streams.add({ name, subjects: [`placement-probe.${name}`], num_replicas: replicas, storage: StorageType.Memory });
+  } catch {
+    return false;
+  }
+  await jsm.streams.delete(name).catch(() => undefined);
+  return true;
+}
+
+/**
+ * Ready for Roster: JetStream answers account info (a meta leader exists), and in a cluster a stream of
+ * one replica per server can be placed (Roster's log is R3; its first node would otherwise wait for that
+ * itself, and fail once its open timeout is over).
+ */
+export async function waitJetStreamReady(urls: string[]): Promise<void> {
   const nc = await connect({ servers: urls, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
   try {
     const deadline = Date.now() + readyTimeoutMs;
+    let jsm: JetStreamManager;
     for (;;) {
       try {
-        const jsm = await jetstreamManager(nc, { timeout: 1000 });
+        jsm = await jetstreamManager(nc, { timeout: 1000 });
         await jsm.getAccountInfo();
-        return;
+        break;
       } catch (err) {
         if (Date.now() > deadline) throw new Error(`JetStream not ready after ${readyTimeoutMs} ms: ${String(err)}`);
         await sleep(100);
       }
+    }
+    if (urls.length === 1) return;
+    const placedBy = Date.now() + placementTimeoutMs;
+    while (!(await placesReplicas(jsm, urls.length))) {
+      if (Date.now() > placedBy) throw new Error(`the cluster placed no stream of ${urls.length} replicas within ${placementTimeoutMs} ms`);
+      await sleep(250);
     }
   } finally {
     await nc.close();

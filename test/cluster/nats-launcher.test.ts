@@ -1,14 +1,17 @@
 // The nats-server clusters the tests start (cluster/dev/nats-launcher.ts) stay apart. Ports are chosen
 // free and bound later, so one test's server can be handed a peer port that another test's cluster took
 // in between; its routes then dial that other cluster. Each cluster has its own name, and nats-server
-// refuses a route from another cluster's name, so the stray server never joins it.
+// refuses a route from another cluster's name, so the stray server never joins it. A started cluster is
+// ready only once it places a stream on all its servers (its meta leader has heard from every peer).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect, test } from 'vitest';
-import { freePort, natsConfigText, natsServerBinary, startNatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { freePort, natsConfigText, natsServerBinary, placesReplicas, startNatsCluster } from '../../cluster/dev/nats-launcher.ts';
 
 interface Varz { cluster: { name: string; cluster_port: number } }
 
@@ -49,5 +52,19 @@ test('a server of one local cluster whose peer port was taken by another cluster
     rmSync(dir, { recursive: true, force: true });
     await a.shutdown();
     await b.shutdown();
+  }
+}, 60_000);
+
+test('a started cluster places a stream on its three servers at once; a stream of more replicas than servers is not placed, and no probe is left', async () => {
+  const c = await startNatsCluster();
+  const nc = await connect({ servers: c.urls });
+  try {
+    const jsm = await jetstreamManager(nc);
+    expect(await placesReplicas(jsm, 3)).toBe(true);
+    expect(await placesReplicas(jsm, 4)).toBe(false);
+    expect((await jsm.streams.names().next()).filter((n) => n.startsWith('PLACEMENT_PROBE_'))).toEqual([]);
+  } finally {
+    await nc.close();
+    await c.shutdown();
   }
 }, 60_000);

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { freePort, natsConfigText, uniqueClusterName } from '../../cluster/dev/nats-launcher.ts';
+import { freePort, natsConfigText, placesReplicas, uniqueClusterName } from '../../cluster/dev/nats-launcher.ts';
 import { http } from './cluster-http.ts';
 import { NatsNode, RosterNode } from './cluster-processes.ts';
 
@@ -125,11 +125,11 @@ export class FaultCluster {
     return s;
   }
 
-  /** JetStream answers account info once a meta leader exists. */
-  async waitJetStream(ms = 30_000): Promise<void> {
+  /** JetStream answers account info (a meta leader exists) and places a stream on all three servers. */
+  async waitJetStream(ms = 90_000): Promise<void> {
     const deadline = Date.now() + ms;
     for (;;) {
-      const ok = await this.withNats(async (jsm) => { await jsm.getAccountInfo(); return true; });
+      const ok = await this.withNats(async (jsm) => { await jsm.getAccountInfo(); return placesReplicas(jsm, this.nats.length); });
       if (ok) return;
       if (Date.now() > deadline) throw new Error(`JetStream not ready after ${ms} ms`);
       await sleep(200);
@@ -207,7 +207,7 @@ export class FaultCluster {
     for (const s of this.nats) s.resume();
     // Together: a server alone may not report healthy while its JetStream peers are down.
     await Promise.all(this.nats.filter((s) => !s.running()).map((s) => s.start(60_000)));
-    await this.waitJetStream(60_000);
+    await this.waitJetStream();
     for (const n of this.nodes) if (!n.running()) await n.start();
     await this.writable();
     await this.allAlive();

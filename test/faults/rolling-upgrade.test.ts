@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort, natsConfigText, uniqueClusterName } from '../../cluster/dev/nats-launcher.ts';
+import { freePort, natsConfigText, uniqueClusterName, waitJetStreamReady } from '../../cluster/dev/nats-launcher.ts';
 import { HistoryRecorder } from '../checker/history.ts';
 import { mutualExclusion } from '../checker/mutex-intervals.ts';
 import { repoRoot, tsxLoader } from '../support/agent.ts';
@@ -171,6 +171,7 @@ async function startCluster(oldTree: string): Promise<void> {
     return new NatsNode(p.name, p.client, p.cluster, p.monitor, conf);
   });
   await Promise.all(nats.map((s) => s.start()));
+  await waitJetStreamReady(nats.map((s) => s.url));
   const urls = nats.map((s) => s.url).join(',');
   nodes = ports.map((p) => {
     const dataDir = join(root, `data-${p.name}`);
