@@ -273,9 +273,9 @@ async function waitHealthy(monitorPort: number, server: NatsServer): Promise<voi
 }
 
 /**
- * How long a cluster may take until it places a stream on all its servers. A meta leader places
- * replicas only on peers it has current reports from; one that missed a peer's first report (sent
- * before the routes were up) waits for the next, which on nats-server 2.9 can be tens of seconds away.
+ * How long a cluster may take until it places a stream on all its servers. A meta leader places replicas
+ * only on peers it takes to be online, and on a loaded machine it was seen refusing ("no suitable peers
+ * for placement") for more than 30 s after every server answered /healthz and account info.
  */
 const placementTimeoutMs = 90_000;
 
