@@ -69,7 +69,7 @@ const portRange = { low: 20_000, high: 32_000 };
 const portTriesMax = 200;
 
 /** True when 127.0.0.1:port can be bound right now. */
-function canBind(port: number): Promise<boolean> {
+export function canBind(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = createServer();
     srv.once('error', () => resolve(false));

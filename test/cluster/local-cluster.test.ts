@@ -1,19 +1,14 @@
 // Goal: `npm run cluster` as a user runs it — three nodes ready with one line each, a write on one read
 // on another, and SIGTERM stopping everything it started (no node answers afterwards).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { expect, test } from 'vitest';
+import { canBind } from '../../cluster/dev/nats-launcher.ts';
 import { client, repoRoot, sleep, tsxLoader } from '../support/agent.ts';
 
 /** The nine ports the nodes take from base (base+0…2, base+10…12, base+20…22) can all be bound now. */
 async function allFree(base: number): Promise<boolean> {
   const ports = [0, 10, 20].flatMap((o) => [0, 1, 2].map((k) => base + o + k));
-  const free = await Promise.all(ports.map((port) => new Promise<boolean>((res) => {
-    const srv = createServer();
-    srv.once('error', () => res(false));
-    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => res(true)));
-  })));
-  return free.every(Boolean);
+  return (await Promise.all(ports.map(canBind))).every(Boolean);
 }
 
 /**
