@@ -59,10 +59,16 @@ beforeAll(async () => {
   }));
   // Every node has heard every other's progress report and membership.
   for (const a of nodes.values()) {
+    let seen: unknown;
     await until(`three reporting nodes on ${a.url}`, async () => {
       const log = await operatorLog(a);
+      seen = log.nodes;
       return log.nodes.filter((n) => n.appliedIndex !== null && n.address !== '').length === 3 ? true : undefined;
-    }, 40_000);
+    }, 40_000).catch(async (err: unknown) => {
+      // What was missing, and what the node said: a failure here must be readable from CI's output alone.
+      const members = await get<unknown>(a, '/v1/agent/members').catch((e: unknown) => String(e));
+      throw new Error(`${String(err)}\nlast nodes: ${JSON.stringify(seen)}\nmembers: ${JSON.stringify(members)}\noutput (tail):\n${a.output().slice(-4000)}`);
+    });
   }
 }, 150_000);
 
