@@ -118,7 +118,10 @@ export async function startNatsCluster(): Promise<NatsCluster> {
   return startServers(3);
 }
 
-/** Tries with fresh ports when a port chosen free was taken by someone else before the server bound it. */
+/**
+ * Tries again with fresh servers and ports when a port chosen free was taken by someone else before the
+ * server bound it, or when the cluster would not place a stream on all its servers (see placementTimeoutMs).
+ */
 const startAttemptsMax = 3;
 
 async function startServers(count: number): Promise<NatsCluster> {
@@ -126,11 +129,14 @@ async function startServers(count: number): Promise<NatsCluster> {
     try {
       return await startServersOnce(count);
     } catch (err) {
-      const portTaken = err instanceof Error && /address already in use/.test(err.message);
-      if (!portTaken || attempt >= startAttemptsMax) throw err;
+      const retried = err instanceof Error && (/address already in use/.test(err.message) || err instanceof PlacementTimeout);
+      if (!retried || attempt >= startAttemptsMax) throw err;
     }
   }
 }
+
+/** A started cluster that did not place a stream of one replica per server in time. */
+class PlacementTimeout extends Error {}
 
 async function startServersOnce(count: number): Promise<NatsCluster> {
   const root = mkdtempSync(join(tmpdir(), 'roster-nats-'));
@@ -274,10 +280,11 @@ async function waitHealthy(monitorPort: number, server: NatsServer): Promise<voi
 
 /**
  * How long a cluster may take until it places a stream on all its servers. A meta leader places replicas
- * only on peers it takes to be online, and on a loaded machine it was seen refusing ("no suitable peers
- * for placement") for more than 30 s after every server answered /healthz and account info.
+ * only on peers it takes to be online. On a loaded machine a freshly started cluster was seen refusing
+ * ("no suitable peers for placement") for more than 90 s after every server answered /healthz and
+ * account info; such a start is given up and made again with new servers.
  */
-const placementTimeoutMs = 90_000;
+const placementTimeoutMs = 30_000;
 
 /**
  * Whether the cluster places a stream of `replicas` replicas right now: creates a small in-memory
@@ -318,7 +325,7 @@ export async function waitJetStreamReady(urls: string[]): Promise<void> {
     if (urls.length === 1) return;
     const placedBy = Date.now() + placementTimeoutMs;
     while (!(await placesReplicas(jsm, urls.length))) {
-      if (Date.now() > placedBy) throw new Error(`the cluster placed no stream of ${urls.length} replicas within ${placementTimeoutMs} ms`);
+      if (Date.now() > placedBy) throw new PlacementTimeout(`the cluster placed no stream of ${urls.length} replicas within ${placementTimeoutMs} ms`);
       await sleep(250);
     }
   } finally {
