@@ -167,10 +167,25 @@ async function startServersOnce(count: number): Promise<NatsCluster> {
     await Promise.all(ports.map((p, k) => waitHealthy(p.monitor, servers[k]!)));
     await waitJetStreamReady(cluster.urls);
   } catch (err) {
+    // What each server made of the JetStream meta group when it would not place: the place to look.
+    if (err instanceof PlacementTimeout) err.message += await metaGroupsOf(servers);
     await cluster.shutdown();
     throw err;
   }
   return cluster;
+}
+
+/** Each server's view of the JetStream meta group (its /jsz `meta_cluster`), one line per server. */
+async function metaGroupsOf(servers: NatsServer[]): Promise<string> {
+  const lines = await Promise.all(servers.map(async (s) => {
+    try {
+      const jsz = (await (await fetch(`${s.monitorUrl}/jsz`, { signal: AbortSignal.timeout(2_000) })).json()) as { meta_cluster?: unknown };
+      return `\n${s.name}: ${JSON.stringify(jsz.meta_cluster)}`;
+    } catch (e) {
+      return `\n${s.name}: /jsz failed: ${String(e)}`;
+    }
+  }));
+  return lines.join('');
 }
 
 /** What {@link natsConfigText} writes: one server, and its cluster block when it has peers. */
