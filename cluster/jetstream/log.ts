@@ -191,12 +191,12 @@ export class JetStreamLog implements ReplicatedLog {
     return this.attachments.take(name);
   }
 
-  /** The stream's leader and replicas, for /v1/status and the index headers. */
   /** The stream's name and creation time: a stream deleted and created again under the same name is another log. */
   identity(): string | undefined {
     return this.streamCreated === undefined ? undefined : `${this.stream}@${this.streamCreated}`;
   }
 
+  /** The stream's leader and replicas, for /v1/status and the index headers. */
   leadership(): Leadership {
     return this.leadershipWatch.current();
   }
