@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestBodyBytesMax, sessionTtlMsMinDefault } from './domain/limits.ts';
 import { dialects, type Dialect } from './http/render.ts';
-import { watchLimitsDefault } from './grpc/limits.ts';
+import { connectionLimitsDefault, watchLimitsDefault } from './grpc/limits.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { ConfigError } from './config-error.ts';
 import { authSettings, gossipKey } from './config-secrets.ts';
@@ -196,11 +196,17 @@ export interface Limits {
   grpcWatchMax: number;
   /** Open gRPC Watch calls per client address. @default 64 */
   grpcWatchMaxPerClient: number;
+  /** Open connections of the gRPC port; the next one is closed at once. @default 4096 */
+  grpcMaxConns: number;
+  /** Open connections of the gRPC port per client address (Consul's rpc_max_conns_per_client). @default 100 */
+  grpcMaxConnsPerClient: number;
+  /** A gRPC connection that has not sent HTTP/2's preface within this long is closed (Consul's rpc_handshake_timeout). @default 5s */
+  grpcHandshakeTimeoutMs: number;
 }
 
 const limitKeys = ['kv_max_value_size', 'http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
   'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max', 'stream_max_conns', 'stream_snapshot_bytes_max',
-  'grpc_watch_max', 'grpc_watch_max_per_client'];
+  'grpc_watch_max', 'grpc_watch_max_per_client', 'grpc_max_conns', 'grpc_max_conns_per_client', 'grpc_handshake_timeout'];
 
 /** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
 function limits(value: unknown): Limits {
@@ -221,6 +227,9 @@ function limits(value: unknown): Limits {
     streamSnapshotBytesMax: n('stream_snapshot_bytes_max', 64 * 1024 * 1024),
     grpcWatchMax: n('grpc_watch_max', watchLimitsDefault.watchMax),
     grpcWatchMaxPerClient: n('grpc_watch_max_per_client', watchLimitsDefault.watchMaxPerClient),
+    grpcMaxConns: n('grpc_max_conns', connectionLimitsDefault.connsMax),
+    grpcMaxConnsPerClient: n('grpc_max_conns_per_client', connectionLimitsDefault.connsMaxPerClient),
+    grpcHandshakeTimeoutMs: duration('limits.grpc_handshake_timeout', fileText(o.grpc_handshake_timeout), connectionLimitsDefault.handshakeTimeoutMs),
   };
 }
 

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { ConfigError, type Config, type Limits } from '../config.ts';
-import { startGrpcHealthServer, type GrpcHealthServer, type WatchLimits } from '../grpc/index.ts';
+import { startGrpcHealthServer, type ConnectionLimits, type GrpcHealthServer, type WatchLimits } from '../grpc/index.ts';
 import { AuthGate } from '../http/auth-gate.ts';
 import { apiRouter, RateLimiter, startHttpServer, StreamServer, type AgentOperations, type ApiContext, type HttpServer, type HttpServerOptions } from '../http/index.ts';
 import { AgentMetrics } from '../metrics/index.ts';
@@ -79,6 +79,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   const server = http;
   const grpc = await listening('--grpc-port', startGrpcHealthServer({
     host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger: parts.logger, watchLimits: watchLimitsOf(config.limits),
+    connectionLimits: connectionLimitsOf(config.limits), refused: (reason) => metrics.grpcConnectionRefused(reason),
   }));
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
   const gossip = await parts.join?.({ name: config.nodeName, id: parts.nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address });
@@ -88,6 +89,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   metrics.track({
     state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
     streamConnections: () => stream.connections, streamSubscriptions: () => stream.subscriptions, grpcWatchers: () => grpc.watchers(),
+    grpcConnections: () => grpc.connections(),
     lockQueueDepth: () => runtime.lockQueues.waiting, logLastIndex: () => logLastIndex(runtime),
   });
   const stop = async () => {
@@ -144,10 +146,14 @@ interface Front { ctx: ApiContext; metrics: AgentMetrics; stream: StreamServer; 
 
 /** The limits a reload changes live: read by the HTTP server at each request, by the stream at each use, by gRPC at each Watch. */
 const watchLimitsOf = (limits: Limits): WatchLimits => ({ watchMax: limits.grpcWatchMax, watchMaxPerClient: limits.grpcWatchMaxPerClient });
+const connectionLimitsOf = (limits: Limits): ConnectionLimits => ({
+  connsMax: limits.grpcMaxConns, connsMaxPerClient: limits.grpcMaxConnsPerClient, handshakeTimeoutMs: limits.grpcHandshakeTimeoutMs,
+});
 
 function limitsApplier(httpOpts: HttpServerOptions<ApiContext>, stream: StreamServer, grpc: GrpcHealthServer): (limits: Limits) => void {
   return (limits) => {
     grpc.setWatchLimits(watchLimitsOf(limits));
+    grpc.setConnectionLimits(connectionLimitsOf(limits));
     httpOpts.requestsInFlightPerClientMax = limits.httpMaxConnsPerClient;
     httpOpts.bodyTimeoutMs = limits.requestBodyTimeoutMs;
     httpOpts.bodyBytesMax = limits.kvMaxValueSize;

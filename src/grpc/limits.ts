@@ -8,3 +8,9 @@ export const listEntriesMaxDefault = 100;
 export const shutdownGraceMsDefault = 2000;
 /** Open Watch calls of the agent, and per client address, unless limits.grpc_watch_max(_per_client) say otherwise. */
 export const watchLimitsDefault = { watchMax: 1024, watchMaxPerClient: 64 } as const;
+/**
+ * Open connections of the agent's gRPC port and per client address (Consul's rpc_max_conns_per_client is
+ * 100), and how long a connection has to send HTTP/2's preface (Consul's rpc_handshake_timeout is 5 s),
+ * unless limits.grpc_max_conns, grpc_max_conns_per_client and grpc_handshake_timeout say otherwise.
+ */
+export const connectionLimitsDefault = { connsMax: 4096, connsMaxPerClient: 100, handshakeTimeoutMs: 5000 } as const;

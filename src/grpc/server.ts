@@ -1,14 +1,17 @@
 /**
  * Our grpc.health.v1.Health server (watch.md §0, §1.6): plaintext for now, served from a
- * ServingTracker. stop() freezes the tracker, ends every Watch with NOT_SERVING then OK so that
- * tryShutdown can finish, and forces the server closed once the grace runs out.
+ * ServingTracker. Its port is our own listener (listener.ts), which admits connections within the
+ * connection limits and hands them to grpc-js. stop() closes the listener, freezes the tracker, ends
+ * every Watch with NOT_SERVING then OK so that tryShutdown can finish, and forces the server closed once
+ * the grace runs out.
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { Logger, ServingTracker } from '../runtime/index.ts';
 import { HealthService, type WatchLimits } from './health-service.ts';
-import { listEntriesMaxDefault, shutdownGraceMsDefault, watchLimitsDefault } from './limits.ts';
+import { connectionLimitsDefault, listEntriesMaxDefault, shutdownGraceMsDefault, watchLimitsDefault } from './limits.ts';
+import { GrpcListener, type ConnectionLimits, type RefusalReason } from './listener.ts';
 import { healthServiceDefinition } from './proto.ts';
-import { listenErrorFor } from '../util/listen-error.ts';
+import { ListenError } from '../util/listen-error.ts';
 
 export interface GrpcHealthServerOptions {
   host: string;
@@ -22,6 +25,10 @@ export interface GrpcHealthServerOptions {
   listEntriesMax?: number;
   /** Open Watch calls allowed, in all and per client address; past them a Watch gets RESOURCE_EXHAUSTED. @default 1024 and 64 */
   watchLimits?: WatchLimits;
+  /** Open connections allowed, in all and per client address, and the handshake's timeout. @default 4096, 100 and 5 s */
+  connectionLimits?: ConnectionLimits;
+  /** Told each connection the listener closed unserved, with why (metrics). */
+  refused?: (reason: RefusalReason) => void;
 }
 
 export interface GrpcHealthServer {
@@ -34,38 +41,44 @@ export interface GrpcHealthServer {
   watchers(): number;
   /** New Watch bounds (a reload); open calls stay. */
   setWatchLimits(limits: WatchLimits): void;
+  /** Open connections (metrics). */
+  connections(): number;
+  /** New connection bounds (a reload); open connections stay. */
+  setConnectionLimits(limits: ConnectionLimits): void;
 }
 
 export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise<GrpcHealthServer> {
   const definition = healthServiceDefinition();
   const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault, o.watchLimits ?? watchLimitsDefault);
   // No port sharing: a second agent on the same port must fail to start, not split the calls.
-  const server = new Server({ 'grpc.so_reuseport': 0 });
+  const server = new Server();
   server.addService(definition, health.implementation());
+  const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
+  const listener = new GrpcListener({
+    limits: o.connectionLimits ?? connectionLimitsDefault, logger: o.logger,
+    admit: (socket) => injector.injectConnection(socket), ...(o.refused ? { refused: o.refused } : {}),
+  });
   const host = o.host.includes(':') ? `[${o.host}]` : o.host;
   let port: number;
   try {
-    port = await bind(server, `${host}:${o.port}`);
-  } catch {
+    port = await listener.listen(o.host, o.port);
+  } catch (err) {
     health.finishAll();
     server.forceShutdown();
-    // grpc-js words the cause in a sentence of its own: ask the OS again for a reason to report.
-    throw await listenErrorFor(o.host, o.port);
+    throw new ListenError(o.host, o.port, (err as NodeJS.ErrnoException).code);
   }
   const address = `${host}:${port}`;
   o.logger.info({ address }, 'gRPC health server listening');
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= shutdown(server, health, o));
-  return { address, port, stop, watchers: () => health.watchCount(), setWatchLimits: (limits) => health.setLimits(limits) };
+  const stop = () => (stopping ??= shutdown(server, listener, health, o));
+  return {
+    address, port, stop, watchers: () => health.watchCount(), setWatchLimits: (limits) => health.setLimits(limits),
+    connections: () => listener.connections, setConnectionLimits: (limits) => listener.setLimits(limits),
+  };
 }
 
-function bind(server: Server, address: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
-  });
-}
-
-async function shutdown(server: Server, health: HealthService, o: GrpcHealthServerOptions): Promise<void> {
+async function shutdown(server: Server, listener: GrpcListener, health: HealthService, o: GrpcHealthServerOptions): Promise<void> {
+  listener.close();
   o.tracker.shutdown();
   health.finishAll();
   const graceMs = o.shutdownGraceMs ?? shutdownGraceMsDefault;

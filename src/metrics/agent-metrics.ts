@@ -8,6 +8,7 @@
  */
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { CheckKind, CheckStatus } from '../domain/types.ts';
+import type { RefusalReason } from '../grpc/listener.ts';
 import type { Member, MemberStatus } from '../ports/membership.ts';
 import type { AppliedView, HttpObserver, LogObserver, ObservedEntry, RuntimeObserver } from '../ports/observer.ts';
 import type { RegistryState } from '../state/index.ts';
@@ -38,6 +39,8 @@ export interface MetricsSources {
   streamSubscriptions(): number;
   /** Open gRPC Health/Watch calls. */
   grpcWatchers(): number;
+  /** Open connections of the gRPC port. */
+  grpcConnections(): number;
   /** Acquires waiting in this node's lock queues. */
   lockQueueDepth(): number;
   /** Index of the last entry of the log as this node knows it (a JetStream log: the stream's last sequence). */
@@ -103,6 +106,8 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
   private readonly applySeconds = this.histogram('roster_apply_duration_seconds', 'Time to apply one batch of committed entries, effects included.', [], secondsBuckets).child();
   private readonly applyEntries = this.histogram('roster_apply_batch_entries', 'Committed entries per applied batch.', [], entriesBuckets).child();
   private readonly routes = new Map<string, RouteChildren>();
+  private readonly grpcRefused = this.counter('roster_grpc_connections_refused_total',
+    'Connections the gRPC port closed unserved, by reason (agent-limit, client-limit, handshake-timeout, not-http2).', ['reason']);
   private readonly events = new RegistryEvents({
     acquires: this.counter('roster_lock_acquires_total', 'Locks acquired (acquires that got the lock), counted on the node that proposed them.', []),
     acquireFailures: this.counter('roster_lock_acquire_failures_total', 'Acquires refused, by reason (held-by-other, lock-delay, invalid-session); each try of a queued acquire counts.', ['reason']),
@@ -126,6 +131,7 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
     this.gauge('roster_stream_connections', 'Open /v1/stream WebSocket connections.', (s) => s.streamConnections());
     this.gauge('roster_stream_subscriptions', 'Subscriptions over all open /v1/stream connections.', (s) => s.streamSubscriptions());
     this.gauge('roster_grpc_watchers', 'Open gRPC Health/Watch calls.', (s) => s.grpcWatchers());
+    this.gauge('roster_grpc_connections', 'Open connections of the gRPC port (admitted, or sending their HTTP/2 preface).', (s) => s.grpcConnections());
     this.gauge('roster_lock_queue_depth', 'Queued acquires waiting in this node\'s lock queues.', (s) => s.lockQueueDepth());
     this.gauge('roster_apply_lag_entries', 'Entries of the log this node has not applied yet.', (s) => Math.max(0, s.logLastIndex() - s.state().index));
     this.labelledGauge('roster_checks', 'Health checks in the registry, by status.', 'status', checkStatuses, (s) => countBy(s.state().checks.values(), (c) => c.status));
@@ -157,6 +163,11 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
     (r.durations[m] ?? this.addDuration(r, m)).observe(seconds - queuedSeconds);
     const slot = status * methods.length + m;
     (r.counts.get(slot) ?? this.addCount(r, slot)).inc();
+  }
+
+  /** A connection the gRPC port closed unserved. */
+  grpcConnectionRefused(reason: RefusalReason): void {
+    this.grpcRefused.child(reason).inc();
   }
 
   appended(seconds: number): void {
