@@ -304,6 +304,7 @@ export const errorCatalogue = {
   // ------------------------------------------------------------ the log
   logOverloaded: busy('the log is overloaded; retry shortly', 'log overloaded'),
   diskFull: busy('the agent cannot store writes now: no space left on its disk; retry later', 'cannot store writes now: no space left on disk'),
+  descriptorsShort: busy('the agent cannot store writes now: it is out of file descriptors; retry later', 'cannot store writes now: out of file descriptors'),
   logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
   // No Retry-After: the write may still take effect, so a blind retry could apply it twice; read it back first.
   writeTimedOut: entry<{ timeoutMs: number }>({

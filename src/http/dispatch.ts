@@ -91,8 +91,8 @@ function rendered<Ctx>(d: Dispatcher<Ctx>, req: Request, reply: Reply): Wire {
 export function errorWire(d: Pick<Dispatcher<unknown>, 'dialect' | 'logger'>, err: unknown, reqId: string): Wire {
   if (err instanceof RegistryError) return renderError(err, d.dialect);
   if (isLogOverloaded(err)) return renderError(new RegistryError('logOverloaded'), d.dialect);
-  // The write was not applied; the log stores writes again by itself once the disk has room.
-  if (isLogUnavailable(err)) return renderError(new RegistryError('diskFull'), d.dialect);
+  // The write was not applied; the log stores writes again by itself once the disk has room or descriptors are free.
+  if (isLogUnavailable(err)) return renderError(new RegistryError(err.shortage === 'descriptors' ? 'descriptorsShort' : 'diskFull'), d.dialect);
   if (isWriteTimedOut(err)) return renderError(new RegistryError('writeTimedOut', { timeoutMs: err.timeoutMs }), d.dialect);
   if (isLogFailed(err)) {
     // The cause (with paths) is in the agent's log, not in the answer.

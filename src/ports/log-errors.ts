@@ -30,9 +30,12 @@ export function overloadedError(kind: string, queued: number, adding: number, ma
 }
 
 /** The error for appends refused until the log can store them again; the message names no path. */
-export function unavailableError(kind: string, why: string): Error {
-  return Object.assign(new Error(`${kind}: cannot store writes now: ${why}; retry later`), { code: logUnavailableCode });
+export function unavailableError(kind: string, why: string, shortage: LogShortage = 'space'): Error {
+  return Object.assign(new Error(`${kind}: cannot store writes now: ${why}; retry later`), { code: logUnavailableCode, shortage });
 }
+
+/** What a log that cannot store writes for now is short of: disk space, or file descriptors. */
+export type LogShortage = 'space' | 'descriptors';
 
 /** The error every append gets once the log has failed for good; `cause` is the write or sync error. */
 export function failedError(kind: string, cause: unknown): Error {
@@ -55,7 +58,7 @@ export function isLogOverloaded(err: unknown): err is Error & { code: typeof log
 }
 
 /** True for the error of an append the log could not store for now and may store later (nothing of it was applied). */
-export function isLogUnavailable(err: unknown): err is Error & { code: typeof logUnavailableCode } {
+export function isLogUnavailable(err: unknown): err is Error & { code: typeof logUnavailableCode; shortage: LogShortage } {
   return hasCode(err, logUnavailableCode);
 }
 

@@ -1,7 +1,7 @@
 /**
  * The WAL's files: the names of segment and snapshot files, listing them by index, whole writes, the
  * directory sync that makes a created, renamed or deleted name durable, and the errors that mean the
- * disk is full.
+ * disk is full or file descriptors are short.
  *
  * On disk: `<dir>/wal/<20-digit first index>.seg` and `<dir>/snap/<20-digit index>.snap`.
  */
@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import { open, readdir, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { LogShortage } from '../ports/log-errors.ts';
 
 /** The name the WAL's errors start with. */
 export const kind = 'WalLog';
@@ -77,8 +78,16 @@ export async function syncDir(path: string): Promise<void> {
   }
 }
 
-/** Errors that mean the disk (or the user's quota) is full: the log waits for space instead of failing for good. */
-export function isOutOfSpace(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  return code === 'ENOSPC' || code === 'EDQUOT';
+/**
+ * What a failed file operation ran short of, when it is a shortage the log waits out instead of failing
+ * for good: the disk or the user's quota full (ENOSPC, EDQUOT), or file descriptors, of the process or of
+ * the system (EMFILE, ENFILE), which connections held open elsewhere in the agent can use up. Both pass:
+ * space is freed, connections close. Undefined for any other error.
+ */
+export function shortageOf(err: unknown): LogShortage | undefined {
+  switch ((err as NodeJS.ErrnoException | undefined)?.code) {
+    case 'ENOSPC': case 'EDQUOT': return 'space';
+    case 'EMFILE': case 'ENFILE': return 'descriptors';
+    default: return undefined;
+  }
 }

@@ -3,7 +3,8 @@
  * commit (format in record.ts); one write and one fdatasync per commit before anything in it is
  * acknowledged; snapshots that let old segments go; recovery that truncates a torn last commit and
  * refuses every other kind of damage (unless a snapshot holds it), deciding before it changes anything;
- * a full disk waited out (appends refused as unavailable, retried) rather than failing the log for good.
+ * a full disk, or a process out of file descriptors, waited out (appends refused as unavailable,
+ * retried) rather than failing the log for good.
  *
  * WalLog composes the parts: recovery.ts (plan and apply at open, scan.ts reading each segment),
  * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts, replay.ts and
@@ -21,7 +22,7 @@ import {
   refusal, snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats, type Pending, type Phase,
 } from '../log/index.ts';
 import { Attachments } from './attachments.ts';
-import { isOutOfSpace, kind, listIndexed, MiB, segmentPattern, syncDir } from './files.ts';
+import { kind, listIndexed, MiB, segmentPattern, shortageOf, syncDir } from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
@@ -78,9 +79,9 @@ export class WalLog implements ReplicatedLog {
   private snapIndex = 0;
   /** Snapshot saves run one at a time: each prunes files that the next must not race on. */
   private snapshots: Promise<void> = Promise.resolve();
-  /** Set while the disk is full: appends are refused with it until a retry finds room again. */
+  /** Set while the disk is full or descriptors are short: appends are refused with it until a retry succeeds. */
   private noSpace: Error | undefined;
-  /** Tries again to make room while the disk is full. */
+  /** Tries again while the disk is full or descriptors are short. */
   private readonly spaceRetry: RetryTimer;
   private readonly writable = new WritableListeners();
   private readonly attachments: Attachments;
@@ -124,7 +125,7 @@ export class WalLog implements ReplicatedLog {
       await this.files!.preallocate();
     } catch (err) {
       // Opened on a full disk: the log is read (replay serves reads) and waits for space to write.
-      if (!isOutOfSpace(err)) throw err;
+      if (shortageOf(err) === undefined) throw err;
       await this.writeFailed(err, []);
     }
     return snapshot;
@@ -220,12 +221,14 @@ export class WalLog implements ReplicatedLog {
   }
 
   /**
-   * A full disk (ENOSPC, EDQUOT) is waited out: the bytes past the last acknowledged commit are cut
-   * (a partly written frame must not stay behind the next one), the batch and the queue are refused
-   * as unavailable, and a retry tries again to reserve space. Any other error fails the log for good.
+   * A full disk (ENOSPC, EDQUOT) or a shortage of file descriptors (EMFILE, ENFILE: a segment roll opens
+   * a file) is waited out: the bytes past the last acknowledged commit are cut (a partly written frame
+   * must not stay behind the next one), the batch and the queue are refused as unavailable, and a retry
+   * tries again to roll and reserve space. Any other error fails the log for good.
    */
   private async writeFailed(err: unknown, batch: Pending<EncodedProposal>[]): Promise<void> {
-    if (!isOutOfSpace(err)) {
+    const shortage = shortageOf(err);
+    if (shortage === undefined) {
       this.fail(err, batch);
       return;
     }
@@ -236,10 +239,14 @@ export class WalLog implements ReplicatedLog {
       return;
     }
     const first = this.noSpace === undefined;
-    this.noSpace ??= unavailableError(kind, 'no space left on the disk of the data dir');
+    this.noSpace ??= unavailableError(kind, shortage === 'space' ? 'no space left on the disk of the data dir' : 'the agent is out of file descriptors', shortage);
     for (const p of batch) p.reject(this.noSpace);
     this.commits.rejectQueued(this.noSpace);
-    if (first) this.logger.error({ err, dir: this.opts.dir }, 'WAL: out of disk space; writes are refused until space is back');
+    if (first) {
+      this.logger.error({ err, dir: this.opts.dir }, shortage === 'space'
+        ? 'WAL: out of disk space; writes are refused until space is back'
+        : 'WAL: out of file descriptors; writes are refused until descriptors are free again (see ulimit -n and the connections held)');
+    }
     this.writable.tell(false);
     this.scheduleSpaceRetry();
   }
@@ -248,7 +255,7 @@ export class WalLog implements ReplicatedLog {
     if (this.phase === 'open') this.spaceRetry.schedule();
   }
 
-  /** Tries to make room again (roll if due, reserve the next MiB); no commit runs meanwhile (appends are refused). */
+  /** Tries again to roll if due and reserve the next MiB; no commit runs meanwhile (appends are refused). */
   private async retrySpace(): Promise<void> {
     if (this.noSpace === undefined || this.failure !== undefined || this.phase !== 'open') return;
     try {
@@ -256,12 +263,12 @@ export class WalLog implements ReplicatedLog {
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.preallocate();
     } catch (err) {
-      if (isOutOfSpace(err)) this.scheduleSpaceRetry();
+      if (shortageOf(err) !== undefined) this.scheduleSpaceRetry();
       else this.fail(err, []);
       return;
     }
     this.noSpace = undefined;
-    this.logger.info({ dir: this.opts.dir }, 'WAL: disk space is back; writes are accepted again');
+    this.logger.info({ dir: this.opts.dir }, 'WAL: writes are accepted again');
     this.writable.tell(true);
   }
 

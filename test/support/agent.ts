@@ -30,6 +30,11 @@ export interface AgentOptions {
   bare?: boolean;
   /** Working directory of the process. @default the repository root */
   cwd?: string;
+  /**
+   * A command the agent's command line is handed to (its own arguments first), which must exec it in the
+   * same process, e.g. `['sh', '-c', 'ulimit -n 150 && exec "$0" "$@"']` for a lower descriptor limit.
+   */
+  wrap?: string[];
 }
 
 export interface Agent {
@@ -79,7 +84,8 @@ export async function startAgent(o: AgentOptions = {}): Promise<Agent> {
   const dataDir = o.dataDir ?? tempDataDir();
   const own = o.bare ? [] : ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'node1'];
   const args = ['--import', tsxLoader, join(repoRoot, 'src/main.ts'), ...own, ...(o.args ?? [])];
-  const proc = spawn(agentNode, args, { cwd: o.cwd ?? repoRoot, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...commandArgs] = o.wrap === undefined ? [agentNode, ...args] : [...o.wrap, agentNode, ...args];
+  const proc = spawn(command!, commandArgs, { cwd: o.cwd ?? repoRoot, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
