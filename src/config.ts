@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { getHeapStatistics } from 'node:v8';
 import { requestBodyBytesMax, sessionTtlMsMinDefault } from './domain/limits.ts';
 import { dialects, type Dialect } from './http/render.ts';
 import { connectionLimitsDefault, watchLimitsDefault } from './grpc/limits.ts';
@@ -202,11 +203,22 @@ export interface Limits {
   grpcMaxConnsPerClient: number;
   /** A gRPC connection that has not sent HTTP/2's preface within this long is closed (Consul's rpc_handshake_timeout). @default 5s */
   grpcHandshakeTimeoutMs: number;
+  /** The state quota: past this estimated size, writes that would grow the state are refused. @default stateBytesMaxDefault() */
+  stateBytesMax: number;
+}
+
+/**
+ * The state quota's default: 400 MiB, or a fifth of the V8 heap's limit where that is less. A snapshot is
+ * read back as one string (at most about 512 MiB), and writing or restoring one takes several times the
+ * state's size in heap for a while.
+ */
+export function stateBytesMaxDefault(): number {
+  return Math.min(400 * 1024 * 1024, Math.floor(getHeapStatistics().heap_size_limit / 5));
 }
 
 const limitKeys = ['kv_max_value_size', 'http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
   'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max', 'stream_max_conns', 'stream_snapshot_bytes_max',
-  'grpc_watch_max', 'grpc_watch_max_per_client', 'grpc_max_conns', 'grpc_max_conns_per_client', 'grpc_handshake_timeout'];
+  'grpc_watch_max', 'grpc_watch_max_per_client', 'grpc_max_conns', 'grpc_max_conns_per_client', 'grpc_handshake_timeout', 'state_bytes_max'];
 
 /** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
 function limits(value: unknown): Limits {
@@ -230,6 +242,7 @@ function limits(value: unknown): Limits {
     grpcMaxConns: n('grpc_max_conns', connectionLimitsDefault.connsMax),
     grpcMaxConnsPerClient: n('grpc_max_conns_per_client', connectionLimitsDefault.connsMaxPerClient),
     grpcHandshakeTimeoutMs: duration('limits.grpc_handshake_timeout', fileText(o.grpc_handshake_timeout), connectionLimitsDefault.handshakeTimeoutMs),
+    stateBytesMax: n('state_bytes_max', stateBytesMaxDefault()),
   };
 }
 

@@ -85,6 +85,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   const gossip = await parts.join?.({ name: config.nodeName, id: parts.nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address });
   if (gossip !== undefined) membership.set(gossip);
   const applyLimits = limitsApplier(httpOpts, stream, grpc);
+  applyLimits(config.limits);
   const reload = configReloader({ config, logger: parts.logger, runtime, ctx, definitions, applyLimits }, parts.reread ?? (() => ({ ...config })));
   metrics.track({
     state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
@@ -154,6 +155,7 @@ function limitsApplier(httpOpts: HttpServerOptions<ApiContext>, stream: StreamSe
   return (limits) => {
     grpc.setWatchLimits(watchLimitsOf(limits));
     grpc.setConnectionLimits(connectionLimitsOf(limits));
+    httpOpts.ctx.runtime.quota.setMax(limits.stateBytesMax);
     httpOpts.requestsInFlightPerClientMax = limits.httpMaxConnsPerClient;
     httpOpts.bodyTimeoutMs = limits.requestBodyTimeoutMs;
     httpOpts.bodyBytesMax = limits.kvMaxValueSize;

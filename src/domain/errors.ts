@@ -304,6 +304,12 @@ export const errorCatalogue = {
   // ------------------------------------------------------------ the log
   logOverloaded: busy('the log is overloaded; retry shortly', 'log overloaded'),
   diskFull: busy('the agent cannot store writes now: no space left on its disk; retry later', 'cannot store writes now: no space left on disk'),
+  // No Retry-After: only deletes (or a higher limit) make room, not time.
+  stateQuotaExceeded: entry<{ stateBytes: number; stateBytesMax: number }>({
+    kind: 'remoteUnavailable', status: 503, consulStatus: 503, consulText: 'state quota exceeded',
+    message: (v) => `the registry is full: its state takes about ${v.stateBytes} bytes, at or past limits.state_bytes_max (${v.stateBytesMax}); delete keys, sessions or registrations, or raise the limit`,
+    details: (v) => ({ stateBytes: v.stateBytes, stateBytesMax: v.stateBytesMax }),
+  }),
   descriptorsShort: busy('the agent cannot store writes now: it is out of file descriptors; retry later', 'cannot store writes now: out of file descriptors'),
   logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
   // No Retry-After: the write may still take effect, so a blind retry could apply it twice; read it back first.

@@ -11,7 +11,7 @@ import type { CheckKind, CheckStatus } from '../domain/types.ts';
 import type { RefusalReason } from '../grpc/listener.ts';
 import type { Member, MemberStatus } from '../ports/membership.ts';
 import type { AppliedView, HttpObserver, LogObserver, ObservedEntry, RuntimeObserver } from '../ports/observer.ts';
-import type { RegistryState } from '../state/index.ts';
+import { stateBytes, type RegistryState } from '../state/index.ts';
 import { consulMetrics, type ConsulMetrics } from './consul-json.ts';
 import { addConsulNames } from './consul-names.ts';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './instruments.ts';
@@ -125,6 +125,7 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
   constructor() {
     this.gauge('roster_registry_index', 'The registry index: the last log entry applied on this node.', (s) => s.state().index);
     this.gauge('roster_kv_keys', 'Keys in the KV store.', (s) => s.state().kv.size);
+    this.gauge('roster_state_bytes', 'The state\'s estimated size in bytes, as limits.state_bytes_max counts it.', (s) => stateBytes(s.state()));
     this.gauge('roster_sessions', 'Sessions in the registry (all nodes\').', (s) => s.state().sessions.size);
     this.gauge('roster_locks_held', 'KV keys held by a session (locks).', (s) => locksHeld(s.state()));
     this.gauge('roster_writes_in_flight', 'Proposals of this node waiting for their entry to apply.', (s) => s.writesInFlight());

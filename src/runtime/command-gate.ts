@@ -33,6 +33,8 @@ function firstAboveLevel1(cmds: readonly Command[]): Command | undefined {
 
 /** What the gate needs from the runtime. */
 export interface GateHost {
+  /** The state quota's refusal of `cmds` (state-quota.ts), checked first for every append. */
+  overQuota(cmds: readonly Command[]): RegistryError | undefined;
   selfName: string;
   members(): readonly Member[];
   /** Resolves once gossip has heard every Roster node of the catalog, or the start's grace is over. */
@@ -41,10 +43,13 @@ export interface GateHost {
 }
 
 /**
- * Submits `cmds` through the gate when one of them is above level 1 (after `heardOrGraceOver`, refused
- * if a member is behind); undefined for an append of level-1 commands only, which the caller submits itself.
+ * Refuses `cmds` past the state quota; else submits them through the gate when one of them is above level 1
+ * (after `heardOrGraceOver`, refused if a member is behind); undefined for an append of level-1 commands
+ * only, which the caller submits itself.
  */
 export function gatedSubmit(cmds: readonly Command[], host: GateHost): Promise<Result>[] | undefined {
+  const overQuota = host.overQuota(cmds);
+  if (overQuota !== undefined) return cmds.map(() => Promise.reject(overQuota));
   if (firstAboveLevel1(cmds) === undefined) return undefined;
   const submitted = host.heardOrGraceOver().then(() => {
     const refused = commandRefusal(cmds, () => host.members(), host.selfName);

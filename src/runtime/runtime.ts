@@ -25,6 +25,7 @@ import { ownerOf } from './ownership.ts';
 import { Proposals } from './proposals.ts';
 import { ServingTracker } from './serving.ts';
 import { Snapshots } from './snapshots.ts';
+import { StateQuota } from './state-quota.ts';
 import { expiryRetryMs, TtlOwner } from './ttl-owner.ts';
 import { Watches, type Interest, type Touched } from './watches.ts';
 
@@ -78,6 +79,8 @@ export class Runtime {
   readonly membership: Membership;
   private readonly membershipGraceMs: number;
   private readonly gate: GateHost;
+  /** Past limits.state_bytes_max, writes that would grow the state are refused (state-quota.ts). */
+  readonly quota = new StateQuota();
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
@@ -120,7 +123,7 @@ export class Runtime {
       state: () => this.state, owns: (actor) => this.owns(actor), propose: (cmd) => this.propose(cmd), running: () => this.running,
     }, { graceMs: this.membershipGraceMs, failureConfirmMs: o.failureConfirmMs ?? 2_000 });
     this.gate = {
-      selfName: o.nodeName, members: () => this.membership.members(), submit: (cmds) => this.submitNow(cmds),
+      overQuota: (cmds) => this.quota.refusal(cmds, this.state), selfName: o.nodeName, members: () => this.membership.members(), submit: (cmds) => this.submitNow(cmds),
       heardOrGraceOver: () => (o.clustered === true ? this.nodeHealth.heardOrGraceOver() : Promise.resolve()),
     };
     this.lockQueues = new LockQueues({
@@ -190,10 +193,7 @@ export class Runtime {
     return this.proposals.submit(cmds);
   }
 
-  /**
-   * Stores bytes too large for one entry next to the log and resolves with the name an entry carries;
-   * undefined when this node's log cannot (a cluster's entries carry everything themselves).
-   */
+  /** Stores bytes too large for one entry next to the log: the name an entry carries (undefined: a cluster's log cannot). */
   async storeAttachment(bytes: Buffer, sha256: string): Promise<string | undefined> {
     return this.log.storeAttachment?.(bytes, sha256);
   }

@@ -7,3 +7,4 @@ export { probeResultChanges, passiveDefinition } from './apply/checks.ts';
 export type { SnapshotData } from './snapshot.ts';
 export { encodeSnapshotFile, openSnapshotFile, readSnapshotFile, restoreCommand, SnapshotFileError, snapshotFileFormat, snapshotFileVersion } from './snapshot-file.ts';
 export type { OpenedSnapshot, SnapshotMeta } from './snapshot-file.ts';
+export { stateBytes } from './size.ts';

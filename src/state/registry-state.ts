@@ -21,6 +21,8 @@ export class RegistryState {
   catalogIndex = 0;
 
   readonly kv = new Map<string, KvEntry>();
+  /** Derived: the KV table's share of the size estimate (size.ts), kept where entries are written and deleted. */
+  kvBytes = 0;
   /**
    * Derived: the keys of `kv` in key-byte order, so a prefix read visits only the keys under the
    * prefix (a B+ tree; with a million keys a scan of `kv` took tens of milliseconds per read).

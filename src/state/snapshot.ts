@@ -4,6 +4,7 @@
  */
 import type { CatalogNode, HealthCheck, KvEntry, ServiceInstance, Session } from '../domain/types.ts';
 import { RegistryState } from './registry-state.ts';
+import { kvEntryBytes } from './size.ts';
 
 const snapshotVersion = 1;
 
@@ -72,6 +73,7 @@ export function snapshotCounts(d: SnapshotData): { keys: number; sessions: numbe
 export function loadSnapshotData(s: RegistryState, d: SnapshotData): void {
   for (const table of [s.kv, s.sessions, s.locksBySession, s.lockDelays, s.tombstones, s.nodes, s.checks, s.services]) table.clear();
   s.kvOrder.clear();
+  s.kvBytes = 0;
   s.index = d.index; s.atMs = d.atMs; s.kvIndex = d.kvIndex; s.sessionsIndex = d.sessionsIndex;
   s.catalogIndex = d.catalogIndex; s.tombstoneFloor = d.tombstoneFloor;
   for (const e of d.kv) {
@@ -83,6 +85,7 @@ export function loadSnapshotData(s: RegistryState, d: SnapshotData): void {
     };
     s.kv.set(entry.key, entry);
     s.kvOrder.set(entry.key, undefined);
+    s.kvBytes += kvEntryBytes(entry);
     if (entry.session !== undefined) {
       let held = s.locksBySession.get(entry.session);
       if (held === undefined) s.locksBySession.set(entry.session, (held = new Set()));

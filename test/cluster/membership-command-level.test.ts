@@ -70,7 +70,7 @@ describe('gatedSubmit: the runtime\'s path for every append', () => {
   const host = (members: Member[], heard: Promise<void> = Promise.resolve()) => {
     const submitted: Command[][] = [];
     const h: GateHost = {
-      selfName: 'n1', members: () => members, heardOrGraceOver: () => heard,
+      overQuota: () => undefined, selfName: 'n1', members: () => members, heardOrGraceOver: () => heard,
       submit: (cmds) => { submitted.push([...cmds]); return cmds.map((_, i) => Promise.resolve({ ok: true, value: i } as unknown as Result)); },
     };
     return { h, submitted };

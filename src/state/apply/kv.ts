@@ -7,6 +7,7 @@ import { effectOf, hasEffect, stepLock as stepLockMachine, type LockContext, typ
 import { tombstonesMax } from '../../domain/limits.ts';
 import type { KvEntry } from '../../domain/types.ts';
 import type { RegistryState } from '../registry-state.ts';
+import { kvEntryBytes } from '../size.ts';
 import { fail, ok, type Ctx, type Handler, type Handlers, type TagsOf } from './types.ts';
 
 /** Expired lock delays are dropped once the map holds at least this many entries. */
@@ -30,6 +31,8 @@ export function writeEntry(c: Ctx, entry: KvEntry): void {
   }
   entry.modifyIndex = c.index;
   if (previous === undefined) state.kvOrder.set(entry.key, undefined);
+  // Entries are replaced, never changed in place: `previous` still holds what it was counted for.
+  state.kvBytes += kvEntryBytes(entry) - (previous === undefined ? 0 : kvEntryBytes(previous));
   state.kv.set(entry.key, entry);
   state.tombstones.delete(entry.key);
   state.kvIndex = c.index;
@@ -53,6 +56,7 @@ export function deleteKey(c: Ctx, key: string): boolean {
   const previous = state.kv.get(key);
   if (previous === undefined) return false;
   if (previous.session !== undefined) state.locksBySession.get(previous.session)?.delete(key);
+  state.kvBytes -= kvEntryBytes(previous);
   state.kv.delete(key);
   state.kvOrder.delete(key);
   state.tombstones.delete(key);
