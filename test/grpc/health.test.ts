@@ -310,8 +310,13 @@ test('stop(): a watcher that never reads cannot hold the server past the grace',
     reg.change('n1', 'service:web-1', i % 2 === 1 ? 'critical' : 'passing');
     if (i % 10 === 0) await new Promise((resolve) => setImmediate(resolve));
   }
+  const stopping = performance.now();
   await server.stop();
-  expect(log.lines.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual(['gRPC health server: calls still open after the grace, forcing shutdown']);
+  // Done within the grace and the time to force it. On Node 20 the unread Watch keeps its session open until
+  // the force, which is logged. On Node 24 grpc-js's graceful close of a session on a connection our listener
+  // handed it reports done at once, and the data still queued reaches the client once it reads (below).
+  expect(performance.now() - stopping).toBeLessThan(300 + 2000);
+  for (const l of log.lines.filter((x) => x.level === 'warn')) expect(l.msg).toBe('gRPC health server: calls still open after the grace, forcing shutdown');
   // Whatever reached the client's buffers before the force is still read; then the call ends.
   w.call.resume();
   await expect.poll(() => w.ended(), { timeout: 10_000 }).toBeDefined();

@@ -83,7 +83,8 @@ describe('actions, allowed', () => {
     await ui.withPage(`/ui/sessions/${sid}`, async (page) => {
       await page.waitForSelector('tr[data-lock="work/lock"]');
       await act(page, '[data-action="session-invalidate"]', `Invalidate the session “doomed” ${sid}`, '[data-gone]');
-      expect(await page.textContent('#flash')).toContain(`Invalidated ${sid}`);
+      // The live stream can take the session off the page before the action's own answer writes the flash line.
+      await expect.poll(() => page.textContent('#flash'), { timeout: 10_000 }).toContain(`Invalidated ${sid}`);
     });
     expect((await ui.c.get(`/v1/session/info/${sid}`)).json()).toEqual([]);
     expect((await ui.c.get('/v1/kv/work/lock')).json()[0].Session).toBeUndefined();
