@@ -226,8 +226,7 @@ describe('Prometheus format', () => {
 });
 
 describe('JSON (Consul shape)', () => {
-  test('carries the same figures as the Prometheus text', async () => {
-    // The gRPC connection an earlier test closed may still be open on the server side for a moment.
+  test('carries the same figures as the Prometheus text', async () => { // once a gRPC connection closed earlier is counted out
     await expect.poll(async () => (await scrape()).samples.get(gauge('roster_grpc_connections')), { timeout: waitMs }).toBe(0);
     await c.put('/v1/kv/metrics/json', 'x');
     const r = await c.get('/v1/agent/metrics');
