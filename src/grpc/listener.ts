@@ -37,7 +37,7 @@ export interface GrpcListenerOptions {
 }
 
 export class GrpcListener {
-  readonly server: NetServer;
+  private readonly server: NetServer;
   private limits: ConnectionLimits;
   private open = 0;
   private readonly perClient = new Map<string, number>();

@@ -50,7 +50,6 @@ export interface GrpcHealthServer {
 export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise<GrpcHealthServer> {
   const definition = healthServiceDefinition();
   const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault, o.watchLimits ?? watchLimitsDefault);
-  // No port sharing: a second agent on the same port must fail to start, not split the calls.
   const server = new Server();
   server.addService(definition, health.implementation());
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
