@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { getHeapStatistics } from 'node:v8';
 import { requestBodyBytesMax, sessionTtlMsMinDefault } from './domain/limits.ts';
+import { answerBytesMaxDefault, writeIdleMsDefault } from './http/large-answers.ts';
 import { dialects, type Dialect } from './http/render.ts';
 import { connectionLimitsDefault, watchLimitsDefault } from './grpc/limits.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
@@ -205,6 +206,10 @@ export interface Limits {
   grpcHandshakeTimeoutMs: number;
   /** The state quota: past this estimated size, writes that would grow the state are refused. @default stateBytesMaxDefault() */
   stateBytesMax: number;
+  /** Bytes of large HTTP answers (1 MiB or more) in flight; past them a large answer is refused 503. @default 256 MiB */
+  httpAnswerBytesMax: number;
+  /** A large HTTP answer's connection is closed when its client has read nothing for this long. @default 30s */
+  httpWriteIdleTimeoutMs: number;
 }
 
 /**
@@ -218,7 +223,8 @@ export function stateBytesMaxDefault(): number {
 
 const limitKeys = ['kv_max_value_size', 'http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
   'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max', 'stream_max_conns', 'stream_snapshot_bytes_max',
-  'grpc_watch_max', 'grpc_watch_max_per_client', 'grpc_max_conns', 'grpc_max_conns_per_client', 'grpc_handshake_timeout', 'state_bytes_max'];
+  'grpc_watch_max', 'grpc_watch_max_per_client', 'grpc_max_conns', 'grpc_max_conns_per_client', 'grpc_handshake_timeout', 'state_bytes_max',
+  'http_answer_bytes_max', 'http_write_idle_timeout'];
 
 /** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
 function limits(value: unknown): Limits {
@@ -243,6 +249,8 @@ function limits(value: unknown): Limits {
     grpcMaxConnsPerClient: n('grpc_max_conns_per_client', connectionLimitsDefault.connsMaxPerClient),
     grpcHandshakeTimeoutMs: duration('limits.grpc_handshake_timeout', fileText(o.grpc_handshake_timeout), connectionLimitsDefault.handshakeTimeoutMs),
     stateBytesMax: n('state_bytes_max', stateBytesMaxDefault()),
+    httpAnswerBytesMax: n('http_answer_bytes_max', answerBytesMaxDefault),
+    httpWriteIdleTimeoutMs: duration('limits.http_write_idle_timeout', fileText(o.http_write_idle_timeout), writeIdleMsDefault),
   };
 }
 

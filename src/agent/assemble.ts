@@ -159,6 +159,8 @@ function limitsApplier(httpOpts: HttpServerOptions<ApiContext>, stream: StreamSe
     httpOpts.requestsInFlightPerClientMax = limits.httpMaxConnsPerClient;
     httpOpts.bodyTimeoutMs = limits.requestBodyTimeoutMs;
     httpOpts.bodyBytesMax = limits.kvMaxValueSize;
+    httpOpts.answerBytesMax = limits.httpAnswerBytesMax;
+    httpOpts.writeIdleMs = limits.httpWriteIdleTimeoutMs;
     stream.setLimits({
       connectionsPerClientMax: limits.streamMaxConnsPerClient, connectionsMax: limits.streamMaxConns,
       pendingItemsMax: limits.streamHeldItemsMax, snapshotBytesMax: limits.streamSnapshotBytesMax,

@@ -8,6 +8,7 @@ import { RegistryError } from '../domain/errors.ts';
 import { setLongTimeout } from '../util/timer.ts';
 import { bodylessMethods, effectiveMethod, refusalBeforeBody, tooLarge, unusableHead, type InFlight, type InFlightRequest, type Limits } from './admission.ts';
 import { conditional } from './conditional.ts';
+import { streamedBytesMin, type AnswerBudget } from './large-answers.ts';
 import { errorWire, handle, isPromise, type Admitter, type Dispatcher } from './dispatch.ts';
 import type { HttpObserver } from '../ports/observer.ts';
 import { addressCaller, addressKey, Admission, type RateLimiter } from './rate-limit.ts';
@@ -15,11 +16,15 @@ import { renderError, withHeaders, type Wire } from './render.ts';
 import { logRequest, requestIdOf } from './request-log.ts';
 import type { Request } from './request.ts';
 import { unmatchedPattern, type Found } from './router.ts';
-import { copyHead, readBody, writeAnswer, type Head } from './uws.ts';
+import { copyHead, readBody, streamAnswer, writeAnswer, type Head } from './uws.ts';
 
 /** What every exchange of one server shares. */
 export interface Server<Ctx> extends Dispatcher<Ctx>, Limits {
   inFlight: InFlight;
+  /** Bytes of large answers in flight (large-answers.ts). */
+  answers: AnswerBudget;
+  /** A large answer's connection is closed when its client has read nothing for this long. */
+  writeIdleMs: number;
   rateLimit?: RateLimiter;
   observer?: HttpObserver;
   bodyTimeoutMs: number;
@@ -224,7 +229,14 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
       w = withHeaders(w, this.admission.headers);
     }
     const ms = performance.now() - this.startedMs;
-    writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection });
+    const large = this.method !== 'HEAD' && !closeConnection && w.body.length >= streamedBytesMin;
+    if (large && !this.s.answers.take(w.body.length)) w = renderError(new RegistryError('answersBusy'), this.s.dialect);
+    if (large && w.body.length >= streamedBytesMin) {
+      const taken = w.body.length;
+      streamAnswer(this.res, w, { requestId: this.requestId, ms, resume: this.paused, writeIdleMs: this.s.writeIdleMs }, () => this.s.answers.release(taken));
+    } else {
+      writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection });
+    }
     // Answers refused before routing (429, 413, 503...) still count against the route they asked for.
     const route = this.req?.route ?? this.found?.entry.pattern ?? unmatchedPattern;
     this.s.observer?.request(this.method, route, w.status, ms / 1000, this.req?.queuedSeconds ?? 0);

@@ -51,6 +51,10 @@ export interface HttpServerOptions<Ctx> {
   requestsInFlightPerClientMax?: number;
   /** A request body must arrive within this long of its head, else 400 code 1015 and the connection closes. @default 8 s */
   bodyTimeoutMs?: number;
+  /** Bytes of large answers in flight over all clients; past them a large answer is refused 503 (large-answers.ts). @default 256 MiB */
+  answerBytesMax?: number;
+  /** A large answer's connection is closed when its client has read nothing for this long. @default 30 s */
+  writeIdleMs?: number;
 }
 
 export interface HttpServer {

@@ -7,6 +7,7 @@
 import { requestBodyBytesMax } from '../domain/limits.ts';
 import { InFlight } from './admission.ts';
 import { Exchange, type Server } from './exchange.ts';
+import { AnswerBudget, answerBytesMaxDefault, writeIdleMsDefault } from './large-answers.ts';
 import { reservedParameters } from './list-rules.ts';
 import type { HttpServer, HttpServerOptions } from './options.ts';
 import { listen, loadUws } from './uws.ts';
@@ -28,6 +29,8 @@ function serverOf<Ctx>(o: HttpServerOptions<Ctx>): Server<Ctx> {
     get inFlightMax() { return o.requestsInFlightPerClientMax ?? 200; },
     get bodyBytesMax() { return o.bodyBytesMax ?? requestBodyBytesMax; },
     get bodyTimeoutMs() { return o.bodyTimeoutMs ?? 8_000; },
+    answers: new AnswerBudget({ get answerBytesMax() { return o.answerBytesMax ?? answerBytesMaxDefault; } }),
+    get writeIdleMs() { return o.writeIdleMs ?? writeIdleMsDefault; },
   };
 }
 

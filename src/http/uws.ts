@@ -127,6 +127,43 @@ export function writeAnswer(res: Uws.HttpResponse, w: Wire, a: { requestId: stri
   }
 }
 
+/**
+ * Writes a large answer as its client reads it: the status and headers, then as much of the body as the
+ * socket takes, the rest from `onWritable` at the offset uWS reports (uWS keeps no copy of what it could
+ * not write). The connection is closed when the client has read nothing for `writeIdleMs`. `settled` is
+ * called once, when the answer is complete, the client went away or the connection was closed.
+ */
+export function streamAnswer(res: Uws.HttpResponse, w: Wire, a: { requestId: string; ms: number; resume: boolean; writeIdleMs: number }, settled: () => void): void {
+  const body = typeof w.body === 'string' ? Buffer.from(w.body) : w.body;
+  let open = true;
+  let timer: NodeJS.Timeout | undefined;
+  const settle = () => {
+    if (!open) return;
+    open = false;
+    clearTimeout(timer);
+    settled();
+  };
+  const idle = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { if (open) { settle(); res.close(); } }, a.writeIdleMs);
+  };
+  // The handler registered last is the one uWS calls: the exchange has answered, so this one is all that remains.
+  res.onAborted(settle);
+  res.cork(() => {
+    if (a.resume) res.resume();
+    res.writeStatus(headBlock(w, a.requestId, a.ms));
+    const base = res.getWriteOffset();
+    if (res.tryEnd(body, body.length)[1]) return settle();
+    idle();
+    res.onWritable((offset) => {
+      const [ok, done] = res.tryEnd(body.subarray(offset - base), body.length);
+      if (done) settle();
+      else idle();
+      return ok;
+    });
+  });
+}
+
 /** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT flag (exported as a value by the binding, declared only as an enum member). */
 function exclusivePort(uws: UwsModule): number {
   return (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
