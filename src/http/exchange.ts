@@ -230,9 +230,9 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     }
     const ms = performance.now() - this.startedMs;
     const large = this.method !== 'HEAD' && !closeConnection && w.body.length >= streamedBytesMin;
-    if (large && !this.s.answers.take(w.body.length)) w = renderError(new RegistryError('answersBusy'), this.s.dialect);
-    if (large && w.body.length >= streamedBytesMin) {
-      const taken = w.body.length;
+    const taken = large && this.s.answers.take(w.body.length) ? w.body.length : 0;
+    if (large && taken === 0) w = renderError(new RegistryError('answersBusy'), this.s.dialect);
+    if (taken > 0) {
       streamAnswer(this.res, w, { requestId: this.requestId, ms, resume: this.paused, writeIdleMs: this.s.writeIdleMs }, () => this.s.answers.release(taken));
     } else {
       writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection });
