@@ -24,13 +24,12 @@ export function authSettings(value: unknown, envSecret: string | undefined): Aut
   if (unknown.length > 0) throw new ConfigError(`--config-file: unknown setting ${unknown.map((k) => JSON.stringify(`auth.${k}`)).join(', ')}`);
   const jwtSecret = envSecret ?? o.jwt_secret;
   if (typeof jwtSecret !== 'string' || Buffer.byteLength(jwtSecret) < 32) throw new ConfigError('auth: jwt_secret (or ROSTER_AUTH_SECRET) must be a string of at least 32 bytes');
-  const appKeys: AuthSettings['appKeys'] = {};
-  for (const [key, entry] of Object.entries((o.app_keys ?? {}) as Record<string, unknown>)) {
+  const appKeys: AuthSettings['appKeys'] = Object.fromEntries(Object.entries((o.app_keys ?? {}) as Record<string, unknown>).map(([key, entry]) => {
     const e = entry as { secret?: unknown; rules?: unknown };
     const rules = parseRules(e?.rules ?? []);
     if (typeof e?.secret !== 'string' || e.secret === '' || rules === undefined) throw new ConfigError(`auth.app_keys.${key}: needs a secret and valid rules`);
-    appKeys[key] = { secret: e.secret, rules };
-  }
+    return [key, { secret: e.secret, rules }];
+  }));
   const seconds = (key: string, fallbackSeconds: number, zeroAllowed: boolean) => {
     const text = o[key];
     if (text === undefined) return fallbackSeconds;

@@ -101,11 +101,10 @@ export function diskUse(dir: string): DiskUse {
     if (!st.isDirectory()) return st.size;
     return readdirSync(path).reduce((n, name) => n + sizeOf(join(path, name)), 0);
   };
-  const parts: Record<string, number> = {};
-  for (const name of readdirSync(dir)) {
+  const parts = Object.fromEntries(readdirSync(dir).map((name) => {
     const path = join(dir, name);
-    parts[lstatSync(path).isDirectory() ? `${name}/` : name] = sizeOf(path);
-  }
+    return [lstatSync(path).isDirectory() ? `${name}/` : name, sizeOf(path)];
+  }));
   return { bytes: Object.values(parts).reduce((a, b) => a + b, 0), parts };
 }
 

@@ -98,9 +98,7 @@ export class HealthService {
     if (entries.length > this.listEntriesMax) {
       return done({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: `server health list exceeds maximum capacity: ${this.listEntriesMax}` }, null);
     }
-    const statuses: HealthListResponse['statuses'] = {};
-    for (const [name, status] of entries) statuses[name] = { status };
-    done(null, { statuses });
+    done(null, { statuses: Object.fromEntries(entries.map(([name, status]) => [name, { status }])) });
   }
 
   private watch(call: WatchCall): void {

@@ -41,12 +41,11 @@ export function undecodableReason(request: unknown): string | undefined {
  * handlers answer it INVALID_ARGUMENT.
  */
 function withRequestChecks(definition: ServiceDefinition): ServiceDefinition {
-  const checked: Record<string, unknown> = {};
-  for (const [name, method] of Object.entries(definition)) {
+  return Object.fromEntries(Object.entries(definition).map(([name, method]) => {
     const decode = method.requestDeserialize;
     const strings = requestStringFields[name] ?? new Set<number>();
     const refuse = (why: string): Undecodable => ({ [undecodable]: `the ${method.path} request is not a valid protobuf message: ${why}` });
-    checked[name] = {
+    return [name, {
       ...method,
       requestDeserialize: (bytes: Buffer): unknown => {
         const problem = wireProblem(bytes, strings);
@@ -57,7 +56,6 @@ function withRequestChecks(definition: ServiceDefinition): ServiceDefinition {
           return refuse(err instanceof Error ? err.message : String(err));
         }
       },
-    };
-  }
-  return checked as ServiceDefinition;
+    }];
+  })) as ServiceDefinition;
 }

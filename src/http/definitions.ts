@@ -44,15 +44,16 @@ const norm = (k: string) => k.toLowerCase().replace(/_/g, '');
 function canonical(raw: Raw, fields: Record<string, string[]>, what: string): Raw {
   const index = new Map<string, string>();
   for (const [name, spellings] of Object.entries(fields)) for (const s of [norm(name), ...spellings]) index.set(s, name);
-  const out: Raw = {};
+  // When a field is spelt more than once, the first spelling is kept.
+  const out = new Map<string, unknown>();
   for (const [k, v] of Object.entries(raw)) {
     const name = index.get(norm(k));
     if (name === undefined) {
       throw new RegistryError('definitionFieldUnknown', { field: k, what });
     }
-    if (!(name in out)) out[name] = v;
+    if (!out.has(name)) out.set(name, v);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 function asObject(value: unknown, what: string): Raw {
@@ -318,14 +319,14 @@ function parseWeights(value: unknown, errors: FieldErrors): { Passing: number; W
 function parseTaggedAddresses(value: unknown, errors: FieldErrors): Record<string, { Address: string; Port: number }> {
   if (value === undefined || value === null) return {};
   if (typeof value !== 'object' || Array.isArray(value)) { errors.add('TaggedAddresses', 'Type', 'must be an object'); return {}; }
-  const out: Record<string, { Address: string; Port: number }> = {};
+  const out: Array<[string, { Address: string; Port: number }]> = [];
   for (const [k, v] of Object.entries(value as Raw)) {
     const a = v as Raw | null;
     if (a === null || typeof a !== 'object' || typeof (a.Address ?? '') !== 'string' || typeof (a.Port ?? 0) !== 'number') {
       errors.add(`TaggedAddresses.${k}`, 'Type', 'must be {Address, Port}');
       continue;
     }
-    out[k] = { Address: (a.Address as string | undefined) ?? '', Port: (a.Port as number | undefined) ?? 0 };
+    out.push([k, { Address: (a.Address as string | undefined) ?? '', Port: (a.Port as number | undefined) ?? 0 }]);
   }
-  return out;
+  return Object.fromEntries(out);
 }

@@ -117,12 +117,11 @@ export function applyListQuery<T extends Record<string, unknown>>(
 // Parsing
 
 function equalityFilters(params: URLSearchParams, known: Set<string>, owned: Set<string>): Record<string, string> {
-  const equals: Record<string, string> = {};
+  const equals = new Map<string, string>();
   for (const [name, value] of params) {
-    if (!known.has(name) || owned.has(name) || name in equals) continue;
-    equals[name] = value;
+    if (known.has(name) && !owned.has(name) && !equals.has(name)) equals.set(name, value);
   }
-  return equals;
+  return Object.fromEntries(equals);
 }
 
 /** Presence means true, except an explicit `false` or `0`. */
@@ -357,10 +356,8 @@ function sortRecords<T extends Record<string, unknown>>(records: T[], keys: Sort
 }
 
 function projectRecord(record: Record<string, unknown>, fields: string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
   // An absent key stays absent rather than being invented as null.
-  for (const field of fields) if (Object.hasOwn(record, field)) out[field] = record[field];
-  return out;
+  return Object.fromEntries(fields.filter((field) => Object.hasOwn(record, field)).map((field) => [field, record[field]]));
 }
 
 /** The slice to return and the page it is, or undefined when no paging was asked for. */

@@ -108,9 +108,7 @@ function stddev(c: HistogramChild): number {
 }
 
 function stringLabels(labels: Partial<Record<string, string | number>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(labels)) if (v !== undefined) out[k] = String(v);
-  return out;
+  return Object.fromEntries(Object.entries(labels).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
 }
 
 function goTime(ms: number): string {

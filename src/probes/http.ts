@@ -138,7 +138,8 @@ function redirectHop(hop: Hop, status: number, location: string): Hop | string {
 }
 
 function requestHeaders(o: HttpProbeOptions, hop: Hop): http.OutgoingHttpHeaders {
-  const headers: http.OutgoingHttpHeaders = {};
+  // Without a prototype, a header the check names __proto__ is an entry like any other.
+  const headers: http.OutgoingHttpHeaders = Object.create(null) as http.OutgoingHttpHeaders;
   const names = new Set<string>();
   for (const [name, values] of Object.entries(o.header ?? {})) {
     if (name.toLowerCase() === 'host' || values.length === 0) continue;

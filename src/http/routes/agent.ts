@@ -130,11 +130,11 @@ function parseRegister(body: Record<string, unknown> | undefined, api: ApiContex
   if (node === '') errors.broke('Node', 'nodeNameMissing');
   if (address === '') errors.broke('Address', 'nodeAddressMissing');
   const metaRaw = field(body, 'NodeMeta').value;
-  const meta: Record<string, string> = {};
+  let meta: Record<string, string> = {};
   if (metaRaw !== undefined && metaRaw !== null) {
     if (typeof metaRaw !== 'object' || Array.isArray(metaRaw) || Object.values(metaRaw).some((v) => typeof v !== 'string')) {
       errors.add('NodeMeta', 'Type', 'must be an object of strings');
-    } else Object.assign(meta, metaRaw);
+    } else meta = { ...(metaRaw as Record<string, string>) };
   }
   if (field(body, 'Service').value != null) {
     errors.add('Service', 'Unsupported', 'services are registered through /v1/agent/service/register');

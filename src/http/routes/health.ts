@@ -125,12 +125,8 @@ async function proposeOk(api: ApiContext, cmd: Command): Promise<void> {
 function agentChecks(req: Request, api: ApiContext): Reply {
   checkDatacenter(req, api);
   const keep = filterOf(req, checkSchema);
-  const out: Record<string, unknown> = {};
-  for (const c of localChecks(api)) {
-    const rendered = renderCheck(c, true);
-    if (keep(rendered)) out[c.checkId] = rendered;
-  }
-  return json(out);
+  const rendered = localChecks(api).map((c) => [c.checkId, renderCheck(c, true)] as const);
+  return json(Object.fromEntries(rendered.filter(([, check]) => keep(check))));
 }
 
 async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
@@ -194,12 +190,8 @@ async function checkUpdate(req: Request, api: ApiContext): Promise<Reply> {
 function agentServices(req: Request, api: ApiContext): Reply {
   checkDatacenter(req, api);
   const keep = filterOf(req, agentServiceSchema);
-  const out: Record<string, unknown> = {};
-  for (const s of api.runtime.state.servicesOfNode(api.nodeName)) {
-    const rendered = renderAgentService(s, api.datacenter);
-    if (keep(rendered)) out[s.id] = rendered;
-  }
-  return json(out);
+  const rendered = api.runtime.state.servicesOfNode(api.nodeName).map((s) => [s.id, renderAgentService(s, api.datacenter)] as const);
+  return json(Object.fromEntries(rendered.filter(([, service]) => keep(service))));
 }
 
 async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
