@@ -136,22 +136,20 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
   }
   const v = parsed.values;
   if (v.help) return 'help';
-  const file = readConfigFile(v['config-file'] ?? env.ROSTER_CONFIG_FILE);
-  const pick = (flag: string | undefined, envName: string, fromFile?: unknown) =>
-    flag ?? env[envName] ?? (fromFile === undefined || fromFile === null ? undefined : String(fromFile));
-  const ports = (file.ports ?? {}) as Record<string, unknown>;
+  const file = readConfigFile(settingPicker(v, env, {})('config-file', 'ROSTER_CONFIG_FILE'));
+  const pick = settingPicker(v, env, file);
   return {
-    httpPort: port(pick(v['http-port'], 'ROSTER_HTTP_PORT', ports.http) ?? '8500', 'http-port'),
-    httpHost: pick(v['http-host'], 'ROSTER_HTTP_HOST', file.client_addr) ?? '127.0.0.1',
-    grpcPort: port(pick(v['grpc-port'], 'ROSTER_GRPC_PORT', ports.grpc) ?? '8502', 'grpc-port'),
-    dataDir: pick(v['data-dir'], 'ROSTER_DATA_DIR', file.data_dir) ?? defaults.dataDir ?? './data',
-    nodeName: nonEmpty('node-name', pick(v['node-name'], 'ROSTER_NODE_NAME', file.node_name) ?? defaults.nodeName ?? hostname()),
-    dialect: dialect(pick(v.dialect, 'ROSTER_DIALECT', file.dialect) ?? 'seed'),
-    datacenter: nonEmpty('datacenter', pick(v.datacenter, 'ROSTER_DATACENTER', file.datacenter) ?? 'dc1'),
-    sessionTtlMsMin: duration('session-ttl-min', pick(v['session-ttl-min'], 'ROSTER_SESSION_TTL_MIN', file.session_ttl_min), sessionTtlMsMinDefault),
-    logLevel: logLevel(pick(v['log-level'], 'ROSTER_LOG_LEVEL', file.log_level) ?? defaults.logLevel ?? 'info'),
-    logFormat: logFormat(pick(v['log-format'], 'ROSTER_LOG_FORMAT', file.log_format) ?? defaults.logFormat ?? 'json'),
-    snapshotEveryEntries: positive('snapshot-every', pick(v['snapshot-every'], 'ROSTER_SNAPSHOT_EVERY') ?? '20000'),
+    httpPort: port(pick('http-port', 'ROSTER_HTTP_PORT', 'ports.http') ?? '8500', 'http-port'),
+    httpHost: pick('http-host', 'ROSTER_HTTP_HOST', 'client_addr') ?? '127.0.0.1',
+    grpcPort: port(pick('grpc-port', 'ROSTER_GRPC_PORT', 'ports.grpc') ?? '8502', 'grpc-port'),
+    dataDir: pick('data-dir', 'ROSTER_DATA_DIR', 'data_dir') ?? defaults.dataDir ?? './data',
+    nodeName: nonEmpty('node-name', pick('node-name', 'ROSTER_NODE_NAME', 'node_name') ?? defaults.nodeName ?? hostname()),
+    dialect: dialect(pick('dialect', 'ROSTER_DIALECT', 'dialect') ?? 'seed'),
+    datacenter: nonEmpty('datacenter', pick('datacenter', 'ROSTER_DATACENTER', 'datacenter') ?? 'dc1'),
+    sessionTtlMsMin: duration('session-ttl-min', pick('session-ttl-min', 'ROSTER_SESSION_TTL_MIN', 'session_ttl_min'), sessionTtlMsMinDefault),
+    logLevel: logLevel(pick('log-level', 'ROSTER_LOG_LEVEL', 'log_level') ?? defaults.logLevel ?? 'info'),
+    logFormat: logFormat(pick('log-format', 'ROSTER_LOG_FORMAT', 'log_format') ?? defaults.logFormat ?? 'json'),
+    snapshotEveryEntries: positive('snapshot-every', pick('snapshot-every', 'ROSTER_SNAPSHOT_EVERY') ?? '20000'),
     enableScriptChecks: fileBool(file, 'enable_script_checks'),
     enableLocalScriptChecks: fileBool(file, 'enable_local_script_checks'),
     checks: fileList(file, 'check', 'checks'),
@@ -159,19 +157,19 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     checkReapIntervalMs: duration('check_reap_interval', file.check_reap_interval as string | undefined, 30_000),
     checkDeregisterMsMin: duration('check_deregister_min', file.check_deregister_min as string | undefined, 60_000),
     streamBookmarkIntervalMs: duration('stream_bookmark_interval', file.stream_bookmark_interval as string | undefined, 30_000),
-    nats: list(v.nats ?? env.ROSTER_NATS ?? fileText(file.nats)),
-    replicas: positive('replicas', pick(v.replicas, 'ROSTER_REPLICAS', file.replicas) ?? '3'),
-    gossipListen: pick(v['gossip-listen'], 'ROSTER_GOSSIP_LISTEN', file.gossip_listen) ?? '127.0.0.1:0',
+    nats: list(pick('nats', 'ROSTER_NATS', 'nats')),
+    replicas: positive('replicas', pick('replicas', 'ROSTER_REPLICAS', 'replicas') ?? '3'),
+    gossipListen: pick('gossip-listen', 'ROSTER_GOSSIP_LISTEN', 'gossip_listen') ?? '127.0.0.1:0',
     join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
     suspicionMs: duration('suspicion', fileText(file.suspicion), 5_000),
     writeTimeoutMs: duration('write_timeout', fileText(file.write_timeout), 30_000),
-    tls: tlsFiles(pick(v['tls-cert'], 'ROSTER_TLS_CERT', file.cert_file), pick(v['tls-key'], 'ROSTER_TLS_KEY', file.key_file)),
+    tls: tlsFiles(pick('tls-cert', 'ROSTER_TLS_CERT', 'cert_file'), pick('tls-key', 'ROSTER_TLS_KEY', 'key_file')),
     auth: authSettings(file.auth, env.ROSTER_AUTH_SECRET),
     gossipKey: gossipKey(env.ROSTER_ENCRYPT ?? fileText(file.encrypt)),
     rateLimit: rateLimit(file.rate_limit),
     writesInFlightMax: positive('writes_in_flight_max', fileText(file.writes_in_flight_max) ?? '10000'),
     limits: limits(file.limits),
-    uiDir: pick(v['ui-dir'], 'ROSTER_UI_DIR', file.ui_dir) ?? defaultUiDir,
+    uiDir: pick('ui-dir', 'ROSTER_UI_DIR', 'ui_dir') ?? defaultUiDir,
   };
 }
 
@@ -282,6 +280,23 @@ function tlsFiles(cert: string | undefined, key: string | undefined): Config['tl
     if (!existsSync(file)) throw new ConfigError(`--${flag}: ${file} does not exist`);
   }
   return { certFile: cert, keyFile: key };
+}
+
+/**
+ * A setting's text: its flag, else its environment variable, else its key in the config file (a dotted key
+ * is nested: `ports.http`), else undefined. An empty value is refused wherever it comes from: an unset
+ * shell variable (`ROSTER_DATA_DIR=$DIR`) must not turn into the working directory, every interface, or
+ * a node with a log of its own instead of the cluster's.
+ */
+function settingPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>) {
+  return (flag: string, envName: string, fileKey?: string): string | undefined => {
+    const fromFile = fileKey?.split('.').reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), file);
+    const [text, source] = flags[flag] !== undefined ? [flags[flag] as string, `--${flag}`]
+      : env[envName] !== undefined ? [env[envName], `${envName} (for --${flag})`]
+      : [fileText(fromFile), `the config file's ${fileKey} (for --${flag})`];
+    if (text === '') throw new ConfigError(`${source} is empty: give it a value, or leave it out for the default`);
+    return text;
+  };
 }
 
 function list(text: string | undefined): string[] {

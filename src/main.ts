@@ -74,6 +74,17 @@ function toMultiaddr(address: string): string {
   return `/ip4/${m[1]}/tcp/${m[2]}`;
 }
 
+/** Creates the data dir if need be; a path that cannot be one is the operator's to fix (exit 2). */
+function makeDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it, or a directory above it, is a file' : (err as Error).message;
+    throw new ConfigError(`--data-dir ${dataDir}: cannot be used as the data dir: ${why}`);
+  }
+}
+
 async function run(config: Config, reread: () => Config): Promise<void> {
   const logger = createLogger(config);
   // SIGHUP must never stop the agent: until it is ready, one is logged and ignored.
@@ -81,7 +92,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   process.on('SIGHUP', () => onHangup());
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  makeDataDir(dataDir);
   // Before anything in the data dir is read or written: two agents on one log would interleave its frames.
   lockDataDir(dataDir);
   const clock = new SystemClock();

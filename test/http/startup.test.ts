@@ -1,7 +1,8 @@
 // Goal: the agent starts as the README says — defaults (port 8500, ./data), ROSTER_* environment and
-// flags (flags win), the consul dialect switch, and clear failures for bad flags or a missing binding.
+// flags (flags win), the consul dialect switch, and clear failures for bad flags, empty settings, a data dir
+// that cannot be one, or a missing binding.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -14,9 +15,9 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function runToExit(args: string[], env: Record<string, string> = {}) {
+function runToExit(args: string[], env: Record<string, string> = {}, cwd = repoRoot) {
   return spawnSync(process.execPath, ['--import', tsxLoader, join(repoRoot, 'src/main.ts'), ...args], {
-    cwd: repoRoot, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000,
+    cwd, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000,
   });
 }
 
@@ -107,6 +108,37 @@ describe('startup', () => {
     const badLevel = runToExit(['--log-level', 'loud']);
     expect(badLevel.status).toBe(2);
     expect(badLevel.stderr).toMatch(/--log-level: "loud" is not one of trace, debug, info, warn, error, fatal, silent/);
+  });
+
+  test('an empty setting — flag, environment variable or config file key — exits 2 naming it, and nothing is written', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
+    dirs.push(cwd);
+    const ports = ['--http-port', '0', '--grpc-port', '0'];
+    const fileWith = (o: object) => { const f = join(cwd, 'agent.json'); writeFileSync(f, JSON.stringify(o)); return f; };
+    const cases: Array<[string[], Record<string, string>, RegExp]> = [
+      // unset shell variables: the working directory as data dir, every interface, a dashboard of the
+      // working directory's files, a node with a log of its own instead of the cluster's
+      [ports, { ROSTER_DATA_DIR: '' }, /roster: ROSTER_DATA_DIR \(for --data-dir\) is empty/],
+      [[...ports, '--data-dir', join(cwd, 'd')], { ROSTER_HTTP_HOST: '' }, /roster: ROSTER_HTTP_HOST \(for --http-host\) is empty/],
+      [[...ports, '--data-dir', join(cwd, 'd')], { ROSTER_UI_DIR: '' }, /roster: ROSTER_UI_DIR \(for --ui-dir\) is empty/],
+      [[...ports, '--data-dir', join(cwd, 'd')], { ROSTER_NATS: '' }, /roster: ROSTER_NATS \(for --nats\) is empty/],
+      [[...ports, '--data-dir='], {}, /roster: --data-dir is empty/],
+      [[...ports, '--data-dir', join(cwd, 'd'), '--config-file', fileWith({ client_addr: '' })], {}, /roster: the config file's client_addr \(for --http-host\) is empty/],
+    ];
+    for (const [args, env, reason] of cases) {
+      const r = runToExit(args, env, cwd);
+      expect([r.status, r.stderr], JSON.stringify({ args, env })).toEqual([2, expect.stringMatching(reason)]);
+    }
+    // the only file there is the test's own config file
+    expect(readdirSync(cwd)).toEqual(['agent.json']);
+  });
+
+  test('a data dir that is a file, or lies below one, exits 2 naming it', () => {
+    for (const dir of [join(repoRoot, 'package.json'), join(repoRoot, 'package.json', 'data')]) {
+      const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--data-dir', dir]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`roster: --data-dir ${dir}: cannot be used as the data dir: it, or a directory above it, is a file`);
+    }
   });
 
   test('a native binding that does not load stops the start with a clear message, exit 2', () => {
