@@ -50,9 +50,12 @@ export const fieldRules = {
   serviceAddressUnspecified: (): BrokenRule => ({
     rule: 'Invalid', text: 'a service address cannot be an unspecified address', consul: { status: 400, text: 'Invalid service address' },
   }),
-  weightsInvalid: (): BrokenRule => ({
-    rule: 'Invalid', text: 'Passing must be an integer ≥ 1 and Warning ≥ 0', consul: { status: 400, text: 'Invalid Weights: Passing must be greater than 0' },
+  /** `why`: Consul's text for the first bound broken. */
+  weightsInvalid: (v: { why: string }): BrokenRule => ({
+    rule: 'Invalid', text: 'Passing must be an integer from 1 to 65535 and Warning one from 0 to 65535', consul: { status: 400, text: `Invalid Weights: ${v.why}` },
   }),
+  /** `why`: Consul's text for the first Meta rule broken (its pair named as Consul names it). */
+  serviceMetaInvalid: (v: { why: string }): BrokenRule => ({ rule: 'Invalid', text: v.why, consul: { status: 400, text: `Invalid Service Meta: ${v.why}` } }),
   nodeNameMissing: required('must not be empty', 'Missing node name'),
   nodeAddressMissing: required('must not be empty', 'Missing node address'),
   sessionTtlNotString: (): BrokenRule => ({

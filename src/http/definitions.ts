@@ -287,9 +287,11 @@ export function parseService(value: unknown, o: Omit<CheckParseOptions, 'service
   const port = r.int('Port');
   if (port > 65535) errors.add('Port', 'Range', 'must be at most 65535');
   const tagged = parseTaggedAddresses(raw.TaggedAddresses, errors);
+  const meta = r.stringMap('Meta');
+  checkServiceMeta(meta, errors);
   const service: ServiceInput = {
     id: r.str('ID') || name, service: name, kind: r.str('Kind'), tags: r.strings('Tags') ?? [], address, port,
-    meta: r.stringMap('Meta'), taggedAddresses: tagged, weights, enableTagOverride: r.bool('EnableTagOverride'),
+    meta, taggedAddresses: tagged, weights, enableTagOverride: r.bool('EnableTagOverride'),
   };
   errors.throwIfAny();
   const embedded: unknown[] = [];
@@ -305,15 +307,44 @@ export function parseService(value: unknown, o: Omit<CheckParseOptions, 'service
   return { service, checks };
 }
 
+/** DNS weights, as Consul bounds them (a Go int, so a value past them would not even decode in a Go client). */
+const weightMax = 65535;
+
 function parseWeights(value: unknown, errors: FieldErrors): { Passing: number; Warning: number } {
   if (value === undefined || value === null) return { Passing: 1, Warning: 1 };
   const w = value as Raw;
   const passing = typeof w.Passing === 'number' ? w.Passing : 1;
   const warning = typeof w.Warning === 'number' ? w.Warning : 1;
-  if (typeof value !== 'object' || !Number.isInteger(passing) || !Number.isInteger(warning) || passing < 1 || warning < 0) {
-    errors.broke('Weights', 'weightsInvalid');
-  }
+  const why = typeof value !== 'object' || !Number.isInteger(passing) || !Number.isInteger(warning) ? 'Passing and Warning must be integers'
+    : passing < 1 ? 'Passing must be greater than 0'
+    : warning < 0 ? 'Warning must be greater or equal than 0'
+    : passing > weightMax || warning > weightMax ? `DNS Weight must be between 0 and ${weightMax}` : undefined;
+  if (why !== undefined) errors.broke('Weights', 'weightsInvalid', { why });
   return { Passing: passing, Warning: warning };
+}
+
+/** Consul's rules for service metadata: at most 64 pairs; keys of letters, digits, `_` and `-`, up to 128, not `consul-…`; values up to 512 bytes. */
+const metaPairsMax = 64;
+const metaKeyBytesMax = 128;
+const metaValueBytesMax = 512;
+
+function checkServiceMeta(meta: Record<string, string>, errors: FieldErrors): void {
+  const pairs = Object.entries(meta);
+  if (pairs.length > metaPairsMax) {
+    errors.broke('Meta', 'serviceMetaInvalid', { why: `Node metadata cannot contain more than ${metaPairsMax} key/value pairs` });
+    return;
+  }
+  for (const [key, value] of pairs) {
+    const why = key === '' ? 'Key cannot be blank'
+      : !/^[a-zA-Z0-9_-]+$/.test(key) ? 'Key contains invalid characters'
+      : key.length > metaKeyBytesMax ? `Key is too long (limit: ${metaKeyBytesMax} characters)`
+      : key.startsWith('consul-') ? "Key prefix 'consul-' is reserved for internal use"
+      : Buffer.byteLength(value) > metaValueBytesMax ? `Value is too long (limit: ${metaValueBytesMax} characters)` : undefined;
+    if (why !== undefined) {
+      errors.broke('Meta', 'serviceMetaInvalid', { why: `Couldn't load metadata pair ('${key}', '${value}'): ${why}` });
+      return;
+    }
+  }
 }
 
 function parseTaggedAddresses(value: unknown, errors: FieldErrors): Record<string, { Address: string; Port: number }> {

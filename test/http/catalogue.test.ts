@@ -132,7 +132,7 @@ const ruleSamples: { [N in FieldRuleName]: FieldRuleVars<N> } = {
   notString: goField, notBool: goField, notInteger: goField, notStrings: goField, notStringMap: goField, notHeaderMap: goField,
   durationInvalid: { rule: 'Format', text: 'must be a duration', value: 'x' }, checkInvalid: { text: 't' }, checkNameMissing: undefined,
   checkStatusBad: { inService: true }, checkHttpInvalid: { why: 'w' }, checkTcpInvalid: { why: 'w' }, checkGrpcInvalid: { why: 'w' },
-  serviceNameMissing: undefined, serviceAddressUnspecified: undefined, weightsInvalid: undefined, nodeNameMissing: undefined,
+  serviceNameMissing: undefined, serviceAddressUnspecified: undefined, weightsInvalid: { why: 'w' }, serviceMetaInvalid: { why: 'w' }, nodeNameMissing: undefined,
   nodeAddressMissing: undefined, sessionTtlNotString: undefined, sessionTtlInvalid: { tooLong: false, ttlMsMin: 10_000, value: 'x' },
   lockDelayInvalid: { value: 'x' }, sessionTtlOutOfRange: { ttlMsMin: 10_000, ns: 5, minText: '10s' },
   sessionBehaviorInvalid: { value: 'keep' }, sessionStringsInvalid: { name: 'NodeChecks' }, sessionServiceChecksInvalid: undefined,
