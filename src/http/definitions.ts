@@ -89,6 +89,8 @@ class Reader {
     if (v === undefined || v === null) return 0;
     if (typeof v !== 'number' || !Number.isInteger(v)) { this.errors.broke(this.name(field), 'notInteger', { goField: field }); return 0; }
     if (v < min) { this.errors.add(this.name(field), 'Range', `must be at least ${min}`); return min; }
+    // Past this a number is no longer exact here, and past Go's int64 a Go client could not decode it.
+    if (v > Number.MAX_SAFE_INTEGER) { this.errors.add(this.name(field), 'Range', `must be at most ${Number.MAX_SAFE_INTEGER}`); return 0; }
     return v;
   }
 

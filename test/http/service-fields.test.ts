@@ -1,4 +1,4 @@
-// Goal: a service's Weights and Meta are held to Consul's bounds on a started agent, in both dialects — a
+// Goal: a service's Weights and Meta are held to Consul's bounds, and integers to the exact ones, on a started agent, in both dialects — a
 // weight Go clients could not decode (1e300) or metadata Consul refuses never enters the catalog, the
 // refusal names the rule (seed: 400/1009 with the field; consul: Consul's 400 text), nothing is
 // registered, and the largest values inside the bounds are taken.
@@ -20,6 +20,7 @@ const refused: Array<[string, string, string, string]> = [
   ['a warning weight past 65535', '"Weights":{"Passing":1,"Warning":65536}', 'Weights', 'Invalid Weights: DNS Weight must be between 0 and 65535'],
   ['a passing weight of 0', '"Weights":{"Passing":0,"Warning":1}', 'Weights', 'Invalid Weights: Passing must be greater than 0'],
   ['a negative warning weight', '"Weights":{"Passing":1,"Warning":-1}', 'Weights', 'Invalid Weights: Warning must be greater or equal than 0'],
+  ['a failure threshold past the exact integers', '"Check":{"TTL":"30s","FailuresBeforeCritical":1e300}', 'FailuresBeforeCritical', 'Request decode failed: invalid FailuresBeforeCritical'],
   ['a blank meta key', `"Meta":${meta([['', 'x']])}`, 'Meta', "Invalid Service Meta: Couldn't load metadata pair ('', 'x'): Key cannot be blank"],
   ['a meta key with a dot', `"Meta":${meta([['a.b', 'x']])}`, 'Meta', "Invalid Service Meta: Couldn't load metadata pair ('a.b', 'x'): Key contains invalid characters"],
   ['a meta key of 129 characters', `"Meta":${meta([['k'.repeat(129), 'x']])}`, 'Meta', `Invalid Service Meta: Couldn't load metadata pair ('${'k'.repeat(129)}', 'x'): Key is too long (limit: 128 characters)`],
@@ -33,7 +34,7 @@ describe('service Weights and Meta', () => {
     const body = `{"Name":"bounded","ID":"bounded",${field}}`;
     const s = await register(seed, body);
     expect(s.status, s.text).toBe(400);
-    expect(s.json()).toMatchObject({ code: 1009, details: { [name]: [expect.stringMatching(/^Invalid:/)] } });
+    expect(s.json()).toMatchObject({ code: 1009, details: { [name]: [expect.stringMatching(/^(Invalid|Range):/)] } });
     const c = await register(consul, body);
     expect([c.status, c.text]).toEqual([400, consulText]);
     for (const agent of [seed, consul]) {
