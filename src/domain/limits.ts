@@ -13,6 +13,9 @@ export const sessionTtlMultiplier = 2;
 /** Largest request body: Consul's KV value limit (524288 bytes); also applied to JSON bodies. */
 export const requestBodyBytesMax = 512 * 1024;
 
+/** Consul's check_output_max_size default: the most of a check's output kept. */
+export const checkOutputBytesMax = 4096;
+
 /** Operations in one transaction (Consul's maxTxnOps). */
 export const txnOpsMax = 64;
 

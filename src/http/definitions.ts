@@ -6,13 +6,14 @@
  */
 import type { CheckRegistration, ServiceInput } from '../domain/commands.ts';
 import { RegistryError } from '../domain/errors.ts';
+import { checkOutputBytesMax } from '../domain/limits.ts';
 import type { CheckDefinition, CheckKind, CheckStatus } from '../domain/types.ts';
 import { formatGoDuration, goDurationMaxText, goDurationRule, nsInRange, readGoDuration } from '../util/duration.ts';
 import { FieldErrors } from './body.ts';
 import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes/index.ts';
 
-/** Consul's check_output_max_size default. */
-export const checkOutputBytesMax = 4096;
+
+export { checkOutputBytesMax };
 
 type Raw = Record<string, unknown>;
 

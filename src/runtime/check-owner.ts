@@ -5,6 +5,7 @@
  * reaps (conditional on the time the check became critical). Apply decides what they change.
  */
 import type { Command } from '../domain/commands.ts';
+import { checkOutputBytesMax } from '../domain/limits.ts';
 import type { CheckStatus, HealthCheck } from '../domain/types.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
@@ -48,6 +49,8 @@ export class CheckOwner {
   readonly deregisterAfterMsMin: number;
   private readonly intervalMsMin: number;
   private readonly random: Random;
+  /** The alias update in flight for each alias check, so that catalog changes meanwhile do not propose it again. */
+  private readonly aliasInFlight = new Map<string, string>();
 
   constructor(private readonly o: CheckOwnerOptions) {
     this.reapIntervalMs = o.reapIntervalMs ?? 30_000;
@@ -164,7 +167,11 @@ export class CheckOwner {
   private updateAlias(check: HealthCheck): void {
     const { status, output } = aliasState(this.o.state(), check, this.o.nodeName);
     if (status === check.status && output === check.output) return;
-    void this.propose({ t: 'check.update', node: this.o.nodeName, checkId: check.checkId, generation: check.generation, via: 'alias', status, output });
+    const update = JSON.stringify([check.generation, status, output]);
+    if (this.aliasInFlight.get(check.checkId) === update) return;
+    this.aliasInFlight.set(check.checkId, update);
+    void this.propose({ t: 'check.update', node: this.o.nodeName, checkId: check.checkId, generation: check.generation, via: 'alias', status, output })
+      .finally(() => { if (this.aliasInFlight.get(check.checkId) === update) this.aliasInFlight.delete(check.checkId); });
   }
 
   // ---------------------------------------------------------------- reaper
@@ -198,16 +205,56 @@ export class CheckOwner {
   }
 }
 
-/** Consul's alias semantics and outputs (consul-compat.md §4 Alias). */
+interface Watched { name: string; status: CheckStatus; output: string }
+
+/**
+ * Consul's alias semantics and outputs (consul-compat.md §4 Alias), computed from the checks that are not
+ * aliases. An alias check among those watched stands for what it watches in turn, followed through any
+ * number of aliases (each watched once), rather than for its own last status and output: so no alias
+ * depends on another's last update, aliases of each other cannot keep one another critical or keep
+ * updating each other, and an output names the check that failed, not a chain of aliases. The output is
+ * kept to the check's output size (its first bytes).
+ */
 export function aliasState(state: RegistryState, check: HealthCheck, selfNode: string): { status: CheckStatus; output: string } {
   const node = check.definition.aliasNode || selfNode;
   const serviceId = check.definition.aliasService ?? '';
   if (serviceId !== '' && !state.services.has(state.serviceKey(node, serviceId))) {
-    return { status: 'critical', output: `Service ${serviceId} could not be found on node ${node}` };
+    return { status: 'critical', output: missingService(serviceId, node) };
   }
-  const watched = state.checksOfNode(node).filter((c) => c.checkId !== check.checkId && (c.serviceId === '' || c.serviceId === serviceId));
+  const watched = aliasClosure(state, check, node);
   if (watched.length === 0) return { status: 'passing', output: 'No checks found.' };
   const worst = watched.find((c) => c.status === 'critical') ?? watched.find((c) => c.status === 'warning');
   if (worst === undefined) return { status: 'passing', output: 'All checks passing.' };
-  return { status: worst.status, output: `Aliased check "${worst.name}" failing: ${worst.output}` };
+  return { status: worst.status, output: headBytes(`Aliased check "${worst.name}" failing: ${worst.output}`, check.definition.outputMaxSize || checkOutputBytesMax) };
+}
+
+const missingService = (serviceId: string, node: string) => `Service ${serviceId} could not be found on node ${node}`;
+
+/** The checks that are not aliases which `check` watches, directly first, then through the aliases it watches. */
+function aliasClosure(state: RegistryState, check: HealthCheck, node: string): Watched[] {
+  const found: Watched[] = [];
+  const seen = new Set([state.checkKey(check.node, check.checkId)]);
+  const queue: Array<{ alias: HealthCheck; node: string }> = [{ alias: check, node }];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    const serviceId = next.alias.definition.aliasService ?? '';
+    if (next.alias !== check && serviceId !== '' && !state.services.has(state.serviceKey(next.node, serviceId))) {
+      found.push({ name: next.alias.name, status: 'critical', output: missingService(serviceId, next.node) });
+      continue;
+    }
+    for (const c of state.checksOfNode(next.node)) {
+      const key = state.checkKey(c.node, c.checkId);
+      if ((c.serviceId !== '' && c.serviceId !== serviceId) || seen.has(key)) continue;
+      seen.add(key);
+      if (c.type === 'alias') queue.push({ alias: c, node: c.definition.aliasNode || c.node });
+      else found.push(c);
+    }
+  }
+  return found;
+}
+
+/** The first `max` bytes of `text` as UTF-8 (a character cut in two is dropped). */
+function headBytes(text: string, max: number): string {
+  const bytes = Buffer.from(text);
+  if (bytes.length <= max) return text;
+  return bytes.subarray(0, max).toString().replace(/\uFFFD$/, '');
 }
