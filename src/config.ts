@@ -208,6 +208,8 @@ export interface Limits {
   httpAnswerBytesMax: number;
   /** A large HTTP answer's connection is closed when its client has read nothing for this long. @default 30s */
   httpWriteIdleTimeoutMs: number;
+  /** This agent's probes (HTTP, TCP, gRPC, script, container) running at once; the others wait their turn. @default 1024 */
+  checkProbesMax: number;
 }
 
 /**
@@ -222,7 +224,7 @@ export function stateBytesMaxDefault(): number {
 const limitKeys = ['kv_max_value_size', 'http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
   'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max', 'stream_max_conns', 'stream_snapshot_bytes_max',
   'grpc_watch_max', 'grpc_watch_max_per_client', 'grpc_max_conns', 'grpc_max_conns_per_client', 'grpc_handshake_timeout', 'state_bytes_max',
-  'http_answer_bytes_max', 'http_write_idle_timeout'];
+  'http_answer_bytes_max', 'http_write_idle_timeout', 'check_probes_max'];
 
 /** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
 function limits(value: unknown): Limits {
@@ -249,6 +251,7 @@ function limits(value: unknown): Limits {
     stateBytesMax: n('state_bytes_max', stateBytesMaxDefault()),
     httpAnswerBytesMax: n('http_answer_bytes_max', answerBytesMaxDefault),
     httpWriteIdleTimeoutMs: duration('limits.http_write_idle_timeout', fileText(o.http_write_idle_timeout), writeIdleMsDefault),
+    checkProbesMax: n('check_probes_max', 1024),
   };
 }
 

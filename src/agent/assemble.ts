@@ -91,6 +91,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
     streamConnections: () => stream.connections, streamSubscriptions: () => stream.subscriptions, grpcWatchers: () => grpc.watchers(),
     grpcConnections: () => grpc.connections(),
+    checkProbes: () => runtime.checkOwner.probeSlots.counts,
     lockQueueDepth: () => runtime.lockQueues.waiting, logLastIndex: () => logLastIndex(runtime),
   });
   const stop = async () => {
@@ -119,7 +120,8 @@ function startRuntime(config: Config, parts: AgentParts, membership: Membership,
     membershipGraceMs: 2 * config.suspicionMs, clustered: config.nats.length > 0,
     snapshotEveryEntries: config.snapshotEveryEntries,
     probeFor,
-    checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin }, writeTimeoutMs: config.writeTimeoutMs,
+    checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin, probesMax: config.limits.checkProbesMax },
+    writeTimeoutMs: config.writeTimeoutMs,
     observer: metrics,
     onFatal: (err) => {
       logger.fatal({ err }, 'stopping: the log cannot be applied');
@@ -156,6 +158,7 @@ function limitsApplier(httpOpts: HttpServerOptions<ApiContext>, stream: StreamSe
     grpc.setWatchLimits(watchLimitsOf(limits));
     grpc.setConnectionLimits(connectionLimitsOf(limits));
     httpOpts.ctx.runtime.quota.setMax(limits.stateBytesMax);
+    httpOpts.ctx.runtime.checkOwner.probeSlots.setMax(limits.checkProbesMax);
     httpOpts.requestsInFlightPerClientMax = limits.httpMaxConnsPerClient;
     httpOpts.bodyTimeoutMs = limits.requestBodyTimeoutMs;
     httpOpts.bodyBytesMax = limits.kvMaxValueSize;

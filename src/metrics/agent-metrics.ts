@@ -41,6 +41,8 @@ export interface MetricsSources {
   grpcWatchers(): number;
   /** Open connections of the gRPC port. */
   grpcConnections(): number;
+  /** This agent's probes running, and waiting for a slot (limits.check_probes_max). */
+  checkProbes(): { running: number; waiting: number };
   /** Acquires waiting in this node's lock queues. */
   lockQueueDepth(): number;
   /** Index of the last entry of the log as this node knows it (a JetStream log: the stream's last sequence). */
@@ -133,6 +135,8 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
     this.gauge('roster_stream_subscriptions', 'Subscriptions over all open /v1/stream connections.', (s) => s.streamSubscriptions());
     this.gauge('roster_grpc_watchers', 'Open gRPC Health/Watch calls.', (s) => s.grpcWatchers());
     this.gauge('roster_grpc_connections', 'Open connections of the gRPC port (admitted, or sending their HTTP/2 preface).', (s) => s.grpcConnections());
+    this.gauge('roster_check_probes_running', 'Probes of this agent\'s checks running now (at most limits.check_probes_max).', (s) => s.checkProbes().running);
+    this.gauge('roster_check_probes_waiting', 'Probes of this agent\'s checks waiting for a slot under limits.check_probes_max.', (s) => s.checkProbes().waiting);
     this.gauge('roster_lock_queue_depth', 'Queued acquires waiting in this node\'s lock queues.', (s) => s.lockQueueDepth());
     this.gauge('roster_apply_lag_entries', 'Entries of the log this node has not applied yet.', (s) => Math.max(0, s.logLastIndex() - s.state().index));
     this.labelledGauge('roster_checks', 'Health checks in the registry, by status.', 'status', checkStatuses, (s) => countBy(s.state().checks.values(), (c) => c.status));

@@ -13,6 +13,7 @@ import type { RuntimeObserver } from '../ports/observer.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import { systemRandom, type Random } from '../ports/random.ts';
 import { probeResultChanges, type RegistryState, type Result } from '../state/index.ts';
+import { ProbeSlots } from './probe-slots.ts';
 
 export interface CheckOwnerOptions {
   clock: Clock;
@@ -29,6 +30,8 @@ export interface CheckOwnerOptions {
   deregisterAfterMsMin?: number;
   /** Probes run no more often than this (smaller intervals are raised, like Consul's 1s). @default 1s */
   intervalMsMin?: number;
+  /** Probes that run at once (limits.check_probes_max); the others wait their turn. @default 1024 */
+  probesMax?: number;
   /** Told of each probe run (metrics). @default none */
   observer?: Pick<RuntimeObserver, 'checkRan'>;
 }
@@ -49,6 +52,8 @@ export class CheckOwner {
   readonly deregisterAfterMsMin: number;
   private readonly intervalMsMin: number;
   private readonly random: Random;
+  /** The probes running and waiting, bounded by limits.check_probes_max. */
+  readonly probeSlots: ProbeSlots;
   /** The alias update in flight for each alias check, so that catalog changes meanwhile do not propose it again. */
   private readonly aliasInFlight = new Map<string, string>();
 
@@ -57,6 +62,7 @@ export class CheckOwner {
     this.deregisterAfterMsMin = o.deregisterAfterMsMin ?? 60_000;
     this.intervalMsMin = o.intervalMsMin ?? 1_000;
     this.random = o.random ?? systemRandom;
+    this.probeSlots = new ProbeSlots(o.probesMax ?? 1024);
   }
 
   get size(): number {
@@ -134,8 +140,14 @@ export class CheckOwner {
     if (check === undefined || check.generation !== runner.generation || runner.abort.signal.aborted) return;
     const probe = this.o.probeFor(check);
     if (probe !== undefined) {
+      if (!(await this.probeSlots.acquire(runner.abort.signal))) return;
       const startedMs = performance.now();
-      const result = await probe(runner.abort.signal);
+      let result;
+      try {
+        result = await probe(runner.abort.signal);
+      } finally {
+        this.probeSlots.release();
+      }
       if (runner.abort.signal.aborted) return;
       this.o.observer?.checkRan?.(check.type, result.status, (performance.now() - startedMs) / 1000);
       await this.proposeResult(checkId, runner.generation, result.status, result.output);
