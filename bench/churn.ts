@@ -86,14 +86,13 @@ function watchOnce(health: HealthClient, name: string): Promise<void> {
 
 /** One round of churn; every request must be answered below 500. */
 async function round(server: Server, health: HealthClient, i: number): Promise<void> {
-  const call = async (method: string, path: string, body?: string, headers?: Record<string, string>): Promise<Response> => {
+  const call = async (method: string, path: string, body?: string, headers?: Record<string, string>): Promise<string> => {
     const r = await fetch(server.url + path, { method, body, headers });
-    await r.arrayBuffer();
-    if (r.status >= 500) throw new Error(`${method} ${path} answered ${r.status}`);
-    return r;
+    const text = await r.text();
+    if (r.status >= 500) throw new Error(`${method} ${path} answered ${r.status}: ${text}`);
+    return text;
   };
-  const created = await fetch(`${server.url}/v1/session/create`, { method: 'PUT', body: JSON.stringify({ TTL: '10s', Name: `churn-${i}` }), headers: json });
-  const sid = ((await created.json()) as { ID: string }).ID;
+  const sid = (JSON.parse(await call('PUT', '/v1/session/create', JSON.stringify({ TTL: '10s', Name: `churn-${i}` }), json)) as { ID: string }).ID;
   await call('PUT', `/v1/kv/churn/${i % 100}?acquire=${sid}`, `v${i}`);
   await call('PUT', `/v1/kv/churn/${i % 100}?release=${sid}`);
   if (i % 10 !== 0) await call('PUT', `/v1/session/destroy/${sid}`);

@@ -12,9 +12,6 @@ import { formatGoDuration, goDurationMaxText, goDurationRule, nsInRange, readGoD
 import { FieldErrors } from './body.ts';
 import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes/index.ts';
 
-
-export { checkOutputBytesMax };
-
 type Raw = Record<string, unknown>;
 
 /** Canonical field → every accepted spelling, compared lower-cased with underscores removed. */
