@@ -13,7 +13,7 @@ import { AgentMetrics } from '../metrics/index.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { ReplicatedLog } from '../ports/log.ts';
 import { MembershipSlot, StaticMembership, type Membership } from '../ports/membership.ts';
-import { probeFor } from '../probes/factory.ts';
+import { probeFactory } from '../probes/factory.ts';
 import { Runtime } from '../runtime/index.ts';
 import { ListenError } from '../util/listen-error.ts';
 import { forceLeave } from './force-leave.ts';
@@ -119,7 +119,8 @@ function startRuntime(config: Config, parts: AgentParts, membership: Membership,
     log, clock, logger, nodeName: config.nodeName, nodeId, address: config.httpHost, membership,
     membershipGraceMs: 2 * config.suspicionMs, clustered: config.nats.length > 0,
     snapshotEveryEntries: config.snapshotEveryEntries,
-    probeFor,
+    // The config object is the one a reload updates in place.
+    probeFor: probeFactory(() => config.enableScriptChecks || config.enableLocalScriptChecks),
     checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin, probesMax: config.limits.checkProbesMax },
     writeTimeoutMs: config.writeTimeoutMs,
     observer: metrics,

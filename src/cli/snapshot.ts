@@ -3,10 +3,12 @@
  * snapshot (GET /v1/snapshot), checks it and writes it atomically (a temporary file in the same
  * directory, flushed, then renamed over the target); `restore` checks the file here, then sends it
  * (PUT /v1/snapshot), which replaces the whole state; `inspect` reads a file offline and says what it
- * holds and whether its checksum holds (exit 1 when it does not, or when it is no snapshot at all).
+ * holds, whether its checksum holds and whether its records are ones an agent restores (exit 1 when
+ * either does not, or when it is no snapshot at all).
  */
 import { open, readFile, rename, rm } from 'node:fs/promises';
-import { openSnapshotFile, SnapshotFileError, type OpenedSnapshot } from '../state/snapshot-file.ts';
+import { openSnapshotFile, readSnapshotFile, SnapshotFileError, type OpenedSnapshot } from '../state/snapshot-file.ts';
+import { snapshotRecordsProblem } from '../state/snapshot-records.ts';
 import { failureOf } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, exitCodes } from './errors.ts';
@@ -37,22 +39,37 @@ export async function snapshotRestore(ctx: CliContext, file: string): Promise<vo
   else ctx.out(`Restored snapshot ${file} (taken at index ${opened.meta.index}); the state is now at index ${index}\n`);
 }
 
-/** Prints what the file holds; resolves with the exit code: 1 when its checksum does not hold. */
+/**
+ * Prints what the file holds; resolves with the exit code: 1 when its checksum does not hold or its records
+ * are not ones an agent restores (the first problem is printed, as PUT /v1/snapshot would answer it).
+ */
 export async function snapshotInspect(file: string, o: { json?: boolean }): Promise<number> {
   const body = await readSnapshot(file);
   const s = openedOf(body, file);
   const { meta } = s;
+  const records = s.checksumOk ? recordsOf(body) : 'not checked: the checksum does not hold';
   if (o.json === true) {
-    process.stdout.write(`${stringifyExact({ ...meta, size: body.length, bytes: s.bytes, sha256: s.sha256, checksum: s.checksumOk ? 'OK' : 'BAD' })}\n`);
+    process.stdout.write(`${stringifyExact({ ...meta, size: body.length, bytes: s.bytes, sha256: s.sha256, checksum: s.checksumOk ? 'OK' : 'BAD', records })}\n`);
   } else {
     process.stdout.write(fields([
       ['Format', `${meta.format} version ${meta.version}`], ['Index', String(meta.index)], ['Created', meta.createdAt],
       ['Node', meta.node], ['Keys', String(meta.counts.keys)], ['Sessions', String(meta.counts.sessions)],
       ['Checks', String(meta.counts.checks)], ['Services', String(meta.counts.services)], ['Nodes', String(meta.counts.nodes)],
       ['Size', `${body.length} bytes (${s.bytes} uncompressed)`], ['SHA-256', s.sha256], ['Checksum', s.checksumOk ? 'OK' : 'BAD'],
+      ['Records', records],
     ]));
   }
-  return s.checksumOk ? exitCodes.ok : exitCodes.failed;
+  return s.checksumOk && records === 'OK' ? exitCodes.ok : exitCodes.failed;
+}
+
+/** `OK` when the payload parses and every record is one an agent restores, else the first problem. */
+function recordsOf(body: Buffer): string {
+  try {
+    return snapshotRecordsProblem(readSnapshotFile(body).data) ?? 'OK';
+  } catch (err) {
+    if (err instanceof SnapshotFileError) return err.message;
+    throw err;
+  }
 }
 
 function openedOf(body: Buffer, what: string): OpenedSnapshot {

@@ -1,11 +1,26 @@
 /** Builds the probe a check's definition asks for (the runtime's ProbeFactory). */
 import type { HealthCheck } from '../domain/types.ts';
-import type { Probe } from '../ports/probe.ts';
+import type { Probe, ProbeFactory } from '../ports/probe.ts';
 import { containerExecProbe } from './container-exec.ts';
 import { grpcProbe } from './grpc.ts';
 import { httpProbe } from './http.ts';
 import { scriptProbe } from './script.ts';
 import { tcpProbe } from './tcp.ts';
+
+/** What a script or container check reports where the agent runs none. */
+export const scriptsDisabledOutput = 'not run: script and container checks are disabled on this agent (enable_script_checks, enable_local_script_checks)';
+
+const scriptsDisabled: Probe = () => Promise.resolve({ status: 'critical', output: scriptsDisabledOutput });
+
+/**
+ * The runtime's probe factory. Script and container checks run a command, so they run only while
+ * `scriptsAllowed()` (read at each probe: a reload applies at the next one), whatever put them in the state
+ * (a registration checks the same settings, but a snapshot restore, for one, brings whole records); else
+ * they report critical saying why.
+ */
+export function probeFactory(scriptsAllowed: () => boolean): ProbeFactory {
+  return (check) => ((check.type === 'script' || check.type === 'docker') && !scriptsAllowed() ? scriptsDisabled : probeFor(check));
+}
 
 export function probeFor(check: HealthCheck): Probe | undefined {
   const d = check.definition;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, startAgent, type Agent } from '../support/agent.ts';
+import { resignedSnapshot } from '../support/snapshot.ts';
 import { roster } from './support.ts';
 
 let source: Agent;
@@ -45,8 +46,9 @@ describe('roster snapshot', () => {
     expect(r.stdout).toMatch(/^Keys +20$/m);
     expect(r.stdout).toMatch(/^Sessions +1$/m);
     expect(r.stdout).toMatch(/^Checksum +OK$/m);
+    expect(r.stdout).toMatch(/^Records +OK$/m);
     const j = await roster(['snapshot', 'inspect', '--json', file()]);
-    expect(JSON.parse(j.stdout)).toMatchObject({ format: 'roster-snapshot', version: 1, counts: { keys: 20, sessions: 1 }, checksum: 'OK' });
+    expect(JSON.parse(j.stdout)).toMatchObject({ format: 'roster-snapshot', version: 1, counts: { keys: 20, sessions: 1 }, checksum: 'OK', records: 'OK' });
   });
 
   test('a damaged file: inspect says BAD and exits 1; restore refuses it without sending it', async () => {
@@ -57,6 +59,7 @@ describe('roster snapshot', () => {
     const r = await roster(['snapshot', 'inspect', damaged]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^Checksum +BAD$/m);
+    expect(r.stdout).toMatch(/^Records +not checked: the checksum does not hold$/m);
     const restore = await roster(['snapshot', 'restore', damaged], { agent: target.url });
     expect(restore.code).toBe(1);
     expect(restore.stderr).toMatch(/checksum mismatch, the file is damaged; nothing sent/);
@@ -64,6 +67,20 @@ describe('roster snapshot', () => {
     const missing = await roster(['snapshot', 'inspect', join(dir, 'nope.snap')]);
     expect([missing.code, missing.stderr]).toEqual([1, expect.stringMatching(/cannot read .*nope\.snap: ENOENT/)]);
     rmSync(damaged);
+  });
+
+  test('a re-signed file with a record no agent writes: inspect names it and exits 1; restore sends it and the agent refuses it', async () => {
+    const edited = join(dir, 'edited.snap');
+    writeFileSync(edited, resignedSnapshot(readFileSync(file()), (d) => { d.kv[0].value = 'not base64!'; }));
+    const r = await roster(['snapshot', 'inspect', edited]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^Checksum +OK$/m);
+    expect(r.stdout).toMatch(/^Records +kv\[0\] \(key "cli\/\d+"\)\.value: must be base64 text \(standard alphabet, padded\)$/m);
+    const restore = await roster(['snapshot', 'restore', edited], { agent: target.url });
+    expect(restore.code).toBe(1);
+    expect(restore.stderr).toMatch(/snapshot refused, nothing changed: kv\[0\] \(key "cli\/\d+"\)\.value: must be base64 text/);
+    expect((await client(target).get('/v1/kv/cli/?keys')).status).toBe(404);
+    rmSync(edited);
   });
 
   test('restore replaces a fresh agent\'s state', async () => {

@@ -20,6 +20,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import {
   encodeSnapshotFile, fromSnapshotData, readSnapshotFile, SnapshotFileError, toSnapshotData, type RegistryState, type SnapshotData,
 } from '../../state/index.ts';
+import { snapshotRecordsProblem } from '../../state/snapshot-records.ts';
 import type { ApiContext } from '../api.ts';
 import { checkDatacenter } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
@@ -59,7 +60,7 @@ function detachedSnapshot(state: RegistryState): SnapshotData {
 
 async function restore(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const { data, bytes } = checkedFile(req.body);
+  const { data, bytes } = checkedFile(req.body, api.enableScriptChecks);
   let result;
   try {
     result = await api.runtime.propose(bytes <= inlineBytesMax ? { t: 'state.restore', data } : await restoreCommandOf(api, req.body, data));
@@ -82,18 +83,41 @@ async function restoreCommandOf(api: ApiContext, file: Buffer, data: SnapshotDat
   return name === undefined ? { t: 'state.restore', data } : { t: 'state.restore', attachment: { name, sha256 } };
 }
 
-/** The file's state data once layout, checksum and payload hold and it loads into a state; else a 400. */
-function checkedFile(body: Buffer): { data: SnapshotData; bytes: number } {
+/**
+ * The file's state data once layout, checksum and payload hold, every record is one the agent could have
+ * written, the file brings no command to run unless remote scripts are allowed, and it loads into a state;
+ * else a 400.
+ */
+function checkedFile(body: Buffer, scriptsAllowed: boolean): { data: SnapshotData; bytes: number } {
   if (body.length === 0) throw new RegistryError('snapshotInvalid', { why: 'the body is empty: send a snapshot file' });
+  let checked: { data: SnapshotData; bytes: number };
   try {
-    const { data, bytes } = readSnapshotFile(body);
-    // A trial load: an entry that cannot be applied would stop every node that applies it.
-    fromSnapshotData(data);
-    return { data, bytes };
+    checked = readSnapshotFile(body);
   } catch (err) {
     const why = err instanceof SnapshotFileError ? err.message : `bad payload: ${(err as Error).message}`;
     throw new RegistryError('snapshotInvalid', { why });
   }
+  const problem = snapshotRecordsProblem(checked.data) ?? (scriptsAllowed ? undefined : scriptCheckIn(checked.data));
+  if (problem !== undefined) throw new RegistryError('snapshotInvalid', { why: problem });
+  try {
+    // A trial load: an entry that cannot be applied would stop every node that applies it.
+    fromSnapshotData(checked.data);
+  } catch (err) {
+    throw new RegistryError('snapshotInvalid', { why: `bad payload: ${(err as Error).message}` });
+  }
+  return checked;
+}
+
+/**
+ * A script or container check the agents would run. A restore is a remote call: like a registration
+ * through the HTTP API, it may bring one only where enable_script_checks allows it.
+ */
+function scriptCheckIn(d: SnapshotData): string | undefined {
+  const x = d.checks.find((c) => c.source === 'agent' && (c.type === 'script' || c.type === 'docker'));
+  if (x === undefined) return undefined;
+  return `check ${JSON.stringify(x.checkId)} of node ${JSON.stringify(x.node)} is a ${x.type === 'script' ? 'script' : 'container'} check, `
+    + 'and this agent takes script and container checks from remote calls only with enable_script_checks: '
+    + 'restore through an agent that has it, or leave such checks out of the file';
 }
 
 export const snapshotRoutes: Route<ApiContext>[] = [
