@@ -7,3 +7,4 @@
  */
 export { JetStreamLog } from './jetstream/log.ts';
 export type { JetStreamLogOptions, JetStreamLogStats } from './jetstream/log.ts';
+export type { NatsAuth } from './jetstream/options.ts';

@@ -5,6 +5,7 @@
 import type { AuthSettings } from './http/auth-gate.ts';
 import { clockSkewSecondsDefault, parseRules, tokenLifetimeSecondsMaxDefault } from './auth/index.ts';
 import { timestampSkewMsDefault } from './auth/signature.ts';
+import type { NatsAuth } from '../cluster/index.ts';
 import { ConfigError } from './config-error.ts';
 import { parseGoDurationMs } from './util/duration.ts';
 
@@ -64,4 +65,57 @@ export function gossipKey(text: string | undefined): Uint8Array | undefined {
     throw new ConfigError(`encrypt: not ${gossipKeyBytes} bytes as base64 (make one with: openssl rand -base64 ${gossipKeyBytes})`);
   }
   return new Uint8Array(bytes);
+}
+
+const natsAuthKeys = ['user', 'password', 'token'];
+
+/**
+ * The --nats URLs without credentials, and the credentials: `nats_auth: {user, password}` or `{token}` in
+ * the config file, where ROSTER_NATS_PASSWORD and ROSTER_NATS_TOKEN override the secret, or a URL's
+ * userinfo (`nats://user:password@host:port`, `nats://token@host:port`), the same in every URL that has
+ * one. The URLs keep no credentials, so what shows them (the log, /v1/agent/self) shows no secret, and no
+ * error quotes one.
+ */
+export function natsSettings(urls: string[], fileValue: unknown, env: { password?: string | undefined; token?: string | undefined }): { nats: string[]; natsAuth: NatsAuth | undefined } {
+  const fromUrls = new Map<string, NatsAuth>();
+  const nats = urls.map((u) => {
+    if (!u.includes('@')) return u;
+    let url: URL;
+    try {
+      url = new URL(u.includes('://') ? u : `nats://${u}`);
+    } catch {
+      throw new ConfigError('--nats: a URL with credentials does not parse (write nats://user:password@host:port)');
+    }
+    const user = decodeURIComponent(url.username);
+    const pass = decodeURIComponent(url.password);
+    fromUrls.set(`${user}\0${pass}`, url.password === '' ? { token: user } : { user, pass });
+    url.username = '';
+    url.password = '';
+    return url.href;
+  });
+  if (fromUrls.size > 1) throw new ConfigError('--nats: the URLs carry different credentials; give them once, in nats_auth');
+  const file = fileNatsAuth(fileValue, env);
+  if (file !== undefined && fromUrls.size > 0) throw new ConfigError('--nats: credentials are given both in a URL and in nats_auth; give them once');
+  return { nats, natsAuth: file ?? [...fromUrls.values()][0] };
+}
+
+function fileNatsAuth(value: unknown, env: { password?: string | undefined; token?: string | undefined }): NatsAuth | undefined {
+  if (value === undefined && env.password === undefined && env.token === undefined) return undefined;
+  const o = (value ?? {}) as Record<string, unknown>;
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new ConfigError('--config-file: nats_auth must be an object');
+  const unknown = Object.keys(o).filter((k) => !natsAuthKeys.includes(k));
+  if (unknown.length > 0) throw new ConfigError(`--config-file: unknown setting ${unknown.map((k) => JSON.stringify(`nats_auth.${k}`)).join(', ')}`);
+  const token = env.token ?? o.token;
+  const pass = env.password ?? o.password;
+  if (token !== undefined && (o.user !== undefined || pass !== undefined)) {
+    throw new ConfigError('nats_auth: give a user and password, or a token, not both');
+  }
+  if (token !== undefined) {
+    if (typeof token !== 'string' || token === '') throw new ConfigError('nats_auth: token (or ROSTER_NATS_TOKEN) must be a non-empty string');
+    return { token };
+  }
+  if (typeof o.user !== 'string' || o.user === '' || typeof pass !== 'string' || pass === '') {
+    throw new ConfigError('nats_auth: needs a user and a password (the password in the file or ROSTER_NATS_PASSWORD), both non-empty strings');
+  }
+  return { user: o.user, pass };
 }

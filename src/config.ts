@@ -13,7 +13,8 @@ import { dialects, type Dialect } from './http/render.ts';
 import { connectionLimitsDefault, watchLimitsDefault } from './grpc/limits.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { ConfigError } from './config-error.ts';
-import { authSettings, gossipKey } from './config-secrets.ts';
+import type { NatsAuth } from '../cluster/index.ts';
+import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
 import { goDurationMaxText, parseGoDurationMs } from './util/duration.ts';
 
 export interface Config {
@@ -52,8 +53,10 @@ export interface Config {
   checkDeregisterMsMin: number;
   /** A stream bookmark after this much silence on a connection. @default 30s */
   streamBookmarkIntervalMs: number;
-  /** Cluster mode: NATS server URLs whose JetStream holds the log (none: the embedded log). */
+  /** Cluster mode: NATS server URLs whose JetStream holds the log (none: the embedded log), without credentials. */
   nats: string[];
+  /** nats_auth (or a --nats URL's userinfo): how the node authenticates to the nats-servers. */
+  natsAuth: NatsAuth | undefined;
   /** Replicas of the JetStream log stream. @default 3 */
   replicas: number;
   /** Where gossip listens (host:port or a multiaddr). @default 127.0.0.1:0 in cluster mode */
@@ -157,7 +160,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     checkReapIntervalMs: duration('check_reap_interval', file.check_reap_interval as string | undefined, 30_000),
     checkDeregisterMsMin: duration('check_deregister_min', file.check_deregister_min as string | undefined, 60_000),
     streamBookmarkIntervalMs: duration('stream_bookmark_interval', file.stream_bookmark_interval as string | undefined, 30_000),
-    nats: list(pick('nats', 'ROSTER_NATS', 'nats')),
+    ...natsSettings(list(pick('nats', 'ROSTER_NATS', 'nats')), file.nats_auth, { password: env.ROSTER_NATS_PASSWORD, token: env.ROSTER_NATS_TOKEN }),
     replicas: positive('replicas', pick('replicas', 'ROSTER_REPLICAS', 'replicas') ?? '3'),
     gossipListen: pick('gossip-listen', 'ROSTER_GOSSIP_LISTEN', 'gossip_listen') ?? '127.0.0.1:0',
     join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
@@ -260,7 +263,7 @@ const fileKeys = new Set([
   'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'log_format', 'session_ttl_min',
   'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
-  'nats', 'replicas', 'gossip_listen', 'join', 'suspicion', 'write_timeout', 'encrypt', 'cert_file', 'key_file', 'auth',
+  'nats', 'nats_auth', 'replicas', 'gossip_listen', 'join', 'suspicion', 'write_timeout', 'encrypt', 'cert_file', 'key_file', 'auth',
   'rate_limit', 'writes_in_flight_max', 'limits', 'ui_dir',
 ]);
 

@@ -42,7 +42,7 @@ async function openLog(config: Config, dataDir: string, clock: SystemClock, logg
   if (config.nats.length === 0) return new WalLog({ dir: dataDir, clock, logger });
   const { JetStreamLog } = await import('../cluster/index.ts');
   return new JetStreamLog({
-    servers: config.nats, replicas: config.replicas, clock, nodeName: config.nodeName, logger,
+    servers: config.nats, auth: config.natsAuth, replicas: config.replicas, clock, nodeName: config.nodeName, logger,
     // The node's state has left the log's: stop, so that a restart replays the stream (exit code 70, as a
     // log that cannot be applied; a supervisor restarts it).
     onDiverged: (err) => {

@@ -115,7 +115,7 @@ export class JetStreamLog implements ReplicatedLog {
     if (this.phase !== 'new' || this.opening) throw new Error(`${kind}.open: already opened`);
     this.opening = true;
     const deadline = Date.now() + this.settings.openTimeoutMs;
-    const nc = await connectNats(this.settings.servers, this.settings.nodeName);
+    const nc = await connectNats(this.settings.servers, this.settings.nodeName, this.settings.auth);
     this.nc = nc;
     try {
       const snapshot = await this.setUp(nc, deadline);

@@ -7,9 +7,14 @@ export const kind = 'JetStreamLog';
 /** How often the purging node looks for messages to purge (compaction.ts). */
 export const compactEveryMsDefault = 10_000;
 
+/** How a node proves itself to its nats-servers: a user and password, or a token (nats-server's `authorization`). */
+export type NatsAuth = { user: string; pass: string } | { token: string };
+
 export interface JetStreamLogOptions {
   /** NATS urls (`nats://host:port`); the client connects to one and reconnects to any of them. */
   servers: string[];
+  /** How the node authenticates to the servers (their `authorization` block). @default none */
+  auth?: NatsAuth | undefined;
   /** The stream that is the log. @default 'ROSTER_LOG' */
   stream?: string;
   /** The stream's subject, where commits are published. @default `roster.log.<stream>` */
@@ -104,6 +109,7 @@ export interface JetStreamLogStats {
 /** The options with their defaults applied and their bounds checked. */
 export interface Settings {
   servers: string[];
+  auth: NatsAuth | undefined;
   stream: string;
   /** As configured; an existing stream with another single subject is used with its own (see setup.ts). */
   subject: string;
@@ -137,6 +143,7 @@ export function settingsOf(opts: JetStreamLogOptions): Settings {
   if (consumerExpiresMs < 1000) throw new RangeError(`${kind}: consumerExpiresMs must be at least 1000`);
   return {
     servers: opts.servers,
+    auth: opts.auth,
     stream,
     subject: opts.subject ?? `roster.log.${stream}`,
     replicas: positiveIntOption(kind, 'replicas', opts.replicas, 3, 5),

@@ -10,7 +10,7 @@ import {
 } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Logger } from '../../src/ports/index.ts';
-import { kind, type Settings } from './options.ts';
+import { kind, type NatsAuth, type Settings } from './options.ts';
 import { isApiError, retrying } from './retry.ts';
 
 /** Client pings to its server: a silent server (partitioned, paused) is left after about 2 s × 3. */
@@ -47,9 +47,11 @@ export interface Stores {
   bytesMax: number;
 }
 
-export function connectNats(servers: string[], nodeName: string): Promise<NatsConnection> {
+/** Connects to one of `servers`; a refusal of the credentials (or of none) says which setting to look at. */
+export function connectNats(servers: string[], nodeName: string, auth?: NatsAuth): Promise<NatsConnection> {
   return connect({
     servers,
+    ...(auth === undefined ? {} : 'token' in auth ? { token: auth.token } : { user: auth.user, pass: auth.pass }),
     name: `roster-${nodeName}`,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
@@ -61,6 +63,11 @@ export function connectNats(servers: string[], nodeName: string): Promise<NatsCo
     // nats.js otherwise builds an Error (a stack capture) ahead of every request in case it fails:
     // several per cent of a cluster node's busy time under load (profiled); a failure's own error says enough.
     noAsyncTraces: true,
+  }).catch((err: unknown) => {
+    const message = (err as Error).message ?? String(err);
+    if (!/authorization|authentication/i.test(message)) throw err;
+    const what = auth === undefined ? 'a connection without credentials' : 'this node\'s credentials';
+    throw new Error(`the nats-servers refused ${what} (${message}): set nats_auth in the config file, or the user and password in the --nats URLs`);
   });
 }
 
