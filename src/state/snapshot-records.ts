@@ -41,8 +41,9 @@ const kindNeeds: [kind: string, field: string][] = [
 const definition = record({
   intervalMs: count, timeoutMs: count, ttlMs: count, interval: text, timeout: text, deregisterCriticalServiceAfterMs: count,
   successBeforePassing: count, failuresBeforeWarning: count, failuresBeforeCritical: count,
-  outputMaxSize: { type: 'integer', minimum: 0, maximum: checkOutputBytesMax },
 }, {
+  // Absent, the probes keep the default size.
+  outputMaxSize: { type: 'integer', minimum: 1, maximum: checkOutputBytesMax },
   http: name, method: text, header: { type: 'object', additionalProperties: texts }, body: text, tlsSkipVerify: { type: 'boolean' },
   tlsServerName: text, disableRedirects: { type: 'boolean' }, tcp: name, grpc: name, grpcUseTls: { type: 'boolean' },
   args: { type: 'array', items: text, minItems: 1 }, runtimeContainerId: name, shell: text, aliasService: text, aliasNode: text,
