@@ -8,7 +8,7 @@
  * earlier ones goes on.
  */
 import type { Clock } from '../../src/ports/index.ts';
-import { stampMs, type EncodedProposal, type Pending } from '../../src/log/index.ts';
+import { EntryClock, type EncodedProposal, type Pending } from '../../src/log/index.ts';
 import type { DivergenceAudit } from './audit.ts';
 import { kind } from './options.ts';
 import type { Publisher } from './publisher.ts';
@@ -27,15 +27,20 @@ export class Committer {
   /** Acknowledged commits not yet read back here (their appends still wait). */
   private readonly confirming = new Set<Promise<void>>();
 
-  constructor(private readonly ports: CommitterPorts) {}
+  /** Stamps the commits (entry time goes on when the wall clock is set back). */
+  private readonly entryClock: EntryClock;
+
+  constructor(private readonly ports: CommitterPorts) {
+    this.entryClock = new EntryClock(ports.clock);
+  }
 
   /** Publishes one batch as one message; resolves once it is acknowledged or has failed (its appends settle later). */
   async commit(batch: Pending<EncodedProposal>[]): Promise<void> {
-    const { reader, publisher, audit, clock } = this.ports;
+    const { reader, publisher, audit } = this.ports;
     const msgID = publisher.nextId();
     let seq: number;
     try {
-      const atMs = stampMs(reader.cursor.atMs, clock.nowMs());
+      const atMs = this.entryClock.stamp(reader.cursor.atMs);
       seq = (await publisher.commit(batch, atMs, msgID)).seq;
     } catch (err) {
       // Not acknowledged, yet maybe read here: the stream may hold it there or not (a mismatch fails the log).

@@ -5,6 +5,7 @@
  * in every log alike; an append too large for one commit is refused by all.
  */
 import type { Command } from '../domain/commands.ts';
+import type { Clock } from '../ports/clock.ts';
 import type { LogEntry, Proposal } from '../ports/log.ts';
 import { formatVersionOf, logFormatVersion } from './format-version.ts';
 import { commitBytesMax, entryBytesMax } from './limits.ts';
@@ -56,6 +57,33 @@ export function encodeAppend(proposals: readonly Proposal[]): { items: EncodedPr
 export function stampMs(lastAtMs: number, nowMs: number): number {
   if (!Number.isFinite(nowMs)) throw new Error(`clock returned ${nowMs}, not a time`);
   return Math.max(lastAtMs, nowMs);
+}
+
+/**
+ * The time a log stamps on its commits: the wall clock, never before the previous entry, and never
+ * standing still. Apply measures lock delays and how long a check has been critical in entry time, so
+ * if entry time stood still while the wall clock, set back by some amount, caught up with the last
+ * entry, a 15 s lock delay would last that amount too, and a restart would not end it (the time comes
+ * back from the log). So while the wall clock is behind the entries, entry time goes on at half the rate
+ * of the interval clock from this log's previous stamp: the wall clock, at full rate, catches up after
+ * twice the step, and meanwhile lock delays last at most twice as long. A clock without an interval
+ * reading gives `stampMs` alone.
+ */
+export class EntryClock {
+  private last: { exactMs: number; monotonicMs: number } | undefined;
+
+  constructor(private readonly clock: Pick<Clock, 'nowMs' | 'monotonicMs'>) {}
+
+  /** The time of a commit after one stamped `lastAtMs` (this log's or, in a cluster, another node's). */
+  stamp(lastAtMs: number): number {
+    const atMs = stampMs(lastAtMs, this.clock.nowMs());
+    const mono = this.clock.monotonicMs?.();
+    if (mono === undefined) return atMs;
+    const carried = this.last === undefined ? lastAtMs : Math.max(lastAtMs, this.last.exactMs) + Math.max(0, mono - this.last.monotonicMs) / 2;
+    const exactMs = Math.max(atMs, carried);
+    this.last = { exactMs, monotonicMs: mono };
+    return Math.floor(exactMs);
+  }
 }
 
 /**

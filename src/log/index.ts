@@ -6,7 +6,7 @@
 export { CommitQueue, appendTo, deliverCommit } from './commit-queue.ts';
 export type { AppendEncoder, CommitBounds, CommitFn, LogStats, Pending } from './commit-queue.ts';
 export {
-  encodeAppend, encodeProposal, entryPayload, parseCommit, stampBatch, stampMs,
+  EntryClock, encodeAppend, encodeProposal, entryPayload, parseCommit, stampBatch, stampMs,
 } from './commit-payload.ts';
 export type { EncodedProposal } from './commit-payload.ts';
 export { FormatVersionError, formatVersionOf, logFormatVersion } from './format-version.ts';

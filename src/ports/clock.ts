@@ -4,6 +4,11 @@ import { setLongTimeout, type LongTimer } from '../util/timer.ts';
 export interface Clock {
   /** Milliseconds since the epoch. */
   nowMs(): number;
+  /**
+   * Milliseconds from an arbitrary origin that never go back when the wall clock is set (the interval
+   * clock). Absent, the logs stamp entries from nowMs alone (see EntryClock).
+   */
+  monotonicMs?(): number;
   /** Runs `fn` after `ms`; returns a handle for `clearTimer`. */
   setTimer(ms: number, fn: () => void): TimerHandle;
   clearTimer(handle: TimerHandle): void;
@@ -21,6 +26,10 @@ export class SystemClock implements Clock {
 
   nowMs(): number {
     return Date.now();
+  }
+
+  monotonicMs(): number {
+    return performance.now();
   }
 
   setTimer(ms: number, fn: () => void): TimerHandle {

@@ -79,6 +79,8 @@ export class LockQueues {
     const waiter = this.enqueue(cmd);
     const queuedAtMs = this.host.clock.nowMs();
     let last: Result = { ok: false, reason: 'held-by-other' };
+    // Set once the wait for the key's lock delay is over: the acquire is then proposed, and its entry decides.
+    let delayWaited = false;
     try {
       const giveUp = this.until(deadline, signal);
       await Promise.race([waiter.turn, giveUp.reached]);
@@ -93,8 +95,8 @@ export class LockQueues {
         if (deadline - this.host.clock.nowMs() <= 0 || signal?.aborted || this.host.stopping()) return last;
         const state = this.host.state();
         const entry = state.kv.get(cmd.key);
-        const delayUntil = state.lockDelays.get(cmd.key) ?? 0;
-        if ((entry?.session === undefined || entry.session === cmd.session) && delayUntil <= this.host.clock.nowMs()) {
+        if ((entry?.session === undefined || entry.session === cmd.session) && (delayWaited || this.delayLeft(cmd.key) <= 0)) {
+          delayWaited = false;
           last = await this.host.propose(cmd);
           if (last.ok || !waitable.has(last.reason)) return last;
         } else if (!state.sessions.has(cmd.session)) {
@@ -103,8 +105,9 @@ export class LockQueues {
         // Until the key's lock state changes (any write to it), or its lock delay ends.
         const index = this.host.state().kvKeyIndex(cmd.key);
         const left = deadline - this.host.clock.nowMs();
-        const delayLeft = delayUntil - this.host.clock.nowMs();
+        const delayLeft = this.delayLeft(cmd.key);
         if (left <= 0) continue;
+        delayWaited = delayLeft > 0;
         waiter.parked = true;
         await this.host.waitForKey(cmd.key, index, delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, signal);
         waiter.parked = false;
@@ -176,6 +179,15 @@ export class LockQueues {
     queue.splice(at, 1);
     if (queue.length === 0) this.queues.delete(key);
     else if (at === 0) queue[0]!.begin();
+  }
+
+  /**
+   * How long the key's lock delay lasts yet. It ends in entry time, which runs ahead of this clock while
+   * the wall clock is behind the entries (set back), so the time of the last applied entry counts too.
+   */
+  private delayLeft(key: string): number {
+    const state = this.host.state();
+    return (state.lockDelays.get(key) ?? 0) - Math.max(this.host.clock.nowMs(), state.atMs);
   }
 
   private isHead(key: string, waiter: Waiter): boolean {

@@ -6,7 +6,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import {
   appendTo, checkAfterIndex, CommitQueue, deliverCommit, parseSnapshot, positiveIntOption, queuedEntriesMaxDefault,
-  refusal, replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, stampMs, type EncodedProposal,
+  refusal, replayBatchEntriesMax, snapshotPayload, snapshotRefusal, stampBatch, EntryClock, type EncodedProposal,
   type LogStats, type Pending, type Phase,
 } from '../log/index.ts';
 
@@ -41,7 +41,7 @@ export class MemoryLog implements ReplicatedLog {
   /** `commits` counts group commits (one per batch), like the WAL's fdatasyncs. */
   readonly stats: LogStats = { commits: 0, entries: 0 };
   readonly store: MemoryLogStore;
-  private readonly clock: Clock;
+  private readonly entryClock: EntryClock;
   private readonly commits: CommitQueue<EncodedProposal>;
   private phase: Phase = 'new';
   private failure: Error | undefined;
@@ -49,7 +49,7 @@ export class MemoryLog implements ReplicatedLog {
   private lastAtMs = 0;
 
   constructor(opts: MemoryLogOptions) {
-    this.clock = opts.clock;
+    this.entryClock = new EntryClock(opts.clock);
     this.store = opts.store ?? createMemoryLogStore();
     const bounds = {
       entriesMax: positiveIntOption(kind, 'batchEntriesMax', opts.batchEntriesMax, 4096),
@@ -128,7 +128,7 @@ export class MemoryLog implements ReplicatedLog {
   }
 
   private stamp(batch: Pending<EncodedProposal>[]): LogEntry[] {
-    const atMs = stampMs(this.lastAtMs, this.clock.nowMs());
+    const atMs = this.entryClock.stamp(this.lastAtMs);
     return stampBatch(batch, this.lastIndex(), atMs).entries;
   }
 

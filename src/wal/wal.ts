@@ -19,7 +19,7 @@ import { failedError, unavailableError } from '../ports/log-errors.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import {
   appendTo, checkAfterIndex, CommitQueue, commitBytesMax, deliverCommit, positiveIntOption, queuedEntriesMaxDefault,
-  refusal, snapshotRefusal, stampBatch, stampMs, type EncodedProposal, type LogStats, type Pending, type Phase,
+  EntryClock, refusal, snapshotRefusal, stampBatch, type EncodedProposal, type LogStats, type Pending, type Phase,
 } from '../log/index.ts';
 import { Attachments } from './attachments.ts';
 import { kind, listIndexed, MiB, segmentPattern, shortageOf, syncDir } from './files.ts';
@@ -85,11 +85,14 @@ export class WalLog implements ReplicatedLog {
   private readonly spaceRetry: RetryTimer;
   private readonly writable = new WritableListeners();
   private readonly attachments: Attachments;
+  /** Stamps the commits (entry time goes on when the wall clock is set back). */
+  private readonly entryClock: EntryClock;
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
     this.snapDir = join(opts.dir, 'snap');
     this.attachments = new Attachments(opts.dir);
+    this.entryClock = new EntryClock(opts.clock);
     this.segmentBytesMax = opts.segmentBytesMax ?? 64 * MiB;
     if (!(this.segmentBytesMax > 0)) throw new RangeError(`${kind}: segmentBytesMax must be positive`);
     this.logger = opts.logger ?? silentLogger;
@@ -202,7 +205,7 @@ export class WalLog implements ReplicatedLog {
     let entries: LogEntry[];
     const startedMs = this.observer === undefined ? 0 : performance.now();
     try {
-      const stamped = stampBatch(batch, this.last, stampMs(this.lastAtMs, this.opts.clock.nowMs()));
+      const stamped = stampBatch(batch, this.last, this.entryClock.stamp(this.lastAtMs));
       entries = stamped.entries;
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.write(encodeFrame(stamped.payload, frameBytesMax));

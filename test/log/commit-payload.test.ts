@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkAfterIndex, commitBytesMax, encodeAppend, encodeProposal, parseCommit, positiveIntOption, refusal,
-  snapshotRefusal, stampBatch, stampMs,
+  snapshotRefusal, stampBatch, stampMs, EntryClock,
 } from '../../src/log/index.ts';
 import {
   damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, overloadedError,
@@ -68,6 +68,38 @@ describe('commit payload', () => {
     expect(stampMs(500, 400)).toBe(500);
     expect(stampMs(500, 600)).toBe(600);
     expect(() => stampMs(0, Number.NaN)).toThrow(/not a time/);
+  });
+
+  it('keeps entry time going at half the interval clock\'s rate while the wall clock is behind the entries, until it catches up', () => {
+    const t = { wall: 1_000_000, mono: 0 };
+    const entryClock = new EntryClock({ nowMs: () => t.wall, monotonicMs: () => t.mono });
+    const step = (ms: number) => { t.wall += ms; t.mono += ms; };
+    let last = entryClock.stamp(0);
+    expect(last).toBe(1_000_000);
+    step(1000);
+    expect(last = entryClock.stamp(last)).toBe(1_001_000); // in step: the wall clock
+    t.wall -= 60_000; // set back a minute
+    step(10_000);
+    expect(last = entryClock.stamp(last)).toBe(1_006_000); // 10 s later, 5 s on: not stuck at 1,001,000
+    for (let k = 0; k < 1000; k++) { step(100); last = entryClock.stamp(last); } // 100 s of commits
+    expect(last).toBe(1_056_000); // still ahead of the wall (1,051,000), gaining on it
+    step(30_000);
+    expect(last = entryClock.stamp(last)).toBe(1_081_000); // the wall clock caught up: in step again
+    step(5);
+    expect(entryClock.stamp(last)).toBe(1_081_005);
+  });
+
+  it('stamps a restarted log\'s first commit at the last entry and goes on from there; a later entry of another node moves it on', () => {
+    const t = { wall: 500_000, mono: 7_000 };
+    const entryClock = new EntryClock({ nowMs: () => t.wall, monotonicMs: () => t.mono });
+    expect(entryClock.stamp(900_000)).toBe(900_000); // the log's last entry is 400 s ahead of the wall clock
+    t.wall += 2000; t.mono += 2000;
+    expect(entryClock.stamp(900_000)).toBe(901_000);
+    t.wall += 2000; t.mono += 2000;
+    expect(entryClock.stamp(950_000)).toBe(951_000); // another node's entry at 950,000 came in between
+    const plain = new EntryClock({ nowMs: () => t.wall });
+    expect(plain.stamp(900_000)).toBe(900_000);
+    expect(plain.stamp(900_000)).toBe(900_000); // without an interval clock: the wall clock alone, as stampMs
   });
 });
 

@@ -44,6 +44,11 @@ export class SimClock implements Clock {
     return localAt(this.hw, this.sched.now);
   }
 
+  /** The interval clock: the same oscillator (its drift), without the wall clock's offset. */
+  monotonicMs(): number {
+    return this.sched.now * (1 + this.hw.drift);
+  }
+
   setTimer(ms: number, fn: () => void): TimerHandle {
     const id = this.next++;
     const deadline = this.nowMs() + Math.max(0, Math.ceil(ms));

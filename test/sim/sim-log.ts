@@ -15,6 +15,7 @@
  * `ReplicatedLog` promises kept: entries reach the listener in index order, each once per subscription;
  * `append` resolves only after the listener ran with its entries.
  */
+import { EntryClock } from '../../src/log/index.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../../src/ports/log.ts';
 import type { Prng } from '../../src/util/prng.ts';
 import type { Scheduler } from './scheduler.ts';
@@ -191,6 +192,8 @@ export class SimLog implements ReplicatedLog {
   private readonly inFlight = new Map<string, Publication>();
   /** The client's command object → its proposal id, so the checker can find an acknowledged write's entry. */
   readonly pidOf: WeakMap<object, string>;
+  /** Stamps this incarnation's publications after the last entry it read, as the JetStream committer does. */
+  private entryClock: EntryClock | undefined;
 
   constructor(
     private readonly world: LogWorld,
@@ -223,6 +226,11 @@ export class SimLog implements ReplicatedLog {
     this.sequencer.catchUp(this.node);
   }
 
+  private stamp(): number {
+    this.entryClock ??= new EntryClock(this.clock);
+    return this.entryClock.stamp(this.cursor > 0 ? this.sequencer.entryFor(this.node, this.cursor).atMs : 0);
+  }
+
   append(proposals: readonly Proposal[]): Promise<void> {
     if (this.phase !== 'open') return Promise.reject(new Error(`SimLog.append: log is ${this.phase}`));
     if (proposals.length === 0) return Promise.resolve();
@@ -235,7 +243,7 @@ export class SimLog implements ReplicatedLog {
     for (const p of proposals) this.pidOf.set(p.cmd, p.pid);
     return new Promise<void>((resolve, reject) => {
       const pub: Publication = {
-        msgId: `${this.node}#${this.inc}#${++this.counter}`, proposals: wire, stampMs: this.clock.nowMs(),
+        msgId: `${this.node}#${this.inc}#${++this.counter}`, proposals: wire, stampMs: this.stamp(),
         attempts: 0, resolve, reject,
       };
       this.inFlight.set(pub.msgId, pub);
