@@ -6,6 +6,7 @@
 import { RegistryError } from '../domain/errors.ts';
 import type { Logger } from '../ports/index.ts';
 import { isLogFailed, isLogOverloaded, isLogUnavailable, isWriteTimedOut } from '../wal/index.ts';
+import { streamedBytesMin, type AnswerBudget } from './large-answers.ts';
 import { withListRules } from './list-rules.ts';
 import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
@@ -27,6 +28,8 @@ export interface Dispatcher<Ctx> {
   authorize?: (req: Request) => Promise<void>;
   /** The query parameters the list rules leave alone (list-rules.ts reservedParameters). */
   reserved: readonly string[];
+  /** Bytes of large answers in flight (large-answers.ts); asked before a large list is rendered. */
+  answers?: AnswerBudget;
 }
 
 /**
@@ -83,8 +86,26 @@ function authorized<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, h
 
 function rendered<Ctx>(d: Dispatcher<Ctx>, req: Request, reply: Reply): Wire {
   const listed = withListRules(req, reply, d.reserved);
+  // A large list is rendered whole, in one turn of the event loop: past the budget of large answers it is
+  // refused before it is rendered, not after (the time and memory of rendering are what the budget spares).
+  const reserved = reservedFor(d.answers, reply, listed.reply);
+  if (reserved === undefined) return renderError(new RegistryError('answersBusy'), d.dialect);
   const w = renderReply(listed.reply, d.dialect, d.leader?.());
+  if (reserved > 0) w.reservedBytes = reserved;
   return listed.headers.length === 0 ? w : withHeaders(w, listed.headers);
+}
+
+/**
+ * The bytes taken from the budget for a list whose rendering may be large (its route's hint, in proportion
+ * to what the list rules kept of it): 0 for a small one, undefined when the budget is full.
+ */
+function reservedFor(answers: AnswerBudget | undefined, reply: Reply, listed: Reply): number | undefined {
+  if (answers === undefined || reply.t !== 'json' || reply.bytesHint === undefined || listed.t !== 'json') return 0;
+  const all = Array.isArray(reply.value) ? reply.value.length : 0;
+  const kept = Array.isArray(listed.value) ? listed.value.length : all;
+  const bytes = all === 0 ? reply.bytesHint : Math.ceil(reply.bytesHint * (kept / all));
+  if (bytes < streamedBytesMin) return 0;
+  return answers.take(bytes) ? bytes : undefined;
 }
 
 /** A failure as the dialect's error: the registry's own, the log's refusals, or an internal error (logged). */

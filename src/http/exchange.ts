@@ -208,7 +208,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
   }
 
   private answer(req: Request, w: Wire): void {
-    this.send(conditional(req, w, this.s.timeOfIndex));
+    this.send(conditional(req, w, this.s.timeOfIndex), false, w.reservedBytes ?? 0);
   }
 
   /**
@@ -219,8 +219,12 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     this.send(this.admit(undefined) ?? errorWire(this.s, err, this.requestId));
   }
 
-  /** Answers once: counts the request if nothing did, adds the rate headers, observes and logs it. */
-  private send(w: Wire, closeConnection = false): void {
+  /**
+   * Answers once: counts the request if nothing did, adds the rate headers, observes and logs it. The bytes
+   * of large answers its rendering reserved are given back first: the body's own size is counted below.
+   */
+  private send(w: Wire, closeConnection = false, reservedBytes = 0): void {
+    if (reservedBytes > 0) this.s.answers.release(reservedBytes);
     if (this.done) return;
     this.done = true;
     this.s.inFlight.leave(this);

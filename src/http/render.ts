@@ -16,6 +16,8 @@ export interface Wire {
   body: string | Buffer;
   /** The body's ETag, when the route kept it with a rendered body it reuses (conditional.ts entityTag). */
   tag?: string;
+  /** Bytes taken from the budget of large answers before the body was rendered; the exchange gives them back. */
+  reservedBytes?: number;
 }
 
 const statusText: Record<number, string> = {

@@ -16,7 +16,11 @@ export type Reply =
    * A JSON value; `json` is pre-encoded text when the handler needs exact numbers (uint64 flags), and `tag`
    * that text's ETag when the handler keeps both rendered (conditional.ts entityTag).
    */
-  | { t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean }
+  /**
+   * `bytesHint`: about how long the rendered body of a list that may be large will be (for all of
+   * `value`); the budget of large answers is asked before it is rendered (dispatch.ts).
+   */
+  | { t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean; bytesHint?: number }
   /** 200 with no body (Consul's PUT endpoints that return nothing). */
   | { t: 'empty' }
   /** Raw bytes (KV `?raw`). */

@@ -2,8 +2,9 @@
 // request. A started agent writes an answer of 1 MiB or more as its client reads it, closes the connection
 // of a client that has read nothing for `limits.http_write_idle_timeout`, and past
 // `limits.http_answer_bytes_max` of such answers in flight refuses the next large one 503/1016 with
-// Retry-After (small answers are served throughout). A client that reads gets the whole answer.
-import { writeFileSync } from 'node:fs';
+// Retry-After (small answers are served throughout), before it renders it. A client that reads gets the
+// whole answer.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -72,4 +73,25 @@ test('a client that stops reading holds its answer only until the idle timeout, 
   // Its connection was closed with the answer cut short: reading again drains what the sockets held, then ends.
   stalled.resume();
   expect(await stalled.closed).toBeLessThan(40_000_000);
+});
+
+/** User and system CPU of process `pid` so far, in ms (from /proc; clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+test('past the budget a large answer is refused before it is rendered: a burst of a dozen costs less CPU than serving one', async () => {
+  const c = client(agent);
+  const pid = agent.proc.pid!;
+  let before = cpuMsOf(pid);
+  expect((await c.get('/v1/kv/big/?recurse')).status).toBe(200);
+  const servingOne = cpuMsOf(pid) - before;
+  const stalled = await stalledReader(); // holds the budget until its idle timeout
+  before = cpuMsOf(pid);
+  const burst = await Promise.all(Array.from({ length: 12 }, () => c.get('/v1/kv/big/?recurse')));
+  const burstCpu = cpuMsOf(pid) - before;
+  expect(burst.map((r) => r.status)).toEqual(Array.from({ length: 12 }, () => 503));
+  expect(burstCpu, `a burst of 12 refused answers took ${burstCpu} ms of CPU, serving one ${servingOne} ms`).toBeLessThan(servingOne);
+  stalled.resume(); // its connection is ended with the others after the tests
 });

@@ -123,7 +123,14 @@ async function getList(req: Request, api: ApiContext, q: QueryOptions): Promise<
   const index = { index: prefixIndex() };
   if (entries.length === 0) return { t: 'missing', index, failure: keyNotFound(key) };
   // As values (Flags as BigInt, printed exactly) so list parameters can page and sort them.
-  return { t: 'json', value: entries.map(entryValue), index };
+  return { t: 'json', value: entries.map(entryValue), index, bytesHint: renderedBytesAbout(entries) };
+}
+
+/** About the length of the entries as JSON: their keys and values, and each entry's other fields. */
+function renderedBytesAbout(entries: readonly KvEntry[]): number {
+  let bytes = 2;
+  for (const e of entries) bytes += e.key.length + (e.value?.length ?? 4) + (e.session === undefined ? 100 : 150);
+  return bytes;
 }
 
 // ---------------------------------------------------------------- PUT
