@@ -79,44 +79,32 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The node takes a write and reads it back; its output and /v1/agent/self never show `secret`. */
-async function servesWithoutShowing(agent: Agent, secret: string): Promise<void> {
-  const c = client(agent);
-  expect((await c.put('/v1/kv/auth/key', 'v')).text).toBe('true');
-  expect((await c.get('/v1/kv/auth/key?raw')).text).toBe('v');
-  const self = await c.get('/v1/agent/self');
-  expect(self.status).toBe(200);
-  expect(self.text).not.toContain(secret);
-  expect(agent.output()).not.toContain(secret);
-  expect(agent.output()).toMatch(/"cluster":true/);
+/** The node takes a write and reads it back, and its output and /v1/agent/self never show `secret`; then it stops. */
+async function servesWithoutShowing(started: Promise<Agent>, secret: string): Promise<void> {
+  const agent = await started;
+  try {
+    const c = client(agent);
+    expect((await c.put('/v1/kv/auth/key', 'v')).text).toBe('true');
+    expect((await c.get('/v1/kv/auth/key?raw')).text).toBe('v');
+    const self = await c.get('/v1/agent/self');
+    expect(self.status).toBe(200);
+    expect(self.text).not.toContain(secret);
+    expect(agent.output()).not.toContain(secret);
+    expect(agent.output()).toMatch(/"cluster":true/);
+  } finally {
+    await agent.stop();
+    agent.cleanup();
+  }
 }
 
 describe('credentials that the nats-servers take', () => {
   test('a user and password in nats_auth', async () => {
-    const agent = await node(userUrl, { nats_auth: { user: 'roster', password } });
-    try {
-      await servesWithoutShowing(agent, password);
-    } finally {
-      await agent.stop();
-      agent.cleanup();
-    }
+    await servesWithoutShowing(node(userUrl, { nats_auth: { user: 'roster', password } }), password);
   }, 90_000);
 
   test('a user and password in the --nats URL, and a token from ROSTER_NATS_TOKEN', async () => {
-    const inUrl = await node(userUrl.replace('nats://', `nats://roster:${encodeURIComponent(password)}@`));
-    try {
-      await servesWithoutShowing(inUrl, password);
-    } finally {
-      await inUrl.stop();
-      inUrl.cleanup();
-    }
-    const withToken = await node(tokenUrl, undefined, { ROSTER_NATS_TOKEN: token });
-    try {
-      await servesWithoutShowing(withToken, token);
-    } finally {
-      await withToken.stop();
-      withToken.cleanup();
-    }
+    await servesWithoutShowing(node(userUrl.replace('nats://', `nats://roster:${encodeURIComponent(password)}@`)), password);
+    await servesWithoutShowing(node(tokenUrl, undefined, { ROSTER_NATS_TOKEN: token }), token);
   }, 90_000);
 });
 
