@@ -60,15 +60,21 @@ export function stampMs(lastAtMs: number, nowMs: number): number {
 }
 
 /**
- * The time a log stamps on its commits: the wall clock, never before the previous entry, and never
- * standing still. Apply measures lock delays and how long a check has been critical in entry time, so
- * if entry time stood still while the wall clock, set back by some amount, caught up with the last
- * entry, a 15 s lock delay would last that amount too, and a restart would not end it (the time comes
- * back from the log). So while the wall clock is behind the entries, entry time goes on at half the rate
- * of the interval clock from this log's previous stamp: the wall clock, at full rate, catches up after
- * twice the step, and meanwhile lock delays last at most twice as long. A clock without an interval
- * reading gives `stampMs` alone.
+ * The time a log stamps on its commits: never before the previous entry, following the wall clock, but
+ * never jumping with it. Apply measures lock delays and how long a check has been critical in entry time.
+ * Stamped straight from the wall clock, a clock set back by some amount would hold entry time still until
+ * it caught up with the last entry (a 15 s lock delay would last that amount too, restarts included: the
+ * time comes back from the log), and one set forward would end every lock delay at once. So between two
+ * commits of one process entry time advances by the interval clock's time, slewed towards the wall
+ * clock: at half that rate while the wall clock is behind, at one and a half times while it is ahead,
+ * until the two meet (after twice the step); meanwhile a lock delay lasts from two thirds to twice its
+ * length. Within a second of entry time the wall clock is followed as it is, and a process's first commit
+ * takes it as it is (the time the process was down went by). A clock without an interval reading gives
+ * `stampMs` alone.
  */
+/** How far the wall clock may be from entry time and still be followed as it is (its millisecond steps, NTP's small ones). */
+export const entryClockSlewFromMs = 1000;
+
 export class EntryClock {
   private last: { exactMs: number; monotonicMs: number } | undefined;
 
@@ -76,13 +82,20 @@ export class EntryClock {
 
   /** The time of a commit after one stamped `lastAtMs` (this log's or, in a cluster, another node's). */
   stamp(lastAtMs: number): number {
-    const atMs = stampMs(lastAtMs, this.clock.nowMs());
+    const wall = this.clock.nowMs();
+    const stamped = stampMs(lastAtMs, wall);
     const mono = this.clock.monotonicMs?.();
-    if (mono === undefined) return atMs;
-    const carried = this.last === undefined ? lastAtMs : Math.max(lastAtMs, this.last.exactMs) + Math.max(0, mono - this.last.monotonicMs) / 2;
-    const exactMs = Math.max(atMs, carried);
+    if (mono === undefined) return stamped;
+    let exactMs = stamped;
+    if (this.last !== undefined) {
+      const base = Math.max(lastAtMs, this.last.exactMs);
+      const elapsed = Math.max(0, mono - this.last.monotonicMs);
+      const carried = base + elapsed;
+      if (carried - wall > entryClockSlewFromMs) exactMs = Math.max(wall, base + elapsed / 2);
+      else if (wall - carried > entryClockSlewFromMs) exactMs = Math.min(wall, base + elapsed * 1.5);
+    }
     this.last = { exactMs, monotonicMs: mono };
-    return Math.floor(exactMs);
+    return Math.max(lastAtMs, Math.floor(exactMs));
   }
 }
 

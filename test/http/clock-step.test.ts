@@ -1,9 +1,14 @@
-// Goal: a wall clock set back (an agent that ran an hour ahead, restarted on the right time) does not
-// stretch lock delays by the step. Entries of the log carry a time that never goes back; before, it stood
-// still until the wall clock caught up with the last entry, so a 2 s lock delay lasted the hour, restarts
-// included. Now entry time goes on at half speed until the wall clock catches up: a lock delay lasts at
-// most twice as long, for a plain acquire and for a queued one (`?acquire&wait=`).
-import { existsSync, rmSync } from 'node:fs';
+// Goal: a wall clock set back or forward does not stretch or cut lock delays by the step. Entries of the
+// log carry a time that never goes back; stamped straight from the wall clock, it stood still after a step
+// back until the wall clock caught up with the last entry (a 2 s lock delay lasted the hour, restarts
+// included), and jumped with a step forward (ending every lock delay at once). Now entry time follows the
+// interval clock, slewed towards the wall clock: a lock delay lasts from two thirds to twice its length,
+// for a plain acquire and for a queued one (`?acquire&wait=`); both are shown on an agent restarted on a
+// clock an hour behind its log, and on a running agent whose clock is stepped (libfaketime, which leaves
+// the monotonic clock alone).
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, expectError, sleep, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 
@@ -27,8 +32,8 @@ afterAll(async () => {
 });
 
 /** A lock on `key` whose holder was destroyed: the key is under a `delay` lock delay from now. */
-async function delayedLock(key: string, delay: string): Promise<void> {
-  const c = client(agent);
+async function delayedLock(key: string, delay: string, on: Agent = agent): Promise<void> {
+  const c = client(on);
   const holder = await c.session({ LockDelay: delay });
   expect((await c.put(`/v1/kv/${key}?acquire=${holder}`, 'held')).text).toBe('true');
   expect((await c.put(`/v1/session/destroy/${holder}`)).status).toBe(200);
@@ -69,4 +74,54 @@ describe('after the wall clock was set back an hour', () => {
     const r = await c.put(`/v1/kv/delayed/restart?acquire=${next}&wait=20s`, 'mine');
     expect(r.text).toBe('true');
   }, 60_000);
+});
+
+describe('a running agent whose wall clock is stepped', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'roster-clock-step-'));
+  const offset = join(dir, 'offset');
+  let stepped: Agent;
+
+  beforeAll(async () => {
+    writeFileSync(offset, '+0');
+    stepped = await startAgent({
+      env: { LD_PRELOAD: libfaketime, FAKETIME_TIMESTAMP_FILE: offset, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await stepped?.stop();
+    stepped?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Seconds from now until `session` acquires `key` (polling every 250 ms, at most 15 s); -1 if it never does. */
+  async function secondsToAcquire(key: string, session: string): Promise<number> {
+    const c = client(stepped);
+    const started = Date.now();
+    while (Date.now() - started < 15_000) {
+      if ((await c.put(`/v1/kv/${key}?acquire=${session}`, 'mine')).text === 'true') return (Date.now() - started) / 1000;
+      await sleep(250);
+    }
+    return -1;
+  }
+
+  test('set back an hour: a 2 s lock delay ends within twice its length', async () => {
+    writeFileSync(offset, '-1h');
+    await delayedLock('stepped/back', '2s', stepped);
+    const next = await client(stepped).session({});
+    const took = await secondsToAcquire('stepped/back', next);
+    expect(took).toBeGreaterThan(0);
+    expect(took).toBeLessThan(5);
+  }, 30_000);
+
+  test('then two hours forward, during a 4 s lock delay: the delay still holds, and ends within its length', async () => {
+    const c = client(stepped);
+    await delayedLock('stepped/forward', '4s', stepped);
+    writeFileSync(offset, '+1h');
+    const next = await c.session({});
+    expect(expectError(await c.put(`/v1/kv/stepped/forward?acquire=${next}`, 'mine'), 409, 1025).details.reason).toBe('lock-delay');
+    const took = await secondsToAcquire('stepped/forward', next);
+    expect(took).toBeGreaterThan(1.5);
+    expect(took).toBeLessThan(5);
+  }, 30_000);
 });

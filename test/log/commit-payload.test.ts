@@ -70,7 +70,7 @@ describe('commit payload', () => {
     expect(() => stampMs(0, Number.NaN)).toThrow(/not a time/);
   });
 
-  it('keeps entry time going at half the interval clock\'s rate while the wall clock is behind the entries, until it catches up', () => {
+  it('goes at half the interval clock\'s rate while the wall clock is behind the entries (set back), until it catches up', () => {
     const t = { wall: 1_000_000, mono: 0 };
     const entryClock = new EntryClock({ nowMs: () => t.wall, monotonicMs: () => t.mono });
     const step = (ms: number) => { t.wall += ms; t.mono += ms; };
@@ -87,6 +87,22 @@ describe('commit payload', () => {
     expect(last = entryClock.stamp(last)).toBe(1_081_000); // the wall clock caught up: in step again
     step(5);
     expect(entryClock.stamp(last)).toBe(1_081_005);
+  });
+
+  it('goes one and a half times as fast while the wall clock is ahead (set forward), until it is in step; within a second it follows the wall clock', () => {
+    const t = { wall: 2_000_000, mono: 0 };
+    const entryClock = new EntryClock({ nowMs: () => t.wall, monotonicMs: () => t.mono });
+    let last = entryClock.stamp(0);
+    t.wall += 60_000; // set forward a minute
+    t.wall += 2000; t.mono += 2000;
+    expect(last = entryClock.stamp(last)).toBe(2_003_000); // 2 s later, 3 s on: not a minute
+    for (let k = 0; k < 1000; k++) { t.wall += 100; t.mono += 100; last = entryClock.stamp(last); }
+    expect(last).toBe(2_153_000); // 100 s more, 150 s on; the wall clock reads 2,162,000
+    t.wall += 20_000; t.mono += 20_000;
+    expect(last = entryClock.stamp(last)).toBe(2_182_000); // caught up: in step again
+    t.wall += 900; // a step under a second is followed as it is
+    t.wall += 10; t.mono += 10;
+    expect(entryClock.stamp(last)).toBe(2_182_910);
   });
 
   it('stamps a restarted log\'s first commit at the last entry and goes on from there; a later entry of another node moves it on', () => {
