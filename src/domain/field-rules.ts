@@ -58,6 +58,8 @@ export const fieldRules = {
   serviceMetaInvalid: (v: { why: string }): BrokenRule => ({ rule: 'Invalid', text: v.why, consul: { status: 400, text: `Invalid Service Meta: ${v.why}` } }),
   nodeNameMissing: required('must not be empty', 'Missing node name'),
   nodeAddressMissing: required('must not be empty', 'Missing node address'),
+  /** `why`: what the UUID parser of Consul's catalog register says (its RPC's error: a 500). */
+  nodeIdInvalid: (v: { why: string }): BrokenRule => ({ rule: 'Format', text: `must be a UUID: ${v.why}`, consul: { status: 500, text: `Bad node ID: ${v.why}` } }),
   sessionTtlNotString: (): BrokenRule => ({
     rule: 'Type', text: 'must be a duration string such as 30s',
     consul: decodeFailed('json: cannot unmarshal number into Go struct field Session.TTL of type string'),

@@ -90,7 +90,13 @@ function rendered<Ctx>(d: Dispatcher<Ctx>, req: Request, reply: Reply): Wire {
   // refused before it is rendered, not after (the time and memory of rendering are what the budget spares).
   const reserved = reservedFor(d.answers, reply, listed.reply);
   if (reserved === undefined) return renderError(new RegistryError('answersBusy'), d.dialect);
-  const w = renderReply(listed.reply, d.dialect, d.leader?.());
+  let w: Wire;
+  try {
+    w = renderReply(listed.reply, d.dialect, d.leader?.());
+  } catch (err) {
+    if (reserved > 0) d.answers!.release(reserved);
+    throw err;
+  }
   if (reserved > 0) w.reservedBytes = reserved;
   return listed.headers.length === 0 ? w : withHeaders(w, listed.headers);
 }

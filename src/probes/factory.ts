@@ -8,7 +8,7 @@ import { scriptProbe } from './script.ts';
 import { tcpProbe } from './tcp.ts';
 
 /** What a script or container check reports where the agent runs none. */
-export const scriptsDisabledOutput = 'not run: script and container checks are disabled on this agent (enable_script_checks, enable_local_script_checks)';
+const scriptsDisabledOutput = 'not run: script and container checks are disabled on this agent (enable_script_checks, enable_local_script_checks)';
 
 const scriptsDisabled: Probe = () => Promise.resolve({ status: 'critical', output: scriptsDisabledOutput });
 

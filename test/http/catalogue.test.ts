@@ -133,7 +133,7 @@ const ruleSamples: { [N in FieldRuleName]: FieldRuleVars<N> } = {
   durationInvalid: { rule: 'Format', text: 'must be a duration', value: 'x' }, checkInvalid: { text: 't' }, checkNameMissing: undefined,
   checkStatusBad: { inService: true }, checkHttpInvalid: { why: 'w' }, checkTcpInvalid: { why: 'w' }, checkGrpcInvalid: { why: 'w' },
   serviceNameMissing: undefined, serviceAddressUnspecified: undefined, weightsInvalid: { why: 'w' }, serviceMetaInvalid: { why: 'w' }, nodeNameMissing: undefined,
-  nodeAddressMissing: undefined, sessionTtlNotString: undefined, sessionTtlInvalid: { tooLong: false, ttlMsMin: 10_000, value: 'x' },
+  nodeAddressMissing: undefined, nodeIdInvalid: { why: 'uuid string is wrong length' }, sessionTtlNotString: undefined, sessionTtlInvalid: { tooLong: false, ttlMsMin: 10_000, value: 'x' },
   lockDelayInvalid: { value: 'x' }, sessionTtlOutOfRange: { ttlMsMin: 10_000, ns: 5, minText: '10s' },
   sessionBehaviorInvalid: { value: 'keep' }, sessionStringsInvalid: { name: 'NodeChecks' }, sessionServiceChecksInvalid: undefined,
   sessionFieldNotString: { name: 'Node', got: 'number' },

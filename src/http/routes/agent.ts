@@ -147,11 +147,29 @@ function parseRegister(body: Record<string, unknown> | undefined, api: ApiContex
     if (!Array.isArray(many)) errors.add('Checks', 'Type', 'must be an array of checks');
     else many.forEach((c, i) => { const parsed = parseCheck(c, `Checks[${i}]`, errors); if (parsed) checks.push(parsed); });
   }
-  errors.throwIfAny();
   const id = str('ID');
+  const idProblem = id === '' ? undefined : uuidProblem(id);
+  if (idProblem !== undefined) errors.broke('ID', 'nodeIdInvalid', { why: idProblem });
+  errors.throwIfAny();
   // A re-registration that leaves the id out keeps the node's id.
   const known = api.runtime.state.nodes.get(node)?.id ?? '';
   return { t: 'catalog.register', node, id: id === '' ? known : id, address, meta, checks };
+}
+
+/**
+ * Why `text` is no UUID, in the words of the parser Consul checks node IDs with (36 bytes, dashes at 8,
+ * 13, 18 and 23, hexadecimal digits between), or undefined when it is one.
+ */
+function uuidProblem(text: string): string | undefined {
+  const b = Buffer.from(text, 'utf8');
+  if (b.length !== 36) return 'uuid string is wrong length';
+  const dashes = [8, 13, 18, 23];
+  if (dashes.some((i) => b[i] !== 0x2d)) return 'uuid is improperly formatted';
+  for (const [i, c] of b.entries()) {
+    if (dashes.includes(i) || (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)) continue;
+    return `encoding/hex: invalid byte: U+${c.toString(16).toUpperCase().padStart(4, '0')} '${String.fromCharCode(c)}'`;
+  }
+  return undefined;
 }
 
 async function register(req: Request, api: ApiContext): Promise<Reply> {
