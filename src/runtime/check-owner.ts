@@ -56,6 +56,8 @@ export class CheckOwner {
   readonly probeSlots: ProbeSlots;
   /** The alias update in flight for each alias check, so that catalog changes meanwhile do not propose it again. */
   private readonly aliasInFlight = new Map<string, string>();
+  /** The last applied entry's time the reaper saw, and when (the interval clock). */
+  private entrySeen = { atMs: 0, monotonicMs: 0 };
 
   constructor(private readonly o: CheckOwnerOptions) {
     this.reapIntervalMs = o.reapIntervalMs ?? 30_000;
@@ -196,9 +198,12 @@ export class CheckOwner {
     });
   }
 
-  /** Proposes deregistration of services whose check stayed critical past DeregisterCriticalServiceAfter. */
+  /**
+   * Proposes deregistration of services whose check stayed critical past DeregisterCriticalServiceAfter.
+   * Apply decides on entry time; this only needs to propose once that may be so.
+   */
   private reap(): void {
-    const now = this.o.clock.nowMs();
+    const now = this.entryTimeAbout();
     for (const check of this.o.state().checksOfNode(this.o.nodeName)) {
       const given = check.definition.deregisterCriticalServiceAfterMs;
       const after = Math.max(given, this.deregisterAfterMsMin);
@@ -206,6 +211,19 @@ export class CheckOwner {
       if (now - check.criticalSinceMs < after) continue;
       void this.propose({ t: 'service.reap', node: this.o.nodeName, serviceId: check.serviceId, checkId: check.checkId, criticalSinceMs: check.criticalSinceMs });
     }
+  }
+
+  /**
+   * About the log's time now: the wall clock, or, while it is behind the entries (set back: see EntryClock),
+   * the last applied entry's time plus the interval clock's time since the reaper first saw it.
+   */
+  private entryTimeAbout(): number {
+    const wall = this.o.clock.nowMs();
+    const mono = this.o.clock.monotonicMs?.();
+    const atMs = this.o.state().atMs;
+    if (mono === undefined) return wall;
+    if (atMs !== this.entrySeen.atMs) this.entrySeen = { atMs, monotonicMs: mono };
+    return Math.max(wall, atMs + (mono - this.entrySeen.monotonicMs));
   }
 
   private async propose(cmd: Command): Promise<void> {

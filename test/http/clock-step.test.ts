@@ -5,7 +5,8 @@
 // interval clock, slewed towards the wall clock: a lock delay lasts from two thirds to twice its length,
 // for a plain acquire and for a queued one (`?acquire&wait=`); both are shown on an agent restarted on a
 // clock an hour behind its log, and on a running agent whose clock is stepped (libfaketime, which leaves
-// the monotonic clock alone).
+// the monotonic clock alone). There, a service whose check stays critical is also deregistered after its
+// DeregisterCriticalServiceAfter, not after the step.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,7 +84,10 @@ describe('a running agent whose wall clock is stepped', () => {
 
   beforeAll(async () => {
     writeFileSync(offset, '+0');
+    const config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({ check_reap_interval: '500ms', check_deregister_min: '1s' }));
     stepped = await startAgent({
+      args: ['--config-file', config],
       env: { LD_PRELOAD: libfaketime, FAKETIME_TIMESTAMP_FILE: offset, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
     });
   }, 60_000);
@@ -104,6 +108,17 @@ describe('a running agent whose wall clock is stepped', () => {
     }
     return -1;
   }
+
+  test('set back an hour: a service whose check stays critical is deregistered after DeregisterCriticalServiceAfter, not the hour', async () => {
+    const c = client(stepped);
+    const service = { ID: 'reaped', Name: 'reaped', Check: { CheckID: 'reaped-ttl', TTL: '60s', Status: 'critical', DeregisterCriticalServiceAfter: '2s' } };
+    expect((await c.put('/v1/agent/service/register', service)).status).toBe(200);
+    writeFileSync(offset, '-1h');
+    const started = Date.now();
+    while (Date.now() - started < 15_000 && 'reaped' in (await c.get('/v1/agent/services')).json()) await sleep(250);
+    expect((await c.get('/v1/agent/services')).json()).not.toHaveProperty('reaped');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 30_000);
 
   test('set back an hour: a 2 s lock delay ends within twice its length', async () => {
     writeFileSync(offset, '-1h');
