@@ -10,7 +10,8 @@
  * missing session) would break every node holding it, for good. PUT /v1/snapshot checks a file with
  * `snapshotRecordsProblem` before it proposes anything.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import { checkOutputBytesMax, lockDelayMsMax, sessionTtlMsMax } from '../domain/limits.ts';
 import type { SnapshotData } from './snapshot.ts';
 
@@ -100,9 +101,12 @@ const schema = record({
 
 let validate: ValidateFunction | undefined;
 
-/** Compiled at the first restore, not at start: most agents never restore. */
+/** Loaded and compiled at the first restore, not at start (ajv takes some 40 ms to load): most agents never restore. */
 function validator(): ValidateFunction {
-  validate ??= new Ajv({ allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true }).compile(schema);
+  if (validate === undefined) {
+    const { Ajv } = createRequire(import.meta.url)('ajv') as { Ajv: typeof AjvClass };
+    validate = new Ajv({ allErrors: false, strict: true, strictRequired: false, allowUnionTypes: true }).compile(schema);
+  }
   return validate;
 }
 
