@@ -13,6 +13,7 @@ import type { RuntimeObserver } from '../ports/observer.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import { systemRandom, type Random } from '../ports/random.ts';
 import { probeResultChanges, type RegistryState, type Result } from '../state/index.ts';
+import { EntryTimeEstimate } from './entry-time.ts';
 import { ProbeSlots } from './probe-slots.ts';
 
 export interface CheckOwnerOptions {
@@ -56,8 +57,8 @@ export class CheckOwner {
   readonly probeSlots: ProbeSlots;
   /** The alias update in flight for each alias check, so that catalog changes meanwhile do not propose it again. */
   private readonly aliasInFlight = new Map<string, string>();
-  /** The last applied entry's time the reaper saw, and when (the interval clock). */
-  private entrySeen = { atMs: 0, monotonicMs: 0 };
+  /** The log's time now, which the reaper counts on. */
+  private readonly entryTime: EntryTimeEstimate;
 
   constructor(private readonly o: CheckOwnerOptions) {
     this.reapIntervalMs = o.reapIntervalMs ?? 30_000;
@@ -65,6 +66,7 @@ export class CheckOwner {
     this.intervalMsMin = o.intervalMsMin ?? 1_000;
     this.random = o.random ?? systemRandom;
     this.probeSlots = new ProbeSlots(o.probesMax ?? 1024);
+    this.entryTime = new EntryTimeEstimate(o.clock, o.state);
   }
 
   get size(): number {
@@ -203,7 +205,7 @@ export class CheckOwner {
    * Apply decides on entry time; this only needs to propose once that may be so.
    */
   private reap(): void {
-    const now = this.entryTimeAbout();
+    const now = this.entryTime.nowMs();
     for (const check of this.o.state().checksOfNode(this.o.nodeName)) {
       const given = check.definition.deregisterCriticalServiceAfterMs;
       const after = Math.max(given, this.deregisterAfterMsMin);
@@ -211,19 +213,6 @@ export class CheckOwner {
       if (now - check.criticalSinceMs < after) continue;
       void this.propose({ t: 'service.reap', node: this.o.nodeName, serviceId: check.serviceId, checkId: check.checkId, criticalSinceMs: check.criticalSinceMs });
     }
-  }
-
-  /**
-   * About the log's time now: the wall clock, or, while it is behind the entries (set back: see EntryClock),
-   * the last applied entry's time plus the interval clock's time since the reaper first saw it.
-   */
-  private entryTimeAbout(): number {
-    const wall = this.o.clock.nowMs();
-    const mono = this.o.clock.monotonicMs?.();
-    const atMs = this.o.state().atMs;
-    if (mono === undefined) return wall;
-    if (atMs !== this.entrySeen.atMs) this.entrySeen = { atMs, monotonicMs: mono };
-    return Math.max(wall, atMs + (mono - this.entrySeen.monotonicMs));
   }
 
   private async propose(cmd: Command): Promise<void> {

@@ -19,6 +19,7 @@
 import type { Command, KvAcquire, KvRelease } from '../domain/commands.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { RegistryState, Result } from '../state/index.ts';
+import { EntryTimeEstimate } from './entry-time.ts';
 
 /** What the queues need from their node: its applied state, proposals, key wake-ups and its clock. */
 export interface LockQueueHost {
@@ -60,7 +61,12 @@ export class LockQueues {
   /** Key → hand-offs in a row this node made (the limit applies only while other members exist). */
   private readonly handOffs = new Map<string, number>();
 
-  constructor(private readonly host: LockQueueHost) {}
+  /** The log's time now, on which lock delays end. */
+  private readonly entryTime: EntryTimeEstimate;
+
+  constructor(private readonly host: LockQueueHost) {
+    this.entryTime = new EntryTimeEstimate(host.clock, () => host.state());
+  }
 
   /**
    * Acquires `cmd.key` for `cmd.session`, waiting up to `waitMs` behind the earlier queued requests;
@@ -79,8 +85,6 @@ export class LockQueues {
     const waiter = this.enqueue(cmd);
     const queuedAtMs = this.host.clock.nowMs();
     let last: Result = { ok: false, reason: 'held-by-other' };
-    // Set once the wait for the key's lock delay is over: the acquire is then proposed, and its entry decides.
-    let delayWaited = false;
     try {
       const giveUp = this.until(deadline, signal);
       await Promise.race([waiter.turn, giveUp.reached]);
@@ -95,8 +99,7 @@ export class LockQueues {
         if (deadline - this.host.clock.nowMs() <= 0 || signal?.aborted || this.host.stopping()) return last;
         const state = this.host.state();
         const entry = state.kv.get(cmd.key);
-        if ((entry?.session === undefined || entry.session === cmd.session) && (delayWaited || this.delayLeft(cmd.key) <= 0)) {
-          delayWaited = false;
+        if ((entry?.session === undefined || entry.session === cmd.session) && this.delayLeft(cmd.key) <= 0) {
           last = await this.host.propose(cmd);
           if (last.ok || !waitable.has(last.reason)) return last;
         } else if (!state.sessions.has(cmd.session)) {
@@ -107,7 +110,6 @@ export class LockQueues {
         const left = deadline - this.host.clock.nowMs();
         const delayLeft = this.delayLeft(cmd.key);
         if (left <= 0) continue;
-        delayWaited = delayLeft > 0;
         waiter.parked = true;
         await this.host.waitForKey(cmd.key, index, delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, signal);
         waiter.parked = false;
@@ -181,13 +183,9 @@ export class LockQueues {
     else if (at === 0) queue[0]!.begin();
   }
 
-  /**
-   * How long the key's lock delay lasts yet. It ends in entry time, which runs ahead of this clock while
-   * the wall clock is behind the entries (set back), so the time of the last applied entry counts too.
-   */
+  /** How long the key's lock delay lasts yet, on the log's time (apply decides on its acquire's entry). */
   private delayLeft(key: string): number {
-    const state = this.host.state();
-    return (state.lockDelays.get(key) ?? 0) - Math.max(this.host.clock.nowMs(), state.atMs);
+    return (this.host.state().lockDelays.get(key) ?? 0) - this.entryTime.nowMs();
   }
 
   private isHead(key: string, waiter: Waiter): boolean {
