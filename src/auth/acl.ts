@@ -160,9 +160,10 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/session/info/', prefix: true, resource: 'session', access: 'read', name: 'byHandler' },
   { path: '/v1/session/node/', prefix: true, resource: 'session', access: 'read', name: 'rest' },
   { path: '/v1/session/list', prefix: false, resource: 'session', access: 'read', name: 'byHandler' },
-  // Catalog writes name the node in the body.
-  { path: '/v1/catalog/register', prefix: false, resource: 'node', access: 'write', name: '' },
-  { path: '/v1/catalog/deregister', prefix: false, resource: 'node', access: 'write', name: '' },
+  // Catalog writes name the node in the body; the handler checks write on it (and, for a registration
+  // that takes a node ID from another node, on that node too).
+  { path: '/v1/catalog/register', prefix: false, resource: 'node', access: 'write', name: 'byHandler' },
+  { path: '/v1/catalog/deregister', prefix: false, resource: 'node', access: 'write', name: 'byHandler' },
   { path: '/v1/catalog/datacenters', prefix: false, resource: 'node', access: 'read', name: '' },
   { path: '/v1/catalog/services', prefix: false, resource: 'node', access: 'read', name: '' },
   { path: '/v1/catalog/service/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
@@ -173,16 +174,17 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/health/checks/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
   { path: '/v1/health/service/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
   { path: '/v1/health/state/', prefix: true, resource: 'node', access: 'read', name: '' },
-  // Agent checks and services: register names the check or service in the body.
+  // Agent checks and services: register names the check (its id) or the service (its name) in the body,
+  // and its handler checks write on that name (a service registered over another of the same id: on both).
   { path: '/v1/agent/checks', prefix: false, resource: 'check', access: 'read', name: '' },
-  { path: '/v1/agent/check/register', prefix: false, resource: 'check', access: 'write', name: '' },
+  { path: '/v1/agent/check/register', prefix: false, resource: 'check', access: 'write', name: 'byHandler' },
   { path: '/v1/agent/check/deregister/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
   { path: '/v1/agent/check/pass/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
   { path: '/v1/agent/check/warn/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
   { path: '/v1/agent/check/fail/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
   { path: '/v1/agent/check/update/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
   { path: '/v1/agent/services', prefix: false, resource: 'service', access: 'read', name: '' },
-  { path: '/v1/agent/service/register', prefix: false, resource: 'service', access: 'write', name: '' },
+  { path: '/v1/agent/service/register', prefix: false, resource: 'service', access: 'write', name: 'byHandler' },
   { path: '/v1/agent/service/deregister/', prefix: true, resource: 'service', access: 'write', name: 'rest' },
   // Maintenance: write on this agent's node (Consul's node:write), or on the name of the service, which the
   // handler finds in state.

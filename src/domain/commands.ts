@@ -65,6 +65,12 @@ export interface CatalogRegister {
   address: string;
   meta: Record<string, string>;
   checks: CatalogCheck[];
+  /**
+   * A node ID names one node. When `id` is new to `node` and another node holds it, the registration is a
+   * rename (Consul's): that node, named here as the proposer saw it (and checked its caller may write),
+   * is removed with its services, checks and sessions. If another node holds the ID, apply refuses it.
+   */
+  replaces?: string;
 }
 
 /** Removes one check of a node (checkId given) or the whole node with its checks and sessions. */

@@ -249,6 +249,21 @@ export const errorCatalogue = {
     kind: 'invalidParameter', message: (v) => `unknown check state "${v.state}"`, details: () => rule('state', 'Enum:must be any, passing, warning, critical or fail'),
   }),
   deregisterNodeMissing: entry({ kind: 'missingParameter', message: 'Node is required', details: () => rule('Node', 'Required:must not be empty'), consulText: 'Missing node name' }),
+  nodeNameReserved: entry<{ node: string; id: string; holderId: string; holder: string; address: string }>({
+    kind: 'invalidParameter', message: (v) => `node name "${v.node}" belongs to the live node "${v.holder}" (${v.holderId}, ${v.address}); it cannot take another ID`,
+    details: (v) => rule('Node', `Unique:node name "${v.node}" belongs to the live node "${v.holder}" (${v.holderId})`),
+    consulStatus: 500, consulText: (v) => `Error while renaming Node ID: "${v.id}": Node name ${v.node} is reserved by node ${v.holderId} with name ${v.holder} (${v.address})`,
+  }),
+  nodeIdHeld: entry<{ id: string; holder: string; address: string }>({
+    kind: 'invalidParameter', message: (v) => `node ID ${v.id} belongs to the live node "${v.holder}" (${v.address}); another node cannot take it`,
+    details: (v) => rule('ID', `Unique:node ID belongs to the live node "${v.holder}"`),
+    consulStatus: 500, consulText: (v) => `Error while renaming Node ID: "${v.id}": node ${v.holder} holding it is alive`,
+  }),
+  nodeIdTaken: entry<{ id: string; holder: string | undefined }>({
+    kind: 'invalidParameter', message: (v) => `node ID ${v.id} was taken by node "${v.holder}" meanwhile; register again`,
+    details: (v) => rule('ID', `Unique:node ID is held by node "${v.holder}"`),
+    consulStatus: 500, consulText: (v) => `Error while renaming Node ID: "${v.id}": held by node ${v.holder}`,
+  }),
   deregisterCheckIdNotString: entry({ kind: 'invalidParameter', message: 'CheckID must be a string', details: () => rule('CheckID', 'Type:must be a string') }),
   deregisterServiceUnsupported: entry({
     kind: 'invalidParameter', message: 'ServiceID: services are deregistered through /v1/agent/service/deregister',

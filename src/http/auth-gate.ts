@@ -4,7 +4,7 @@
  * `?token=`), or a signed request (`appKey`, `nonce`, `signMethod`, `sign`). Without credentials a
  * request is refused (default deny); the identity's rules decide each route's read or write.
  */
-import { accessFor, allowed, allowedPrefix, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type AccessRequest, type Identity, type Rule } from '../auth/index.ts';
+import { accessFor, allowed, allowedPrefix, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type Access, type AccessRequest, type Identity, type Resource, type Rule } from '../auth/index.ts';
 import { NonceWindow, nonceEntriesMaxDefault, SignatureError, timestampSkewMsDefault, verifySignedRequest } from '../auth/signature.ts';
 import { RegistryError, type ErrorName } from '../domain/errors.ts';
 import { tokenCaller } from './rate-limit.ts';
@@ -42,6 +42,16 @@ function present(value: string | undefined | null): string | undefined {
 /** 403 code 1004 for a permission the caller's rules do not grant. */
 export function denied(need: AccessRequest): RegistryError {
   return new RegistryError('permissionDenied', need);
+}
+
+/**
+ * Throws 403 unless the caller holds `access` on `name` of `resource`; passes when authentication is off.
+ * For routes whose name is known only to the handler (a body's node, service or check).
+ */
+export function requireAccess(req: Request, resource: Resource, name: string, access: Access): void {
+  if (req.identity === undefined) return;
+  const need = { resource, name, access };
+  if (!allowed(req.identity, need)) throw denied(need);
 }
 
 export class AuthGate {

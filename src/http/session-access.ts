@@ -15,14 +15,12 @@ import { allowed, allowedSomewhere, mayUseSession, type Access, type Identity } 
 import { RegistryError } from '../domain/errors.ts';
 import type { Session } from '../domain/types.ts';
 import type { ApiContext } from './api.ts';
-import { denied } from './auth-gate.ts';
+import { denied, requireAccess } from './auth-gate.ts';
 import type { Request } from './request.ts';
 
 /** Throws 403 unless the caller holds `access` on sessions of `node`. */
 export function requireSessionNode(req: Request, node: string, access: Access): void {
-  if (req.identity === undefined) return;
-  const need = { resource: 'session' as const, name: node, access };
-  if (!allowed(req.identity, need)) throw denied(need);
+  requireAccess(req, 'session', node, access);
 }
 
 /** Whether the caller may see the session (read on its node): lists and info leave the others out. */

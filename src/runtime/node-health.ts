@@ -18,7 +18,7 @@
  * reports come only from membership changes, so two nodes whose views disagree (an asymmetric
  * partition) cannot keep proposing against each other.
  */
-import type { Command } from '../domain/commands.ts';
+import type { CatalogRegister, Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed } from '../domain/limits.ts';
 import type { CatalogNode } from '../domain/types.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
@@ -170,4 +170,29 @@ export class NodeHealthOwner {
     }).catch((err: unknown) => host.logger.warn({ err, node: node.node }, 'gossip check update failed; retried on the next membership or catalog change'))
       .finally(() => this.inFlight.delete(node.node));
   }
+}
+
+/**
+ * This agent's registration of its node, with its gossip check passing. The node ID is the agent's own:
+ * with `reclaim` (at start), a node holding it under another name (this agent before a rename, or one
+ * started from a copy of this data dir) is replaced, and a warning says so. Without it the registration
+ * fails while another node holds the ID, so two agents sharing one ID do not take it from each other
+ * in turn.
+ */
+export function selfRegistration(state: RegistryState, self: Self, logger: Logger, reclaim: boolean): CatalogRegister {
+  const replaces = reclaim ? state.nodeHoldingId(self.id, self.name)?.node : undefined;
+  if (replaces !== undefined) logger.warn({ id: self.id, replaces }, 'this node\'s ID was held by another node: that node is removed from the catalog');
+  return {
+    t: 'catalog.register', node: self.name, id: self.id, address: self.address, meta: {}, ...(replaces !== undefined ? { replaces } : {}),
+    checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: 'passing', notes: '', output: gossipCheckOutputAlive }],
+  };
+}
+
+/** This agent's node as it registers it. */
+export interface Self { name: string; id: string; address: string }
+
+/** Whether the catalog holds this agent's node as it registered it, with its gossip check (of any status). */
+export function selfRegistered(state: RegistryState, self: Self): boolean {
+  const n = state.nodes.get(self.name);
+  return n !== undefined && n.id === self.id && n.address === self.address && state.checkOf(self.name, gossipCheckId) !== undefined;
 }

@@ -6,7 +6,7 @@
  */
 import { hasEffect, stepSession } from '../../machines/index.ts';
 import type { Command, StateRestore } from '../domain/commands.ts';
-import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
+import { gossipCheckId } from '../domain/limits.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Leadership, LogEntry, LogStatus, ReplicatedLog } from '../ports/log.ts';
 import type { Logger } from '../ports/logger.ts';
@@ -20,7 +20,7 @@ import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
 import { gatedSubmit, type GateHost } from './command-gate.ts';
 import { DeferredWrites } from './deferred-writes.ts';
 import { LockQueues } from './lock-queue.ts';
-import { NodeHealthOwner } from './node-health.ts';
+import { NodeHealthOwner, selfRegistered, selfRegistration, type Self } from './node-health.ts';
 import { ownerOf } from './ownership.ts';
 import { Proposals } from './proposals.ts';
 import { ServingTracker } from './serving.ts';
@@ -84,6 +84,7 @@ export class Runtime {
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
+  private readonly self: Self;
   private readonly log: ReplicatedLog;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -103,6 +104,7 @@ export class Runtime {
     this.nodeName = o.nodeName;
     this.nodeId = o.nodeId;
     this.address = o.address;
+    this.self = { name: o.nodeName, id: o.nodeId, address: o.address };
     this.onFatal = o.onFatal;
     this.observer = o.observer;
     this.watches = new Watches(o.clock);
@@ -151,7 +153,7 @@ export class Runtime {
     this.logger.info({ index: this.state.index, sessions: this.state.sessions.size, keys: this.state.kv.size }, 'state recovered');
     this.nodeHealth.start();
     this.rebalanceTtlTimers();
-    await this.onceWritable('this node\'s registration', () => this.registerSelf());
+    await this.onceWritable('this node\'s registration', () => this.registerSelf(true));
     this.checkOwner.start();
     this.serving.start(this.state);
     this.changes.startAt(this.state.index);
@@ -270,8 +272,7 @@ export class Runtime {
     const startedMs = this.observer === undefined ? 0 : performance.now();
     const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
     const checks = new Set<string>();
-    let gossipChecks = false;
-    let restored = false;
+    let [gossipChecks, restored, selfTouched] = [false, false, false];
     for (const entry of entries) {
       let applied;
       try {
@@ -283,6 +284,7 @@ export class Runtime {
       this.observer?.entryApplied?.(entry, applied, this.proposals.proposedHere(entry.pid));
       for (const e of applied.effects) {
         if (e.t === 'check' && e.checkId === gossipCheckId) gossipChecks = true;
+        if ((e.t === 'node' || e.t === 'check') && e.node === this.nodeName) selfTouched = true;
         if (e.t === 'check' && e.node === this.nodeName) checks.add(e.checkId);
         else this.collect(e, touched);
       }
@@ -291,10 +293,10 @@ export class Runtime {
       if (entry.cmd.t === 'state.restore') restored = true;
     }
     this.afterEntries(touched, checks, gossipChecks);
-    // A restored state may lack this node (a snapshot of another cluster): it registers itself again.
-    if (restored && this.running) {
-      this.onceWritable('this node\'s registration after a restore', () => this.registerSelf())
-        .catch((err: unknown) => this.logger.warn({ err }, 'registration after a restore failed'));
+    // A restore, or a client's deregistration, may leave this node missing: it registers again (Consul's anti-entropy).
+    if ((restored || selfTouched) && this.running && !selfRegistered(this.state, this.self)) {
+      this.onceWritable('this node\'s registration', () => this.registerSelf(false))
+        .catch((err: unknown) => this.logger.warn({ err }, 'registering this node again failed'));
     }
     this.observer?.applied(entries.length, (performance.now() - startedMs) / 1000);
   }
@@ -390,11 +392,9 @@ export class Runtime {
     this.nodeHealth.membershipChanged();
   }
 
-  /** Registers this node and its gossip check in the catalog (a no-op write when unchanged). */
-  private async registerSelf(): Promise<void> {
-    await this.propose({
-      t: 'catalog.register', node: this.nodeName, id: this.nodeId, address: this.address, meta: {},
-      checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: 'passing', notes: '', output: gossipCheckOutputAlive }],
-    });
+  /** Registers this node and its gossip check in the catalog (see selfRegistration). */
+  private async registerSelf(reclaim: boolean): Promise<void> {
+    const r = await this.propose(selfRegistration(this.state, this.self, this.logger, reclaim));
+    if (!r.ok) throw new Error(`registering this node failed: its ID ${this.nodeId} is held by node ${r.detail}`);
   }
 }

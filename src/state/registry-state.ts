@@ -181,6 +181,14 @@ export class RegistryState {
     return out.sort((a, b) => compareText(a.node, b.node) || compareText(a.id, b.id));
   }
 
+  /** The node other than `except` whose ID is `id` (UUIDs compare without regard to case), if any. */
+  nodeHoldingId(id: string, except: string): CatalogNode | undefined {
+    if (id === '') return undefined;
+    const wanted = id.toLowerCase();
+    for (const n of this.nodes.values()) if (n.node !== except && n.id.toLowerCase() === wanted) return n;
+    return undefined;
+  }
+
   checksOfNode(node: string): HealthCheck[] {
     const out: HealthCheck[] = [];
     for (const c of this.checks.values()) if (c.node === node) out.push(c);

@@ -40,7 +40,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   checkNotFound: { id: 'c' }, serviceNotFound: { id: 's' }, checkServiceNotFound: { id: 's' }, registrationFailed: reason,
   maintenanceEnableMissing: undefined, maintenanceEnableInvalid: { value: 'yes' }, reloadFailed: reason, memberNotFound: { node: 'n' },
   checkNotTtl: { checkId: 'c', type: 'http' }, checkStatusInvalid: { status: 'up' }, checkOutputNotString: undefined,
-  checkStateUnknown: { state: 'up' }, deregisterNodeMissing: undefined, deregisterCheckIdNotString: undefined,
+  checkStateUnknown: { state: 'up' }, deregisterNodeMissing: undefined, nodeNameReserved: { node: 'n1', id: 'a', holderId: 'b', holder: 'N1', address: '10.0.0.1' }, nodeIdTaken: { id: 'a', holder: 'n2' }, nodeIdHeld: { id: 'a', holder: 'n2', address: '10.0.0.1' }, deregisterCheckIdNotString: undefined,
   deregisterServiceUnsupported: undefined, definitionFieldUnknown: { field: 'Foo', what: 'check definition' },
   definitionNotObject: { what: 'service definition' }, checksNotArray: undefined, scriptChecksDisabled: { remote: true },
   uiNotBuilt: { dir: 'dist/ui' }, uiNoFile: { path: '/ui/x' }, uiPathEscapes: undefined,

@@ -49,6 +49,44 @@ const registerCases: Case[] = [
       expect(s.sessions.size).toBe(0);
     },
   },
+  {
+    name: 'node-id-taken: an ID another node holds, without naming that node as replaced',
+    when: { ...node('n2'), id: 'ID-N1' },
+    result: { ok: false, reason: 'node-id-taken', detail: 'n1' },
+    effects: [],
+    then: (s) => expect([...s.nodes.keys()]).toEqual(['n1']),
+  },
+  {
+    name: 'node-id-taken: the replaced node named is not the one holding the ID',
+    given: [node('n3')],
+    when: { ...node('n2'), id: 'id-n1', replaces: 'n3' },
+    result: { ok: false, reason: 'node-id-taken', detail: 'n1' },
+    effects: [],
+    then: (s) => expect([...s.nodes.keys()]).toEqual(['n1', 'n3']),
+  },
+  {
+    name: 'a rename: the node holding the ID, named as replaced, goes with its services, checks and sessions',
+    given: [session('s1'), registerService('web', [registration('svc')])],
+    when: { ...node('n2'), id: 'id-n1', replaces: 'n1' },
+    result: { ok: true },
+    effects: [
+      ...invalidated('s1'), { t: 'service', node: 'n1', serviceId: 'web' },
+      checkOf('n1', 'gossipHealth'), checkOf('n1', 'svc', 'web'), { t: 'catalog' }, { t: 'node', node: 'n1' },
+      { t: 'catalog' }, { t: 'node', node: 'n2' }, { t: 'catalog' }, checkOf('n2', 'gossipHealth'),
+    ],
+    then: (s) => {
+      expect([...s.nodes.values()].map((n) => [n.node, n.id, n.createIndex])).toEqual([['n2', 'id-n1', 4]]);
+      expect([s.services.size, s.sessions.size, s.checks.size]).toEqual([0, 0, 1]);
+    },
+  },
+  {
+    name: 'a node re-registered with the ID it has stays, even when another node holds the same ID',
+    given: [{ ...node('n2'), id: 'id-n1', replaces: 'n1' }, node('n1')],
+    when: { ...node('n2'), id: 'id-n1', address: '10.0.0.9' },
+    result: { ok: true },
+    effects: [{ t: 'catalog' }, { t: 'node', node: 'n2' }],
+    then: (s) => expect(s.nodes.get('n2')).toMatchObject({ id: 'id-n1', address: '10.0.0.9' }),
+  },
 ];
 
 const deregisterCases: Case[] = [

@@ -46,7 +46,7 @@ export const failuresByTag = {
   'kv.deleteCas': ['cas-mismatch'],
   'kv.deleteTree': [],
   'txn.kv': ['txn-failed'],
-  'catalog.register': [],
+  'catalog.register': ['node-id-taken'],
   'catalog.deregister': ['unknown-node', 'unknown-check'],
   'check.register': ['unknown-node', 'unknown-service'],
   'check.deregister': ['unknown-check'],

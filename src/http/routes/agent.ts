@@ -7,8 +7,10 @@
 import type { CatalogCheck, CatalogRegister } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
 import type { Member } from '../../ports/membership.ts';
-import { canonicalCheckId } from '../../domain/limits.ts';
+import { canonicalCheckId, gossipCheckId } from '../../domain/limits.ts';
 import type { ApiContext } from '../api.ts';
+import { requireAccess } from '../auth-gate.ts';
+import type { RegistryState } from '../../state/index.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
 import { checkDatacenter } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
@@ -175,8 +177,39 @@ function uuidProblem(text: string): string | undefined {
 async function register(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const cmd = parseRegister(jsonObject(req), api);
-  await api.runtime.propose(cmd);
+  requireAccess(req, 'node', cmd.node, 'write');
+  claimNodeId(req, api.runtime.state, cmd);
+  const result = await api.runtime.propose(cmd);
+  if (!result.ok) throw new RegistryError('nodeIdTaken', { id: cmd.id, holder: result.detail });
   return json(true);
+}
+
+/**
+ * A node ID names one node. An ID new to the node that another node holds makes the registration a
+ * rename, as in Consul: that node goes (with its services, checks and sessions), so the caller must be
+ * able to write it too. Neither an ID nor a name (compared without regard to case) can be taken from a
+ * live node, one whose gossip check is not critical: a registration cannot take over a running agent's
+ * node (Consul refuses the name; it would rename the ID's node away).
+ */
+function claimNodeId(req: Request, state: RegistryState, cmd: CatalogRegister): void {
+  if (cmd.id === '' || state.nodes.get(cmd.node)?.id.toLowerCase() === cmd.id.toLowerCase()) return;
+  const holder = state.nodeHoldingId(cmd.id, cmd.node);
+  if (holder !== undefined && live(state, holder.node)) throw new RegistryError('nodeIdHeld', { id: cmd.id, holder: holder.node, address: holder.address });
+  const name = cmd.node.toLowerCase();
+  for (const other of state.nodes.values()) {
+    if (other.node.toLowerCase() !== name || other.id.toLowerCase() === cmd.id.toLowerCase()) continue;
+    if ((other.id === '' && holder === undefined) || !live(state, other.node)) continue;
+    throw new RegistryError('nodeNameReserved', { node: cmd.node, id: cmd.id, holderId: other.id, holder: other.node, address: other.address });
+  }
+  if (holder === undefined) return;
+  requireAccess(req, 'node', holder.node, 'write');
+  cmd.replaces = holder.node;
+}
+
+/** Whether the node's gossip check is there and not critical: an agent that is running. */
+function live(state: RegistryState, node: string): boolean {
+  const gossip = state.checkOf(node, gossipCheckId);
+  return gossip !== undefined && gossip.status !== 'critical';
 }
 
 async function deregister(req: Request, api: ApiContext): Promise<Reply> {
@@ -187,6 +220,7 @@ async function deregister(req: Request, api: ApiContext): Promise<Reply> {
   if (typeof node !== 'string' || node === '') {
     throw new RegistryError('deregisterNodeMissing');
   }
+  requireAccess(req, 'node', node, 'write');
   if (checkId !== undefined && checkId !== null && typeof checkId !== 'string') {
     throw new RegistryError('deregisterCheckIdNotString');
   }

@@ -10,6 +10,7 @@ import { agentServiceSchema, catalogServiceSchema, checkSchema, healthEntrySchem
 import { filterOf } from '../filtering.ts';
 import type { RegistryState, Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
+import { requireAccess } from '../auth-gate.ts';
 import { jsonBody, jsonObject, field } from '../body.ts';
 import { checkOutputBytesMax } from '../../domain/limits.ts';
 import { parseCheck, parseService } from '../definitions.ts';
@@ -133,6 +134,7 @@ function agentChecks(req: Request, api: ApiContext): Reply {
 async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const reg = parseCheck(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote' });
+  requireAccess(req, 'check', reg.checkId, 'write');
   await proposeOk(api, { t: 'check.register', node: api.nodeName, check: reg });
   return { t: 'empty' };
 }
@@ -199,6 +201,11 @@ async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const replace = param(req, 'replace-existing-checks');
   const parsed = parseService(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote' });
+  requireAccess(req, 'service', parsed.service.service, 'write');
+  // Registering over an instance of another name replaces that service: the caller must be able to write it too.
+  const st = api.runtime.state;
+  const replaced = st.services.get(st.serviceKey(api.nodeName, parsed.service.id))?.service;
+  if (replaced !== undefined && replaced !== parsed.service.service) requireAccess(req, 'service', replaced, 'write');
   await proposeOk(api, {
     t: 'service.register', node: api.nodeName, service: parsed.service, checks: parsed.checks,
     replaceExistingChecks: replace !== undefined && (replace === '' || replace === 'true'),

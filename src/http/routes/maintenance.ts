@@ -6,13 +6,12 @@
  * answers and gRPC serving, shows on the stream and invalidates the sessions that list it; it is in the
  * log, so it survives a restart and reaches every node of a cluster. `enable=false` removes it.
  */
-import { allowed } from '../../auth/index.ts';
 import type { CheckRegistration } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
 import { nodeMaintenanceCheckId, serviceMaintenanceCheckId } from '../../domain/maintenance.ts';
 import { passiveDefinition } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
-import { denied } from '../auth-gate.ts';
+import { requireAccess } from '../auth-gate.ts';
 import { checkDatacenter } from '../query.ts';
 import type { Reply } from '../reply.ts';
 import { param, type Request } from '../request.ts';
@@ -31,12 +30,6 @@ function enableOf(req: Request): boolean {
   if (goTrue.has(value)) return true;
   if (goFalse.has(value)) return false;
   throw new RegistryError('maintenanceEnableInvalid', { value });
-}
-
-function requireWrite(req: Request, resource: 'node' | 'service', name: string): void {
-  if (req.identity === undefined) return;
-  const need = { resource, name, access: 'write' as const };
-  if (!allowed(req.identity, need)) throw denied(need);
 }
 
 function maintenanceCheck(checkId: string, name: string, notes: string, serviceId: string): CheckRegistration {
@@ -59,7 +52,7 @@ async function setMaintenance(api: ApiContext, enable: boolean, check: CheckRegi
 async function nodeMaintenance(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const enable = enableOf(req);
-  requireWrite(req, 'node', api.nodeName);
+  requireAccess(req, 'node', api.nodeName, 'write');
   const reason = param(req, 'reason') || nodeDefaultReason;
   return setMaintenance(api, enable, maintenanceCheck(nodeMaintenanceCheckId, 'Node Maintenance Mode', reason, ''));
 }
@@ -73,7 +66,7 @@ async function serviceMaintenance(req: Request, api: ApiContext): Promise<Reply>
   const st = api.runtime.state;
   const service = st.services.get(st.serviceKey(api.nodeName, id));
   if (service === undefined) throw new RegistryError('serviceNotFound', { id });
-  requireWrite(req, 'service', service.service);
+  requireAccess(req, 'service', service.service, 'write');
   const reason = param(req, 'reason') || serviceDefaultReason;
   return setMaintenance(api, enable, maintenanceCheck(serviceMaintenanceCheckId(id), 'Service Maintenance Mode', reason, id));
 }

@@ -13,6 +13,12 @@ import { fail, ok, type Ctx, type Handler, type Handlers, type Result, type Tags
 
 const catalogRegister: Handler<'catalog.register'> = (c, cmd) => {
   const { state } = c;
+  // Only an ID new to the node is checked: a node already holding its ID keeps it whoever else has it too.
+  const holder = state.nodes.get(cmd.node)?.id.toLowerCase() === cmd.id.toLowerCase() ? undefined : state.nodeHoldingId(cmd.id, cmd.node);
+  if (holder !== undefined) {
+    if (holder.node !== cmd.replaces) return fail('node-id-taken', holder.node);
+    removeNode(c, holder.node);
+  }
   const existing = state.nodes.get(cmd.node);
   const changed = existing === undefined || existing.id !== cmd.id || existing.address !== cmd.address ||
     JSON.stringify(existing.meta) !== JSON.stringify(cmd.meta);
@@ -39,23 +45,28 @@ const catalogRegister: Handler<'catalog.register'> = (c, cmd) => {
 };
 
 const catalogDeregister: Handler<'catalog.deregister'> = (c, cmd) => {
-  const { state } = c;
-  if (!state.nodes.has(cmd.node)) return fail('unknown-node', cmd.node);
+  if (!c.state.nodes.has(cmd.node)) return fail('unknown-node', cmd.node);
   if (cmd.checkId !== undefined) return deregisterCheck(c, cmd.node, cmd.checkId);
-  for (const s of state.sessionsOfNode(cmd.node)) invalidate(c, s.id, { type: 'node.destroyed' });
-  for (const service of state.servicesOfNode(cmd.node)) {
-    state.services.delete(state.serviceKey(cmd.node, service.id));
-    c.effects.push({ t: 'service', node: cmd.node, serviceId: service.id });
-  }
-  for (const check of state.checksOfNode(cmd.node)) {
-    state.checks.delete(state.checkKey(cmd.node, check.checkId));
-    c.effects.push({ t: 'check', node: cmd.node, checkId: check.checkId, serviceId: check.serviceId });
-  }
-  state.nodes.delete(cmd.node);
-  state.catalogIndex = c.index;
-  c.effects.push({ t: 'catalog' }, { t: 'node', node: cmd.node });
+  removeNode(c, cmd.node);
   return ok;
 };
+
+/** Removes a node with its services and checks, invalidating its sessions. */
+function removeNode(c: Ctx, node: string): void {
+  const { state } = c;
+  for (const s of state.sessionsOfNode(node)) invalidate(c, s.id, { type: 'node.destroyed' });
+  for (const service of state.servicesOfNode(node)) {
+    state.services.delete(state.serviceKey(node, service.id));
+    c.effects.push({ t: 'service', node, serviceId: service.id });
+  }
+  for (const check of state.checksOfNode(node)) {
+    state.checks.delete(state.checkKey(node, check.checkId));
+    c.effects.push({ t: 'check', node, checkId: check.checkId, serviceId: check.serviceId });
+  }
+  state.nodes.delete(node);
+  state.catalogIndex = c.index;
+  c.effects.push({ t: 'catalog' }, { t: 'node', node });
+}
 
 const serviceRegister: Handler<'service.register'> = (c, cmd) => {
   const { state } = c;
