@@ -175,7 +175,8 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/health/service/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
   { path: '/v1/health/state/', prefix: true, resource: 'node', access: 'read', name: '' },
   // Agent checks and services: register names the check (its id) or the service (its name) in the body,
-  // and its handler checks write on that name (a service registered over another of the same id: on both).
+  // and its handler checks write on that name (a service registered over another of the same id: on both);
+  // a service's deregistration names its id, and the handler checks write on the instance's name.
   { path: '/v1/agent/checks', prefix: false, resource: 'check', access: 'read', name: '' },
   { path: '/v1/agent/check/register', prefix: false, resource: 'check', access: 'write', name: 'byHandler' },
   { path: '/v1/agent/check/deregister/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
@@ -185,7 +186,7 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/agent/check/update/', prefix: true, resource: 'check', access: 'write', name: 'rest' },
   { path: '/v1/agent/services', prefix: false, resource: 'service', access: 'read', name: '' },
   { path: '/v1/agent/service/register', prefix: false, resource: 'service', access: 'write', name: 'byHandler' },
-  { path: '/v1/agent/service/deregister/', prefix: true, resource: 'service', access: 'write', name: 'rest' },
+  { path: '/v1/agent/service/deregister/', prefix: true, resource: 'service', access: 'write', name: 'byHandler' },
   // Maintenance: write on this agent's node (Consul's node:write), or on the name of the service, which the
   // handler finds in state.
   { path: '/v1/agent/maintenance', prefix: false, resource: 'node', access: 'write', name: 'byHandler' },

@@ -1,5 +1,5 @@
 /** The request as handlers see it: copied out of uWS synchronously, body complete, path decoded once. */
-import { allowed, allowedPrefix, type Identity } from '../auth/index.ts';
+import { allowed, allowedPrefix, type Identity, type Resource } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 
 export interface Request {
@@ -33,11 +33,11 @@ export interface Request {
 
 /**
  * Which names under `prefix` the caller may read, for a route that filters its list item by item (KV
- * recurse and keys lists, as Consul filters them) and counts only those items in its index. Undefined
- * when every name under the prefix is readable: always without authentication, and for a token whose
- * rules allow the whole subtree.
+ * recurse and keys lists, catalog and health lists, as Consul filters them; KV lists also count only
+ * those items in their index). Undefined when every name under the prefix is readable: always without
+ * authentication, and for a token whose rules allow the whole subtree.
  */
-export function readableUnder(req: Request, resource: 'key', prefix: string): ((name: string) => boolean) | undefined {
+export function readableUnder(req: Request, resource: Resource, prefix: string): ((name: string) => boolean) | undefined {
   const identity = req.identity;
   if (identity === undefined || allowedPrefix(identity, { resource, name: prefix, access: 'read' })) return undefined;
   return (name) => allowed(identity, { resource, name, access: 'read' });

@@ -42,7 +42,8 @@ export function subscribeRequest(msg: Record<string, unknown>, subs: ReadonlyMap
 
 /**
  * The read a subscription needs, as the matching HTTP query would: a service's health or checks need
- * read on the service (every service's health: read on all of them); a node's checks, or checks by state, read on nodes; a node's
+ * read on the service (every service's health: read on all of them); a node's checks read on the node,
+ * checks by state read on every node and every service (the HTTP lists filter instead); a node's
  * sessions read on that node's sessions (every node's: read on all of them, as a prefix).
  * A KV prefix needs read on the prefix and on every rule below it, since the view shows every key.
  */
@@ -53,7 +54,8 @@ function mayWatch(identity: Identity, topic: string, key: string): boolean {
     case 'service_health': return key === '' ? allowedPrefix(identity, need('service', '')) : allowed(identity, need('service', key));
     case 'service_checks': case 'serving_status': return allowed(identity, need('service', key));
     case 'node_checks': return allowed(identity, need('node', key));
-    case 'checks_in_state': return allowed(identity, need('node', ''));
+    // Every node's checks, service checks among them: read on every node and every service, as prefixes.
+    case 'checks_in_state': return allowedPrefix(identity, need('node', '')) && allowedPrefix(identity, need('service', ''));
     case 'sessions': return key === '' ? allowedPrefix(identity, need('session', '')) : allowed(identity, need('session', key));
     case 'kv_prefix': return allowedPrefix(identity, need('key', key));
     default: return false;

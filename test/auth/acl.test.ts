@@ -127,7 +127,7 @@ describe('accessFor', () => {
     ['PUT', '/v1/agent/check/deregister/mem', 'mem', { resource: 'check', name: 'mem', access: 'write' }],
     ['GET', '/v1/agent/services', '', { resource: 'service', name: '', access: 'read' }],
     ['PUT', '/v1/agent/service/register', '', { resource: 'service', name: '', access: 'write', byHandler: true }],
-    ['PUT', '/v1/agent/service/deregister/web-1', 'web-1', { resource: 'service', name: 'web-1', access: 'write' }],
+    ['PUT', '/v1/agent/service/deregister/web-1', 'web-1', { resource: 'service', name: '', access: 'write', byHandler: true }],
     ['PUT', '/v1/agent/maintenance', '', { resource: 'node', name: '', access: 'write', byHandler: true }],
     ['PUT', '/v1/agent/service/maintenance/web-1', 'web-1', { resource: 'service', name: '', access: 'write', byHandler: true }],
     // Agent, status, stream

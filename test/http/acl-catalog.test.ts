@@ -1,18 +1,21 @@
-// Goal: with authentication on, the writes that name their node, service or check in the body are judged
-// on that name, on a started agent: a deny rule under a broader write grant protects a node from catalog
-// register and deregister (and from a rename that takes its ID), a service name from registration (and
-// from a registration over an instance of that name), a check id from registration; a grant on a prefix
-// alone is enough for names under it. A refused write changes nothing.
+// Goal: with authentication on, the writes that name their node, service or check are judged on that
+// name, on a started agent: a deny rule under a broader write grant protects a node from catalog register
+// and deregister (and from a rename that takes its ID), a service name from registration (and from a
+// registration over an instance of that name, and from deregistration under any id), a check id from
+// registration; a grant on a prefix alone is enough for names under it. A refused write changes nothing.
+// Catalog, health and agent lists leave out what such a deny rule covers, and the stream's
+// checks_in_state is refused to that token.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
-import { call, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import WebSocket from 'ws';
+import { call, sleep, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 
 const secret = 'a-catalog-acl-secret-that-is-long-enough-1';
 const tokens = new TokenAuthority({ secret });
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
-const everything: Rule[] = (['node', 'service', 'check', 'session', 'key'] as const).map((resource) => ({ resource, prefix: '', access: 'write' }));
+const everything: Rule[] = (['node', 'service', 'check', 'session', 'key', 'agent'] as const).map((resource) => ({ resource, prefix: '', access: 'write' }));
 
 let agent: Agent;
 let admin: string;
@@ -88,10 +91,84 @@ describe('agent registrations are judged on the service or check they name', () 
     expect((await put('/v1/agent/service/register', { Name: 'web', ID: 'web-1' }, narrow)).status).toBe(200);
   });
 
+  test('a service is deregistered only by a token that may write its name, whatever its id', async () => {
+    expect((await put('/v1/agent/service/register', { Name: 'db', ID: 'x-9' }, admin)).status).toBe(200);
+    expectDenied(await put('/v1/agent/service/deregister/x-9', undefined, fenced), 'service', 'db');
+    expect(Object.keys(await get('/v1/agent/services'))).toContain('x-9');
+    expect((await put('/v1/agent/service/register', { Name: 'web', ID: 'db-9' }, admin)).status).toBe(200);
+    expect((await put('/v1/agent/service/deregister/db-9', undefined, fenced)).status).toBe(200);
+    expect(Object.keys(await get('/v1/agent/services'))).not.toContain('db-9');
+  });
+
   test('a denied check id cannot be registered', async () => {
     expectDenied(await put('/v1/agent/check/register', { Name: 'sys-load', TTL: '30s' }, fenced), 'check', 'sys-load');
     expect(Object.keys(await get('/v1/agent/checks'))).not.toContain('sys-load');
     expect((await put('/v1/agent/check/register', { Name: 'app-load', TTL: '30s' }, narrow)).status).toBe(200);
     expectDenied(await put('/v1/agent/check/register', { Name: 'other-load', TTL: '30s' }, narrow), 'check', 'other-load');
+  });
+});
+
+async function firstAnswer(token: string, topic: string, key: string): Promise<{ type: string; code?: string }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${new URL(agent.url).port}/v1/stream`, ['registry.stream.v1'], { headers: bearer(token) });
+  const msgs: { id?: string; type: string; code?: string }[] = [];
+  ws.on('message', (d) => msgs.push(JSON.parse(d.toString())));
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  try {
+    ws.send(JSON.stringify({ op: 'subscribe', id: 's0', topic, key }));
+    for (let tries = 0; tries < 500; tries++) {
+      const end = msgs.find((m) => m.id === 's0' && (m.type === 'end_of_snapshot' || m.type === 'error'));
+      if (end !== undefined) return end;
+      await sleep(20);
+    }
+    throw new Error('no answer to the subscription');
+  } finally { ws.close(); }
+}
+
+describe('lists hold only what the token may read', () => {
+  beforeAll(async () => {
+    for (const node of ['prot-list', 'open-list']) {
+      expect((await put('/v1/catalog/register', { Node: node, Address: '10.1.0.1', Check: { CheckID: 'disk', Name: 'disk', Status: 'passing' } }, admin)).status).toBe(200);
+    }
+    for (const [name, id] of [['db-list', 'dbl-1'], ['web-list', 'wl-1']]) {
+      const r = await put('/v1/agent/service/register', { Name: name, ID: id, Checks: [{ CheckID: `${id}-ttl`, Name: 'ttl', TTL: '60s' }] }, admin);
+      expect(r.status, r.text).toBe(200);
+    }
+    for (const name of ['sys-disk', 'app-disk']) expect((await put('/v1/agent/check/register', { Name: name, TTL: '60s' }, admin)).status).toBe(200);
+  });
+
+  const read = async (path: string, token: string) => {
+    const r = await call(agent.url, 'GET', path, undefined, bearer(token));
+    expect(r.status, r.text).toBe(200);
+    return r.text;
+  };
+
+  test.each([
+    ['/v1/catalog/nodes', '"prot-list"', '"open-list"'],
+    ['/v1/catalog/services', '"db-list"', '"web-list"'],
+    ['/v1/catalog/node/node1', '"dbl-1"', '"wl-1"'],
+    ['/v1/health/state/any', '"prot-list"', '"open-list"'],
+    ['/v1/health/state/any', '"db-list"', '"web-list"'],
+    ['/v1/health/node/node1', '"dbl-1-ttl"', '"wl-1-ttl"'],
+    ['/v1/agent/services', '"dbl-1"', '"wl-1"'],
+    ['/v1/agent/checks', '"sys-disk"', '"app-disk"'],
+  ])('%s leaves out %s, denied to the token, and keeps %s', async (path, hidden, shown) => {
+    expect(await read(path, admin)).toContain(hidden);
+    const fencedView = await read(path, fenced);
+    expect(fencedView).not.toContain(hidden);
+    expect(fencedView).toContain(shown);
+  });
+
+  test('a service instance on a node the token may not read is left out of the service\'s lists', async () => {
+    // Instances live on this agent's node only; the node rule is shown with a token denied this agent's node.
+    const noSelf = await tokens.mint({ subject: 'noself', ttlSeconds: 600, rules: [...everything, { resource: 'node', prefix: 'node1', access: 'deny' }] });
+    for (const path of ['/v1/catalog/service/web-list', '/v1/health/service/web-list', '/v1/health/checks/web-list']) {
+      expect(await read(path, admin)).toContain('"node1"');
+      expect(JSON.parse(await read(path, noSelf))).toEqual([]);
+    }
+  });
+
+  test('the stream\'s checks_in_state needs read on every node and service', async () => {
+    expect(await firstAnswer(admin, 'checks_in_state', 'any')).toMatchObject({ type: 'end_of_snapshot' });
+    expect(await firstAnswer(fenced, 'checks_in_state', 'any')).toMatchObject({ type: 'error', code: 'forbidden' });
   });
 });

@@ -16,7 +16,7 @@ import { checkOutputBytesMax } from '../../domain/limits.ts';
 import { parseCheck, parseService } from '../definitions.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions, queryOptionParameters } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
-import { param, type Request } from "../request.ts";
+import { param, readableUnder, type Request } from "../request.ts";
 import type { Route } from '../router.ts';
 
 // ---------------------------------------------------------------- rendering
@@ -94,6 +94,22 @@ function required(req: Request, missing: 'checkIdMissing' | 'serviceIdMissing' |
   return req.rest;
 }
 
+const everything = (_name: string) => true;
+
+/**
+ * What of the catalog the caller may read, as Consul filters its lists: nodes by node read, service
+ * instances by service read on their name (everything without authentication, or with a token that may
+ * read every name). The route's own rule is checked first, by the gate.
+ */
+function catalogAcl(req: Request): { node: (name: string) => boolean; service: (name: string) => boolean } {
+  return { node: readableUnder(req, 'node', '') ?? everything, service: readableUnder(req, 'service', '') ?? everything };
+}
+
+/** A check is shown when its node may be read, and for a service check its service too (Consul's rule). */
+function checkVisible(acl: ReturnType<typeof catalogAcl>, c: HealthCheck): boolean {
+  return acl.node(c.node) && (c.serviceId === '' || acl.service(c.serviceName));
+}
+
 /** A catalog read: query options, filter compiled first, wait on the catalog index, then render. */
 function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiContext, keep: (v: unknown) => boolean) => unknown) {
   return async (req: Request, api: ApiContext): Promise<Reply> => {
@@ -127,7 +143,8 @@ async function proposeOk(api: ApiContext, cmd: Command): Promise<void> {
 function agentChecks(req: Request, api: ApiContext): Reply {
   checkDatacenter(req, api);
   const keep = filterOf(req, checkSchema);
-  const rendered = localChecks(api).map((c) => [c.checkId, renderCheck(c, true)] as const);
+  const readable = readableUnder(req, 'check', '') ?? everything;
+  const rendered = localChecks(api).filter((c) => readable(c.checkId)).map((c) => [c.checkId, renderCheck(c, true)] as const);
   return json(Object.fromEntries(rendered.filter(([, check]) => keep(check))));
 }
 
@@ -193,7 +210,8 @@ async function checkUpdate(req: Request, api: ApiContext): Promise<Reply> {
 function agentServices(req: Request, api: ApiContext): Reply {
   checkDatacenter(req, api);
   const keep = filterOf(req, agentServiceSchema);
-  const rendered = api.runtime.state.servicesOfNode(api.nodeName).map((s) => [s.id, renderAgentService(s, api.datacenter)] as const);
+  const { service } = catalogAcl(req);
+  const rendered = api.runtime.state.servicesOfNode(api.nodeName).filter((s) => service(s.service)).map((s) => [s.id, renderAgentService(s, api.datacenter)] as const);
   return json(Object.fromEntries(rendered.filter(([, service]) => keep(service))));
 }
 
@@ -216,18 +234,22 @@ async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
 async function serviceDeregister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const id = required(req, 'serviceIdMissing');
-  if (!api.runtime.state.services.has(api.runtime.state.serviceKey(api.nodeName, id))) throw new RegistryError('serviceNotFound', { id });
+  const instance = api.runtime.state.services.get(api.runtime.state.serviceKey(api.nodeName, id));
+  if (instance === undefined) throw new RegistryError('serviceNotFound', { id });
+  requireAccess(req, 'service', instance.service, 'write');
   await proposeOk(api, { t: 'service.deregister', node: api.nodeName, serviceId: id });
   return { t: 'empty' };
 }
 
 // ---------------------------------------------------------------- catalog
 
-const catalogServices = catalogRead(undefined, (_req, api) => {
+const catalogServices = catalogRead(undefined, (req, api) => {
   const tags = new Map<string, Set<string>>();
+  const { service } = catalogAcl(req);
   // Consul lists the servers themselves as the service "consul"; its clients expect it there.
-  if (api.dialect === 'consul') tags.set('consul', new Set());
+  if (api.dialect === 'consul' && service('consul')) tags.set('consul', new Set());
   for (const s of api.runtime.state.services.values()) {
+    if (!service(s.service)) continue;
     const set = tags.get(s.service) ?? new Set<string>();
     for (const t of s.tags) set.add(t);
     tags.set(s.service, set);
@@ -242,20 +264,24 @@ function hasTags(s: ServiceInstance, req: Request): boolean {
 const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
   const name = required(req, 'serviceMissing');
   const st = api.runtime.state;
-  return st.instancesOf(name).filter((s) => hasTags(s, req))
+  const { node } = catalogAcl(req);
+  return st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node))
     .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
 });
 
-const catalogNodes = catalogRead(nodeSchema, (_req, api, keep) =>
-  [...api.runtime.state.nodes.values()].sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
-    .map((n) => renderNode(n, api.datacenter)).filter(keep));
+const catalogNodes = catalogRead(nodeSchema, (req, api, keep) => {
+  const { node } = catalogAcl(req);
+  return [...api.runtime.state.nodes.values()].filter((n) => node(n.node)).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+    .map((n) => renderNode(n, api.datacenter)).filter(keep);
+});
 
 const catalogNode = catalogRead(undefined, (req, api) => {
   const name = required(req, 'nodeMissing');
   const st = api.runtime.state;
   const node = st.nodes.get(name);
   if (node === undefined) return null;
-  const services = Object.fromEntries(st.servicesOfNode(name).map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }]));
+  const { service } = catalogAcl(req);
+  const services = Object.fromEntries(st.servicesOfNode(name).filter((s) => service(s.service)).map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }]));
   return { Node: renderNode(node, api.datacenter), Services: services };
 });
 
@@ -263,12 +289,14 @@ const catalogNode = catalogRead(undefined, (req, api) => {
 
 const healthNode = catalogRead(checkSchema, (req, api, keep) => {
   const name = required(req, 'nodeMissing');
-  return api.runtime.state.checksOfNode(name).map((c) => renderCheck(c)).filter(keep);
+  const acl = catalogAcl(req);
+  return api.runtime.state.checksOfNode(name).filter((c) => checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
 });
 
 const healthChecks = catalogRead(checkSchema, (req, api, keep) => {
   const name = required(req, 'serviceMissing');
-  return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '').map((c) => renderCheck(c)).filter(keep);
+  const acl = catalogAcl(req);
+  return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
 });
 
 function parsePassing(req: Request): boolean {
@@ -284,8 +312,9 @@ const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
   const passingOnly = parsePassing(req);
   const st = api.runtime.state;
   const entries: Record<string, unknown>[] = [];
+  const { node } = catalogAcl(req);
   for (const s of st.instancesOf(name)) {
-    if (!hasTags(s, req)) continue;
+    if (!hasTags(s, req) || !node(s.node)) continue;
     const entry = healthEntry(st, s, api.datacenter, passingOnly);
     if (entry !== undefined && keep(entry)) entries.push(entry);
   }
@@ -304,7 +333,8 @@ const healthState = catalogRead(checkSchema, (req, api, keep) => {
   }
   // "fail" returns the failing checks: the registry's word for critical.
   const wanted = state === 'fail' ? 'critical' : state;
-  return api.runtime.state.allChecks().filter((c) => wanted === 'any' || c.status === wanted).map((c) => renderCheck(c)).filter(keep);
+  const acl = catalogAcl(req);
+  return api.runtime.state.allChecks().filter((c) => (wanted === 'any' || c.status === wanted) && checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
 });
 
 /** A catalog read's parameters: the query options and `filter`. */

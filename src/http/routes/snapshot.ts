@@ -12,7 +12,8 @@
  *   snapshot is stored as an attachment of the log first (a file beside the WAL, an object of the
  *   cluster's object store) and the entry names it. Answers `{"Index":n}`, the restore entry's index.
  *
- * Both need the operator rule (read to save, write to restore: src/auth/acl.ts).
+ * Both need the operator rule (read to save, write to restore: src/auth/acl.ts). A snapshot holds every
+ * record, so saving one also needs read on everything it holds (see snapshotContents).
  */
 import { createHash } from 'node:crypto';
 import type { StateRestore } from '../../domain/commands.ts';
@@ -21,7 +22,9 @@ import {
   encodeSnapshotFile, fromSnapshotData, readSnapshotFile, SnapshotFileError, toSnapshotData, type RegistryState, type SnapshotData,
 } from '../../state/index.ts';
 import { snapshotRecordsProblem } from '../../state/snapshot-records.ts';
+import { allowedPrefix, type Resource } from '../../auth/index.ts';
 import type { ApiContext } from '../api.ts';
+import { denied } from '../auth-gate.ts';
 import { checkDatacenter } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import { flag, type Request } from '../request.ts';
@@ -35,8 +38,24 @@ export const snapshotBodyBytesMax = 256 * 1024 * 1024;
  */
 const inlineBytesMax = 256 * 1024;
 
+/**
+ * What a snapshot holds. Saving one reads all of it, so it needs read on each as a prefix, with no rule
+ * below that denies (a key rule `secret/` deny refuses it): operator read alone would hand a monitoring
+ * token every key's value. Consul asks for a management token.
+ */
+const snapshotContents: readonly Resource[] = ['key', 'session', 'node', 'service', 'check'];
+
+function requireReadAll(req: Request): void {
+  if (req.identity === undefined) return;
+  for (const resource of snapshotContents) {
+    const need = { resource, name: '', access: 'read' as const };
+    if (!allowedPrefix(req.identity, need)) throw denied(need);
+  }
+}
+
 async function save(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
+  requireReadAll(req);
   if (!flag(req, 'stale')) await api.runtime.barrier();
   const data = detachedSnapshot(api.runtime.state);
   const { file, meta } = await encodeSnapshotFile(data, api.nodeName, Date.now());
