@@ -5,14 +5,14 @@
  * SIGTERM/SIGINT and after `PUT /v1/agent/leave`, reloads the config file on SIGHUP, and turns failures
  * into exit codes.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
 import { createLogger } from './agent/logger.ts';
+import { nodeIdOf } from './agent/node-id.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { BindingUnavailable, loadUws } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
@@ -24,18 +24,6 @@ import { DataDirLocked, lockDataDir } from './util/data-dir-lock.ts';
 // `?filter=` takes `matches` patterns from clients: let V8 fall back to its linear-time engine when a
 // pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
 setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
-
-/** The node id lives beside the log so a restarted node keeps its identity. */
-function nodeIdOf(dataDir: string): string {
-  const file = join(dataDir, 'node-id');
-  try {
-    return readFileSync(file, 'utf8').trim();
-  } catch {
-    const id = randomUUID();
-    writeFileSync(file, `${id}\n`);
-    return id;
-  }
-}
 
 /** The log: the embedded WAL on one node; with --nats, the JetStream stream shared by the cluster. */
 async function openLog(config: Config, dataDir: string, clock: SystemClock, logger: Logger): Promise<ReplicatedLog> {

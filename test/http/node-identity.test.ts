@@ -4,11 +4,13 @@
 // changes. An ID moved from a node that is not live renames it, as in Consul: the old node goes with its
 // checks and the sessions bound to them. An agent whose node a client deregisters, or whose address or
 // gossip check a client changes, registers itself again; one restarted under a new name on its data dir
-// replaces its old node instead of leaving it behind.
-import { readFileSync } from 'node:fs';
+// replaces its old node instead of leaving it behind. The data dir's node-id file: written whole on a
+// first start; an empty one (lost to a crash) is replaced; one holding something else than a UUID stops
+// the start (exit 2, naming the file) and is left as it is.
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, startAgent, type Agent } from '../support/agent.ts';
+import { call, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 import { until } from '../support/until.ts';
 
 let seed: Agent;
@@ -107,5 +109,35 @@ describe('an agent owns its node', () => {
         expect(renamed.output()).toContain('this node\'s ID was held by another node: that node is removed from the catalog');
       } finally { await renamed.stop(); }
     } finally { first.cleanup(); }
+  });
+});
+
+describe('the node-id file', () => {
+  test('a first start writes a UUID whole; an empty file is given a new ID', async () => {
+    const dir = tempDataDir();
+    const first = await startAgent({ dataDir: dir });
+    const id = idOf(first);
+    try {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      expect(existsSync(join(dir, 'node-id.tmp'))).toBe(false);
+    } finally { await first.stop(); }
+    writeFileSync(join(dir, 'node-id'), '');
+    const again = await startAgent({ dataDir: dir });
+    try {
+      const renewed = idOf(again);
+      expect(renewed).toMatch(/^[0-9a-f-]{36}$/);
+      expect(renewed).not.toBe(id);
+      expect(await nodeNamed(again, 'node1')).toMatchObject({ ID: renewed });
+    } finally { await again.stop(); rmSync(dir, { recursive: true, force: true }); }
+  });
+
+  test('a node-id that is not a UUID stops the start, naming the file, and is left as it is', async () => {
+    const dir = tempDataDir();
+    writeFileSync(join(dir, 'node-id'), 'web-7 (edited by hand)\n');
+    const start = startAgent({ dataDir: dir });
+    await expect(start).rejects.toThrow(/exited \(2\)/);
+    await expect(start).rejects.toThrow(`${join(dir, 'node-id')} holds "web-7 (edited by hand)", which is not a node ID (a UUID)`);
+    expect(readFileSync(join(dir, 'node-id'), 'utf8')).toBe('web-7 (edited by hand)\n');
+    rmSync(dir, { recursive: true, force: true });
   });
 });
