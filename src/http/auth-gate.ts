@@ -39,6 +39,8 @@ function present(value: string | undefined | null): string | undefined {
   return value === undefined || value === null || value.trim() === '' ? undefined : value;
 }
 
+const unmappedRoute: AccessRequest = { resource: 'operator', name: '', access: 'write' };
+
 /** 403 code 1004 for a permission the caller's rules do not grant. */
 export function denied(need: AccessRequest): RegistryError {
   return new RegistryError('permissionDenied', need);
@@ -88,9 +90,10 @@ export class AuthGate {
     req.identity = identity;
     req.caller = signed ? identity.subject : tokenCaller(identity.subject);
     const method = req.method === 'HEAD' ? 'GET' : req.method;
-    const need = accessFor(method, req.path, req.rest);
-    // Session routes check the session's node in their handler (need.byHandler).
-    if (need === undefined || need.byHandler) return;
+    // A route missing from the rule table (acl.ts) is an operator's, so none is open by being forgotten.
+    const need = accessFor(method, req.path, req.rest) ?? unmappedRoute;
+    // Routes whose name only the handler knows check it there (need.byHandler).
+    if (need.byHandler) return;
     const kvList = need.resource === 'key' && method === 'GET' && (req.query.has('recurse') || req.query.has('keys'));
     if (kvList) return;
     const recursiveDelete = need.resource === 'key' && method === 'DELETE' && req.query.has('recurse');

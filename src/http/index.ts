@@ -23,9 +23,13 @@ export { dialects } from './render.ts';
 export type { Dialect } from './render.ts';
 
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
+export const apiRoutes = [
+  ...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes,
+  ...healthRoutes, ...lockInfoRoutes, ...uiRoutes,
+];
+
 export function apiRouter(): Router<ApiContext> {
   const router = new Router<ApiContext>();
-  const routes = [...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes, ...healthRoutes, ...lockInfoRoutes, ...uiRoutes];
-  for (const route of routes) router.add(route);
+  for (const route of apiRoutes) router.add(route);
   return router;
 }

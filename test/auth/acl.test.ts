@@ -3,6 +3,7 @@
 // is usable by its owner or an operator only.
 import { describe, expect, test } from 'vitest';
 import { accessFor, allowed, allowedPrefix, isOperator, isRule, mayUseSession, parseRules, type Identity, type Rule } from '../../src/auth/index.ts';
+import { apiRoutes } from '../../src/http/index.ts';
 
 const who = (...rules: Rule[]): Identity => ({ subject: 'alice', rules });
 const key = (name: string, access: 'read' | 'write') => ({ resource: 'key' as const, name, access });
@@ -156,6 +157,20 @@ describe('accessFor', () => {
     expect(accessFor('POST', '/v1/kv/a', 'a')).toEqual({ resource: 'key', name: 'a', access: 'write' });
     expect(accessFor('get', '/v1/kv/a', 'a')).toEqual({ resource: 'key', name: 'a', access: 'read' });
     expect(accessFor('GET', '/v1/session/create', '')).toEqual({ resource: 'session', name: '', access: 'write', byHandler: true });
+  });
+});
+
+describe('every route the agent serves has a rule', () => {
+  test('each method of each route that is not public maps to a rule (the gate gives a route without one to operators only)', () => {
+    const missing: string[] = [];
+    for (const route of apiRoutes) {
+      if (route.public) continue;
+      const rest = route.prefix ? 'x' : '';
+      for (const method of Object.keys(route.methods)) {
+        if (accessFor(method, route.path + rest, rest) === undefined) missing.push(`${method} ${route.path}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });
 
