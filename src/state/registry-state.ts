@@ -43,7 +43,12 @@ export class RegistryState {
   readonly tombstones = new Map<string, number>();
   tombstoneFloor = 0;
 
+  /** Changed only through setNode and deleteNode, which keep `nodesById` in step. */
   readonly nodes = new Map<string, CatalogNode>();
+  /** Derived: node names by lower-cased node ID (a state written before IDs were unique may hold one twice). */
+  private readonly nodesById = new Map<string, Set<string>>();
+  /** Derived: node names by their lower-cased form. */
+  private readonly nodesByFoldedName = new Map<string, Set<string>>();
   /** `${node}\0${checkId}` → check. */
   readonly checks = new Map<string, HealthCheck>();
   /** `${node}\0${serviceId}` → service instance. */
@@ -184,9 +189,36 @@ export class RegistryState {
   /** The node other than `except` whose ID is `id` (UUIDs compare without regard to case), if any. */
   nodeHoldingId(id: string, except: string): CatalogNode | undefined {
     if (id === '') return undefined;
-    const wanted = id.toLowerCase();
-    for (const n of this.nodes.values()) if (n.node !== except && n.id.toLowerCase() === wanted) return n;
+    for (const name of this.nodesById.get(id.toLowerCase()) ?? []) if (name !== except) return this.nodes.get(name);
     return undefined;
+  }
+
+  /** The nodes whose names equal `name` without regard to case. */
+  nodesNamedLike(name: string): CatalogNode[] {
+    return [...this.nodesByFoldedName.get(name.toLowerCase()) ?? []].map((n) => this.nodes.get(n)!);
+  }
+
+  /** Adds or replaces a node record. */
+  setNode(n: CatalogNode): void {
+    this.deleteNode(n.node);
+    this.nodes.set(n.node, n);
+    addTo(this.nodesByFoldedName, n.node.toLowerCase(), n.node);
+    if (n.id !== '') addTo(this.nodesById, n.id.toLowerCase(), n.node);
+  }
+
+  deleteNode(name: string): void {
+    const old = this.nodes.get(name);
+    if (old === undefined) return;
+    this.nodes.delete(name);
+    removeFrom(this.nodesByFoldedName, name.toLowerCase(), name);
+    removeFrom(this.nodesById, old.id.toLowerCase(), name);
+  }
+
+  /** Removes every node record. */
+  clearNodes(): void {
+    this.nodes.clear();
+    this.nodesById.clear();
+    this.nodesByFoldedName.clear();
   }
 
   checksOfNode(node: string): HealthCheck[] {
@@ -194,6 +226,19 @@ export class RegistryState {
     for (const c of this.checks.values()) if (c.node === node) out.push(c);
     return out.sort(compareChecks);
   }
+}
+
+function addTo(index: Map<string, Set<string>>, key: string, name: string): void {
+  let names = index.get(key);
+  if (names === undefined) index.set(key, (names = new Set()));
+  names.add(name);
+}
+
+function removeFrom(index: Map<string, Set<string>>, key: string, name: string): void {
+  const names = index.get(key);
+  if (names === undefined) return;
+  names.delete(name);
+  if (names.size === 0) index.delete(key);
 }
 
 /** Orders keys by their UTF-8 bytes, as Consul's radix tree does. */

@@ -71,7 +71,8 @@ export function snapshotCounts(d: SnapshotData): { keys: number; sessions: numbe
 
 /** Empties `s` (a fresh state, or the live one a restore replaces) and fills it from `d`. */
 export function loadSnapshotData(s: RegistryState, d: SnapshotData): void {
-  for (const table of [s.kv, s.sessions, s.locksBySession, s.lockDelays, s.tombstones, s.nodes, s.checks, s.services]) table.clear();
+  for (const table of [s.kv, s.sessions, s.locksBySession, s.lockDelays, s.tombstones, s.checks, s.services]) table.clear();
+  s.clearNodes();
   s.kvOrder.clear();
   s.kvBytes = 0;
   s.index = d.index; s.atMs = d.atMs; s.kvIndex = d.kvIndex; s.sessionsIndex = d.sessionsIndex;
@@ -96,7 +97,7 @@ export function loadSnapshotData(s: RegistryState, d: SnapshotData): void {
   for (const x of d.sessions) s.sessions.set(x.id, x);
   for (const [k, v] of d.lockDelays) s.lockDelays.set(k, v);
   for (const [k, v] of d.tombstones) s.tombstones.set(k, v);
-  for (const n of d.nodes) s.nodes.set(n.node, n);
+  for (const n of d.nodes) s.setNode(n);
   for (const c of d.checks) s.checks.set(s.checkKey(c.node, c.checkId), c);
   for (const x of d.services) s.services.set(s.serviceKey(x.node, x.id), x);
 }

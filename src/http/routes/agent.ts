@@ -195,9 +195,8 @@ function claimNodeId(req: Request, state: RegistryState, cmd: CatalogRegister): 
   if (cmd.id === '' || state.nodes.get(cmd.node)?.id.toLowerCase() === cmd.id.toLowerCase()) return;
   const holder = state.nodeHoldingId(cmd.id, cmd.node);
   if (holder !== undefined && live(state, holder.node)) throw new RegistryError('nodeIdHeld', { id: cmd.id, holder: holder.node, address: holder.address });
-  const name = cmd.node.toLowerCase();
-  for (const other of state.nodes.values()) {
-    if (other.node.toLowerCase() !== name || other.id.toLowerCase() === cmd.id.toLowerCase()) continue;
+  for (const other of state.nodesNamedLike(cmd.node)) {
+    if (other.id.toLowerCase() === cmd.id.toLowerCase()) continue;
     if ((other.id === '' && holder === undefined) || !live(state, other.node)) continue;
     throw new RegistryError('nodeNameReserved', { node: cmd.node, id: cmd.id, holderId: other.id, holder: other.node, address: other.address });
   }

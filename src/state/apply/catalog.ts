@@ -23,7 +23,7 @@ const catalogRegister: Handler<'catalog.register'> = (c, cmd) => {
   const changed = existing === undefined || existing.id !== cmd.id || existing.address !== cmd.address ||
     JSON.stringify(existing.meta) !== JSON.stringify(cmd.meta);
   if (changed) {
-    state.nodes.set(cmd.node, {
+    state.setNode({
       id: cmd.id, node: cmd.node, address: cmd.address, meta: cmd.meta,
       createIndex: existing?.createIndex ?? c.index, modifyIndex: c.index,
     });
@@ -63,7 +63,7 @@ function removeNode(c: Ctx, node: string): void {
     state.checks.delete(state.checkKey(node, check.checkId));
     c.effects.push({ t: 'check', node, checkId: check.checkId, serviceId: check.serviceId });
   }
-  state.nodes.delete(node);
+  state.deleteNode(node);
   state.catalogIndex = c.index;
   c.effects.push({ t: 'catalog' }, { t: 'node', node });
 }
