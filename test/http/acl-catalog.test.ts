@@ -1,8 +1,9 @@
 // Goal: with authentication on, the writes that name their node, service or check are judged on that
 // name, on a started agent: a deny rule under a broader write grant protects a node from catalog register
 // and deregister (and from a rename that takes its ID), a service name from registration (and from a
-// registration over an instance of that name, and from deregistration under any id), a check id from
-// registration; a grant on a prefix alone is enough for names under it. A refused write changes nothing.
+// registration over an instance of that name, from deregistration under any id, and from a check bound
+// to it or moved off it), a check id from registration; a grant on a prefix alone is enough for names
+// under it. A refused write changes nothing.
 // Catalog, health and agent lists leave out what such a deny rule covers, and the stream's
 // checks_in_state is refused to that token.
 import { writeFileSync } from 'node:fs';
@@ -98,6 +99,18 @@ describe('agent registrations are judged on the service or check they name', () 
     expect((await put('/v1/agent/service/register', { Name: 'web', ID: 'db-9' }, admin)).status).toBe(200);
     expect((await put('/v1/agent/service/deregister/db-9', undefined, fenced)).status).toBe(200);
     expect(Object.keys(await get('/v1/agent/services'))).not.toContain('db-9');
+  });
+
+  test('a check cannot be bound to, or moved off, a service the token may not write', async () => {
+    expect((await put('/v1/agent/service/register', { Name: 'db', ID: 'db-c' }, admin)).status).toBe(200);
+    expect((await put('/v1/agent/service/register', { Name: 'web', ID: 'web-c' }, admin)).status).toBe(200);
+    expectDenied(await put('/v1/agent/check/register', { Name: 'app-db', TTL: '30s', ServiceID: 'db-c' }, fenced), 'service', 'db');
+    expect(Object.keys(await get('/v1/agent/checks'))).not.toContain('app-db');
+    expect((await put('/v1/agent/check/register', { Name: 'app-db2', TTL: '30s', ServiceID: 'db-c' }, admin)).status).toBe(200);
+    // Re-registered for web, it would leave db's health: refused too.
+    expectDenied(await put('/v1/agent/check/register', { Name: 'app-db2', TTL: '30s', ServiceID: 'web-c' }, fenced), 'service', 'db');
+    expect((await get('/v1/agent/checks'))['app-db2']).toMatchObject({ ServiceID: 'db-c' });
+    expect((await put('/v1/agent/check/register', { Name: 'app-web', TTL: '30s', ServiceID: 'web-c' }, fenced)).status).toBe(200);
   });
 
   test('a denied check id cannot be registered', async () => {

@@ -198,7 +198,7 @@ describe('stream authentication', () => {
   });
 
   test('a token in Authorization, X-Consul-Token or a bearer.<base64url> subprotocol opens it; only registry.stream.v1 is echoed', async () => {
-    const token = await mint([{ resource: 'service', prefix: '', access: 'read' }]);
+    const token = await mint([{ resource: 'service', prefix: '', access: 'read' }, { resource: 'node', prefix: '', access: 'read' }]);
     const viaHeader = await openStream(secured, [subprotocol], bearer(token));
     const viaConsul = await openStream(secured, [subprotocol], { 'x-consul-token': token });
     const viaProtocol = await openStream(secured, [subprotocol, `bearer.${Buffer.from(token).toString('base64url')}`]);
@@ -215,21 +215,27 @@ describe('stream authentication', () => {
   test('each subscription needs read on what it shows: others are refused with error "forbidden"', async () => {
     const token = await mint([
       { resource: 'service', prefix: 'web', access: 'read' },
+      { resource: 'node', prefix: 'n', access: 'read' },
       { resource: 'key', prefix: 'app/', access: 'read' },
       { resource: 'key', prefix: 'app/secret/', access: 'deny' },
     ]);
     const s = await openStream(secured, [subprotocol], bearer(token));
     const ask = (id: string, topic: string, key: string) => s.ws.send(JSON.stringify({ op: 'subscribe', id, topic, key }));
-    ask('ok', 'service_health', 'web');
     ask('svc', 'service_health', 'db');
+    ask('allnodes', 'service_health', 'web'); // its instances name nodes, and the token may not read every node
     ask('node', 'node_checks', 'n1');
+    ask('othernode', 'node_checks', 'm1');
     ask('kv', 'kv_prefix', 'app/public/');
     ask('kvwide', 'kv_prefix', 'app/');
     ask('sess', 'sessions', '');
-    expect((await answer(s, 'ok')).type).toBe('end_of_snapshot');
+    expect((await answer(s, 'node')).type).toBe('end_of_snapshot');
     expect((await answer(s, 'kv')).type).toBe('end_of_snapshot');
-    for (const id of ['svc', 'node', 'kvwide', 'sess']) expect(await answer(s, id)).toMatchObject({ type: 'error', code: 'forbidden' });
+    for (const id of ['svc', 'allnodes', 'othernode', 'kvwide', 'sess']) expect(await answer(s, id)).toMatchObject({ type: 'error', code: 'forbidden' });
     s.ws.close();
+    const withNodes = await openStream(secured, [subprotocol], bearer(await mint([{ resource: 'service', prefix: 'web', access: 'read' }, { resource: 'node', prefix: '', access: 'read' }])));
+    withNodes.ws.send(JSON.stringify({ op: 'subscribe', id: 'ok', topic: 'service_health', key: 'web' }));
+    expect((await answer(withNodes, 'ok')).type).toBe('end_of_snapshot');
+    withNodes.ws.close();
   });
 
   test('the stream is closed with 4001 "token expired" when its token expires', async () => {

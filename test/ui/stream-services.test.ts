@@ -133,17 +133,30 @@ describe('with authentication', () => {
 
   test('needs read on every service: a token limited to one service is refused, one for all is not', async () => {
     const authority = new TokenAuthority({ secret });
-    const one = await authority.mint({ subject: 'one', rules: [{ resource: 'service', prefix: 'web', access: 'read' }], ttlSeconds: 600 });
-    const all = await authority.mint({ subject: 'all', rules: [{ resource: 'service', prefix: '', access: 'read' }], ttlSeconds: 600 });
+    const nodes = { resource: 'node', prefix: '', access: 'read' } as const;
+    const one = await authority.mint({ subject: 'one', rules: [{ resource: 'service', prefix: 'web', access: 'read' }, nodes], ttlSeconds: 600 });
+    const all = await authority.mint({ subject: 'all', rules: [{ resource: 'service', prefix: '', access: 'read' }, nodes], ttlSeconds: 600 });
     expect(await answer(agent, one, '')).toMatchObject({ type: 'error', code: 'forbidden' });
     expect(await answer(agent, one, 'web')).toMatchObject({ type: 'subscribed' });
     expect(await answer(agent, all, '')).toMatchObject({ type: 'subscribed' });
   });
 
+  test('needs read on every node too, since instances name their nodes', async () => {
+    const authority = new TokenAuthority({ secret });
+    const noNodes = await authority.mint({ subject: 'nn', rules: [{ resource: 'service', prefix: '', access: 'read' }], ttlSeconds: 600 });
+    const fenced = await authority.mint({
+      subject: 'fn', ttlSeconds: 600,
+      rules: [{ resource: 'service', prefix: '', access: 'read' }, { resource: 'node', prefix: '', access: 'read' }, { resource: 'node', prefix: 'db', access: 'deny' }],
+    });
+    for (const token of [noNodes, fenced]) expect(await answer(agent, token, 'web')).toMatchObject({ type: 'error', code: 'forbidden' });
+  });
+
   test('every authenticated connection stays open to answer (the upgrade after the token check is not corked)', async () => {
     // uWebSockets.js 20.x closes (1006) about 1 in 15 sockets upgraded after an await inside cork(); the
     // stream upgrades outside cork. 75 in a row must all answer.
-    const all = await new TokenAuthority({ secret }).mint({ subject: 'all', rules: [{ resource: 'service', prefix: '', access: 'read' }], ttlSeconds: 600 });
+    const all = await new TokenAuthority({ secret }).mint({
+      subject: 'all', rules: [{ resource: 'service', prefix: '', access: 'read' }, { resource: 'node', prefix: '', access: 'read' }], ttlSeconds: 600,
+    });
     const answers: string[] = [];
     for (let i = 0; i < 75; i++) answers.push((await answer(agent, all, 'web')).type);
     expect(answers.filter((t) => t !== 'subscribed')).toEqual([]);

@@ -152,6 +152,13 @@ async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const reg = parseCheck(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote' });
   requireAccess(req, 'check', reg.checkId, 'write');
+  // A check bound to a service decides that service's health: write on the service it joins, and on the
+  // one it leaves when it replaces a check of another service (Consul asks service write for both).
+  const st = api.runtime.state;
+  for (const serviceId of new Set([reg.serviceId, st.checkOf(api.nodeName, reg.checkId)?.serviceId ?? ''])) {
+    const service = serviceId === '' ? undefined : st.services.get(st.serviceKey(api.nodeName, serviceId))?.service;
+    if (service !== undefined) requireAccess(req, 'service', service, 'write');
+  }
   await proposeOk(api, { t: 'check.register', node: api.nodeName, check: reg });
   return { t: 'empty' };
 }
