@@ -1,8 +1,9 @@
 // Goal: three Roster nodes on a three-server NATS cluster, started as users start them, behave as one
 // registry: writes on any node are read on every node, contended locks never have two holders,
 // blocking queries wake across nodes, a killed node's sessions are invalidated while the others keep
-// their locks, TTLs of a dead owner still expire, the stream leader's death only pauses writes, and a
-// restarted node catches up from its snapshot.
+// their locks, TTLs of a dead owner still expire, the stream leader's death only pauses writes, a
+// restarted node catches up from its snapshot, and a live node keeps its catalog entry (its ID cannot be
+// taken through another node; deregistered there, it registers itself again).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
@@ -175,6 +176,21 @@ describe('one registry on three nodes', () => {
     const starved = [...wins].filter(([, perSecond]) => perSecond.every((n) => n === 0)).map(([id, perSecond]) => `${id}: ${perSecond.join('/')}`);
     expect(starved).toEqual([]);
   }, 20_000);
+
+  test("a live node's catalog entry: its ID cannot be taken through another node, and deregistered there it is registered again", async () => {
+    const nodeRow = async (via: string, name: string) =>
+      ((await client(node(via)).get('/v1/catalog/nodes')).json<{ Node: string; ID: string }[]>()).find((n) => n.Node === name);
+    const n2 = await nodeRow('n1', 'n2');
+    expect(n2?.ID).toMatch(/^[0-9a-f-]{36}$/);
+    const taken = await client(node('n1')).put('/v1/catalog/register', { Node: 'thief', Address: '10.0.0.1', ID: n2!.ID });
+    expect(taken.status, taken.text).toBe(400);
+    expect(await nodeRow('n3', 'thief')).toBeUndefined();
+    expect((await client(node('n1')).put('/v1/catalog/deregister', { Node: 'n2' })).status).toBe(200);
+    // n2 sees its node removed by an entry proposed through n1, and registers it again.
+    for (const via of names) await until(`n2 registered again, as ${via} sees it`, async () => (await nodeRow(via, 'n2'))?.ID === n2!.ID || undefined, 10_000);
+    const session = await client(node('n2')).put('/v1/session/create', {});
+    expect(session.status, session.text).toBe(200);
+  }, 30_000);
 });
 
 describe('failures', () => {
