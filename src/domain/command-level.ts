@@ -5,15 +5,17 @@
  * runtime refuses a command above the level of any member that has not left.
  *
  * Level 1: every command of the first release. Level 2 adds `txn.kv` (PUT /v1/txn) and `state.restore`
- * (PUT /v1/snapshot). A release that adds commands raises `commandLevel` and lists them below.
+ * (PUT /v1/snapshot). Level 3 adds `catalog.register` with `replaces` (a rename by node ID: an older node
+ * would keep the renamed node). A release that adds commands raises `commandLevel` and lists them below.
  */
 import type { Command } from './commands.ts';
 
 /** The level of this release: it applies every command of this level and below. */
-export const commandLevel = 2;
+export const commandLevel = 3;
 
 /** The lowest level whose releases apply `cmd`. */
 export function commandLevelOf(cmd: Command): number {
+  if (cmd.t === 'catalog.register' && cmd.replaces !== undefined) return 3;
   return cmd.t === 'txn.kv' || cmd.t === 'state.restore' ? 2 : 1;
 }
 
@@ -21,5 +23,6 @@ export function commandLevelOf(cmd: Command): number {
 export function commandWhat(cmd: Command): string {
   if (cmd.t === 'txn.kv') return 'a transaction (PUT /v1/txn)';
   if (cmd.t === 'state.restore') return 'a snapshot restore (PUT /v1/snapshot)';
+  if (cmd.t === 'catalog.register' && cmd.replaces !== undefined) return 'a node rename by its ID (PUT /v1/catalog/register)';
   return `the command ${cmd.t}`;
 }

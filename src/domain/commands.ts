@@ -66,9 +66,10 @@ export interface CatalogRegister {
   meta: Record<string, string>;
   checks: CatalogCheck[];
   /**
-   * A node ID names one node. When `id` is new to `node` and another node holds it, the registration is a
-   * rename (Consul's): that node, named here as the proposer saw it (and checked its caller may write),
-   * is removed with its services, checks and sessions. If another node holds the ID, apply refuses it.
+   * A rename by node ID (Consul's; command level 3): the node that holds `id` under another name, as the
+   * proposer saw it (and checked its caller may write), is removed with its services, checks and
+   * sessions. Apply refuses the command if another node holds the ID by then. Without it, apply checks no
+   * ID (the front end refuses an ID another node holds).
    */
   replaces?: string;
 }

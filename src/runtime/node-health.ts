@@ -19,6 +19,7 @@
  * partition) cannot keep proposing against each other.
  */
 import type { CatalogRegister, Command } from '../domain/commands.ts';
+import { RegistryError } from '../domain/errors.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed } from '../domain/limits.ts';
 import type { CatalogNode } from '../domain/types.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
@@ -175,17 +176,40 @@ export class NodeHealthOwner {
 /**
  * This agent's registration of its node, with its gossip check passing. The node ID is the agent's own:
  * with `reclaim` (at start), a node holding it under another name (this agent before a rename, or one
- * started from a copy of this data dir) is replaced, and a warning says so. Without it the registration
- * fails while another node holds the ID, so two agents sharing one ID do not take it from each other
- * in turn.
+ * started from a copy of this data dir) is replaced, and a warning says so. Without it (registering again
+ * later) the node is registered beside such a holder, with a warning, so two agents sharing one ID do
+ * not remove each other's node in turn.
  */
 export function selfRegistration(state: RegistryState, self: Self, logger: Logger, reclaim: boolean): CatalogRegister {
-  const replaces = reclaim ? state.nodeHoldingId(self.id, self.name)?.node : undefined;
-  if (replaces !== undefined) logger.warn({ id: self.id, replaces }, 'this node\'s ID was held by another node: that node is removed from the catalog');
+  const holder = state.nodeHoldingId(self.id, self.name)?.node;
+  if (holder !== undefined) {
+    logger.warn({ id: self.id, holder }, reclaim
+      ? 'this node\'s ID was held by another node: that node is removed from the catalog'
+      : 'this node\'s ID is also held by another node (is one data dir copied?); both are kept');
+  }
+  const replaces = reclaim ? holder : undefined;
   return {
     t: 'catalog.register', node: self.name, id: self.id, address: self.address, meta: {}, ...(replaces !== undefined ? { replaces } : {}),
     checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: 'passing', notes: '', output: gossipCheckOutputAlive }],
   };
+}
+
+/**
+ * Proposes this agent's registration (selfRegistration). A rename the cluster cannot take yet, while a
+ * member of an older release runs, is proposed as a plain registration instead, beside the holder.
+ */
+export async function registerSelf(host: { state(): RegistryState; propose(cmd: Command): Promise<Result>; logger: Logger }, self: Self, reclaim: boolean): Promise<void> {
+  const cmd = selfRegistration(host.state(), self, host.logger, reclaim);
+  let r: Result;
+  try {
+    r = await host.propose(cmd);
+  } catch (err) {
+    if (cmd.replaces === undefined || !(err instanceof RegistryError && err.error === 'clusterBehind')) throw err;
+    host.logger.warn({ holder: cmd.replaces }, 'an older release runs in the cluster: this node is registered beside the node holding its ID');
+    const { replaces: _, ...plain } = cmd;
+    r = await host.propose(plain);
+  }
+  if (!r.ok) throw new Error(`registering this node failed: its ID ${self.id} is held by node ${r.detail}`);
 }
 
 /** This agent's node as it registers it. */

@@ -20,7 +20,7 @@ import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
 import { gatedSubmit, type GateHost } from './command-gate.ts';
 import { DeferredWrites } from './deferred-writes.ts';
 import { LockQueues } from './lock-queue.ts';
-import { NodeHealthOwner, selfRegistered, selfRegistration, type Self } from './node-health.ts';
+import { NodeHealthOwner, registerSelf, selfRegistered, type Self } from './node-health.ts';
 import { ownerOf } from './ownership.ts';
 import { Proposals } from './proposals.ts';
 import { ServingTracker } from './serving.ts';
@@ -392,9 +392,8 @@ export class Runtime {
     this.nodeHealth.membershipChanged();
   }
 
-  /** Registers this node and its gossip check in the catalog (see selfRegistration). */
-  private async registerSelf(reclaim: boolean): Promise<void> {
-    const r = await this.propose(selfRegistration(this.state, this.self, this.logger, reclaim));
-    if (!r.ok) throw new Error(`registering this node failed: its ID ${this.nodeId} is held by node ${r.detail}`);
+  /** Registers this node and its gossip check in the catalog (node-health.ts registerSelf). */
+  private registerSelf(reclaim: boolean): Promise<void> {
+    return registerSelf({ state: () => this.state, propose: (cmd) => this.propose(cmd), logger: this.logger }, this.self, reclaim);
   }
 }

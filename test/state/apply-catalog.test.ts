@@ -50,14 +50,14 @@ const registerCases: Case[] = [
     },
   },
   {
-    name: 'node-id-taken: an ID another node holds, without naming that node as replaced',
-    when: { ...node('n2'), id: 'ID-N1' },
-    result: { ok: false, reason: 'node-id-taken', detail: 'n1' },
-    effects: [],
-    then: (s) => expect([...s.nodes.keys()]).toEqual(['n1']),
+    name: 'without replaces apply checks no ID, as older releases do (the front end refuses a held one)',
+    when: { ...node('n2', []), id: 'ID-N1' },
+    result: { ok: true },
+    effects: [{ t: 'catalog' }, { t: 'node', node: 'n2' }],
+    then: (s) => expect([...s.nodes.values()].map((n) => n.id)).toEqual(['id-n1', 'ID-N1']),
   },
   {
-    name: 'node-id-taken: the replaced node named is not the one holding the ID',
+    name: 'node-id-taken: a rename whose replaced node is not the one holding the ID',
     given: [node('n3')],
     when: { ...node('n2'), id: 'id-n1', replaces: 'n3' },
     result: { ok: false, reason: 'node-id-taken', detail: 'n1' },
@@ -78,6 +78,14 @@ const registerCases: Case[] = [
       expect([...s.nodes.values()].map((n) => [n.node, n.id, n.createIndex])).toEqual([['n2', 'id-n1', 4]]);
       expect([s.services.size, s.sessions.size, s.checks.size]).toEqual([0, 0, 1]);
     },
+  },
+  {
+    name: 'a rename whose replaced node is gone by then registers the node',
+    given: [{ t: 'catalog.deregister', node: 'n1' }],
+    when: { ...node('n2', []), id: 'id-n1', replaces: 'n1' },
+    result: { ok: true },
+    effects: [{ t: 'catalog' }, { t: 'node', node: 'n2' }],
+    then: (s) => expect([...s.nodes.keys()]).toEqual(['n2']),
   },
   {
     name: 'a node re-registered with the ID it has stays, even when another node holds the same ID',

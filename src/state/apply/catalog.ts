@@ -13,11 +13,12 @@ import { fail, ok, type Ctx, type Handler, type Handlers, type Result, type Tags
 
 const catalogRegister: Handler<'catalog.register'> = (c, cmd) => {
   const { state } = c;
-  // Only an ID new to the node is checked: a node already holding its ID keeps it whoever else has it too.
-  const holder = state.nodes.get(cmd.node)?.id.toLowerCase() === cmd.id.toLowerCase() ? undefined : state.nodeHoldingId(cmd.id, cmd.node);
-  if (holder !== undefined) {
-    if (holder.node !== cmd.replaces) return fail('node-id-taken', holder.node);
-    removeNode(c, holder.node);
+  // A rename (level 3): the node holding the ID now must be the one the proposer saw, and goes. Without
+  // `replaces` nothing is checked here, as in older releases, which apply the same entries.
+  if (cmd.replaces !== undefined) {
+    const holder = state.nodeHoldingId(cmd.id, cmd.node);
+    if (holder !== undefined && holder.node !== cmd.replaces) return fail('node-id-taken', holder.node);
+    if (holder !== undefined) removeNode(c, holder.node);
   }
   const existing = state.nodes.get(cmd.node);
   const changed = existing === undefined || existing.id !== cmd.id || existing.address !== cmd.address ||

@@ -25,7 +25,7 @@ export type CommandFailures = {
   'kv.deleteTree': never;
   /** Some operation failed: `errors` says which and why; nothing applied. */
   'txn.kv': 'txn-failed';
-  /** The ID is held by another node than the one the command replaces. */
+  /** A rename's ID is held by another node than the one the command replaces. */
   'catalog.register': 'node-id-taken';
   'catalog.deregister': 'unknown-node' | 'unknown-check';
   'check.register': 'unknown-node' | 'unknown-service';
