@@ -84,7 +84,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   // Before anything in the data dir is read or written: two agents on one log would interleave its frames.
   lockDataDir(dataDir);
   const clock = new SystemClock();
-  const nodeId = nodeIdOf(dataDir);
+  const nodeId = await nodeIdOf(dataDir);
   const log = await openLog(config, dataDir, clock, logger);
   let shutdown: (signal: string) => void = () => {};
   const agent = await assembleAgent(config, {

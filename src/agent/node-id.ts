@@ -6,13 +6,15 @@
  * stops the start: it was put there by hand, and choosing another ID would make this node another node.
  */
 import { randomUUID } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../config.ts';
+import { syncDir } from '../wal/files.ts';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export function nodeIdOf(dataDir: string): string {
+export async function nodeIdOf(dataDir: string): Promise<string> {
   const file = join(dataDir, 'node-id');
   let text: string | undefined;
   try {
@@ -27,14 +29,14 @@ export function nodeIdOf(dataDir: string): string {
   }
   const id = randomUUID();
   const tmp = `${file}.tmp`;
-  writeFileSync(tmp, `${id}\n`);
-  syncPath(tmp);
-  renameSync(tmp, file);
-  syncPath(dataDir);
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(`${id}\n`);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+  await syncDir(dataDir);
   return id;
-}
-
-function syncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try { fsyncSync(fd); } finally { closeSync(fd); }
 }

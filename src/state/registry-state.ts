@@ -43,7 +43,7 @@ export class RegistryState {
   readonly tombstones = new Map<string, number>();
   tombstoneFloor = 0;
 
-  /** Changed only through setNode and deleteNode, which keep `nodesById` in step. */
+  /** Changed only through setNode, deleteNode and clearNodes, which keep the two node indexes below in step. */
   readonly nodes = new Map<string, CatalogNode>();
   /** Derived: node names by lower-cased node ID (a state written before IDs were unique may hold one twice). */
   private readonly nodesById = new Map<string, Set<string>>();
