@@ -48,6 +48,12 @@ interface Waiter {
   parked: boolean;
   /** The acquire a release appended for this waiter, until the waiter has its result. */
   handoff: Promise<Result> | undefined;
+  /** Aborted when the client goes away or the waiter's session ends: every wait of the waiter stops. */
+  stop: AbortController;
+  /** The waiter's session is gone from the state (destroyed, expired, invalidated by a check, restored away). */
+  sessionEnded: boolean;
+  /** Removes the listener on the client's signal. */
+  unlisten(): void;
 }
 
 /** Refusals worth waiting out: someone else holds the lock, or its lock delay runs. */
@@ -60,6 +66,8 @@ export class LockQueues {
   private readonly queues = new Map<string, Waiter[]>();
   /** Key → hand-offs in a row this node made (the limit applies only while other members exist). */
   private readonly handOffs = new Map<string, number>();
+  /** Session → its waiters, so an entry that ends a session stops them at once (see sessionChanged). */
+  private readonly bySession = new Map<string, Set<Waiter>>();
 
   /** The log's time now, on which lock delays end. */
   private readonly entryTime: EntryTimeEstimate;
@@ -71,7 +79,8 @@ export class LockQueues {
   /**
    * Acquires `cmd.key` for `cmd.session`, waiting up to `waitMs` behind the earlier queued requests;
    * the last refusal when the time runs out or the client goes away. Errors other than a waitable
-   * refusal (an invalid session, say) are returned at once, also while waiting. The time spent in the
+   * refusal (an invalid session, say) are returned at once, also while waiting: a waiter whose session
+   * ends answers invalid session as soon as this node applies the entry that ends it. The time spent in the
    * queue is written to `timing.queuedSeconds` (the HTTP front end keeps it out of service time).
    */
   async acquire(cmd: KvAcquire, waitMs: number, signal?: AbortSignal, timing?: { queuedSeconds?: number }): Promise<Result> {
@@ -82,11 +91,12 @@ export class LockQueues {
       const first = await this.host.propose(cmd);
       if (first.ok || !waitable.has(first.reason) || waitMs <= 0) return first;
     }
-    const waiter = this.enqueue(cmd);
+    const waiter = this.enqueue(cmd, signal);
+    const stop = waiter.stop.signal;
     const queuedAtMs = this.host.clock.nowMs();
     let last: Result = { ok: false, reason: 'held-by-other' };
     try {
-      const giveUp = this.until(deadline, signal);
+      const giveUp = this.until(deadline, stop);
       await Promise.race([waiter.turn, giveUp.reached]);
       giveUp.cancel();
       while (this.isHead(cmd.key, waiter)) {
@@ -96,30 +106,45 @@ export class LockQueues {
           waiter.handoff = undefined;
           if (last.ok || !waitable.has(last.reason)) return last;
         }
-        if (deadline - this.host.clock.nowMs() <= 0 || signal?.aborted || this.host.stopping()) return last;
+        if (waiter.sessionEnded) break;
+        if (deadline - this.host.clock.nowMs() <= 0 || stop.aborted || this.host.stopping()) return last;
         const state = this.host.state();
         const entry = state.kv.get(cmd.key);
         if ((entry?.session === undefined || entry.session === cmd.session) && this.delayLeft(cmd.key) <= 0) {
           last = await this.host.propose(cmd);
           if (last.ok || !waitable.has(last.reason)) return last;
         } else if (!state.sessions.has(cmd.session)) {
-          return { ok: false, reason: 'invalid-session', detail: cmd.session };
+          break;
         }
-        // Until the key's lock state changes (any write to it), or its lock delay ends.
+        // Until the key's lock state changes (any write to it), its lock delay ends, or the session ends.
         const index = this.host.state().kvKeyIndex(cmd.key);
         const left = deadline - this.host.clock.nowMs();
         const delayLeft = this.delayLeft(cmd.key);
         if (left <= 0) continue;
         waiter.parked = true;
-        await this.host.waitForKey(cmd.key, index, delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, signal);
+        await this.host.waitForKey(cmd.key, index, delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, stop);
         waiter.parked = false;
       }
+      if (waiter.sessionEnded || !this.host.state().sessions.has(cmd.session)) last = { ok: false, reason: 'invalid-session', detail: cmd.session };
       return last;
     } finally {
       this.dequeue(cmd.key, waiter);
       const seconds = (this.host.clock.nowMs() - queuedAtMs) / 1000;
       if (timing !== undefined) timing.queuedSeconds = seconds;
       this.host.queued?.(seconds, last.ok);
+    }
+  }
+
+  /**
+   * Told of every applied entry that creates or removes a session: when `id` is gone from the state,
+   * its waiters stop waiting at once and answer invalid session, wherever they are in their queues.
+   */
+  sessionChanged(id: string): void {
+    const waiters = this.bySession.get(id);
+    if (waiters === undefined || this.host.state().sessions.has(id)) return;
+    for (const w of waiters) {
+      w.sessionEnded = true;
+      w.stop.abort();
     }
   }
 
@@ -162,18 +187,29 @@ export class LockQueues {
     return released!;
   }
 
-  private enqueue(cmd: KvAcquire): Waiter {
+  private enqueue(cmd: KvAcquire, signal: AbortSignal | undefined): Waiter {
     let begin!: () => void;
     const turn = new Promise<void>((resolve) => { begin = resolve; });
-    const waiter: Waiter = { turn, begin, cmd, parked: false, handoff: undefined };
+    const stop = new AbortController();
+    const clientGone = (): void => stop.abort();
+    if (signal?.aborted) stop.abort();
+    else signal?.addEventListener('abort', clientGone, { once: true });
+    const unlisten = (): void => signal?.removeEventListener('abort', clientGone);
+    const waiter: Waiter = { turn, begin, cmd, parked: false, handoff: undefined, stop, sessionEnded: false, unlisten };
     let queue = this.queues.get(cmd.key);
     if (queue === undefined) this.queues.set(cmd.key, (queue = []));
     queue.push(waiter);
     if (queue.length === 1) waiter.begin();
+    let same = this.bySession.get(cmd.session);
+    if (same === undefined) this.bySession.set(cmd.session, (same = new Set()));
+    same.add(waiter);
     return waiter;
   }
 
   private dequeue(key: string, waiter: Waiter): void {
+    waiter.unlisten();
+    const same = this.bySession.get(waiter.cmd.session);
+    if (same?.delete(waiter) === true && same.size === 0) this.bySession.delete(waiter.cmd.session);
     const queue = this.queues.get(key);
     if (queue === undefined) return;
     const at = queue.indexOf(waiter);

@@ -330,7 +330,8 @@ export class Runtime {
         else this.ttl.cancel(e.id);
         break;
       case 'ttl.cancel': this.ttl.cancel(e.id); break;
-      case 'check': case 'session': case 'service': case 'node': break;
+      case 'session': this.lockQueues.sessionChanged(e.id); break;
+      case 'check': case 'service': case 'node': break;
     }
   }
 

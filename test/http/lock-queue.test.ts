@@ -1,7 +1,8 @@
 // Goal: queued acquisition (`PUT /v1/kv/<key>?acquire=<session>&wait=<d>`) through a started agent:
 // a waiter gets the lock when the holder lets go, waiters are served in arrival order, the wait runs
-// out into an ordinary refusal, lock delays are waited out, a waiter whose session dies or whose
-// client leaves drops out of the queue, and both dialects answer as for a plain acquire.
+// out into an ordinary refusal, lock delays are waited out, a waiter whose session ends (wherever it
+// is in the queue) or whose client leaves drops out of the queue at once, and both dialects answer as
+// for a plain acquire.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, client, expectError, sleep, startAgent, type Agent } from '../support/in-process.ts';
 
@@ -88,18 +89,44 @@ describe('queued acquire (seed dialect)', () => {
     expect(Date.now() - destroyedAt).toBeGreaterThanOrEqual(900);
   });
 
-  test('a waiter whose own session is destroyed gets 400 code 1007 invalid session', async () => {
+  test('a waiter whose own session is destroyed gets 400 code 1007 invalid session at once, the lock still held', async () => {
     const key = fresh();
     const [holder, waiter] = [await session(seed), await session(seed)];
     await acquire(seed, key, holder);
-    const waiting = acquire(seed, key, waiter, '10s');
-    await sleep(100);
+    const waiting = acquire(seed, key, waiter, '30s');
+    await sleep(200);
+    const destroyedAt = Date.now();
     await call(seed.url, 'PUT', `/v1/session/destroy/${waiter}`);
-    // The key does not change, so the waiter notices when the holder lets go.
-    await call(seed.url, 'PUT', `/v1/kv/${key}?release=${holder}`, 'x');
+    // The key does not change: the entry that ends the session is what stops the wait.
     const r = await waiting;
+    expect(Date.now() - destroyedAt).toBeLessThan(5_000);
     expect(r.status).toBe(400);
     expect(((await r.json()) as { code: number }).code).toBe(1007);
+    expect((await call(seed.url, 'GET', `/v1/lock/queue/${key}`)).json().Waiters).toEqual([]);
+    expect((await call(seed.url, 'GET', `/v1/kv/${key}`)).json()[0]).toMatchObject({ Session: holder, LockIndex: 1 });
+  });
+
+  test('waiters behind the head whose sessions end leave at once; the others keep their places', async () => {
+    const key = fresh();
+    const [holder, head, middle, last] = [await session(seed), await session(seed), await session(seed), await session(seed)];
+    await acquire(seed, key, holder);
+    const answers = new Map<string, Promise<Response>>();
+    for (const [name, sid] of [['head', head], ['middle', middle], ['last', last]] as const) {
+      answers.set(name, acquire(seed, key, sid, '30s'));
+      await sleep(150);
+    }
+    const destroyedAt = Date.now();
+    await call(seed.url, 'PUT', `/v1/session/destroy/${middle}`);
+    const gone = await answers.get('middle')!;
+    expect(Date.now() - destroyedAt).toBeLessThan(5_000);
+    expect([gone.status, ((await gone.json()) as { code: number }).code]).toEqual([400, 1007]);
+    const queue = (await call(seed.url, 'GET', `/v1/lock/queue/${key}`)).json() as { Waiters: { Session: string }[] };
+    expect(queue.Waiters.map((w) => w.Session)).toEqual([head, last]);
+    await call(seed.url, 'PUT', `/v1/session/destroy/${head}`);
+    expect((await answers.get('head')!).status).toBe(400);
+    expect((await call(seed.url, 'PUT', `/v1/kv/${key}?release=${holder}`, 'x')).text).toBe('true');
+    expect(await (await answers.get('last')!).text()).toBe('true');
+    expect((await call(seed.url, 'GET', `/v1/kv/${key}`)).json()[0]).toMatchObject({ Session: last, LockIndex: 2 });
   });
 
   test('a waiter whose client went away leaves the queue: the next one is served at once', async () => {
@@ -137,5 +164,24 @@ describe('queued acquire (consul dialect)', () => {
     await acquire(consul, key, holder);
     const r = await acquire(consul, key, waiter, '200ms');
     expect([r.status, await r.text()]).toEqual([200, 'false']);
+  });
+
+  test('a waiter whose session a failing check invalidates answers at once, as a plain acquire with that session does', async () => {
+    const key = fresh();
+    const check = `queue-check-${seq}`;
+    await call(consul.url, 'PUT', '/v1/agent/check/register', JSON.stringify({ Name: check, TTL: '60s' }));
+    await call(consul.url, 'PUT', `/v1/agent/check/pass/${check}`);
+    const holder = await session(consul);
+    const waiter = await session(consul, { LockDelay: '0s', Checks: [check] });
+    await acquire(consul, key, holder);
+    const waiting = acquire(consul, key, waiter, '30s');
+    await sleep(200);
+    const failedAt = Date.now();
+    await call(consul.url, 'PUT', `/v1/agent/check/fail/${check}`);
+    const r = await waiting;
+    expect(Date.now() - failedAt).toBeLessThan(5_000);
+    const plain = await acquire(consul, key, waiter);
+    expect(plain.status).toBeGreaterThanOrEqual(400);
+    expect([r.status, await r.text()]).toEqual([plain.status, await plain.text()]);
   });
 });
