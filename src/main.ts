@@ -12,7 +12,7 @@ import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
 import { createLogger } from './agent/logger.ts';
-import { nodeIdOf } from './agent/node-id.ts';
+import { nodeIdOf, writeNodeId } from './agent/node-id.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { BindingUnavailable, loadUws } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
@@ -25,9 +25,12 @@ import { DataDirLocked, lockDataDir } from './util/data-dir-lock.ts';
 // pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
 setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 
-/** The log: the embedded WAL on one node; with --nats, the JetStream stream shared by the cluster. */
-async function openLog(config: Config, dataDir: string, clock: SystemClock, logger: Logger): Promise<ReplicatedLog> {
-  if (config.nats.length === 0) return new WalLog({ dir: dataDir, clock, logger });
+/**
+ * The log: the embedded WAL on one node (`reclaimDir`: what the agent puts back in a data dir made again
+ * after it was removed); with --nats, the JetStream stream shared by the cluster.
+ */
+async function openLog(config: Config, dataDir: string, clock: SystemClock, logger: Logger, reclaimDir: () => Promise<void>): Promise<ReplicatedLog> {
+  if (config.nats.length === 0) return new WalLog({ dir: dataDir, clock, logger, reclaimDir });
   const { JetStreamLog } = await import('../cluster/index.ts');
   return new JetStreamLog({
     servers: config.nats, auth: config.natsAuth, replicas: config.replicas, clock, nodeName: config.nodeName, logger,
@@ -82,10 +85,13 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   const dataDir = resolve(config.dataDir);
   makeDataDir(dataDir);
   // Before anything in the data dir is read or written: two agents on one log would interleave its frames.
-  lockDataDir(dataDir);
+  const lock = lockDataDir(dataDir);
   const clock = new SystemClock();
   const nodeId = await nodeIdOf(dataDir);
-  const log = await openLog(config, dataDir, clock, logger);
+  const log = await openLog(config, dataDir, clock, logger, async () => {
+    lock.reclaim();
+    await writeNodeId(dataDir, nodeId);
+  });
   let shutdown: (signal: string) => void = () => {};
   const agent = await assembleAgent(config, {
     log, clock, nodeId, logger, reread,

@@ -28,6 +28,13 @@ export async function nodeIdOf(dataDir: string): Promise<string> {
     throw new ConfigError(`${file} holds ${shown}, which is not a node ID (a UUID): put back the ID this node had, or remove the file to give the node a new one`);
   }
   const id = randomUUID();
+  await writeNodeId(dataDir, id);
+  return id;
+}
+
+/** Writes `id` to the data dir's `node-id`, whole (also when the data dir was made again while the agent ran). */
+export async function writeNodeId(dataDir: string, id: string): Promise<void> {
+  const file = join(dataDir, 'node-id');
   const tmp = `${file}.tmp`;
   const fh = await open(tmp, 'w');
   try {
@@ -38,5 +45,4 @@ export async function nodeIdOf(dataDir: string): Promise<string> {
   }
   await rename(tmp, file);
   await syncDir(dataDir);
-  return id;
 }

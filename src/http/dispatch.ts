@@ -12,6 +12,10 @@ import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, t
 import { decodeOnce, type Request } from './request.ts';
 import type { Reply } from './reply.ts';
 import { unmatchedPattern, type Found, type Handler, type Router } from './router.ts';
+import type { LogShortage } from '../ports/log-errors.ts';
+
+/** The 503 a write gets while the log cannot store writes, by what it is short of. */
+const shortageErrors = { space: 'diskFull', descriptors: 'descriptorsShort', files: 'dataDirRemoved' } as const satisfies Record<LogShortage, string>;
 
 /** Counts a request against a caller (undefined: its address); the 429 answer when that caller is past its limit. */
 export interface Admitter {
@@ -119,7 +123,7 @@ export function errorWire(d: Pick<Dispatcher<unknown>, 'dialect' | 'logger'>, er
   if (err instanceof RegistryError) return renderError(err, d.dialect);
   if (isLogOverloaded(err)) return renderError(new RegistryError('logOverloaded'), d.dialect);
   // The write was not applied; the log stores writes again by itself once the disk has room or descriptors are free.
-  if (isLogUnavailable(err)) return renderError(new RegistryError(err.shortage === 'descriptors' ? 'descriptorsShort' : 'diskFull'), d.dialect);
+  if (isLogUnavailable(err)) return renderError(new RegistryError(shortageErrors[err.shortage]), d.dialect);
   if (isWriteTimedOut(err)) return renderError(new RegistryError('writeTimedOut', { timeoutMs: err.timeoutMs }), d.dialect);
   if (isLogFailed(err)) {
     // The cause (with paths) is in the agent's log, not in the answer.

@@ -34,8 +34,11 @@ export function unavailableError(kind: string, why: string, shortage: LogShortag
   return Object.assign(new Error(`${kind}: cannot store writes now: ${why}; retry later`), { code: logUnavailableCode, shortage });
 }
 
-/** What a log that cannot store writes for now is short of: disk space, or file descriptors. */
-export type LogShortage = 'space' | 'descriptors';
+/**
+ * What a log that cannot store writes for now is short of: disk space, file descriptors, or its files
+ * (its data dir was removed while it ran, and is being written afresh).
+ */
+export type LogShortage = 'space' | 'descriptors' | 'files';
 
 /** The error every append gets once the log has failed for good; `cause` is the write or sync error. */
 export function failedError(kind: string, cause: unknown): Error {

@@ -86,6 +86,12 @@ export interface ReplicatedLog {
   storeAttachment?(bytes: Buffer, sha256: string): Promise<string>;
   /** The bytes stored under `name`, read when an entry naming them applies (live or in a replay). */
   loadAttachment?(name: string): Buffer;
+  /**
+   * Gives the log a way to take a snapshot of everything applied (the runtime's state as of the last
+   * entry it applied). The WAL asks for one when its data dir was removed while it ran: it writes it to
+   * the dir made afresh and goes on from there. A log that keeps no files of its own leaves it out.
+   */
+  snapshotSource?(source: () => Snapshot): void;
   /** Reports each of this node's group commits to `observer` from now on (metrics). Optional: a twin may leave it out. */
   observe?(observer: LogObserver): void;
 }

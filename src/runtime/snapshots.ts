@@ -11,7 +11,13 @@ export class Snapshots {
   lastIndex = 0;
   private inFlight: Promise<void> | undefined;
 
-  constructor(private readonly log: ReplicatedLog, private readonly logger: Logger, private readonly everyEntries: number) {}
+  /** `state` is the runtime's state now: the log may ask for a snapshot of it (its data dir was removed). */
+  constructor(private readonly log: ReplicatedLog, private readonly logger: Logger, private readonly everyEntries: number, state: () => RegistryState) {
+    log.snapshotSource?.(() => {
+      const s = state();
+      return { index: s.index, data: toSnapshotData(s) };
+    });
+  }
 
   /** Starts a snapshot in the background when enough entries applied since the last. */
   maybe(state: RegistryState): void {

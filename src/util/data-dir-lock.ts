@@ -41,6 +41,12 @@ export interface DataDirLock {
   readonly path: string;
   /** Removes the lock file (only while it is still this process's). Idempotent. */
   release(): void;
+  /**
+   * Takes the lock again in a data dir made again after it was removed while the agent ran: kept when
+   * the lock still names this process, taken as at start otherwise (DataDirLocked when another live
+   * agent holds it now).
+   */
+  reclaim(): void;
 }
 
 /** Attempts to take the lock before giving up: another starter may be taking it over at the same moment. */
@@ -60,9 +66,14 @@ export function lockDataDir(dir: string, o: LockOptions = {}): DataDirLock {
   const path = join(dir, lockFileName);
   const me: LockHolder = o.holder ?? { pid: process.pid, startTicks: startTicksOf(process.pid), host: hostname() };
   const text = holderText(me);
+  take(dir, path, text, o);
+  return held(dir, path, text, o);
+}
+
+function take(dir: string, path: string, text: string, o: LockOptions): void {
   let rival: LockHolder | undefined;
   for (let attempt = 0; attempt < takeoverAttemptsMax; attempt++) {
-    if (createExclusive(path, text)) return held(path, text);
+    if (createExclusive(path, text)) return;
     const seen = readLock(path);
     if (seen === undefined) continue; // released between our create and our read: try again
     const holder = parseHolder(seen);
@@ -70,15 +81,18 @@ export function lockDataDir(dir: string, o: LockOptions = {}): DataDirLock {
     // Stale (or unreadable: a file an older version crashed while writing).
     o.onStep?.('judged-stale');
     const outcome = replaceStale(path, seen, text, guardDepthMax, o);
-    if (outcome === true) return held(path, text);
+    if (outcome === true) return;
     rival = outcome ?? rival;
   }
   const holder = parseHolder(readLock(path) ?? '');
   throw new DataDirLocked(dir, holder !== undefined && isAlive(holder) ? holder : rival ?? holder ?? { pid: 0 });
 }
 
-function held(path: string, text: string): DataDirLock {
-  const lock = { path, release: () => releaseIfOurs(path, text) };
+function held(dir: string, path: string, text: string, o: LockOptions): DataDirLock {
+  const lock = {
+    path, release: () => releaseIfOurs(path, text),
+    reclaim: () => { if (readLock(path) !== text) take(dir, path, text, o); },
+  };
   process.once('exit', lock.release);
   return lock;
 }

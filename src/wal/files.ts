@@ -85,9 +85,17 @@ export async function syncDir(path: string): Promise<void> {
  * space is freed, connections close. Undefined for any other error.
  */
 export function shortageOf(err: unknown): LogShortage | undefined {
+  if (err instanceof DataDirRemoved) return 'files';
   switch ((err as NodeJS.ErrnoException | undefined)?.code) {
     case 'ENOSPC': case 'EDQUOT': return 'space';
     case 'EMFILE': case 'ENFILE': return 'descriptors';
     default: return undefined;
+  }
+}
+
+/** The current segment is no longer in the data dir (the dir, or the file, was removed while the log ran). */
+export class DataDirRemoved extends Error {
+  constructor(dir: string) {
+    super(`${kind}: the data dir ${dir} was removed while the agent ran`);
   }
 }

@@ -3,6 +3,7 @@
  * and kept preallocated, rolled to a new file between commits once full, cut back to its acknowledged
  * commits after a failed write, and older segments deleted once a snapshot covers them.
  */
+import { fstatSync } from 'node:fs';
 import { open, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EntriesListener } from '../ports/log.ts';
@@ -33,6 +34,33 @@ export class SegmentFiles {
       throw err;
     }
     return new SegmentFiles(walDir, segmentBytesMax, found.segments, active);
+  }
+
+  /**
+   * Starts afresh in an empty `walDir`: one new segment whose first entry is `first` (the entries before
+   * it are in a snapshot), created, preallocated and its name made durable.
+   */
+  static async start(walDir: string, segmentBytesMax: number, first: number): Promise<SegmentFiles> {
+    const path = join(walDir, segmentName(first));
+    const fh = await open(path, 'wx');
+    const active: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
+    try {
+      await preallocate(active, segmentBytesMax);
+      await syncDir(walDir);
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      await rm(path, { force: true }).catch(() => undefined);
+      throw err;
+    }
+    return new SegmentFiles(walDir, segmentBytesMax, [{ first, path }], active);
+  }
+
+  /**
+   * True when the current segment has no name left in the file system: its data dir (or the file) was
+   * removed while the log ran, so what is written to it would be gone at the next start. One fstat.
+   */
+  unlinked(): boolean {
+    return fstatSync(this.active.fh.fd).nlink === 0;
   }
 
   /** The first index the oldest kept segment starts at (the WAL's compaction point). */

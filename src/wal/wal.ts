@@ -9,20 +9,27 @@
  * WalLog composes the parts: recovery.ts (plan and apply at open, scan.ts reading each segment),
  * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts, replay.ts and
  * space-wait.ts. It keeps the commit queue, the log's phase and the decisions on a failed write.
+ *
+ * A data dir removed while the log runs (`rm -rf` by mistake, a cleaner of temporary files) is noticed
+ * by one fstat of the current segment after each commit's write and once a second while idle. That
+ * commit is refused (its entries were written to a file no longer there), writes are refused as
+ * unavailable meanwhile, and the retry makes the dir again: the agent's lock and node ID (`reclaimDir`),
+ * a snapshot of the state as of the last acknowledged commit (from `snapshotSource`), and a new segment
+ * after it. Every acknowledged write is in that snapshot.
  */
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Clock } from '../ports/clock.ts';
+import { dirname, join } from 'node:path';
+import type { Clock, TimerHandle } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { failedError, unavailableError } from '../ports/log-errors.ts';
+import { failedError, unavailableError, type LogShortage } from '../ports/log-errors.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import {
   appendTo, checkAfterIndex, CommitQueue, commitBytesMax, deliverCommit, positiveIntOption, queuedEntriesMaxDefault,
   EntryClock, refusal, snapshotRefusal, stampBatch, type EncodedProposal, type LogStats, type Pending, type Phase,
 } from '../log/index.ts';
 import { Attachments } from './attachments.ts';
-import { kind, listIndexed, MiB, segmentPattern, shortageOf, syncDir } from './files.ts';
+import { DataDirRemoved, kind, listIndexed, MiB, segmentPattern, shortageOf, syncDir } from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
@@ -57,7 +64,27 @@ export interface WalLogOptions {
    * appends are refused (LOG_UNAVAILABLE) until one try succeeds. @default 1000
    */
   spaceRetryMs?: number;
+  /** How often an idle log checks that its current segment is still in the data dir. @default 1000 */
+  dirCheckMs?: number;
+  /**
+   * Called when the data dir is made again after it was removed while the log ran, once the dir exists
+   * and before the log writes anything in it: the agent takes its lock again and writes its node ID.
+   * Throwing (another agent holds the dir now) fails the log for good. @default nothing
+   */
+  reclaimDir?: () => Promise<void>;
 }
+
+/** Why appends are refused, by what the log is short of (the error's text), and the line logged once. */
+const shortageText: Record<LogShortage, string> = {
+  space: 'no space left on the disk of the data dir',
+  descriptors: 'the agent is out of file descriptors',
+  files: 'the data dir was removed; the agent is writing its state there afresh',
+};
+const shortageLog: Record<LogShortage, string> = {
+  space: 'WAL: out of disk space; writes are refused until space is back',
+  descriptors: 'WAL: out of file descriptors; writes are refused until descriptors are free again (see ulimit -n and the connections held)',
+  files: 'WAL: the data dir was removed while the agent ran; writes are refused until the state is written there afresh',
+};
 
 export class WalLog implements ReplicatedLog {
   /** `commits` counts fdatasyncs of entry batches; `entries` counts entries they made durable. */
@@ -87,6 +114,11 @@ export class WalLog implements ReplicatedLog {
   private readonly attachments: Attachments;
   /** Stamps the commits (entry time goes on when the wall clock is set back). */
   private readonly entryClock: EntryClock;
+  /** The state as of the last entry applied, for starting afresh in a data dir made again. */
+  private source: (() => Snapshot) | undefined;
+  /** True while a commit writes (the idle check leaves a commit's segment to that commit's own check). */
+  private committing = false;
+  private dirCheck: TimerHandle | undefined;
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
@@ -124,6 +156,7 @@ export class WalLog implements ReplicatedLog {
     this.last = found.last;
     this.lastAtMs = found.lastAtMs;
     this.phase = 'open';
+    this.scheduleDirCheck();
     try {
       await this.files!.preallocate();
     } catch (err) {
@@ -145,6 +178,10 @@ export class WalLog implements ReplicatedLog {
   append(proposals: readonly Proposal[]): Promise<void> {
     if (this.noSpace !== undefined && this.failure === undefined && this.phase === 'open') return Promise.reject(this.noSpace);
     return appendTo(kind, this.phase, this.failure, this.commits, proposals);
+  }
+
+  snapshotSource(source: () => Snapshot): void {
+    this.source = source;
   }
 
   /** Tells `listener` each time the log stops (disk full) or starts again (space back) storing appends. */
@@ -191,6 +228,7 @@ export class WalLog implements ReplicatedLog {
 
   private async shutdown(): Promise<void> {
     if (this.phase === 'open') this.phase = 'closing';
+    if (this.dirCheck !== undefined) this.opts.clock.clearTimer(this.dirCheck);
     await this.spaceRetry.stop();
     // Queued appends are committed, not dropped: the port promises pending appends are never lost silently.
     await this.commits.idle();
@@ -204,14 +242,18 @@ export class WalLog implements ReplicatedLog {
   private async commit(batch: Pending<EncodedProposal>[]): Promise<void> {
     let entries: LogEntry[];
     const startedMs = this.observer === undefined ? 0 : performance.now();
+    this.committing = true;
     try {
       const stamped = stampBatch(batch, this.last, this.entryClock.stamp(this.lastAtMs));
       entries = stamped.entries;
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.write(encodeFrame(stamped.payload, frameBytesMax));
+      if (this.files!.unlinked()) throw new DataDirRemoved(this.opts.dir);
     } catch (err) {
       await this.writeFailed(err, batch);
       return;
+    } finally {
+      this.committing = false;
     }
     this.observer?.committed(entries.length, (performance.now() - startedMs) / 1000);
     this.publish(batch, entries);
@@ -227,7 +269,8 @@ export class WalLog implements ReplicatedLog {
    * A full disk (ENOSPC, EDQUOT) or a shortage of file descriptors (EMFILE, ENFILE: a segment roll opens
    * a file) is waited out: the bytes past the last acknowledged commit are cut (a partly written frame
    * must not stay behind the next one), the batch and the queue are refused as unavailable, and a retry
-   * tries again to roll and reserve space. Any other error fails the log for good.
+   * tries again to roll and reserve space. So is a data dir removed while the log ran (DataDirRemoved):
+   * the retry writes it afresh (startAfresh). Any other error fails the log for good.
    */
   private async writeFailed(err: unknown, batch: Pending<EncodedProposal>[]): Promise<void> {
     const shortage = shortageOf(err);
@@ -236,20 +279,17 @@ export class WalLog implements ReplicatedLog {
       return;
     }
     try {
-      await this.files!.restoreTail();
+      // A segment no longer in the data dir is left as it is: it is not read again.
+      if (shortage !== 'files') await this.files!.restoreTail();
     } catch (again) {
       this.fail(again, batch);
       return;
     }
     const first = this.noSpace === undefined;
-    this.noSpace ??= unavailableError(kind, shortage === 'space' ? 'no space left on the disk of the data dir' : 'the agent is out of file descriptors', shortage);
+    this.noSpace ??= unavailableError(kind, shortageText[shortage], shortage);
     for (const p of batch) p.reject(this.noSpace);
     this.commits.rejectQueued(this.noSpace);
-    if (first) {
-      this.logger.error({ err, dir: this.opts.dir }, shortage === 'space'
-        ? 'WAL: out of disk space; writes are refused until space is back'
-        : 'WAL: out of file descriptors; writes are refused until descriptors are free again (see ulimit -n and the connections held)');
-    }
+    if (first) this.logger.error({ err, dir: this.opts.dir }, shortageLog[shortage]);
     this.writable.tell(false);
     this.scheduleSpaceRetry();
   }
@@ -263,6 +303,7 @@ export class WalLog implements ReplicatedLog {
     if (this.noSpace === undefined || this.failure !== undefined || this.phase !== 'open') return;
     try {
       await this.commits.idle();
+      if (this.files!.unlinked()) await this.startAfresh();
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.preallocate();
     } catch (err) {
@@ -273,6 +314,42 @@ export class WalLog implements ReplicatedLog {
     this.noSpace = undefined;
     this.logger.info({ dir: this.opts.dir }, 'WAL: writes are accepted again');
     this.writable.tell(true);
+  }
+
+  /** Once a second while the log is open: an idle log notices a removed data dir before its next write. */
+  private scheduleDirCheck(): void {
+    this.dirCheck = this.opts.clock.setTimer(this.opts.dirCheckMs ?? 1000, () => {
+      if (this.phase !== 'open') return;
+      if (!this.committing && this.noSpace === undefined && this.failure === undefined && this.files!.unlinked()) {
+        void this.writeFailed(new DataDirRemoved(this.opts.dir), []);
+      }
+      this.scheduleDirCheck();
+    });
+  }
+
+  /**
+   * The data dir was removed while the log ran: what the runtime holds in memory is all there is. Makes
+   * the dir again, lets the agent take it (`reclaimDir`), writes the state as of the last commit as a
+   * snapshot, and goes on in a new segment after it. No commit runs meanwhile (appends are refused).
+   */
+  private async startAfresh(): Promise<void> {
+    await this.snapshots;
+    const snapshot = this.source?.();
+    if (snapshot === undefined || snapshot.index !== this.last) {
+      throw new Error(`${kind}: the data dir ${this.opts.dir} was removed and no snapshot of the state at index ${this.last} is at hand to write it afresh`);
+    }
+    await mkdir(this.opts.dir, { recursive: true });
+    await syncDir(dirname(this.opts.dir));
+    await this.opts.reclaimDir?.();
+    await mkdir(this.walDir, { recursive: true });
+    await mkdir(this.snapDir, { recursive: true });
+    await syncDir(this.opts.dir);
+    await writeSnapshotFile(this.snapDir, snapshot);
+    const old = this.files!;
+    this.files = await SegmentFiles.start(this.walDir, this.segmentBytesMax, this.last + 1);
+    this.snapIndex = snapshot.index;
+    await old.close().catch(() => undefined);
+    this.logger.warn({ dir: this.opts.dir, index: snapshot.index }, 'WAL: the data dir was removed while the agent ran; the state as of the last acknowledged write is written there afresh');
   }
 
   private publish(batch: Pending<EncodedProposal>[], entries: LogEntry[]): void {
@@ -295,6 +372,8 @@ export class WalLog implements ReplicatedLog {
     // Checked again: an earlier save in the chain may have moved the newest snapshot past this one.
     const refused = snapshotRefusal(kind, s, this.last, this.snapIndex);
     if (refused !== undefined) throw refused;
+    // A snapshot dir removed by hand is made again: the next snapshot then holds everything once more.
+    await mkdir(this.snapDir, { recursive: true });
     await writeSnapshotFile(this.snapDir, s);
     this.snapIndex = s.index;
     const fallback = await pruneSnapshots(this.snapDir, s.index);

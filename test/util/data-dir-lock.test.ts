@@ -78,3 +78,24 @@ describe('taking over a stale lock', () => {
     expect(take(dir, holderB)).toBe('refused');
   });
 });
+
+describe('taking the lock again in a data dir made again', () => {
+  test('kept while it names this holder, made again once removed, refused when another live agent took it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-lock-'));
+    dirs.push(dir);
+    const lock = lockDataDir(dir, { holder: holderA });
+    const mine = readLock(join(dir, lockFileName));
+    lock.reclaim();
+    expect(readLock(join(dir, lockFileName))).toBe(mine);
+    rmSync(join(dir, lockFileName));
+    lock.reclaim();
+    expect(readLock(join(dir, lockFileName))).toBe(mine);
+    rmSync(join(dir, lockFileName));
+    expect(take(dir, holderB)).toBe('held');
+    expect(() => lock.reclaim()).toThrow(DataDirLocked);
+    expect(parseHolder(readLock(join(dir, lockFileName))!)?.pid).toBe(holderB.pid);
+    // Released by this process only while it is still its own: the other agent's lock stays.
+    lock.release();
+    expect(parseHolder(readLock(join(dir, lockFileName))!)?.pid).toBe(holderB.pid);
+  });
+});
