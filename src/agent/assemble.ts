@@ -6,7 +6,8 @@
  */
 import type { Logger } from 'pino';
 import { ConfigError, type Config, type Limits } from '../config.ts';
-import { startGrpcHealthServer, type ConnectionLimits, type GrpcHealthServer, type WatchLimits } from '../grpc/index.ts';
+import { startGrpcHealthServer, type ConnectionLimits, type GrpcAuth, type GrpcHealthServer, type WatchLimits } from '../grpc/index.ts';
+import { RegistryError } from '../domain/errors.ts';
 import { AuthGate } from '../http/auth-gate.ts';
 import { apiRouter, RateLimiter, startHttpServer, StreamServer, type AgentOperations, type ApiContext, type HttpServer, type HttpServerOptions } from '../http/index.ts';
 import { AgentMetrics } from '../metrics/index.ts';
@@ -80,6 +81,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   const grpc = await listening('--grpc-port', startGrpcHealthServer({
     host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger: parts.logger, watchLimits: watchLimitsOf(config.limits),
     connectionLimits: connectionLimitsOf(config.limits), refused: (reason) => metrics.grpcConnectionRefused(reason),
+    ...(gate ? { auth: grpcAuth(gate) } : {}),
   }));
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
   const gossip = await parts.join?.({ name: config.nodeName, id: parts.nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address });
@@ -130,6 +132,17 @@ function startRuntime(config: Config, parts: AgentParts, membership: Membership,
       parts.onFatal(err);
     },
   });
+}
+
+/** The gRPC port's authentication: the HTTP gate's bearer tokens, read from a call's metadata. */
+function grpcAuth(gate: AuthGate): GrpcAuth {
+  const noQuery = new URLSearchParams();
+  return {
+    identify: (headers) => gate.bearer(headers, noQuery).catch((err: unknown) => {
+      if (err instanceof RegistryError) return err.message;
+      throw err;
+    }),
+  };
 }
 
 function streamServer(config: Config, ctx: ApiContext, gate: AuthGate | undefined, rateLimit: RateLimiter | undefined): StreamServer {

@@ -2,8 +2,14 @@
  * The grpc.health.v1.Health handlers over a ServingTracker (watch.md §1.2, §1.6). Check and List read
  * the tracker; every Watch call is a WatchStream filed under its name, and the one tracker listener
  * forwards each real change to the streams of that name.
+ *
+ * With authentication on (`auth`), `""` — the agent itself, what a liveness probe asks, which cannot send
+ * credentials — stays open to every caller; a named service needs a bearer token in the call's metadata
+ * whose rules give service read on the name (UNAUTHENTICATED without a valid one, PERMISSION_DENIED
+ * without the right), and List needs a token and holds `""` and the names it may read.
  */
-import { status as GrpcStatus, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Metadata, status as GrpcStatus, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { allowed, type Identity } from '../auth/index.ts';
 import type { ServingStatus, ServingTracker } from '../runtime/index.ts';
 import { serviceNameBytesMax } from './limits.ts';
 import { undecodableReason } from './proto.ts';
@@ -27,6 +33,26 @@ function nameError(name: string): ServiceError | undefined {
   return { code: GrpcStatus.INVALID_ARGUMENT, details: `service name longer than ${serviceNameBytesMax} bytes` };
 }
 
+/** With authentication on: who a call is, from its metadata (`authorization: Bearer …` or `x-consul-token`). */
+export interface GrpcAuth {
+  /** The identity the headers' token proves, or the reason there is none (missing, invalid, expired). */
+  identify(headers: Map<string, string>): Promise<Identity | string>;
+}
+
+/** The metadata that can carry a token, as the HTTP gate reads headers (first value of each). */
+const credentialKeys = ['authorization', 'x-consul-token'];
+
+function headersOf(metadata: Metadata | undefined): Map<string, string> {
+  const headers = new Map<string, string>();
+  for (const key of credentialKeys) {
+    const value = metadata?.get(key)[0];
+    if (typeof value === 'string') headers.set(key, value);
+  }
+  return headers;
+}
+
+const mayRead = (identity: Identity, name: string) => allowed(identity, { resource: 'service', name, access: 'read' });
+
 /** Bounds of the open Watch calls: each holds a stream and its state for as long as the client keeps it. */
 export interface WatchLimits {
   /** Open Watch calls of the agent (limits.grpc_watch_max). */
@@ -49,7 +75,7 @@ export class HealthService {
   private readonly unsubscribe: () => void;
   private finished = false;
 
-  constructor(private readonly tracker: ServingTracker, private readonly listEntriesMax: number, private limits: WatchLimits) {
+  constructor(private readonly tracker: ServingTracker, private readonly listEntriesMax: number, private limits: WatchLimits, private readonly auth?: GrpcAuth) {
     this.unsubscribe = tracker.subscribe((name, status) => this.changed(name, status));
   }
 
@@ -61,9 +87,9 @@ export class HealthService {
   /** Handlers for `server.addService(definition, ...)`. */
   implementation(): UntypedServiceImplementation {
     return {
-      Check: (call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, done: sendUnaryData<HealthCheckResponse>) => this.check(call.request, done),
-      List: (call: ServerUnaryCall<object, HealthListResponse>, done: sendUnaryData<HealthListResponse>) => this.list(call.request, done),
-      Watch: (call: WatchCall) => this.watch(call),
+      Check: (call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, done: sendUnaryData<HealthCheckResponse>) => void this.check(call, done),
+      List: (call: ServerUnaryCall<object, HealthListResponse>, done: sendUnaryData<HealthListResponse>) => void this.list(call, done),
+      Watch: (call: WatchCall) => void this.watch(call),
     };
   }
 
@@ -82,29 +108,57 @@ export class HealthService {
     return this.open;
   }
 
-  private check(request: HealthCheckRequest, done: sendUnaryData<HealthCheckResponse>): void {
+  /**
+   * Why the call may not see `name` (undefined: it may); for List (`name` undefined), the identity the
+   * call proves. Without authentication, and for `""`, every call may.
+   */
+  private async refusal(metadata: Metadata | undefined, name: string | undefined): Promise<ServiceError | Identity | undefined> {
+    if (this.auth === undefined || name === '') return undefined;
+    let identity: Identity | string;
+    try {
+      identity = await this.auth.identify(headersOf(metadata));
+    } catch {
+      return { code: GrpcStatus.INTERNAL, details: 'the credentials could not be checked' };
+    }
+    if (typeof identity === 'string') return { code: GrpcStatus.UNAUTHENTICATED, details: identity };
+    if (name === undefined) return identity;
+    return mayRead(identity, name) ? undefined : { code: GrpcStatus.PERMISSION_DENIED, details: `permission denied: read on service "${name}"` };
+  }
+
+  private async check(call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, done: sendUnaryData<HealthCheckResponse>): Promise<void> {
+    const request = call.request;
     const invalid = requestError(request);
     if (invalid) return done(invalid, null);
     const name = request.service;
+    const refused = await this.refusal(call.metadata, name);
+    if (refused !== undefined) return done(refused as ServiceError, null);
     const status = this.tracker.get(name);
     if (status === undefined) return done({ code: GrpcStatus.NOT_FOUND, details: `unknown service ${name}` }, null);
     done(null, { status });
   }
 
-  private list(request: object, done: sendUnaryData<HealthListResponse>): void {
-    const reason = undecodableReason(request);
+  private async list(call: ServerUnaryCall<object, HealthListResponse>, done: sendUnaryData<HealthListResponse>): Promise<void> {
+    const reason = undecodableReason(call.request);
     if (reason !== undefined) return done({ code: GrpcStatus.INVALID_ARGUMENT, details: reason }, null);
-    const entries = this.tracker.list();
+    const who = await this.refusal(call.metadata, undefined);
+    if (who !== undefined && 'code' in who) return done(who, null);
+    const entries = who === undefined ? this.tracker.list() : this.tracker.list().filter(([name]) => name === '' || mayRead(who, name));
     if (entries.length > this.listEntriesMax) {
       return done({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: `server health list exceeds maximum capacity: ${this.listEntriesMax}` }, null);
     }
     done(null, { statuses: Object.fromEntries(entries.map(([name, status]) => [name, { status }])) });
   }
 
-  private watch(call: WatchCall): void {
+  private async watch(call: WatchCall): Promise<void> {
     const invalid = requestError(call.request);
     if (invalid) return void call.emit('error', invalid);
     const name = call.request.service;
+    if (this.auth !== undefined && name !== '') {
+      const denied = await this.refusal(call.metadata, name);
+      if (denied !== undefined) return void call.emit('error', denied);
+      // The client may have gone while its token was checked: its 'cancelled' has been told already.
+      if (call.cancelled) return;
+    }
     const client = clientOf(call.getPeer());
     const refused = this.overLimit(client);
     if (refused) return void call.emit('error', refused);

@@ -3,5 +3,5 @@ export type { GrpcHealthServer, GrpcHealthServerOptions } from './server.ts';
 export { healthProtoPath, healthServiceName } from './proto.ts';
 export { connectionLimitsDefault, listEntriesMaxDefault, serviceNameBytesMax, shutdownGraceMsDefault, watchLimitsDefault } from './limits.ts';
 export type { ConnectionLimits, RefusalReason } from './listener.ts';
-export type { WatchLimits } from './health-service.ts';
+export type { GrpcAuth, WatchLimits } from './health-service.ts';
 export type { WatchStatus } from './watch-stream.ts';

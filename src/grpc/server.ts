@@ -7,7 +7,7 @@
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { Logger, ServingTracker } from '../runtime/index.ts';
-import { HealthService, type WatchLimits } from './health-service.ts';
+import { HealthService, type GrpcAuth, type WatchLimits } from './health-service.ts';
 import { connectionLimitsDefault, listEntriesMaxDefault, shutdownGraceMsDefault, watchLimitsDefault } from './limits.ts';
 import { GrpcListener, type ConnectionLimits, type RefusalReason } from './listener.ts';
 import { healthServiceDefinition } from './proto.ts';
@@ -29,6 +29,8 @@ export interface GrpcHealthServerOptions {
   connectionLimits?: ConnectionLimits;
   /** Told each connection the listener closed unserved, with why (metrics). */
   refused?: (reason: RefusalReason) => void;
+  /** With authentication on: named services and List need a bearer token (see health-service.ts). */
+  auth?: GrpcAuth;
 }
 
 export interface GrpcHealthServer {
@@ -49,7 +51,7 @@ export interface GrpcHealthServer {
 
 export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise<GrpcHealthServer> {
   const definition = healthServiceDefinition();
-  const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault, o.watchLimits ?? watchLimitsDefault);
+  const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault, o.watchLimits ?? watchLimitsDefault, o.auth);
   const server = new Server();
   server.addService(definition, health.implementation());
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
