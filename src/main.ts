@@ -12,6 +12,7 @@ import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
 import { createLogger } from './agent/logger.ts';
+import { checkDataDirMode, markClusterDataDir } from './agent/data-dir-mode.ts';
 import { nodeIdOf, writeNodeId } from './agent/node-id.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { BindingUnavailable, loadUws } from './http/index.ts';
@@ -86,6 +87,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   makeDataDir(dataDir);
   // Before anything in the data dir is read or written: two agents on one log would interleave its frames.
   const lock = lockDataDir(dataDir);
+  checkDataDirMode(dataDir, config.nats.length > 0);
   const clock = new SystemClock();
   const nodeId = await nodeIdOf(dataDir);
   const log = await openLog(config, dataDir, clock, logger, async () => {
@@ -100,6 +102,10 @@ async function run(config: Config, reread: () => Config): Promise<void> {
     onLeave: () => shutdown('leave'),
   });
   const { runtime, http, grpc } = agent;
+  // A cluster node needs nothing else of its local disk: a full one does not stop it here.
+  if (config.nats.length > 0) {
+    await markClusterDataDir(dataDir).catch((err: unknown) => logger.warn({ err, dataDir }, 'could not mark the data dir as a cluster node\'s; a start without --nats on it will not be refused'));
+  }
   let stopping = false;
   shutdown = (signal: string) => {
     if (stopping) return;

@@ -7,10 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../config.ts';
-import { syncDir } from '../wal/files.ts';
+import { writeFileWhole } from '../wal/files.ts';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -34,15 +33,5 @@ export async function nodeIdOf(dataDir: string): Promise<string> {
 
 /** Writes `id` to the data dir's `node-id`, whole (also when the data dir was made again while the agent ran). */
 export async function writeNodeId(dataDir: string, id: string): Promise<void> {
-  const file = join(dataDir, 'node-id');
-  const tmp = `${file}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(`${id}\n`);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, file);
-  await syncDir(dataDir);
+  await writeFileWhole(join(dataDir, 'node-id'), `${id}\n`);
 }

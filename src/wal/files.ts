@@ -7,8 +7,8 @@
  */
 // The default export, so a test can make one write fail (vi.spyOn on this object).
 import fs from 'node:fs';
-import { open, readdir, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open, readdir, rename, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { LogShortage } from '../ports/log-errors.ts';
 
 /** The name the WAL's errors start with. */
@@ -66,6 +66,23 @@ export async function writeAll(fh: FileHandle, buf: Buffer, position: number): P
     if (bytesWritten <= 0) throw new Error(`write made no progress at offset ${position + done}`);
     done += bytesWritten;
   }
+}
+
+/**
+ * Writes a small file whole: a temporary file, flushed, renamed into place, the directory flushed, so a
+ * crash leaves no file, the old one or the new one, never part of one.
+ */
+export async function writeFileWhole(path: string, text: string): Promise<void> {
+  const tmp = `${path}.tmp`;
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, path);
+  await syncDir(dirname(path));
 }
 
 /** Makes created, renamed or deleted names durable. */

@@ -1,0 +1,55 @@
+/**
+ * A data dir serves one kind of node. A single node keeps its whole registry there (the embedded log in
+ * `wal/` and `snap/`); a cluster node keeps none of it (the stream holds the log). Started in the other
+ * mode on the same dir, a node would serve a registry that is not the one its clients used: a cluster node
+ * restarted without `--nats` (a flag lost from a unit file) would answer on its usual address from an empty
+ * registry of its own and grant locks that the cluster's clients hold; a single node started with `--nats`
+ * would leave its state behind unseen. etcd refuses a data dir bootstrapped for another cluster the same way.
+ *
+ * So a cluster node marks its dir (`cluster`, once it has opened the log), and a start stops (exit 2),
+ * saying how to go on, when the mode does not match what the dir holds.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError } from '../config.ts';
+import { segmentPattern, snapPattern, writeFileWhole } from '../wal/files.ts';
+
+/** The file that marks a cluster node's data dir. */
+export const clusterMarkerName = 'cluster';
+
+/** Files of an embedded log in the data dir: its segments and snapshots. */
+function embeddedLogFiles(dataDir: string): number {
+  const count = (dir: string, pattern: RegExp) => {
+    try {
+      return readdirSync(join(dataDir, dir)).filter((name) => pattern.test(name)).length;
+    } catch {
+      return 0;
+    }
+  };
+  return count('wal', segmentPattern) + count('snap', snapPattern);
+}
+
+/** Stops the start (ConfigError, exit 2) when the data dir belongs to the other kind of node. */
+export function checkDataDirMode(dataDir: string, clustered: boolean): void {
+  const marker = join(dataDir, clusterMarkerName);
+  const marked = existsSync(marker);
+  if (!clustered && marked) {
+    throw new ConfigError(`--data-dir ${dataDir}: it belongs to a cluster node (${marker}), but --nats is not given: `
+      + 'this agent would serve an empty registry of its own and grant locks the cluster\'s clients hold. '
+      + `Start it with --nats as before; to run it as a single node with a new, empty registry, remove ${marker}`);
+  }
+  const files = clustered && !marked ? embeddedLogFiles(dataDir) : 0;
+  if (files > 0) {
+    throw new ConfigError(`--data-dir ${dataDir}: it holds a single node's embedded log (${files} files in wal/ and snap/), `
+      + 'which a cluster node does not read: its registry would stay behind unseen. To bring it into the cluster, '
+      + 'start this agent once more without --nats, save it (roster snapshot save) and restore it into the cluster '
+      + `(roster snapshot restore); to join the cluster without it, move ${join(dataDir, 'wal')} and ${join(dataDir, 'snap')} away`);
+  }
+}
+
+/** Marks the data dir as a cluster node's (once its log has opened); kept when it is there. */
+export async function markClusterDataDir(dataDir: string): Promise<void> {
+  const marker = join(dataDir, clusterMarkerName);
+  if (existsSync(marker)) return;
+  await writeFileWhole(marker, 'This data dir belongs to a Roster cluster node: start it with --nats (see docs/cluster.md).\n');
+}
