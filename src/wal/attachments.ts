@@ -6,9 +6,9 @@
  * only until the log snapshots taken after its entry (the next ones) replace that entry.
  */
 import fs from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { syncDir } from './files.ts';
+import { writeFileWhole } from './files.ts';
 
 const namePattern = /^[0-9a-f]{64}\.bin$/;
 /** Attachments kept; older ones are removed when a new one is stored. */
@@ -26,16 +26,7 @@ export class Attachments {
     if (!/^[0-9a-f]{64}$/.test(sha256)) throw new RangeError(`attachment: bad sha256 ${JSON.stringify(sha256)}`);
     await mkdir(this.dir, { recursive: true });
     const name = `${sha256}.bin`;
-    const tmp = join(this.dir, `${name}.tmp`);
-    const fh = await open(tmp, 'w');
-    try {
-      await fh.writeFile(bytes);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, join(this.dir, name));
-    await syncDir(this.dir);
+    await writeFileWhole(join(this.dir, name), bytes);
     await this.prune(name);
     return name;
   }

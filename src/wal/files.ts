@@ -72,11 +72,11 @@ export async function writeAll(fh: FileHandle, buf: Buffer, position: number): P
  * Writes a small file whole: a temporary file, flushed, renamed into place, the directory flushed, so a
  * crash leaves no file, the old one or the new one, never part of one.
  */
-export async function writeFileWhole(path: string, text: string): Promise<void> {
+export async function writeFileWhole(path: string, data: string | Buffer): Promise<void> {
   const tmp = `${path}.tmp`;
   const fh = await open(tmp, 'w');
   try {
-    await fh.writeFile(text);
+    await fh.writeFile(data);
     await fh.sync();
   } finally {
     await fh.close();
