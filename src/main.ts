@@ -20,7 +20,7 @@ import { SystemClock } from './ports/clock.ts';
 import type { ReplicatedLog } from './ports/log.ts';
 import type { Membership } from './ports/membership.ts';
 import { isLogDamaged, WalLog } from './wal/index.ts';
-import { DataDirLocked, lockDataDir } from './util/data-dir-lock.ts';
+import { DataDirLocked, keepLock, lockDataDir } from './util/data-dir-lock.ts';
 
 // `?filter=` takes `matches` patterns from clients: let V8 fall back to its linear-time engine when a
 // pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
@@ -87,6 +87,10 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   makeDataDir(dataDir);
   // Before anything in the data dir is read or written: two agents on one log would interleave its frames.
   const lock = lockDataDir(dataDir);
+  keepLock(lock, (err) => {
+    logger.fatal({ err: err.message, dataDir }, 'another agent has taken this data dir (its LOCK was removed by hand): stopping, so that one agent writes its log');
+    process.exit(70);
+  });
   checkDataDirMode(dataDir, config.nats.length > 0);
   const clock = new SystemClock();
   const nodeId = await nodeIdOf(dataDir);

@@ -88,6 +88,26 @@ function take(dir: string, path: string, text: string, o: LockOptions): void {
   throw new DataDirLocked(dir, holder !== undefined && isAlive(holder) ? holder : rival ?? holder ?? { pid: 0 });
 }
 
+/**
+ * Keeps the lock while the agent runs. Once every `everyMs` it is taken again if it was removed (by hand,
+ * taken for a stale one), so that an agent started on the dir afterwards is refused. When another live
+ * agent holds it by then, two agents write one log: `taken` is told, once. A data dir removed whole is
+ * left to the log, which makes it again and takes the lock then. Returns the function that stops it.
+ */
+export function keepLock(lock: DataDirLock, taken: (err: DataDirLocked) => void, everyMs = 1000): () => void {
+  const timer = setInterval(() => {
+    try {
+      lock.reclaim();
+    } catch (err) {
+      if (!(err instanceof DataDirLocked)) return; // the dir itself is gone (ENOENT): see above
+      clearInterval(timer);
+      taken(err);
+    }
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 function held(dir: string, path: string, text: string, o: LockOptions): DataDirLock {
   const lock = {
     path, release: () => releaseIfOurs(path, text),

@@ -3,11 +3,15 @@
 // seconds the agent makes the dir again — its lock, its node ID, a snapshot of its state as of the last
 // acknowledged write, a new segment — and takes writes again; an idle agent does so without any write.
 // After a SIGKILL and a start on the same path, every acknowledged key, session and lock is there.
-import { existsSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+// A LOCK removed by hand (taken for a stale one) is put back within a second, so a second agent is refused;
+// an agent that finds another live agent holding its LOCK stops (exit 70) rather than write beside it.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { call, client, expectError, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 import { until } from '../support/until.ts';
+import { startTicksOf } from '../../src/util/data-dir-lock.ts';
 
 const started: Agent[] = [];
 const dirs: string[] = [];
@@ -94,5 +98,32 @@ describe('a data dir removed while the agent runs', () => {
     expect(await nodeIdOf(again)).toBe(nodeId);
     for (let k = 0; k < 10; k++) expect((await call(again.url, 'GET', `/v1/kv/idle/${k}?raw`)).text).toBe(`i${k}`);
     expect((await call(again.url, 'GET', '/v1/kv/idle/last?raw')).text).toBe('l');
+  });
+
+  test('a LOCK removed by hand is put back, so a second agent is refused; one taken by another live agent stops this one', async () => {
+    const parent = freshParent();
+    const agent = await agentOn(parent);
+    const lockPath = join(agent.dataDir, 'LOCK');
+    const mine = readlinkSync(lockPath);
+    rmSync(lockPath);
+    await until('the LOCK put back', async () => readlinkSync(lockPath), 10_000);
+    expect(readlinkSync(lockPath)).toBe(mine);
+    const second = await startAgent({ dataDir: agent.dataDir }).then(() => 'started', (err: Error) => err.message);
+    expect(second).toMatch(/exited \(2\) before ready/);
+    expect(second).toContain('in use by another roster agent');
+    expect((await call(agent.url, 'PUT', '/v1/kv/still', 'here')).status).toBe(200);
+
+    // Another live process now holds the LOCK (swapped in whole, as a takeover does).
+    const other = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      symlinkSync(`${other.pid}:${startTicksOf(other.pid!) ?? ''}:elsewhere`, `${lockPath}.other`);
+      renameSync(`${lockPath}.other`, lockPath);
+      const code = await until('the agent stopped', async () => agent.proc.exitCode ?? undefined, 10_000);
+      expect(code).toBe(70);
+      expect(agent.output()).toMatch(/another agent has taken this data dir/);
+      expect(readlinkSync(lockPath)).toMatch(new RegExp(`^${other.pid}:`));
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 });
