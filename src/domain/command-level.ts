@@ -6,15 +6,17 @@
  *
  * Level 1: every command of the first release. Level 2 adds `txn.kv` (PUT /v1/txn) and `state.restore`
  * (PUT /v1/snapshot). Level 3 adds `catalog.register` with `replaces` (a rename by node ID: an older node
- * would keep the renamed node). A release that adds commands raises `commandLevel` and lists them below.
+ * would keep the renamed node). Level 4 adds `catalog.register` with `taggedAddresses` (an older node would
+ * drop them). A release that adds commands raises `commandLevel` and lists them below.
  */
 import type { Command } from './commands.ts';
 
 /** The level of this release: it applies every command of this level and below. */
-export const commandLevel = 3;
+export const commandLevel = 4;
 
 /** The lowest level whose releases apply `cmd`. */
 export function commandLevelOf(cmd: Command): number {
+  if (cmd.t === 'catalog.register' && cmd.taggedAddresses !== undefined) return 4;
   if (cmd.t === 'catalog.register' && cmd.replaces !== undefined) return 3;
   return cmd.t === 'txn.kv' || cmd.t === 'state.restore' ? 2 : 1;
 }
@@ -23,6 +25,7 @@ export function commandLevelOf(cmd: Command): number {
 export function commandWhat(cmd: Command): string {
   if (cmd.t === 'txn.kv') return 'a transaction (PUT /v1/txn)';
   if (cmd.t === 'state.restore') return 'a snapshot restore (PUT /v1/snapshot)';
+  if (cmd.t === 'catalog.register' && cmd.taggedAddresses !== undefined) return 'a node registration with TaggedAddresses (PUT /v1/catalog/register)';
   if (cmd.t === 'catalog.register' && cmd.replaces !== undefined) return 'a node rename by its ID (PUT /v1/catalog/register)';
   return `the command ${cmd.t}`;
 }

@@ -64,6 +64,8 @@ export interface CatalogRegister {
   id: string;
   address: string;
   meta: Record<string, string>;
+  /** The node's tagged addresses (command level 4); absent when the registration gives none. */
+  taggedAddresses?: Record<string, string>;
   checks: CatalogCheck[];
   /**
    * A rename by node ID (Consul's; command level 3): the node that holds `id` under another name, as the

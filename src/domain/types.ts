@@ -46,6 +46,8 @@ export interface CatalogNode {
   node: string;
   address: string;
   meta: Record<string, string>;
+  /** The node's tagged addresses as registered (`lan`, `wan`, …); absent when none were given. */
+  taggedAddresses?: Record<string, string>;
   createIndex: number;
   modifyIndex: number;
 }

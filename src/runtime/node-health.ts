@@ -167,6 +167,7 @@ export class NodeHealthOwner {
     host.logger.info({ node: node.node, status, aliveSeen: v.aliveCount, counted: v.counted }, 'gossip check: reporting the node');
     void host.propose({
       t: 'catalog.register', node: node.node, id: node.id, address: node.address, meta: node.meta,
+      ...(node.taggedAddresses !== undefined ? { taggedAddresses: node.taggedAddresses } : {}),
       checks: [{ checkId: gossipCheckId, name: gossipCheckName, status, notes: '', output: alive ? gossipCheckOutputAlive : gossipCheckOutputFailed }],
     }).catch((err: unknown) => host.logger.warn({ err, node: node.node }, 'gossip check update failed; retried on the next membership or catalog change'))
       .finally(() => this.inFlight.delete(node.node));

@@ -87,7 +87,7 @@ const schema = record({
   },
   lockDelays: { type: 'array', items: { type: 'array', minItems: 2, items: [name, count], additionalItems: false } },
   tombstones: { type: 'array', items: { type: 'array', minItems: 2, items: [name, count], additionalItems: false } },
-  nodes: { type: 'array', items: record({ id: text, node: name, address: text, meta: textMap, createIndex: count, modifyIndex: count }) },
+  nodes: { type: 'array', items: record({ id: text, node: name, address: text, meta: textMap, createIndex: count, modifyIndex: count }, { taggedAddresses: textMap }) },
   checks: { type: 'array', items: check },
   services: {
     type: 'array', items: record({

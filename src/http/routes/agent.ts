@@ -131,13 +131,8 @@ function parseRegister(body: Record<string, unknown> | undefined, api: ApiContex
   const address = str('Address');
   if (node === '') errors.broke('Node', 'nodeNameMissing');
   if (address === '') errors.broke('Address', 'nodeAddressMissing');
-  const metaRaw = field(body, 'NodeMeta').value;
-  let meta: Record<string, string> = {};
-  if (metaRaw !== undefined && metaRaw !== null) {
-    if (typeof metaRaw !== 'object' || Array.isArray(metaRaw) || Object.values(metaRaw).some((v) => typeof v !== 'string')) {
-      errors.add('NodeMeta', 'Type', 'must be an object of strings');
-    } else meta = { ...(metaRaw as Record<string, string>) };
-  }
+  const meta = stringMap(body, 'NodeMeta', errors) ?? {};
+  const taggedAddresses = stringMap(body, 'TaggedAddresses', errors);
   if (field(body, 'Service').value != null) {
     errors.add('Service', 'Unsupported', 'services are registered through /v1/agent/service/register');
   }
@@ -155,7 +150,21 @@ function parseRegister(body: Record<string, unknown> | undefined, api: ApiContex
   errors.throwIfAny();
   // A re-registration that leaves the id out keeps the node's id.
   const known = api.runtime.state.nodes.get(node)?.id ?? '';
-  return { t: 'catalog.register', node, id: id === '' ? known : id, address, meta, checks };
+  return {
+    t: 'catalog.register', node, id: id === '' ? known : id, address, meta, checks,
+    ...(taggedAddresses !== undefined && Object.keys(taggedAddresses).length > 0 ? { taggedAddresses } : {}),
+  };
+}
+
+/** An object of strings (`NodeMeta`, `TaggedAddresses`), copied; undefined when absent or null. */
+function stringMap(body: Record<string, unknown> | undefined, name: string, errors: FieldErrors): Record<string, string> | undefined {
+  const raw = field(body, name).value;
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw !== 'object' || Array.isArray(raw) || Object.values(raw).some((v) => typeof v !== 'string')) {
+    errors.add(name, 'Type', 'must be an object of strings');
+    return undefined;
+  }
+  return { ...(raw as Record<string, string>) };
 }
 
 /**

@@ -30,10 +30,15 @@ export function renderCheck(c: HealthCheck, agentView = false): Record<string, u
   };
 }
 
+/** A node's tagged addresses as registered; a node registered without them shows its address as lan and wan. */
+function taggedAddressesOf(n: CatalogNode | undefined, address: string): Record<string, string> {
+  return n?.taggedAddresses ?? { lan: address, lan_ipv4: address, wan: address, wan_ipv4: address };
+}
+
 function renderNode(n: CatalogNode, dc: string): Record<string, unknown> {
   return {
     ID: n.id, Node: n.node, Address: n.address, Datacenter: dc,
-    TaggedAddresses: { lan: n.address, lan_ipv4: n.address, wan: n.address, wan_ipv4: n.address },
+    TaggedAddresses: taggedAddressesOf(n, n.address),
     Meta: n.meta, CreateIndex: n.createIndex, ModifyIndex: n.modifyIndex,
   };
 }
@@ -77,7 +82,7 @@ function renderCatalogService(s: ServiceInstance, n: CatalogNode | undefined, dc
   const address = n?.address ?? '';
   return {
     ID: n?.id ?? '', Node: s.node, Address: address, Datacenter: dc,
-    TaggedAddresses: { lan: address, lan_ipv4: address, wan: address, wan_ipv4: address },
+    TaggedAddresses: taggedAddressesOf(n, address),
     NodeMeta: n?.meta ?? {}, ServiceKind: s.kind, ServiceID: s.id, ServiceName: s.service, ServiceTags: s.tags,
     ServiceAddress: s.address, ServiceWeights: s.weights, ServiceMeta: s.meta, ServicePort: s.port,
     ServiceSocketPath: '', ServiceEnableTagOverride: s.enableTagOverride,

@@ -22,10 +22,10 @@ const catalogRegister: Handler<'catalog.register'> = (c, cmd) => {
   }
   const existing = state.nodes.get(cmd.node);
   const changed = existing === undefined || existing.id !== cmd.id || existing.address !== cmd.address ||
-    JSON.stringify(existing.meta) !== JSON.stringify(cmd.meta);
+    JSON.stringify(existing.meta) !== JSON.stringify(cmd.meta) || JSON.stringify(existing.taggedAddresses) !== JSON.stringify(cmd.taggedAddresses);
   if (changed) {
     state.setNode({
-      id: cmd.id, node: cmd.node, address: cmd.address, meta: cmd.meta,
+      id: cmd.id, node: cmd.node, address: cmd.address, meta: cmd.meta, ...(cmd.taggedAddresses !== undefined ? { taggedAddresses: cmd.taggedAddresses } : {}),
       createIndex: existing?.createIndex ?? c.index, modifyIndex: c.index,
     });
     state.catalogIndex = c.index;
