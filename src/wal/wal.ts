@@ -17,7 +17,7 @@
  * a snapshot of the state as of the last acknowledged commit (from `snapshotSource`), and a new segment
  * after it. Every acknowledged write is in that snapshot.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
@@ -345,6 +345,11 @@ export class WalLog implements ReplicatedLog {
     await mkdir(this.snapDir, { recursive: true });
     await syncDir(this.opts.dir);
     await writeSnapshotFile(this.snapDir, snapshot);
+    // Segments left behind (the current one alone was removed) hold nothing the snapshot does not, and
+    // would leave a gap before the new segment that recovery refuses.
+    const left = await listIndexed(this.walDir, segmentPattern);
+    for (const seg of left) await rm(seg.path, { force: true });
+    if (left.length > 0) await syncDir(this.walDir);
     const old = this.files!;
     this.files = await SegmentFiles.start(this.walDir, this.segmentBytesMax, this.last + 1);
     this.snapIndex = snapshot.index;

@@ -87,4 +87,20 @@ describe('WalLog with its data dir removed', () => {
     expect(snapIndex).toBe(4);
     expect(entries.map((e) => e.index)).toEqual([5]);
   });
+
+  it('only the current segment removed, older ones left: the log starts afresh after them and opens again', async () => {
+    const { clock, log, writable } = await running(0, { segmentBytesMax: 64 });
+    for (let k = 1; k <= 6; k++) await log.append(proposals(k, 1));
+    const segs = readdirSync(join(fx.dir, 'wal')).sort();
+    expect(segs.length).toBeGreaterThan(2);
+    rmSync(join(fx.dir, 'wal', segs.at(-1)!));
+    clock.advance(1000);
+    clock.advance(1000);
+    await vi.waitFor(() => expect(writable).toEqual([false, true]));
+    await log.append(proposals(7, 1));
+    await log.close();
+    const { entries, snapIndex } = await fx.reopen();
+    expect(snapIndex).toBe(6);
+    expect(entries.map((e) => e.index)).toEqual([7]);
+  });
 });
