@@ -17,6 +17,7 @@
  * a snapshot of the state as of the last acknowledged commit (from `snapshotSource`), and a new segment
  * after it. Every acknowledged write is in that snapshot.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
@@ -29,7 +30,7 @@ import {
   EntryClock, refusal, snapshotRefusal, stampBatch, type EncodedProposal, type LogStats, type Pending, type Phase,
 } from '../log/index.ts';
 import { Attachments } from './attachments.ts';
-import { DataDirRemoved, kind, listIndexed, MiB, segmentPattern, shortageOf, syncDir } from './files.ts';
+import { DataDirRemoved, kind, listIndexed, MiB, segmentPattern, shortageOf, snapName, syncDir } from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
@@ -303,7 +304,7 @@ export class WalLog implements ReplicatedLog {
     if (this.noSpace === undefined || this.failure !== undefined || this.phase !== 'open') return;
     try {
       await this.commits.idle();
-      if (this.files!.unlinked()) await this.startAfresh();
+      if (this.filesGone()) await this.startAfresh();
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.preallocate();
     } catch (err) {
@@ -316,11 +317,19 @@ export class WalLog implements ReplicatedLog {
     this.writable.tell(true);
   }
 
+  /**
+   * The current segment has no name left, or the newest snapshot, which the older entries were dropped
+   * for, is gone: the next start could not rebuild what was acknowledged.
+   */
+  private filesGone(): boolean {
+    return this.files!.unlinked() || (this.snapIndex > 0 && !existsSync(join(this.snapDir, snapName(this.snapIndex))));
+  }
+
   /** Once a second while the log is open: an idle log notices a removed data dir before its next write. */
   private scheduleDirCheck(): void {
     this.dirCheck = this.opts.clock.setTimer(this.opts.dirCheckMs ?? 1000, () => {
       if (this.phase !== 'open') return;
-      if (!this.committing && this.noSpace === undefined && this.failure === undefined && this.files!.unlinked()) {
+      if (!this.committing && this.noSpace === undefined && this.failure === undefined && this.filesGone()) {
         void this.writeFailed(new DataDirRemoved(this.opts.dir), []);
       }
       this.scheduleDirCheck();

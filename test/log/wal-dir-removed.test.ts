@@ -103,4 +103,21 @@ describe('WalLog with its data dir removed', () => {
     expect(snapIndex).toBe(6);
     expect(entries.map((e) => e.index)).toEqual([7]);
   });
+
+  it('the newest snapshot removed (the entries before it dropped): an idle log writes the state afresh within its check interval', async () => {
+    const { clock, log, writable } = await running(0, { segmentBytesMax: 64 });
+    for (let k = 1; k <= 6; k++) await log.append(proposals(k, 1));
+    await log.saveSnapshot({ index: 6, data: { applied: [1, 2, 3, 4, 5, 6] } });
+    await log.append(proposals(7, 1));
+    rmSync(join(fx.dir, 'snap'), { recursive: true, force: true });
+    clock.advance(1000);
+    expect(writable).toEqual([false]);
+    clock.advance(1000);
+    await vi.waitFor(() => expect(writable).toEqual([false, true]));
+    await log.append(proposals(8, 1));
+    await log.close();
+    const { entries, snapIndex } = await fx.reopen();
+    expect(snapIndex).toBe(7);
+    expect(entries.map((e) => e.index)).toEqual([8]);
+  });
 });
