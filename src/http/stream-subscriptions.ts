@@ -43,7 +43,8 @@ export function subscribeRequest(msg: Record<string, unknown>, subs: ReadonlyMap
 /**
  * The read a subscription needs, as the matching HTTP query would: a service's health or checks need
  * read on the service (every service's health: read on all of them) and, since they name their nodes,
- * on every node; its serving status read on the service; a node's checks read on the node,
+ * on every node; its serving status read on the service; a node's checks read on the node and, since
+ * they include its service checks, on every service (HTTP's node health filters those instead),
  * checks by state read on every node and every service (the HTTP lists filter instead); a node's
  * sessions read on that node's sessions (every node's: read on all of them, as a prefix).
  * A KV prefix needs read on the prefix and on every rule below it, since the view shows every key.
@@ -56,7 +57,8 @@ function mayWatch(identity: Identity, topic: string, key: string): boolean {
     case 'service_health': return (key === '' ? allowedPrefix(identity, need('service', '')) : allowed(identity, need('service', key))) && allowedPrefix(identity, need('node', ''));
     case 'service_checks': return allowed(identity, need('service', key)) && allowedPrefix(identity, need('node', ''));
     case 'serving_status': return allowed(identity, need('service', key));
-    case 'node_checks': return allowed(identity, need('node', key));
+    // A node's checks include the checks of its services: read on every service too.
+    case 'node_checks': return allowed(identity, need('node', key)) && allowedPrefix(identity, need('service', ''));
     // Every node's checks, service checks among them: read on every node and every service, as prefixes.
     case 'checks_in_state': return allowedPrefix(identity, need('node', '')) && allowedPrefix(identity, need('service', ''));
     case 'sessions': return key === '' ? allowedPrefix(identity, need('session', '')) : allowed(identity, need('session', key));

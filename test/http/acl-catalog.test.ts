@@ -180,8 +180,10 @@ describe('lists hold only what the token may read', () => {
     }
   });
 
-  test('the stream\'s checks_in_state needs read on every node and service', async () => {
+  test('the stream\'s checks_in_state needs read on every node and service; node_checks on the node and every service', async () => {
     expect(await firstAnswer(admin, 'checks_in_state', 'any')).toMatchObject({ type: 'end_of_snapshot' });
     expect(await firstAnswer(fenced, 'checks_in_state', 'any')).toMatchObject({ type: 'error', code: 'forbidden' });
+    expect(await firstAnswer(admin, 'node_checks', 'node1')).toMatchObject({ type: 'end_of_snapshot' });
+    expect(await firstAnswer(fenced, 'node_checks', 'node1')).toMatchObject({ type: 'error', code: 'forbidden' });
   });
 });

@@ -228,10 +228,16 @@ describe('stream authentication', () => {
     ask('kv', 'kv_prefix', 'app/public/');
     ask('kvwide', 'kv_prefix', 'app/');
     ask('sess', 'sessions', '');
-    expect((await answer(s, 'node')).type).toBe('end_of_snapshot');
     expect((await answer(s, 'kv')).type).toBe('end_of_snapshot');
-    for (const id of ['svc', 'allnodes', 'othernode', 'kvwide', 'sess']) expect(await answer(s, id)).toMatchObject({ type: 'error', code: 'forbidden' });
+    // A node's checks include its service checks: with read on some services only, the node's are refused too.
+    for (const id of ['svc', 'allnodes', 'node', 'othernode', 'kvwide', 'sess']) expect(await answer(s, id)).toMatchObject({ type: 'error', code: 'forbidden' });
     s.ws.close();
+    const everyService = await openStream(secured, [subprotocol], bearer(await mint([{ resource: 'service', prefix: '', access: 'read' }, { resource: 'node', prefix: 'n', access: 'read' }])));
+    everyService.ws.send(JSON.stringify({ op: 'subscribe', id: 'n', topic: 'node_checks', key: 'n1' }));
+    expect((await answer(everyService, 'n')).type).toBe('end_of_snapshot');
+    everyService.ws.send(JSON.stringify({ op: 'subscribe', id: 'm', topic: 'node_checks', key: 'm1' }));
+    expect(await answer(everyService, 'm')).toMatchObject({ type: 'error', code: 'forbidden' });
+    everyService.ws.close();
     const withNodes = await openStream(secured, [subprotocol], bearer(await mint([{ resource: 'service', prefix: 'web', access: 'read' }, { resource: 'node', prefix: '', access: 'read' }])));
     withNodes.ws.send(JSON.stringify({ op: 'subscribe', id: 'ok', topic: 'service_health', key: 'web' }));
     expect((await answer(withNodes, 'ok')).type).toBe('end_of_snapshot');
