@@ -2,6 +2,12 @@
  * Conditional answers (http-conventions.md "Caching"): validators on successful reads — an ETag over the
  * representation and, when the answer's registry index has a known time, Last-Modified — and the 304
  * for a request whose If-None-Match or If-Modified-Since still holds.
+ *
+ * An API answer also says `Cache-Control: no-cache`: a cache (a browser, a proxy) may keep it but must ask
+ * again before each use, which the validators make cheap. Without it, an answer with Last-Modified and no
+ * expiry is fresh by heuristic for a tenth of its age (RFC 9111 §4.2.2; browsers do this): a node list
+ * unchanged for an hour would be served from a browser's cache for six minutes, registrations unseen.
+ * Answers that set their own (the dashboard's files) keep theirs.
  */
 import { crc32 } from 'node:zlib';
 import type { Wire } from './render.ts';
@@ -16,6 +22,7 @@ export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number)
   const tag = w.tag ?? entityTag(w.body);
   const modifiedMs = timeOfIndex === undefined ? undefined : modifiedAt(w.headers, timeOfIndex);
   const headers: [string, string][] = w.headers.slice();
+  if (!headers.some(([k]) => k === 'Cache-Control')) headers.push(['Cache-Control', 'no-cache']);
   headers.push(['ETag', tag]);
   if (modifiedMs !== undefined) headers.push(['Last-Modified', httpDate(modifiedMs)]);
   const wanted = req.headers.get('if-none-match');

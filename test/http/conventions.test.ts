@@ -81,6 +81,21 @@ describe('caching', () => {
     expect((await read('deleted and written again')).text).not.toBe(before.text);
   });
 
+  test('API answers say Cache-Control: no-cache, so no cache serves them by heuristic freshness; the dashboard\'s files keep their own', async () => {
+    const c = client(agent);
+    await c.put('/v1/kv/cc/a', 'x');
+    for (const path of ['/v1/kv/cc/a', '/v1/kv/cc/a?raw', '/v1/kv/cc?recurse', '/v1/catalog/nodes', '/v1/health/state/any', '/v1/agent/self', '/v1/status/leader']) {
+      const r = await c.get(path);
+      expect([r.status, r.headers.get('cache-control')], path).toEqual([200, 'no-cache']);
+    }
+    const tag = (await c.get('/v1/catalog/nodes')).headers.get('etag')!;
+    const revalidated = await c.get('/v1/catalog/nodes', { 'if-none-match': tag });
+    expect([revalidated.status, revalidated.headers.get('cache-control')]).toEqual([304, 'no-cache']);
+    // The page sets its own (revalidated too): said once, not twice.
+    const page = await c.get('/ui/');
+    if (page.status === 200) expect(page.headers.get('cache-control')).toBe('no-cache');
+  });
+
   test('errors and writes carry no ETag', async () => {
     const c = client(agent);
     expect((await c.get('/v1/kv/etag/missing')).headers.get('etag')).toBeNull();
