@@ -108,20 +108,22 @@ export class HealthService {
     return this.open;
   }
 
-  /**
-   * Why the call may not see `name` (undefined: it may); for List (`name` undefined), the identity the
-   * call proves. Without authentication, and for `""`, every call may.
-   */
-  private async refusal(metadata: Metadata | undefined, name: string | undefined): Promise<ServiceError | Identity | undefined> {
-    if (this.auth === undefined || name === '') return undefined;
+  /** The identity the call's token proves, or the error that ends the call (authentication is on). */
+  private async identityOf(auth: GrpcAuth, metadata: Metadata | undefined): Promise<Identity | ServiceError> {
     let identity: Identity | string;
     try {
-      identity = await this.auth.identify(headersOf(metadata));
+      identity = await auth.identify(headersOf(metadata));
     } catch {
       return { code: GrpcStatus.INTERNAL, details: 'the credentials could not be checked' };
     }
-    if (typeof identity === 'string') return { code: GrpcStatus.UNAUTHENTICATED, details: identity };
-    if (name === undefined) return identity;
+    return typeof identity === 'string' ? { code: GrpcStatus.UNAUTHENTICATED, details: identity } : identity;
+  }
+
+  /** Why the call may not see `name`; undefined when it may (always without authentication, and for `""`). */
+  private async refusal(metadata: Metadata | undefined, name: string): Promise<ServiceError | undefined> {
+    if (this.auth === undefined || name === '') return undefined;
+    const identity = await this.identityOf(this.auth, metadata);
+    if ('code' in identity) return identity;
     return mayRead(identity, name) ? undefined : { code: GrpcStatus.PERMISSION_DENIED, details: `permission denied: read on service "${name}"` };
   }
 
@@ -131,7 +133,7 @@ export class HealthService {
     if (invalid) return done(invalid, null);
     const name = request.service;
     const refused = await this.refusal(call.metadata, name);
-    if (refused !== undefined) return done(refused as ServiceError, null);
+    if (refused !== undefined) return done(refused, null);
     const status = this.tracker.get(name);
     if (status === undefined) return done({ code: GrpcStatus.NOT_FOUND, details: `unknown service ${name}` }, null);
     done(null, { status });
@@ -140,7 +142,7 @@ export class HealthService {
   private async list(call: ServerUnaryCall<object, HealthListResponse>, done: sendUnaryData<HealthListResponse>): Promise<void> {
     const reason = undecodableReason(call.request);
     if (reason !== undefined) return done({ code: GrpcStatus.INVALID_ARGUMENT, details: reason }, null);
-    const who = await this.refusal(call.metadata, undefined);
+    const who = this.auth === undefined ? undefined : await this.identityOf(this.auth, call.metadata);
     if (who !== undefined && 'code' in who) return done(who, null);
     const entries = who === undefined ? this.tracker.list() : this.tracker.list().filter(([name]) => name === '' || mayRead(who, name));
     if (entries.length > this.listEntriesMax) {
