@@ -82,6 +82,23 @@ const gossipHeartbeatMsMax = 1_000;
  * message was lost in roughly one test run in five here; if it is still lost, the others see a failure.
  */
 const leaveFlushMs = 100;
+/**
+ * Whether two cluster identities (`<stream>@<creation time>`) name one log. Nodes that start together and
+ * race to create the stream can come away with creation times a few milliseconds apart: nats-server
+ * 2.9.10 answers each racing create with its own time while the stream keeps the first. So times of one
+ * stream name within a second of each other count as one log; a stream deleted and created again, or
+ * another cluster's, is created seconds or more apart.
+ */
+export function sameCluster(a: string, b: string): boolean {
+  if (a === b) return true;
+  const [at, bt] = [a.lastIndexOf('@'), b.lastIndexOf('@')];
+  if (at < 0 || bt < 0 || a.slice(0, at) !== b.slice(0, bt)) return false;
+  const apart = Math.abs(Date.parse(a.slice(at + 1)) - Date.parse(b.slice(bt + 1)));
+  return apart < sameStreamWithinMs;
+}
+
+const sameStreamWithinMs = 1000;
+
 /** At most this many other clusters are warned about; heartbeats of further ones are dropped silently. */
 const foreignClustersWarnedMax = 16;
 
@@ -214,7 +231,7 @@ export class GossipMembership implements Membership {
       this.logger.debug({ reason: hb.invalid, peer: fromPeer }, 'heartbeat dropped');
       return;
     }
-    if (hb.cluster !== undefined && this.opts.cluster !== undefined && hb.cluster !== this.opts.cluster) {
+    if (hb.cluster !== undefined && this.opts.cluster !== undefined && !sameCluster(hb.cluster, this.opts.cluster)) {
       this.foreign(hb, fromPeer);
       return;
     }
