@@ -15,7 +15,7 @@ import { ConfigError } from '../config.ts';
 import { segmentPattern, snapPattern, writeFileWhole } from '../wal/files.ts';
 
 /** The file that marks a cluster node's data dir. */
-export const clusterMarkerName = 'cluster';
+const clusterMarkerName = 'cluster';
 
 /** Files of an embedded log in the data dir: its segments and snapshots. */
 function embeddedLogFiles(dataDir: string): number {

@@ -92,9 +92,9 @@ function take(dir: string, path: string, text: string, o: LockOptions): void {
  * Keeps the lock while the agent runs. Once every `everyMs` it is taken again if it was removed (by hand,
  * taken for a stale one), so that an agent started on the dir afterwards is refused. When another live
  * agent holds it by then, two agents write one log: `taken` is told, once. A data dir removed whole is
- * left to the log, which makes it again and takes the lock then. Returns the function that stops it.
+ * left to the log, which makes it again and takes the lock then. The timer does not keep the process alive.
  */
-export function keepLock(lock: DataDirLock, taken: (err: DataDirLocked) => void, everyMs = 1000): () => void {
+export function keepLock(lock: DataDirLock, taken: (err: DataDirLocked) => void, everyMs = 1000): void {
   const timer = setInterval(() => {
     try {
       lock.reclaim();
@@ -105,7 +105,6 @@ export function keepLock(lock: DataDirLock, taken: (err: DataDirLocked) => void,
     }
   }, everyMs);
   timer.unref();
-  return () => clearInterval(timer);
 }
 
 function held(dir: string, path: string, text: string, o: LockOptions): DataDirLock {
