@@ -83,11 +83,12 @@ const gossipHeartbeatMsMax = 1_000;
  */
 const leaveFlushMs = 100;
 /**
- * Whether two cluster identities (`<stream>@<creation time>`) name one log. Nodes that start together and
- * race to create the stream can come away with creation times a few milliseconds apart: nats-server
- * 2.9.10 answers each racing create with its own time while the stream keeps the first. So times of one
- * stream name within a second of each other count as one log; a stream deleted and created again, or
- * another cluster's, is created seconds or more apart.
+ * Whether two cluster identities (`<stream>@<creation time>`) name one log. nats-server 2.9.10 answers
+ * each of several creates racing milliseconds apart with that create's own time while the stream keeps
+ * the first; the log reads the time until it settles (settledStream), but a node whose clock is far off
+ * skips that, and a node of an older release kept its own. So times of one stream name within a second
+ * of each other count as one log; a stream deleted and created again, or another cluster's, is created
+ * seconds or more apart.
  */
 export function sameCluster(a: string, b: string): boolean {
   if (a === b) return true;

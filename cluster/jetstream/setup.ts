@@ -3,6 +3,7 @@
  * is, its differences from our settings logged), create the snapshot bucket. Each step is retried
  * through the transient failures of a cluster still electing its leaders.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   DiscardPolicy, JetStreamApiCodes, jetstream, jetstreamManager, RetentionPolicy, StorageType,
@@ -18,6 +19,9 @@ const natsPingIntervalMs = 2_000;
 const natsMaxPingOut = 3;
 /** JetStream drops a repeated message id within this window; it must outlast a commit's retries. */
 const duplicateWindowMsMin = 120_000;
+/** A stream created this recently may still be answering racing creates: see settledStream. */
+const youngStreamMs = 30_000;
+const settleGapMs = 500;
 /** Bytes kept free in a message for the headers (message id) and the protocol line. */
 const messageHeadroomBytes = 1024;
 /** JetStream's error code for "stream name already in use" (not in the client's JetStreamApiCodes). */
@@ -76,7 +80,7 @@ export async function openStores(nc: NatsConnection, s: Settings, deadline: numb
   const attemptMsMax = 3 * s.publishTimeoutMs;
   const jsm = await retrying(s.logger, 'JetStream', deadline, () => jetstreamManager(nc, { timeout: s.publishTimeoutMs }), attemptMsMax);
   const js = jetstream(nc, { timeout: s.publishTimeoutMs });
-  const stream = await retrying(s.logger, `stream ${s.stream}`, deadline, () => ensureStream(jsm, s, s.logger), attemptMsMax);
+  const stream = await openStream(jsm, s, deadline, attemptMsMax);
   const store = await retrying(s.logger, `bucket ${s.bucket}`, deadline,
     () => new Objm(js).create(s.bucket, { replicas: s.replicas, storage: StorageType.File }), attemptMsMax);
   return { jsm, js, stream, store, bytesMax: messageBytesMax(nc.info?.max_payload) };
@@ -106,6 +110,31 @@ export function streamConfig(p: StreamPlan): Partial<StreamConfig> & { name: str
     // compaction.ts purges (deny_purge is a separate flag, left off).
     deny_delete: true,
   };
+}
+
+/** The stream found or created, as every node reads it; each request retried until `deadline`. */
+export async function openStream(jsm: JetStreamManager, p: StreamPlan & { logger: Logger }, deadline: number, attemptMsMax: number): Promise<AdoptedStream> {
+  const adopted = await retrying(p.logger, `stream ${p.stream}`, deadline, () => ensureStream(jsm, p, p.logger), attemptMsMax);
+  return settledStream(adopted, deadline, () => retrying(p.logger, `stream ${p.stream}`, deadline, () => jsm.streams.info(p.stream), attemptMsMax));
+}
+
+/**
+ * The stream as every node reads it. nats-server 2.9 answers each of several identical creates that race
+ * a few milliseconds apart with success and that create's own creation time, and a read just after may
+ * still show it, while the stream keeps the first create's. The creation time is half of the log's
+ * identity (gossiped, and written in each snapshot), so a stream created in the last `youngStreamMs`
+ * (by this node's clock) is read again until two reads `settleGapMs` apart give the same time.
+ */
+export async function settledStream(adopted: AdoptedStream, deadline: number, read: () => Promise<StreamInfo>): Promise<AdoptedStream> {
+  if (Date.now() - Date.parse(adopted.info.created) > youngStreamMs) return adopted;
+  let info = adopted.info;
+  for (;;) {
+    await sleep(settleGapMs);
+    const next = await read();
+    if (next.created === info.created) return { ...adopted, info: next };
+    if (Date.now() > deadline) throw new Error(`${kind}: the creation time of stream ${next.config.name} did not settle before the open deadline`);
+    info = next;
+  }
 }
 
 /** Creates the stream if missing; an existing one is used as it is (differences are logged). */
