@@ -146,9 +146,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     httpHost: pick('http-host', 'ROSTER_HTTP_HOST', 'client_addr') ?? '127.0.0.1',
     grpcPort: port(pick('grpc-port', 'ROSTER_GRPC_PORT', 'ports.grpc') ?? '8502', 'grpc-port'),
     dataDir: pick('data-dir', 'ROSTER_DATA_DIR', 'data_dir') ?? defaults.dataDir ?? './data',
-    nodeName: nonEmpty('node-name', pick('node-name', 'ROSTER_NODE_NAME', 'node_name') ?? defaults.nodeName ?? hostname()),
+    nodeName: nodeName(pick('node-name', 'ROSTER_NODE_NAME', 'node_name') ?? defaults.nodeName ?? hostname()),
     dialect: dialect(pick('dialect', 'ROSTER_DIALECT', 'dialect') ?? 'seed'),
-    datacenter: nonEmpty('datacenter', pick('datacenter', 'ROSTER_DATACENTER', 'datacenter') ?? 'dc1'),
+    datacenter: datacenter(pick('datacenter', 'ROSTER_DATACENTER', 'datacenter') ?? 'dc1'),
     sessionTtlMsMin: duration('session-ttl-min', pick('session-ttl-min', 'ROSTER_SESSION_TTL_MIN', 'session_ttl_min'), sessionTtlMsMinDefault),
     logLevel: logLevel(pick('log-level', 'ROSTER_LOG_LEVEL', 'log_level') ?? defaults.logLevel ?? 'info'),
     logFormat: logFormat(pick('log-format', 'ROSTER_LOG_FORMAT', 'log_format') ?? defaults.logFormat ?? 'json'),
@@ -367,6 +367,27 @@ function positive(name: string, text: string): number {
 function nonEmpty(name: string, text: string): string {
   if (text.trim() === '') throw new ConfigError(`--${name} must not be empty`);
   return text;
+}
+
+/**
+ * The agent's node name: a host name's characters. It names this node's snapshot objects in a cluster
+ * (`<stream>/<node>/<slot>`), where a "/" would let one node's name be a prefix of another's objects.
+ */
+function nodeName(text: string): string {
+  const name = nonEmpty('node-name', text);
+  if (!/^[A-Za-z0-9._-]{1,128}$/.test(name)) {
+    throw new ConfigError(`--node-name: "${name}" may hold only letters, digits, ".", "-" and "_", at most 128 of them`);
+  }
+  return name;
+}
+
+/** The datacenter's name, lowercased, as Consul does, and of Consul's characters. */
+function datacenter(text: string): string {
+  const name = nonEmpty('datacenter', text).toLowerCase();
+  if (!/^[a-z0-9_-]{1,64}$/.test(name)) {
+    throw new ConfigError(`--datacenter: "${text}" may hold only letters, digits, "-" and "_" (it is lowercased), at most 64 of them`);
+  }
+  return name;
 }
 
 /** pino's levels, and `silent`. */

@@ -110,6 +110,29 @@ describe('startup', () => {
     expect(badLevel.stderr).toMatch(/--log-level: "loud" is not one of trace, debug, info, warn, error, fatal, silent/);
   });
 
+  test('a node name or datacenter outside a host name\'s characters exits 2 naming it, and nothing is written; a datacenter is lowercased', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
+    dirs.push(cwd);
+    const base = ['--http-port', '0', '--grpc-port', '0', '--data-dir', join(cwd, 'd')];
+    const cases: Array<[string[], RegExp]> = [
+      [['--node-name', 'web/1'], /roster: --node-name: "web\/1" may hold only letters, digits/],
+      [['--node-name', 'web 1'], /roster: --node-name: "web 1" may hold only/],
+      [['--node-name', 'n'.repeat(129)], /roster: --node-name: "n+" may hold only .* at most 128/],
+      [['--datacenter', 'a/b'], /roster: --datacenter: "a\/b" may hold only letters, digits, "-" and "_"/],
+      [['--datacenter', 'east.1'], /roster: --datacenter: "east.1" may hold only/],
+    ];
+    for (const [args, reason] of cases) {
+      const r = runToExit([...base, ...args], {}, cwd);
+      expect([r.status, r.stderr], JSON.stringify(args)).toEqual([2, expect.stringMatching(reason)]);
+    }
+    expect(readdirSync(cwd)).toEqual([]);
+    const agent = await startAgent({ bare: true, args: [...base, '--node-name', 'Web_1.example-host', '--datacenter', 'East_1'] });
+    started.push(agent);
+    const self = (await client(agent).get('/v1/agent/self')).json();
+    expect([self.Config.NodeName, self.Config.Datacenter]).toEqual(['Web_1.example-host', 'east_1']);
+    expect((await client(agent).get('/v1/catalog/nodes?dc=east_1')).status).toBe(200);
+  });
+
   test('an empty setting — flag, environment variable or config file key — exits 2 naming it, and nothing is written', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
     dirs.push(cwd);
