@@ -13,6 +13,7 @@ import { dialects, type Dialect } from './http/render.ts';
 import { connectionLimitsDefault, watchLimitsDefault } from './grpc/limits.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { ConfigError } from './config-error.ts';
+import { datacenter, nodeName } from './config-names.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
 import { goDurationMaxText, parseGoDurationMs } from './util/duration.ts';
@@ -362,32 +363,6 @@ function positive(name: string, text: string): number {
   const n = Number(text);
   if (!/^\d+$/.test(text) || n < 1) throw new ConfigError(`--${name}: "${text}" is not a positive integer`);
   return n;
-}
-
-function nonEmpty(name: string, text: string): string {
-  if (text.trim() === '') throw new ConfigError(`--${name} must not be empty`);
-  return text;
-}
-
-/**
- * The agent's node name: a host name's characters. It names this node's snapshot objects in a cluster
- * (`<stream>/<node>/<slot>`), where a "/" would let one node's name be a prefix of another's objects.
- */
-function nodeName(text: string): string {
-  const name = nonEmpty('node-name', text);
-  if (!/^[A-Za-z0-9._-]{1,128}$/.test(name)) {
-    throw new ConfigError(`--node-name: "${name}" may hold only letters, digits, ".", "-" and "_", at most 128 of them`);
-  }
-  return name;
-}
-
-/** The datacenter's name, lowercased, as Consul does, and of Consul's characters. */
-function datacenter(text: string): string {
-  const name = nonEmpty('datacenter', text).toLowerCase();
-  if (!/^[a-z0-9_-]{1,64}$/.test(name)) {
-    throw new ConfigError(`--datacenter: "${text}" may hold only letters, digits, "-" and "_" (it is lowercased), at most 64 of them`);
-  }
-  return name;
 }
 
 /** pino's levels, and `silent`. */
