@@ -326,7 +326,7 @@ export const errorCatalogue = {
     details: (v) => ({ stateBytes: v.stateBytes, stateBytesMax: v.stateBytesMax }),
   }),
   answersBusy: busy('too many large answers are being sent; retry shortly', 'too many large answers in flight'),
-  dataDirRemoved: busy('the agent cannot store writes now: its data dir was removed and it is writing its state there afresh; retry shortly', 'cannot store writes now: data dir removed'),
+  dataDirRemoved: busy('the agent cannot store writes now: its data dir was removed or moved and it is writing its state there afresh; retry shortly', 'cannot store writes now: data dir removed'),
   descriptorsShort: busy('the agent cannot store writes now: it is out of file descriptors; retry later', 'cannot store writes now: out of file descriptors'),
   logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
   // No Retry-After: the write may still take effect, so a blind retry could apply it twice; read it back first.

@@ -113,6 +113,6 @@ export function shortageOf(err: unknown): LogShortage | undefined {
 /** The current segment is no longer in the data dir (the dir, or the file, was removed while the log ran). */
 export class DataDirRemoved extends Error {
   constructor(dir: string) {
-    super(`${kind}: the data dir ${dir} was removed while the agent ran`);
+    super(`${kind}: the data dir ${dir} was removed or moved while the agent ran`);
   }
 }

@@ -3,7 +3,7 @@
  * and kept preallocated, rolled to a new file between commits once full, cut back to its acknowledged
  * commits after a failed write, and older segments deleted once a snapshot covers them.
  */
-import { fstatSync } from 'node:fs';
+import { fstatSync, statSync } from 'node:fs';
 import { open, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EntriesListener } from '../ports/log.ts';
@@ -56,11 +56,16 @@ export class SegmentFiles {
   }
 
   /**
-   * True when the current segment has no name left in the file system: its data dir (or the file) was
-   * removed while the log ran, so what is written to it would be gone at the next start. One fstat.
+   * True when the current segment is no longer where the next start reads: it has no name left (its data
+   * dir or the file was removed), or, with `byPath`, its path names another file or none (the dir was
+   * moved or renamed). One fstat; with `byPath`, one stat of the path too.
    */
-  unlinked(): boolean {
-    return fstatSync(this.active.fh.fd).nlink === 0;
+  detached(byPath: boolean): boolean {
+    const open = fstatSync(this.active.fh.fd);
+    if (open.nlink === 0) return true;
+    if (!byPath) return false;
+    const named = statSync(this.active.path, { throwIfNoEntry: false });
+    return named === undefined || named.ino !== open.ino || named.dev !== open.dev;
   }
 
   /** The first index the oldest kept segment starts at (the WAL's compaction point). */

@@ -11,8 +11,9 @@
  * space-wait.ts. It keeps the commit queue, the log's phase and the decisions on a failed write.
  *
  * A data dir removed while the log runs (`rm -rf` by mistake, a cleaner of temporary files) is noticed
- * by one fstat of the current segment after each commit's write and once a second while idle. That
- * commit is refused (its entries were written to a file no longer there), writes are refused as
+ * by one fstat of the current segment after each commit's write and once a second while idle; one moved
+ * or renamed, by a stat of the segment's path once a second (by the next commit's check under load, by
+ * the idle check otherwise). That commit is refused (its entries were written to a file no longer there), writes are refused as
  * unavailable meanwhile, and the retry makes the dir again: the agent's lock and node ID (`reclaimDir`),
  * a snapshot of the state as of the last acknowledged commit (from `snapshotSource`), and a new segment
  * after it. Every acknowledged write is in that snapshot.
@@ -65,7 +66,7 @@ export interface WalLogOptions {
    * appends are refused (LOG_UNAVAILABLE) until one try succeeds. @default 1000
    */
   spaceRetryMs?: number;
-  /** How often an idle log checks that its current segment is still in the data dir. @default 1000 */
+  /** How often the log checks that its current segment is still at its path in the data dir. @default 1000 */
   dirCheckMs?: number;
   /**
    * Called when the data dir is made again after it was removed while the log ran, once the dir exists
@@ -84,7 +85,7 @@ const shortageText: Record<LogShortage, string> = {
 const shortageLog: Record<LogShortage, string> = {
   space: 'WAL: out of disk space; writes are refused until space is back',
   descriptors: 'WAL: out of file descriptors; writes are refused until descriptors are free again (see ulimit -n and the connections held)',
-  files: 'WAL: the data dir was removed while the agent ran; writes are refused until the state is written there afresh',
+  files: 'WAL: the data dir was removed or moved while the agent ran; writes are refused until the state is written there afresh',
 };
 
 export class WalLog implements ReplicatedLog {
@@ -120,6 +121,8 @@ export class WalLog implements ReplicatedLog {
   /** True while a commit writes (the idle check leaves a commit's segment to that commit's own check). */
   private committing = false;
   private dirCheck: TimerHandle | undefined;
+  /** Set once per dirCheckMs: the next commit also checks its segment's path (a moved dir). */
+  private pathCheckDue = false;
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
@@ -249,7 +252,9 @@ export class WalLog implements ReplicatedLog {
       entries = stamped.entries;
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.write(encodeFrame(stamped.payload, frameBytesMax));
-      if (this.files!.unlinked()) throw new DataDirRemoved(this.opts.dir);
+      const byPath = this.pathCheckDue;
+      this.pathCheckDue = false;
+      if (this.files!.detached(byPath)) throw new DataDirRemoved(this.opts.dir);
     } catch (err) {
       await this.writeFailed(err, batch);
       return;
@@ -318,17 +323,18 @@ export class WalLog implements ReplicatedLog {
   }
 
   /**
-   * The current segment has no name left, or the newest snapshot, which the older entries were dropped
-   * for, is gone: the next start could not rebuild what was acknowledged.
+   * The current segment is no longer at its path (removed, or its dir moved), or the newest snapshot,
+   * which the older entries were dropped for, is gone: the next start could not rebuild what was acknowledged.
    */
   private filesGone(): boolean {
-    return this.files!.unlinked() || (this.snapIndex > 0 && !existsSync(join(this.snapDir, snapName(this.snapIndex))));
+    return this.files!.detached(true) || (this.snapIndex > 0 && !existsSync(join(this.snapDir, snapName(this.snapIndex))));
   }
 
   /** Once a second while the log is open: an idle log notices a removed data dir before its next write. */
   private scheduleDirCheck(): void {
     this.dirCheck = this.opts.clock.setTimer(this.opts.dirCheckMs ?? 1000, () => {
       if (this.phase !== 'open') return;
+      this.pathCheckDue = true;
       if (!this.committing && this.noSpace === undefined && this.failure === undefined && this.filesGone()) {
         void this.writeFailed(new DataDirRemoved(this.opts.dir), []);
       }
@@ -363,7 +369,7 @@ export class WalLog implements ReplicatedLog {
     this.files = await SegmentFiles.start(this.walDir, this.segmentBytesMax, this.last + 1);
     this.snapIndex = snapshot.index;
     await old.close().catch(() => undefined);
-    this.logger.warn({ dir: this.opts.dir, index: snapshot.index }, 'WAL: the data dir was removed while the agent ran; the state as of the last acknowledged write is written there afresh');
+    this.logger.warn({ dir: this.opts.dir, index: snapshot.index }, 'WAL: the data dir was removed or moved while the agent ran; the state as of the last acknowledged write is written there afresh');
   }
 
   private publish(batch: Pending<EncodedProposal>[], entries: LogEntry[]): void {

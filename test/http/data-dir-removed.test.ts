@@ -1,5 +1,5 @@
-// Goal: a data dir removed while the agent runs (an `rm -rf` by mistake, a cleaner of temporary files)
-// loses nothing acknowledged. The write that meets the removal answers 503 and changes nothing; within
+// Goal: a data dir removed while the agent runs (an `rm -rf` by mistake, a cleaner of temporary files),
+// or moved away (an `mv` taken for a backup), loses nothing acknowledged. The write that meets the removal answers 503 and changes nothing; within
 // seconds the agent makes the dir again — its lock, its node ID, a snapshot of its state as of the last
 // acknowledged write, a new segment — and takes writes again; an idle agent does so without any write.
 // After a SIGKILL and a start on the same path, every acknowledged key, session and lock is there.
@@ -69,7 +69,7 @@ describe('a data dir removed while the agent runs', () => {
       after.push(`after/${k}`);
     }
     expectMadeAgain(agent.dataDir, agent, nodeId);
-    expect(agent.output()).toMatch(/the data dir was removed while the agent ran/);
+    expect(agent.output()).toMatch(/the data dir was removed or moved while the agent ran/);
 
     await agent.kill9();
     const again = await agentOn(parent);
@@ -80,6 +80,36 @@ describe('a data dir removed while the agent runs', () => {
     const lock = (await call(again.url, 'GET', '/v1/kv/jobs/lock')).json<{ Session: string; LockIndex: number }[]>()[0]!;
     expect(lock).toMatchObject({ Session: session, LockIndex: 1 });
     expect((await call(again.url, 'GET', `/v1/session/info/${session}`)).json<unknown[]>()).toHaveLength(1);
+  });
+
+  test('a data dir moved away under a stream of writes is made again at its path; a SIGKILL then loses no acknowledged write', async () => {
+    const parent = freshParent();
+    const agent = await agentOn(parent);
+    const nodeId = await nodeIdOf(agent);
+    const acknowledged: string[] = [];
+    let refused = 0;
+    const put = async (key: string) => {
+      const r = await call(agent.url, 'PUT', `/v1/kv/${key}`, key);
+      if (r.status === 200) acknowledged.push(key);
+      else { expectError(r, 503, 1016); refused++; }
+    };
+    for (let k = 0; k < 50; k++) await put(`before/${k}`);
+    renameSync(agent.dataDir, join(parent, 'data.moved'));
+    // Writes go on, one after another, until the dir is back at its path and some more are acknowledged.
+    let k = 0;
+    const stopAt = Date.now() + 20_000;
+    while (Date.now() < stopAt && !(existsSync(join(agent.dataDir, 'wal')) && acknowledged.length >= 50 + k / 2 + 20)) await put(`during/${k++}`);
+    for (let j = 0; j < 20; j++) await put(`after/${j}`);
+    expect(refused).toBeGreaterThan(0);
+    expectMadeAgain(agent.dataDir, agent, nodeId);
+
+    await agent.kill9();
+    const again = await agentOn(parent);
+    expect(await nodeIdOf(again)).toBe(nodeId);
+    const lost: string[] = [];
+    for (const key of acknowledged) if ((await call(again.url, 'GET', `/v1/kv/${key}?raw`)).text !== key) lost.push(key);
+    expect(lost).toEqual([]);
+    expect(acknowledged.filter((key) => key.startsWith('after/'))).toHaveLength(20);
   });
 
   test('an idle agent makes the dir again without a write, and a SIGKILL then loses nothing (consul dialect)', async () => {

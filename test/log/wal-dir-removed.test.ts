@@ -1,8 +1,8 @@
-// Goal: a WAL whose data dir is removed while it runs never acknowledges a commit written into the removed
+// Goal: a WAL whose data dir is removed (or moved away) while it runs never acknowledges a commit written into the removed
 // files, and starts afresh from the snapshot its runtime gives: the dir made again (after `reclaimDir`), the
 // snapshot at the last acknowledged index, a new segment after it. Without a snapshot at that index, or
 // when `reclaimDir` refuses (another agent holds the dir now), it fails for good and writes nothing there.
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/ports/clock.ts';
@@ -58,6 +58,20 @@ describe('WalLog with its data dir removed', () => {
     expect(readdirSync(join(fx.dir, 'wal'))).toEqual([`${'4'.padStart(20, '0')}.seg`]);
     await log.close();
     expect((await fx.reopen()).snapIndex).toBe(3);
+  });
+
+  it('a data dir moved away: an idle log notices within its check interval and starts afresh at its path', async () => {
+    const idle = await running(3);
+    renameSync(fx.dir, `${fx.dir}.moved`);
+    idle.clock.advance(1000);
+    expect(idle.writable).toEqual([false]);
+    idle.clock.advance(1000);
+    await vi.waitFor(() => expect(idle.writable).toEqual([false, true]));
+    expect(readdirSync(join(fx.dir, 'wal'))).toEqual([`${'4'.padStart(20, '0')}.seg`]);
+    await idle.log.append(proposals(4, 1));
+    await idle.log.close();
+    expect((await fx.reopen()).entries.map((e) => e.index)).toEqual([4]);
+    rmSync(`${fx.dir}.moved`, { recursive: true, force: true });
   });
 
   it('fails for good, writing nothing in the dir, when reclaimDir refuses or no snapshot at the last index is at hand', async () => {
