@@ -13,6 +13,8 @@ import type { Recovered } from './recovery.ts';
 import { replay } from './replay.ts';
 
 export class SegmentFiles {
+  private pathCheckDue = false;
+
   private constructor(
     private readonly walDir: string,
     private readonly segmentBytesMax: number,
@@ -57,15 +59,23 @@ export class SegmentFiles {
 
   /**
    * True when the current segment is no longer where the next start reads: it has no name left (its data
-   * dir or the file was removed), or, with `byPath`, its path names another file or none (the dir was
-   * moved or renamed). One fstat; with `byPath`, one stat of the path too.
+   * dir or the file was removed), or, when a path check is due (checkPathNext), its path names another
+   * file or none (the dir was moved or renamed). One fstat; with the path check, one stat of the path too.
    */
-  detached(byPath: boolean): boolean {
+  detached(): boolean {
+    const byPath = this.pathCheckDue;
+    this.pathCheckDue = false;
     const open = fstatSync(this.active.fh.fd);
     if (open.nlink === 0) return true;
     if (!byPath) return false;
     const named = statSync(this.active.path, { throwIfNoEntry: false });
     return named === undefined || named.ino !== open.ino || named.dev !== open.dev;
+  }
+
+  /** The next `detached()` also checks the current segment's path. */
+  checkPathNext(): this {
+    this.pathCheckDue = true;
+    return this;
   }
 
   /** The first index the oldest kept segment starts at (the WAL's compaction point). */

@@ -11,10 +11,9 @@
  * space-wait.ts. It keeps the commit queue, the log's phase and the decisions on a failed write.
  *
  * A data dir removed while the log runs (`rm -rf` by mistake, a cleaner of temporary files) is noticed
- * by one fstat of the current segment after each commit's write and once a second while idle; one moved
- * or renamed, by a stat of the segment's path once a second (by the next commit's check under load, by
- * the idle check otherwise). That commit is refused (its entries were written to a file no longer there), writes are refused as
- * unavailable meanwhile, and the retry makes the dir again: the agent's lock and node ID (`reclaimDir`),
+ * by one fstat of the current segment after each commit's write and once a second while idle; one moved,
+ * by a stat of the segment's path once a second (in the next commit's check, or the idle one). That
+ * commit is refused (its entries went to a file no longer there), writes are refused as unavailable meanwhile, and the retry makes the dir again: the agent's lock and node ID (`reclaimDir`),
  * a snapshot of the state as of the last acknowledged commit (from `snapshotSource`), and a new segment
  * after it. Every acknowledged write is in that snapshot.
  */
@@ -121,8 +120,6 @@ export class WalLog implements ReplicatedLog {
   /** True while a commit writes (the idle check leaves a commit's segment to that commit's own check). */
   private committing = false;
   private dirCheck: TimerHandle | undefined;
-  /** Set once per dirCheckMs: the next commit also checks its segment's path (a moved dir). */
-  private pathCheckDue = false;
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
@@ -252,9 +249,7 @@ export class WalLog implements ReplicatedLog {
       entries = stamped.entries;
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.write(encodeFrame(stamped.payload, frameBytesMax));
-      const byPath = this.pathCheckDue;
-      this.pathCheckDue = false;
-      if (this.files!.detached(byPath)) throw new DataDirRemoved(this.opts.dir);
+      if (this.files!.detached()) throw new DataDirRemoved(this.opts.dir);
     } catch (err) {
       await this.writeFailed(err, batch);
       return;
@@ -327,14 +322,14 @@ export class WalLog implements ReplicatedLog {
    * which the older entries were dropped for, is gone: the next start could not rebuild what was acknowledged.
    */
   private filesGone(): boolean {
-    return this.files!.detached(true) || (this.snapIndex > 0 && !existsSync(join(this.snapDir, snapName(this.snapIndex))));
+    return this.files!.checkPathNext().detached() || (this.snapIndex > 0 && !existsSync(join(this.snapDir, snapName(this.snapIndex))));
   }
 
   /** Once a second while the log is open: an idle log notices a removed data dir before its next write. */
   private scheduleDirCheck(): void {
     this.dirCheck = this.opts.clock.setTimer(this.opts.dirCheckMs ?? 1000, () => {
       if (this.phase !== 'open') return;
-      this.pathCheckDue = true;
+      this.files?.checkPathNext();
       if (!this.committing && this.noSpace === undefined && this.failure === undefined && this.filesGone()) {
         void this.writeFailed(new DataDirRemoved(this.opts.dir), []);
       }
