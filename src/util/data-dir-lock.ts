@@ -88,20 +88,35 @@ function take(dir: string, path: string, text: string, o: LockOptions): void {
   throw new DataDirLocked(dir, holder !== undefined && isAlive(holder) ? holder : rival ?? holder ?? { pid: 0 });
 }
 
+/** What keepLock tells. */
+export interface LockKeeping {
+  /** Another live agent holds the lock by now: two agents write one log. Told once; the keeping stops. */
+  taken: (err: DataDirLocked) => void;
+  /**
+   * The data dir itself is gone (removed, or moved away). Without it the dir is left to the log, which
+   * makes it again and takes the lock then. Not called again while one call runs.
+   */
+  gone?: () => Promise<void>;
+}
+
 /**
  * Keeps the lock while the agent runs. Once every `everyMs` it is taken again if it was removed (by hand,
- * taken for a stale one), so that an agent started on the dir afterwards is refused. When another live
- * agent holds it by then, two agents write one log: `taken` is told, once. A data dir removed whole is
- * left to the log, which makes it again and takes the lock then. The timer does not keep the process alive.
+ * taken for a stale one), so that an agent started on the dir afterwards is refused. The timer does not
+ * keep the process alive.
  */
-export function keepLock(lock: DataDirLock, taken: (err: DataDirLocked) => void, everyMs = 1000): void {
+export function keepLock(lock: DataDirLock, keeping: LockKeeping, everyMs = 1000): void {
+  let remaking = false;
   const timer = setInterval(() => {
     try {
       lock.reclaim();
     } catch (err) {
-      if (!(err instanceof DataDirLocked)) return; // the dir itself is gone (ENOENT): see above
-      clearInterval(timer);
-      taken(err);
+      if (err instanceof DataDirLocked) {
+        clearInterval(timer);
+        keeping.taken(err);
+      } else if (keeping.gone !== undefined && !remaking) {
+        remaking = true;
+        void keeping.gone().finally(() => { remaking = false; });
+      }
     }
   }, everyMs);
   timer.unref();

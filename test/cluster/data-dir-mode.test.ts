@@ -3,12 +3,14 @@
 // code 2 naming the dir and what to do, instead of serving an empty registry of its own and granting locks
 // the cluster's clients hold. A single node's data dir, which holds its registry, is refused to a start
 // with --nats the same way (before any connection to NATS), and still serves as a single node. Removing the
-// marker, as the message says, lets the node start alone with an empty registry.
-import { existsSync, rmSync } from 'node:fs';
+// marker, as the message says, lets the node start alone with an empty registry. A cluster node's dir
+// removed while it runs is made again with its lock, node ID and marker, so all of this still holds.
+import { existsSync, lstatSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, startAgent, tempDataDir } from '../support/agent.ts';
 import { TestCluster } from '../support/cluster-node.ts';
+import { until } from '../support/until.ts';
 
 const cluster = new TestCluster(['solo']);
 const dirs: string[] = [];
@@ -43,6 +45,31 @@ describe('a data dir serves one kind of node', () => {
     const alone = await startAgent({ dataDir });
     expect((await call(alone.url, 'GET', '/v1/kv/cluster/key')).status).toBe(404);
     expect(await alone.stop()).toBe(0);
+  }, 120_000);
+
+  test('a cluster node\'s dir removed while it runs gets its lock, node ID and marker back: a start without --nats is still refused', async () => {
+    // A dir of its own: the test above left a single node's files in the first one.
+    const dataDir = tempDataDir();
+    dirs.push(dataDir);
+    cluster.dataDirs.set('solo', dataDir);
+    const node = await cluster.start('solo');
+    const nodeId = (await call(node.url, 'GET', '/v1/agent/self')).json<{ Config: { NodeID: string } }>().Config.NodeID;
+    rmSync(dataDir, { recursive: true, force: true });
+    // LOCK is a symlink to its holder's text, which names no file: lstat, not exists.
+    const present = (f: string) => lstatSync(join(dataDir, f), { throwIfNoEntry: false }) !== undefined;
+    await until('the dir made again', async () => (['LOCK', 'node-id', 'cluster'].every(present) ? true : undefined), 15_000);
+    expect(readFileSync(join(dataDir, 'node-id'), 'utf8').trim()).toBe(nodeId);
+    expect(readlinkSync(join(dataDir, 'LOCK'))).toMatch(new RegExp(`^${node.proc.pid}:`));
+    // A second agent on the path is refused while the node runs.
+    const second = await startAgent({ dataDir, args: ['--nats', 'nats://127.0.0.1:9'] }).then(() => 'started', (err: Error) => err.message);
+    expect(second).toMatch(/exited \(2\) before ready/);
+    expect(await node.stop()).toBe(0);
+
+    const refused = await startAgent({ dataDir }).then(() => 'started', (err: Error) => err.message);
+    expect(refused).toContain(`--data-dir ${dataDir}: it belongs to a cluster node`);
+    const again = await cluster.start('solo');
+    expect((await call(again.url, 'GET', '/v1/agent/self')).json<{ Config: { NodeID: string } }>().Config.NodeID).toBe(nodeId);
+    expect(await again.stop()).toBe(0);
   }, 120_000);
 
   test('a single node\'s dir is refused to a start with --nats, and still serves as a single node', async () => {

@@ -5,11 +5,11 @@
 // the lock afterwards. Also: a guard left by a taker that died mid-takeover does not block the next start.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { DataDirLocked, lockDataDir, lockFileName, parseHolder, readLock, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { DataDirLocked, keepLock, lockDataDir, lockFileName, parseHolder, readLock, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
 
 const sleepers: ChildProcess[] = [];
 let holderA: LockHolder;
@@ -80,6 +80,34 @@ describe('taking over a stale lock', () => {
 });
 
 describe('taking the lock again in a data dir made again', () => {
+  test('keepLock: a removed dir is told to `gone` (one call at a time) and the lock is kept after it; a rival holder to `taken`', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-lock-'));
+    dirs.push(dir);
+    const lock = lockDataDir(dir, { holder: holderA });
+    const mine = readLock(join(dir, lockFileName));
+    const told: string[] = [];
+    let finishGone = () => {};
+    keepLock(lock, {
+      taken: (err) => void told.push(`taken by ${err.holder.pid}`),
+      gone: () => new Promise<void>((resolve) => {
+        told.push('gone');
+        finishGone = () => { mkdirSync(dir, { recursive: true }); lock.reclaim(); resolve(); };
+      }),
+    }, 20);
+    rmSync(dir, { recursive: true, force: true });
+    await vi.waitFor(() => expect(told).toEqual(['gone']));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(told).toEqual(['gone']); // not again while the first call runs
+    finishGone();
+    expect(readLock(join(dir, lockFileName))).toBe(mine);
+    rmSync(join(dir, lockFileName));
+    await vi.waitFor(() => expect(readLock(join(dir, lockFileName))).toBe(mine));
+    rmSync(join(dir, lockFileName));
+    expect(take(dir, holderB)).toBe('held');
+    await vi.waitFor(() => expect(told).toEqual(['gone', `taken by ${holderB.pid}`]));
+  });
+
+
   test('kept while it names this holder, made again once removed, refused when another live agent took it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'roster-lock-'));
     dirs.push(dir);
