@@ -50,7 +50,7 @@ import { emptyStats, inFlightMaxOf, kind, settingsOf, type JetStreamLogOptions, 
 import { encodeForMessage, ownIdPrefixOf, Publisher } from './publisher.ts';
 import { Reader } from './reader.ts';
 import { errorMessage, settlesWithin } from './retry.ts';
-import { connectNats, openStores, type Stores } from './setup.ts';
+import { connectNats, openStores, streamGone, type Stores } from './setup.ts';
 import { SnapshotStore, startMark } from './snapshots.ts';
 
 export type { JetStreamLogOptions, JetStreamLogStats } from './options.ts';
@@ -269,6 +269,7 @@ export class JetStreamLog implements ReplicatedLog {
     const publisher = new Publisher({
       js: acks, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,
       stats: this.stats, logger: s.logger, failed: () => this.failure !== undefined, observer: () => this.observer,
+      streamGone: () => streamGone(stores.jsm, s.stream),
     }, this.ownIdPrefix);
     const committer = new Committer({ reader, publisher, audit, clock: this.opts.clock, failure: () => this.failure });
     const commits = new CommitQueue<EncodedProposal>(kind, {

@@ -6,8 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NoRespondersError } from '@nats-io/transport-node';
 import type { PubAck } from '@nats-io/jetstream';
-import type { Logger, LogObserver, Proposal } from '../../src/ports/index.ts';
+import { unavailableError, type Logger, type LogObserver, type Proposal } from '../../src/ports/index.ts';
 import { encodeProposal, type EncodedProposal, type Pending } from '../../src/log/index.ts';
 import type { CommitSender } from './ack-inbox.ts';
 import { commitItemJson } from './format.ts';
@@ -25,6 +26,8 @@ export interface PublisherPorts {
   logger: Logger;
   /** True once the log has failed: a failing publish is then not retried. */
   failed(): boolean;
+  /** Whether the stream is gone (JetStream says it does not exist), asked when nothing answered a publish. */
+  streamGone?(): Promise<boolean>;
   observer(): LogObserver | undefined;
 }
 
@@ -51,6 +54,7 @@ export function encodeForMessage(proposals: readonly Proposal[], bytesMax: numbe
 
 export class Publisher {
   private counter = 0;
+  private goneLogged = false;
 
   constructor(private readonly ports: PublisherPorts, private readonly ownIdPrefix: string) {}
 
@@ -91,6 +95,7 @@ export class Publisher {
         // a duplicate of a publish not stored yet): that names no sequence to check, so ask again.
         if (ack.seq < 1) throw new Error(`stream acknowledged ${msgID} as a duplicate of a message not stored yet (seq ${ack.seq})`);
       } catch (err) {
+        if (err instanceof NoRespondersError && await ports.streamGone?.()) throw this.gone();
         const pause = backoffMs(attempt, retryPauseMsMax);
         const spent = Date.now() - started;
         if (!isTransient(err) || ports.failed() || spent + pause > ports.publishRetryMsMax) {
@@ -106,5 +111,18 @@ export class Publisher {
       if (attempt > 0) ports.logger.info({ stream: ports.stream, msgID, attempts: attempt + 1, seq: ack.seq }, 'JetStream log: publish acknowledged after retrying');
       return ack;
     }
+  }
+
+  /**
+   * The error for a commit whose stream was deleted on the nats-servers: nothing was stored. Writes are
+   * refused as unavailable (not retried) while reads answer from this node's state; logged once.
+   */
+  private gone(): Error {
+    if (!this.goneLogged) {
+      this.goneLogged = true;
+      this.ports.logger.error({ stream: this.ports.stream }, 'JetStream log: the stream is gone (deleted on the nats-servers): writes are refused, '
+        + 'reads answer from the state this node holds; take it out with `roster snapshot save` before restarting (a restart creates a new, empty stream)');
+    }
+    return unavailableError(kind, `the stream ${this.ports.stream} is gone: it was deleted on the nats-servers`, 'stream');
   }
 }

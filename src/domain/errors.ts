@@ -327,6 +327,11 @@ export const errorCatalogue = {
   }),
   answersBusy: busy('too many large answers are being sent; retry shortly', 'too many large answers in flight'),
   dataDirRemoved: busy('the agent cannot store writes now: its data dir was removed or moved and it is writing its state there afresh; retry shortly', 'cannot store writes now: data dir removed'),
+  // No Retry-After: time does not bring a deleted stream back.
+  logStreamGone: entry({
+    kind: 'remoteUnavailable', status: 503, consulStatus: 503, consulText: 'cannot store writes now: log stream deleted',
+    message: 'the agent cannot store writes now: the cluster\'s JetStream stream was deleted on the nats-servers; reads answer from the state this node holds (see the agent\'s log)',
+  }),
   descriptorsShort: busy('the agent cannot store writes now: it is out of file descriptors; retry later', 'cannot store writes now: out of file descriptors'),
   logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
   // No Retry-After: the write may still take effect, so a blind retry could apply it twice; read it back first.

@@ -35,10 +35,11 @@ export function unavailableError(kind: string, why: string, shortage: LogShortag
 }
 
 /**
- * What a log that cannot store writes for now is short of: disk space, file descriptors, or its files
- * (its data dir was removed while it ran, and is being written afresh).
+ * What a log that cannot store writes for now is short of: disk space, file descriptors, its files (its
+ * data dir was removed while it ran, and is being written afresh), or its stream (a cluster's JetStream
+ * stream deleted on the nats-servers).
  */
-export type LogShortage = 'space' | 'descriptors' | 'files';
+export type LogShortage = 'space' | 'descriptors' | 'files' | 'stream';
 
 /** The error every append gets once the log has failed for good; `cause` is the write or sync error. */
 export function failedError(kind: string, cause: unknown): Error {

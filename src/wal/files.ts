@@ -11,6 +11,9 @@ import { open, readdir, rename, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { LogShortage } from '../ports/log-errors.ts';
 
+/** What the WAL can be short of (a stream is the cluster log's). */
+export type WalShortage = Exclude<LogShortage, 'stream'>;
+
 /** The name the WAL's errors start with. */
 export const kind = 'WalLog';
 export const MiB = 1024 * 1024;
@@ -101,7 +104,7 @@ export async function syncDir(path: string): Promise<void> {
  * the system (EMFILE, ENFILE), which connections held open elsewhere in the agent can use up. Both pass:
  * space is freed, connections close. Undefined for any other error.
  */
-export function shortageOf(err: unknown): LogShortage | undefined {
+export function shortageOf(err: unknown): WalShortage | undefined {
   if (err instanceof DataDirRemoved) return 'files';
   switch ((err as NodeJS.ErrnoException | undefined)?.code) {
     case 'ENOSPC': case 'EDQUOT': return 'space';

@@ -23,14 +23,14 @@ import { dirname, join } from 'node:path';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { failedError, unavailableError, type LogShortage } from '../ports/log-errors.ts';
+import { failedError, unavailableError } from '../ports/log-errors.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import {
   appendTo, checkAfterIndex, CommitQueue, commitBytesMax, deliverCommit, positiveIntOption, queuedEntriesMaxDefault,
   EntryClock, refusal, snapshotRefusal, stampBatch, type EncodedProposal, type LogStats, type Pending, type Phase,
 } from '../log/index.ts';
 import { Attachments } from './attachments.ts';
-import { DataDirRemoved, kind, listIndexed, MiB, segmentPattern, shortageOf, snapName, syncDir } from './files.ts';
+import { DataDirRemoved, kind, listIndexed, MiB, segmentPattern, shortageOf, snapName, syncDir, type WalShortage } from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
@@ -76,12 +76,12 @@ export interface WalLogOptions {
 }
 
 /** Why appends are refused, by what the log is short of (the error's text), and the line logged once. */
-const shortageText: Record<LogShortage, string> = {
+const shortageText: Record<WalShortage, string> = {
   space: 'no space left on the disk of the data dir',
   descriptors: 'the agent is out of file descriptors',
   files: 'the data dir was removed; the agent is writing its state there afresh',
 };
-const shortageLog: Record<LogShortage, string> = {
+const shortageLog: Record<WalShortage, string> = {
   space: 'WAL: out of disk space; writes are refused until space is back',
   descriptors: 'WAL: out of file descriptors; writes are refused until descriptors are free again (see ulimit -n and the connections held)',
   files: 'WAL: the data dir was removed or moved while the agent ran; writes are refused until the state is written there afresh',
