@@ -1,7 +1,7 @@
 // Goal: a cluster node whose JetStream stream is deleted on the nats-servers while it runs (an operator's
 // `nats stream rm`) refuses writes at once with a clear 503 naming the cause, instead of retrying each for
 // half a minute and answering an internal error; reads keep answering from the state the node holds, so
-// `roster snapshot save` can still take it out; the cause is logged once.
+// `roster snapshot save --stale` can still take it out; the cause is logged once.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -36,7 +36,13 @@ test('the stream deleted under a running node: writes answer 503 at once naming 
   }
   for (let k = 0; k < 5; k++) expect((await call(node.url, 'GET', `/v1/kv/kept/${k}?raw`)).text).toBe(`v${k}`);
   expect((await call(node.url, 'GET', '/v1/kv/refused/0')).status).toBe(404);
+  // The state can still be taken out, as the logged line says.
+  expectError(await call(node.url, 'GET', '/v1/snapshot'), 503, 1016);
+  const saved = await call(node.url, 'GET', '/v1/snapshot?stale');
+  expect(saved.status).toBe(200);
+  expect(saved.headers.get('content-type')).toBe('application/gzip');
+  expect(Number(saved.headers.get('x-consul-index'))).toBeGreaterThanOrEqual(5);
   const logged = node.output().split('\n').filter((l) => l.includes('JetStream log: the stream is gone'));
   expect(logged).toHaveLength(1);
-  expect(logged[0]).toContain('roster snapshot save');
+  expect(logged[0]).toContain('roster snapshot save --stale');
 }, 120_000);
