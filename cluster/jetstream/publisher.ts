@@ -121,7 +121,7 @@ export class Publisher {
     if (!this.goneLogged) {
       this.goneLogged = true;
       this.ports.logger.error({ stream: this.ports.stream }, 'JetStream log: the stream is gone (deleted on the nats-servers): writes are refused, '
-        + 'reads answer from the state this node holds; take it out with `roster snapshot save --stale` before restarting (a restart creates a new, empty stream)');
+        + 'reads answer from the state this node holds; take it out with `roster snapshot save --stale` before restarting (a node started again stops while the snapshot bucket holds snapshots of the deleted stream)');
     }
     return unavailableError(kind, `the stream ${this.ports.stream} is gone: it was deleted on the nats-servers`, 'stream');
   }

@@ -33,6 +33,9 @@ export function isApiError(err: unknown, code: number): boolean {
  */
 export const noPeersForPlacementCode = 10005;
 
+/** A setup step that refuses to go on (not a failure to retry): the node does not start. */
+export class SetupRefusal extends Error {}
+
 /**
  * Failures worth retrying: timeouts, no responders, connection trouble, JetStream saying it is
  * temporarily unavailable (no leader yet) or cannot place the replicas yet (see noPeersForPlacementCode).
@@ -40,6 +43,7 @@ export const noPeersForPlacementCode = 10005;
  * server means (any other 4xx status).
  */
 export function isTransient(err: unknown): boolean {
+  if (err instanceof SetupRefusal) return false;
   if (err instanceof ClosedConnectionError || err instanceof DrainingConnectionError) return false;
   if (err instanceof InvalidArgumentError || err instanceof PermissionViolationError || err instanceof AuthorizationError) return false;
   if (err instanceof JetStreamApiError) return err.status >= 500 || err.code === noPeersForPlacementCode;

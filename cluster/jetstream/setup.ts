@@ -12,7 +12,8 @@ import {
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Logger } from '../../src/ports/index.ts';
 import { kind, type NatsAuth, type Settings } from './options.ts';
-import { isApiError, retrying } from './retry.ts';
+import { listObjects } from './object-list.ts';
+import { isApiError, retrying, SetupRefusal } from './retry.ts';
 
 /** Client pings to its server: a silent server (partitioned, paused) is left after about 2 s × 3. */
 const natsPingIntervalMs = 2_000;
@@ -28,7 +29,9 @@ const messageHeadroomBytes = 1024;
 export const streamNameInUseCode = 10058;
 
 /** The settings the stream is created with or checked against. */
-export type StreamPlan = Pick<Settings, 'stream' | 'subject' | 'replicas' | 'publishRetryMsMax' | 'publishTimeoutMs'>;
+export type StreamPlan = Pick<Settings, 'stream' | 'subject' | 'replicas' | 'publishRetryMsMax' | 'publishTimeoutMs'>
+  /** The snapshot bucket: a missing stream whose snapshots it holds was deleted, and is not created anew. */
+  & Partial<Pick<Settings, 'bucket'>>;
 
 /** The stream as this node uses it. */
 export interface AdoptedStream {
@@ -149,6 +152,7 @@ export async function ensureStream(jsm: JetStreamManager, p: StreamPlan, logger:
     info = await jsm.streams.info(p.stream);
   } catch (err) {
     if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+    if (p.bucket !== undefined) await refuseDeletedStream(jsm, p.stream, p.bucket);
     try {
       info = await jsm.streams.add(streamConfig(p));
       logger.info({ stream: p.stream, subject: p.subject, replicas: p.replicas }, 'JetStream log: created the stream');
@@ -163,6 +167,28 @@ export async function ensureStream(jsm: JetStreamManager, p: StreamPlan, logger:
     logger.warn({ stream: p.stream, differs: adopted.differs }, 'JetStream log: using the existing stream as it is, its settings differ from ours');
   }
   return adopted;
+}
+
+/**
+ * Refuses to create `stream` when the snapshot bucket holds snapshots of a stream of that name: it existed
+ * and was deleted on the nats-servers (by hand, by mistake). Created anew, it would be empty, and the
+ * node would serve an empty registry as if nothing had been lost; so the start stops, saying what to do.
+ */
+async function refuseDeletedStream(jsm: JetStreamManager, stream: string, bucket: string): Promise<void> {
+  try {
+    await jsm.streams.info(`OBJ_${bucket}`);
+  } catch (err) {
+    if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return; // no bucket yet: a new cluster
+    throw err;
+  }
+  const left = (await listObjects(jsm, bucket)).filter((o) => o.name.startsWith(`${stream}/`));
+  if (left.length === 0) return;
+  const newest = Math.max(...left.map((o) => Number(o.metadata?.index ?? NaN)).filter(Number.isFinite), 0);
+  throw new SetupRefusal(`the stream ${stream} does not exist, but the snapshot bucket ${bucket} holds ${left.length} `
+    + `snapshot${left.length === 1 ? '' : 's'} of it${newest > 0 ? ` (the newest at index ${newest})` : ''}: the stream was deleted on the `
+    + `nats-servers, and created anew it would be empty. To start with an empty registry, delete the bucket's snapshots `
+    + `of it (nats object rm ${bucket} <name>, or the bucket) and start again, then restore a snapshot saved with `
+    + '`roster snapshot save --stale` if there is one (roster snapshot restore)');
 }
 
 /**

@@ -1,14 +1,15 @@
 // Goal: a cluster node whose JetStream stream is deleted on the nats-servers while it runs (an operator's
 // `nats stream rm`) refuses writes at once with a clear 503 naming the cause, instead of retrying each for
 // half a minute and answering an internal error; reads keep answering from the state the node holds, so
-// `roster snapshot save --stale` can still take it out; the cause is logged once.
+// `roster snapshot save --stale` can still take it out; the cause is logged once. Started again, it does
+// not create an empty stream in the deleted one's place while the snapshot bucket holds snapshots of it.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { connect } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { call, expectError } from '../support/agent.ts';
 import { TestCluster } from '../support/cluster-node.ts';
+import { withJsm } from '../support/jetstream.ts';
 
-const cluster = new TestCluster(['solo']);
+// A snapshot every few entries, so the bucket holds snapshots of the stream when it is deleted.
+const cluster = new TestCluster(['solo'], () => ['--snapshot-every', '2']);
 beforeAll(async () => {
   await cluster.prepare();
 }, 120_000);
@@ -20,13 +21,7 @@ test('the stream deleted under a running node: writes answer 503 at once naming 
   const node = await cluster.start('solo');
   for (let k = 0; k < 5; k++) expect((await call(node.url, 'PUT', `/v1/kv/kept/${k}`, `v${k}`)).status).toBe(200);
 
-  const nc = await connect({ servers: cluster.nats.urls });
-  try {
-    const jsm = await jetstreamManager(nc);
-    expect(await jsm.streams.delete('ROSTER_LOG')).toBe(true);
-  } finally {
-    await nc.close();
-  }
+  await withJsm(cluster.nats.urls, async (jsm) => expect(await jsm.streams.delete('ROSTER_LOG')).toBe(true));
 
   for (let k = 0; k < 3; k++) {
     const r = await call(node.url, 'PUT', `/v1/kv/refused/${k}`, 'x');
@@ -45,4 +40,17 @@ test('the stream deleted under a running node: writes answer 503 at once naming 
   const logged = node.output().split('\n').filter((l) => l.includes('JetStream log: the stream is gone'));
   expect(logged).toHaveLength(1);
   expect(logged[0]).toContain('roster snapshot save --stale');
-}, 120_000);
+
+  // Started again, the node does not create an empty stream in its place: it stops, saying what to do.
+  expect(await node.stop()).toBe(0);
+  const refused = await cluster.start('solo').then(() => 'started', (err: Error) => err.message);
+  expect(refused).toMatch(/exited \(1\) before ready/);
+  expect(refused).toMatch(/the stream ROSTER_LOG does not exist, but the snapshot bucket ROSTER_SNAPSHOTS holds \d+ snapshots? of it \(the newest at index \d+\): the stream was deleted/);
+  await withJsm(cluster.nats.urls, async (jsm) => expect(await jsm.streams.info('ROSTER_LOG').catch(() => 'none')).toBe('none'));
+
+  // With the bucket's snapshots of it removed, as the message says, it starts with an empty registry.
+  await withJsm(cluster.nats.urls, async (jsm) => expect(await jsm.streams.delete('OBJ_ROSTER_SNAPSHOTS')).toBe(true));
+  const fresh = await cluster.start('solo');
+  expect((await call(fresh.url, 'GET', '/v1/kv/kept/0')).status).toBe(404);
+  expect((await call(fresh.url, 'PUT', '/v1/kv/new', 'n')).status).toBe(200);
+}, 180_000);
