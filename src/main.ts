@@ -1,203 +1,29 @@
 /**
- * The composition root. It reads the settings, locks the data dir, opens the log (the embedded WAL in
- * the data dir, or JetStream with --nats), has `src/agent/assemble.ts` start the runtime and the
- * listeners, logs `roster listening http=<url> grpc=<address>` when ready, shuts down cleanly on
- * SIGTERM/SIGINT and after `PUT /v1/agent/leave`, reloads the config file on SIGHUP, and turns failures
- * into exit codes.
+ * The agent's entry point (`npm start`, `node dist/server/src/main.js`). Before the agent's modules load
+ * (agent-main.ts, the composition root), it checks the process's descriptor limit: loading opens a few
+ * dozen files at once, and under a limit of about 64 Node.js stops with a bare EMFILE stack instead of a
+ * reason. Below `descriptorsMin` the start stops with exit code 2 and says what to raise. `roster agent`
+ * imports agent-main.ts itself, the CLI's own modules having loaded by then.
  */
-import { mkdirSync, realpathSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
-import type { Logger } from 'pino';
-import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
-import { createLogger } from './agent/logger.ts';
-import { checkDataDirMode, markClusterDataDir } from './agent/data-dir-mode.ts';
-import { nodeIdOf, writeNodeId } from './agent/node-id.ts';
-import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
-import { BindingUnavailable, loadUws } from './http/index.ts';
-import { SystemClock } from './ports/clock.ts';
-import type { ReplicatedLog } from './ports/log.ts';
-import type { Membership } from './ports/membership.ts';
-import { isLogDamaged, WalLog } from './wal/index.ts';
-import { DataDirLocked, keepLock, lockDataDir, type DataDirLock } from './util/data-dir-lock.ts';
 
-// `?filter=` takes `matches` patterns from clients: let V8 fall back to its linear-time engine when a
-// pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
-setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
+/** Descriptors the agent needs to load and serve a handful of connections (it starts at about 100). */
+export const descriptorsMin = 128;
 
-/**
- * The log: the embedded WAL on one node (`reclaimDir`: what the agent puts back in a data dir made again
- * after it was removed); with --nats, the JetStream stream shared by the cluster.
- */
-async function openLog(config: Config, dataDir: string, clock: SystemClock, logger: Logger, reclaimDir: () => Promise<void>): Promise<ReplicatedLog> {
-  if (config.nats.length === 0) return new WalLog({ dir: dataDir, clock, logger, reclaimDir });
-  const { JetStreamLog } = await import('../cluster/index.ts');
-  return new JetStreamLog({
-    servers: config.nats, auth: config.natsAuth, replicas: config.replicas, clock, nodeName: config.nodeName, logger,
-    // The node's state has left the log's: stop, so that a restart replays the stream (exit code 70, as a
-    // log that cannot be applied; a supervisor restarts it).
-    onDiverged: (err) => {
-      logger.fatal({ err }, 'stopping: this node\'s state no longer follows the log');
-      process.exit(70);
-    },
-  });
-}
-
-/** Cluster mode: gossip membership announcing this node's addresses (loaded only when needed). */
-async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedLog, logger: Logger): Promise<Membership | undefined> {
-  if (config.nats.length === 0) return undefined;
-  const { GossipMembership } = await import('../cluster/gossip-membership.ts');
-  const gossip = new GossipMembership({
-    self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,
-    // The log is what makes nodes one cluster: nodes that share it are members of each other, whatever else differs.
-    cluster: log.identity?.(), ...(config.gossipKey ? { key: config.gossipKey } : {}), logger,
-  });
-  await gossip.start();
-  logger.info({ gossip: gossip.addresses() }, 'gossip membership started');
-  return gossip;
-}
-
-/** `host:port` → `/ip4/host/tcp/port`; a multiaddr is kept as given. */
-function toMultiaddr(address: string): string {
-  if (address.startsWith('/')) return address;
-  const m = /^(.*):(\d+)$/.exec(address);
-  if (!m) throw new ConfigError(`--gossip-listen: "${address}" is neither host:port nor a multiaddr`);
-  return `/ip4/${m[1]}/tcp/${m[2]}`;
-}
-
-/** Creates the data dir if need be; a path that cannot be one is the operator's to fix (exit 2). */
-function makeDataDir(dataDir: string): void {
+/** The soft limit on open files from /proc/self/limits; undefined where it cannot be read or is unlimited. */
+export function softDescriptorLimit(limits = '/proc/self/limits'): number | undefined {
+  let text: string;
   try {
-    mkdirSync(dataDir, { recursive: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it, or a directory above it, is a file' : (err as Error).message;
-    throw new ConfigError(`--data-dir ${dataDir}: cannot be used as the data dir: ${why}`);
+    text = readFileSync(limits, 'utf8');
+  } catch {
+    return undefined;
   }
+  const soft = /^Max open files\s+(\S+)/m.exec(text)?.[1];
+  return soft === undefined || soft === 'unlimited' ? undefined : Number(soft);
 }
 
-/**
- * A cluster node's data dir removed or moved away while it runs: its lock, node ID and cluster marker are
- * written at the path again, so that a later start there keeps the node's ID, is refused without --nats,
- * and a second agent is refused. The registry is in the stream: nothing else was there.
- */
-async function remakeClusterDataDir(dataDir: string, lock: DataDirLock, nodeId: string, logger: Logger): Promise<void> {
-  try {
-    mkdirSync(dataDir, { recursive: true });
-    lock.reclaim();
-    await writeNodeId(dataDir, nodeId);
-    await markClusterDataDir(dataDir);
-    logger.warn({ dataDir }, 'the data dir was removed or moved while the agent ran: its lock, node ID and cluster marker are written there again');
-  } catch (err) {
-    logger.error({ err, dataDir }, 'the data dir was removed or moved while the agent ran and could not be made again; retrying in a second');
-  }
-}
-
-async function run(config: Config, reread: () => Config): Promise<void> {
-  const logger = createLogger(config);
-  // SIGHUP must never stop the agent: until it is ready, one is logged and ignored.
-  let onHangup = () => logger.warn({ signal: 'SIGHUP' }, 'the agent is still starting: SIGHUP ignored');
-  process.on('SIGHUP', () => onHangup());
-  loadUws(); // fail now, with a clear message, if the native binding does not load
-  const dataDir = resolve(config.dataDir);
-  makeDataDir(dataDir);
-  // Before anything in the data dir is read or written: two agents on one log would interleave its frames.
-  const lock = lockDataDir(dataDir);
-  checkDataDirMode(dataDir, config.nats.length > 0);
-  const clock = new SystemClock();
-  const nodeId = await nodeIdOf(dataDir);
-  keepLock(lock, {
-    taken: (err) => {
-      logger.fatal({ err: err.message, dataDir }, 'another agent has taken this data dir (its LOCK was removed by hand): stopping, so that one agent writes its log');
-      process.exit(70);
-    },
-    // The embedded log makes its dir again itself, with the state it holds; a cluster node keeps only these.
-    ...(config.nats.length > 0 ? { gone: () => remakeClusterDataDir(dataDir, lock, nodeId, logger) } : {}),
-  });
-  const log = await openLog(config, dataDir, clock, logger, async () => {
-    lock.reclaim();
-    await writeNodeId(dataDir, nodeId);
-  });
-  let shutdown: (signal: string) => void = () => {};
-  const agent = await assembleAgent(config, {
-    log, clock, nodeId, logger, reread,
-    onFatal: () => process.exit(70),
-    join: (self) => joinCluster(config, self, log, logger),
-    onLeave: () => shutdown('leave'),
-  });
-  const { runtime, http, grpc } = agent;
-  // A cluster node needs nothing else of its local disk: a full one does not stop it here.
-  if (config.nats.length > 0) {
-    await markClusterDataDir(dataDir).catch((err: unknown) => logger.warn({ err, dataDir }, 'could not mark the data dir as a cluster node\'s; a start without --nats on it will not be refused'));
-  }
-  let stopping = false;
-  shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    agent.stop().then(
-      () => { logger.info('stopped'); logger.flush(); process.exit(0); },
-      (err: unknown) => { logger.error({ err }, 'shutdown failed'); logger.flush(); process.exit(1); },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  // Announced only now: a supervisor that stops the agent as soon as it reads this line must find the
-  // signal handled (before process.on, SIGTERM's default action ends the process with no exit code).
-  logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index, cluster: config.nats.length > 0 }, `roster listening http=${http.url} grpc=${grpc.address}`);
-  // A reload that fails leaves the agent running as it was; the reason is logged.
-  onHangup = () => {
-    logger.info({ signal: 'SIGHUP' }, 'reloading the configuration');
-    agent.reload().catch((err: unknown) => logger.error({ err: err instanceof ConfigError ? err.message : err }, 'reload failed; the configuration in effect is unchanged'));
-  };
-}
-
-/**
- * The one place a failed start is written for the operator: `roster: <reason>`, then optionally the
- * usage. Error messages carry only the reason; the prefix is added here and nowhere else.
- */
-function printFailure(err: unknown, usageText?: string): void {
-  const reason = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`roster: ${reason}\n${usageText === undefined ? '' : `${usageText}\n`}`);
-}
-
-/**
- * The agent's entry: `npm start` and `roster agent` both come here. `defaults` replace built-in
- * defaults (flags, environment and the config file still win), for `roster agent --dev`.
- */
-export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defaults: ConfigDefaults = {}): void {
-  let config;
-  try {
-    config = loadConfig(argv, env, defaults);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      printFailure(err, usage);
-      process.exit(2);
-    }
-    throw err;
-  }
-  if (config === 'help') {
-    process.stdout.write(`${usage}\n`);
-    return;
-  }
-  // A reload reads the same flags and environment, and the config file again.
-  run(config, () => loadConfigOrThrow(argv, env, defaults)).catch((err: unknown) => {
-    printFailure(err);
-    // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged
-    // log, a native binding that does not load on this Node.js and C library).
-    const refused = err instanceof ConfigError || err instanceof DataDirLocked || isLogDamaged(err) || err instanceof BindingUnavailable;
-    process.exit(refused ? 2 : 1);
-  });
-}
-
-function loadConfigOrThrow(argv: string[], env: NodeJS.ProcessEnv, defaults: ConfigDefaults): Config {
-  const config = loadConfig(argv, env, defaults);
-  if (config === 'help') throw new ConfigError('--help is not a configuration');
-  return config;
-}
-
-/** True when this file is what node was asked to run (`node --import tsx src/main.ts`), not an import of `roster agent`. */
+/** True when this file is what node was asked to run, not an import. */
 function isEntryModule(): boolean {
   try {
     return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
@@ -206,4 +32,13 @@ function isEntryModule(): boolean {
   }
 }
 
-if (isEntryModule()) main(process.argv.slice(2));
+if (isEntryModule()) {
+  const soft = softDescriptorLimit();
+  if (soft !== undefined && soft < descriptorsMin) {
+    process.stderr.write(`roster: the limit on open files is ${soft} (ulimit -n); the agent needs at least ${descriptorsMin} to start, `
+      + 'and one per client connection, check and log stream besides: raise it (ulimit -n 65536 in the shell, LimitNOFILE= in a systemd unit)\n');
+    process.exit(2);
+  }
+  const { main } = await import('./agent-main.ts');
+  main(process.argv.slice(2));
+}

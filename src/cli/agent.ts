@@ -1,8 +1,9 @@
 /**
- * `roster agent [flags]`: exactly what `npm start` runs (src/main.ts), with the same flags, environment
- * and config file. `--dev`, like `consul agent -dev`: a fresh temporary data dir removed on exit, node
- * name `dev`, log level debug, readable log lines when stdout is a terminal (each unless given by a
- * flag, the environment or the config file), and HTTP on 127.0.0.1:8500 as always unless given.
+ * `roster agent [flags]`: exactly what `npm start` runs (src/agent-main.ts, behind src/main.ts's check
+ * of the descriptor limit), with the same flags, environment and config file. `--dev`, like
+ * `consul agent -dev`: a fresh temporary data dir removed on exit, node name `dev`, log level debug,
+ * readable log lines when stdout is a terminal (each unless given by a flag, the environment or the
+ * config file), and HTTP on 127.0.0.1:8500 as always unless given.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +29,7 @@ export async function agentCommand(args: readonly string[], env: NodeJS.ProcessE
     return;
   }
   // Loaded only here: the client commands never load the server (uWebSockets.js, the log, pino).
-  const { main } = await import('../main.ts');
+  const { main } = await import('../agent-main.ts');
   if (!dev) { main(rest, env); return; }
   const dataDir = mkdtempSync(join(tmpdir(), 'roster-dev-'));
   // main() ends the process with process.exit on every path (shutdown, failed start): 'exit' always runs.

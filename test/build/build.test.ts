@@ -1,7 +1,7 @@
 // Goal (compiled build): `npm run build` turns the agent and the CLI into plain JavaScript that node runs
 // without tsx. The build script is run into a scratch directory inside the checkout (so the built files
 // resolve node_modules as dist/server does); the built agent is started, must serve, and the built
-// `roster` command must talk to it. How long `roster --help` takes built and through tsx is printed.
+// `roster` command must talk to it; under a descriptor limit too low to load, the built agent says so. How long `roster --help` takes built and through tsx is printed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -75,6 +75,18 @@ describe('the compiled build', () => {
     const get = spawnSync(process.execPath, [cli, 'kv', 'get', 'build/check'], { cwd: scratch, env, encoding: 'utf8', timeout: 30_000 });
     expect(get.status, get.stderr).toBe(0);
     expect(get.stdout).toBe('ok\n');
+  });
+
+  test('a descriptor limit too low to load the agent stops it with exit 2 saying what to raise, not an EMFILE stack', () => {
+    const main = join(out, 'src/main.js');
+    const run = (limit: number) => spawnSync('bash', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, main,
+      '--http-port', '0', '--grpc-port', '0', '--data-dir', join(scratch, `low-${limit}`), '--node-name', 'low'], { cwd: scratch, encoding: 'utf8', timeout: 30_000 });
+    for (const limit of [48, 64, 127]) {
+      const r = run(limit);
+      expect([r.status, r.stderr], `ulimit -n ${limit}`).toEqual([2, `roster: the limit on open files is ${limit} (ulimit -n); the agent needs at least 128 to start, `
+        + 'and one per client connection, check and log stream besides: raise it (ulimit -n 65536 in the shell, LimitNOFILE= in a systemd unit)\n']);
+      expect(existsSync(join(scratch, `low-${limit}`))).toBe(false);
+    }
   });
 
   test('prints how long `roster --help` takes built and through tsx (not asserted: timing depends on load)', () => {
