@@ -338,7 +338,7 @@ export class WalLog implements ReplicatedLog {
   }
 
   /**
-   * The data dir was removed while the log ran: what the runtime holds in memory is all there is. Makes
+   * The data dir was removed or moved while the log ran: what the runtime holds in memory is all there is. Makes
    * the dir again, lets the agent take it (`reclaimDir`), writes the state as of the last commit as a
    * snapshot, and goes on in a new segment after it. No commit runs meanwhile (appends are refused).
    */
@@ -346,7 +346,7 @@ export class WalLog implements ReplicatedLog {
     await this.snapshots;
     const snapshot = this.source?.();
     if (snapshot === undefined || snapshot.index !== this.last) {
-      throw new Error(`${kind}: the data dir ${this.opts.dir} was removed and no snapshot of the state at index ${this.last} is at hand to write it afresh`);
+      throw new Error(`${kind}: the data dir ${this.opts.dir} was removed or moved and no snapshot of the state at index ${this.last} is at hand to write it afresh`);
     }
     await mkdir(this.opts.dir, { recursive: true });
     await syncDir(dirname(this.opts.dir));
