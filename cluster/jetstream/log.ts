@@ -34,7 +34,7 @@ import type {
   EntriesListener, Leadership, LogEntry, LogObserver, LogStatus, Proposal, ReplicatedLog, Snapshot,
 } from '../../src/ports/index.ts';
 import {
-  appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, type EncodedProposal, type Phase,
+  appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, WritableListeners, type EncodedProposal, type Phase,
 } from '../../src/log/index.ts';
 import { AckInbox } from './ack-inbox.ts';
 import { Attachments } from './attachments.ts';
@@ -74,6 +74,8 @@ interface Parts {
 
 export class JetStreamLog implements ReplicatedLog {
   readonly stats: JetStreamLogStats = emptyStats();
+  /** Told false once the stream is found deleted: it does not come back (see Publisher's `gone`). */
+  private readonly writable = new WritableListeners();
   readonly stream: string;
   private readonly settings: Settings;
   private observer: LogObserver | undefined;
@@ -191,6 +193,10 @@ export class JetStreamLog implements ReplicatedLog {
     return this.attachments.take(name);
   }
 
+  onWritable(listener: (writable: boolean) => void): void {
+    this.writable.add(listener);
+  }
+
   /** The stream's name and creation time: a stream deleted and created again under the same name is another log. */
   identity(): string | undefined {
     return this.streamCreated === undefined ? undefined : `${this.stream}@${this.streamCreated}`;
@@ -269,7 +275,7 @@ export class JetStreamLog implements ReplicatedLog {
     const publisher = new Publisher({
       js: acks, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,
       stats: this.stats, logger: s.logger, failed: () => this.failure !== undefined, observer: () => this.observer,
-      streamGone: () => streamGone(stores.jsm, s.stream),
+      streamGone: () => streamGone(stores.jsm, s.stream), onGone: () => this.writable.tell(false),
     }, this.ownIdPrefix);
     const committer = new Committer({ reader, publisher, audit, clock: this.opts.clock, failure: () => this.failure });
     const commits = new CommitQueue<EncodedProposal>(kind, {

@@ -28,6 +28,8 @@ export interface PublisherPorts {
   failed(): boolean;
   /** Whether the stream is gone (JetStream says it does not exist), asked when nothing answered a publish. */
   streamGone?(): Promise<boolean>;
+  /** Told once, when a publish finds the stream gone. */
+  onGone?(): void;
   observer(): LogObserver | undefined;
 }
 
@@ -120,6 +122,7 @@ export class Publisher {
   private gone(): Error {
     if (!this.goneLogged) {
       this.goneLogged = true;
+      this.ports.onGone?.();
       this.ports.logger.error({ stream: this.ports.stream }, 'JetStream log: the stream is gone (deleted on the nats-servers): writes are refused, '
         + 'reads answer from the state this node holds; take it out with `roster snapshot save --stale` before restarting (a node started again stops while the snapshot bucket holds snapshots of the deleted stream)');
     }

@@ -20,3 +20,4 @@ export {
   damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, logDamagedCode, logFailedCode,
   logOverloadedCode, logUnavailableCode, overloadedError, unavailableError,
 } from '../ports/log-errors.ts';
+export { WritableListeners } from './writable.ts';

@@ -26,19 +26,3 @@ export class RetryTimer {
     await this.running;
   }
 }
-
-/** The listeners of `onWritable`, told each change once. */
-export class WritableListeners {
-  private readonly listeners: ((writable: boolean) => void)[] = [];
-  private writable = true;
-
-  add(listener: (writable: boolean) => void): void {
-    this.listeners.push(listener);
-  }
-
-  tell(writable: boolean): void {
-    if (writable === this.writable) return;
-    this.writable = writable;
-    for (const listener of this.listeners) listener(writable);
-  }
-}

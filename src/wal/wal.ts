@@ -27,14 +27,15 @@ import { failedError, unavailableError } from '../ports/log-errors.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import {
   appendTo, checkAfterIndex, CommitQueue, commitBytesMax, deliverCommit, positiveIntOption, queuedEntriesMaxDefault,
-  EntryClock, refusal, snapshotRefusal, stampBatch, type EncodedProposal, type LogStats, type Pending, type Phase,
+  EntryClock, refusal, snapshotRefusal, stampBatch, WritableListeners, type EncodedProposal, type LogStats, type Pending,
+  type Phase,
 } from '../log/index.ts';
 import { Attachments } from './attachments.ts';
 import { DataDirRemoved, kind, listIndexed, MiB, segmentPattern, shortageOf, snapName, syncDir, type WalShortage } from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
-import { RetryTimer, WritableListeners } from './space-wait.ts';
+import { RetryTimer } from './space-wait.ts';
 import { loadSnapshot, pruneSnapshots, removeUnfinishedSnapshots, writeSnapshotFile } from './snapshots.ts';
 
 export interface WalLogOptions {

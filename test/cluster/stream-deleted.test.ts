@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { call, expectError } from '../support/agent.ts';
 import { TestCluster } from '../support/cluster-node.ts';
+import { processHealth } from '../support/grpc-health.ts';
 import { withJsm } from '../support/jetstream.ts';
 
 // A snapshot every few entries, so the bucket holds snapshots of the stream when it is deleted.
@@ -29,6 +30,9 @@ test('the stream deleted under a running node: writes answer 503 at once naming 
     expect(body.message).toMatch(/JetStream stream was deleted on the nats-servers/);
     expect(r.headers.get('retry-after')).toBeNull();
   }
+  // No write can commit: the agent's gRPC health is NOT_SERVING and no leader is known, as with a full disk.
+  expect(await processHealth(node)).toBe('NOT_SERVING');
+  expect((await call(node.url, 'GET', '/v1/status/leader')).json<string>()).toBe('');
   for (let k = 0; k < 5; k++) expect((await call(node.url, 'GET', `/v1/kv/kept/${k}?raw`)).text).toBe(`v${k}`);
   expect((await call(node.url, 'GET', '/v1/kv/refused/0')).status).toBe(404);
   // The state can still be taken out, as the logged line says.

@@ -5,27 +5,16 @@
 // was acknowledged is still there after a restart, and SIGTERM while the disk is full exits 0 without
 // damaging the data dir. The disk is a small tmpfs filled and freed with test/support/disk.ts.
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, expectError, startAgent, type Agent } from '../support/agent.ts';
 import { mountSmallDisk, type SmallDisk } from '../support/disk.ts';
+import { processHealth } from '../support/grpc-health.ts';
 import { until } from '../support/until.ts';
 
 const mounted = mountSmallDisk(24 * 1024);
 const disk: SmallDisk | undefined = typeof mounted === 'string' ? undefined : mounted;
 if (typeof mounted === 'string') console.warn(`disk-full tests skipped: ${mounted}`);
 
-type HealthClient = grpc.Client & { check(req: { service: string }, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): void };
-const Health = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, 'grpc.health.v1.Health');
-
-function processHealth(agent: Agent): Promise<string> {
-  const client = new Health(agent.grpc, grpc.credentials.createInsecure()) as unknown as HealthClient;
-  return new Promise((resolve) => client.check({ service: '' }, (err, res) => {
-    client.close();
-    resolve(err ? `error ${err.code}` : res!.status);
-  }));
-}
 
 /** A value of about 100 KB that names its key and round, so a lost or mixed-up write shows. */
 const valueOf = (key: string) => `${key}:`.padEnd(100_000, key.slice(-1));
