@@ -19,7 +19,7 @@ import { SystemClock } from './ports/clock.ts';
 import type { ReplicatedLog } from './ports/log.ts';
 import type { Membership } from './ports/membership.ts';
 import { isLogDamaged, WalLog } from './wal/index.ts';
-import { DataDirLocked, keepLock, lockDataDir, type DataDirLock } from './util/data-dir-lock.ts';
+import { DataDirLocked, keepLock, lockDataDir } from './util/data-dir-lock.ts';
 
 // `?filter=` takes `matches` patterns from clients: let V8 fall back to its linear-time engine when a
 // pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
@@ -81,11 +81,10 @@ function makeDataDir(dataDir: string): void {
  * written at the path again, so that a later start there keeps the node's ID, is refused without --nats,
  * and a second agent is refused. The registry is in the stream: nothing else was there.
  */
-async function remakeClusterDataDir(dataDir: string, lock: DataDirLock, nodeId: string, logger: Logger): Promise<void> {
+async function remakeClusterDataDir(dataDir: string, reclaim: () => Promise<void>, logger: Logger): Promise<void> {
   try {
     mkdirSync(dataDir, { recursive: true });
-    lock.reclaim();
-    await writeNodeId(dataDir, nodeId);
+    await reclaim();
     await markClusterDataDir(dataDir);
     logger.warn({ dataDir }, 'the data dir was removed or moved while the agent ran: its lock, node ID and cluster marker are written there again');
   } catch (err) {
@@ -106,18 +105,20 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   checkDataDirMode(dataDir, config.nats.length > 0);
   const clock = new SystemClock();
   const nodeId = await nodeIdOf(dataDir);
+  // What the agent puts back in a data dir made again: its lock and its node ID.
+  const reclaim = async () => {
+    lock.reclaim();
+    await writeNodeId(dataDir, nodeId);
+  };
   keepLock(lock, {
     taken: (err) => {
       logger.fatal({ err: err.message, dataDir }, 'another agent has taken this data dir (its LOCK was removed by hand): stopping, so that one agent writes its log');
       process.exit(70);
     },
     // The embedded log makes its dir again itself, with the state it holds; a cluster node keeps only these.
-    ...(config.nats.length > 0 ? { gone: () => remakeClusterDataDir(dataDir, lock, nodeId, logger) } : {}),
+    ...(config.nats.length > 0 ? { gone: () => remakeClusterDataDir(dataDir, reclaim, logger) } : {}),
   });
-  const log = await openLog(config, dataDir, clock, logger, async () => {
-    lock.reclaim();
-    await writeNodeId(dataDir, nodeId);
-  });
+  const log = await openLog(config, dataDir, clock, logger, reclaim);
   let shutdown: (signal: string) => void = () => {};
   const agent = await assembleAgent(config, {
     log, clock, nodeId, logger, reread,
