@@ -10,12 +10,12 @@
  * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts, replay.ts and
  * space-wait.ts. It keeps the commit queue, the log's phase and the decisions on a failed write.
  *
- * A data dir removed while the log runs (`rm -rf` by mistake, a cleaner of temporary files) is noticed
- * by one fstat of the current segment after each commit's write and once a second while idle; one moved,
- * by a stat of the segment's path once a second (in the next commit's check, or the idle one). That
- * commit is refused (its entries went to a file no longer there), writes are refused as unavailable meanwhile, and the retry makes the dir again: the agent's lock and node ID (`reclaimDir`),
- * a snapshot of the state as of the last acknowledged commit (from `snapshotSource`), and a new segment
- * after it. Every acknowledged write is in that snapshot.
+ * A data dir removed (`rm -rf` by mistake, a cleaner of temporary files) is noticed by one fstat of the
+ * current segment after each commit's write and once a second while idle; one moved, by a stat of its
+ * path once a second (in the next commit's check, or the idle one). That commit is refused (its entries
+ * went to a file no longer there), writes are refused meanwhile, and the retry makes the dir again: the
+ * agent's lock and node ID (`reclaimDir`), a snapshot of the state as of the last acknowledged commit
+ * (from `snapshotSource`), and a new segment after it. Every acknowledged write is in that snapshot.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
