@@ -46,6 +46,8 @@ export interface StartOptions {
   dataDir?: string;
   /** Leave the data dir in place on stop, kill or a failed start; the caller removes it. @default false */
   keepDataDir?: boolean;
+  /** The agent's entry script, to start another build than this tree's (bench:pair's base). @default this tree's (agentEntry) */
+  entry?: string;
   /** How long to wait for the ready line; recovering a large data dir takes longer than an empty start. @default 30000 */
   readyTimeoutMs?: number;
   /** After SIGTERM, how long stop waits before SIGKILL; the shutdown snapshot of a large state takes longer. @default 10000 */
@@ -56,7 +58,7 @@ export interface StartOptions {
  * The agent's command line: free ports, `dataDir`, info logs, a config file lifting the connection caps
  * (unless `extraArgs` names one) and, with ROSTER_BENCH_CPU_PROF=<dir>, a V8 CPU profile written there on exit.
  */
-function agentArgs(extraArgs: string[], dataDir: string): string[] {
+function agentArgs(extraArgs: string[], dataDir: string, entry: string[]): string[] {
   // Every bench client comes from one address: lift the per-client and agent-wide caps above the largest client count.
   const configFile = join(dataDir, 'bench-config.json');
   writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000, stream_max_conns: 10_000 } }));
@@ -64,7 +66,7 @@ function agentArgs(extraArgs: string[], dataDir: string): string[] {
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   // ROSTER_BENCH_NODE_ARGS: extra flags for node itself (e.g. V8's heap sizes), for experiments.
   const nodeArgs = (process.env.ROSTER_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  return [...profiling, ...nodeArgs, ...agentEntry(),
+  return [...profiling, ...nodeArgs, ...entry,
     '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
     ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
     ...extraArgs];
@@ -80,7 +82,7 @@ export async function startRoster(extraArgs: string[], dataParent: string, opts:
   const removeDataDir = () => { if (!opts.keepDataDir) rmSync(dataDir, { recursive: true, force: true }); };
   const readyMs = opts.readyTimeoutMs ?? readyTimeoutMs;
   const stopMs = opts.stopTimeoutMs ?? stopTimeoutMs;
-  const args = agentArgs(extraArgs, dataDir);
+  const args = agentArgs(extraArgs, dataDir, opts.entry === undefined ? agentEntry() : [opts.entry]);
   const spawnedAt = performance.now();
   const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
