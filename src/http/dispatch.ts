@@ -89,6 +89,8 @@ function authorized<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, h
 }
 
 function rendered<Ctx>(d: Dispatcher<Ctx>, req: Request, reply: Reply): Wire {
+  // Only JSON lists have list rules or a size worth reserving: every write's answer is rendered at once.
+  if (reply.t !== 'json') return renderReply(reply, d.dialect, d.leader?.());
   const listed = withListRules(req, reply, d.reserved);
   // A large list is rendered whole, in one turn of the event loop: past the budget of large answers it is
   // refused before it is rendered, not after (the time and memory of rendering are what the budget spares).

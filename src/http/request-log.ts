@@ -8,9 +8,23 @@ import type { Logger } from '../ports/index.ts';
 /** Characters and length of an x-request-id a client may choose; anything else is replaced. */
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** The client's x-request-id when it is a sane token (so it can be traced end to end), else a fresh UUID. */
+/** The client's x-request-id when it is a sane token (so it can be traced end to end), else a fresh one. */
 export function requestIdOf(sent: string | undefined): string {
-  return sent !== undefined && requestIdPattern.test(sent) ? sent : randomUUID();
+  return sent !== undefined && requestIdPattern.test(sent) ? sent : freshRequestId();
+}
+
+/**
+ * The ids the agent gives are UUID-shaped: the first four groups of a random UUID drawn once per process,
+ * and a counter as the last group. So they are unique across the agent's runs (a trace id, not a secret),
+ * and one costs a number's hex text instead of a random UUID's thirty-odd string pieces.
+ */
+const requestIdBase = randomUUID().slice(0, 24);
+let requestIdCounter = 0;
+
+function freshRequestId(): string {
+  requestIdCounter = requestIdCounter === 0xffff_ffff_ffff ? 1 : requestIdCounter + 1;
+  const hex = requestIdCounter.toString(16);
+  return requestIdBase + '000000000000'.slice(hex.length) + hex;
 }
 
 /**

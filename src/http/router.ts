@@ -36,6 +36,8 @@ export const unmatchedPattern = 'unmatched';
 interface Entry<Ctx> {
   route: Route<Ctx>;
   pattern: string;
+  /** A prefix route's path without its trailing slash (made once: `find` compares every path with it). */
+  bare: string;
   /** The route's methods, for 405 and OPTIONS. */
   allow: string[];
 }
@@ -51,7 +53,7 @@ export class Router<Ctx> {
   private readonly prefixes: Entry<Ctx>[] = [];
 
   add(route: Route<Ctx>): this {
-    const entry = { route, pattern: route.prefix ? `${route.path}*` : route.path, allow: Object.keys(route.methods) };
+    const entry = { route, pattern: route.prefix ? `${route.path}*` : route.path, bare: route.path.slice(0, -1), allow: Object.keys(route.methods) };
     if (route.prefix) {
       this.prefixes.push(entry);
       this.prefixes.sort((a, b) => b.route.path.length - a.route.path.length);
@@ -91,7 +93,7 @@ export class Router<Ctx> {
       const prefix = entry.route.path;
       if (path.startsWith(prefix)) return { entry, rest: path.slice(prefix.length) };
       // "/v1/kv" without the trailing slash: the parameter is empty (handlers answer "Missing ...").
-      if (path === prefix.slice(0, -1)) return { entry, rest: '' };
+      if (path === entry.bare) return { entry, rest: '' };
     }
     return undefined;
   }

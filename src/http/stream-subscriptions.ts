@@ -78,6 +78,11 @@ export class Views {
     return this.viewFor(`${r.topic}\0${r.key}\0${r.filter.passingOnly ? 1 : 0}${r.filter.lockedOnly ? 1 : 0}`, r.view);
   }
 
+  /** No subscription reads any view: nothing to work out for an applied entry. */
+  get none(): boolean {
+    return this.views.size === 0;
+  }
+
   /** Each view's events for one applied entry (views with none are left out). */
   *changes(change: Change): Generator<[View, Out[]]> {
     for (const view of this.views.values()) {

@@ -248,6 +248,7 @@ export class StreamServer {
 
   /** One applied entry: each view works out what changed for it once, then tells its subscribers. */
   private onChange(change: Change): void {
+    if (this.views.none) return;
     for (const [view, out] of this.views.changes(change)) {
       for (const sub of view.subs) this.outflow.deliver(sub, change.index, out);
     }

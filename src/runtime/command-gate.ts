@@ -28,7 +28,8 @@ export function commandRefusal(cmds: readonly Command[], members: () => readonly
 }
 
 function firstAboveLevel1(cmds: readonly Command[]): Command | undefined {
-  return cmds.find((cmd) => commandLevelOf(cmd) > 1);
+  for (const cmd of cmds) if (commandLevelOf(cmd) > 1) return cmd;
+  return undefined;
 }
 
 /** What the gate needs from the runtime. */

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from '../domain/commands.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import { writeTimedOutError } from '../ports/log-errors.ts';
-import type { ReplicatedLog } from '../ports/log.ts';
+import type { Proposal, ReplicatedLog } from '../ports/log.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import type { Result } from '../state/index.ts';
 
@@ -47,19 +47,23 @@ export class Proposals {
 
   /** Appends the commands as one batch; each promise settles with apply's result for its entry. */
   submit(cmds: readonly Command[]): Promise<Result>[] {
-    const pids = cmds.map(() => `${this.pidPrefix}-${++this.pidCounter}`);
     const deadlineMs = this.clock.nowMs() + this.writeTimeoutMs;
-    const results = pids.map((pid) => new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject, appended: false, deadlineMs })));
-    this.sweep ??= this.clock.setTimer(Math.min(expirySweepMsMax, this.writeTimeoutMs), () => this.expire());
-    const observer = this.observer;
-    const startedMs = observer === undefined ? 0 : performance.now();
-    this.log.append(cmds.map((cmd, k) => ({ pid: pids[k]!, cmd }))).then(() => {
-      observer?.appended((performance.now() - startedMs) / 1000);
-      for (const pid of pids) this.appended(pid);
+    const proposals: Proposal[] = [];
+    const results: Promise<Result>[] = [];
+    for (const cmd of cmds) {
+      const pid = `${this.pidPrefix}-${++this.pidCounter}`;
+      proposals.push({ pid, cmd });
+      results.push(new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject, appended: false, deadlineMs })));
+    }
+    this.sweep ??= this.clock.setTimer(Math.min(expirySweepMsMax, this.writeTimeoutMs), this.expire);
+    const startedMs = this.observer === undefined ? 0 : performance.now();
+    this.log.append(proposals).then(() => {
+      this.observer?.appended((performance.now() - startedMs) / 1000);
+      for (const p of proposals) this.appended(p.pid);
     }, (err: unknown) => {
       // Even one applied here already: the log cannot vouch for where it was read, so the outcome is unknown.
       const error = err instanceof Error ? err : new Error(String(err));
-      for (const pid of pids) this.reject(pid, error);
+      for (const p of proposals) this.reject(p.pid, error);
     });
     return results;
   }
@@ -89,15 +93,15 @@ export class Proposals {
   }
 
   /** Gives up on the proposals past their deadline (the oldest come first), and checks again while any wait. */
-  private expire(): void {
+  private readonly expire = (): void => {
     this.sweep = undefined;
     const now = this.clock.nowMs();
     for (const [pid, waiter] of this.pending) {
       if (waiter.deadlineMs > now) break;
       this.reject(pid, writeTimedOutError(this.writeTimeoutMs));
     }
-    if (this.pending.size > 0) this.sweep = this.clock.setTimer(Math.min(expirySweepMsMax, this.writeTimeoutMs), () => this.expire());
-  }
+    if (this.pending.size > 0) this.sweep = this.clock.setTimer(Math.min(expirySweepMsMax, this.writeTimeoutMs), this.expire);
+  };
 
   /** Stops the timeout's check (the runtime stops). */
   stop(): void {

@@ -154,12 +154,18 @@ function sessionParam(req: Request, name: 'acquire' | 'release'): string | undef
   return id;
 }
 
+/** The exclusive modes of a PUT and of a DELETE. */
+const putModes: readonly string[] = ['cas', 'acquire', 'release'];
+const deleteModes: readonly string[] = ['recurse', 'cas'];
+
 /** More than one of the exclusive modes is a client error (Consul: "Conflicting flags"). */
-function checkExclusive(req: Request, names: string[]): void {
-  const given = names.filter((n) => flag(req, n));
-  if (given.length > 1) {
+function checkExclusive(req: Request, names: readonly string[]): void {
+  let count = 0;
+  for (const n of names) if (flag(req, n)) count += 1;
+  if (count > 1) {
+    const given = names.filter((n) => flag(req, n));
     const sortedQuery = [...req.query.keys()].sort().map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(req.query.get(k) ?? '')}`).join('&');
-    throw new RegistryError('kvFlagsConflict', { given, exclusive: names, query: sortedQuery });
+    throw new RegistryError('kvFlagsConflict', { given, exclusive: [...names], query: sortedQuery });
   }
 }
 
@@ -179,18 +185,22 @@ function acquireWaitMs(req: Request): number {
   return Math.min(ms, blockingWaitMsMax);
 }
 
-async function put(req: Request, api: ApiContext): Promise<Reply> {
+/**
+ * Not an async function: a write's answer is its commit's promise, taken one step further, with no
+ * promise of the handler's own in between (this is the lock path every client loop runs).
+ */
+function put(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const key = req.rest;
   if (key === '') throw new RegistryError('kvKeyMissing');
-  checkExclusive(req, ['cas', 'acquire', 'release']);
+  checkExclusive(req, putModes);
   const flags = uint64Param(req, 'flags') ?? '0';
   const cas = uint64Param(req, 'cas');
   const acquire = sessionParam(req, 'acquire');
   const release = sessionParam(req, 'release');
   const value = req.body.length === 0 ? null : req.body.toString('base64');
   let cmd: Command;
-  let op: 'acquire' | 'release' | 'cas' | 'set';
+  let op: PutOp;
   if (acquire !== undefined) { cmd = { t: 'kv.acquire', key, value, flags, session: acquire }; op = 'acquire'; }
   else if (release !== undefined) { cmd = { t: 'kv.release', key, value, flags, session: release }; op = 'release'; }
   else if (cas !== undefined) { cmd = { t: 'kv.cas', key, value, flags, cas }; op = 'cas'; }
@@ -198,11 +208,24 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
   // `?wait=` on an acquire: queue behind this node's earlier waiters until the lock is free (Roster's extension).
   const waitMs = op === 'acquire' && flag(req, 'wait') ? acquireWaitMs(req) : undefined;
   // Locking with a session is its owner's (or an operator's) right; the key's own rule was checked by the gate.
-  if (req.identity !== undefined && (cmd.t === 'kv.acquire' || cmd.t === 'kv.release')) await requireSessionUse(req, api, cmd.session);
+  if (req.identity !== undefined && (cmd.t === 'kv.acquire' || cmd.t === 'kv.release')) {
+    const locking = cmd;
+    return requireSessionUse(req, api, locking.session).then(() => putCommitted(req, api, locking, op, waitMs));
+  }
+  return putCommitted(req, api, cmd, op, waitMs);
+}
+
+type PutOp = 'acquire' | 'release' | 'cas' | 'set';
+
+function putCommitted(req: Request, api: ApiContext, cmd: Command, op: PutOp, waitMs: number | undefined): Promise<Reply> {
   // A release goes through the queues too: a waiter parked on the key gets the lock in the same commit.
   const result = waitMs !== undefined && cmd.t === 'kv.acquire'
-    ? await api.runtime.lockQueues.acquire(cmd, waitMs, req.signal, req)
-    : cmd.t === 'kv.release' ? await api.runtime.lockQueues.release(cmd) : await api.runtime.propose(cmd);
+    ? api.runtime.lockQueues.acquire(cmd, waitMs, req.signal, req)
+    : cmd.t === 'kv.release' ? api.runtime.lockQueues.release(cmd) : api.runtime.propose(cmd);
+  return result.then((r) => putAnswer(r, op));
+}
+
+function putAnswer(result: Result, op: PutOp): Reply {
   if (result.ok) return { t: 'outcome', ok: true, index: result.index };
   if (op === 'set') throw new RegistryError('kvWriteFailed', { reason: result.reason });
   const err = failure(result, op);
@@ -215,7 +238,7 @@ async function put(req: Request, api: ApiContext): Promise<Reply> {
 async function del(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const key = req.rest;
-  checkExclusive(req, ['recurse', 'cas']);
+  checkExclusive(req, deleteModes);
   if (flag(req, 'recurse')) {
     await api.runtime.propose({ t: 'kv.deleteTree', prefix: key });
     return { t: 'outcome', ok: true };
