@@ -144,7 +144,12 @@ async function runRound(o: Options, baseMain: string, round: number): Promise<Ro
   }
 }
 
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The middle value; of an even count, the mean of the two middle ones. */
+function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
 const fixed = (x: number, digits: number) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
 
 function sideText(name: string, r: SideResult): string {
