@@ -17,7 +17,9 @@ import { WindowMeter } from './peers/proc-cpu.ts';
 import { describeMachine } from './peers/tools.ts';
 import { startRoster, stopAndReport, type Server } from './server.ts';
 import { agentEntry } from './support/built-agent.ts';
+import { revision } from './memory/report.ts';
 import { benchOptions, count, namesOf, parseBenchArgs, resultsPath, seconds } from './support/options.ts';
+import { runBench } from './support/run.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..');
 const scenarioNames = ['distinct', 'shared'] as const;
@@ -126,10 +128,17 @@ async function runSide(server: Server, side: Side, o: Options, round: number): P
   return { pairsPerS: row.pairsPerS, p99Ms: row.p99Ms, errors: row.errors, serverCpuUsPerPair: pairs > 0 ? (cpu.serverCpuS * 1e6) / pairs : Number.NaN };
 }
 
+/** The agents of the round in progress: stopped at its end, or by the bench's cleanup on Ctrl-C. */
+const servers = new Map<Side, Server>();
+
+async function stopServers(): Promise<void> {
+  for (const server of servers.values()) await stopAndReport(server);
+  servers.clear();
+}
+
 async function runRound(o: Options, baseMain: string, round: number): Promise<Round> {
   const first: Side = round % 2 === 0 ? 'base' : 'this';
   const order: Side[] = first === 'base' ? ['base', 'this'] : ['this', 'base'];
-  const servers = new Map<Side, Server>();
   try {
     for (const side of order) servers.set(side, await startRoster([], tmpdir(), side === 'base' ? { entry: baseMain } : {}));
     const [a, b] = await Promise.all(order.map((side) => runSide(servers.get(side)!, side, o, round)));
@@ -140,7 +149,7 @@ async function runRound(o: Options, baseMain: string, round: number): Promise<Ro
       rateRatio: results.this.pairsPerS / results.base.pairsPerS,
     };
   } finally {
-    for (const server of servers.values()) await stopAndReport(server);
+    await stopServers();
   }
 }
 
@@ -156,38 +165,40 @@ function sideText(name: string, r: SideResult): string {
   return `${name} ${fixed(r.pairsPerS, 0).padStart(6)} pairs/s ${fixed(r.serverCpuUsPerPair, 1).padStart(7)} µs/pair  p99 ${fixed(r.p99Ms, 2).padStart(6)} ms${r.errors > 0 ? `  errors ${r.errors}` : ''}`;
 }
 
-async function main(): Promise<void> {
+async function main(): Promise<number> {
   const o = benchOptions(usage, parseOptions);
   const commit = o.base;
   agentEntry(); // this tree's build, made now if it is missing or stale, before the base's
   if (o.baseDir !== undefined && !existsSync(builtMainOf(o.baseDir))) {
     process.stderr.write(`bench: --base-dir: ${builtMainOf(o.baseDir)} does not exist (run npm run build there)\n`);
-    process.exit(2);
+    return 2;
   }
-  const built = commit === undefined ? undefined : buildBase(commit);
-  const baseDir = built?.dir ?? o.baseDir!;
-  let head = '';
-  try { head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim(); } catch { /* not a checkout */ }
-  console.log(`roster pair  ${new Date().toISOString()}  this tree${head === '' ? '' : ` (HEAD ${head})`} against ${commit === undefined ? baseDir : `${commit.slice(0, 7)} (built in ${baseDir})`}`);
-  const m = describeMachine(tmpdir());
-  console.log(`machine: cpu ${m.cpu} x${m.cores}, node ${m.node}, ${m.platform}; data dirs under ${m.dataParent} (${m.dataFs}); compiled agents (dist/server of each tree)`);
-  console.log(`rounds: ${o.rounds}; each: both agents started afresh, ${o.clients} clients each on ${o.scenario} keys at once, ${o.warmupS} s warm-up, ${o.durationS} s window`);
-  console.log('µs/pair = the agent process\'s user+system CPU over the window (/proc) per pair; ratio = this tree / base (CPU below 1: this tree spends less)');
-  const rounds: Round[] = [];
-  try {
-    for (let r = 0; r < o.rounds; r++) {
+  let built: { dir: string; remove(): void } | undefined;
+  return runBench(async (run) => {
+    built = commit === undefined ? undefined : buildBase(commit);
+    const baseDir = built?.dir ?? o.baseDir!;
+    const { commit: head, srcChanged } = revision();
+    console.log(`roster pair  ${new Date().toISOString()}  this tree (HEAD ${head}${srcChanged ? ', src/ has uncommitted changes' : ''}) against ${commit === undefined ? baseDir : `${commit.slice(0, 7)} (built in ${baseDir})`}`);
+    const m = describeMachine(tmpdir());
+    console.log(`machine: cpu ${m.cpu} x${m.cores}, node ${m.node}, ${m.platform}; data dirs under ${m.dataParent} (${m.dataFs}); compiled agents (dist/server of each tree)`);
+    console.log(`rounds: ${o.rounds}; each: both agents started afresh, ${o.clients} clients each on ${o.scenario} keys at once, ${o.warmupS} s warm-up, ${o.durationS} s window`);
+    console.log('µs/pair = the agent process\'s user+system CPU over the window (/proc) per pair; ratio = this tree / base (CPU below 1: this tree spends less)');
+    const rounds: Round[] = [];
+    for (let r = 0; r < o.rounds && !run.interrupted(); r++) {
       const round = await runRound(o, builtMainOf(baseDir), r);
       rounds.push(round);
       console.log(`round ${String(r + 1).padStart(2)}  ${sideText('base', round.base)}  |  ${sideText('this', round.this)}  |  cpu ratio ${fixed(round.cpuRatio, 3)}  rate ratio ${fixed(round.rateRatio, 3)}`);
     }
-  } finally {
+    if (run.interrupted()) return 130;
+    const cpu = rounds.map((r) => r.cpuRatio);
+    const rate = rounds.map((r) => r.rateRatio);
+    console.log(`this / base over ${rounds.length} rounds: server CPU per pair ${fixed(median(cpu), 3)} (median; ${fixed(Math.min(...cpu), 3)}–${fixed(Math.max(...cpu), 3)}), pairs/s ${fixed(median(rate), 3)} (${fixed(Math.min(...rate), 3)}–${fixed(Math.max(...rate), 3)})`);
+    writeFileSync(o.jsonPath, `${JSON.stringify({ at: new Date().toISOString(), head, srcChanged, base: commit ?? baseDir, options: { ...o, jsonPath: undefined }, rounds, cpuRatioMedian: median(cpu), rateRatioMedian: median(rate) }, null, 2)}\n`);
+    console.log(`results: ${o.jsonPath}`);
+  }, async () => {
+    await stopServers();
     built?.remove();
-  }
-  const cpu = rounds.map((r) => r.cpuRatio);
-  const rate = rounds.map((r) => r.rateRatio);
-  console.log(`this / base over ${rounds.length} rounds: server CPU per pair ${fixed(median(cpu), 3)} (median; ${fixed(Math.min(...cpu), 3)}–${fixed(Math.max(...cpu), 3)}), pairs/s ${fixed(median(rate), 3)} (${fixed(Math.min(...rate), 3)}–${fixed(Math.max(...rate), 3)})`);
-  writeFileSync(o.jsonPath, `${JSON.stringify({ at: new Date().toISOString(), head, base: commit ?? baseDir, options: { ...o, jsonPath: undefined }, rounds, cpuRatioMedian: median(cpu), rateRatioMedian: median(rate) }, null, 2)}\n`);
-  console.log(`results: ${o.jsonPath}`);
+  });
 }
 
-await main();
+process.exitCode = await main();
