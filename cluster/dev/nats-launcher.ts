@@ -125,18 +125,27 @@ export async function startNatsCluster(): Promise<NatsCluster> {
 const startAttemptsMax = 3;
 
 async function startServers(count: number): Promise<NatsCluster> {
+  return withFreshStarts(() => startServersOnce(count));
+}
+
+/**
+ * Runs `startOnce` (which starts servers on ports of its own choosing, and stops them when it fails)
+ * until it succeeds, up to {@link startAttemptsMax} times, starting again only on the two failures a new
+ * start can cure: a port taken before the server bound it, and a {@link PlacementTimeout}.
+ */
+export async function withFreshStarts<T>(startOnce: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startServersOnce(count);
+      return await startOnce();
     } catch (err) {
-      const retried = err instanceof Error && (/address already in use/.test(err.message) || err instanceof PlacementTimeout);
-      if (!retried || attempt >= startAttemptsMax) throw err;
+      const cured = err instanceof Error && (/address already in use/.test(err.message) || err instanceof PlacementTimeout);
+      if (!cured || attempt >= startAttemptsMax) throw err;
     }
   }
 }
 
 /** A started cluster that did not place a stream of one replica per server in time. */
-class PlacementTimeout extends Error {}
+export class PlacementTimeout extends Error {}
 
 async function startServersOnce(count: number): Promise<NatsCluster> {
   const root = mkdtempSync(join(tmpdir(), 'roster-nats-'));
@@ -176,7 +185,7 @@ async function startServersOnce(count: number): Promise<NatsCluster> {
 }
 
 /** Each server's view of the JetStream meta group (its /jsz `meta_cluster`), one line per server. */
-async function metaGroupsOf(servers: NatsServer[]): Promise<string> {
+export async function metaGroupsOf(servers: readonly { name: string; monitorUrl: string }[]): Promise<string> {
   const lines = await Promise.all(servers.map(async (s) => {
     try {
       const jsz = (await (await fetch(`${s.monitorUrl}/jsz`, { signal: AbortSignal.timeout(2_000) })).json()) as { meta_cluster?: unknown };
@@ -299,7 +308,7 @@ async function waitHealthy(monitorPort: number, server: NatsServer): Promise<voi
  * ("no suitable peers for placement") for more than 90 s after every server answered /healthz and
  * account info; such a start is given up and made again with new servers.
  */
-const placementTimeoutMs = 30_000;
+export const placementTimeoutMs = 30_000;
 
 /**
  * Whether the cluster places a stream of `replicas` replicas right now: creates a small in-memory

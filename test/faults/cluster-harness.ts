@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { freePort, natsConfigText, placesReplicas, uniqueClusterName } from '../../cluster/dev/nats-launcher.ts';
+import { freePort, metaGroupsOf, natsConfigText, PlacementTimeout, placementTimeoutMs, placesReplicas, uniqueClusterName, withFreshStarts } from '../../cluster/dev/nats-launcher.ts';
 import { http } from './cluster-http.ts';
 import { NatsNode, RosterNode } from './cluster-processes.ts';
 
@@ -70,8 +70,17 @@ export const nodeNames = ['n1', 'n2', 'n3'] as const;
 export class FaultCluster {
   private constructor(readonly root: string, readonly nats: NatsNode[], readonly nodes: RosterNode[], readonly options: Required<ClusterOptions>) {}
 
+  /**
+   * Starts the cluster; when a port chosen free is taken before a server binds it, or the fresh nats-servers
+   * do not place a stream on all three within the launcher's placement timeout (seen on a loaded machine),
+   * everything is stopped and started again on new ports and a new directory.
+   */
   static async start(o: ClusterOptions = {}): Promise<FaultCluster> {
     const options: Required<ClusterOptions> = { suspicionMs: 4_000, homeServers: false, sessionTtlMin: '1s', logLevel: 'info', snapshotEvery: 20_000, ...o };
+    return withFreshStarts(() => FaultCluster.startOnce(options));
+  }
+
+  private static async startOnce(options: Required<ClusterOptions>): Promise<FaultCluster> {
     const root = mkdtempSync(join(tmpdir(), 'roster-faults-'));
     const ports: { name: string; client: number; cluster: number; monitor: number; http: number; gossip: number }[] = [];
     for (const name of nodeNames) ports.push({ name, client: await freePort(), cluster: await freePort(), monitor: await freePort(), http: await freePort(), gossip: await freePort() });
@@ -102,7 +111,7 @@ export class FaultCluster {
     const cluster = new FaultCluster(root, nats, nodes, options);
     try {
       await Promise.all(nats.map((s) => s.start()));
-      await cluster.waitJetStream();
+      await cluster.waitJetStream(placementTimeoutMs, true);
       // One at a time: the first creates the stream; three tsx boots at once on two cores take longer than in turn.
       for (const n of nodes) await n.start();
       await cluster.allAlive();
@@ -125,13 +134,20 @@ export class FaultCluster {
     return s;
   }
 
-  /** JetStream answers account info (a meta leader exists) and places a stream on all three servers. */
-  async waitJetStream(ms = 90_000): Promise<void> {
+  /**
+   * JetStream answers account info (a meta leader exists) and places a stream on all three servers. The
+   * error says what each running server made of the meta group; at a fresh start it is a
+   * {@link PlacementTimeout}, which {@link FaultCluster.start} cures by starting again.
+   */
+  async waitJetStream(ms = 90_000, fresh = false): Promise<void> {
     const deadline = Date.now() + ms;
     for (;;) {
       const ok = await this.withNats(async (jsm) => { await jsm.getAccountInfo(); return placesReplicas(jsm, this.nats.length); });
       if (ok) return;
-      if (Date.now() > deadline) throw new Error(`JetStream not ready after ${ms} ms`);
+      if (Date.now() > deadline) {
+        const message = `JetStream not ready after ${ms} ms${await metaGroupsOf(this.nats.filter((s) => s.running() && !s.isPaused()))}`;
+        throw fresh ? new PlacementTimeout(message) : new Error(message);
+      }
       await sleep(200);
     }
   }

@@ -19,6 +19,7 @@ export class NatsNode {
   constructor(readonly name: string, readonly clientPort: number, readonly clusterPort: number, readonly monitorPort: number, readonly conf: string) {}
 
   get url(): string { return `nats://127.0.0.1:${this.clientPort}`; }
+  get monitorUrl(): string { return `http://127.0.0.1:${this.monitorPort}`; }
   get pid(): number | undefined { return this.running() ? this.proc!.pid : undefined; }
   running(): boolean { return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null; }
   isPaused(): boolean { return this.paused && this.running(); }
@@ -41,7 +42,7 @@ export class NatsNode {
     while (Date.now() < deadline) {
       if (!this.running()) throw new Error(`nats-server ${this.name} exited during start:\n${this.out.slice(-4000)}`);
       try {
-        if ((await fetch(`http://127.0.0.1:${this.monitorPort}/healthz`, { signal: AbortSignal.timeout(1_000) })).ok) return;
+        if ((await fetch(`${this.monitorUrl}/healthz`, { signal: AbortSignal.timeout(1_000) })).ok) return;
       } catch { /* not yet */ }
       await sleep(50);
     }
@@ -81,7 +82,7 @@ export class NatsNode {
   async clientNames(): Promise<string[]> {
     if (!this.running() || this.paused) return [];
     try {
-      const res = await fetch(`http://127.0.0.1:${this.monitorPort}/connz?limit=1024`, { signal: AbortSignal.timeout(2_000) });
+      const res = await fetch(`${this.monitorUrl}/connz?limit=1024`, { signal: AbortSignal.timeout(2_000) });
       const body = await res.json() as { connections?: { name?: string }[] };
       return (body.connections ?? []).map((c) => c.name ?? '');
     } catch {
