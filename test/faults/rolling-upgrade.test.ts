@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort, natsConfigText, uniqueClusterName, waitJetStreamReady } from '../../cluster/dev/nats-launcher.ts';
+import { freePort, natsConfigText, uniqueClusterName, waitJetStreamReady, withFreshStarts } from '../../cluster/dev/nats-launcher.ts';
 import { HistoryRecorder } from '../checker/history.ts';
 import { mutualExclusion } from '../checker/mutex-intervals.ts';
 import { repoRoot, tsxLoader } from '../support/agent.ts';
@@ -158,20 +158,35 @@ async function caughtUp(n: Node): Promise<void> {
   }
 }
 
-async function startCluster(oldTree: string): Promise<void> {
-  const ports: { name: string; client: number; cluster: number; monitor: number; http: number; gossip: number }[] = [];
-  for (const name of names) ports.push({ name, client: await freePort(), cluster: await freePort(), monitor: await freePort(), http: await freePort(), gossip: await freePort() });
-  const clusterName = uniqueClusterName();
-  nats = ports.map((p) => {
-    const conf = join(root, `nats-${p.name}.conf`);
-    writeFileSync(conf, natsConfigText({
-      name: p.name, client: p.client, monitor: p.monitor, storeDir: join(root, `js-${p.name}`),
-      cluster: { name: clusterName, port: p.cluster, routes: ports.filter((q) => q !== p).map((q) => q.cluster) },
-    }));
-    return new NatsNode(p.name, p.client, p.cluster, p.monitor, conf);
+type Ports = { name: string; client: number; cluster: number; monitor: number; http: number; gossip: number }[];
+
+/** Three routed nats-servers on fresh ports, ready to place the log; begun again when a start fails in a way a new start cures. */
+async function startNats(): Promise<Ports> {
+  return withFreshStarts(async () => {
+    const ports: Ports = [];
+    for (const name of names) ports.push({ name, client: await freePort(), cluster: await freePort(), monitor: await freePort(), http: await freePort(), gossip: await freePort() });
+    const clusterName = uniqueClusterName();
+    nats = ports.map((p) => {
+      const conf = join(root, `nats-${p.name}-${p.client}.conf`);
+      writeFileSync(conf, natsConfigText({
+        name: p.name, client: p.client, monitor: p.monitor, storeDir: join(root, `js-${p.name}-${p.client}`),
+        cluster: { name: clusterName, port: p.cluster, routes: ports.filter((q) => q !== p).map((q) => q.cluster) },
+      }));
+      return new NatsNode(p.name, p.client, p.cluster, p.monitor, conf);
+    });
+    try {
+      await Promise.all(nats.map((s) => s.start()));
+      await waitJetStreamReady(nats.map((s) => s.url));
+    } catch (err) {
+      await Promise.all(nats.map((s) => s.kill()));
+      throw err;
+    }
+    return ports;
   });
-  await Promise.all(nats.map((s) => s.start()));
-  await waitJetStreamReady(nats.map((s) => s.url));
+}
+
+async function startCluster(oldTree: string): Promise<void> {
+  const ports = await startNats();
   const urls = nats.map((s) => s.url).join(',');
   nodes = ports.map((p) => {
     const dataDir = join(root, `data-${p.name}`);
