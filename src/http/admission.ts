@@ -6,9 +6,13 @@
 import { RegistryError } from '../domain/errors.ts';
 import type { Head } from './uws.ts';
 
-/** A request counted in flight: its client's key (its binary address), looked up on first use and kept. */
+/**
+ * A request counted in flight: its client's key (its binary address), looked up on first use and kept, and
+ * where {@link InFlight} keeps it while it is counted in total only (-1 when it is not).
+ */
 export interface InFlightRequest {
   clientKey(): string;
+  inFlightSlot: number;
 }
 
 /**
@@ -16,29 +20,46 @@ export interface InFlightRequest {
  * uWS costs more than the rest of its admission (a new ArrayBuffer per call), and no client can pass
  * the cap while all clients together are within it: requests are counted in total only, and looked up by
  * client once the total passes the cap — then every request still in flight is, and each new one.
+ *
+ * The requests counted in total only are kept in an array, each knowing its slot, not in a Set: a Set that
+ * every request enters and leaves would keep answered requests reachable between full collections (see
+ * SeqRing in src/util/seq-ring.ts).
  */
 export class InFlight {
   private readonly held = new Map<string, number>();
   /** Requests in flight counted in the total only (their client not looked up). */
-  private readonly unkeyed = new Set<InFlightRequest>();
+  private readonly unkeyed: InFlightRequest[] = [];
   private total = 0;
 
   /** Counts one more request; whether its client now has more than `max` in flight. */
   enter(request: InFlightRequest, max: number): boolean {
     this.total += 1;
     if (this.total <= max) {
-      this.unkeyed.add(request);
+      request.inFlightSlot = this.unkeyed.length;
+      this.unkeyed.push(request);
       return false;
     }
-    for (const r of this.unkeyed) this.count(r.clientKey());
-    this.unkeyed.clear();
+    for (const r of this.unkeyed) {
+      r.inFlightSlot = -1;
+      this.count(r.clientKey());
+    }
+    this.unkeyed.length = 0;
     return this.count(request.clientKey()) > max;
   }
 
   /** The request is answered or gone: a request that was looked up by client gives its key from memory. */
   leave(request: InFlightRequest): void {
     this.total -= 1;
-    if (this.unkeyed.delete(request)) return;
+    const slot = request.inFlightSlot;
+    if (slot >= 0 && this.unkeyed[slot] === request) {
+      const last = this.unkeyed.pop()!;
+      if (last !== request) {
+        this.unkeyed[slot] = last;
+        last.inFlightSlot = slot;
+      }
+      request.inFlightSlot = -1;
+      return;
+    }
     const client = request.clientKey();
     const left = (this.held.get(client) ?? 1) - 1;
     if (left <= 0) this.held.delete(client);

@@ -12,6 +12,7 @@ import { writeTimedOutError } from '../ports/log-errors.ts';
 import type { Proposal, ReplicatedLog } from '../ports/log.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import type { Result } from '../state/index.ts';
+import { SeqRing } from '../util/seq-ring.ts';
 
 interface Pending {
   resolve: (r: Result) => void;
@@ -27,10 +28,12 @@ interface Pending {
 const expirySweepMsMax = 500;
 
 export class Proposals {
-  /** In the order submitted, so the oldest are first (every proposal gets the same timeout). */
-  private readonly pending = new Map<string, Pending>();
+  /**
+   * Under the number in their pid (`<prefix>-<n>`), in the order submitted, so the oldest are first (every
+   * proposal gets the same timeout). A ring rather than a Map: see SeqRing for what a Map costs here.
+   */
+  private readonly pending = new SeqRing<Pending>();
   private readonly pidPrefix = randomUUID().slice(0, 8);
-  private pidCounter = 0;
   private sweep: TimerHandle | undefined;
 
   constructor(
@@ -51,19 +54,19 @@ export class Proposals {
     const proposals: Proposal[] = [];
     const results: Promise<Result>[] = [];
     for (const cmd of cmds) {
-      const pid = `${this.pidPrefix}-${++this.pidCounter}`;
-      proposals.push({ pid, cmd });
-      results.push(new Promise<Result>((resolve, reject) => this.pending.set(pid, { resolve, reject, appended: false, deadlineMs })));
+      let seq = 0;
+      results.push(new Promise<Result>((resolve, reject) => { seq = this.pending.push({ resolve, reject, appended: false, deadlineMs }); }));
+      proposals.push({ pid: `${this.pidPrefix}-${seq}`, cmd });
     }
     this.sweep ??= this.clock.setTimer(Math.min(expirySweepMsMax, this.writeTimeoutMs), this.expire);
     const startedMs = this.observer === undefined ? 0 : performance.now();
     this.log.append(proposals).then(() => {
       this.observer?.appended((performance.now() - startedMs) / 1000);
-      for (const p of proposals) this.appended(p.pid);
+      for (const p of proposals) this.appended(this.seqOf(p.pid));
     }, (err: unknown) => {
       // Even one applied here already: the log cannot vouch for where it was read, so the outcome is unknown.
       const error = err instanceof Error ? err : new Error(String(err));
-      for (const p of proposals) this.reject(p.pid, error);
+      for (const p of proposals) this.reject(this.seqOf(p.pid), error);
     });
     return results;
   }
@@ -73,14 +76,30 @@ export class Proposals {
     return pid.startsWith(this.pidPrefix) && pid.charCodeAt(this.pidPrefix.length) === 45; // '-'
   }
 
+  /**
+   * The number in a pid this node's run proposed, or 0. Read digit by digit: a pid from another node or an
+   * earlier run (another prefix) is never looked up, and a malformed one (no digits, or others) gives 0.
+   */
+  private seqOf(pid: string): number {
+    if (!this.proposedHere(pid)) return 0;
+    let seq = 0;
+    for (let i = this.pidPrefix.length + 1; i < pid.length; i++) {
+      const digit = pid.charCodeAt(i) - 48;
+      if (digit < 0 || digit > 9) return 0;
+      seq = seq * 10 + digit;
+    }
+    return seq;
+  }
+
   /** The entry of `pid` applied here at `index` with `result`. */
   applied(pid: string, index: number, result: Result): void {
-    const waiter = this.pending.get(pid);
+    const seq = this.seqOf(pid);
+    const waiter = this.pending.get(seq);
     if (waiter === undefined || waiter.result !== undefined) return;
     // A success carries its entry's index: the answer's X-Consul-Index, a fencing token for locks.
     const answer = result.ok ? withIndex(result, index) : result;
     if (waiter.appended) {
-      this.pending.delete(pid);
+      this.pending.take(seq);
       waiter.resolve(answer);
     } else {
       waiter.result = answer;
@@ -89,17 +108,18 @@ export class Proposals {
 
   /** Rejects every waiting proposal (the node cannot apply any more). */
   rejectAll(err: Error): void {
-    for (const pid of [...this.pending.keys()]) this.reject(pid, err);
+    this.pending.scan((seq) => { this.reject(seq, err); return true; });
   }
 
   /** Gives up on the proposals past their deadline (the oldest come first), and checks again while any wait. */
   private readonly expire = (): void => {
     this.sweep = undefined;
     const now = this.clock.nowMs();
-    for (const [pid, waiter] of this.pending) {
-      if (waiter.deadlineMs > now) break;
-      this.reject(pid, writeTimedOutError(this.writeTimeoutMs));
-    }
+    this.pending.scan((seq, waiter) => {
+      if (waiter.deadlineMs > now) return false;
+      this.reject(seq, writeTimedOutError(this.writeTimeoutMs));
+      return true;
+    });
     if (this.pending.size > 0) this.sweep = this.clock.setTimer(Math.min(expirySweepMsMax, this.writeTimeoutMs), this.expire);
   };
 
@@ -109,22 +129,20 @@ export class Proposals {
     this.sweep = undefined;
   }
 
-  private appended(pid: string): void {
-    const waiter = this.pending.get(pid);
+  private appended(seq: number): void {
+    const waiter = this.pending.get(seq);
     if (waiter === undefined) return;
     if (waiter.result === undefined) {
       waiter.appended = true;
       return;
     }
-    this.pending.delete(pid);
+    this.pending.take(seq);
     waiter.resolve(waiter.result);
   }
 
-  private reject(pid: string, err: Error): void {
-    const waiter = this.pending.get(pid);
-    if (waiter === undefined) return;
-    this.pending.delete(pid);
-    waiter.reject(err);
+  private reject(seq: number, err: Error): void {
+    const waiter = this.pending.take(seq);
+    waiter?.reject(err);
   }
 }
 
