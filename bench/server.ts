@@ -52,13 +52,17 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** After SIGTERM, how long stop waits before SIGKILL; the shutdown snapshot of a large state takes longer. @default 10000 */
   stopTimeoutMs?: number;
+  /** Flags for node itself, before the entry (bench:gc's `--trace-gc-nvp`); ROSTER_BENCH_NODE_ARGS still applies. */
+  nodeArgs?: readonly string[];
+  /** Called with each piece of the agent's stdout as it arrives (the ready line's piece included). */
+  onStdout?: (text: string) => void;
 }
 
 /**
  * The agent's command line: free ports, `dataDir`, info logs, a config file lifting the connection caps
  * (unless `extraArgs` names one) and, with ROSTER_BENCH_CPU_PROF=<dir>, a V8 CPU profile written there on exit.
  */
-function agentArgs(extraArgs: string[], dataDir: string, entry: string[]): string[] {
+function agentArgs(extraArgs: string[], dataDir: string, entry: string[], ownNodeArgs: readonly string[]): string[] {
   // Every bench client comes from one address: lift the per-client and agent-wide caps above the largest client count.
   const configFile = join(dataDir, 'bench-config.json');
   writeFileSync(configFile, JSON.stringify({ limits: { http_max_conns_per_client: 10_000, stream_max_conns_per_client: 10_000, stream_max_conns: 10_000 } }));
@@ -66,7 +70,7 @@ function agentArgs(extraArgs: string[], dataDir: string, entry: string[]): strin
   const profiling = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   // ROSTER_BENCH_NODE_ARGS: extra flags for node itself (e.g. V8's heap sizes), for experiments.
   const nodeArgs = (process.env.ROSTER_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  return [...profiling, ...nodeArgs, ...entry,
+  return [...profiling, ...ownNodeArgs, ...nodeArgs, ...entry,
     '--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', 'bench', '--log-level', 'info',
     ...(extraArgs.includes('--config-file') ? [] : ['--config-file', configFile]),
     ...extraArgs];
@@ -82,13 +86,15 @@ export async function startRoster(extraArgs: string[], dataParent: string, opts:
   const removeDataDir = () => { if (!opts.keepDataDir) rmSync(dataDir, { recursive: true, force: true }); };
   const readyMs = opts.readyTimeoutMs ?? readyTimeoutMs;
   const stopMs = opts.stopTimeoutMs ?? stopTimeoutMs;
-  const args = agentArgs(extraArgs, dataDir, opts.entry === undefined ? agentEntry() : [opts.entry]);
+  const args = agentArgs(extraArgs, dataDir, opts.entry === undefined ? agentEntry() : [opts.entry], opts.nodeArgs ?? []);
   const spawnedAt = performance.now();
   const proc = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => { out = (out + d.toString()).slice(-16_384); };
   proc.stdout.on('data', keep);
   proc.stderr.on('data', keep);
+  const onStdout = opts.onStdout;
+  if (onStdout !== undefined) proc.stdout.on('data', (d: Buffer) => onStdout(d.toString()));
   let exitedWith: string | undefined;
   const exited = new Promise<number | null>((res) => proc.once('exit', (code, signal) => {
     exitedWith = code !== null ? `exit code ${code}` : `signal ${signal}`;

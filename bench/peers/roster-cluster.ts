@@ -21,8 +21,11 @@ export interface RosterCluster {
   stop(): Promise<void>;
 }
 
-/** `opts` go to every node's start (bench/server.ts), e.g. longer bounds for nodes holding a large state. */
-export async function startRosterCluster(dataParent: string, opts: StartOptions = {}): Promise<RosterCluster> {
+/**
+ * `opts` go to every node's start (bench/server.ts), e.g. longer bounds for nodes holding a large state; a
+ * function gives each node its own (by node name), e.g. a reader of its output.
+ */
+export async function startRosterCluster(dataParent: string, opts: StartOptions | ((node: string) => StartOptions) = {}): Promise<RosterCluster> {
   const nats = await startNatsCluster();
   const nodes: Server[] = [];
   const cluster: RosterCluster = {
@@ -42,7 +45,8 @@ export async function startRosterCluster(dataParent: string, opts: StartOptions 
     const gossip = await Promise.all(nodeNames.map(() => freePort()));
     const joins = gossip.flatMap((p) => ['--join', `127.0.0.1:${p}`]);
     const started = await Promise.allSettled(nodeNames.map((name, k) => startRoster(
-      ['--node-name', name, '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossip[k]}`, ...joins], dataParent, opts)));
+      ['--node-name', name, '--nats', nats.urls.join(','), '--gossip-listen', `127.0.0.1:${gossip[k]}`, ...joins], dataParent,
+      typeof opts === 'function' ? opts(name) : opts)));
     for (const s of started) if (s.status === 'fulfilled') nodes.push(s.value);
     const failed = started.find((s) => s.status === 'rejected');
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;

@@ -15,6 +15,7 @@ import {
   ClosedConnectionError, createInbox, headers, NoRespondersError, TimeoutError, type Msg, type NatsConnection, type Subscription,
 } from '@nats-io/transport-node';
 import { JetStreamApiError, JetStreamError, type PubAck } from '@nats-io/jetstream';
+import { SeqRing } from '../../src/util/index.ts';
 
 /** What the publisher publishes through: this inbox, or anything that acknowledges like `js.publish`. */
 export interface CommitSender {
@@ -37,10 +38,10 @@ export const ackSweepMs = 100;
 const noRespondersStatus = 503;
 
 export class AckInbox implements CommitSender {
-  /** `_INBOX.<unique>.`: each attempt's reply subject is this and a number. */
+  /** `_INBOX.<unique>.`: each attempt's reply subject is this and its number in `waiting`. */
   private readonly prefix = `${createInbox()}.`;
-  private readonly waiting = new Map<string, Waiting>();
-  private counter = 0;
+  /** By attempt number, oldest first: a ring, not a Map (see SeqRing: a Map here keeps answered commits reachable). */
+  private readonly waiting = new SeqRing<Waiting>();
   private readonly sub: Subscription;
   /** Runs while publishes wait. */
   private sweeper: NodeJS.Timeout | undefined;
@@ -55,18 +56,17 @@ export class AckInbox implements CommitSender {
   }
 
   publish(subject: string, payload: string, opts: { msgID: string; timeout: number }): Promise<PubAck> {
-    this.counter += 1;
-    const token = String(this.counter);
     const hdrs = headers();
     hdrs.set('Nats-Msg-Id', opts.msgID);
     return new Promise<PubAck>((resolve, reject) => {
+      const attempt = this.waiting.push({ subject, resolve, reject, deadline: performance.now() + opts.timeout });
       try {
-        this.nc.publish(subject, payload, { reply: this.prefix + token, headers: hdrs });
+        this.nc.publish(subject, payload, { reply: this.prefix + attempt, headers: hdrs });
       } catch (err) {
+        this.waiting.take(attempt);
         reject(err instanceof Error ? err : new Error(String(err)));
         return;
       }
-      this.waiting.set(token, { subject, resolve, reject, deadline: performance.now() + opts.timeout });
       this.sweeper ??= setInterval(() => this.sweep(), ackSweepMs).unref();
     });
   }
@@ -81,10 +81,8 @@ export class AckInbox implements CommitSender {
       this.rejectAll(err);
       return;
     }
-    const token = msg.subject.slice(this.prefix.length);
-    const w = this.waiting.get(token);
+    const w = this.waiting.take(attemptOf(msg.subject, this.prefix.length));
     if (w === undefined) return;
-    this.waiting.delete(token);
     const answer = ackOf(msg, w.subject);
     if (answer instanceof Error) w.reject(answer);
     else w.resolve(answer);
@@ -93,11 +91,13 @@ export class AckInbox implements CommitSender {
   /** Rejects the attempts past their timeout; stops once none waits. */
   private sweep(): void {
     const now = performance.now();
-    for (const [token, w] of this.waiting) {
-      if (w.deadline > now) continue;
-      this.waiting.delete(token);
-      w.reject(new TimeoutError());
-    }
+    this.waiting.scan((attempt, w) => {
+      if (w.deadline <= now) {
+        this.waiting.take(attempt);
+        w.reject(new TimeoutError());
+      }
+      return true;
+    });
     if (this.waiting.size === 0) this.stopSweeping();
   }
 
@@ -107,11 +107,23 @@ export class AckInbox implements CommitSender {
   }
 
   private rejectAll(err: Error): void {
-    const waiting = [...this.waiting.values()];
-    this.waiting.clear();
+    const waiting: Waiting[] = [];
+    this.waiting.scan((attempt) => { waiting.push(this.waiting.take(attempt)!); return true; });
     this.stopSweeping();
     for (const w of waiting) w.reject(err);
   }
+}
+
+/** The attempt number a reply subject ends with (after `from`), or 0 when it has none: read digit by digit. */
+function attemptOf(subject: string, from: number): number {
+  if (from >= subject.length) return 0;
+  let n = 0;
+  for (let i = from; i < subject.length; i++) {
+    const digit = subject.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return 0;
+    n = n * 10 + digit;
+  }
+  return n;
 }
 
 /** A PubAck from the reply to a publish on `subject`, or the error it stands for. */

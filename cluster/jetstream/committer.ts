@@ -24,8 +24,13 @@ export interface CommitterPorts {
 }
 
 export class Committer {
-  /** Acknowledged commits not yet read back here (their appends still wait). */
-  private readonly confirming = new Set<Promise<void>>();
+  /**
+   * Acknowledged commits not yet read back here (their appends still wait), counted rather than kept in a
+   * Set (see SeqRing in src/util/seq-ring.ts: a Set every commit enters and leaves keeps old ones reachable).
+   */
+  private confirming = 0;
+  /** Called, and dropped, when `confirming` comes back to 0. */
+  private drained: (() => void)[] = [];
 
   /** Stamps the commits (entry time goes on when the wall clock is set back). */
   private readonly entryClock: EntryClock;
@@ -48,14 +53,21 @@ export class Committer {
       rejectAll(batch, err);
       return;
     }
-    const confirming = this.confirm(batch, msgID, seq);
-    this.confirming.add(confirming);
-    void confirming.finally(() => this.confirming.delete(confirming));
+    this.confirming += 1;
+    void this.confirm(batch, msgID, seq).finally(this.confirmedOne);
   }
+
+  private readonly confirmedOne = (): void => {
+    this.confirming -= 1;
+    if (this.confirming > 0) return;
+    const drained = this.drained;
+    this.drained = [];
+    for (const f of drained) f();
+  };
 
   /** Resolves once every acknowledged commit has been read back (or failed); none may start meanwhile. */
   async confirmed(): Promise<void> {
-    while (this.confirming.size > 0) await Promise.allSettled([...this.confirming]);
+    while (this.confirming > 0) await new Promise<void>((resolve) => this.drained.push(resolve));
   }
 
   /** Settles an acknowledged commit's appends once this node has read it where the stream stored it. */

@@ -1,0 +1,2 @@
+/** What the adapters (cluster/) use of the generic helpers. */
+export { SeqRing } from './seq-ring.ts';
