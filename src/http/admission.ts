@@ -4,15 +4,15 @@
  * Authentication and the rate limit are the other half of admission (auth-gate.ts, rate-limit.ts).
  */
 import { RegistryError } from '../domain/errors.ts';
+import { SlotSet, type Slotted } from '../util/slot-set.ts';
 import type { Head } from './uws.ts';
 
 /**
  * A request counted in flight: its client's key (its binary address), looked up on first use and kept, and
- * where {@link InFlight} keeps it while it is counted in total only (-1 when it is not).
+ * its slot among the requests {@link InFlight} counts in total only.
  */
-export interface InFlightRequest {
+export interface InFlightRequest extends Slotted {
   clientKey(): string;
-  inFlightSlot: number;
 }
 
 /**
@@ -21,45 +21,33 @@ export interface InFlightRequest {
  * the cap while all clients together are within it: requests are counted in total only, and looked up by
  * client once the total passes the cap — then every request still in flight is, and each new one.
  *
- * The requests counted in total only are kept in an array, each knowing its slot, not in a Set: a Set that
- * every request enters and leaves would keep answered requests reachable between full collections (see
- * SeqRing in src/util/seq-ring.ts).
+ * The requests counted in total only are kept in a SlotSet, not a Set: a Set that every request enters and
+ * leaves would keep answered requests reachable between full collections (see SlotSet).
  */
 export class InFlight {
   private readonly held = new Map<string, number>();
   /** Requests in flight counted in the total only (their client not looked up). */
-  private readonly unkeyed: InFlightRequest[] = [];
+  private readonly unkeyed = new SlotSet<InFlightRequest>();
   private total = 0;
 
   /** Counts one more request; whether its client now has more than `max` in flight. */
   enter(request: InFlightRequest, max: number): boolean {
     this.total += 1;
     if (this.total <= max) {
-      request.inFlightSlot = this.unkeyed.length;
-      this.unkeyed.push(request);
+      this.unkeyed.add(request);
       return false;
     }
-    for (const r of this.unkeyed) {
-      r.inFlightSlot = -1;
+    for (const r of this.unkeyed.list()) {
+      this.unkeyed.delete(r);
       this.count(r.clientKey());
     }
-    this.unkeyed.length = 0;
     return this.count(request.clientKey()) > max;
   }
 
   /** The request is answered or gone: a request that was looked up by client gives its key from memory. */
   leave(request: InFlightRequest): void {
     this.total -= 1;
-    const slot = request.inFlightSlot;
-    if (slot >= 0 && this.unkeyed[slot] === request) {
-      const last = this.unkeyed.pop()!;
-      if (last !== request) {
-        this.unkeyed[slot] = last;
-        last.inFlightSlot = slot;
-      }
-      request.inFlightSlot = -1;
-      return;
-    }
+    if (this.unkeyed.delete(request)) return;
     const client = request.clientKey();
     const left = (this.held.get(client) ?? 1) - 1;
     if (left <= 0) this.held.delete(client);

@@ -81,8 +81,8 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
   private done = false;
   /** Reading from the connection is paused while a write commits (see `start`). */
   private paused = false;
-  /** Kept by InFlight. */
-  inFlightSlot = -1;
+  /** Its place among the requests InFlight counts in total only. */
+  slot = -1;
 
   constructor(private readonly s: Server<Ctx>, private readonly res: Uws.HttpResponse, uwsReq: Uws.HttpRequest) {
     this.head = copyHead(uwsReq);

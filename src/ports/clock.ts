@@ -22,7 +22,6 @@ export interface TimerHandle { readonly id: number }
  */
 export class SystemClock implements Clock {
   private next = 1;
-  private readonly timers = new Map<number, LongTimer>();
 
   nowMs(): number {
     return Date.now();
@@ -32,23 +31,26 @@ export class SystemClock implements Clock {
     return performance.now();
   }
 
+  /** The handle carries its timer: no table of timers that every wait would enter and leave (see SlotSet). */
   setTimer(ms: number, fn: () => void): TimerHandle {
-    const id = this.next++;
-    const t = setLongTimeout(() => {
-      this.timers.delete(id);
+    const handle: SystemTimerHandle = { id: this.next++, timer: undefined };
+    handle.timer = setLongTimeout(() => {
+      handle.timer = undefined;
       fn();
     }, ms);
-    this.timers.set(id, t);
-    return { id };
+    return handle;
   }
 
   clearTimer(handle: TimerHandle): void {
-    const t = this.timers.get(handle.id);
-    if (t !== undefined) {
-      t.clear();
-      this.timers.delete(handle.id);
-    }
+    const own = handle as SystemTimerHandle;
+    own.timer?.clear();
+    own.timer = undefined;
   }
+}
+
+interface SystemTimerHandle extends TimerHandle {
+  /** Until it fires or is cleared. */
+  timer: LongTimer | undefined;
 }
 
 /** Simulated clock for tests: time moves only when `advance` is called. */

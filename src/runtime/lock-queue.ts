@@ -20,6 +20,7 @@ import type { Command, KvAcquire, KvRelease } from '../domain/commands.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { RegistryState, Result } from '../state/index.ts';
 import { EntryTimeEstimate } from './entry-time.ts';
+import { SlotSet } from '../util/slot-set.ts';
 
 /** What the queues need from their node: its applied state, proposals, key wake-ups and its clock. */
 export interface LockQueueHost {
@@ -54,6 +55,8 @@ interface Waiter {
   sessionEnded: boolean;
   /** Removes the listener on the client's signal. */
   unlisten(): void;
+  /** Its place among its session's waiters. */
+  slot: number;
 }
 
 /** Refusals worth waiting out: someone else holds the lock, or its lock delay runs. */
@@ -66,8 +69,11 @@ export class LockQueues {
   private readonly queues = new Map<string, Waiter[]>();
   /** Key → hand-offs in a row this node made (the limit applies only while other members exist). */
   private readonly handOffs = new Map<string, number>();
-  /** Session → its waiters, so an entry that ends a session stops them at once (see sessionChanged). */
-  private readonly bySession = new Map<string, Set<Waiter>>();
+  /**
+   * Session → its waiters, so an entry that ends a session stops them at once (see sessionChanged); in
+   * SlotSets, as every waiter enters and leaves one (see SlotSet for why not a Set).
+   */
+  private readonly bySession = new Map<string, SlotSet<Waiter>>();
 
   /** The log's time now, on which lock delays end. */
   private readonly entryTime: EntryTimeEstimate;
@@ -142,7 +148,7 @@ export class LockQueues {
   sessionChanged(id: string): void {
     const waiters = this.bySession.get(id);
     if (waiters === undefined || this.host.state().sessions.has(id)) return;
-    for (const w of waiters) {
+    for (const w of waiters.list()) {
       w.sessionEnded = true;
       w.stop.abort();
     }
@@ -195,13 +201,13 @@ export class LockQueues {
     if (signal?.aborted) stop.abort();
     else signal?.addEventListener('abort', clientGone, { once: true });
     const unlisten = (): void => signal?.removeEventListener('abort', clientGone);
-    const waiter: Waiter = { turn, begin, cmd, parked: false, handoff: undefined, stop, sessionEnded: false, unlisten };
+    const waiter: Waiter = { turn, begin, cmd, parked: false, handoff: undefined, stop, sessionEnded: false, unlisten, slot: -1 };
     let queue = this.queues.get(cmd.key);
     if (queue === undefined) this.queues.set(cmd.key, (queue = []));
     queue.push(waiter);
     if (queue.length === 1) waiter.begin();
     let same = this.bySession.get(cmd.session);
-    if (same === undefined) this.bySession.set(cmd.session, (same = new Set()));
+    if (same === undefined) this.bySession.set(cmd.session, (same = new SlotSet()));
     same.add(waiter);
     return waiter;
   }

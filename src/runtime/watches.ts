@@ -4,6 +4,7 @@
  * whose interest was touched is woken. The handler then re-reads and decides whether to answer.
  */
 import { SystemClock, type Clock } from '../ports/clock.ts';
+import { SlotSet } from '../util/slot-set.ts';
 
 export interface Touched {
   kvKeys: Set<string>;
@@ -20,18 +21,21 @@ export type Interest =
 interface Waiter {
   interest: Interest;
   wake: () => void;
+  /** Its place in the set of its interest. */
+  slot: number;
 }
 
 /**
  * Waiters are indexed by what they watch, so a change wakes its waiters without looking at the
  * others: a key's waiters by the key, prefix waiters by prefix (each distinct prefix is checked against
- * the touched keys), and the sessions and catalog waiters as two sets.
+ * the touched keys), and the sessions and catalog waiters as two sets. The sets are SlotSets: every
+ * blocking query enters one and leaves it (see SlotSet for why not a Set).
  */
 export class Watches {
-  private readonly byKey = new Map<string, Set<Waiter>>();
-  private readonly byPrefix = new Map<string, Set<Waiter>>();
-  private readonly sessions = new Set<Waiter>();
-  private readonly catalog = new Set<Waiter>();
+  private readonly byKey = new Map<string, SlotSet<Waiter>>();
+  private readonly byPrefix = new Map<string, SlotSet<Waiter>>();
+  private readonly sessions = new SlotSet<Waiter>();
+  private readonly catalog = new SlotSet<Waiter>();
   private count = 0;
 
   /** `clock` times the waits out. @default the system clock */
@@ -51,7 +55,7 @@ export class Watches {
         resolve(changed);
       };
       const onAbort = () => done(false);
-      const waiter: Waiter = { interest, wake: () => done(true) };
+      const waiter: Waiter = { interest, wake: () => done(true), slot: -1 };
       const timer = this.clock.setTimer(Math.max(0, timeoutMs), () => done(false));
       this.setOf(interest, true)!.add(waiter);
       this.count += 1;
@@ -61,34 +65,31 @@ export class Watches {
 
   notify(t: Touched): void {
     const woken: Waiter[] = [];
-    for (const k of t.kvKeys) {
-      const ws = this.byKey.get(k);
-      if (ws !== undefined) woken.push(...ws);
-    }
+    for (const k of t.kvKeys) this.byKey.get(k)?.copyInto(woken);
     if (t.kvKeys.size > 0) {
       for (const [prefix, ws] of this.byPrefix) {
         for (const k of t.kvKeys) {
           if (k.startsWith(prefix)) {
-            woken.push(...ws);
+            ws.copyInto(woken);
             break;
           }
         }
       }
     }
-    if (t.sessions) woken.push(...this.sessions);
-    if (t.catalog) woken.push(...this.catalog);
+    if (t.sessions) this.sessions.copyInto(woken);
+    if (t.catalog) this.catalog.copyInto(woken);
     for (const w of woken) w.wake();
   }
 
   /** Wakes everyone (shutdown): each handler answers with what it has. */
   wakeAll(): void {
-    const all: Waiter[] = [...this.sessions, ...this.catalog];
-    for (const ws of this.byKey.values()) all.push(...ws);
-    for (const ws of this.byPrefix.values()) all.push(...ws);
+    const all: Waiter[] = [...this.sessions.list(), ...this.catalog.list()];
+    for (const ws of this.byKey.values()) ws.copyInto(all);
+    for (const ws of this.byPrefix.values()) ws.copyInto(all);
     for (const w of all) w.wake();
   }
 
-  private setOf(i: Interest, create: boolean): Set<Waiter> | undefined {
+  private setOf(i: Interest, create: boolean): SlotSet<Waiter> | undefined {
     switch (i.kind) {
       case 'sessions': return this.sessions;
       case 'catalog': return this.catalog;
@@ -107,8 +108,8 @@ export class Watches {
   }
 }
 
-function bucket(map: Map<string, Set<Waiter>>, name: string, create: boolean): Set<Waiter> | undefined {
+function bucket(map: Map<string, SlotSet<Waiter>>, name: string, create: boolean): SlotSet<Waiter> | undefined {
   let set = map.get(name);
-  if (set === undefined && create) map.set(name, (set = new Set()));
+  if (set === undefined && create) map.set(name, (set = new SlotSet()));
   return set;
 }
