@@ -7,6 +7,9 @@
  * generation, every later table and everything they hold stay reachable from it until the next full
  * collection: under steady load each scavenge then keeps and promotes megabytes of requests that are
  * long answered. An array keeps no such link, and a slot is emptied as its value is taken.
+ *
+ * The array doubles when the values held span more numbers than it has slots (an old value still held
+ * keeps its slot while newer ones come and go), and never shrinks: it stays as large as the widest span so far.
  */
 export class SeqRing<T> {
   private slots: (T | undefined)[] = new Array<T | undefined>(ringSlotsMin).fill(undefined);
