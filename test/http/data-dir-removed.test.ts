@@ -42,6 +42,15 @@ function expectMadeAgain(dataDir: string, agent: Agent, nodeId: string): void {
   expect(existsSync(join(dataDir, 'wal'))).toBe(true);
 }
 
+/**
+ * `rm -rf` of a running agent's data dir. The agent takes its lock again each second when it finds it gone
+ * (so that a second agent is refused), and when that lands between the removal of the dir's files and of
+ * the dir itself the dir is not empty any more: rm fails, as it would for an operator, and is run again.
+ */
+function removeWhileRunning(dir: string): void {
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+}
+
 describe('a data dir removed while the agent runs', () => {
   test('the write that meets it is refused and changes nothing; writes resume and every acknowledged one survives a SIGKILL', async () => {
     const parent = freshParent();
@@ -52,7 +61,7 @@ describe('a data dir removed while the agent runs', () => {
     expect((await call(agent.url, 'PUT', `/v1/kv/jobs/lock?acquire=${session}`, 'held')).text).toBe('true');
     for (let k = 0; k < 20; k++) expect((await call(agent.url, 'PUT', `/v1/kv/before/${k}`, `v${k}`)).status).toBe(200);
 
-    rmSync(agent.dataDir, { recursive: true, force: true });
+    removeWhileRunning(agent.dataDir);
     const refused = await call(agent.url, 'PUT', '/v1/kv/refused', 'x');
     const body = expectError(refused, 503, 1016);
     expect(body.message).toMatch(/data dir was removed/);
@@ -118,7 +127,7 @@ describe('a data dir removed while the agent runs', () => {
     const nodeId = await nodeIdOf(agent);
     for (let k = 0; k < 10; k++) expect((await call(agent.url, 'PUT', `/v1/kv/idle/${k}`, `i${k}`)).text).toBe('true');
 
-    rmSync(agent.dataDir, { recursive: true, force: true });
+    removeWhileRunning(agent.dataDir);
     await until('the data dir made again', async () => (existsSync(join(agent.dataDir, 'wal')) && existsSync(join(agent.dataDir, 'node-id')) ? true : undefined), 15_000);
     await until('writes accepted', async () => ((await call(agent.url, 'PUT', '/v1/kv/idle/last', 'l')).text === 'true' ? true : undefined), 15_000);
     expectMadeAgain(agent.dataDir, agent, nodeId);
