@@ -17,6 +17,7 @@ import { logRequest, requestIdOf } from './request-log.ts';
 import type { Request } from './request.ts';
 import { unmatchedPattern, type Found } from './router.ts';
 import { copyHead, readBody, streamAnswer, writeAnswer, type Head } from './uws.ts';
+import { Stop, type StopSignal } from '../util/stop.ts';
 
 /** What every exchange of one server shares. */
 export interface Server<Ctx> extends Dispatcher<Ctx>, Limits {
@@ -43,13 +44,13 @@ class ExchangeRequest implements Request {
   queuedSeconds?: number;
 
   constructor(
-    private readonly exchange: { signal(): AbortSignal },
+    private readonly exchange: { signal(): StopSignal },
     readonly method: string, readonly path: string, readonly query: URLSearchParams, readonly headers: Map<string, string>,
     readonly body: Buffer, readonly jsonTypeRequired: boolean, readonly id: string,
   ) {}
 
-  /** Only blocking queries look at the signal: its controller is made when one does (most requests never). */
-  get signal(): AbortSignal {
+  /** Only blocking queries look at the signal: its Stop is made when one does (most requests never). */
+  get signal(): StopSignal {
     return this.exchange.signal();
   }
 }
@@ -76,7 +77,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
   /** The route serving the path, looked up once for the body limit, dispatching and the metrics label. */
   private readonly found: Found<Ctx> | undefined;
   private req: Request | undefined;
-  private abort: AbortController | undefined;
+  private abort: Stop | undefined;
   private aborted = false;
   private done = false;
   /** Reading from the connection is paused while a write commits (see `start`). */
@@ -103,13 +104,13 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     this.abort?.abort();
   }
 
-  /** Aborted when the client goes away; made on first use. */
-  signal(): AbortSignal {
+  /** Stopped when the client goes away; made on first use. */
+  signal(): StopSignal {
     if (this.abort === undefined) {
-      this.abort = new AbortController();
+      this.abort = new Stop();
       if (this.aborted) this.abort.abort();
     }
-    return this.abort.signal;
+    return this.abort;
   }
 
   /** Counts the request against `caller` (undefined: its address) unless it was counted; the 429 past the limit. */

@@ -1,6 +1,7 @@
 /** The request as handlers see it: copied out of uWS synchronously, body complete, path decoded once. */
 import { allowed, allowedPrefix, type Identity, type Resource } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
+import type { StopSignal } from '../util/stop.ts';
 
 export interface Request {
   /** Upper-case method. */
@@ -13,7 +14,7 @@ export interface Request {
   headers: Map<string, string>;
   body: Buffer;
   /** Aborted when the client goes away (blocking queries stop waiting). */
-  signal: AbortSignal;
+  signal: StopSignal;
   /**
    * A JSON body must come with `Content-Type: application/json` (seed dialect: 428 code 1028 when
    * the header is missing, 415 when it names another type). Consul ignores the type, so its dialect does too.

@@ -21,6 +21,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { RegistryState, Result } from '../state/index.ts';
 import { EntryTimeEstimate } from './entry-time.ts';
 import { SlotSet } from '../util/slot-set.ts';
+import { Stop, type StopSignal } from '../util/stop.ts';
 
 /** What the queues need from their node: its applied state, proposals, key wake-ups and its clock. */
 export interface LockQueueHost {
@@ -31,7 +32,7 @@ export interface LockQueueHost {
   /** Several commands in one append, committed together in this order. */
   proposeAll(cmds: readonly Command[]): Promise<Result>[];
   /** Resolves once the key's index exceeds `index`, after `waitMs`, or when `signal` aborts. */
-  waitForKey(key: string, index: number, waitMs: number, signal?: AbortSignal): Promise<void>;
+  waitForKey(key: string, index: number, waitMs: number, signal?: StopSignal): Promise<void>;
   /** True once the node is stopping: waiters give up. */
   stopping(): boolean;
   /** True when the cluster has members besides this node (then hand-offs in a row are bounded). */
@@ -50,7 +51,7 @@ interface Waiter {
   /** The acquire a release appended for this waiter, until the waiter has its result. */
   handoff: Promise<Result> | undefined;
   /** Aborted when the client goes away or the waiter's session ends: every wait of the waiter stops. */
-  stop: AbortController;
+  stop: Stop;
   /** The waiter's session is gone from the state (destroyed, expired, invalidated by a check, restored away). */
   sessionEnded: boolean;
   /** Removes the listener on the client's signal. */
@@ -89,7 +90,7 @@ export class LockQueues {
    * ends answers invalid session as soon as this node applies the entry that ends it. The time spent in the
    * queue is written to `timing.queuedSeconds` (the HTTP front end keeps it out of service time).
    */
-  async acquire(cmd: KvAcquire, waitMs: number, signal?: AbortSignal, timing?: { queuedSeconds?: number }): Promise<Result> {
+  async acquire(cmd: KvAcquire, waitMs: number, signal?: StopSignal, timing?: { queuedSeconds?: number }): Promise<Result> {
     const deadline = this.host.clock.nowMs() + waitMs;
     const queue = this.queues.get(cmd.key);
     // Nobody queued: try at once, like a plain acquire. Otherwise no barging past the queue.
@@ -98,7 +99,7 @@ export class LockQueues {
       if (first.ok || !waitable.has(first.reason) || waitMs <= 0) return first;
     }
     const waiter = this.enqueue(cmd, signal);
-    const stop = waiter.stop.signal;
+    const stop = waiter.stop;
     const queuedAtMs = this.host.clock.nowMs();
     let last: Result = { ok: false, reason: 'held-by-other' };
     try {
@@ -193,10 +194,10 @@ export class LockQueues {
     return released!;
   }
 
-  private enqueue(cmd: KvAcquire, signal: AbortSignal | undefined): Waiter {
+  private enqueue(cmd: KvAcquire, signal: StopSignal | undefined): Waiter {
     let begin!: () => void;
     const turn = new Promise<void>((resolve) => { begin = resolve; });
-    const stop = new AbortController();
+    const stop = new Stop();
     const clientGone = (): void => stop.abort();
     if (signal?.aborted) stop.abort();
     else signal?.addEventListener('abort', clientGone, { once: true });
@@ -235,7 +236,7 @@ export class LockQueues {
   }
 
   /** `reached` resolves at the deadline or when the client goes away; `cancel` drops the timer and listener. */
-  private until(deadline: number, signal?: AbortSignal): { reached: Promise<void>; cancel(): void } {
+  private until(deadline: number, signal?: StopSignal): { reached: Promise<void>; cancel(): void } {
     let cancel!: () => void;
     const reached = new Promise<void>((resolve) => {
       const clock = this.host.clock;

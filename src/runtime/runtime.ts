@@ -27,7 +27,7 @@ import { ServingTracker } from './serving.ts';
 import { Snapshots } from './snapshots.ts';
 import { StateQuota } from './state-quota.ts';
 import { expiryRetryMs, TtlOwner } from './ttl-owner.ts';
-import { Watches, type Interest, type Touched } from './watches.ts';
+import { Watches, type Interest, type StopSignal, type Touched } from './watches.ts';
 
 export type { Logger };
 
@@ -209,7 +209,7 @@ export class Runtime {
    * Blocking-query core: resolves when `indexOf()` exceeds `minIndex` or `waitMs` passes. The caller
    * re-reads afterwards; an early wake with the same data is allowed, as in Consul.
    */
-  async waitForIndex(interest: Interest, indexOf: () => number, minIndex: number, waitMs: number, signal?: AbortSignal): Promise<void> {
+  async waitForIndex(interest: Interest, indexOf: () => number, minIndex: number, waitMs: number, signal?: StopSignal): Promise<void> {
     const deadline = this.clock.nowMs() + waitMs;
     while (indexOf() <= minIndex && !this.stopped && !signal?.aborted) {
       const left = deadline - this.clock.nowMs();

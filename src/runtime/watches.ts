@@ -5,6 +5,9 @@
  */
 import { SystemClock, type Clock } from '../ports/clock.ts';
 import { SlotSet } from '../util/slot-set.ts';
+import type { StopSignal } from '../util/stop.ts';
+
+export type { StopSignal };
 
 export interface Touched {
   kvKeys: Set<string>;
@@ -46,7 +49,7 @@ export class Watches {
   }
 
   /** Resolves true when the interest is touched, false when `timeoutMs` passes or `signal` aborts first. */
-  wait(interest: Interest, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  wait(interest: Interest, timeoutMs: number, signal?: StopSignal): Promise<boolean> {
     return new Promise((resolve) => {
       const done = (changed: boolean) => {
         this.clock.clearTimer(timer);

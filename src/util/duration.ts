@@ -23,8 +23,24 @@ export const goDurationRule = `must be a duration such as 10s, at most ${goDurat
 /** A parsed duration, or why the text is not one: not Go's grammar, or beyond goDurationNsMax. */
 export type GoDuration = { ns: number } | { problem: 'format' | 'range' };
 
+/**
+ * The text read last and what it gave. Clients send the same few durations again and again (a blocking
+ * query's or a queued acquire's `wait`), and reading one costs a few µs; the answers are frozen, so
+ * handing the same one out twice is safe.
+ */
+let lastText: string | undefined;
+let lastRead: GoDuration = Object.freeze({ problem: 'format' as const });
+
 /** Parses a Go duration string to integer nanoseconds, telling a bad text from an overlong one. */
 export function readGoDuration(text: string): GoDuration {
+  if (text === lastText) return lastRead;
+  const read = Object.freeze(readAnew(text));
+  lastText = text;
+  lastRead = read;
+  return read;
+}
+
+function readAnew(text: string): GoDuration {
   if (!goDurationPattern.test(text)) return { problem: 'format' };
   const ns = parse(text.replace('μs', 'us'), 'ns');
   if (ns === null || ns === undefined || Number.isNaN(ns)) return { problem: 'format' };
