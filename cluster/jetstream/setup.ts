@@ -131,18 +131,29 @@ export async function openStream(jsm: JetStreamManager, p: StreamPlan & { logger
  * a few milliseconds apart with success and that create's own creation time, and a read just after may
  * still show it, while the stream keeps the first create's. The creation time is half of the log's
  * identity (gossiped, and written in each snapshot), so a stream created in the last `youngStreamMs`
- * (by this node's clock) is read again until two reads `settleGapMs` apart give the same time.
+ * (by this node's clock), or whose creation time is not known yet (Go's zero time), is read again until
+ * two reads `settleGapMs` apart give the same known time.
  */
 export async function settledStream(adopted: AdoptedStream, deadline: number, read: () => Promise<StreamInfo>): Promise<AdoptedStream> {
-  if (Date.now() - Date.parse(adopted.info.created) > youngStreamMs) return adopted;
+  if (knownCreation(adopted.info.created) && Date.now() - Date.parse(adopted.info.created) > youngStreamMs) return adopted;
   let info = adopted.info;
   for (;;) {
     await sleep(settleGapMs);
     const next = await read();
-    if (next.created === info.created) return { ...adopted, info: next };
+    if (next.created === info.created && knownCreation(next.created)) return { ...adopted, info: next };
     if (Date.now() > deadline) throw new Error(`${kind}: the creation time of stream ${next.config.name} did not settle before the open deadline`);
     info = next;
   }
+}
+
+/**
+ * Whether a stream's creation time is one: a server that has the stream's assignment but not yet its
+ * creation answers Go's zero time (`0001-01-01T00:00:00Z`), which would otherwise pass for a stream
+ * created long ago and be taken as it is.
+ */
+function knownCreation(created: string): boolean {
+  const ms = Date.parse(created);
+  return Number.isFinite(ms) && ms > 0;
 }
 
 /** Creates the stream if missing; an existing one is used as it is (differences are logged). */

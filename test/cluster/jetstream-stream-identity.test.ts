@@ -67,6 +67,17 @@ it('a young stream is read again until two reads agree; an old one is taken as f
   expect(asked).toBe(0);
 });
 
+it('a creation time not known yet (Go\'s zero time) is read again until a known time settles; zero twice does not settle', async () => {
+  const zero = '0001-01-01T00:00:00Z';
+  const created = new Date(Date.now() - 2_000).toISOString();
+  const reads = [zero, zero, created, created];
+  let asked = 0;
+  const settled = await settledStream(adoptedAt(zero), Date.now() + 10_000, () => { asked++; return Promise.resolve(infoAt(reads.shift()!)); });
+  expect(settled.info.created).toBe(created);
+  expect(asked).toBe(4);
+  await expect(settledStream(adoptedAt(zero), Date.now() + 1_200, () => Promise.resolve(infoAt(zero)))).rejects.toThrow(/did not settle/);
+});
+
 it('a creation time that keeps changing fails the open at its deadline', async () => {
   let n = 0;
   const changing = () => Promise.resolve(infoAt(new Date(Date.now() - 1_000 + n++).toISOString()));
