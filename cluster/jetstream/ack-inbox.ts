@@ -15,7 +15,7 @@ import {
   ClosedConnectionError, createInbox, headers, NoRespondersError, TimeoutError, type Msg, type NatsConnection, type Subscription,
 } from '@nats-io/transport-node';
 import { JetStreamApiError, JetStreamError, type PubAck } from '@nats-io/jetstream';
-import { SeqRing } from '../../src/util/index.ts';
+import { SeqRing, seqAt } from '../../src/util/index.ts';
 
 /** What the publisher publishes through: this inbox, or anything that acknowledges like `js.publish`. */
 export interface CommitSender {
@@ -81,7 +81,7 @@ export class AckInbox implements CommitSender {
       this.rejectAll(err);
       return;
     }
-    const w = this.waiting.take(attemptOf(msg.subject, this.prefix.length));
+    const w = this.waiting.take(seqAt(msg.subject, this.prefix.length));
     if (w === undefined) return;
     const answer = ackOf(msg, w.subject);
     if (answer instanceof Error) w.reject(answer);
@@ -114,17 +114,6 @@ export class AckInbox implements CommitSender {
   }
 }
 
-/** The attempt number a reply subject ends with (after `from`), or 0 when it has none: read digit by digit. */
-function attemptOf(subject: string, from: number): number {
-  if (from >= subject.length) return 0;
-  let n = 0;
-  for (let i = from; i < subject.length; i++) {
-    const digit = subject.charCodeAt(i) - 48;
-    if (digit < 0 || digit > 9) return 0;
-    n = n * 10 + digit;
-  }
-  return n;
-}
 
 /** A PubAck from the reply to a publish on `subject`, or the error it stands for. */
 export function ackOf(msg: Pick<Msg, 'data' | 'headers'>, subject: string): PubAck | Error {

@@ -12,7 +12,7 @@ import { writeTimedOutError } from '../ports/log-errors.ts';
 import type { Proposal, ReplicatedLog } from '../ports/log.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import type { Result } from '../state/index.ts';
-import { SeqRing } from '../util/seq-ring.ts';
+import { SeqRing, seqAt } from '../util/seq-ring.ts';
 
 interface Pending {
   resolve: (r: Result) => void;
@@ -77,18 +77,11 @@ export class Proposals {
   }
 
   /**
-   * The number in a pid this node's run proposed, or 0. Read digit by digit: a pid from another node or an
-   * earlier run (another prefix) is never looked up, and a malformed one (no digits, or others) gives 0.
+   * The number in a pid this node's run proposed, or 0: a pid from another node or an earlier run (another
+   * prefix) is never looked up, and a malformed one (no digits, or others) gives 0.
    */
   private seqOf(pid: string): number {
-    if (!this.proposedHere(pid)) return 0;
-    let seq = 0;
-    for (let i = this.pidPrefix.length + 1; i < pid.length; i++) {
-      const digit = pid.charCodeAt(i) - 48;
-      if (digit < 0 || digit > 9) return 0;
-      seq = seq * 10 + digit;
-    }
-    return seq;
+    return this.proposedHere(pid) ? seqAt(pid, this.pidPrefix.length + 1) : 0;
   }
 
   /** The entry of `pid` applied here at `index` with `result`. */

@@ -1,3 +1,3 @@
 /** What the adapters (cluster/) use of the generic helpers. */
-export { SeqRing } from './seq-ring.ts';
+export { SeqRing, seqAt } from './seq-ring.ts';
 export { SlotSet, type Slotted } from './slot-set.ts';

@@ -67,3 +67,18 @@ export class SeqRing<T> {
 }
 
 const ringSlotsMin = 16;
+
+/**
+ * The number written in decimal digits from `from` to the end of `text` (a SeqRing number carried in an id
+ * or a subject), or 0 when there are none or anything else is there. Read digit by digit, with no substring.
+ */
+export function seqAt(text: string, from: number): number {
+  if (from >= text.length) return 0;
+  let seq = 0;
+  for (let i = from; i < text.length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return 0;
+    seq = seq * 10 + digit;
+  }
+  return seq;
+}

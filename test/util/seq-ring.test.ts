@@ -2,7 +2,7 @@
 // mix of pushes and takes in any order (the ring grows past its first slots, and takes leave holes).
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { SeqRing } from '../../src/util/seq-ring.ts';
+import { SeqRing, seqAt } from '../../src/util/seq-ring.ts';
 
 type Op = { t: 'push'; v: number } | { t: 'take'; pick: number } | { t: 'stale'; back: number } | { t: 'scan'; stopAfter: number };
 
@@ -70,4 +70,13 @@ test('one old value kept while thousands pass keeps its place: the ring grows in
   const oldest: number[] = [];
   ring.scan((_, v) => { oldest.push(v); return oldest.length < 3; });
   expect(oldest).toEqual([-1, 1, 3]);
+});
+
+test('seqAt reads the number after an offset, and 0 for none or anything but digits', () => {
+  expect(seqAt('ab12cd34-1027', 9)).toBe(1027);
+  expect(seqAt('_INBOX.x.7', 9)).toBe(7);
+  expect(seqAt('_INBOX.x.', 9)).toBe(0);
+  expect(seqAt('p-12a', 2)).toBe(0);
+  expect(seqAt('p--3', 2)).toBe(0);
+  expect(seqAt('p-9007199254740991', 2)).toBe(Number.MAX_SAFE_INTEGER);
 });
