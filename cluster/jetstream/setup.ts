@@ -147,8 +147,8 @@ export async function settledStream(adopted: AdoptedStream, deadline: number, re
 }
 
 /**
- * Whether a stream's creation time is one: a server that has the stream's assignment but not yet its
- * creation answers Go's zero time (`0001-01-01T00:00:00Z`), which would otherwise pass for a stream
+ * Whether a stream's creation time is one. While nodes race to create the stream, a server has been seen
+ * to answer its info with Go's zero time (`0001-01-01T00:00:00Z`), which would otherwise pass for a stream
  * created long ago and be taken as it is.
  */
 function knownCreation(created: string): boolean {
