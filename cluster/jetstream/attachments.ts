@@ -5,7 +5,7 @@
  * before it delivers that entry (live or in a replay), so the runtime reads them synchronously when the
  * entry applies, once. The newest `keptMax` of a stream are kept in the store.
  */
-import type { ObjectStore } from '@nats-io/obj';
+import type { BucketStore } from './bucket.ts';
 import type { LogEntry } from '../../src/ports/index.ts';
 
 const namePattern = /^[0-9a-f]{64}\.bin$/;
@@ -15,7 +15,7 @@ export class Attachments {
   /** Fetched (or stored here) and not applied yet. */
   private readonly held = new Map<string, Buffer>();
 
-  constructor(private readonly store: () => ObjectStore, private readonly stream: string, private readonly timeoutMs: number) {}
+  constructor(private readonly store: () => BucketStore, private readonly stream: string, private readonly timeoutMs: number) {}
 
   /** Stores `bytes` under their SHA-256 (hex); resolves with the name an entry carries. */
   async put(bytes: Buffer, sha256: string): Promise<string> {

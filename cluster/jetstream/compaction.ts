@@ -10,6 +10,9 @@
  * connected to a nats-server that is not known to replay a purge safely (purgesSafely): on such a
  * cluster the stream is never purged, and each node says so once at start.
  *
+ * Before purging, the purger checks that the bucket still holds a snapshot at or after the target (an
+ * operator may have deleted the bucket since the marks were reported); without one it waits.
+ *
  * Indexes survive the purge: they are counted from the snapshot's mark (seq ↔ index), never from seq 1.
  * The compaction point (the first index still in the stream) is the index after the mark purged below;
  * the purging node reports it, so every node's status() shows it.
@@ -80,6 +83,12 @@ export interface CompactorPorts {
   firstSeq(): number;
   /** Purges the messages below `seq`; resolves with how many went. */
   purgeBelow(seq: number): Promise<number>;
+  /**
+   * Whether the snapshot bucket holds a snapshot a node can start from once the messages below `seq` are
+   * gone (bucket.ts); a purge waits until it does. The marks the nodes report are of snapshots they saved,
+   * but the bucket may have been deleted since.
+   */
+  covered(seq: number): Promise<boolean>;
 }
 
 export class Compactor {
@@ -110,6 +119,10 @@ export class Compactor {
     if (target === undefined || target.seq <= ports.firstSeq()) return;
     this.running = true;
     try {
+      if (!(await ports.covered(target.seq))) {
+        ports.logger.debug({ stream: ports.stream, belowSeq: target.seq }, 'JetStream log: not compacting: no snapshot in the bucket starts at or after the target');
+        return;
+      }
       const purged = await ports.purgeBelow(target.seq);
       this.compacted = target;
       this.recent.push(target);

@@ -98,6 +98,8 @@ export class JetStreamLog implements ReplicatedLog {
   private readonly attachments: Attachments;
   /** The stream's creation time, read when the log opens. */
   private streamCreated: string | undefined;
+  /** A snapshot of the node's state, for when the log needs one (the snapshot bucket made again). */
+  private source: (() => Snapshot) | undefined;
 
   constructor(private readonly opts: JetStreamLogOptions) {
     this.settings = settingsOf(opts);
@@ -169,6 +171,10 @@ export class JetStreamLog implements ReplicatedLog {
     return snapshots.save(snapshot, () => this.lastIndex(), marks);
   }
 
+  snapshotSource(source: () => Snapshot): void {
+    this.source = source;
+  }
+
   lastIndex(): number {
     return this.parts?.reader.cursor.index ?? 0;
   }
@@ -232,6 +238,13 @@ export class JetStreamLog implements ReplicatedLog {
     return nc === undefined || nc.isClosed() ? '' : nc.info?.server_name ?? '';
   }
 
+  /** The bucket was made again (bucket.ts), its snapshots lost: one is saved now, after any save under way. */
+  private savedAfterRemake(snapshots: SnapshotStore): void {
+    snapshots.bucketRemade();
+    void snapshots.settled().then(() => this.source?.()).then((snapshot) => (snapshot === undefined || snapshot.index <= snapshots.newest ? undefined : this.saveSnapshot(snapshot))).catch((err: unknown) => this.settings.logger.warn({ stream: this.stream, err: errorMessage(err) },
+      'JetStream log: the snapshot after making the bucket again failed; the next one is saved as usual'));
+  }
+
   // ---- open -------------------------------------------------------------------------------------
 
   /** Stream, bucket, snapshot, consumer, catch-up: everything open() does once connected. */
@@ -286,7 +299,9 @@ export class JetStreamLog implements ReplicatedLog {
       stream: s.stream, nodeName: s.nodeName, logger: s.logger, nodes: () => this.progress.marks(),
       firstSeq: () => this.leadershipWatch.streamSeen().firstSeq,
       purgeBelow: async (seq) => (await stores.jsm.streams.purge(s.stream, { seq })).purged,
+      covered: (seq) => stores.store.covers(s.stream, seq),
     });
+    stores.store.onRemade(() => this.savedAfterRemake(snapshots));
     this.parts = { stores, marks, audit, digests, reader, publisher, snapshots, commits, committer, compactor };
     reader.start();
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);

@@ -11,6 +11,7 @@ import {
 } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { Logger } from '../../src/ports/index.ts';
+import { Bucket } from './bucket.ts';
 import { kind, type NatsAuth, type Settings } from './options.ts';
 import { listObjects } from './object-list.ts';
 import { isApiError, retrying, SetupRefusal } from './retry.ts';
@@ -49,7 +50,8 @@ export interface Stores {
   jsm: JetStreamManager;
   js: JetStreamClient;
   stream: AdoptedStream;
-  store: ObjectStore;
+  /** The snapshot bucket, made again if it is deleted while the node runs. */
+  store: Bucket;
   /** Most bytes of entries in one commit message (from the server's max_payload). */
   bytesMax: number;
 }
@@ -84,9 +86,9 @@ export async function openStores(nc: NatsConnection, s: Settings, deadline: numb
   const jsm = await retrying(s.logger, 'JetStream', deadline, () => jetstreamManager(nc, { timeout: s.publishTimeoutMs }), attemptMsMax);
   const js = jetstream(nc, { timeout: s.publishTimeoutMs });
   const stream = await openStream(jsm, s, deadline, attemptMsMax);
-  const store = await retrying(s.logger, `bucket ${s.bucket}`, deadline,
-    () => new Objm(js).create(s.bucket, { replicas: s.replicas, storage: StorageType.File }), attemptMsMax);
-  return { jsm, js, stream, store, bytesMax: messageBytesMax(nc.info?.max_payload) };
+  const create = (): Promise<ObjectStore> => new Objm(js).create(s.bucket, { replicas: s.replicas, storage: StorageType.File });
+  const store = await retrying(s.logger, `bucket ${s.bucket}`, deadline, create, attemptMsMax);
+  return { jsm, js, stream, store: new Bucket(store, { name: s.bucket, jsm, create, logger: s.logger }), bytesMax: messageBytesMax(nc.info?.max_payload) };
 }
 
 /** Most entry bytes in one message, given the server's max_payload. */

@@ -11,7 +11,8 @@
  * its node has saved twice in the new one.
  */
 import type { StreamInfo } from '@nats-io/jetstream';
-import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
+import type { ObjectInfo } from '@nats-io/obj';
+import type { BucketStore } from './bucket.ts';
 import type { Logger, Snapshot } from '../../src/ports/index.ts';
 import { logFormatVersion, snapshotRefusal } from '../../src/log/index.ts';
 import { parseSnapshotRecord, type Mark, type SnapshotRecord } from './format.ts';
@@ -21,7 +22,7 @@ import { kind } from './options.ts';
 import { errorMessage, isTransient, retrying } from './retry.ts';
 
 export interface SnapshotPorts {
-  store: ObjectStore;
+  store: BucketStore;
   /** Every live object of the bucket; object-list.ts in production. @default store.list() */
   objects?: () => Promise<ObjectInfo[]>;
   stream: string;
@@ -104,6 +105,17 @@ export class SnapshotStore {
         'JetStream log: snapshots could not be read; replaying the stream from its first message');
       return undefined;
     }
+  }
+
+  /**
+   * The bucket was made again (bucket.ts): the objects this node listed or saved went with the old one.
+   * The start it reports goes back to the stream's start (holding compaction) until two of its saves are
+   * in the new bucket.
+   */
+  bucketRemade(): void {
+    this.own.clear();
+    this.protectedName = undefined;
+    this.kept.splice(0, this.kept.length, { seq: 0, index: 0 });
   }
 
   /** Why `s` cannot be saved now (past `last`, or older than the newest), if it cannot. */

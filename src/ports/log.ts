@@ -89,7 +89,8 @@ export interface ReplicatedLog {
   /**
    * Gives the log a way to take a snapshot of everything applied (the runtime's state as of the last
    * entry it applied). The WAL asks for one when its data dir was removed while it ran: it writes it to
-   * the dir made afresh and goes on from there. A log that keeps no files of its own leaves it out.
+   * the dir made afresh and goes on from there. The JetStream log asks for one when it made its snapshot
+   * bucket again (deleted on the nats-servers). A log that keeps nothing of its own leaves it out.
    */
   snapshotSource?(source: () => Snapshot): void;
   /** Reports each of this node's group commits to `observer` from now on (metrics). Optional: a twin may leave it out. */

@@ -109,7 +109,7 @@ export class Runtime {
     this.observer = o.observer;
     this.watches = new Watches(o.clock);
     this.proposals = new Proposals(o.log, o.observer, o.clock, o.writeTimeoutMs ?? 30_000);
-    this.snapshots = new Snapshots(o.log, o.logger, o.snapshotEveryEntries ?? 20_000, () => this.state);
+    this.snapshots = new Snapshots(o.log, o.logger, o.snapshotEveryEntries ?? 20_000, () => this.state, o.clock);
     this.deferred = new DeferredWrites(o.logger, () => this.running);
     this.changes = new ChangeLog(o.changes);
     this.membership = o.membership ?? new StaticMembership({ name: o.nodeName, id: o.nodeId, http: o.address, grpc: o.address });

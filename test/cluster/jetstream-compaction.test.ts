@@ -127,6 +127,7 @@ describe('compaction policy', () => {
       stream: 'LOG', nodeName: 'a', logger: { ...silentLogger, warn: (o: unknown) => void warns.push(o) },
       nodes: () => nodes, firstSeq: () => firstSeq,
       purgeBelow: (seq) => (refuse ? Promise.reject(new Error('purge not allowed')) : Promise.resolve(void purged.push(seq)).then(() => 29)),
+      covered: () => Promise.resolve(true),
     });
     await compactor.runOnce();
     expect(purged).toEqual([30]);
@@ -143,9 +144,29 @@ describe('compaction policy', () => {
     const other = new Compactor({
       stream: 'LOG', nodeName: 'b', logger: silentLogger, nodes: () => nodes, firstSeq: () => 1,
       purgeBelow: (seq) => Promise.resolve(void purged.push(seq)).then(() => 0),
+      covered: () => Promise.resolve(true),
     });
     await other.runOnce();
     expect(purged).toEqual([30]);
+  });
+
+  it('the compactor purges only below a mark the bucket still holds a snapshot for', async () => {
+    const purged: number[] = [];
+    const asked: number[] = [];
+    let covered = false;
+    const compactor = new Compactor({
+      stream: 'LOG', nodeName: 'a', logger: silentLogger, nodes: () => [node('a', [30, 70]), node('b', [40, 90])], firstSeq: () => 1,
+      purgeBelow: (seq) => Promise.resolve(void purged.push(seq)).then(() => 29),
+      covered: (seq) => Promise.resolve(void asked.push(seq)).then(() => covered),
+    });
+    await compactor.runOnce();
+    expect(asked).toEqual([30]);
+    expect(purged).toEqual([]);
+    expect(compactor.compacted).toBeUndefined();
+    covered = true;
+    await compactor.runOnce();
+    expect(purged).toEqual([30]);
+    expect(compactor.compacted).toEqual({ seq: 30, index: 70 });
   });
 
   it('the stream is created refusing deletes but not purges; an existing one that refuses purges is named', () => {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType, type StreamInfo } from '@nats-io/jetstream';
 import { Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
+import { Bucket, bucketStreamOf } from '../../cluster/jetstream/bucket.ts';
 import { Marks } from '../../cluster/jetstream/marks.ts';
 import { listObjects } from '../../cluster/jetstream/object-list.ts';
 import { isTransient } from '../../cluster/jetstream/retry.ts';
@@ -152,5 +153,54 @@ describe('listing the bucket on a nats-server', () => {
     expect(failure).toBeInstanceOf(Error);
     expect((failure as Error).message).toMatch(/stream OBJ_NOT_CREATED is not known to this server yet/);
     expect(isTransient(failure)).toBe(true);
+  });
+});
+
+describe('the bucket deleted on the nats-servers', () => {
+  let server: NatsCluster;
+  let nc: NatsConnection;
+
+  beforeAll(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.urls });
+  }, 30_000);
+  afterAll(async () => {
+    await nc?.close();
+    await server?.shutdown();
+  });
+
+  it('covers() reads which stream positions the bucket holds a snapshot for; deleted, the bucket is made again on the next write or look', async () => {
+    const jsm = await jetstreamManager(nc);
+    const create = () => new Objm(jetstream(nc)).create('REMADE', { storage: StorageType.File });
+    const warns: unknown[] = [];
+    const bucket = new Bucket(await create(), { name: 'REMADE', jsm, create, logger: { ...silentLogger, warn: (o: unknown) => void warns.push(o) } });
+    let remade = 0;
+    bucket.onRemade(() => void (remade += 1));
+    await bucket.putBlob({ name: 'LOG/n1/0', metadata: { index: '20', seq: '10' } }, new Uint8Array([1]));
+    await bucket.putBlob({ name: 'OTHER/n1/0', metadata: { index: '90', seq: '50' } }, new Uint8Array([2]));
+    expect(await bucket.covers('LOG', 9)).toBe(true);
+    expect(await bucket.covers('LOG', 10)).toBe(true);
+    expect(await bucket.covers('LOG', 11)).toBe(false);
+    expect(remade).toBe(0);
+
+    // Deleted: a look finds no snapshot and makes the bucket again, empty.
+    expect(await jsm.streams.delete(bucketStreamOf('REMADE'))).toBe(true);
+    expect(await bucket.covers('LOG', 5)).toBe(false);
+    expect(remade).toBe(1);
+    expect(warns).toHaveLength(1);
+    expect((await jsm.streams.info(bucketStreamOf('REMADE'))).config.name).toBe('OBJ_REMADE');
+    expect(await bucket.list()).toEqual([]);
+
+    // Deleted again: the write that finds it gone makes it again and is written.
+    expect(await jsm.streams.delete(bucketStreamOf('REMADE'))).toBe(true);
+    await bucket.putBlob({ name: 'LOG/n1/1', metadata: { index: '40', seq: '30' } }, new Uint8Array([3]));
+    expect(remade).toBe(2);
+    expect(Buffer.from((await bucket.getBlob('LOG/n1/1'))!)).toEqual(Buffer.from([3]));
+    expect(await bucket.covers('LOG', 30)).toBe(true);
+
+    // A write failing for another reason is not taken for a lost bucket.
+    const refused = await bucket.putBlob({ name: '', metadata: {} }, new Uint8Array([4])).then(() => 'written', (err: Error) => err.message);
+    expect(refused).not.toBe('written');
+    expect(remade).toBe(2);
   });
 });
