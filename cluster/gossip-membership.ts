@@ -23,8 +23,8 @@ import {
   type TimerHandle,
 } from '../src/ports/index.ts';
 import { commandLevel } from '../src/domain/index.ts';
-import { membersTopic, encodeHeartbeat, decodeHeartbeat, type Heartbeat } from './heartbeat.ts';
-import { MemberTable, type MemberIdentity } from './member-table.ts';
+import { membersTopic, encodeHeartbeat, decodeHeartbeat, sameCluster, type Heartbeat } from './heartbeat.ts';
+import { MemberTable, startedFirst, type MemberIdentity } from './member-table.ts';
 import { seedAddr, withoutPeerId } from './addresses.ts';
 
 
@@ -63,10 +63,19 @@ export interface GossipMembershipOptions {
    * neither send heartbeats nor read them. Without it anyone who reaches the listen address can.
    */
   key?: Uint8Array;
+  /**
+   * Called once when another live node heartbeats under this node's name and started first (see
+   * startedFirst): this node must stop (the agent exits), or the two would register the name in turn in
+   * the catalog for as long as both run. Without it the clash is logged only.
+   */
+  nameTaken?: (other: NameHolder) => void;
   /** @default SystemClock */
   clock?: Clock;
   logger?: Logger;
 }
+
+/** The node that keeps a name two live nodes use. */
+export interface NameHolder { id: string; startedAt: string; http: string }
 
 /** A dial that has not connected by then is abandoned until the next round. */
 const dialTimeoutMs = 2_000;
@@ -82,23 +91,6 @@ const gossipHeartbeatMsMax = 1_000;
  * message was lost in roughly one test run in five here; if it is still lost, the others see a failure.
  */
 const leaveFlushMs = 100;
-/**
- * Whether two cluster identities (`<stream>@<creation time>`) name one log. nats-server 2.9.10 answers
- * each of several creates racing milliseconds apart with that create's own time while the stream keeps
- * the first; the log reads the time until it settles (settledStream), but a node whose clock is far off
- * skips that, and a node of an older release kept its own. So times of one stream name within a second
- * of each other count as one log; a stream deleted and created again, or another cluster's, is created
- * seconds or more apart.
- */
-export function sameCluster(a: string, b: string): boolean {
-  if (a === b) return true;
-  const [at, bt] = [a.lastIndexOf('@'), b.lastIndexOf('@')];
-  if (at < 0 || bt < 0 || a.slice(0, at) !== b.slice(0, bt)) return false;
-  const apart = Math.abs(Date.parse(a.slice(at + 1)) - Date.parse(b.slice(bt + 1)));
-  return apart < sameStreamWithinMs;
-}
-
-const sameStreamWithinMs = 1000;
 
 /** At most this many other clusters are warned about; heartbeats of further ones are dropped silently. */
 const foreignClustersWarnedMax = 16;
@@ -121,6 +113,7 @@ export class GossipMembership implements Membership {
   private seq = 0;
   private published = false;
   private warnedNameClash = false;
+  private nameTakenTold = false;
   /** Other clusters already warned about (bounded: a warning each, not one per heartbeat). */
   private readonly warnedClusters = new Set<string>();
   private stopped = false;
@@ -236,14 +229,26 @@ export class GossipMembership implements Membership {
       this.foreign(hb, fromPeer);
       return;
     }
-    if (hb.name === this.self.name && hb.id !== this.self.id && !this.warnedNameClash) {
-      this.warnedNameClash = true;
-      this.logger.warn({ name: hb.name, id: hb.id, peer: fromPeer }, 'membership: another node uses this name');
-    }
+    if (hb.name === this.self.name && hb.id !== this.self.id && hb.leaving !== true) this.nameClash(hb, fromPeer);
     if (fromPeer !== undefined) for (const a of hb.addrs ?? []) this.peerAt.set(a, fromPeer);
     const heard = this.table.heard(hb, this.clock.nowMs());
     const forced = hb.forceLeave !== undefined && hb.forceLeave.name !== this.self.name && this.table.forceLeave(hb.forceLeave.name, hb.forceLeave.prune);
     if (heard || forced) this.changed();
+  }
+
+  /** Another live node uses this node's name: the one that started later stops (see startedFirst). */
+  private nameClash(hb: Heartbeat, fromPeer: string | undefined): void {
+    const other: NameHolder = { id: hb.id, startedAt: new Date(hb.inc).toISOString(), http: hb.http };
+    if (startedFirst(hb, { inc: this.inc, id: this.self.id })) {
+      if (this.nameTakenTold) return;
+      this.nameTakenTold = true;
+      if (this.opts.nameTaken !== undefined) this.opts.nameTaken(other);
+      else this.logger.error({ name: hb.name, other, peer: fromPeer }, 'membership: another node, started first, uses this node\'s name');
+      return;
+    }
+    if (this.warnedNameClash) return;
+    this.warnedNameClash = true;
+    this.logger.warn({ name: hb.name, other, peer: fromPeer }, 'membership: a node started later uses this node\'s name; it is to stop, this node keeps the name');
   }
 
   /** A heartbeat of another cluster: dropped, with a warning the first time that cluster is heard. */

@@ -80,3 +80,21 @@ export function decodeHeartbeat(data: Uint8Array): Heartbeat | { invalid: string
   }
   return hb;
 }
+
+/**
+ * Whether two cluster identities (`<stream>@<creation time>`) name one log. nats-server 2.9.10 answers
+ * each of several creates racing milliseconds apart with that create's own time while the stream keeps
+ * the first; the log reads the time until it settles (settledStream), but a node whose clock is far off
+ * skips that, and a node of an older release kept its own. So times of one stream name within a second
+ * of each other count as one log; a stream deleted and created again, or another cluster's, is created
+ * seconds or more apart.
+ */
+export function sameCluster(a: string, b: string): boolean {
+  if (a === b) return true;
+  const [at, bt] = [a.lastIndexOf('@'), b.lastIndexOf('@')];
+  if (at < 0 || bt < 0 || a.slice(0, at) !== b.slice(0, bt)) return false;
+  const apart = Math.abs(Date.parse(a.slice(at + 1)) - Date.parse(b.slice(bt + 1)));
+  return apart < sameStreamWithinMs;
+}
+
+const sameStreamWithinMs = 1000;

@@ -21,8 +21,9 @@ export class MemberTable {
   constructor(private readonly self: MemberIdentity) {}
 
   /**
-   * Applies a heartbeat; true when a member joined or changed status. Stale heartbeats (not after the
-   * last one applied for that member) and heartbeats carrying the own name are ignored.
+   * Applies a heartbeat; true when a member joined, changed status or is another node now (see
+   * startedFirst). Stale heartbeats (not after the last one applied for that member) and heartbeats
+   * carrying the own name are ignored.
    */
   heard(hb: Heartbeat, nowMs: number): boolean {
     if (hb.name === this.self.name) return false;
@@ -35,7 +36,7 @@ export class MemberTable {
       seq: hb.seq,
       addrs: hb.addrs ?? prev?.addrs ?? [],
     });
-    return prev?.member.status !== status;
+    return prev?.member.status !== status || prev.member.id !== hb.id;
   }
 
   /** Marks `failed` every alive member unheard for `suspicionMs` or longer; true when any changed. */
@@ -89,8 +90,19 @@ export class MemberTable {
  * the suspicion timeout, which gossip's duplicate cache makes unlikely.
  */
 function isNewer(prev: Entry, hb: Heartbeat): boolean {
+  if (hb.id !== prev.member.id && prev.member.status === 'alive') return startedFirst(hb, { inc: prev.inc, id: prev.member.id });
   if (hb.inc === prev.inc) return hb.seq > prev.seq;
   return hb.inc > prev.inc || prev.member.status !== 'alive';
+}
+
+/**
+ * Two live nodes under one name (a configuration copied with its node_name): the one that started first
+ * keeps the name, at every node alike, and the other stops when it hears it (GossipMembership's
+ * `nameTaken`). True when `a` started before `b`: by start time (a heartbeat's `inc`), then by node ID.
+ * A node whose name was held by a node now failed or left takes it over as a restart would.
+ */
+export function startedFirst(a: { inc: number; id: string }, b: { inc: number; id: string }): boolean {
+  return a.inc !== b.inc ? a.inc < b.inc : a.id < b.id;
 }
 
 function compareNames(a: string, b: string): number {

@@ -51,6 +51,11 @@ async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedL
     self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,
     // The log is what makes nodes one cluster: nodes that share it are members of each other, whatever else differs.
     cluster: log.identity?.(), ...(config.gossipKey ? { key: config.gossipKey } : {}), logger,
+    nameTaken: (other) => {
+      logger.fatal({ name: self.name, other }, `another node of the cluster runs under this node name and started first (node ID ${other.id}, `
+        + `HTTP ${other.http}): stopping, as the two would take the name from each other in the catalog; give each node its own node_name (--node-name)`);
+      process.exit(2);
+    },
   });
   await gossip.start();
   logger.info({ gossip: gossip.addresses() }, 'gossip membership started');

@@ -3,7 +3,7 @@
 // two when the names differ or the times are a second or more apart (another cluster's stream, or one
 // deleted and created again). The times are the ones a failed CI run's nodes gossiped.
 import { expect, test } from 'vitest';
-import { sameCluster } from '../../cluster/gossip-membership.ts';
+import { sameCluster } from '../../cluster/heartbeat.ts';
 
 test('one stream name with creation times within a second is one log; anything else is another', () => {
   const raced = ['ROSTER_LOG@2026-11-27T16:58:50.965419432Z', 'ROSTER_LOG@2026-11-27T16:58:50.978563795Z'] as const;

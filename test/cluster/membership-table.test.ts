@@ -1,6 +1,6 @@
 // Goal: the pure parts of gossip membership — member statuses from heartbeats and time, the heartbeat wire format, seed addresses — behave as DESIGN §4 says, without a network.
 import { describe, expect, test } from 'vitest';
-import { MemberTable } from '../../cluster/member-table.ts';
+import { MemberTable, startedFirst } from '../../cluster/member-table.ts';
 import { decodeHeartbeat, encodeHeartbeat, heartbeatBytesMax, type Heartbeat } from '../../cluster/heartbeat.ts';
 import { seedAddr } from '../../cluster/addresses.ts';
 import { GossipMembership } from '../../cluster/gossip-membership.ts';
@@ -32,6 +32,34 @@ describe('MemberTable', () => {
     const table = new MemberTable(self);
     expect(table.heard(hb('m2', 1, 0, { leaving: true }), t0)).toBe(false);
     expect(statuses(table)).toEqual(['m2:alive']);
+  });
+
+  test('two live nodes under one name: every table keeps the one that started first, whichever it heard first', () => {
+    const first = hb('m1', 100, 0, { id: 'id-z' });
+    const later = hb('m1', 200, 0, { id: 'id-a' });
+    for (const order of [[first, later], [later, first]]) {
+      const table = new MemberTable(self);
+      for (let seq = 0; seq < 3; seq++) for (const h of order) table.heard({ ...h, seq }, t0 + seq);
+      expect(table.members(t0).find((m) => m.name === 'm1')!.id).toBe('id-z');
+    }
+    // Started in the same millisecond, the smaller node ID keeps the name.
+    const table = new MemberTable(self);
+    expect(table.heard(hb('m1', 100, 5, { id: 'id-b' }), t0)).toBe(true);
+    expect(table.heard(hb('m1', 100, 0, { id: 'id-a' }), t0)).toBe(true);
+    expect(table.heard(hb('m1', 100, 9, { id: 'id-b' }), t0)).toBe(false);
+    expect(table.members(t0).find((m) => m.name === 'm1')!.id).toBe('id-a');
+    expect(startedFirst({ inc: 1, id: 'b' }, { inc: 2, id: 'a' })).toBe(true);
+    expect(startedFirst({ inc: 2, id: 'a' }, { inc: 1, id: 'b' })).toBe(false);
+    expect(startedFirst({ inc: 1, id: 'a' }, { inc: 1, id: 'b' })).toBe(true);
+  });
+
+  test('a node under a name whose holder failed takes it over, as a restart would', () => {
+    const table = new MemberTable(self);
+    table.heard(hb('m1', 100, 0, { id: 'id-old' }), t0);
+    expect(table.heard(hb('m1', 200, 0, { id: 'id-new' }), t0 + 1_000)).toBe(false);
+    table.sweep(t0 + suspicionMs, suspicionMs);
+    expect(table.heard(hb('m1', 200, 1, { id: 'id-new' }), t0 + suspicionMs + 1)).toBe(true);
+    expect(table.members(t0).find((m) => m.name === 'm1')).toMatchObject({ id: 'id-new', status: 'alive' });
   });
 
   test('join is a change; later heartbeats refresh lastHeardMs without one', () => {
