@@ -26,6 +26,7 @@ import { commandLevel } from '../src/domain/index.ts';
 import { membersTopic, encodeHeartbeat, decodeHeartbeat, sameCluster, type Heartbeat } from './heartbeat.ts';
 import { MemberTable, startedFirst, type MemberIdentity } from './member-table.ts';
 import { seedAddr, withoutPeerId } from './addresses.ts';
+import { SeedWatch } from './seed-watch.ts';
 
 
 export interface GossipMembershipOptions {
@@ -121,6 +122,8 @@ export class GossipMembership implements Membership {
   /** Peer id last found at each dialled address (key: multiaddr string without peer id). */
   private readonly peerAt = new Map<string, string>();
   private readonly dialing = new Set<string>();
+  /** Warns when the seeds are dialled and no other member is heard (seed-watch.ts). */
+  private seedWatch: SeedWatch | undefined;
 
   constructor(private readonly opts: GossipMembershipOptions) {
     this.self = { ...opts.self };
@@ -139,6 +142,7 @@ export class GossipMembership implements Membership {
   async start(): Promise<void> {
     if (this.node !== undefined || this.stopped) throw new Error('membership: start() is called once');
     this.inc = this.clock.nowMs();
+    this.seedWatch = new SeedWatch({ logger: this.logger, aloneWarnMs: 2 * this.suspicionMs }, this.inc);
     const node = await createNode(this.opts.listen, this.heartbeatMs, this.opts.key);
     this.node = node;
     node.services.pubsub.addEventListener('message', (evt) => {
@@ -278,6 +282,9 @@ export class GossipMembership implements Membership {
       await this.publishAddresses();
       const targets = await this.dialTargets();
       await Promise.all(targets.slice(0, dialsPerRoundMax).map((ma) => this.dial(ma)));
+      const own = new Set(this.addresses());
+      const seeds = this.seeds.map(String).filter((k) => !own.has(k) && this.peerAt.get(k) !== this.node?.peerId.toString());
+      this.seedWatch?.round(this.clock.nowMs(), this.table.alive().length > 1, seeds);
     } catch (err) {
       this.logger.warn({ err }, 'membership: redial round failed');
     } finally {
@@ -348,10 +355,11 @@ export class GossipMembership implements Membership {
     try {
       const conn = await node.dial(ma, { signal: AbortSignal.timeout(dialTimeoutMs) });
       this.peerAt.set(key, conn.remotePeer.toString());
+      this.seedWatch?.dialed(key);
       this.logger.debug({ addr: key, peer: conn.remotePeer.toString() }, 'membership dialled');
     } catch (err) {
       if ((err as Error).message === 'Can not dial self') this.peerAt.set(key, node.peerId.toString());
-      else this.logger.debug({ err, addr: key }, 'membership dial failed');
+      else this.seedWatch?.dialed(key, err); // logged there at debug
     } finally {
       this.dialing.delete(key);
     }

@@ -16,7 +16,7 @@ import { ConfigError } from './config-error.ts';
 import { datacenter, nodeName } from './config-names.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
-import { goDurationMaxText, parseGoDurationMs } from './util/duration.ts';
+import { duration, suspicion } from './config-durations.ts';
 
 export interface Config {
   /** @default 8500 */
@@ -165,7 +165,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     replicas: positive('replicas', pick('replicas', 'ROSTER_REPLICAS', 'replicas') ?? '3'),
     gossipListen: pick('gossip-listen', 'ROSTER_GOSSIP_LISTEN', 'gossip_listen') ?? '127.0.0.1:0',
     join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
-    suspicionMs: duration('suspicion', fileText(file.suspicion), 5_000),
+    suspicionMs: suspicion(fileText(file.suspicion)),
     writeTimeoutMs: duration('write_timeout', fileText(file.write_timeout), 30_000),
     tls: tlsFiles(pick('tls-cert', 'ROSTER_TLS_CERT', 'cert_file'), pick('tls-key', 'ROSTER_TLS_KEY', 'key_file')),
     auth: authSettings(file.auth, env.ROSTER_AUTH_SECRET),
@@ -386,11 +386,4 @@ function logFormat(text: string): LogFormat {
 function dialect(text: string): Dialect {
   if (!(dialects as readonly string[]).includes(text)) throw new ConfigError(`--dialect: "${text}" is not one of ${dialects.join(', ')}`);
   return text as Dialect;
-}
-
-function duration(name: string, text: string | undefined, fallback: number): number {
-  if (text === undefined) return fallback;
-  const ms = parseGoDurationMs(text);
-  if (ms === undefined || ms <= 0) throw new ConfigError(`--${name}: "${text}" is not a positive duration such as 10s (at most ${goDurationMaxText})`);
-  return ms;
 }

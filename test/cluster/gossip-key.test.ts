@@ -1,8 +1,10 @@
 // Goal: with a gossip key (`encrypt`, as in Consul) only nodes that hold it take part in membership. Two
 // nodes with the key see each other; a third node on the same log, its seeds pointing at them, but
 // without the key, never becomes a member of theirs nor they of its (it cannot connect, so it can neither
-// send heartbeats, such as a forged leave, nor read them). Started again with the key, it joins. A key
-// that is not 32 bytes of base64 stops the start with exit code 2, and the error does not quote it.
+// send heartbeats, such as a forged leave, nor read them), and it warns that it hears no member, naming
+// its seeds and what dialling them failed with. Started again with the key, it joins. A key that is not
+// 32 bytes of base64 stops the start with exit code 2, and the error does not quote it; so does a
+// suspicion timeout not above the heartbeat interval.
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +19,8 @@ const configDir = tempDataDir();
 const withKey = join(configDir, 'with-key.json');
 const withoutKey = join(configDir, 'without-key.json');
 writeFileSync(withKey, JSON.stringify({ encrypt: key }));
-writeFileSync(withoutKey, JSON.stringify({}));
+// A short suspicion timeout, so that the node kept out warns that it hears nobody (after twice that) within the test.
+writeFileSync(withoutKey, JSON.stringify({ suspicion: '1500ms' }));
 
 let configFile = withKey;
 const cluster = new TestCluster(['n1', 'n2', 'n3'], () => ['--config-file', configFile]);
@@ -41,6 +44,15 @@ test('a node without the gossip key is kept out of membership; with it, it joins
   expect(await aliveAt(cluster.nodes.get('n1')!)).toEqual(['n1', 'n2']);
   expect(await aliveAt(cluster.nodes.get('n2')!)).toEqual(['n1', 'n2']);
   expect(await aliveAt(outsider)).toEqual(['n3']);
+  // It says why it may be alone, naming each seed and what dialling it failed with; the members do not.
+  const warnings = () => outsider.output().split('\n').filter((l) => l.includes('membership: no other member heard'));
+  const warned = await until('the outsider\'s warning', async () => (warnings().length > 0 ? warnings() : undefined));
+  expect(warned).toHaveLength(1);
+  const seeds = (JSON.parse(warned[0]!) as { seeds: Array<{ addr: string; lastError: string }> }).seeds;
+  expect(seeds.map((s) => s.addr).sort()).toEqual([cluster.gossipPorts.get('n1'), cluster.gossipPorts.get('n2')].map((p) => `/ip4/127.0.0.1/tcp/${p}`).sort());
+  for (const s of seeds) expect(s.lastError).not.toMatch(/no heartbeat heard/);
+  expect(warned[0]).toContain('the same gossip key (encrypt)');
+  for (const n of ['n1', 'n2']) expect(cluster.nodes.get(n)!.output()).not.toContain('no other member heard');
   // It leaves (a last heartbeat saying so): nobody with the key hears it.
   expect(await outsider.stop()).toBe(0);
   configFile = withKey;
@@ -61,3 +73,11 @@ test('a gossip key that is not 32 bytes of base64 stops the start with exit 2, w
   const fromEnv = startAgent({ env: { ROSTER_ENCRYPT: 'not base64 at all' } });
   await expect(fromEnv).rejects.toThrow(/encrypt: not 32 bytes as base64/);
 }, 60_000);
+
+test('a suspicion timeout not above the heartbeat interval stops the start with exit 2 naming it', async () => {
+  const file = join(configDir, 'short-suspicion.json');
+  writeFileSync(file, JSON.stringify({ suspicion: '1s' }));
+  const started = startAgent({ args: ['--config-file', file] });
+  await expect(started).rejects.toThrow(/exited \(2\)/);
+  await expect(started).rejects.toThrow(/--suspicion: "1s" is not more than the gossip heartbeat interval \(1s\)/);
+});
