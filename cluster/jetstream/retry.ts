@@ -33,20 +33,26 @@ export function isApiError(err: unknown, code: number): boolean {
  */
 export const noPeersForPlacementCode = 10005;
 
+/**
+ * JetStream's "replicas > 1 not supported in non-clustered mode": a nats-server running JetStream without a
+ * cluster keeps one copy of a stream. Answered with status 500, but it never passes.
+ */
+export const replicasNotSupportedCode = 10074;
+
 /** A setup step that refuses to go on (not a failure to retry): the node does not start. */
 export class SetupRefusal extends Error {}
 
 /**
  * Failures worth retrying: timeouts, no responders, connection trouble, JetStream saying it is
  * temporarily unavailable (no leader yet) or cannot place the replicas yet (see noPeersForPlacementCode).
- * Not: our own close, bad arguments (a payload above max_payload), permissions, or an API error the
- * server means (any other 4xx status).
+ * Not: our own close, bad arguments (a payload above max_payload), permissions, an API error the server
+ * means (any other 4xx status), or replicas a server without a cluster cannot keep (replicasNotSupportedCode).
  */
 export function isTransient(err: unknown): boolean {
   if (err instanceof SetupRefusal) return false;
   if (err instanceof ClosedConnectionError || err instanceof DrainingConnectionError) return false;
   if (err instanceof InvalidArgumentError || err instanceof PermissionViolationError || err instanceof AuthorizationError) return false;
-  if (err instanceof JetStreamApiError) return err.status >= 500 || err.code === noPeersForPlacementCode;
+  if (err instanceof JetStreamApiError) return err.code !== replicasNotSupportedCode && (err.status >= 500 || err.code === noPeersForPlacementCode);
   return true;
 }
 

@@ -14,7 +14,7 @@ import type { Logger } from '../../src/ports/index.ts';
 import { Bucket } from './bucket.ts';
 import { kind, type NatsAuth, type Settings } from './options.ts';
 import { listObjects } from './object-list.ts';
-import { isApiError, retrying, SetupRefusal } from './retry.ts';
+import { errorMessage, isApiError, noPeersForPlacementCode, replicasNotSupportedCode, retrying, SetupRefusal } from './retry.ts';
 
 /** Client pings to its server: a silent server (partitioned, paused) is left after about 2 s × 3. */
 const natsPingIntervalMs = 2_000;
@@ -124,8 +124,24 @@ export function streamGone(jsm: JetStreamManager, stream: string): Promise<boole
 
 /** The stream found or created, as every node reads it; each request retried until `deadline`. */
 export async function openStream(jsm: JetStreamManager, p: StreamPlan & { logger: Logger }, deadline: number, attemptMsMax: number): Promise<AdoptedStream> {
-  const adopted = await retrying(p.logger, `stream ${p.stream}`, deadline, () => ensureStream(jsm, p, p.logger), attemptMsMax);
+  const adopted = await retrying(p.logger, `stream ${p.stream}`, deadline, () => ensureStream(jsm, p, p.logger), attemptMsMax)
+    .catch((err: unknown) => { throw withReplicasHint(err, p.replicas); });
   return settledStream(adopted, deadline, () => retrying(p.logger, `stream ${p.stream}`, deadline, () => jsm.streams.info(p.stream), attemptMsMax));
+}
+
+/** The open's error, saying what to do when JetStream cannot keep `replicas` copies of the stream. */
+export function withReplicasHint(err: unknown, replicas: number): unknown {
+  const cause = (err as Error | undefined)?.cause;
+  const message = errorMessage(err);
+  if (isApiError(cause, replicasNotSupportedCode)) {
+    return new SetupRefusal(`${message}: these nats-servers run JetStream without a cluster, which keeps one copy of a stream: `
+      + `start the nodes with --replicas 1, or give them the URLs of a nats-server cluster (docs/cluster.md)`, { cause });
+  }
+  if (isApiError(cause, noPeersForPlacementCode)) {
+    return new Error(`${message}: JetStream could not place ${replicas} copies of the stream: fewer nats-servers with JetStream `
+      + `are up, or in their cluster, than --replicas ${replicas} asks for; start them, or give --replicas at most their number`, { cause });
+  }
+  return err;
 }
 
 /**

@@ -1,0 +1,51 @@
+// Goal: a cluster node whose nats-servers cannot keep the stream's replicas says what to do. Against a
+// nats-server running JetStream without a cluster (which keeps one copy), a node with the default three
+// replicas stops at once with exit code 1 naming --replicas 1, instead of retrying for the open timeout
+// and printing JetStream's "replicas > 1 not supported in non-clustered mode" alone. Asking more copies
+// than the cluster has servers fails the open after its timeout naming --replicas and the servers.
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { JetStreamLog } from '../../cluster/index.ts';
+import { SystemClock } from '../../src/ports/clock.ts';
+import { startAgent, tempDataDir } from '../support/agent.ts';
+import { freshStream } from '../support/jetstream.ts';
+
+describe('one nats-server without a cluster', () => {
+  let nats: NatsCluster;
+  beforeAll(async () => {
+    nats = await startNatsServer();
+  }, 60_000);
+  afterAll(async () => {
+    await nats?.shutdown();
+  });
+
+  test('a node with three replicas stops at once with exit code 1 naming --replicas 1', async () => {
+    const dataDir = tempDataDir();
+    const startedMs = Date.now();
+    const refused = await startAgent({ dataDir, args: ['--nats', nats.urls.join(','), '--node-name', 'solo'], readyTimeoutMs: 60_000 })
+      .then(async (a) => { await a.stop(); return 'started'; }, (err: Error) => err.message);
+    rmSync(dataDir, { recursive: true, force: true });
+    expect(refused).toMatch(/exited \(1\) before ready/);
+    expect(refused).toMatch(/replicas > 1 not supported in non-clustered mode: these nats-servers run JetStream without a cluster, which keeps one copy of a stream: start the nodes with --replicas 1/);
+    // Not retried until the open timeout (30 s).
+    expect(Date.now() - startedMs).toBeLessThan(25_000);
+  }, 90_000);
+});
+
+describe('three nats-servers', () => {
+  let nats: NatsCluster;
+  beforeAll(async () => {
+    nats = await startNatsCluster();
+  }, 120_000);
+  afterAll(async () => {
+    await nats?.shutdown();
+  });
+
+  test('five replicas: the open fails after its timeout naming --replicas and the servers', async () => {
+    const log = new JetStreamLog({ servers: nats.urls, stream: freshStream('REPLICAS'), replicas: 5, nodeName: 'n1', clock: new SystemClock(), openTimeoutMs: 3_000 });
+    const failure = await log.open().then(() => 'opened', (err: Error) => err.message);
+    await log.close().catch(() => undefined);
+    expect(failure).toMatch(/no suitable peers for placement: JetStream could not place 5 copies of the stream: fewer nats-servers with JetStream are up, or in their cluster, than --replicas 5 asks for/);
+  }, 60_000);
+});
