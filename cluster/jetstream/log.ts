@@ -49,7 +49,7 @@ import { ProgressBoard, progressSubject } from './progress.ts';
 import { emptyStats, inFlightMaxOf, kind, settingsOf, type JetStreamLogOptions, type JetStreamLogStats, type Settings } from './options.ts';
 import { encodeForMessage, ownIdPrefixOf, Publisher } from './publisher.ts';
 import { Reader } from './reader.ts';
-import { errorMessage, settlesWithin } from './retry.ts';
+import { errorMessage, retrying, settlesWithin } from './retry.ts';
 import { connectNats, openStores, streamGone, type Stores } from './setup.ts';
 import { SnapshotStore, startMark } from './snapshots.ts';
 
@@ -119,7 +119,9 @@ export class JetStreamLog implements ReplicatedLog {
     if (this.phase !== 'new' || this.opening) throw new Error(`${kind}.open: already opened`);
     this.opening = true;
     const deadline = Date.now() + this.settings.openTimeoutMs;
-    const nc = await connectNats(this.settings.servers, this.settings.nodeName, this.settings.auth);
+    // Waited for until the deadline, as the steps after it are: the nats-servers may start after the node.
+    const nc = await retrying(this.settings.logger, `connecting to the nats-servers ${this.settings.servers.join(',')}`, deadline,
+      () => connectNats(this.settings.servers, this.settings.nodeName, this.settings.auth), this.settings.openTimeoutMs);
     this.nc = nc;
     try {
       const snapshot = await this.setUp(nc, deadline);

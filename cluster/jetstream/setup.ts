@@ -56,7 +56,7 @@ export interface Stores {
   bytesMax: number;
 }
 
-/** Connects to one of `servers`; a refusal of the credentials (or of none) says which setting to look at. */
+/** Connects to one of `servers`; a refusal of the credentials (or of none) says which setting to look at, and is not retried. */
 export function connectNats(servers: string[], nodeName: string, auth?: NatsAuth): Promise<NatsConnection> {
   return connect({
     servers,
@@ -76,7 +76,7 @@ export function connectNats(servers: string[], nodeName: string, auth?: NatsAuth
     const message = (err as Error).message ?? String(err);
     if (!/authorization|authentication/i.test(message)) throw err;
     const what = auth === undefined ? 'a connection without credentials' : 'this node\'s credentials';
-    throw new Error(`the nats-servers refused ${what} (${message}): set nats_auth in the config file, or the user and password in the --nats URLs`);
+    throw new SetupRefusal(`the nats-servers refused ${what} (${message}): set nats_auth in the config file, or the user and password in the --nats URLs`);
   });
 }
 

@@ -112,11 +112,11 @@ describe('credentials that do not do', () => {
   test('a wrong password, or none, stops the start naming the setting', async () => {
     const wrong = await runToExit(['--nats', userUrl.replace('nats://', 'nats://roster:not-it@'), '--gossip-listen', `127.0.0.1:${await freePort()}`]);
     expect(wrong.code).toBe(1);
-    expect(wrong.out).toMatch(/roster: the nats-servers refused this node's credentials \(.*\): set nats_auth in the config file, or the user and password in the --nats URLs/);
+    expect(wrong.out).toMatch(/roster: JetStreamLog.open: connecting to the nats-servers nats:\/\/127.0.0.1:\d+: the nats-servers refused this node's credentials \(.*\): set nats_auth in the config file, or the user and password in the --nats URLs/);
     expect(wrong.out).not.toContain('not-it');
     const none = await runToExit(['--nats', userUrl, '--gossip-listen', `127.0.0.1:${await freePort()}`]);
     expect(none.code).toBe(1);
-    expect(none.out).toMatch(/roster: the nats-servers refused a connection without credentials/);
+    expect(none.out).toMatch(/roster: JetStreamLog.open: connecting to the nats-servers nats:\/\/127.0.0.1:\d+: the nats-servers refused a connection without credentials/);
   }, 90_000);
 
   test('contradictory settings exit 2 without quoting the secret', async () => {
