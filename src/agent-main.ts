@@ -20,6 +20,7 @@ import type { ReplicatedLog } from './ports/log.ts';
 import type { Membership } from './ports/membership.ts';
 import { isLogDamaged, WalLog } from './wal/index.ts';
 import { DataDirLocked, keepLock, lockDataDir } from './util/data-dir-lock.ts';
+import { listenErrorFor } from './util/listen-error.ts';
 
 // `?filter=` takes `matches` patterns from clients: let V8 fall back to its linear-time engine when a
 // pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
@@ -57,9 +58,17 @@ async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedL
       process.exit(2);
     },
   });
-  await gossip.start();
+  await gossip.start().catch(async (err: unknown) => { throw await gossipListenError(config.gossipListen, err); });
   logger.info({ gossip: gossip.addresses() }, 'gossip membership started');
   return gossip;
+}
+
+/** A gossip start that failed because its address does not bind, as the other ports say it (exit 2); else `err`. */
+async function gossipListenError(address: string, err: unknown): Promise<unknown> {
+  const m = /^\/ip[46]\/([^/]+)\/tcp\/(\d+)$/.exec(toMultiaddr(address));
+  if (m === null || Number(m[2]) === 0) return err;
+  const refused = await listenErrorFor(m[1]!, Number(m[2]));
+  return refused.code === undefined ? err : new ConfigError(`--gossip-listen ${address}: ${refused.message}`);
 }
 
 /** `host:port` → `/ip4/host/tcp/port`; a multiaddr is kept as given. */

@@ -1,0 +1,34 @@
+// Goal: a cluster node whose gossip address is taken stops the start with exit code 2 naming the flag and
+// the address, as a taken HTTP or gRPC port does, instead of libp2p's advice about its own settings and a
+// stack trace; the node that holds the port keeps serving.
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { freePort, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { call, startAgent, tempDataDir } from '../support/agent.ts';
+
+let nats: NatsCluster;
+beforeAll(async () => {
+  nats = await startNatsServer();
+}, 60_000);
+afterAll(async () => {
+  await nats?.shutdown();
+});
+
+test('a gossip address in use stops the start: exit 2 naming the flag and the address', async () => {
+  const port = await freePort();
+  const cluster = ['--nats', nats.urls.join(','), '--replicas', '1', '--gossip-listen', `127.0.0.1:${port}`];
+  const first = await startAgent({ args: [...cluster, '--node-name', 'first'] });
+  try {
+    const dataDir = tempDataDir();
+    const second = await startAgent({ dataDir, args: [...cluster, '--node-name', 'second'] }).then(
+      async (a) => { await a.stop(); return 'started'; }, (err: Error) => err.message);
+    rmSync(dataDir, { recursive: true, force: true });
+    expect(second).toMatch(/exited \(2\) before ready/);
+    expect(second).toContain(`--gossip-listen 127.0.0.1:${port}: address 127.0.0.1:${port} is already in use`);
+    expect(second).not.toContain('faultTolerance');
+    expect((await call(first.url, 'PUT', '/v1/kv/still', 'serving')).status).toBe(200);
+  } finally {
+    await first.stop();
+    first.cleanup();
+  }
+}, 90_000);
