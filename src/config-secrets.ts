@@ -79,7 +79,10 @@ const natsAuthKeys = ['user', 'password', 'token'];
 export function natsSettings(urls: string[], fileValue: unknown, env: { password?: string | undefined; token?: string | undefined }): { nats: string[]; natsAuth: NatsAuth | undefined } {
   const fromUrls = new Map<string, NatsAuth>();
   const nats = urls.map((u) => {
-    if (!u.includes('@')) return u;
+    if (!u.includes('@')) {
+      if (!URL.canParse(u.includes('://') ? u : `nats://${u}`)) throw new ConfigError(`--nats: "${u}" is not a server URL such as nats://host:4222`);
+      return u;
+    }
     let url: URL;
     try {
       url = new URL(u.includes('://') ? u : `nats://${u}`);

@@ -130,5 +130,8 @@ describe('credentials that do not do', () => {
     const typo = await runToExit(['--nats', userUrl, '--config-file', config]);
     expect([typo.code, typo.out]).toEqual([2, expect.stringMatching(/unknown setting "nats_auth.pasword"/)]);
     for (const r of [both, twice, typo]) expect(r.out).not.toContain(password);
+    // A server URL that does not parse is a setting to fix, refused at once (not waited for as a server not up yet).
+    const malformed = await runToExit(['--nats', 'nats://[::1']);
+    expect([malformed.code, malformed.out]).toEqual([2, expect.stringMatching(/--nats: "nats:\/\/\[::1" is not a server URL such as nats:\/\/host:4222/)]);
   }, 60_000);
 });
