@@ -89,6 +89,10 @@ export interface CompactorPorts {
    * but the bucket may have been deleted since.
    */
   covered(seq: number): Promise<boolean>;
+  /** The stream sequence of this node's newest snapshot in the bucket (0: none). */
+  newestSnapshotSeq(): number;
+  /** Saves a snapshot of this node's state now: the stream was purged below messages no snapshot covers. */
+  saveNow(): void;
 }
 
 export class Compactor {
@@ -99,6 +103,8 @@ export class Compactor {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private refusedOnce = false;
+  /** The stream's first sequence at the last look for purges this cluster did not make. */
+  private firstSeen = 0;
 
   constructor(private readonly ports: CompactorPorts) {}
 
@@ -111,13 +117,42 @@ export class Compactor {
     clearInterval(this.timer);
   }
 
-  /** One look: purges when this node is the purger and the target is past the stream's start. */
+  /**
+   * One look: every node looks for a purge this cluster did not make, then the purger purges when the
+   * target is past the stream's start.
+   */
   async runOnce(): Promise<void> {
     if (this.running) return;
+    this.running = true;
+    try {
+      await this.snapshotAfterForeignPurge();
+      await this.compact();
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /**
+   * A purge this cluster did not make (an operator's `nats stream purge`, or a nats-server before
+   * purgeSafeSince replaying one as a purge of everything) can leave a node started later nothing to start
+   * from: no snapshot at or after the stream's new start. Every node that sees the start move past its own
+   * newest snapshot asks the bucket, and when no snapshot there covers it, saves one at once.
+   */
+  private async snapshotAfterForeignPurge(): Promise<void> {
+    const { ports } = this;
+    const first = ports.firstSeq();
+    if (first <= this.firstSeen) return;
+    this.firstSeen = first;
+    if (first <= 1 || first - 1 <= ports.newestSnapshotSeq() || await ports.covered(first - 1)) return;
+    ports.logger.warn({ stream: ports.stream, firstSeq: first },
+      'JetStream log: the stream was purged below messages no snapshot covers (not by this cluster\'s compaction); saving a snapshot now, so that a node started later can open');
+    ports.saveNow();
+  }
+
+  private async compact(): Promise<void> {
     const { ports } = this;
     const target = compactionTarget(ports.nodes(), ports.nodeName);
     if (target === undefined || target.seq <= ports.firstSeq()) return;
-    this.running = true;
     try {
       if (!(await ports.covered(target.seq))) {
         ports.logger.debug({ stream: ports.stream, belowSeq: target.seq }, 'JetStream log: not compacting: no snapshot in the bucket starts at or after the target');
@@ -133,8 +168,6 @@ export class Compactor {
       const level = this.refusedOnce ? 'debug' : 'warn';
       this.refusedOnce = true;
       ports.logger[level]({ stream: ports.stream, belowSeq: target.seq, err: errorMessage(err) }, 'JetStream log: could not compact the stream');
-    } finally {
-      this.running = false;
     }
   }
 }

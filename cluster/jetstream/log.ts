@@ -240,11 +240,10 @@ export class JetStreamLog implements ReplicatedLog {
     return nc === undefined || nc.isClosed() ? '' : nc.info?.server_name ?? '';
   }
 
-  /** The bucket was made again (bucket.ts), its snapshots lost: one is saved now, after any save under way. */
-  private savedAfterRemake(snapshots: SnapshotStore): void {
-    snapshots.bucketRemade();
+  /** Saves a snapshot now, after any save under way: the bucket was made again, or the stream purged by hand. */
+  private saveNow(snapshots: SnapshotStore): void {
     void snapshots.settled().then(() => this.source?.()).then((snapshot) => (snapshot === undefined || snapshot.index <= snapshots.newest ? undefined : this.saveSnapshot(snapshot))).catch((err: unknown) => this.settings.logger.warn({ stream: this.stream, err: errorMessage(err) },
-      'JetStream log: the snapshot after making the bucket again failed; the next one is saved as usual'));
+      'JetStream log: the snapshot saved at once failed; the next one is saved as usual'));
   }
 
   // ---- open -------------------------------------------------------------------------------------
@@ -301,9 +300,9 @@ export class JetStreamLog implements ReplicatedLog {
       stream: s.stream, nodeName: s.nodeName, logger: s.logger, nodes: () => this.progress.marks(),
       firstSeq: () => this.leadershipWatch.streamSeen().firstSeq,
       purgeBelow: async (seq) => (await stores.jsm.streams.purge(s.stream, { seq })).purged,
-      covered: (seq) => stores.store.covers(s.stream, seq),
+      covered: (seq) => stores.store.covers(s.stream, seq), newestSnapshotSeq: () => snapshots.newestSeq, saveNow: () => this.saveNow(snapshots),
     });
-    stores.store.onRemade(() => this.savedAfterRemake(snapshots));
+    stores.store.onRemade(() => { snapshots.bucketRemade(); this.saveNow(snapshots); });
     this.parts = { stores, marks, audit, digests, reader, publisher, snapshots, commits, committer, compactor };
     reader.start();
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);

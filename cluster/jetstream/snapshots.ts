@@ -73,6 +73,11 @@ export class SnapshotStore {
   /** Saves since open: after two, an object of the single-object layout is no longer needed. */
   private savedSinceOpen = 0;
 
+  /** The stream sequence of the newest snapshot this node loaded or saved (0: none, or none since the bucket was made again). */
+  get newestSeq(): number {
+    return this.kept[this.kept.length - 1]!.seq;
+  }
+
   /** The mark this node reports as the oldest it may still start from. */
   get oldestStart(): SeqIndex {
     return this.kept[0]!;
