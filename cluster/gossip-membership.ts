@@ -24,7 +24,8 @@ import {
 } from '../src/ports/index.ts';
 import { commandLevel } from '../src/domain/index.ts';
 import { membersTopic, encodeHeartbeat, decodeHeartbeat, sameCluster, type Heartbeat } from './heartbeat.ts';
-import { MemberTable, startedFirst, type MemberIdentity } from './member-table.ts';
+import { MemberTable, type MemberIdentity } from './member-table.ts';
+import { NameClash, type NameHolder } from './name-clash.ts';
 import { seedAddr, withoutPeerId } from './addresses.ts';
 import { SeedWatch } from './seed-watch.ts';
 
@@ -75,9 +76,6 @@ export interface GossipMembershipOptions {
   logger?: Logger;
 }
 
-/** The node that keeps a name two live nodes use. */
-export interface NameHolder { id: string; startedAt: string; http: string }
-
 /** A dial that has not connected by then is abandoned until the next round. */
 const dialTimeoutMs = 2_000;
 /** At most this many dials are started per redial round. */
@@ -113,8 +111,8 @@ export class GossipMembership implements Membership {
   private inc = 0;
   private seq = 0;
   private published = false;
-  private warnedNameClash = false;
-  private nameTakenTold = false;
+  /** Another node heard under this node's name (name-clash.ts). */
+  private nameClash: NameClash | undefined;
   /** Other clusters already warned about (bounded: a warning each, not one per heartbeat). */
   private readonly warnedClusters = new Set<string>();
   private stopped = false;
@@ -143,6 +141,7 @@ export class GossipMembership implements Membership {
     if (this.node !== undefined || this.stopped) throw new Error('membership: start() is called once');
     this.inc = this.clock.nowMs();
     this.seedWatch = new SeedWatch({ logger: this.logger, aloneWarnMs: 2 * this.suspicionMs }, this.inc);
+    this.nameClash = new NameClash({ self: { ...this.self, inc: this.inc }, liveAfterMs: this.suspicionMs, logger: this.logger, nameTaken: this.opts.nameTaken });
     const node = await createNode(this.opts.listen, this.heartbeatMs, this.opts.key);
     this.node = node;
     node.services.pubsub.addEventListener('message', (evt) => {
@@ -233,26 +232,11 @@ export class GossipMembership implements Membership {
       this.foreign(hb, fromPeer);
       return;
     }
-    if (hb.name === this.self.name && hb.id !== this.self.id && hb.leaving !== true) this.nameClash(hb, fromPeer);
+    if (hb.name === this.self.name && hb.id !== this.self.id && hb.leaving !== true) this.nameClash?.heard(hb, fromPeer, this.clock.nowMs());
     if (fromPeer !== undefined) for (const a of hb.addrs ?? []) this.peerAt.set(a, fromPeer);
     const heard = this.table.heard(hb, this.clock.nowMs());
     const forced = hb.forceLeave !== undefined && hb.forceLeave.name !== this.self.name && this.table.forceLeave(hb.forceLeave.name, hb.forceLeave.prune);
     if (heard || forced) this.changed();
-  }
-
-  /** Another live node uses this node's name: the one that started later stops (see startedFirst). */
-  private nameClash(hb: Heartbeat, fromPeer: string | undefined): void {
-    const other: NameHolder = { id: hb.id, startedAt: new Date(hb.inc).toISOString(), http: hb.http };
-    if (startedFirst(hb, { inc: this.inc, id: this.self.id })) {
-      if (this.nameTakenTold) return;
-      this.nameTakenTold = true;
-      if (this.opts.nameTaken !== undefined) this.opts.nameTaken(other);
-      else this.logger.error({ name: hb.name, other, peer: fromPeer }, 'membership: another node, started first, uses this node\'s name');
-      return;
-    }
-    if (this.warnedNameClash) return;
-    this.warnedNameClash = true;
-    this.logger.warn({ name: hb.name, other, peer: fromPeer }, 'membership: a node started later uses this node\'s name; it is to stop, this node keeps the name');
   }
 
   /** A heartbeat of another cluster: dropped, with a warning the first time that cluster is heard. */
