@@ -326,7 +326,8 @@ function readConfigFile(path: string | undefined): Record<string, unknown> {
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // A byte order mark (editors on Windows write one) is not JSON, but not a mistake either.
+    parsed = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
   } catch (err) {
     throw new ConfigError(`--config-file: ${path} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -97,6 +97,16 @@ describe('startup', () => {
     }
   });
 
+  test('a config file saved with a UTF-8 byte order mark is read as without it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-cfg-'));
+    dirs.push(dir);
+    const file = join(dir, 'agent.json');
+    writeFileSync(file, `\uFEFF${JSON.stringify({ datacenter: 'bom-dc' })}`);
+    const agent = await startAgent({ args: ['--config-file', file] });
+    started.push(agent);
+    expect((await client(agent).get('/v1/agent/self')).json<{ Config: { Datacenter: string } }>().Config.Datacenter).toBe('bom-dc');
+  });
+
   test('an unknown flag or a bad value exits 2 with the reason and the usage', () => {
     const unknown = runToExit(['--no-such-flag']);
     expect(unknown.status).toBe(2);
