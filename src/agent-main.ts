@@ -46,7 +46,11 @@ async function openLog(config: Config, dataDir: string, clock: SystemClock, logg
 
 /** Cluster mode: gossip membership announcing this node's addresses (loaded only when needed). */
 async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedLog, logger: Logger): Promise<Membership | undefined> {
-  if (config.nats.length === 0) return undefined;
+  if (config.nats.length === 0) {
+    const ignored = [...(config.join.length > 0 ? ['--join'] : []), ...(config.gossipKey !== undefined ? ['encrypt'] : [])];
+    if (ignored.length > 0) logger.warn({ ignored }, 'cluster settings given without --nats are ignored: this agent runs alone on its own log');
+    return undefined;
+  }
   const { GossipMembership } = await import('../cluster/gossip-membership.ts');
   const gossip = new GossipMembership({
     self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,

@@ -107,6 +107,14 @@ describe('startup', () => {
     expect((await client(agent).get('/v1/agent/self')).json<{ Config: { Datacenter: string } }>().Config.Datacenter).toBe('bom-dc');
   });
 
+  test('cluster settings without --nats are said to be ignored', async () => {
+    const agent = await startAgent({ args: ['--join', '127.0.0.1:8301'] });
+    started.push(agent);
+    const warned = agent.output().split('\n').filter((l) => l.includes('cluster settings given without --nats are ignored'));
+    expect(warned).toHaveLength(1);
+    expect(JSON.parse(warned[0]!).ignored).toEqual(['--join']);
+  });
+
   test('an unknown flag or a bad value exits 2 with the reason and the usage', () => {
     const unknown = runToExit(['--no-such-flag']);
     expect(unknown.status).toBe(2);
