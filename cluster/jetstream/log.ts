@@ -240,12 +240,6 @@ export class JetStreamLog implements ReplicatedLog {
     return nc === undefined || nc.isClosed() ? '' : nc.info?.server_name ?? '';
   }
 
-  /** Saves a snapshot now, after any save under way: the bucket was made again, or the stream purged by hand. */
-  private saveNow(snapshots: SnapshotStore): void {
-    void snapshots.settled().then(() => this.source?.()).then((snapshot) => (snapshot === undefined || snapshot.index <= snapshots.newest ? undefined : this.saveSnapshot(snapshot))).catch((err: unknown) => this.settings.logger.warn({ stream: this.stream, err: errorMessage(err) },
-      'JetStream log: the snapshot saved at once failed; the next one is saved as usual'));
-  }
-
   // ---- open -------------------------------------------------------------------------------------
 
   /** Stream, bucket, snapshot, consumer, catch-up: everything open() does once connected. */
@@ -296,13 +290,14 @@ export class JetStreamLog implements ReplicatedLog {
       entriesMax: s.batchEntriesMax, bytesMax: stores.bytesMax, queuedEntriesMax: s.queuedEntriesMax, inFlightMax: inFlightMaxOf(s),
       lingerMs: s.commitLingerMs,
     }, (batch) => committer.commit(batch));
+    const saveNow = (): void => snapshots.saveNow(this.source, (snapshot) => this.saveSnapshot(snapshot));
     const compactor = new Compactor({
       stream: s.stream, nodeName: s.nodeName, logger: s.logger, nodes: () => this.progress.marks(),
       firstSeq: () => this.leadershipWatch.streamSeen().firstSeq,
       purgeBelow: async (seq) => (await stores.jsm.streams.purge(s.stream, { seq })).purged,
-      covered: (seq) => stores.store.covers(s.stream, seq), newestSnapshotSeq: () => snapshots.newestSeq, saveNow: () => this.saveNow(snapshots),
+      covered: (seq) => stores.store.covers(s.stream, seq), newestSnapshotSeq: () => snapshots.newestSeq, saveNow,
     });
-    stores.store.onRemade(() => { snapshots.bucketRemade(); this.saveNow(snapshots); });
+    stores.store.onRemade(() => { snapshots.bucketRemade(); saveNow(); });
     this.parts = { stores, marks, audit, digests, reader, publisher, snapshots, commits, committer, compactor };
     reader.start();
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);

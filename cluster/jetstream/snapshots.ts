@@ -123,6 +123,20 @@ export class SnapshotStore {
     this.kept.splice(0, this.kept.length, { seq: 0, index: 0 });
   }
 
+  /**
+   * Saves a snapshot from `source` now, after the saves under way, when it is newer than the newest: the
+   * bucket was made again, or the stream was purged below every snapshot by hand.
+   */
+  saveNow(source: (() => Snapshot) | undefined, save: (s: Snapshot) => Promise<void>): void {
+    const run = async (): Promise<void> => {
+      await this.settled();
+      const snapshot = source?.();
+      if (snapshot !== undefined && snapshot.index > this.newest) await save(snapshot);
+    };
+    run().catch((err: unknown) => this.ports.logger.warn({ stream: this.ports.stream, err: errorMessage(err) },
+      'JetStream log: the snapshot saved at once failed; the next one is saved as usual'));
+  }
+
   /** Why `s` cannot be saved now (past `last`, or older than the newest), if it cannot. */
   refusal(s: Snapshot, last: number): Error | undefined {
     return snapshotRefusal(kind, s, last, this.newest);
