@@ -2,21 +2,16 @@
 // the address, as a taken HTTP or gRPC port does, instead of libp2p's advice about its own settings and a
 // stack trace; the node that holds the port keeps serving.
 import { rmSync } from 'node:fs';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { freePort, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { expect, test } from 'vitest';
+import { freePort } from '../../cluster/dev/nats-launcher.ts';
 import { call, startAgent, tempDataDir } from '../support/agent.ts';
+import { useSuiteNats } from '../support/jetstream.ts';
 
-let nats: NatsCluster;
-beforeAll(async () => {
-  nats = await startNatsServer();
-}, 60_000);
-afterAll(async () => {
-  await nats?.shutdown();
-});
+const suite = useSuiteNats(1);
 
 test('a gossip address in use stops the start: exit 2 naming the flag and the address', async () => {
   const port = await freePort();
-  const cluster = ['--nats', nats.urls.join(','), '--replicas', '1', '--gossip-listen', `127.0.0.1:${port}`];
+  const cluster = ['--nats', suite.nats.urls.join(','), '--replicas', '1', '--gossip-listen', `127.0.0.1:${port}`];
   const first = await startAgent({ args: [...cluster, '--node-name', 'first'] });
   try {
     const dataDir = tempDataDir();

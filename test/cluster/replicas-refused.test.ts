@@ -4,26 +4,19 @@
 // and printing JetStream's "replicas > 1 not supported in non-clustered mode" alone. Asking more copies
 // than the cluster has servers fails the open after its timeout naming --replicas and the servers.
 import { rmSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { describe, expect, test } from 'vitest';
 import { JetStreamLog } from '../../cluster/index.ts';
 import { SystemClock } from '../../src/ports/clock.ts';
 import { startAgent, tempDataDir } from '../support/agent.ts';
-import { freshStream } from '../support/jetstream.ts';
+import { freshStream, useSuiteNats } from '../support/jetstream.ts';
 
 describe('one nats-server without a cluster', () => {
-  let nats: NatsCluster;
-  beforeAll(async () => {
-    nats = await startNatsServer();
-  }, 60_000);
-  afterAll(async () => {
-    await nats?.shutdown();
-  });
+  const suite = useSuiteNats(1);
 
   test('a node with three replicas stops at once with exit code 1 naming --replicas 1', async () => {
     const dataDir = tempDataDir();
     const startedMs = Date.now();
-    const refused = await startAgent({ dataDir, args: ['--nats', nats.urls.join(','), '--node-name', 'solo'], readyTimeoutMs: 60_000 })
+    const refused = await startAgent({ dataDir, args: ['--nats', suite.nats.urls.join(','), '--node-name', 'solo'], readyTimeoutMs: 60_000 })
       .then(async (a) => { await a.stop(); return 'started'; }, (err: Error) => err.message);
     rmSync(dataDir, { recursive: true, force: true });
     expect(refused).toMatch(/exited \(1\) before ready/);
@@ -34,16 +27,10 @@ describe('one nats-server without a cluster', () => {
 });
 
 describe('three nats-servers', () => {
-  let nats: NatsCluster;
-  beforeAll(async () => {
-    nats = await startNatsCluster();
-  }, 120_000);
-  afterAll(async () => {
-    await nats?.shutdown();
-  });
+  const suite = useSuiteNats(3);
 
   test('five replicas: the open fails after its timeout naming --replicas and the servers', async () => {
-    const log = new JetStreamLog({ servers: nats.urls, stream: freshStream('REPLICAS'), replicas: 5, nodeName: 'n1', clock: new SystemClock(), openTimeoutMs: 3_000 });
+    const log = new JetStreamLog({ servers: suite.nats.urls, stream: freshStream('REPLICAS'), replicas: 5, nodeName: 'n1', clock: new SystemClock(), openTimeoutMs: 3_000 });
     const failure = await log.open().then(() => 'opened', (err: Error) => err.message);
     await log.close().catch(() => undefined);
     expect(failure).toMatch(/no suitable peers for placement: JetStream could not place 5 copies of the stream: fewer nats-servers with JetStream are up, or in their cluster, than --replicas 5 asks for/);

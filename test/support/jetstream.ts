@@ -3,10 +3,11 @@
  * proposals to append, a JetStream manager on a connection of its own, and the logs of one suite on one
  * server, each test on a fresh stream that is deleted after it.
  */
-import { afterEach, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { JetStreamLog, type JetStreamLogOptions } from '../../cluster/index.ts';
+import { startNatsCluster, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 import { SystemClock } from '../../src/ports/clock.ts';
 import type { Proposal } from '../../src/ports/log.ts';
 
@@ -64,6 +65,26 @@ export function useSuiteLogs(prefix: string, servers: () => string[]): SuiteLogs
       const log = new JetStreamLog({ servers: servers(), stream, replicas: 1, nodeName, clock: new SystemClock(), ...extra });
       logs.push(log);
       return log;
+    },
+  };
+}
+
+/**
+ * nats-servers for the enclosing suite (one, or three routed with `servers: 3`), started before its tests
+ * and stopped after them; `nats` is read when a test runs.
+ */
+export function useSuiteNats(servers: 1 | 3 = 1): { readonly nats: NatsCluster } {
+  let nats: NatsCluster | undefined;
+  beforeAll(async () => {
+    nats = servers === 1 ? await startNatsServer() : await startNatsCluster();
+  }, 120_000);
+  afterAll(async () => {
+    await nats?.shutdown();
+  });
+  return {
+    get nats() {
+      if (nats === undefined) throw new Error('the suite\'s nats-servers are not started yet');
+      return nats;
     },
   };
 }
