@@ -13,7 +13,7 @@ import { JetStreamApiCodes, type JetStreamManager } from '@nats-io/jetstream';
 import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
 import type { Logger } from '../../src/ports/index.ts';
 import { listObjects } from './object-list.ts';
-import { errorMessage, isApiError } from './retry.ts';
+import { errorMessage, isApiError, streamGone } from './retry.ts';
 
 /** What the snapshots and the attachments use of an object store. */
 export type BucketStore = Pick<ObjectStore, 'putBlob' | 'getBlob' | 'list' | 'delete'>;
@@ -85,8 +85,7 @@ export class Bucket implements BucketStore {
   /** Whether `err` (or, asked again, JetStream) says the bucket's stream does not exist. */
   private async gone(err: unknown): Promise<boolean> {
     if (isApiError(err, JetStreamApiCodes.StreamNotFound) || isApiError((err as Error | undefined)?.cause, JetStreamApiCodes.StreamNotFound)) return true;
-    return this.ports.jsm.streams.info(bucketStreamOf(this.ports.name))
-      .then(() => false, (e: unknown) => isApiError(e, JetStreamApiCodes.StreamNotFound));
+    return streamGone(this.ports.jsm, bucketStreamOf(this.ports.name));
   }
 
   /** Creates the bucket again (one creation at a time), then tells the listeners. */

@@ -49,8 +49,8 @@ import { ProgressBoard, progressSubject } from './progress.ts';
 import { emptyStats, inFlightMaxOf, kind, settingsOf, type JetStreamLogOptions, type JetStreamLogStats, type Settings } from './options.ts';
 import { encodeForMessage, ownIdPrefixOf, Publisher } from './publisher.ts';
 import { Reader } from './reader.ts';
-import { errorMessage, retrying, settlesWithin } from './retry.ts';
-import { connectNats, openStores, streamGone, type Stores } from './setup.ts';
+import { errorMessage, retrying, settlesWithin, streamGone } from './retry.ts';
+import { connectNats, openStores, type Stores } from './setup.ts';
 import { SnapshotStore, startMark } from './snapshots.ts';
 
 export type { JetStreamLogOptions, JetStreamLogStats } from './options.ts';

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AuthorizationError, ClosedConnectionError, DrainingConnectionError, InvalidArgumentError, PermissionViolationError,
 } from '@nats-io/transport-node';
-import { JetStreamApiError } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from '../../src/ports/index.ts';
 import { kind } from './options.ts';
 
@@ -24,6 +24,11 @@ export function errorMessage(err: unknown): string {
 
 export function isApiError(err: unknown, code: number): boolean {
   return err instanceof JetStreamApiError && err.code === code;
+}
+
+/** True when JetStream says the stream does not exist (deleted on the nats-servers); false on any other answer. */
+export function streamGone(jsm: JetStreamManager, stream: string): Promise<boolean> {
+  return jsm.streams.info(stream).then(() => false, (err: unknown) => isApiError(err, JetStreamApiCodes.StreamNotFound));
 }
 
 /**

@@ -117,11 +117,6 @@ export function streamConfig(p: StreamPlan): Partial<StreamConfig> & { name: str
   };
 }
 
-/** True when JetStream says the stream does not exist (deleted on the nats-servers); false on any other answer. */
-export function streamGone(jsm: JetStreamManager, stream: string): Promise<boolean> {
-  return jsm.streams.info(stream).then(() => false, (err: unknown) => isApiError(err, JetStreamApiCodes.StreamNotFound));
-}
-
 /** The stream found or created, as every node reads it; each request retried until `deadline`. */
 export async function openStream(jsm: JetStreamManager, p: StreamPlan & { logger: Logger }, deadline: number, attemptMsMax: number): Promise<AdoptedStream> {
   const adopted = await retrying(p.logger, `stream ${p.stream}`, deadline, () => ensureStream(jsm, p, p.logger), attemptMsMax)
