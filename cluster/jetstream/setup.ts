@@ -228,6 +228,11 @@ export function adoptStream(info: StreamInfo, p: StreamPlan): AdoptedStream {
   if ((c.duplicate_window ?? 0) < nanos(p.publishRetryMsMax + p.publishTimeoutMs)) differs.duplicateWindowNs = c.duplicate_window;
   // Compaction purges the stream: a stream that refuses purges grows for ever.
   if (c.deny_purge === true) differs.denyPurge = true;
+  // Limits make JetStream remove messages by itself, as a purge by hand does (compaction.ts then saves a
+  // snapshot each time the start passes the last one; a crash in between can leave a node nothing to start from).
+  if ((c.max_msgs ?? -1) > 0) differs.maxMsgs = c.max_msgs;
+  if ((c.max_bytes ?? -1) > 0) differs.maxBytes = c.max_bytes;
+  if ((c.max_age ?? 0) > 0) differs.maxAgeNs = c.max_age;
   if (!c.subjects.includes(p.subject)) {
     const only = c.subjects.length === 1 ? c.subjects[0]! : undefined;
     if (only === undefined || /[*>]/.test(only)) {

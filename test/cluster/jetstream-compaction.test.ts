@@ -150,7 +150,7 @@ describe('compaction policy', () => {
     expect(purged).toEqual([30]);
   });
 
-  it('the stream is created refusing deletes but not purges; an existing one that refuses purges is named', () => {
+  it('the stream is created refusing deletes but not purges; an existing one that refuses purges, or has limits, is named', () => {
     const plan = { stream: 'LOG', subject: 'roster.log.LOG', replicas: 3, publishRetryMsMax: 30_000, publishTimeoutMs: 5_000 };
     const config = streamConfig(plan);
     expect(config).toMatchObject({ deny_delete: true });
@@ -158,6 +158,9 @@ describe('compaction policy', () => {
     const info = (extra: Record<string, unknown>) => ({ config: { ...config, ...extra }, state: {} }) as unknown as StreamInfo;
     expect(adoptStream(info({}), plan).differs).toEqual({});
     expect(adoptStream(info({ deny_purge: true }), plan).differs).toEqual({ denyPurge: true });
+    // Limits that remove messages by themselves are named; JetStream's "none" (-1, or 0 for the age) is not.
+    expect(adoptStream(info({ max_msgs: -1, max_bytes: -1, max_age: 0 }), plan).differs).toEqual({});
+    expect(adoptStream(info({ max_msgs: 10, max_bytes: 1 << 20, max_age: 3.6e12 }), plan).differs).toEqual({ maxMsgs: 10, maxBytes: 1 << 20, maxAgeNs: 3.6e12 });
   });
 
   it('a node unheard for progressForgetMs no longer holds compaction back', () => {
