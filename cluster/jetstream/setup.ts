@@ -121,7 +121,21 @@ export function streamConfig(p: StreamPlan): Partial<StreamConfig> & { name: str
 export async function openStream(jsm: JetStreamManager, p: StreamPlan & { logger: Logger }, deadline: number, attemptMsMax: number): Promise<AdoptedStream> {
   const adopted = await retrying(p.logger, `stream ${p.stream}`, deadline, () => ensureStream(jsm, p, p.logger), attemptMsMax)
     .catch((err: unknown) => { throw withReplicasHint(err, p.replicas); });
-  return settledStream(adopted, deadline, () => retrying(p.logger, `stream ${p.stream}`, deadline, () => jsm.streams.info(p.stream), attemptMsMax));
+  return settledStream(adopted, deadline, () => retrying(p.logger, `stream ${p.stream}`, deadline, () => infoOfKnown(jsm, p.stream), attemptMsMax));
+}
+
+/**
+ * The info of a stream known to exist (this node created it, or JetStream said its name is in use). A
+ * stream created through one server of a cluster reaches the others a moment later: until then the server
+ * this node asks answers "not found", which is turned into a transient failure, to be retried.
+ */
+async function infoOfKnown(jsm: JetStreamManager, stream: string): Promise<StreamInfo> {
+  try {
+    return await jsm.streams.info(stream);
+  } catch (err) {
+    if (isApiError(err, JetStreamApiCodes.StreamNotFound)) throw new Error(`stream ${stream} is not known to this server yet`, { cause: err });
+    throw err;
+  }
 }
 
 /** The open's error, saying what to do when JetStream cannot keep `replicas` copies of the stream. */
@@ -183,7 +197,7 @@ export async function ensureStream(jsm: JetStreamManager, p: StreamPlan, logger:
     } catch (addErr) {
       // Another node created it between our info and add: use theirs.
       if (!isApiError(addErr, streamNameInUseCode)) throw addErr;
-      info = await jsm.streams.info(p.stream);
+      info = await infoOfKnown(jsm, p.stream);
     }
   }
   const adopted = adoptStream(info, p);

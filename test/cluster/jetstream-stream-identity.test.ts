@@ -2,12 +2,13 @@
 // (R3) all take the same creation time, the one the stream keeps. That time is half of the log's identity:
 // gossip compares it to tell members of another cluster apart, and each snapshot records it. nats-server
 // 2.9.10 answers each of several identical creates racing a few milliseconds apart with success and that
-// create's own time; a node that kept it was taken by the others for a node of another cluster.
+// create's own time; a node that kept it was taken by the others for a node of another cluster. A server
+// that does not know the stream yet (created through another server a moment before) is asked again.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { silentLogger } from '../../src/ports/index.ts';
-import { openStream, settledStream, type AdoptedStream } from '../../cluster/jetstream/setup.ts';
+import { openStream, settledStream, streamConfig, streamNameInUseCode, type AdoptedStream } from '../../cluster/jetstream/setup.ts';
 import { startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
 
 let nats: NatsCluster;
@@ -84,3 +85,24 @@ it('a creation time that keeps changing fails the open at its deadline', async (
   await expect(settledStream(adoptedAt(new Date().toISOString()), Date.now() + 1_200, changing)).rejects.toThrow(/did not settle/);
 });
 
+
+it('a stream another node just created, not known yet to the server this node asks, is asked for again', async () => {
+  const notFound = () => new JetStreamApiError({ code: 404, err_code: JetStreamApiCodes.StreamNotFound, description: 'stream not found' });
+  const created = new Date(Date.now() - 60_000).toISOString();
+  const stream = 'LAGGING';
+  const plan = { stream, subject: `roster.log.${stream}`, replicas: 3, publishRetryMsMax: 1000, publishTimeoutMs: 2000, logger: silentLogger };
+  const info = { created, config: { ...streamConfig(plan), subjects: [plan.subject] }, state: {} } as unknown as StreamInfo;
+  // This node's server: no stream at first; the add is refused as another node's create went first; then
+  // twice "not found" (the create has not reached it yet), then the stream.
+  const infos: Array<StreamInfo | Error> = [notFound(), notFound(), notFound(), info, info];
+  let adds = 0;
+  const jsm = {
+    streams: {
+      info: async () => { const next = infos.shift() ?? info; if (next instanceof Error) throw next; return next; },
+      add: async () => { adds++; throw new JetStreamApiError({ code: 400, err_code: streamNameInUseCode, description: 'stream name already in use' }); },
+    },
+  } as unknown as JetStreamManager;
+  const adopted = await openStream(jsm, plan, Date.now() + 20_000, 2_000);
+  expect(adopted.info.created).toBe(created);
+  expect(adds).toBeGreaterThanOrEqual(1);
+});
