@@ -25,7 +25,7 @@ import {
 import { commandLevel } from '../src/domain/index.ts';
 import { membersTopic, encodeHeartbeat, decodeHeartbeat, sameCluster, type Heartbeat } from './heartbeat.ts';
 import { MemberTable, type MemberIdentity } from './member-table.ts';
-import { NameClash, type NameHolder } from './name-clash.ts';
+import { IdentityClash, sharesIdentity, type IdentityHolder } from './identity-clash.ts';
 import { seedAddr, withoutPeerId } from './addresses.ts';
 import { SeedWatch } from './seed-watch.ts';
 
@@ -70,7 +70,13 @@ export interface GossipMembershipOptions {
    * startedFirst): this node must stop (the agent exits), or the two would register the name in turn in
    * the catalog for as long as both run. Without it the clash is logged only.
    */
-  nameTaken?: (other: NameHolder) => void;
+  nameTaken?: (other: IdentityHolder) => void;
+  /**
+   * Called once when another live node heartbeats with this node's ID under another name and started
+   * first: one data dir copied to two machines. This node must stop, or each would remove the other's
+   * node (with its services and sessions) from the catalog. Without it the clash is logged only.
+   */
+  idTaken?: (other: IdentityHolder) => void;
   /** @default SystemClock */
   clock?: Clock;
   logger?: Logger;
@@ -111,8 +117,8 @@ export class GossipMembership implements Membership {
   private inc = 0;
   private seq = 0;
   private published = false;
-  /** Another node heard under this node's name (name-clash.ts). */
-  private nameClash: NameClash | undefined;
+  /** Another node heard under this node's name, or with its ID (identity-clash.ts). */
+  private clashes: IdentityClash[] = [];
   /** Other clusters already warned about (bounded: a warning each, not one per heartbeat). */
   private readonly warnedClusters = new Set<string>();
   private stopped = false;
@@ -141,7 +147,11 @@ export class GossipMembership implements Membership {
     if (this.node !== undefined || this.stopped) throw new Error('membership: start() is called once');
     this.inc = this.clock.nowMs();
     this.seedWatch = new SeedWatch({ logger: this.logger, aloneWarnMs: 2 * this.suspicionMs }, this.inc);
-    this.nameClash = new NameClash({ self: { ...this.self, inc: this.inc }, liveAfterMs: this.suspicionMs, logger: this.logger, nameTaken: this.opts.nameTaken });
+    const self = { ...this.self, inc: this.inc };
+    this.clashes = [
+      new IdentityClash({ self, shared: 'name', liveAfterMs: this.suspicionMs, logger: this.logger, taken: this.opts.nameTaken }),
+      new IdentityClash({ self, shared: 'id', liveAfterMs: this.suspicionMs, logger: this.logger, taken: this.opts.idTaken }),
+    ];
     const node = await createNode(this.opts.listen, this.heartbeatMs, this.opts.key);
     this.node = node;
     node.services.pubsub.addEventListener('message', (evt) => {
@@ -232,7 +242,7 @@ export class GossipMembership implements Membership {
       this.foreign(hb, fromPeer);
       return;
     }
-    if (hb.name === this.self.name && hb.id !== this.self.id && hb.leaving !== true) this.nameClash?.heard(hb, fromPeer, this.clock.nowMs());
+    for (const clash of this.clashes) if (sharesIdentity(hb, this.self, clash.shared)) clash.heard(hb, fromPeer, this.clock.nowMs());
     if (fromPeer !== undefined) for (const a of hb.addrs ?? []) this.peerAt.set(a, fromPeer);
     const heard = this.table.heard(hb, this.clock.nowMs());
     const forced = hb.forceLeave !== undefined && hb.forceLeave.name !== this.self.name && this.table.forceLeave(hb.forceLeave.name, hb.forceLeave.prune);

@@ -90,20 +90,24 @@ export class MemberTable {
  * the suspicion timeout, which gossip's duplicate cache makes unlikely.
  */
 function isNewer(prev: Entry, hb: Heartbeat): boolean {
-  if (hb.id !== prev.member.id && prev.member.status === 'alive') return startedFirst(hb, { inc: prev.inc, id: prev.member.id });
+  if (hb.id !== prev.member.id && prev.member.status === 'alive') return startedFirst(hb, { inc: prev.inc, id: prev.member.id, name: prev.member.name });
   if (hb.inc === prev.inc) return hb.seq > prev.seq;
   return hb.inc > prev.inc || prev.member.status !== 'alive';
 }
 
 /**
- * Two live nodes under one name (a configuration copied with its node_name): the one that started first
- * keeps the name, at every node alike, and the other stops when it hears it (GossipMembership's
- * `nameTaken`). True when `a` started before `b`: by start time (a heartbeat's `inc`), then by node ID.
- * A node whose name was held by a node now failed or left takes it over as a restart would.
+ * Two live nodes under one name (a configuration copied with its node_name) or one node ID (a data dir
+ * copied): the one that started first keeps it, at every node alike, and the other stops when it hears it
+ * (identity-clash.ts). True when `a` started before `b`: by start time (a heartbeat's `inc`), then by node
+ * ID, then by name. A node whose name was held by a node now failed or left takes it over as a restart would.
  */
-export function startedFirst(a: { inc: number; id: string }, b: { inc: number; id: string }): boolean {
-  return a.inc !== b.inc ? a.inc < b.inc : a.id < b.id;
+export function startedFirst(a: StartedAs, b: StartedAs): boolean {
+  if (a.inc !== b.inc) return a.inc < b.inc;
+  return a.id !== b.id ? a.id < b.id : a.name < b.name;
 }
+
+/** What startedFirst compares. */
+export interface StartedAs { inc: number; id: string; name: string }
 
 function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -6,7 +6,7 @@
  * into exit codes.
  */
 import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
@@ -59,6 +59,12 @@ async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedL
     nameTaken: (other) => {
       logger.fatal({ name: self.name, other }, `another node of the cluster runs under this node name and started first (node ID ${other.id}, `
         + `HTTP ${other.http}): stopping, as the two would take the name from each other in the catalog; give each node its own node_name (--node-name)`);
+      process.exit(2);
+    },
+    idTaken: (other) => {
+      logger.fatal({ name: self.name, id: self.id, other }, `another node of the cluster runs with this node's ID ${self.id} under the name ${other.name} `
+        + `and started first (HTTP ${other.http}): stopping, as each would remove the other's node from the catalog; this data dir looks copied from `
+        + `that node's (a cloned machine or data dir): remove ${join(resolve(config.dataDir), 'node-id')} to give this node an ID of its own`);
       process.exit(2);
     },
   });

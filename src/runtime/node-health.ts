@@ -18,8 +18,7 @@
  * reports come only from membership changes, so two nodes whose views disagree (an asymmetric
  * partition) cannot keep proposing against each other.
  */
-import type { CatalogRegister, Command } from '../domain/commands.ts';
-import { RegistryError } from '../domain/errors.ts';
+import type { Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed } from '../domain/limits.ts';
 import type { CatalogNode } from '../domain/types.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
@@ -172,52 +171,4 @@ export class NodeHealthOwner {
     }).catch((err: unknown) => host.logger.warn({ err, node: node.node }, 'gossip check update failed; retried on the next membership or catalog change'))
       .finally(() => this.inFlight.delete(node.node));
   }
-}
-
-/**
- * This agent's registration of its node, with its gossip check passing. The node ID is the agent's own:
- * with `reclaim` (at start), a node holding it under another name (this agent before a rename, or one
- * started from a copy of this data dir) is replaced, and a warning says so. Without it (registering again
- * later) the node is registered beside such a holder, with a warning, so two agents sharing one ID do
- * not remove each other's node in turn.
- */
-export function selfRegistration(state: RegistryState, self: Self, logger: Logger, reclaim: boolean): CatalogRegister {
-  const holder = state.nodeHoldingId(self.id, self.name)?.node;
-  if (holder !== undefined) {
-    logger.warn({ id: self.id, holder }, reclaim
-      ? 'this node\'s ID was held by another node: that node is removed from the catalog'
-      : 'this node\'s ID is also held by another node (is one data dir copied?); both are kept');
-  }
-  const replaces = reclaim ? holder : undefined;
-  return {
-    t: 'catalog.register', node: self.name, id: self.id, address: self.address, meta: {}, ...(replaces !== undefined ? { replaces } : {}),
-    checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: 'passing', notes: '', output: gossipCheckOutputAlive }],
-  };
-}
-
-/**
- * Proposes this agent's registration (selfRegistration). A rename the cluster cannot take yet, while a
- * member of an older release runs, is proposed as a plain registration instead, beside the holder.
- */
-export async function registerSelf(host: { state(): RegistryState; propose(cmd: Command): Promise<Result>; logger: Logger }, self: Self, reclaim: boolean): Promise<void> {
-  const cmd = selfRegistration(host.state(), self, host.logger, reclaim);
-  let r: Result;
-  try {
-    r = await host.propose(cmd);
-  } catch (err) {
-    if (cmd.replaces === undefined || !(err instanceof RegistryError && err.error === 'clusterBehind')) throw err;
-    host.logger.warn({ holder: cmd.replaces }, 'an older release runs in the cluster: this node is registered beside the node holding its ID');
-    const { replaces: _, ...plain } = cmd;
-    r = await host.propose(plain);
-  }
-  if (!r.ok) throw new Error(`registering this node failed: its ID ${self.id} is held by node ${r.detail}`);
-}
-
-/** This agent's node as it registers it. */
-export interface Self { name: string; id: string; address: string }
-
-/** Whether the catalog holds this agent's node as it registered it, with its gossip check (of any status). */
-export function selfRegistered(state: RegistryState, self: Self): boolean {
-  const n = state.nodes.get(self.name);
-  return n !== undefined && n.id === self.id && n.address === self.address && state.checkOf(self.name, gossipCheckId) !== undefined;
 }

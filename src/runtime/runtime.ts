@@ -20,9 +20,10 @@ import { CheckOwner, type CheckOwnerOptions } from './check-owner.ts';
 import { gatedSubmit, type GateHost } from './command-gate.ts';
 import { DeferredWrites } from './deferred-writes.ts';
 import { LockQueues } from './lock-queue.ts';
-import { NodeHealthOwner, registerSelf, selfRegistered, type Self } from './node-health.ts';
+import { NodeHealthOwner } from './node-health.ts';
 import { ownerOf } from './ownership.ts';
 import { Proposals } from './proposals.ts';
+import { SelfRegistration } from './self-registration.ts';
 import { ServingTracker } from './serving.ts';
 import { Snapshots } from './snapshots.ts';
 import { StateQuota } from './state-quota.ts';
@@ -84,7 +85,7 @@ export class Runtime {
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
-  private readonly self: Self;
+  private readonly registration: SelfRegistration;
   private readonly log: ReplicatedLog;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -104,7 +105,6 @@ export class Runtime {
     this.nodeName = o.nodeName;
     this.nodeId = o.nodeId;
     this.address = o.address;
-    this.self = { name: o.nodeName, id: o.nodeId, address: o.address };
     this.onFatal = o.onFatal;
     this.observer = o.observer;
     this.watches = new Watches(o.clock);
@@ -128,6 +128,11 @@ export class Runtime {
       overQuota: (cmds) => this.quota.refusal(cmds, this.state), selfName: o.nodeName, members: () => this.membership.members(), submit: (cmds) => this.submitNow(cmds),
       heardOrGraceOver: () => (o.clustered === true ? this.nodeHealth.heardOrGraceOver() : Promise.resolve()),
     };
+    this.registration = new SelfRegistration({
+      self: { name: o.nodeName, id: o.nodeId, address: o.address }, clock: o.clock, logger: o.logger, clustered: o.clustered === true,
+      state: () => this.state, members: () => this.membership.members(), propose: (cmd) => this.propose(cmd),
+      heardOrGraceOver: () => this.gate.heardOrGraceOver(), onceWritable: (w, write) => this.onceWritable(w, write), running: () => this.running,
+    });
     this.lockQueues = new LockQueues({
       clock: o.clock, state: () => this.state, propose: (cmd) => this.propose(cmd), proposeAll: (cmds) => this.proposeAll(cmds),
       waitForKey: (key, index, waitMs, signal) =>
@@ -153,7 +158,7 @@ export class Runtime {
     this.logger.info({ index: this.state.index, sessions: this.state.sessions.size, keys: this.state.kv.size }, 'state recovered');
     this.nodeHealth.start();
     this.rebalanceTtlTimers();
-    await this.onceWritable('this node\'s registration', () => this.registerSelf(true));
+    await this.registration.atStart();
     this.checkOwner.start();
     this.serving.start(this.state);
     this.changes.startAt(this.state.index);
@@ -294,10 +299,7 @@ export class Runtime {
     }
     this.afterEntries(touched, checks, gossipChecks);
     // A restore, or a client's deregistration, may leave this node missing: it registers again (Consul's anti-entropy).
-    if ((restored || selfTouched) && this.running && !selfRegistered(this.state, this.self)) {
-      this.onceWritable('this node\'s registration', () => this.registerSelf(false))
-        .catch((err: unknown) => this.logger.warn({ err }, 'registering this node again failed'));
-    }
+    if (restored || selfTouched) this.registration.entriesApplied();
     this.observer?.applied(entries.length, (performance.now() - startedMs) / 1000);
   }
 
@@ -391,10 +393,5 @@ export class Runtime {
     if (!this.running) return;
     this.rebalanceTtlTimers();
     this.nodeHealth.membershipChanged();
-  }
-
-  /** Registers this node and its gossip check in the catalog (node-health.ts registerSelf). */
-  private registerSelf(reclaim: boolean): Promise<void> {
-    return registerSelf({ state: () => this.state, propose: (cmd) => this.propose(cmd), logger: this.logger }, this.self, reclaim);
   }
 }

@@ -48,9 +48,12 @@ describe('MemberTable', () => {
     expect(table.heard(hb('m1', 100, 0, { id: 'id-a' }), t0)).toBe(true);
     expect(table.heard(hb('m1', 100, 9, { id: 'id-b' }), t0)).toBe(false);
     expect(table.members(t0).find((m) => m.name === 'm1')!.id).toBe('id-a');
-    expect(startedFirst({ inc: 1, id: 'b' }, { inc: 2, id: 'a' })).toBe(true);
-    expect(startedFirst({ inc: 2, id: 'a' }, { inc: 1, id: 'b' })).toBe(false);
-    expect(startedFirst({ inc: 1, id: 'a' }, { inc: 1, id: 'b' })).toBe(true);
+    expect(startedFirst({ inc: 1, id: 'b', name: 'n' }, { inc: 2, id: 'a', name: 'n' })).toBe(true);
+    expect(startedFirst({ inc: 2, id: 'a', name: 'n' }, { inc: 1, id: 'b', name: 'n' })).toBe(false);
+    expect(startedFirst({ inc: 1, id: 'a', name: 'n' }, { inc: 1, id: 'b', name: 'n' })).toBe(true);
+    // One ID under two names (a copied data dir): the name decides a tie.
+    expect(startedFirst({ inc: 1, id: 'a', name: 'm' }, { inc: 1, id: 'a', name: 'n' })).toBe(true);
+    expect(startedFirst({ inc: 1, id: 'a', name: 'n' }, { inc: 1, id: 'a', name: 'm' })).toBe(false);
   });
 
   test('a node under a name whose holder failed takes it over, as a restart would', () => {
