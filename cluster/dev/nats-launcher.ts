@@ -108,14 +108,25 @@ interface ServerPorts {
   monitor: number;
 }
 
+/** What every server of a started cluster is given beyond the defaults. */
+export interface NatsOptions {
+  /** JetStream's `max_file_store` (bytes, or nats-server's units: `16MB`): the file storage each server allows. */
+  maxFileStore?: string;
+  /**
+   * Clients (all of them: it is the account of connections without credentials) in an account whose
+   * JetStream file storage is limited to this (`max_file`, the same units).
+   */
+  accountMaxFile?: string;
+}
+
 /** One JetStream server, ready to take stream requests. */
-export async function startNatsServer(): Promise<NatsCluster> {
-  return startServers(1);
+export async function startNatsServer(o: NatsOptions = {}): Promise<NatsCluster> {
+  return startServers(1, o);
 }
 
 /** Three routed servers n1..n3; resolves once the JetStream meta group has a leader. */
-export async function startNatsCluster(): Promise<NatsCluster> {
-  return startServers(3);
+export async function startNatsCluster(o: NatsOptions = {}): Promise<NatsCluster> {
+  return startServers(3, o);
 }
 
 /**
@@ -124,8 +135,8 @@ export async function startNatsCluster(): Promise<NatsCluster> {
  */
 const startAttemptsMax = 3;
 
-async function startServers(count: number): Promise<NatsCluster> {
-  return withFreshStarts(() => startServersOnce(count));
+async function startServers(count: number, o: NatsOptions): Promise<NatsCluster> {
+  return withFreshStarts(() => startServersOnce(count, o));
 }
 
 /**
@@ -147,7 +158,7 @@ export async function withFreshStarts<T>(startOnce: () => Promise<T>): Promise<T
 /** A started cluster that did not place a stream of one replica per server in time. */
 export class PlacementTimeout extends Error {}
 
-async function startServersOnce(count: number): Promise<NatsCluster> {
+async function startServersOnce(count: number, o: NatsOptions): Promise<NatsCluster> {
   const root = mkdtempSync(join(tmpdir(), 'roster-nats-'));
   const clusterName = uniqueClusterName();
   const ports: ServerPorts[] = [];
@@ -155,7 +166,7 @@ async function startServersOnce(count: number): Promise<NatsCluster> {
     ports.push({ name: `n${k}`, client: await freePort(), cluster: await freePort(), monitor: await freePort() });
   }
   const servers = ports.map((p) => spawnServer(join(root, `${p.name}.conf`), p, natsConfigText({
-    name: p.name, client: p.client, monitor: p.monitor, storeDir: join(root, p.name),
+    name: p.name, client: p.client, monitor: p.monitor, storeDir: join(root, p.name), ...o,
     ...(count > 1 ? { cluster: { name: clusterName, port: p.cluster, routes: ports.filter((q) => q !== p).map((q) => q.cluster) } } : {}),
   })));
   const cluster: NatsCluster = {
@@ -203,6 +214,8 @@ export interface NatsServerConfig {
   client: number;
   monitor: number;
   storeDir: string;
+  maxFileStore?: string;
+  accountMaxFile?: string;
   /** The route listener and the peers' route ports; absent for a lone server. */
   cluster?: { name: string; port: number; routes: number[] };
 }
@@ -225,8 +238,11 @@ export function natsConfigText(c: NatsServerConfig): string {
     `server_name: ${c.name}`,
     `listen: "127.0.0.1:${c.client}"`,
     `http: "127.0.0.1:${c.monitor}"`,
-    `jetstream { store_dir: ${JSON.stringify(c.storeDir)} }`,
+    `jetstream { store_dir: ${JSON.stringify(c.storeDir)}${c.maxFileStore === undefined ? '' : `, max_file_store: ${c.maxFileStore}`} }`,
   ];
+  if (c.accountMaxFile !== undefined) {
+    lines.push(`accounts { LIMITED: { jetstream: { max_file: ${c.accountMaxFile} }, users: [ { user: limited, password: limited } ] } }`, 'no_auth_user: limited');
+  }
   if (c.cluster !== undefined) {
     const routes = c.cluster.routes.map((port) => `"nats-route://127.0.0.1:${port}"`);
     lines.push(`cluster { name: ${c.cluster.name}, listen: "127.0.0.1:${c.cluster.port}", routes: [${routes.join(', ')}] }`);

@@ -55,7 +55,9 @@ export function commitItemJson(item: EncodedProposal, atMs: number): string {
 
 /**
  * Parses a commit message, or returns why it is not one (every node skips it alike); throws
- * FormatVersionError for a proposal of a newer format than this code reads (the node must stop).
+ * FormatVersionError for a proposal of a newer format than this code reads (the node must stop). An
+ * empty commit (`[]`, published to learn whether the nats-servers store writes again: storage-full.ts)
+ * holds no entries.
  */
 export function parseCommitMessage(data: Uint8Array): CommitItem[] | string {
   let v: unknown;
@@ -65,7 +67,6 @@ export function parseCommitMessage(data: Uint8Array): CommitItem[] | string {
     return 'bad JSON';
   }
   if (!Array.isArray(v)) return 'payload is not an array of proposals';
-  if (v.length === 0) return 'commit without proposals';
   const items: CommitItem[] = [];
   for (const [k, item] of v.entries()) {
     if (!isObject(item)) return `proposal ${k}: not an object`;

@@ -49,9 +49,10 @@ import { ProgressBoard, progressSubject } from './progress.ts';
 import { emptyStats, inFlightMaxOf, kind, settingsOf, type JetStreamLogOptions, type JetStreamLogStats, type Settings } from './options.ts';
 import { encodeForMessage, ownIdPrefixOf, Publisher } from './publisher.ts';
 import { Reader } from './reader.ts';
-import { errorMessage, retrying, settlesWithin, streamGone } from './retry.ts';
+import { errorMessage, retrying, retryPauseMsMax, settlesWithin, streamGone } from './retry.ts';
 import { connectNats, openStores, type Stores } from './setup.ts';
 import { SnapshotStore, startMark } from './snapshots.ts';
+import { StorageWatch } from './storage-full.ts';
 
 export type { JetStreamLogOptions, JetStreamLogStats } from './options.ts';
 
@@ -74,7 +75,7 @@ interface Parts {
 
 export class JetStreamLog implements ReplicatedLog {
   readonly stats: JetStreamLogStats = emptyStats();
-  /** Told false once the stream is found deleted: it does not come back (see Publisher's `gone`). */
+  /** Told false once the stream is found deleted (it does not come back: Publisher's `gone`) and while storage is full (storage-full.ts). */
   private readonly writable = new WritableListeners();
   readonly stream: string;
   private readonly settings: Settings;
@@ -280,10 +281,14 @@ export class JetStreamLog implements ReplicatedLog {
       deliver: (entries) => this.deliver(entries), attachments: this.attachments,
     }, start, record?.index ?? 0);
     const acks = new AckInbox(nc);
+    const storage = new StorageWatch({
+      stream: s.stream, logger: s.logger, probeEveryMs: retryPauseMsMax, tell: (w) => this.writable.tell(w),
+      probe: (): Promise<void> => committer.commit([]), stopped: () => this.stopped || this.closing !== undefined,
+    });
     const publisher = new Publisher({
       js: acks, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,
       stats: this.stats, logger: s.logger, failed: () => this.failure !== undefined, observer: () => this.observer,
-      streamGone: () => streamGone(stores.jsm, s.stream), onGone: () => this.writable.tell(false),
+      streamGone: () => streamGone(stores.jsm, s.stream), onGone: () => this.writable.tell(false), storage,
     }, this.ownIdPrefix);
     const committer = new Committer({ reader, publisher, audit, clock: this.opts.clock, failure: () => this.failure });
     const commits = new CommitQueue<EncodedProposal>(kind, {

@@ -14,6 +14,7 @@ import type { CommitSender } from './ack-inbox.ts';
 import { commitItemJson } from './format.ts';
 import { kind, type JetStreamLogStats } from './options.ts';
 import { backoffMs, errorMessage, isTransient, retryPauseMsMax } from './retry.ts';
+import { isStorageExhausted, type StorageWatch } from './storage-full.ts';
 
 export interface PublisherPorts {
   /** The ack inbox (ack-inbox.ts); `js.publish` acknowledges alike. */
@@ -30,6 +31,8 @@ export interface PublisherPorts {
   streamGone?(): Promise<boolean>;
   /** Told once, when a publish finds the stream gone. */
   onGone?(): void;
+  /** Told of publishes refused for want of storage, and of publishes stored (storage-full.ts). */
+  storage?: Pick<StorageWatch, 'refused' | 'stored'>;
   observer(): LogObserver | undefined;
 }
 
@@ -84,7 +87,8 @@ export class Publisher {
    * Publishes one message, retrying timeouts, missing responders (a stream leader election, a
    * reconnect) and acks without a sequence, with backoff and the same message id, for at most
    * `publishRetryMsMax`. A commit that finally fails is rejected; its message may still have been stored (the ack was lost), so the
-   * outcome is unknown to the caller and the entries may appear in the log later.
+   * outcome is unknown to the caller and the entries may appear in the log later. A first attempt refused for want of
+   * storage is refused as unavailable at once (nothing stored, see storage-full.ts); a later one fails at once, outcome unknown.
    */
   async publish(payload: string, msgID: string): Promise<PubAck> {
     const { ports } = this;
@@ -98,9 +102,11 @@ export class Publisher {
         if (ack.seq < 1) throw new Error(`stream acknowledged ${msgID} as a duplicate of a message not stored yet (seq ${ack.seq})`);
       } catch (err) {
         if (err instanceof NoRespondersError && await ports.streamGone?.()) throw this.gone();
+        const full = ports.storage !== undefined && isStorageExhausted(err) ? ports.storage.refused(err) : undefined;
+        if (full !== undefined && attempt === 0) throw full;
         const pause = backoffMs(attempt, retryPauseMsMax);
         const spent = Date.now() - started;
-        if (!isTransient(err) || ports.failed() || spent + pause > ports.publishRetryMsMax) {
+        if (full !== undefined || !isTransient(err) || ports.failed() || spent + pause > ports.publishRetryMsMax) {
           throw new Error(`${kind}: publishing commit ${msgID} failed after ${attempt + 1} attempts in ${spent} ms `
             + `(it may still have been stored: outcome unknown): ${errorMessage(err)}`, { cause: err });
         }
@@ -110,6 +116,7 @@ export class Publisher {
         continue;
       }
       if (ack.stream !== ports.stream) throw new Error(`${kind}: ${ports.subject} is stored by stream ${ack.stream}, not ${ports.stream}`);
+      ports.storage?.stored();
       if (attempt > 0) ports.logger.info({ stream: ports.stream, msgID, attempts: attempt + 1, seq: ack.seq }, 'JetStream log: publish acknowledged after retrying');
       return ack;
     }

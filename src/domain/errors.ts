@@ -332,6 +332,8 @@ export const errorCatalogue = {
     kind: 'remoteUnavailable', status: 503, consulStatus: 503, consulText: 'cannot store writes now: log stream deleted',
     message: 'the agent cannot store writes now: the cluster\'s JetStream stream was deleted on the nats-servers; reads answer from the state this node holds (see the agent\'s log)',
   }),
+  logStorageFull: busy('the agent cannot store writes now: the cluster\'s nats-servers have no JetStream storage left for its log; retry later',
+    'cannot store writes now: JetStream storage full'),
   descriptorsShort: busy('the agent cannot store writes now: it is out of file descriptors; retry later', 'cannot store writes now: out of file descriptors'),
   logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
   // No Retry-After: the write may still take effect, so a blind retry could apply it twice; read it back first.

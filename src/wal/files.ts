@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import type { LogShortage } from '../ports/log-errors.ts';
 
 /** What the WAL can be short of (a stream is the cluster log's). */
-export type WalShortage = Exclude<LogShortage, 'stream'>;
+export type WalShortage = Exclude<LogShortage, 'stream' | 'storage'>;
 
 /** The name the WAL's errors start with. */
 export const kind = 'WalLog';

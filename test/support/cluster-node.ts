@@ -5,7 +5,7 @@
  * nats-servers, and removes the data dirs.
  */
 import { rmSync } from 'node:fs';
-import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { freePort, startNatsCluster, type NatsCluster, type NatsOptions } from '../../cluster/dev/nats-launcher.ts';
 import { startAgent, tempDataDir, type Agent } from './agent.ts';
 
 export class TestCluster {
@@ -21,8 +21,8 @@ export class TestCluster {
   constructor(readonly names: readonly string[], private readonly args: () => string[] = () => [], private readonly joinSelf = false) {}
 
   /** Starts the nats-servers and gives every node a free gossip port and a data dir; starts no node. */
-  async prepare(): Promise<NatsCluster> {
-    this.nats = await startNatsCluster();
+  async prepare(nats: NatsOptions = {}): Promise<NatsCluster> {
+    this.nats = await startNatsCluster(nats);
     for (const n of this.names) {
       this.gossipPorts.set(n, await freePort());
       this.dataDirs.set(n, tempDataDir());
