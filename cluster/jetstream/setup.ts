@@ -83,7 +83,12 @@ export function connectNats(servers: string[], nodeName: string, auth?: NatsAuth
 /** JetStream, the stream and the bucket, each retried until `deadline`. */
 export async function openStores(nc: NatsConnection, s: Settings, deadline: number): Promise<Stores> {
   const attemptMsMax = 3 * s.publishTimeoutMs;
-  const jsm = await retrying(s.logger, 'JetStream', deadline, () => jetstreamManager(nc, { timeout: s.publishTimeoutMs }), attemptMsMax);
+  const jsm = await retrying(s.logger, 'JetStream', deadline, () => jetstreamManager(nc, { timeout: s.publishTimeoutMs }), attemptMsMax)
+    .catch((err: unknown) => {
+      // Still so at the open deadline: the servers run without JetStream, not just starting.
+      if (!/jetstream is not enabled/i.test(errorMessage(err))) throw err;
+      throw new Error(`${errorMessage(err)}: run the nats-servers with JetStream on (-js, or a jetstream block in their config)`, { cause: err });
+    });
   const js = jetstream(nc, { timeout: s.publishTimeoutMs });
   const stream = await openStream(jsm, s, deadline, attemptMsMax);
   const create = (): Promise<ObjectStore> => new Objm(js).create(s.bucket, { replicas: s.replicas, storage: StorageType.File });

@@ -1,6 +1,7 @@
 // Goal: a cluster node started before its nats-servers (the boot order of a host that starts both) waits
 // for them up to the open timeout, as it waits for a JetStream that is not ready, saying so each try,
-// and serves once they are up; with none answering by then it stops naming the URLs it tried.
+// and serves once they are up; with none answering by then it stops naming the URLs it tried, and with a
+// nats-server that runs without JetStream it says to turn JetStream on.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,4 +41,17 @@ test('with no nats-server answering by the open timeout, the open fails naming t
   const log = new JetStreamLog({ servers: [`nats://127.0.0.1:${port}`], stream: 'NOBODY', replicas: 1, nodeName: 'n1', clock: new SystemClock(), openTimeoutMs: 2_000 });
   const failure = await log.open().then(() => 'opened', (err: Error) => err.message);
   expect(failure).toMatch(new RegExp(`^JetStreamLog.open: connecting to the nats-servers nats://127.0.0.1:${port}: `));
+}, 30_000);
+
+test('with a nats-server that runs without JetStream, the open fails saying to turn it on', async () => {
+  const [client, monitor] = [await freePort(), await freePort()];
+  const server = spawn(natsServerBinary(), ['-a', '127.0.0.1', '-p', String(client), '-m', String(monitor)], { stdio: 'ignore' });
+  try {
+    // The connect waits for the server to listen; JetStream is then asked for until the open timeout.
+    const log = new JetStreamLog({ servers: [`nats://127.0.0.1:${client}`], stream: 'NO_JS', replicas: 1, nodeName: 'n1', clock: new SystemClock(), openTimeoutMs: 5_000 });
+    const failure = await log.open().then(() => 'opened', (err: Error) => err.message);
+    expect(failure).toBe('JetStreamLog.open: JetStream: jetstream is not enabled: run the nats-servers with JetStream on (-js, or a jetstream block in their config)');
+  } finally {
+    server.kill('SIGKILL');
+  }
 }, 30_000);
