@@ -5,7 +5,6 @@
  * SIGTERM/SIGINT and after `PUT /v1/agent/leave`, reloads the config file on SIGHUP, and turns failures
  * into exit codes.
  */
-import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
@@ -21,6 +20,7 @@ import type { Membership } from './ports/membership.ts';
 import { isLogDamaged, WalLog } from './wal/index.ts';
 import { DataDirLocked, keepLock, lockDataDir } from './util/data-dir-lock.ts';
 import { listenErrorFor } from './util/listen-error.ts';
+import { makeDirs } from './util/make-dirs.ts';
 
 // `?filter=` takes `matches` patterns from clients: let V8 fall back to its linear-time engine when a
 // pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
@@ -92,7 +92,7 @@ function toMultiaddr(address: string): string {
 /** Creates the data dir if need be; a path that cannot be one is the operator's to fix (exit 2). */
 function makeDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true });
+    makeDirs(dataDir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it, or a directory above it, is a file' : (err as Error).message;
@@ -107,7 +107,7 @@ function makeDataDir(dataDir: string): void {
  */
 async function remakeClusterDataDir(dataDir: string, reclaim: () => Promise<void>, logger: Logger): Promise<void> {
   try {
-    mkdirSync(dataDir, { recursive: true });
+    makeDirs(dataDir);
     await reclaim();
     await markClusterDataDir(dataDir);
     logger.warn({ dataDir }, 'the data dir was removed or moved while the agent ran: its lock, node ID and cluster marker are written there again');

@@ -182,6 +182,13 @@ describe('startup', () => {
     }
   });
 
+  test('a data dir on a filesystem that makes no directories (/proc) exits 2 naming it, rather than hang', () => {
+    const dir = '/proc/roster-data';
+    const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--data-dir', dir]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`roster: --data-dir ${dir}: cannot be used as the data dir: ENOENT`);
+  });
+
   test('a native binding that does not load stops the start with a clear message, exit 2', () => {
     const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--data-dir', join(tmpdir(), 'roster-never')], { ROSTER_UWS_MODULE: '/nonexistent/uws.node' });
     expect(r.status).toBe(2);
