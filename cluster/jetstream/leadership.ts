@@ -35,12 +35,12 @@ export class LeadershipWatch {
     return this.stream;
   }
 
-  /** Records `first`, then asks `info` every `leadershipPollMs` until stop(). */
-  start(info: () => Promise<StreamInfo>, first: StreamInfo): void {
+  /** Records `first`, then asks `info` every `leadershipPollMs` until stop(); `seen` is given each answer. */
+  start(info: () => Promise<StreamInfo>, first: StreamInfo, seen?: (info: StreamInfo) => void): void {
     this.record(first);
     let failures = 0;
     this.timer = setInterval(() => {
-      info().then((i) => { failures = 0; this.record(i); }, () => {
+      info().then((i) => { failures = 0; this.record(i); seen?.(i); }, () => {
         // One unanswered request under load is not an election: forget the leader only when it lasts.
         failures++;
         const leader = failures >= leadershipFailuresMax ? undefined : this.seen.leader;

@@ -52,6 +52,7 @@ import { Reader } from './reader.ts';
 import { errorMessage, retrying, retryPauseMsMax, settlesWithin, streamGone } from './retry.ts';
 import { connectNats, openStores, type Stores } from './setup.ts';
 import { SnapshotStore, startMark } from './snapshots.ts';
+import { watchSettings } from './settings-watch.ts';
 import { StorageWatch } from './storage-full.ts';
 
 export type { JetStreamLogOptions, JetStreamLogStats } from './options.ts';
@@ -305,7 +306,7 @@ export class JetStreamLog implements ReplicatedLog {
     stores.store.onRemade(() => { snapshots.bucketRemade(); saveNow(); });
     this.parts = { stores, marks, audit, digests, reader, publisher, snapshots, commits, committer, compactor };
     reader.start();
-    this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info);
+    this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info, watchSettings(s, s.logger, stores.stream.differs));
     if (s.compactEveryMs > 0) this.startCompactor(compactor, nc.info?.version);
     // Catching up gets a full open timeout of its own: reading a snapshot may have used the first.
     await reader.catchUp(info.state.last_seq, Math.max(deadline, Date.now() + s.openTimeoutMs), s.openTimeoutMs);

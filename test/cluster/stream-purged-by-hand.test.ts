@@ -2,7 +2,9 @@
 // does not leave a node started later without a start: the running node sees the stream's start move past
 // every snapshot, saves one at once (saying why), and after a crash it starts from that snapshot with every
 // acknowledged write, before and after the purge. Before, it retried "no usable snapshot" until the open
-// timeout and stopped: the writes were in no snapshot and no longer in the stream.
+// timeout and stopped: the writes were in no snapshot and no longer in the stream. The stream's settings
+// edited by hand while the node runs (`nats stream edit`) are said once, with what they do to the log, and
+// their return is said too.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { call } from '../support/agent.ts';
 import { TestCluster } from '../support/cluster-node.ts';
@@ -38,3 +40,28 @@ test('a stream purged by hand: the node saves a snapshot at once, and starts fro
   for (let k = 0; k < 25; k++) expect((await call(node.url, 'GET', `/v1/kv/k/${k}?raw`)).text).toBe(`v${k}`);
   expect(node.output()).toContain('JetStream log: loaded a snapshot');
 }, 180_000);
+
+test('the stream\'s settings edited by hand: the node says once what changed and what it does, and when they are back', async () => {
+  const node = cluster.nodes.get('solo')!;
+  const edit = (change: { max_age?: number; duplicate_window?: number }) => withJsm(cluster.nats.urls, async (jsm) => {
+    const { config } = await jsm.streams.info('ROSTER_LOG');
+    await jsm.streams.update('ROSTER_LOG', { ...config, ...change });
+    return config;
+  });
+  const lines = (text: string) => node.output().split('\n').filter((l) => l.includes(text));
+  const original = await edit({ max_age: 3_600e9, duplicate_window: 1e9 });
+  const warned = await until('the warning', async () => lines('the stream\'s settings were changed on the nats-servers')[0], 20_000);
+  const record = JSON.parse(warned) as { changed: Record<string, number>; effects: string[] };
+  expect(record.changed).toEqual({ maxAgeNs: 3_600e9, duplicateWindowNs: 1e9 });
+  expect(record.effects).toEqual(expect.arrayContaining([
+    'a publish retried after a lost answer may be stored twice', expect.stringContaining('JetStream removes messages by itself'),
+  ]));
+  // Said once, not at every look.
+  await new Promise((r) => setTimeout(r, 5_000));
+  expect(lines('the stream\'s settings were changed on the nats-servers')).toHaveLength(1);
+
+  await edit({ max_age: original.max_age, duplicate_window: original.duplicate_window });
+  const back = await until('the return', async () => lines('the stream\'s settings are back to what the log needs')[0], 20_000);
+  expect((JSON.parse(back) as { restored: string[] }).restored.sort()).toEqual(['duplicateWindowNs', 'maxAgeNs']);
+  expect((await call(node.url, 'PUT', '/v1/kv/after-the-edits', 'v')).status).toBe(200);
+}, 120_000);
