@@ -25,7 +25,9 @@ export function settingsDiffer(info: StreamInfo, plan: StreamPlan): Record<strin
   try {
     return adoptStream(info, plan).differs;
   } catch {
-    return { subject: info.config.subjects };
+    // No subject the log can use: that, and whatever else differs.
+    const rest = adoptStream({ ...info, config: { ...info.config, subjects: [plan.subject] } }, plan).differs;
+    return { ...rest, subject: info.config.subjects };
   }
 }
 

@@ -10,6 +10,7 @@ import { numberCommit, type SnapshotRecord } from '../../cluster/jetstream/forma
 import { Marks } from '../../cluster/jetstream/marks.ts';
 import { backoffMs, isTransient, retrying, settlesWithin, withinMs } from '../../cluster/jetstream/retry.ts';
 import { adoptStream, duplicateWindowMs, messageBytesMax, streamConfig, type StreamPlan } from '../../cluster/jetstream/setup.ts';
+import { settingsDiffer, watchSettings } from '../../cluster/jetstream/settings-watch.ts';
 import { startMark, unusable } from '../../cluster/jetstream/snapshots.ts';
 
 const plan: StreamPlan = { stream: 'LOG', subject: 'roster.log.LOG', replicas: 3, publishRetryMsMax: 30_000, publishTimeoutMs: 5000 };
@@ -85,6 +86,28 @@ describe('stream settings', () => {
     expect(() => adoptStream(streamInfo({ subjects: ['log.>'] }), plan)).toThrow(/exists without the subject roster.log.LOG/);
     expect(() => adoptStream(streamInfo({ subjects: ['a', 'b'] }), plan)).toThrow(/it has a, b/);
     expect(adoptStream(streamInfo({ subjects: ['roster.log.LOG', 'x'] }), plan).strictSeq).toBe(false);
+  });
+
+  it('watches the settings while the nodes run: a change said once with its effects, its return at info, a lost subject too', () => {
+    const warned: unknown[] = [];
+    const told: unknown[] = [];
+    const logger = { ...silentLogger, warn: (o: unknown) => void warned.push(o), info: (o: unknown) => void told.push(o) };
+    const seen = watchSettings(plan, logger, {});
+    seen(streamInfo());
+    expect([warned, told]).toEqual([[], []]);
+    seen(streamInfo({ num_replicas: 1 }));
+    seen(streamInfo({ num_replicas: 1 }));
+    expect(warned).toEqual([expect.objectContaining({ changed: { replicas: 1 } })]);
+    seen(streamInfo({ subjects: ['a', 'b'], num_replicas: 1 }));
+    expect(warned[1]).toMatchObject({ changed: { subject: ['a', 'b'] }, effects: [expect.stringContaining('writes cannot be stored')] });
+    seen(streamInfo());
+    expect(told).toEqual([expect.objectContaining({ restored: ['replicas', 'subject'] })]);
+    expect(warned).toHaveLength(2);
+    // What was said at start is not said again.
+    const started = watchSettings(plan, logger, { replicas: 1 });
+    started(streamInfo({ num_replicas: 1 }));
+    expect(warned).toHaveLength(2);
+    expect(settingsDiffer(streamInfo({ deny_purge: true }), plan)).toEqual({ denyPurge: true });
   });
 
   it('keeps room for the headers below the server\'s max_payload', () => {
