@@ -28,15 +28,23 @@ export function parseLocalDefinitions(config: Config): LocalDefinitions {
 /**
  * Registers the config file's services and checks. A definition that does not validate stops the start
  * with its reason. On a full disk they are registered once the log can store writes again, as this node's
- * own registration is.
+ * own registration is; while that registration waits for another node holding this node's ID (a cluster
+ * node renamed on its data dir, or started on a copy of a live node's: self-registration.ts), they are
+ * registered after it, and a refusal then is logged.
  */
 export async function registerLocalDefinitions(runtime: Runtime, config: Config): Promise<LocalDefinitions> {
   const defs = parseLocalDefinitions(config);
   if (defs.services.length === 0 && defs.checks.length === 0) return defs;
-  await runtime.onceWritable('the config file\'s services and checks', async () => {
+  const register = () => runtime.onceWritable('the config file\'s services and checks', async () => {
     for (const parsed of defs.services) await propose(runtime, registerService(config.nodeName, parsed), `service "${parsed.service.id}"`, 'registered');
     for (const check of defs.checks) await propose(runtime, { t: 'check.register', node: config.nodeName, check }, `check "${check.checkId}"`, 'registered');
   });
+  if (runtime.registration.waiting) {
+    void runtime.registration.done.then(register)
+      .catch((err: unknown) => runtime.logger.error({ err: err instanceof ConfigError ? err.message : err }, 'registering the config file\'s services and checks failed'));
+    return defs;
+  }
+  await register();
   return defs;
 }
 

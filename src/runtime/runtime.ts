@@ -85,10 +85,11 @@ export class Runtime {
   readonly nodeName: string;
   readonly nodeId: string;
   readonly address: string;
-  private readonly registration: SelfRegistration;
+  /** This node's own registration in the catalog (self-registration.ts). */
+  readonly registration: SelfRegistration;
   private readonly log: ReplicatedLog;
   private readonly clock: Clock;
-  private readonly logger: Logger;
+  readonly logger: Logger;
   private readonly onFatal: ((err: Error) => void) | undefined;
   private readonly observer: RuntimeObserver | undefined;
   private readonly proposals: Proposals;

@@ -45,8 +45,20 @@ const holderLookMs = 1_000;
 export class SelfRegistration {
   /** Set while the start waits for a live holder of this node's ID: nothing registers this node meanwhile. */
   private waitingForId = false;
+  /** Resolves once the start registered this node (see `done`). */
+  private markDone: () => void = () => {};
+  /**
+   * Resolves once this node is registered at start: at once, or after the wait for a holder of its ID.
+   * What registers on this node (the config file's services and checks) waits for it.
+   */
+  readonly done = new Promise<void>((resolve) => { this.markDone = resolve; });
 
   constructor(private readonly host: SelfRegistrationHost) {}
+
+  /** True while the start waits for a live holder of this node's ID (`done` then resolves later, if ever). */
+  get waiting(): boolean {
+    return this.waitingForId;
+  }
 
   /** At start: registers now, or, in a cluster where another node holds this ID, begins the wait described above. */
   async atStart(): Promise<void> {
@@ -54,11 +66,12 @@ export class SelfRegistration {
     if (host.clustered && host.state().nodeHoldingId(host.self.id, host.self.name) !== undefined) {
       this.waitingForId = true;
       void this.onceIdFree()
-        .catch((err: unknown) => host.logger.warn({ err }, 'registering this node failed'))
+        .then(() => this.markDone(), (err: unknown) => host.logger.warn({ err }, 'registering this node failed'))
         .finally(() => { this.waitingForId = false; });
       return;
     }
     await host.onceWritable(what, () => this.register(true));
+    this.markDone();
   }
 
   /** After applied entries that touched this node or restored the state: registers it again if it is missing. */

@@ -2,8 +2,8 @@
 // another node name) takes nothing of that node's and stops with exit code 2 naming the file to remove.
 // It used to take the ID over at start as a rename would: the live node went from the catalog with its
 // services, and its sessions were invalidated, releasing its locks. A node renamed on its own data dir,
-// whose old name no longer runs, still takes its old node over.
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+// whose old name no longer runs, still takes its old node over, and then registers its config file's services.
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { freePort, startNatsCluster, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
@@ -26,13 +26,13 @@ afterAll(async () => {
 });
 
 /** Starts node `name` on gossip port k with the other ports as seeds; resolves once it is ready, or with the error when it exited first. */
-async function start(name: string, k: number, dataDir = tempDataDir()): Promise<Agent | string> {
+async function start(name: string, k: number, dataDir = tempDataDir(), extra: string[] = []): Promise<Agent | string> {
   dirs.push(dataDir);
   const seeds = gossipPorts.filter((_, j) => j !== k).flatMap((p) => ['--join', `127.0.0.1:${p}`]);
   return startAgent({
     bare: true, dataDir, readyTimeoutMs: 60_000,
     args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', name, '--nats', nats.urls.join(','),
-      '--gossip-listen', `127.0.0.1:${gossipPorts[k]}`, ...seeds],
+      '--gossip-listen', `127.0.0.1:${gossipPorts[k]}`, ...seeds, ...extra],
   }).then((a) => { agents.push(a); return a; }, (err: Error) => err.message);
 }
 
@@ -88,7 +88,10 @@ test('a node restarted on its data dir under a new name, its old name no longer 
   const a = agents.find((x) => x.proc.exitCode === null && /"node":"a"/.test(x.output()))!;
   const aId = await nodeId(a);
   await a.stop();
-  const renamed = await start('a2', 0, a.dataDir) as Agent;
+  const configFile = join(a.dataDir, '..', `roster-renamed-${process.pid}.json`);
+  writeFileSync(configFile, JSON.stringify({ services: [{ name: 'from-config', id: 'from-config-1', port: 9000 }] }));
+  dirs.push(configFile);
+  const renamed = await start('a2', 0, a.dataDir, ['--config-file', configFile]) as Agent;
   expect(await nodeId(renamed)).toBe(aId);
   const nodes = await until('a2 registered in place of a', async () => {
     const all = await catalogNodes(b);
@@ -96,4 +99,7 @@ test('a node restarted on its data dir under a new name, its old name no longer 
   }, 60_000);
   expect(nodes.map((n) => [n.Node, n.ID])).toEqual([['a2', aId], ['b', await nodeId(b)]]);
   expect(renamed.output()).toContain('this node\'s ID was held by another node: that node is removed from the catalog');
+  // The config file's service, registered once the node is.
+  await until('the config file\'s service', async () => ((await call(b.url, 'GET', '/v1/catalog/service/from-config'))
+    .json<Array<{ Node: string }>>().map((s) => s.Node).join() === 'a2' ? true : undefined), 20_000);
 }, 120_000);
