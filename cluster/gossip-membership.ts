@@ -25,7 +25,7 @@ import {
 import { commandLevel } from '../src/domain/index.ts';
 import { membersTopic, encodeHeartbeat, decodeHeartbeat, sameCluster, type Heartbeat } from './heartbeat.ts';
 import { MemberTable, type MemberIdentity } from './member-table.ts';
-import { IdentityClash, sharesIdentity, type IdentityHolder } from './identity-clash.ts';
+import { IdentityClash, sharesIdentity, type IdentityHolder, type SharedIdentity } from './identity-clash.ts';
 import { seedAddr, withoutPeerId } from './addresses.ts';
 import { SeedWatch } from './seed-watch.ts';
 
@@ -66,17 +66,13 @@ export interface GossipMembershipOptions {
    */
   key?: Uint8Array;
   /**
-   * Called once when another live node heartbeats under this node's name and started first (see
-   * startedFirst): this node must stop (the agent exits), or the two would register the name in turn in
-   * the catalog for as long as both run. Without it the clash is logged only.
+   * Called once when another live node that started first (see startedFirst) heartbeats under this node's
+   * name (the two would register the name in turn in the catalog for as long as both run), with its ID
+   * under another name (one data dir copied to two machines: each would remove the other's node, with its
+   * services and sessions), or with both (a cloned machine: two processes acting as one node). This node
+   * must stop (the agent exits). Without it a clash is logged only.
    */
-  nameTaken?: (other: IdentityHolder) => void;
-  /**
-   * Called once when another live node heartbeats with this node's ID under another name and started
-   * first: one data dir copied to two machines. This node must stop, or each would remove the other's
-   * node (with its services and sessions) from the catalog. Without it the clash is logged only.
-   */
-  idTaken?: (other: IdentityHolder) => void;
+  identityTaken?: (shared: SharedIdentity, other: IdentityHolder) => void;
   /** @default SystemClock */
   clock?: Clock;
   logger?: Logger;
@@ -148,10 +144,10 @@ export class GossipMembership implements Membership {
     this.inc = this.clock.nowMs();
     this.seedWatch = new SeedWatch({ logger: this.logger, aloneWarnMs: 2 * this.suspicionMs }, this.inc);
     const self = { ...this.self, inc: this.inc };
-    this.clashes = [
-      new IdentityClash({ self, shared: 'name', liveAfterMs: this.suspicionMs, logger: this.logger, taken: this.opts.nameTaken }),
-      new IdentityClash({ self, shared: 'id', liveAfterMs: this.suspicionMs, logger: this.logger, taken: this.opts.idTaken }),
-    ];
+    const taken = this.opts.identityTaken;
+    this.clashes = (['name', 'id', 'both'] as const).map((shared) => new IdentityClash({
+      self, shared, liveAfterMs: this.suspicionMs, logger: this.logger, taken: taken && ((other) => taken(shared, other)),
+    }));
     const node = await createNode(this.opts.listen, this.heartbeatMs, this.opts.key);
     this.node = node;
     node.services.pubsub.addEventListener('message', (evt) => {
@@ -242,7 +238,7 @@ export class GossipMembership implements Membership {
       this.foreign(hb, fromPeer);
       return;
     }
-    for (const clash of this.clashes) if (sharesIdentity(hb, this.self, clash.shared)) clash.heard(hb, fromPeer, this.clock.nowMs());
+    for (const clash of this.clashes) if (sharesIdentity(hb, { ...this.self, inc: this.inc }, clash.shared)) clash.heard(hb, fromPeer, this.clock.nowMs());
     if (fromPeer !== undefined) for (const a of hb.addrs ?? []) this.peerAt.set(a, fromPeer);
     const heard = this.table.heard(hb, this.clock.nowMs());
     const forced = hb.forceLeave !== undefined && hb.forceLeave.name !== this.self.name && this.table.forceLeave(hb.forceLeave.name, hb.forceLeave.prune);

@@ -17,6 +17,7 @@ import { BindingUnavailable, loadUws } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
 import type { ReplicatedLog } from './ports/log.ts';
 import type { Membership } from './ports/membership.ts';
+import type { IdentityHolder, SharedIdentity } from '../cluster/identity-clash.ts';
 import { isLogDamaged, WalLog } from './wal/index.ts';
 import { DataDirLocked, keepLock, lockDataDir } from './util/data-dir-lock.ts';
 import { listenErrorFor } from './util/listen-error.ts';
@@ -56,21 +57,30 @@ async function joinCluster(config: Config, self: SelfAddresses, log: ReplicatedL
     self, listen: toMultiaddr(config.gossipListen), seeds: config.join, suspicionMs: config.suspicionMs,
     // The log is what makes nodes one cluster: nodes that share it are members of each other, whatever else differs.
     cluster: log.identity?.(), ...(config.gossipKey ? { key: config.gossipKey } : {}), logger,
-    nameTaken: (other) => {
-      logger.fatal({ name: self.name, other }, `another node of the cluster runs under this node name and started first (node ID ${other.id}, `
-        + `HTTP ${other.http}): stopping, as the two would take the name from each other in the catalog; give each node its own node_name (--node-name)`);
-      process.exit(2);
-    },
-    idTaken: (other) => {
-      logger.fatal({ name: self.name, id: self.id, other }, `another node of the cluster runs with this node's ID ${self.id} under the name ${other.name} `
-        + `and started first (HTTP ${other.http}): stopping, as each would remove the other's node from the catalog; this data dir looks copied from `
-        + `that node's (a cloned machine or data dir): remove ${join(resolve(config.dataDir), 'node-id')} to give this node an ID of its own`);
+    identityTaken: (shared, other) => {
+      logger.fatal({ name: self.name, id: self.id, other }, identityTakenText(shared, self, other, join(resolve(config.dataDir), 'node-id')));
       process.exit(2);
     },
   });
   await gossip.start().catch(async (err: unknown) => { throw await gossipListenError(config.gossipListen, err); });
   logger.info({ gossip: gossip.addresses() }, 'gossip membership started');
   return gossip;
+}
+
+/** Why this node stops: another node, started first, shares its name, its node ID or both (cluster/identity-clash.ts). */
+function identityTakenText(shared: SharedIdentity, self: SelfAddresses, other: IdentityHolder, nodeIdFile: string): string {
+  if (shared === 'name') {
+    return `another node of the cluster runs under this node name and started first (node ID ${other.id}, HTTP ${other.http}): stopping, `
+      + 'as the two would take the name from each other in the catalog; give each node its own node_name (--node-name)';
+  }
+  if (shared === 'id') {
+    return `another node of the cluster runs with this node's ID ${self.id} under the name ${other.name} and started first (HTTP ${other.http}): `
+      + 'stopping, as each would remove the other\'s node from the catalog; this data dir looks copied from that node\'s (a cloned machine or data dir): '
+      + `remove ${nodeIdFile} to give this node an ID of its own`;
+  }
+  return `another process runs as this node (name ${self.name}, node ID ${self.id}) and started first (HTTP ${other.http}, at ${other.startedAt}): `
+    + 'stopping, as the two would act as one node; this machine looks cloned with its configuration and data dir: give it its own node_name '
+    + `(--node-name) and remove ${nodeIdFile} to give it an ID of its own`;
 }
 
 /** A gossip start that failed because its address does not bind, as the other ports say it (exit 2); else `err`. */

@@ -1,5 +1,6 @@
 // Goal: a node started on a copy of a live node's data dir (a cloned machine: the same node-id file under
-// another node name) takes nothing of that node's and stops with exit code 2 naming the file to remove.
+// another node name, or under its name too) takes nothing of that node's and stops with exit code 2 naming
+// the file to remove.
 // It used to take the ID over at start as a rename would: the live node went from the catalog with its
 // services, and its sessions were invalidated, releasing its locks. A node renamed on its own data dir,
 // whose old name no longer runs, still takes its old node over, and then registers its config file's services.
@@ -82,6 +83,28 @@ test('a node started on a copy of a live node\'s data dir takes nothing of it an
   expect((await call(b.url, 'GET', '/v1/kv/leader')).json<Array<{ Session?: string }>>()[0]!.Session).toBe(session);
   expect(a.output()).not.toContain('this node\'s ID is also held by another node');
 }, 180_000);
+
+test('a copy of a live node started under its name too (a cloned machine) stops with exit code 2; the node keeps everything', async () => {
+  const a = agents.find((x) => x.proc.exitCode === null && /"node":"a"/.test(x.output()))!;
+  const b = agents.find((x) => x.proc.exitCode === null && /"node":"b"/.test(x.output()))!;
+  const session = (await call(a.url, 'PUT', '/v1/session/create', { Name: 'twin-holder' })).json<{ ID: string }>().ID;
+  expect((await call(a.url, 'PUT', `/v1/kv/twin-lock?acquire=${session}`, 'a')).text).toBe('true');
+  const copy = tempDataDir();
+  mkdirSync(copy, { recursive: true });
+  for (const f of ['node-id', 'cluster']) copyFileSync(join(a.dataDir, f), join(copy, f));
+  const twin = await start('a', 2, copy);
+  const code = typeof twin === 'string' ? undefined : await exitOf(twin, 60_000);
+  const output = typeof twin === 'string' ? twin : twin.output();
+  if (typeof twin === 'string') expect(twin).toMatch(/exited \(2\)/);
+  else expect(code).toBe(2);
+  expect(output).toContain(`another process runs as this node (name a, node ID ${await nodeId(a)}) and started first`);
+  expect(output).toContain(`give it its own node_name (--node-name) and remove ${join(copy, 'node-id')}`);
+  expect(a.proc.exitCode).toBeNull();
+  expect((await call(b.url, 'GET', `/v1/session/info/${session}`)).json<Array<{ ID: string }>>().map((x) => x.ID)).toEqual([session]);
+  expect((await call(b.url, 'GET', '/v1/kv/twin-lock')).json<Array<{ Session?: string }>>()[0]!.Session).toBe(session);
+  const members = (await call(b.url, 'GET', '/v1/agent/members')).json<Array<{ Name: string; Status: number }>>();
+  expect(members.filter((m) => m.Name === 'a')).toEqual([expect.objectContaining({ Status: 1 })]);
+}, 120_000);
 
 test('a node restarted on its data dir under a new name, its old name no longer running, takes its old node over', async () => {
   const b = agents.find((x) => x.proc.exitCode === null && /"node":"b"/.test(x.output()))!;
