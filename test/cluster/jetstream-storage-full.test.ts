@@ -70,6 +70,14 @@ describe.each([
     const node = await start();
     for (let k = 0; k < 3; k++) expect((await call(node.url, 'PUT', `/v1/kv/kept/${k}`, `v${k}`)).status).toBe(200);
     expect(await fillStorage(nats.urls)).toMatch(refusal);
+    // The first write to meet the full storage tells the node. On a loaded machine the nats-servers of a
+    // cluster were once seen not answering that write for the whole write timeout (their own retries or an
+    // election): it is answered as any write the log could not confirm, and the next one finds out.
+    let tries = 0;
+    await until('a write refused for want of storage', async () => {
+      const r = await call(node.url, 'PUT', `/v1/kv/first-refused/${tries++}`, 'x');
+      return r.status === 503 && /no JetStream storage left/.test(r.text) ? true : undefined;
+    }, 120_000);
 
     for (let k = 0; k < 3; k++) {
       const r = await call(node.url, 'PUT', `/v1/kv/refused/${k}`, 'x');
