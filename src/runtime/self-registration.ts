@@ -65,9 +65,13 @@ export class SelfRegistration {
     const { host } = this;
     if (host.clustered && host.state().nodeHoldingId(host.self.id, host.self.name) !== undefined) {
       this.waitingForId = true;
-      void this.onceIdFree()
-        .then(() => this.markDone(), (err: unknown) => host.logger.warn({ err }, 'registering this node failed'))
-        .finally(() => { this.waitingForId = false; });
+      void this.onceIdFree().then(() => {
+        this.waitingForId = false;
+        this.markDone();
+      }, (err: unknown) => {
+        this.waitingForId = false;
+        host.logger.warn({ err }, 'registering this node failed');
+      });
       return;
     }
     await host.onceWritable(what, () => this.register(true));
