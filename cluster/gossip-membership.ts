@@ -25,7 +25,7 @@ import {
 import { commandLevel } from '../src/domain/index.ts';
 import { membersTopic, encodeHeartbeat, decodeHeartbeat, sameCluster, type Heartbeat } from './heartbeat.ts';
 import { MemberTable, type MemberIdentity } from './member-table.ts';
-import { IdentityClash, sharesIdentity, type IdentityHolder, type SharedIdentity } from './identity-clash.ts';
+import { IdentityClash, type IdentityHolder, type SharedIdentity } from './identity-clash.ts';
 import { seedAddr, withoutPeerId } from './addresses.ts';
 import { SeedWatch } from './seed-watch.ts';
 
@@ -143,7 +143,7 @@ export class GossipMembership implements Membership {
     if (this.node !== undefined || this.stopped) throw new Error('membership: start() is called once');
     this.inc = this.clock.nowMs();
     this.seedWatch = new SeedWatch({ logger: this.logger, aloneWarnMs: 2 * this.suspicionMs }, this.inc);
-    const self = { ...this.self, inc: this.inc };
+    const self = { name: this.self.name, id: this.self.id, inc: this.inc, http: this.self.http };
     const taken = this.opts.identityTaken;
     this.clashes = (['name', 'id', 'both'] as const).map((shared) => new IdentityClash({
       self, shared, liveAfterMs: this.suspicionMs, logger: this.logger, taken: taken && ((other) => taken(shared, other)),
@@ -238,7 +238,7 @@ export class GossipMembership implements Membership {
       this.foreign(hb, fromPeer);
       return;
     }
-    for (const clash of this.clashes) if (sharesIdentity(hb, { ...this.self, inc: this.inc }, clash.shared)) clash.heard(hb, fromPeer, this.clock.nowMs());
+    for (const clash of this.clashes) clash.heard(hb, fromPeer, this.clock.nowMs());
     if (fromPeer !== undefined) for (const a of hb.addrs ?? []) this.peerAt.set(a, fromPeer);
     const heard = this.table.heard(hb, this.clock.nowMs());
     const forced = hb.forceLeave !== undefined && hb.forceLeave.name !== this.self.name && this.table.forceLeave(hb.forceLeave.name, hb.forceLeave.prune);

@@ -19,8 +19,8 @@ export type SharedIdentity = 'name' | 'id' | 'both';
 export interface IdentityHolder { name: string; id: string; startedAt: string; http: string }
 
 export interface IdentityClashOptions {
-  /** This node: its name, ID and start time (its heartbeats' `inc`). */
-  self: { name: string; id: string; inc: number };
+  /** This node: its name, ID, start time (its heartbeats' `inc`) and HTTP address. */
+  self: { name: string; id: string; inc: number; http: string };
   shared: SharedIdentity;
   liveAfterMs: number;
   logger: Logger;
@@ -49,12 +49,9 @@ export class IdentityClash {
 
   constructor(private readonly o: IdentityClashOptions) {}
 
-  get shared(): SharedIdentity {
-    return this.o.shared;
-  }
-
-  /** A heartbeat for which sharesIdentity holds. */
+  /** A heartbeat of any node: counted when it shares this node's identity as `shared` says (sharesIdentity). */
   heard(hb: Heartbeat, fromPeer: string | undefined, nowMs: number): void {
+    if (!sharesIdentity(hb, this.o.self, this.o.shared)) return;
     const key = this.o.shared === 'name' ? hb.id : this.o.shared === 'id' ? hb.name : `${hb.inc} ${hb.http}`;
     const o = this.other;
     if (o === undefined || o.key !== key || nowMs - o.lastMs >= this.o.liveAfterMs) this.other = { key, sinceMs: nowMs, lastMs: nowMs };

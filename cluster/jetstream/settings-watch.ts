@@ -8,15 +8,17 @@ import type { StreamInfo } from '@nats-io/jetstream';
 import type { Logger } from '../../src/ports/index.ts';
 import { adoptStream, type StreamPlan } from './setup.ts';
 
+const removesMessages = 'JetStream removes messages by itself (a snapshot is saved each time the start passes the last one)';
+
 /** What each difference from the log's needs does to it, as the warning says. */
 const effects: Record<string, string> = {
   storage: 'the log is kept in memory: a restart of the servers loses it',
   replicas: 'another number of copies of every write than the nodes were started with',
   duplicateWindowNs: 'a publish retried after a lost answer may be stored twice',
   denyPurge: 'compaction cannot purge the stream, which grows for ever',
-  maxMsgs: 'JetStream removes messages by itself (a snapshot is saved each time the start passes the last one)',
-  maxBytes: 'JetStream removes messages by itself (a snapshot is saved each time the start passes the last one)',
-  maxAgeNs: 'JetStream removes messages by itself (a snapshot is saved each time the start passes the last one)',
+  maxMsgs: removesMessages,
+  maxBytes: removesMessages,
+  maxAgeNs: removesMessages,
   subject: 'writes cannot be stored: the stream no longer takes the log\'s subject',
 };
 

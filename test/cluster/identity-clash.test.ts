@@ -16,7 +16,7 @@ function clash(shared: SharedIdentity, selfInc: number) {
   const taken: IdentityHolder[] = [];
   const warns: unknown[] = [];
   const c = new IdentityClash({
-    self: { name: self.name, id: self.id, inc: selfInc }, shared, liveAfterMs: 5_000,
+    self: { ...self, inc: selfInc }, shared, liveAfterMs: 5_000,
     logger: { ...silentLogger, warn: (o: unknown) => void warns.push(o) }, taken: (other) => void taken.push(other),
   });
   return { c, taken, warns };
