@@ -127,7 +127,7 @@ async function remakeClusterDataDir(dataDir: string, reclaim: () => Promise<void
 }
 
 async function run(config: Config, reread: () => Config): Promise<void> {
-  const logger = createLogger(config);
+  const { logger, tap: logTap } = createLogger(config);
   // SIGHUP must never stop the agent: until it is ready, one is logged and ignored.
   let onHangup = () => logger.warn({ signal: 'SIGHUP' }, 'the agent is still starting: SIGHUP ignored');
   process.on('SIGHUP', () => onHangup());
@@ -155,7 +155,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   const log = await openLog(config, dataDir, clock, logger, reclaim);
   let shutdown: (signal: string) => void = () => {};
   const agent = await assembleAgent(config, {
-    log, clock, nodeId, logger, reread,
+    log, clock, nodeId, logger, logTap, reread,
     onFatal: () => process.exit(70),
     join: (self) => joinCluster(config, self, log, logger),
     onLeave: () => shutdown('leave'),

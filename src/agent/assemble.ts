@@ -18,6 +18,7 @@ import { probeFactory } from '../probes/factory.ts';
 import { Runtime } from '../runtime/index.ts';
 import { ListenError } from '../util/listen-error.ts';
 import { forceLeave } from './force-leave.ts';
+import type { LogTap } from './log-tap.ts';
 import { registerLocalDefinitions } from './local-definitions.ts';
 import { configReloader, type ReloadOutcome } from './reload.ts';
 
@@ -34,6 +35,8 @@ export interface AgentParts {
   clock: Clock;
   nodeId: string;
   logger: Logger;
+  /** The logger's destination, which hands its lines to /v1/agent/monitor (log-tap.ts). @default no monitor */
+  logTap?: LogTap;
   /** The log cannot be applied: logged and the HTTP server closed already; the caller stops the node. */
   onFatal(err: unknown): void;
   /** Cluster membership, joined once the listeners have their ports. @default this node alone */
@@ -70,6 +73,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
     sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
     serverAddress: `${config.httpHost}:${config.httpPort}`, metrics, uiDir: config.uiDir,
+    ...(parts.logTap ? { logs: parts.logTap } : {}),
   };
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
   // One limiter for the HTTP API and the stream's upgrades: a caller's requests and upgrades share its window.
@@ -88,7 +92,10 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   if (gossip !== undefined) membership.set(gossip);
   const applyLimits = limitsApplier(httpOpts, stream, grpc);
   applyLimits(config.limits);
-  const reload = configReloader({ config, logger: parts.logger, runtime, ctx, definitions, applyLimits }, parts.reread ?? (() => ({ ...config })));
+  const tap = parts.logTap;
+  const reload = configReloader({
+    config, logger: parts.logger, runtime, ctx, definitions, applyLimits, ...(tap ? { setLogLevel: (level: string) => tap.setLevel(level) } : {}),
+  }, parts.reread ?? (() => ({ ...config })));
   metrics.track({
     state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),
     streamConnections: () => stream.connections, streamSubscriptions: () => stream.subscriptions, grpcWatchers: () => grpc.watchers(),

@@ -32,6 +32,8 @@ export interface ReloadTarget {
   definitions: LocalDefinitions;
   /** Puts new limits in force (those of restartOnlyLimits excepted). */
   applyLimits(limits: Limits): void;
+  /** Puts a new log level in force. @default sets the logger's level */
+  setLogLevel?(level: string): void;
 }
 
 /** A reload's outcome: the changed settings that need a restart. */
@@ -57,7 +59,8 @@ async function reloadOnce(target: ReloadTarget, reread: () => Config): Promise<R
   const restartNeeded: string[] = changedKeys(config, next).filter((key) => !liveKeys.has(key) || (key === 'rateLimit' && !rateLimitLive(config, next)));
   restartNeeded.push(...restartOnlyLimits.filter((key) => config.limits[key] !== next.limits[key]).map((key) => `limits.${key}`));
   for (const key of restartNeeded) logger.warn({ setting: key }, `reload: ${key} changed; it takes effect at the next restart`);
-  logger.level = next.logLevel;
+  if (target.setLogLevel !== undefined) target.setLogLevel(next.logLevel);
+  else logger.level = next.logLevel;
   config.logLevel = next.logLevel;
   config.enableScriptChecks = next.enableScriptChecks;
   config.enableLocalScriptChecks = next.enableLocalScriptChecks;

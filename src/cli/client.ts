@@ -145,6 +145,12 @@ export class AgentClient {
   }
 
   private async requestAt(base: string, method: string, path: string, o: RequestOptions, signal: AbortSignal): Promise<Answer> {
+    const { url, headers, payload } = this.prepare(base, method, path, o);
+    return readAnswer(await open(url, method, headers, payload, signal));
+  }
+
+  /** The request's URL, headers and body as sent to `base`. */
+  private prepare(base: string, method: string, path: string, o: RequestOptions): { url: URL; headers: Record<string, string>; payload: string | Buffer | undefined } {
     const url = new URL(base + path);
     for (const [k, v] of Object.entries(o.query ?? {})) {
       if (v === undefined || v === false) continue;
@@ -158,15 +164,32 @@ export class AgentClient {
     // A body is sent with its length (never chunked); a PUT or POST without one says it has none.
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
     else if (method === 'PUT' || method === 'POST') headers['content-length'] = '0';
-    const { res, body } = await send(url, method, headers, payload, signal);
-    const text = body.toString('utf8');
-    const answerHeaders = headersOf(res);
-    const index = Number(answerHeaders.get('x-consul-index') ?? NaN);
-    return {
-      status: res.statusCode ?? 0, headers: answerHeaders, body, text,
-      index: Number.isFinite(index) ? index : undefined,
-      json: <T>() => parseExactJson(text) as T,
-    };
+    return { url, headers, payload };
+  }
+
+  /**
+   * A GET whose answer is read as it arrives (a monitor's log): resolves with the answer once its head is
+   * in (within `timeoutMs`), its body still to be read; `signal` ends it at any time.
+   */
+  async openAnswer(path: string, o: Pick<RequestOptions, 'query' | 'timeoutMs'> & { signal: AbortSignal }): Promise<IncomingMessage> {
+    const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
+    const tried: string[] = [];
+    for (let base = this.baseUrl; ; base = this.baseUrl) {
+      const { url, headers } = this.prepare(base, 'GET', path, o);
+      const timer = new AbortController();
+      const late = setTimeout(() => timer.abort(), timeoutMs);
+      try {
+        return await open(url, 'GET', headers, undefined, AbortSignal.any([timer.signal, o.signal]));
+      } catch (err) {
+        if (o.signal.aborted) throw err;
+        if (timer.signal.aborted) throw new CliError(`the agent at ${base} did not answer within ${timeoutMs / 1000}s`);
+        tried.push(`${base}: ${causeOf(err)}`);
+        if (AgentClient.unreached(err) && this.failOver(base)) continue;
+        throw new CliError(tried.length === 1 ? `cannot reach the agent at ${tried[0]}` : `cannot reach any agent (${tried.join('; ')})`);
+      } finally {
+        clearTimeout(late);
+      }
+    }
   }
 
   get(path: string, o?: RequestOptions): Promise<Answer> { return this.request('GET', path, o); }
@@ -181,17 +204,29 @@ export class AgentClient {
   }
 }
 
-/** Sends one request and reads the whole answer; `signal` aborts either. */
-async function send(url: URL, method: string, headers: Record<string, string>, payload: string | Buffer | undefined, signal: AbortSignal): Promise<{ res: IncomingMessage; body: Buffer }> {
+/** The whole answer, read to its end. */
+export async function readAnswer(res: IncomingMessage): Promise<Answer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks);
+  const text = body.toString('utf8');
+  const answerHeaders = headersOf(res);
+  const index = Number(answerHeaders.get('x-consul-index') ?? NaN);
+  return {
+    status: res.statusCode ?? 0, headers: answerHeaders, body, text,
+    index: Number.isFinite(index) ? index : undefined,
+    json: <T>() => parseExactJson(text) as T,
+  };
+}
+
+/** Sends one request; resolves once the answer's head is in. */
+async function open(url: URL, method: string, headers: Record<string, string>, payload: string | Buffer | undefined, signal: AbortSignal): Promise<IncomingMessage> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+  return new Promise<IncomingMessage>((resolve, reject) => {
     const req = request(url, { method, headers, signal }, resolve);
     req.once('error', reject);
     req.end(payload);
   });
-  const chunks: Buffer[] = [];
-  for await (const chunk of res) chunks.push(chunk as Buffer);
-  return { res, body: Buffer.concat(chunks) };
 }
 
 function headersOf(res: IncomingMessage): AnswerHeaders {

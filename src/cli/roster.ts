@@ -80,7 +80,7 @@ function addMaintenance(program: Command, run: Run): void {
     .action((id: string) => run(async () => (await import('./session-renew.ts')).sessionRenew(await ctxOf(renew), id)));
 }
 
-/** `roster reload`, `roster leave`, `roster force-leave <node> [--prune]` (src/cli/agent-ops.ts). */
+/** `roster reload`, `roster leave`, `roster force-leave <node> [--prune]` (src/cli/agent-ops.ts), `roster monitor` (src/cli/monitor.ts). */
 function addAgentOps(program: Command, run: Run): void {
   const ops = () => import('./agent-ops.ts');
   const reload = clientCommand(program, 'reload', 'have the agent read its config file again (like consul reload)')
@@ -90,6 +90,10 @@ function addAgentOps(program: Command, run: Run): void {
   const forceLeave = clientCommand(program, 'force-leave', 'move a failed member to left at once (like consul force-leave)')
     .argument('<node>', 'the member\'s node name').option('--prune', 'forget the member altogether')
     .action((node: string) => run(async () => (await ops()).forceLeave(await ctxOf(forceLeave), node, forceLeave.opts())));
+  const monitor = clientCommand(program, 'monitor', 'print the agent\'s log as it is written, at any level, until interrupted (like consul monitor)', false)
+    .option('--log-level <level>', 'trace, debug, info, warn or error', 'info')
+    .option('--log-json', 'the agent\'s JSON lines instead of text')
+    .action(() => run(async () => (await import('./monitor.ts')).monitorCommand(await ctxOf(monitor), monitor.opts())));
 }
 
 /** `roster lock <prefix> -- <command>`. */

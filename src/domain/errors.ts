@@ -178,6 +178,14 @@ export const errorCatalogue = {
     kind: 'invalidParameter', message: (v) => `format must be prometheus or json, not ${JSON.stringify(v.format.slice(0, 64))}`,
     details: () => rule('format', 'Enum:must be prometheus or json'), consulText: 'Invalid format: must be prometheus or json',
   }),
+  monitorLevelInvalid: entry<{ level: string }>({
+    kind: 'invalidParameter', message: (v) => `loglevel must be trace, debug, info, warn or error, not ${JSON.stringify(v.level.slice(0, 64))}`,
+    details: () => rule('loglevel', 'Enum:must be trace, debug, info, warn or error'), consulText: (v) => `Unknown log level: ${v.level.slice(0, 64)}`,
+  }),
+  monitorsFull: entry<{ max: number }>({
+    kind: 'remoteUnavailable', message: (v) => `too many monitors: at most ${v.max} on this agent`, details: (v) => ({ monitorsMax: v.max, retryAfterSeconds: 1 }),
+    status: 503, consulStatus: 503, consulText: 'too many monitors', headers: () => retryAfter(1),
+  }),
 
   ...kvErrorCatalogue,
 

@@ -21,6 +21,22 @@ export interface ApiContext {
   metrics: MetricsView;
   /** Reload, leave and force-leave (src/http/routes/agent-ops.ts). */
   operations?: AgentOperations;
+  /** The agent's log lines as they are written, for /v1/agent/monitor; absent: that route is not served. */
+  logs?: LogSource;
+}
+
+/** Log levels a monitor may ask for. */
+export type MonitorLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+/** The agent's log as it is written (src/agent/log-tap.ts). */
+export interface LogSource {
+  /**
+   * Hands every later line at `level` or above to `deliver` (pino's JSON line, or a line of text), the
+   * first being the announcement; returns the function that stops following.
+   */
+  follow(level: MonitorLevel, json: boolean, deliver: (line: string) => void, announce: { msg: string; fields: Record<string, unknown> }): () => void;
+  /** Followers now. */
+  readonly followed: number;
 }
 
 /** The agent's own operations, provided by src/agent/assemble.ts. */

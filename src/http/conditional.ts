@@ -18,7 +18,7 @@ import type { Request } from './request.ts';
  * older than Last-Modified, answers 304 without a body.
  */
 export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number) => number | undefined): Wire {
-  if ((req.method !== 'GET' && req.method !== 'HEAD') || w.status !== 200) return w;
+  if ((req.method !== 'GET' && req.method !== 'HEAD') || w.status !== 200 || w.feed !== undefined) return w;
   const tag = w.tag ?? entityTag(w.body);
   const modifiedMs = timeOfIndex === undefined ? undefined : modifiedAt(w.headers, timeOfIndex);
   const headers: [string, string][] = w.headers.slice();

@@ -16,7 +16,7 @@ import { renderError, withHeaders, type Wire } from './render.ts';
 import { logRequest, requestIdOf } from './request-log.ts';
 import type { Request } from './request.ts';
 import { unmatchedPattern, type Found } from './router.ts';
-import { copyHead, readBody, streamAnswer, writeAnswer, type Head } from './uws.ts';
+import { copyHead, openFeed, readBody, streamAnswer, writeAnswer, type Head, type OpenFeeds } from './uws.ts';
 import { Stop, type StopSignal } from '../util/stop.ts';
 
 /** What every exchange of one server shares. */
@@ -30,6 +30,8 @@ export interface Server<Ctx> extends Dispatcher<Ctx>, Limits {
   observer?: HttpObserver;
   bodyTimeoutMs: number;
   timeOfIndex?: (index: number) => number | undefined;
+  /** Answers written as they come (monitors), ended when the server closes. */
+  feeds: OpenFeeds;
 }
 
 /**
@@ -239,7 +241,9 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     const large = this.method !== 'HEAD' && !closeConnection && w.body.length >= streamedBytesMin;
     const taken = large && this.s.answers.take(w.body.length) ? w.body.length : 0;
     if (large && taken === 0) w = renderError(new RegistryError('answersBusy'), this.s.dialect);
-    if (taken > 0) {
+    if (w.feed !== undefined && this.method !== 'HEAD' && !closeConnection) {
+      openFeed(this.res, w, w.feed, { requestId: this.requestId, ms, resume: this.paused }, this.s.feeds);
+    } else if (taken > 0) {
       streamAnswer(this.res, w, { requestId: this.requestId, ms, resume: this.paused, writeIdleMs: this.s.writeIdleMs }, () => this.s.answers.release(taken));
     } else {
       writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection });

@@ -5,6 +5,7 @@ import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
 import { lockInfoRoutes } from './routes/lock-info.ts';
 import { maintenanceRoutes } from './routes/maintenance.ts';
+import { monitorRoutes } from './routes/monitor.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { snapshotRoutes } from './routes/snapshot.ts';
@@ -12,7 +13,7 @@ import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
 
-export type { AgentOperations, ApiContext } from './api.ts';
+export type { AgentOperations, ApiContext, LogSource, MonitorLevel } from './api.ts';
 export { startHttpServer, loadUws } from './server.ts';
 export { BindingUnavailable } from './binding-error.ts';
 export { StreamServer, streamSubprotocol } from './stream.ts';
@@ -24,7 +25,7 @@ export type { Dialect } from './render.ts';
 
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export const apiRoutes = [
-  ...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes,
+  ...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...monitorRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes,
   ...healthRoutes, ...lockInfoRoutes, ...uiRoutes,
 ];
 

@@ -5,7 +5,7 @@
  * acquire/release/CAS, empty 404 for a missing key. Both send the convention and index headers.
  */
 import type { RegistryError } from '../domain/errors.ts';
-import type { IndexInfo, Reply } from './reply.ts';
+import type { Feed, IndexInfo, Reply } from './reply.ts';
 
 export type Dialect = 'seed' | 'consul';
 export const dialects: readonly Dialect[] = ['seed', 'consul'];
@@ -18,6 +18,8 @@ export interface Wire {
   tag?: string;
   /** Bytes taken from the budget of large answers before the body was rendered; the exchange gives them back. */
   reservedBytes?: number;
+  /** The body is written as it comes (reply.ts Feed); `body` is empty. */
+  feed?: Feed;
 }
 
 const statusText: Record<number, string> = {
@@ -96,6 +98,8 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
       };
     case 'redirect':
       return { status: reply.status, headers: [['Location', reply.location]], body: '' };
+    case 'feed':
+      return { status: 200, headers: [['Content-Type', reply.contentType], ['Cache-Control', 'no-store'], ['X-Content-Type-Options', 'nosniff']], body: '', feed: reply.feed };
   }
 }
 

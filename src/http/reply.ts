@@ -39,7 +39,25 @@ export type Reply =
   /** A static file of the dashboard: its bytes, content type and caching rule, plus headers of its own (CSP). */
   | { t: 'file'; body: Buffer; contentType: string; cacheControl: string; headers?: [string, string][] }
   /** A redirect to another path of this agent (`/` and `/ui` to `/ui/`, as Consul answers). */
-  | { t: 'redirect'; location: string; status: 301 | 302 };
+  | { t: 'redirect'; location: string; status: 301 | 302 }
+  /** An answer written as it comes, until either side ends it (the log of `/v1/agent/monitor`). */
+  | { t: 'feed'; contentType: string; feed: Feed };
+
+/**
+ * What writes a feed: `start` is called once the status and headers are on their way, with the writer of
+ * the body, and returns what to do when the feed ends (the client went away, the server closes, or the
+ * feed ended itself). A feed that is never started (a HEAD request) holds nothing.
+ */
+export interface Feed {
+  start(out: FeedOut): () => void;
+}
+
+export interface FeedOut {
+  /** Writes a chunk; false when the client is behind on what it was sent, and the chunk was not written. */
+  write(chunk: string): boolean;
+  /** Ends the answer. */
+  end(): void;
+}
 
 export const json = (value: unknown, index?: IndexInfo): Reply => (index ? { t: 'json', value, index } : { t: 'json', value });
 export const jsonText = (text: string, index?: IndexInfo): Reply => (index ? { t: 'json', json: text, index } : { t: 'json', json: text });

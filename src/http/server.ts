@@ -10,7 +10,7 @@ import { Exchange, type Server } from './exchange.ts';
 import { AnswerBudget, answerBytesMaxDefault, writeIdleMsDefault } from './large-answers.ts';
 import { reservedParameters } from './list-rules.ts';
 import type { HttpServer, HttpServerOptions } from './options.ts';
-import { listen, loadUws } from './uws.ts';
+import { listen, loadUws, OpenFeeds } from './uws.ts';
 
 export type { HttpServer, HttpServerOptions, WebSocketRoute } from './options.ts';
 export { loadUws } from './uws.ts';
@@ -31,6 +31,7 @@ function serverOf<Ctx>(o: HttpServerOptions<Ctx>): Server<Ctx> {
     get bodyTimeoutMs() { return o.bodyTimeoutMs ?? 8_000; },
     answers: new AnswerBudget({ get answerBytesMax() { return o.answerBytesMax ?? answerBytesMaxDefault; } }),
     get writeIdleMs() { return o.writeIdleMs ?? writeIdleMsDefault; },
+    feeds: new OpenFeeds(),
   };
 }
 
@@ -42,6 +43,7 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
   app.any('/*', (res, uwsReq) => new Exchange(server, res, uwsReq).run());
   const beforeClose = () => {
     for (const route of o.websockets ?? []) route.closeAll();
+    server.feeds.endAll();
   };
   return listen(uws, app, { host: o.host, port: o.port, tls: o.tls !== undefined, beforeClose });
 }

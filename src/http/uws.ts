@@ -9,6 +9,7 @@ import { listenErrorFor } from '../util/listen-error.ts';
 import { BindingUnavailable, bindingErrorMessage, hostPlatform } from './binding-error.ts';
 import type { HttpServer } from './options.ts';
 import { statusLine, type Wire } from './render.ts';
+import type { Feed, FeedOut } from './reply.ts';
 import { serverTime } from './request-log.ts';
 
 export type UwsModule = typeof Uws;
@@ -161,6 +162,69 @@ export function streamAnswer(res: Uws.HttpResponse, w: Wire, a: { requestId: str
       else idle();
       return ok;
     });
+  });
+}
+
+/** The feeds a server is writing, ended when it closes so that their clients read the end of the answer. */
+export class OpenFeeds {
+  private readonly ends = new Set<() => void>();
+
+  add(end: () => void): void {
+    this.ends.add(end);
+  }
+
+  delete(end: () => void): void {
+    this.ends.delete(end);
+  }
+
+  endAll(): void {
+    for (const end of [...this.ends]) end();
+  }
+}
+
+/**
+ * Writes a feed: the status and headers, then each chunk as the feed writes it (uWS sends them in chunked
+ * encoding). A chunk written while the client is still behind on an earlier one is refused, not queued, so
+ * a client that does not read holds at most one chunk here; the feed says what it dropped. The answer stays
+ * open until the feed ends it, the client goes away or the server closes.
+ */
+export function openFeed(res: Uws.HttpResponse, w: Wire, feed: Feed, a: { requestId: string; ms: number; resume: boolean }, feeds: OpenFeeds): void {
+  let open = true;
+  let behind = false;
+  let stop: (() => void) | undefined;
+  const settle = () => {
+    if (!open) return;
+    open = false;
+    feeds.delete(end);
+    stop?.();
+  };
+  const end = () => {
+    if (!open) return;
+    settle();
+    res.cork(() => res.end());
+  };
+  const out: FeedOut = {
+    write: (chunk) => {
+      if (!open || behind) return false;
+      res.cork(() => { behind = !res.write(chunk); });
+      return true;
+    },
+    end,
+  };
+  // The handler registered last is the one uWS calls: the exchange has answered, so this one is all that remains.
+  res.onAborted(settle);
+  res.onWritable(() => {
+    behind = false;
+    return true;
+  });
+  feeds.add(end);
+  res.cork(() => {
+    if (a.resume) res.resume();
+    res.writeStatus(headBlock(w, a.requestId, a.ms));
+    const stopFeed = feed.start(out);
+    // A feed that ended while it started has nothing to stop later.
+    if (open) stop = stopFeed;
+    else stopFeed();
   });
 }
 

@@ -1,0 +1,39 @@
+/**
+ * `roster monitor [--log-level <level>] [--log-json]`: prints the agent's log as it is written
+ * (`GET /v1/agent/monitor`), like `consul monitor`, whatever level the agent itself logs at. It runs until
+ * interrupted (exit 0), or until the agent ends the answer (exit 1: the agent stopped, or the token
+ * expired).
+ */
+import { failureOf, readAnswer } from './client.ts';
+import type { CliContext } from './context.ts';
+import { CliError, usageError } from './errors.ts';
+
+const levels = ['trace', 'debug', 'info', 'warn', 'error'];
+
+export interface MonitorOptions {
+  logLevel?: string;
+  logJson?: boolean;
+}
+
+export async function monitorCommand(ctx: CliContext, o: MonitorOptions): Promise<number> {
+  const level = (o.logLevel ?? 'info').toLowerCase();
+  if (!levels.includes(level)) throw usageError(`--log-level: "${o.logLevel}" is not one of ${levels.join(', ')}`);
+  const interrupted = new AbortController();
+  const stop = () => interrupted.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    const res = await ctx.client.openAnswer('/v1/agent/monitor', { query: { loglevel: level, logjson: o.logJson === true }, signal: interrupted.signal });
+    if (res.statusCode !== 200) throw failureOf(await readAnswer(res));
+    for await (const chunk of res) ctx.out(chunk as Buffer);
+    throw new CliError('the agent ended the monitor: it stopped, or the token expired');
+  } catch (err) {
+    if (interrupted.signal.aborted) return 0;
+    if (err instanceof CliError) throw err;
+    // The connection broke while lines were coming (the agent was killed).
+    throw new CliError(`the agent ended the monitor: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+}

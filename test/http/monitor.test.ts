@@ -1,0 +1,171 @@
+// Goal: GET /v1/agent/monitor on a started agent with authentication on, logging at info: a monitor gets the
+// lines at the level it asks for (debug request lines the agent's own output leaves out), as text or as the
+// agent's JSON lines, from its announcement on; a bad level, a missing token or one without agent read is
+// refused; the monitor ends when its token expires, when the agent stops; a client that stops reading
+// loses lines (told how many once it reads again) while the agent keeps serving.
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
+import { call, expectError, sleep, startAgent, type Agent } from '../support/agent.ts';
+
+const secret = 'a-monitor-test-secret-long-enough-0123456789';
+const tokens = new TokenAuthority({ secret, clockSkewSeconds: 0 });
+const mint = (rules: Rule[], ttlSeconds = 600) => tokens.mint({ subject: 'ops', rules, ttlSeconds });
+const agentRead: Rule[] = [{ resource: 'agent', prefix: '', access: 'read' }];
+const everything: Rule[] = ['key', 'agent', 'operator', 'node', 'service', 'session'].map((resource) => ({ resource, prefix: '', access: 'write' }) as Rule);
+
+interface Monitor {
+  status: number;
+  headers: IncomingMessage['headers'];
+  text(): string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Resolves when the agent ends the answer (or the connection breaks). */
+  ended: Promise<void>;
+  close(): void;
+}
+
+/** Opens a monitor and reads it as it comes. */
+function openMonitor(url: string, query: string, token: string | undefined): Promise<Monitor> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}/v1/agent/monitor${query}`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => { text += d; });
+      const ended = new Promise<void>((done) => { res.once('end', done); res.once('close', done); });
+      resolve({
+        status: res.statusCode ?? 0, headers: res.headers, text: () => text, ended,
+        waitFor: async (pattern, timeoutMs = 10_000) => {
+          const until = Date.now() + timeoutMs;
+          while (!pattern.test(text)) {
+            if (Date.now() > until) throw new Error(`no ${pattern} within ${timeoutMs} ms; got:\n${text.slice(-2000)}`);
+            await sleep(25);
+          }
+        },
+        close: () => req.destroy(),
+      });
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+describe('/v1/agent/monitor', () => {
+  let dir: string;
+  let file: string;
+  let agent: Agent;
+  let admin: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'roster-monitor-'));
+    file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify({ log_level: 'info', auth: { jwt_secret: secret, clock_skew: '0s' } }));
+    agent = await startAgent({ args: ['--config-file', file] });
+    admin = await mint(everything);
+  }, 30_000);
+
+  afterAll(async () => {
+    if (agent?.proc.exitCode === null) await agent.stop();
+    agent?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a debug monitor gets the request lines the agent logging at info leaves out of its own output, as text', async () => {
+    const m = await openMonitor(agent.url, '?loglevel=debug', await mint(agentRead));
+    try {
+      expect(m.status).toBe(200);
+      expect(m.headers['content-type']).toBe('text/plain; charset=utf-8');
+      await m.waitFor(/\[INFO\] {2}monitor started: reqId=\S+ loglevel=debug subject=ops\n/);
+      const put = await call(agent.url, 'PUT', '/v1/kv/monitored/key', 'v', { authorization: `Bearer ${admin}` });
+      expect(put.status).toBe(200);
+      await m.waitFor(/\[DEBUG\] request: reqId=\S+ method=PUT route=\/v1\/kv\/\* path=\/v1\/kv\/monitored\/key status=200 ms=/);
+      // Each line: an ISO time, the level, the message and its fields.
+      for (const line of m.text().trimEnd().split('\n')) expect(line).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[[A-Z]+\] +\S/);
+    } finally {
+      m.close();
+    }
+    expect(agent.output()).not.toContain('monitored/key');
+    expect(agent.output()).toContain('"msg":"monitor started"');
+  });
+
+  test('?logjson sends the agent\'s JSON lines; a monitor at error starts with its announcement and gets nothing below error', async () => {
+    const json = await openMonitor(agent.url, '?loglevel=WARN&logjson', admin);
+    const errors = await openMonitor(agent.url, '?loglevel=error', admin);
+    try {
+      expect(json.headers['content-type']).toBe('application/x-ndjson');
+      await errors.waitFor(/monitor started: .*loglevel=error/);
+      // A reload that changes a setting needing a restart logs a warning.
+      writeFileSync(file, JSON.stringify({ log_level: 'info', datacenter: 'elsewhere', auth: { jwt_secret: secret, clock_skew: '0s' } }));
+      expect((await call(agent.url, 'PUT', '/v1/agent/reload', undefined, { authorization: `Bearer ${admin}` })).status).toBe(200);
+      await json.waitFor(/"msg":"reload: datacenter changed; it takes effect at the next restart"/);
+      const lines = json.text().trimEnd().split('\n').map((l) => JSON.parse(l) as { level: number; msg: string; node: string });
+      expect(lines[0]).toMatchObject({ level: 30, msg: 'monitor started', node: 'node1' });
+      expect(lines.slice(1).every((l) => l.level >= 40)).toBe(true);
+      await sleep(200);
+      expect(errors.text().trimEnd().split('\n')).toHaveLength(1);
+    } finally {
+      json.close();
+      errors.close();
+      writeFileSync(file, JSON.stringify({ log_level: 'info', auth: { jwt_secret: secret, clock_skew: '0s' } }));
+    }
+  });
+
+  test('refusals: an unknown level (400), no token (401), a token without agent read (403)', async () => {
+    const bad = await call(agent.url, 'GET', '/v1/agent/monitor?loglevel=loud', undefined, { authorization: `Bearer ${admin}` });
+    expect(expectError(bad, 400, 1009).message).toBe('loglevel must be trace, debug, info, warn or error, not "loud"');
+    expectError(await call(agent.url, 'GET', '/v1/agent/monitor'), 401, 1002);
+    const keysOnly = await mint([{ resource: 'key', prefix: '', access: 'write' }]);
+    expectError(await call(agent.url, 'GET', '/v1/agent/monitor', undefined, { authorization: `Bearer ${keysOnly}` }), 403, 1004);
+  });
+
+  test('the monitor ends when its token expires', async () => {
+    const m = await openMonitor(agent.url, '?loglevel=info', await mint(agentRead, 2));
+    await m.waitFor(/monitor started/);
+    const started = Date.now();
+    await m.ended;
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  test('a client that stops reading loses lines, not the agent\'s memory, and is told how many once it reads again', async () => {
+    const sock = connect(new URL(agent.url).port as unknown as number, '127.0.0.1');
+    await new Promise((r) => sock.once('connect', r));
+    sock.write(`GET /v1/agent/monitor?loglevel=debug HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
+    sock.pause();
+    // About 24 MB of request lines (each names its 8 KB path), far more than the socket's buffers hold.
+    const path = `/v1/kv/${'p'.repeat(8 * 1024)}`;
+    const auth = { authorization: `Bearer ${admin}` };
+    for (let round = 0; round < 100; round++) {
+      await Promise.all(Array.from({ length: 30 }, () => fetch(`${agent.url}${path}`, { headers: auth }).then((r) => r.arrayBuffer())));
+    }
+    // The agent serves meanwhile.
+    expect((await call(agent.url, 'GET', '/v1/agent/self', undefined, auth)).status).toBe(200);
+    let got = '';
+    sock.setEncoding('utf8');
+    sock.on('data', (d: string) => { got += d; });
+    sock.resume();
+    const until = Date.now() + 15_000;
+    while (!/monitor: \d+ log lines dropped: the client read too slowly/.test(got)) {
+      if (Date.now() > until) throw new Error(`no dropped-lines line; read ${got.length} bytes`);
+      await call(agent.url, 'GET', '/v1/kv/after-the-burst', undefined, auth);
+      await sleep(50);
+    }
+    sock.destroy();
+    const dropped = Number(/monitor: (\d+) log lines dropped/.exec(got)![1]);
+    expect(dropped).toBeGreaterThan(0);
+    // Less than the burst reached the client: the rest was dropped, not queued.
+    expect(got.length).toBeLessThan(3000 * 8 * 1024);
+  }, 120_000);
+
+  test('the agent stopping ends every monitor', async () => {
+    const m = await openMonitor(agent.url, '?loglevel=info', admin);
+    await m.waitFor(/monitor started/);
+    await m.waitFor(/monitor started[^\n]*\n/);
+    const stopped = agent.stop();
+    await m.ended;
+    expect(await stopped).toBe(0);
+    expect(m.text()).toMatch(/shutting down: signal=SIGTERM/);
+  });
+});
