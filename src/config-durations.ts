@@ -1,5 +1,6 @@
 /** The agent's duration settings: Go's duration text, checked. */
 import { ConfigError } from './config-error.ts';
+import { sessionTtlMsMax } from './domain/limits.ts';
 import { goDurationMaxText, parseGoDurationMs } from './util/duration.ts';
 
 /** Gossip heartbeats go out once a second: a member is failed only after more than that without one. */
@@ -9,6 +10,16 @@ const gossipHeartbeatMs = 1_000;
 export function suspicion(text: string | undefined): number {
   const ms = duration('suspicion', text, 5_000);
   if (ms <= gossipHeartbeatMs) throw new ConfigError(`--suspicion: "${text}" is not more than the gossip heartbeat interval (1s): members would be failed between two heartbeats`);
+  return ms;
+}
+
+/**
+ * `session_ttl_min`: the smallest session TTL accepted. Above the largest TTL (24h) no session with a TTL
+ * could be created at all, so that is refused at start rather than at every session create.
+ */
+export function sessionTtlMin(text: string | undefined, fallback: number): number {
+  const ms = duration('session-ttl-min', text, fallback);
+  if (ms > sessionTtlMsMax) throw new ConfigError(`--session-ttl-min: "${text}" is more than the largest session TTL (24h): no session with a TTL could be created`);
   return ms;
 }
 

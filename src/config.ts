@@ -16,7 +16,7 @@ import { ConfigError } from './config-error.ts';
 import { datacenter, nodeName } from './config-names.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
-import { duration, suspicion } from './config-durations.ts';
+import { duration, sessionTtlMin, suspicion } from './config-durations.ts';
 
 export interface Config {
   /** @default 8500 */
@@ -45,6 +45,8 @@ export interface Config {
   enableScriptChecks: boolean;
   /** enable_local_script_checks: script/container checks may come from the config file. @default false */
   enableLocalScriptChecks: boolean;
+  /** enable_debug: profiles of the agent may be taken without authentication (with it: operator read). @default false */
+  enableDebug: boolean;
   /** Check and service definitions of the config file (`check`, `checks`, `service`, `services`), as written. */
   checks: unknown[];
   services: unknown[];
@@ -150,12 +152,13 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     nodeName: nodeName(pick('node-name', 'ROSTER_NODE_NAME', 'node_name') ?? defaults.nodeName ?? hostname()),
     dialect: dialect(pick('dialect', 'ROSTER_DIALECT', 'dialect') ?? 'seed'),
     datacenter: datacenter(pick('datacenter', 'ROSTER_DATACENTER', 'datacenter') ?? 'dc1'),
-    sessionTtlMsMin: duration('session-ttl-min', pick('session-ttl-min', 'ROSTER_SESSION_TTL_MIN', 'session_ttl_min'), sessionTtlMsMinDefault),
+    sessionTtlMsMin: sessionTtlMin(pick('session-ttl-min', 'ROSTER_SESSION_TTL_MIN', 'session_ttl_min'), sessionTtlMsMinDefault),
     logLevel: logLevel(pick('log-level', 'ROSTER_LOG_LEVEL', 'log_level') ?? defaults.logLevel ?? 'info'),
     logFormat: logFormat(pick('log-format', 'ROSTER_LOG_FORMAT', 'log_format') ?? defaults.logFormat ?? 'json'),
     snapshotEveryEntries: positive('snapshot-every', pick('snapshot-every', 'ROSTER_SNAPSHOT_EVERY') ?? '20000'),
     enableScriptChecks: fileBool(file, 'enable_script_checks'),
     enableLocalScriptChecks: fileBool(file, 'enable_local_script_checks'),
+    enableDebug: fileBool(file, 'enable_debug'),
     checks: fileList(file, 'check', 'checks'),
     services: fileList(file, 'service', 'services'),
     checkReapIntervalMs: duration('check_reap_interval', file.check_reap_interval as string | undefined, 30_000),
@@ -262,7 +265,7 @@ function limits(value: unknown): Limits {
 /** Keys of the config file this agent understands; any other key is refused, so a typo is not silent. */
 const fileKeys = new Set([
   'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'log_format', 'session_ttl_min',
-  'enable_script_checks', 'enable_local_script_checks', 'check', 'checks', 'service', 'services',
+  'enable_script_checks', 'enable_local_script_checks', 'enable_debug', 'check', 'checks', 'service', 'services',
   'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
   'nats', 'nats_auth', 'replicas', 'gossip_listen', 'join', 'suspicion', 'write_timeout', 'encrypt', 'cert_file', 'key_file', 'auth',
   'rate_limit', 'writes_in_flight_max', 'limits', 'ui_dir',

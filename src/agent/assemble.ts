@@ -19,6 +19,7 @@ import { Runtime } from '../runtime/index.ts';
 import { ListenError } from '../util/listen-error.ts';
 import { forceLeave } from './force-leave.ts';
 import type { LogTap } from './log-tap.ts';
+import { Profiler } from './profiler.ts';
 import { registerLocalDefinitions } from './local-definitions.ts';
 import { configReloader, type ReloadOutcome } from './reload.ts';
 
@@ -74,6 +75,8 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
     serverAddress: `${config.httpHost}:${config.httpPort}`, metrics, uiDir: config.uiDir,
     ...(parts.logTap ? { logs: parts.logTap } : {}),
+    // The config object is the one a reload updates in place.
+    profiler: new Profiler(() => config.enableDebug),
   };
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
   // One limiter for the HTTP API and the stream's upgrades: a caller's requests and upgrades share its window.

@@ -3,7 +3,7 @@
  * The file, environment and flags are read again and validated whole before anything changes: a file that
  * does not parse or validate leaves the agent as it was, and the reload fails with the reason. Then the
  * settings that can change while running take effect — the log level, the file's services and checks,
- * enable_script_checks, session_ttl_min, writes_in_flight_max, rate_limit's requests and period, the limits (but the
+ * enable_script_checks, enable_debug, session_ttl_min, writes_in_flight_max, rate_limit's requests and period, the limits (but the
  * stream's buffered-bytes ones) — and every other changed setting (ports, data dir, node name, cluster
  * addresses, …) is left as it was, named in a warning.
  */
@@ -15,7 +15,7 @@ import { parseLocalDefinitions, syncLocalDefinitions, type LocalDefinitions } fr
 
 /** Settings a reload applies to the running agent. */
 const liveKeys: ReadonlySet<keyof Config> = new Set<keyof Config>([
-  'logLevel', 'services', 'checks', 'enableScriptChecks', 'enableLocalScriptChecks', 'writesInFlightMax', 'rateLimit', 'limits',
+  'logLevel', 'services', 'checks', 'enableScriptChecks', 'enableLocalScriptChecks', 'enableDebug', 'writesInFlightMax', 'rateLimit', 'limits',
   'sessionTtlMsMin',
 ]);
 /** Limits a reload leaves as they are: uWS's backpressure cut-off of the stream is derived from them at start. */
@@ -64,6 +64,7 @@ async function reloadOnce(target: ReloadTarget, reread: () => Config): Promise<R
   config.logLevel = next.logLevel;
   config.enableScriptChecks = next.enableScriptChecks;
   config.enableLocalScriptChecks = next.enableLocalScriptChecks;
+  config.enableDebug = next.enableDebug;
   target.ctx.enableScriptChecks = next.enableScriptChecks;
   config.sessionTtlMsMin = next.sessionTtlMsMin;
   target.ctx.sessionTtlMsMin = next.sessionTtlMsMin;

@@ -202,6 +202,9 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/agent/metrics', prefix: false, resource: 'agent', access: 'read', name: '' },
   // The agent's log (Consul: agent read).
   { path: '/v1/agent/monitor', prefix: false, resource: 'agent', access: 'read', name: '' },
+  // Profiles of the agent (Consul's /debug/pprof/*: operator read).
+  { path: '/v1/agent/debug/cpu-profile', prefix: false, resource: 'operator', access: 'read', name: '' },
+  { path: '/v1/agent/debug/heap-profile', prefix: false, resource: 'operator', access: 'read', name: '' },
   { path: '/v1/status/leader', prefix: false, resource: 'operator', access: 'read', name: '' },
   { path: '/v1/status/peers', prefix: false, resource: 'operator', access: 'read', name: '' },
   // The log's copies, leader and every node's progress: operator data, as Consul's /v1/operator/raft/*.

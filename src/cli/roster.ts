@@ -80,7 +80,7 @@ function addMaintenance(program: Command, run: Run): void {
     .action((id: string) => run(async () => (await import('./session-renew.ts')).sessionRenew(await ctxOf(renew), id)));
 }
 
-/** `roster reload`, `roster leave`, `roster force-leave <node> [--prune]` (src/cli/agent-ops.ts), `roster monitor` (src/cli/monitor.ts). */
+/** `roster reload`, `roster leave`, `roster force-leave <node> [--prune]` (src/cli/agent-ops.ts), `roster monitor` (src/cli/monitor.ts), `roster debug` (src/cli/debug.ts). */
 function addAgentOps(program: Command, run: Run): void {
   const ops = () => import('./agent-ops.ts');
   const reload = clientCommand(program, 'reload', 'have the agent read its config file again (like consul reload)')
@@ -94,6 +94,13 @@ function addAgentOps(program: Command, run: Run): void {
     .option('--log-level <level>', 'trace, debug, info, warn or error', 'info')
     .option('--log-json', 'the agent\'s JSON lines instead of text')
     .action(() => run(async () => (await import('./monitor.ts')).monitorCommand(await ctxOf(monitor), monitor.opts())));
+  const debug = clientCommand(program, 'debug', 'capture the agent\'s state, metrics, log and profiles over a while into an archive for a report (like consul debug)', false)
+    .option('--duration <duration>', 'how long to capture, 1s to 5m', '30s')
+    .option('--interval <duration>', 'time between metrics captures', '10s')
+    .option('--log-level <level>', 'level of the captured log: trace, debug, info, warn or error', 'debug')
+    .option('--output <path>', 'the directory to write (default roster-debug-<time> here); the archive is <path>.tar.gz')
+    .option('--no-archive', 'leave the directory, do not make the .tar.gz')
+    .action(() => run(async () => (await import('./debug.ts')).debugCommand(await ctxOf(debug), debug.opts())));
 }
 
 /** `roster lock <prefix> -- <command>`. */

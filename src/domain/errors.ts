@@ -8,9 +8,10 @@
  * gathers, with Consul's text for each, are the catalogue's other table (field-rules.ts).
  * Expected failures ("did not acquire lock") are values of this type; broken invariants are assertions.
  * The classes and the helpers entries are written with live in error-kinds.ts; the KV and transaction
- * entries in errors-kv.ts, spread into the catalogue here.
+ * entries in errors-kv.ts and the agent diagnostics' in errors-agent.ts, spread into the catalogue here.
  */
 import { entry, errorKinds, missingInPath, rule, text, type ErrorEntry, type ErrorKind, type FieldDetails, type Reason } from './error-kinds.ts';
+import { agentErrorCatalogue } from './errors-agent.ts';
 import { kvErrorCatalogue } from './errors-kv.ts';
 
 export { errorKinds } from './error-kinds.ts';
@@ -178,16 +179,9 @@ export const errorCatalogue = {
     kind: 'invalidParameter', message: (v) => `format must be prometheus or json, not ${JSON.stringify(v.format.slice(0, 64))}`,
     details: () => rule('format', 'Enum:must be prometheus or json'), consulText: 'Invalid format: must be prometheus or json',
   }),
-  monitorLevelInvalid: entry<{ level: string }>({
-    kind: 'invalidParameter', message: (v) => `loglevel must be trace, debug, info, warn or error, not ${JSON.stringify(v.level.slice(0, 64))}`,
-    details: () => rule('loglevel', 'Enum:must be trace, debug, info, warn or error'), consulText: (v) => `Unknown log level: ${v.level.slice(0, 64)}`,
-  }),
-  monitorsFull: entry<{ max: number }>({
-    kind: 'remoteUnavailable', message: (v) => `too many monitors: at most ${v.max} on this agent`, details: (v) => ({ monitorsMax: v.max, retryAfterSeconds: 1 }),
-    status: 503, consulStatus: 503, consulText: 'too many monitors', headers: () => retryAfter(1),
-  }),
 
   ...kvErrorCatalogue,
+  ...agentErrorCatalogue,
 
   // ------------------------------------------------------------ sessions
   sessionIdMissing: missingInPath('session', 'Missing session', 'session id', 'a session id is required'),

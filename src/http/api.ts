@@ -1,6 +1,7 @@
 /** What every handler may use: the runtime, the agent's identity and the settings that shape answers. */
 import type { Runtime } from '../runtime/index.ts';
 import type { Dialect } from './render.ts';
+import type { StopSignal } from '../util/stop.ts';
 
 export interface ApiContext {
   runtime: Runtime;
@@ -23,6 +24,17 @@ export interface ApiContext {
   operations?: AgentOperations;
   /** The agent's log lines as they are written, for /v1/agent/monitor; absent: that route is not served. */
   logs?: LogSource;
+  /** Profiles of the agent, for /v1/agent/debug/*; absent: those routes are not served. */
+  profiler?: ProfileSource;
+}
+
+/** Profiles of the running agent (src/agent/profiler.ts). */
+export interface ProfileSource {
+  /** `enable_debug`: profiles may be taken without authentication. */
+  readonly enabled: boolean;
+  busy(kind: 'cpu' | 'heap'): boolean;
+  /** The profile taken over `ms`; undefined when `stop` ended it first. */
+  take(kind: 'cpu' | 'heap', ms: number, stop: StopSignal): Promise<unknown>;
 }
 
 /** Log levels a monitor may ask for. */

@@ -1,6 +1,7 @@
 import type { ApiContext } from './api.ts';
 import { agentRoutes } from './routes/agent.ts';
 import { agentOpsRoutes } from './routes/agent-ops.ts';
+import { debugRoutes } from './routes/debug.ts';
 import { healthRoutes } from './routes/health.ts';
 import { kvRoutes } from './routes/kv.ts';
 import { lockInfoRoutes } from './routes/lock-info.ts';
@@ -13,7 +14,7 @@ import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
 
-export type { AgentOperations, ApiContext, LogSource, MonitorLevel } from './api.ts';
+export type { AgentOperations, ApiContext, LogSource, MonitorLevel, ProfileSource } from './api.ts';
 export { startHttpServer, loadUws } from './server.ts';
 export { BindingUnavailable } from './binding-error.ts';
 export { StreamServer, streamSubprotocol } from './stream.ts';
@@ -25,7 +26,7 @@ export type { Dialect } from './render.ts';
 
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export const apiRoutes = [
-  ...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...monitorRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes,
+  ...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...monitorRoutes, ...debugRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes,
   ...healthRoutes, ...lockInfoRoutes, ...uiRoutes,
 ];
 

@@ -126,6 +126,10 @@ describe('startup', () => {
     const badLevel = runToExit(['--log-level', 'loud']);
     expect(badLevel.status).toBe(2);
     expect(badLevel.stderr).toMatch(/--log-level: "loud" is not one of trace, debug, info, warn, error, fatal, silent/);
+    // A smallest session TTL above the largest would refuse every session with a TTL.
+    const ttlMin = runToExit(['--session-ttl-min', '25h']);
+    expect(ttlMin.status).toBe(2);
+    expect(ttlMin.stderr).toMatch(/--session-ttl-min: "25h" is more than the largest session TTL \(24h\): no session with a TTL could be created/);
   });
 
   test('a node name or datacenter outside a host name\'s characters exits 2 naming it, and nothing is written; a datacenter is lowercased', async () => {

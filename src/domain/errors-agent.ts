@@ -1,0 +1,31 @@
+/**
+ * The agent's diagnostics in the error catalogue (errors.ts spreads it in): following its log
+ * (`/v1/agent/monitor`) and profiling it (`/v1/agent/debug/*`).
+ */
+import { entry, rule } from './error-kinds.ts';
+
+const retryAfter = (seconds: number): [string, string][] => [['Retry-After', String(seconds)]];
+
+export const agentErrorCatalogue = {
+  monitorLevelInvalid: entry<{ level: string }>({
+    kind: 'invalidParameter', message: (v) => `loglevel must be trace, debug, info, warn or error, not ${JSON.stringify(v.level.slice(0, 64))}`,
+    details: () => rule('loglevel', 'Enum:must be trace, debug, info, warn or error'), consulText: (v) => `Unknown log level: ${v.level.slice(0, 64)}`,
+  }),
+  monitorsFull: entry<{ max: number }>({
+    kind: 'remoteUnavailable', message: (v) => `too many monitors: at most ${v.max} on this agent`, details: (v) => ({ monitorsMax: v.max, retryAfterSeconds: 1 }),
+    status: 503, consulStatus: 503, consulText: 'too many monitors', headers: () => retryAfter(1),
+  }),
+  debugDisabled: entry({
+    kind: 'insufficientPermission',
+    message: 'profiling is off: set enable_debug to true in the config file, or turn authentication on and use a token with operator read',
+    details: () => ({ setting: 'enable_debug' }), consulText: 'Permission denied: enable_debug is off',
+  }),
+  profileSecondsInvalid: entry<{ text: string; max: number }>({
+    kind: 'invalidParameter', message: (v) => `seconds must be a whole number from 1 to ${v.max}, not ${JSON.stringify(v.text.slice(0, 64))}`,
+    details: (v) => rule('seconds', `Range:must be a whole number from 1 to ${v.max}`), consulText: (v) => `Invalid seconds: must be a whole number from 1 to ${v.max}`,
+  }),
+  profileBusy: entry<{ kind: string }>({
+    kind: 'remoteUnavailable', message: (v) => `a ${v.kind} profile of this agent is being taken; retry once it is done`,
+    details: () => ({ retryAfterSeconds: 5 }), status: 503, consulStatus: 503, consulText: 'profile in progress', headers: () => retryAfter(5),
+  }),
+};
