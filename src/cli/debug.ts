@@ -54,7 +54,6 @@ export async function debugCommand(ctx: CliContext, o: DebugOptions): Promise<nu
     throw new CliError(err.code === 'EEXIST' ? `--output ${plan.dir} exists already` : `cannot make ${plan.dir}: ${err.message}`);
   });
   const startedAt = new Date();
-  ctx.out(`Capturing from ${ctx.client.baseUrl} for ${plan.durationMs / 1000}s into ${plan.dir}\n`);
   const stop = new AbortController();
   const interrupt = () => stop.abort();
   process.once('SIGINT', interrupt);
@@ -66,13 +65,17 @@ export async function debugCommand(ctx: CliContext, o: DebugOptions): Promise<nu
     outcomes.members = await saveGet(ctx, plan, '/v1/agent/members', 'members.json');
     outcomes.operatorLog = await saveGet(ctx, plan, '/v1/operator/log', 'operator-log.json');
     const seconds = Math.max(1, Math.round(plan.durationMs / 1000));
-    const [log, cpu, heap, metrics] = await Promise.all([
-      captureLog(ctx, plan, stop.signal),
+    const log = captureLog(ctx, plan, stop.signal);
+    // Said once the log is followed, so that what happens from here on is in it.
+    await log.following;
+    ctx.out(`Capturing from ${ctx.client.baseUrl} for ${plan.durationMs / 1000}s into ${plan.dir}\n`);
+    const [logged, cpu, heap, metrics] = await Promise.all([
+      log.done,
       saveGet(ctx, plan, `/v1/agent/debug/cpu-profile?seconds=${seconds}`, 'cpu.cpuprofile', stop.signal),
       saveGet(ctx, plan, `/v1/agent/debug/heap-profile?seconds=${seconds}`, 'heap.heapprofile', stop.signal),
       captureMetrics(ctx, plan, stop.signal),
     ]);
-    Object.assign(outcomes, { log, cpuProfile: cpu, heapProfile: heap, metrics });
+    Object.assign(outcomes, { log: logged, cpuProfile: cpu, heapProfile: heap, metrics });
   } finally {
     process.off('SIGINT', interrupt);
     process.off('SIGTERM', interrupt);
@@ -96,20 +99,27 @@ async function saveGet(ctx: CliContext, plan: Plan, path: string, file: string, 
   }
 }
 
-/** The agent's log at the plan's level for the whole duration, as text. */
-async function captureLog(ctx: CliContext, plan: Plan, interrupted: AbortSignal): Promise<Outcome> {
+/**
+ * The agent's log at the plan's level for the whole duration, as text: `following` settles once the agent
+ * follows it (or refused to), `done` when the capture is saved.
+ */
+function captureLog(ctx: CliContext, plan: Plan, interrupted: AbortSignal): { following: Promise<unknown>; done: Promise<Outcome> } {
   const file = 'agent.log';
-  const done = AbortSignal.any([interrupted, AbortSignal.timeout(plan.durationMs)]);
-  const chunks: Buffer[] = [];
-  try {
-    const res = await ctx.client.openAnswer('/v1/agent/monitor', { query: { loglevel: plan.level }, signal: done });
-    if (res.statusCode !== 200) return { file, error: failureOf(await readAnswer(res)).message };
-    for await (const chunk of res) chunks.push(chunk as Buffer);
-  } catch (err) {
-    if (!done.aborted) return { file, error: (err as Error).message };
-  }
-  await writeFile(join(plan.dir, file), Buffer.concat(chunks));
-  return { file };
+  const ends = AbortSignal.any([interrupted, AbortSignal.timeout(plan.durationMs)]);
+  const opened = ctx.client.openAnswer('/v1/agent/monitor', { query: { loglevel: plan.level }, signal: ends });
+  const done = (async (): Promise<Outcome> => {
+    const chunks: Buffer[] = [];
+    try {
+      const res = await opened;
+      if (res.statusCode !== 200) return { file, error: failureOf(await readAnswer(res)).message };
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+    } catch (err) {
+      if (!ends.aborted) return { file, error: (err as Error).message };
+    }
+    await writeFile(join(plan.dir, file), Buffer.concat(chunks));
+    return { file };
+  })();
+  return { following: opened.catch(() => undefined), done };
 }
 
 /** `/v1/agent/metrics?format=prometheus` at the start and every interval, as metrics/<n>.prom. */

@@ -3,35 +3,20 @@
 // and on stderr, and exits 0; with enable_debug on it writes <output>.tar.gz holding every capture: the
 // agent's self, members and log state, its log at debug (the requests made meanwhile), metrics at the
 // start and every interval, a CPU profile and a heap profile. Bad durations are usage errors.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { extract } from 'tar';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, startAgent, type Agent } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { call } from '../support/agent.ts';
+import { useConfigAgent } from '../support/config-agent.ts';
 import { roster, startRoster } from './support.ts';
 
 describe('roster debug', () => {
-  let dir: string;
-  let file: string;
-  let agent: Agent;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'roster-cli-debug-'));
-    file = join(dir, 'config.json');
-    writeFileSync(file, JSON.stringify({}));
-    agent = await startAgent({ args: ['--config-file', file] });
-  }, 30_000);
-
-  afterAll(async () => {
-    await agent?.stop();
-    agent?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const a = useConfigAgent('roster-cli-debug-', {});
 
   test('profiling off: the rest is captured, the profiles are named as missing, exit 0', async () => {
-    const out = join(dir, 'plain');
-    const r = await roster(['debug', '--duration', '1s', '--interval', '1s', '--output', out, '--no-archive'], { agent: agent.url });
+    const out = join(a.dir, 'plain');
+    const r = await roster(['debug', '--duration', '1s', '--interval', '1s', '--output', out, '--no-archive'], { agent: a.agent.url });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Saved ${out}\n`);
     expect(r.stderr).toMatch(/roster: cpuProfile not captured: profiling is off: set enable_debug/);
@@ -43,20 +28,19 @@ describe('roster debug', () => {
   });
 
   test('profiling on: one archive holding every capture', async () => {
-    writeFileSync(file, JSON.stringify({ enable_debug: true }));
-    expect((await call(agent.url, 'PUT', '/v1/agent/reload')).status).toBe(200);
-    const out = join(dir, 'bundle');
-    const run = startRoster(['debug', '-duration=3s', '-interval=1s', '-output', out], { agent: agent.url, timeoutMs: 30_000 });
+    a.write({ enable_debug: true });
+    expect((await call(a.agent.url, 'PUT', '/v1/agent/reload')).status).toBe(200);
+    const out = join(a.dir, 'bundle');
+    const run = startRoster(['debug', '-duration=3s', '-interval=1s', '-output', out], { agent: a.agent.url, timeoutMs: 30_000 });
     await run.waitFor(/Capturing from/);
-    for (let i = 0; i < 20; i++) await call(agent.url, 'PUT', '/v1/kv/debugged', 'v');
+    for (let i = 0; i < 20; i++) await call(a.agent.url, 'PUT', '/v1/kv/debugged', 'v');
     const r = await run.exited;
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
     expect(r.stdout).toContain(`Saved ${out}.tar.gz\n`);
     expect(existsSync(out)).toBe(false);
-    const unpacked = join(dir, 'unpacked');
-    rmSync(unpacked, { recursive: true, force: true });
-    await import('node:fs/promises').then((fs) => fs.mkdir(unpacked));
+    const unpacked = join(a.dir, 'unpacked');
+    mkdirSync(unpacked);
     await extract({ file: `${out}.tar.gz`, cwd: unpacked });
     const root = join(unpacked, 'bundle');
     const read = (name: string) => readFileSync(join(root, name), 'utf8');
@@ -76,10 +60,10 @@ describe('roster debug', () => {
   }, 60_000);
 
   test('Ctrl-C ends the capture early and saves what was captured', async () => {
-    const out = join(dir, 'interrupted');
-    const run = startRoster(['debug', '--duration', '60s', '--interval', '1s', '--output', out, '--no-archive'], { agent: agent.url, timeoutMs: 30_000 });
+    const out = join(a.dir, 'interrupted');
+    const run = startRoster(['debug', '--duration', '60s', '--interval', '1s', '--output', out, '--no-archive'], { agent: a.agent.url, timeoutMs: 30_000 });
     await run.waitFor(/Capturing from/);
-    await call(agent.url, 'PUT', '/v1/kv/before-the-interrupt', 'v');
+    await call(a.agent.url, 'PUT', '/v1/kv/before-the-interrupt', 'v');
     await new Promise((r) => setTimeout(r, 1500));
     const sent = Date.now();
     run.proc.kill('SIGINT');
@@ -96,9 +80,9 @@ describe('roster debug', () => {
 
   test('durations out of range are usage errors, and nothing is written', async () => {
     for (const args of [['--duration', '6m'], ['--duration', 'soon'], ['--interval', '10ms'], ['--log-level', 'loud']]) {
-      const r = await roster(['debug', ...args, '--output', join(dir, 'never')], { agent: agent.url });
+      const r = await roster(['debug', ...args, '--output', join(a.dir, 'never')], { agent: a.agent.url });
       expect(r.code).toBe(2);
-      expect(existsSync(join(dir, 'never'))).toBe(false);
+      expect(existsSync(join(a.dir, 'never'))).toBe(false);
     }
   });
 });

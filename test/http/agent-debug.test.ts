@@ -2,46 +2,29 @@
 // authentication they are refused until enable_debug is set (a reload turns it on), then answer a V8 CPU
 // profile and a sampling heap profile taken over `seconds`; one CPU profile at a time (503 with Retry-After);
 // `seconds` outside 1..300 is refused; with authentication on, operator read is what it takes.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
-import { call, expectError, startAgent, type Agent } from '../support/agent.ts';
+import { call, expectError } from '../support/agent.ts';
+import { useConfigAgent } from '../support/config-agent.ts';
 
 interface CpuProfile { nodes: { callFrame: { functionName: string } }[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
 
 describe('profiles without authentication', () => {
-  let dir: string;
-  let file: string;
-  let agent: Agent;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'roster-debug-'));
-    file = join(dir, 'config.json');
-    writeFileSync(file, JSON.stringify({}));
-    agent = await startAgent({ args: ['--config-file', file] });
-  }, 30_000);
-
-  afterAll(async () => {
-    await agent?.stop();
-    agent?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const a = useConfigAgent('roster-debug-', {});
 
   test('refused until enable_debug is set; a reload sets it', async () => {
-    const off = await call(agent.url, 'GET', '/v1/agent/debug/cpu-profile?seconds=1');
+    const off = await call(a.agent.url, 'GET', '/v1/agent/debug/cpu-profile?seconds=1');
     expect(expectError(off, 403, 1004).message).toMatch(/^profiling is off: set enable_debug to true in the config file/);
-    writeFileSync(file, JSON.stringify({ enable_debug: true }));
-    expect((await call(agent.url, 'PUT', '/v1/agent/reload')).status).toBe(200);
+    a.write({ enable_debug: true });
+    expect((await call(a.agent.url, 'PUT', '/v1/agent/reload')).status).toBe(200);
   });
 
   test('a CPU profile over `seconds` of a working agent; a second one meanwhile is refused 503', async () => {
     const started = Date.now();
-    const profile = call(agent.url, 'GET', '/v1/agent/debug/cpu-profile?seconds=2');
+    const profile = call(a.agent.url, 'GET', '/v1/agent/debug/cpu-profile?seconds=2');
     // Work for the profile to see, and a second profile asked for while the first runs.
-    for (let i = 0; i < 200; i++) await call(agent.url, 'PUT', `/v1/kv/profiled/${i % 10}`, 'v');
-    const second = await call(agent.url, 'GET', '/v1/agent/debug/cpu-profile?seconds=1');
+    for (let i = 0; i < 200; i++) await call(a.agent.url, 'PUT', `/v1/kv/profiled/${i % 10}`, 'v');
+    const second = await call(a.agent.url, 'GET', '/v1/agent/debug/cpu-profile?seconds=1');
     expectError(second, 503, 1016);
     expect(second.headers.get('retry-after')).toBe('5');
     const r = await profile;
@@ -55,13 +38,13 @@ describe('profiles without authentication', () => {
   });
 
   test('a sampling heap profile; seconds outside 1..300 refused', async () => {
-    const heap = await call(agent.url, 'GET', '/v1/agent/debug/heap-profile?seconds=1');
+    const heap = await call(a.agent.url, 'GET', '/v1/agent/debug/heap-profile?seconds=1');
     expect(heap.status).toBe(200);
     const h = heap.json() as { head: { callFrame: unknown; children: unknown[] }; samples: unknown[] };
     expect(h.head.callFrame).toBeDefined();
     expect(Array.isArray(h.samples)).toBe(true);
     for (const seconds of ['0', '301', 'abc', '1.5']) {
-      const r = await call(agent.url, 'GET', `/v1/agent/debug/heap-profile?seconds=${seconds}`);
+      const r = await call(a.agent.url, 'GET', `/v1/agent/debug/heap-profile?seconds=${seconds}`);
       expect(expectError(r, 400, 1009).message).toBe(`seconds must be a whole number from 1 to 300, not "${seconds}"`);
     }
   });
@@ -71,28 +54,15 @@ describe('profiles with authentication on', () => {
   const secret = 'a-debug-test-secret-that-is-long-enough-012345';
   const tokens = new TokenAuthority({ secret });
   const mint = (rules: Rule[]) => tokens.mint({ subject: 'ops', rules, ttlSeconds: 600 });
-  let dir: string;
-  let agent: Agent;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'roster-debug-auth-'));
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ auth: { jwt_secret: secret } }));
-    agent = await startAgent({ args: ['--config-file', join(dir, 'config.json')] });
-  }, 30_000);
-
-  afterAll(async () => {
-    await agent?.stop();
-    agent?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const a = useConfigAgent('roster-debug-auth-', { auth: { jwt_secret: secret } });
 
   test('operator read takes a profile without enable_debug; agent read alone is 403', async () => {
     const operator = await mint([{ resource: 'operator', prefix: '', access: 'read' }]);
-    const r = await call(agent.url, 'GET', '/v1/agent/debug/cpu-profile?seconds=1', undefined, { authorization: `Bearer ${operator}` });
+    const r = await call(a.agent.url, 'GET', '/v1/agent/debug/cpu-profile?seconds=1', undefined, { authorization: `Bearer ${operator}` });
     expect(r.status).toBe(200);
     expect((r.json() as CpuProfile).samples.length).toBeGreaterThan(0);
     const agentOnly = await mint([{ resource: 'agent', prefix: '', access: 'write' }]);
-    expectError(await call(agent.url, 'GET', '/v1/agent/debug/heap-profile?seconds=1', undefined, { authorization: `Bearer ${agentOnly}` }), 403, 1004);
-    expectError(await call(agent.url, 'GET', '/v1/agent/debug/heap-profile?seconds=1'), 401, 1002);
+    expectError(await call(a.agent.url, 'GET', '/v1/agent/debug/heap-profile?seconds=1', undefined, { authorization: `Bearer ${agentOnly}` }), 403, 1004);
+    expectError(await call(a.agent.url, 'GET', '/v1/agent/debug/heap-profile?seconds=1'), 401, 1002);
   });
 });

@@ -5,12 +5,10 @@
 // loses lines (told how many once it reads again) while the agent keeps serving.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
-import { call, expectError, sleep, startAgent, type Agent } from '../support/agent.ts';
+import { call, expectError, sleep } from '../support/agent.ts';
+import { useConfigAgent } from '../support/config-agent.ts';
 
 const secret = 'a-monitor-test-secret-long-enough-0123456789';
 const tokens = new TokenAuthority({ secret, clockSkewSeconds: 0 });
@@ -54,32 +52,21 @@ function openMonitor(url: string, query: string, token: string | undefined): Pro
 }
 
 describe('/v1/agent/monitor', () => {
-  let dir: string;
-  let file: string;
-  let agent: Agent;
+  const settings = { log_level: 'info', auth: { jwt_secret: secret, clock_skew: '0s' } };
+  const a = useConfigAgent('roster-monitor-', settings);
   let admin: string;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'roster-monitor-'));
-    file = join(dir, 'config.json');
-    writeFileSync(file, JSON.stringify({ log_level: 'info', auth: { jwt_secret: secret, clock_skew: '0s' } }));
-    agent = await startAgent({ args: ['--config-file', file] });
     admin = await mint(everything);
-  }, 30_000);
-
-  afterAll(async () => {
-    if (agent?.proc.exitCode === null) await agent.stop();
-    agent?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   test('a debug monitor gets the request lines the agent logging at info leaves out of its own output, as text', async () => {
-    const m = await openMonitor(agent.url, '?loglevel=debug', await mint(agentRead));
+    const m = await openMonitor(a.agent.url, '?loglevel=debug', await mint(agentRead));
     try {
       expect(m.status).toBe(200);
       expect(m.headers['content-type']).toBe('text/plain; charset=utf-8');
       await m.waitFor(/\[INFO\] {2}monitor started: reqId=\S+ loglevel=debug subject=ops\n/);
-      const put = await call(agent.url, 'PUT', '/v1/kv/monitored/key', 'v', { authorization: `Bearer ${admin}` });
+      const put = await call(a.agent.url, 'PUT', '/v1/kv/monitored/key', 'v', { authorization: `Bearer ${admin}` });
       expect(put.status).toBe(200);
       await m.waitFor(/\[DEBUG\] request: reqId=\S+ method=PUT route=\/v1\/kv\/\* path=\/v1\/kv\/monitored\/key status=200 ms=/);
       // Each line: an ISO time, the level, the message and its fields.
@@ -87,19 +74,19 @@ describe('/v1/agent/monitor', () => {
     } finally {
       m.close();
     }
-    expect(agent.output()).not.toContain('monitored/key');
-    expect(agent.output()).toContain('"msg":"monitor started"');
+    expect(a.agent.output()).not.toContain('monitored/key');
+    expect(a.agent.output()).toContain('"msg":"monitor started"');
   });
 
   test('?logjson sends the agent\'s JSON lines; a monitor at error starts with its announcement and gets nothing below error', async () => {
-    const json = await openMonitor(agent.url, '?loglevel=WARN&logjson', admin);
-    const errors = await openMonitor(agent.url, '?loglevel=error', admin);
+    const json = await openMonitor(a.agent.url, '?loglevel=WARN&logjson', admin);
+    const errors = await openMonitor(a.agent.url, '?loglevel=error', admin);
     try {
       expect(json.headers['content-type']).toBe('application/x-ndjson');
       await errors.waitFor(/monitor started: .*loglevel=error/);
       // A reload that changes a setting needing a restart logs a warning.
-      writeFileSync(file, JSON.stringify({ log_level: 'info', datacenter: 'elsewhere', auth: { jwt_secret: secret, clock_skew: '0s' } }));
-      expect((await call(agent.url, 'PUT', '/v1/agent/reload', undefined, { authorization: `Bearer ${admin}` })).status).toBe(200);
+      a.write({ ...settings, datacenter: 'elsewhere' });
+      expect((await call(a.agent.url, 'PUT', '/v1/agent/reload', undefined, { authorization: `Bearer ${admin}` })).status).toBe(200);
       await json.waitFor(/"msg":"reload: datacenter changed; it takes effect at the next restart"/);
       const lines = json.text().trimEnd().split('\n').map((l) => JSON.parse(l) as { level: number; msg: string; node: string });
       expect(lines[0]).toMatchObject({ level: 30, msg: 'monitor started', node: 'node1' });
@@ -109,20 +96,20 @@ describe('/v1/agent/monitor', () => {
     } finally {
       json.close();
       errors.close();
-      writeFileSync(file, JSON.stringify({ log_level: 'info', auth: { jwt_secret: secret, clock_skew: '0s' } }));
+      a.write(settings);
     }
   });
 
   test('refusals: an unknown level (400), no token (401), a token without agent read (403)', async () => {
-    const bad = await call(agent.url, 'GET', '/v1/agent/monitor?loglevel=loud', undefined, { authorization: `Bearer ${admin}` });
+    const bad = await call(a.agent.url, 'GET', '/v1/agent/monitor?loglevel=loud', undefined, { authorization: `Bearer ${admin}` });
     expect(expectError(bad, 400, 1009).message).toBe('loglevel must be trace, debug, info, warn or error, not "loud"');
-    expectError(await call(agent.url, 'GET', '/v1/agent/monitor'), 401, 1002);
+    expectError(await call(a.agent.url, 'GET', '/v1/agent/monitor'), 401, 1002);
     const keysOnly = await mint([{ resource: 'key', prefix: '', access: 'write' }]);
-    expectError(await call(agent.url, 'GET', '/v1/agent/monitor', undefined, { authorization: `Bearer ${keysOnly}` }), 403, 1004);
+    expectError(await call(a.agent.url, 'GET', '/v1/agent/monitor', undefined, { authorization: `Bearer ${keysOnly}` }), 403, 1004);
   });
 
   test('the monitor ends when its token expires', async () => {
-    const m = await openMonitor(agent.url, '?loglevel=info', await mint(agentRead, 2));
+    const m = await openMonitor(a.agent.url, '?loglevel=info', await mint(agentRead, 2));
     await m.waitFor(/monitor started/);
     const started = Date.now();
     await m.ended;
@@ -130,7 +117,7 @@ describe('/v1/agent/monitor', () => {
   });
 
   test('a client that stops reading loses lines, not the agent\'s memory, and is told how many once it reads again', async () => {
-    const sock = connect(new URL(agent.url).port as unknown as number, '127.0.0.1');
+    const sock = connect(new URL(a.agent.url).port as unknown as number, '127.0.0.1');
     await new Promise((r) => sock.once('connect', r));
     sock.write(`GET /v1/agent/monitor?loglevel=debug HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
     sock.pause();
@@ -138,10 +125,10 @@ describe('/v1/agent/monitor', () => {
     const path = `/v1/kv/${'p'.repeat(8 * 1024)}`;
     const auth = { authorization: `Bearer ${admin}` };
     for (let round = 0; round < 100; round++) {
-      await Promise.all(Array.from({ length: 30 }, () => fetch(`${agent.url}${path}`, { headers: auth }).then((r) => r.arrayBuffer())));
+      await Promise.all(Array.from({ length: 30 }, () => fetch(`${a.agent.url}${path}`, { headers: auth }).then((r) => r.arrayBuffer())));
     }
     // The agent serves meanwhile.
-    expect((await call(agent.url, 'GET', '/v1/agent/self', undefined, auth)).status).toBe(200);
+    expect((await call(a.agent.url, 'GET', '/v1/agent/self', undefined, auth)).status).toBe(200);
     let got = '';
     sock.setEncoding('utf8');
     sock.on('data', (d: string) => { got += d; });
@@ -149,7 +136,7 @@ describe('/v1/agent/monitor', () => {
     const until = Date.now() + 15_000;
     while (!/monitor: \d+ log lines dropped: the client read too slowly/.test(got)) {
       if (Date.now() > until) throw new Error(`no dropped-lines line; read ${got.length} bytes`);
-      await call(agent.url, 'GET', '/v1/kv/after-the-burst', undefined, auth);
+      await call(a.agent.url, 'GET', '/v1/kv/after-the-burst', undefined, auth);
       await sleep(50);
     }
     sock.destroy();
@@ -160,10 +147,10 @@ describe('/v1/agent/monitor', () => {
   }, 120_000);
 
   test('the agent stopping ends every monitor', async () => {
-    const m = await openMonitor(agent.url, '?loglevel=info', admin);
+    const m = await openMonitor(a.agent.url, '?loglevel=info', admin);
     await m.waitFor(/monitor started/);
     await m.waitFor(/monitor started[^\n]*\n/);
-    const stopped = agent.stop();
+    const stopped = a.agent.stop();
     await m.ended;
     expect(await stopped).toBe(0);
     expect(m.text()).toMatch(/shutting down: signal=SIGTERM/);
