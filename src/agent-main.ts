@@ -179,7 +179,8 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   // Announced only now: a supervisor that stops the agent as soon as it reads this line must find the
   // signal handled (before process.on, SIGTERM's default action ends the process with no exit code).
-  logger.info({ dataDir, dialect: config.dialect, index: runtime.state.index, cluster: config.nats.length > 0 }, `roster listening http=${http.url} grpc=${grpc.address}`);
+  // Written at every log level but silent: it is what a supervisor or a person waits for.
+  logTap.always((l) => l.info({ dataDir, dialect: config.dialect, index: runtime.state.index, cluster: config.nats.length > 0 }, `roster listening http=${http.url} grpc=${grpc.address}`));
   // A reload that fails leaves the agent running as it was; the reason is logged.
   onHangup = () => {
     logger.info({ signal: 'SIGHUP' }, 'reloading the configuration');

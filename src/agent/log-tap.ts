@@ -43,6 +43,8 @@ export class LogTap {
   private logger: Logger | undefined;
   /** Lines logged while a follower is being handed one (by the socket code under it) reach the sink only. */
   private delivering = false;
+  /** Inside `always`: every line reaches the sink. */
+  private unfiltered = false;
 
   constructor(private readonly sink: LogSink, level: string) {
     this.configured = level;
@@ -89,10 +91,28 @@ export class LogTap {
     };
   }
 
+  /**
+   * Runs `log` with info lines reaching the output whatever the configured level (but `silent`): for the
+   * line that says the agent is ready, which operators and supervisors wait for.
+   */
+  always(log: (logger: Logger) => void): void {
+    const logger = this.logger;
+    if (logger === undefined || this.configured === 'silent') return;
+    const level = logger.level;
+    if (levelValues[level]! > levelValues.info!) logger.level = 'info';
+    this.unfiltered = true;
+    try {
+      log(logger);
+    } finally {
+      this.unfiltered = false;
+      logger.level = level;
+    }
+  }
+
   /** pino's write: the sink gets what the configured level lets through, each follower what it asked for. */
   write(line: string): void {
     const level = this.lastLevel;
-    if (level >= levelValues[this.configured]!) this.sink.write(line);
+    if (level >= levelValues[this.configured]! || this.unfiltered) this.sink.write(line);
     if (this.followers.size === 0 || this.delivering) return;
     const rendered = { text: undefined as string | undefined };
     for (const f of this.followers) if (level >= f.level) this.hand(f, line, rendered);

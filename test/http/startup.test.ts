@@ -1,6 +1,6 @@
 // Goal: the agent starts as the README says — defaults (port 8500, ./data), ROSTER_* environment and
-// flags (flags win), the consul dialect switch, and clear failures for bad flags, empty settings, a data dir
-// that cannot be one, or a missing binding.
+// flags (flags win), the consul dialect switch, the ready line at any log level, and clear failures for bad
+// flags, empty settings, a data dir that cannot be one, or a missing binding.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -113,6 +113,15 @@ describe('startup', () => {
     const warned = agent.output().split('\n').filter((l) => l.includes('cluster settings given without --nats are ignored'));
     expect(warned).toHaveLength(1);
     expect(JSON.parse(warned[0]!).ignored).toEqual(['--join']);
+  });
+
+  test('the ready line is written at log level warn and error, which leave the other info lines out', async () => {
+    for (const level of ['warn', 'error']) {
+      const agent = await startAgent({ args: ['--log-level', level], readyTimeoutMs: 15_000 });
+      started.push(agent);
+      expect(agent.output()).toMatch(/"msg":"roster listening http=http:\/\/127\.0\.0\.1:\d+ grpc=/);
+      expect(agent.output()).not.toContain('"msg":"state recovered"');
+    }
   });
 
   test('an unknown flag or a bad value exits 2 with the reason and the usage', () => {

@@ -1,7 +1,8 @@
 // Goal: the log tap behind the agent's logger: the output gets what the configured level lets through, each
 // follower what it asked for; the logger runs at the lowest level wanted and returns to the configured one
 // when followers leave or a reload changes it; a follower whose level leaves out the announcement still gets
-// it first; a line logged while a follower is handed one reaches the output only; the text form.
+// it first; a line logged while a follower is handed one reaches the output only; the ready line is written
+// whatever the level but silent; the text form.
 import { pino } from 'pino';
 import { describe, expect, test } from 'vitest';
 import { LogTap, logLineText } from '../../src/agent/log-tap.ts';
@@ -70,6 +71,17 @@ describe('LogTap', () => {
     logger.info('first');
     expect(msgs(got)).toEqual(['monitor started', 'first']);
     expect(msgs(out)).toEqual(['monitor started', 'written by the socket code', 'first', 'written by the socket code']);
+  });
+
+  test('the ready line reaches the output at every configured level but silent', () => {
+    const { out, tap, logger } = tapped('error');
+    tap.always((l) => l.info('roster listening'));
+    logger.info('not this one');
+    expect(msgs(out)).toEqual(['roster listening']);
+    expect(logger.level).toBe('error');
+    const silent = tapped('silent');
+    silent.tap.always((l) => l.info('roster listening'));
+    expect(silent.out).toEqual([]);
   });
 
   test('the text form: time, padded level, message, fields (strings quoted only when they need it)', () => {
