@@ -17,14 +17,16 @@ const ui = useAgentAndBrowser(async ({ c }) => {
 describe('at 420 px', () => {
   test('no page overflows sideways; the header links stay on screen; an action works', async () => {
     const paths = ['/ui/services', '/ui/nodes', '/ui/checks', '/ui/sessions', '/ui/kv/', '/ui/kv/config/very/deeply/nested/folder/with/a/long/key-name-for-a-narrow-screen',
-      '/ui/services/payments-gateway-with-a-long-name', '/ui/nodes/node1', '/ui/locks/config/lock', '/ui/timeline', '/ui/cluster', '/ui/nope'];
+      '/ui/services/payments-gateway-with-a-long-name', '/ui/nodes/node1', '/ui/locks/config/lock', '/ui/timeline', '/ui/cluster', '/ui/log', '/ui/nope'];
     const page = await openPage(ui.browser, ui.agent.url, '/ui/services', width);
     try {
       for (const path of paths) {
         await page.goto(ui.agent.url + path);
         await page.waitForSelector('#connection[data-state="live"]');
         await page.waitForSelector('#view > :not([data-waiting])');
-        await page.waitForLoadState('networkidle');
+        // The log page keeps its request open: it is ready once the log's first line is in.
+        if (path === '/ui/log') await page.waitForSelector('#log-lines:has-text("monitor started")');
+        else await page.waitForLoadState('networkidle');
         const sizes = await page.evaluate(`(() => {
           const main = document.querySelector('main');
           const links = [...document.querySelectorAll('header a')].map((a) => a.getBoundingClientRect().right);

@@ -11,7 +11,7 @@ const b64 = (s: string | Uint8Array) => Buffer.from(s).toString('base64');
 const item = (Key: string, value = 'v', Session?: string): KvItem => ({ Key, Value: b64(value), Flags: '0', LockIndex: Session ? 1 : 0, CreateIndex: 1, ModifyIndex: 1, ...(Session ? { Session } : {}) });
 
 describe('routes', () => {
-  test('lists, details, the KV browser, locks, timeline, cluster; anything else is not found', () => {
+  test('lists, details, the KV browser, locks, timeline, cluster, log; anything else is not found', () => {
     expect(parseRoute('/ui/')).toEqual({ page: 'list', list: 'services' });
     expect(parseRoute('/ui/nodes')).toEqual({ page: 'list', list: 'nodes' });
     expect(parseRoute('/ui/services/web%20api')).toEqual({ page: 'service', name: 'web api' });
@@ -22,6 +22,7 @@ describe('routes', () => {
     expect(parseRoute('/ui/locks/app/leader')).toEqual({ page: 'lock', key: 'app/leader' });
     expect(parseRoute('/ui/timeline')).toEqual({ page: 'timeline' });
     expect(parseRoute('/ui/cluster')).toEqual({ page: 'cluster' });
+    expect(parseRoute('/ui/log')).toEqual({ page: 'log' });
     expect(parseRoute('/ui/services/')).toEqual({ page: 'list', list: 'services' });
     for (const path of ['/ui/nope', '/ui/checks/x', '/ui/services/a/b', '/ui/locks/', '/ui/kv/%E0%A4%A', '/ui/timeline/x']) {
       expect(parseRoute(path), path).toEqual({ page: 'notfound', path });

@@ -61,6 +61,19 @@ export async function send(method: 'PUT' | 'DELETE', path: string, body?: BodyIn
   return text;
 }
 
+/** A GET read as it arrives (the agent's log): `onText` gets each piece of text; resolves when the answer ends. */
+export async function follow(path: string, signal: AbortSignal, onText: (text: string) => void): Promise<void> {
+  const res = await fetch(path, { headers: headers(), signal });
+  if (!res.ok) throw await failure(res);
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    onText(decoder.decode(value, { stream: true }));
+  }
+}
+
 export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

@@ -1,11 +1,12 @@
 /**
  * One page per address (router.ts): the four lists, the KV browser, the detail pages, the timeline,
- * the cluster's log, and the not-found view.
+ * the cluster's log, this agent's own log, and the not-found view.
  */
 import { clusterPage } from './cluster-view.ts';
 import { nodePage, servicePage } from './detail-views.ts';
 import { h, link } from './dom.ts';
 import { folderPage, keyPage } from './kv-view.ts';
+import { logPage } from './log-view.ts';
 import { checkRows, nodeRows, serviceRows, sessionRows } from './model.ts';
 import type { ListName, Route } from './router.ts';
 import { lockPage, sessionPage } from './session-view.ts';
@@ -59,6 +60,7 @@ export function buildPage(route: Route, go: Go): Page {
     case 'session': return sessionPage(route.id);
     case 'timeline': return timelinePage();
     case 'cluster': return clusterPage();
+    case 'log': return logPage();
     default: return notFoundPage(location.pathname);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The dashboard's addresses. Lists: /ui/services (the default), /ui/nodes, /ui/checks, /ui/sessions,
- * /ui/timeline, /ui/cluster. Details: /ui/services/<name>, /ui/nodes/<name>, /ui/sessions/<id>. The KV
+ * /ui/timeline, /ui/cluster, /ui/log. Details: /ui/services/<name>, /ui/nodes/<name>, /ui/sessions/<id>. The KV
  * browser: /ui/kv/ and /ui/kv/<folder>/ (a path ending in `/`) list a folder, /ui/kv/<key> shows a key;
  * /ui/locks/<key> shows the lock on a key. Anything else under /ui/ is the not-found view.
  */
@@ -17,6 +17,7 @@ export type Route =
   | { page: 'lock'; key: string }
   | { page: 'timeline' }
   | { page: 'cluster' }
+  | { page: 'log' }
   | { page: 'notfound'; path: string };
 
 const lists: ListName[] = ['services', 'nodes', 'checks', 'sessions'];
@@ -43,7 +44,7 @@ export function parseRoute(pathname: string): Route {
     if (head === 'locks') return path === '' || path.endsWith('/') ? notFound : { page: 'lock', key: path };
     return path === '' || path.endsWith('/') ? { page: 'folder', prefix: path } : { page: 'key', key: path };
   }
-  if ((head === 'timeline' || head === 'cluster') && inner === '') return { page: head };
+  if ((head === 'timeline' || head === 'cluster' || head === 'log') && inner === '') return { page: head };
   if (!(lists as string[]).includes(head)) return notFound;
   if (inner === '') return { page: 'list', list: head as ListName };
   const id = tail.length === 1 ? decode(inner) : undefined;
@@ -62,6 +63,7 @@ export function navOf(route: Route): string {
     case 'folder': case 'key': case 'lock': return 'kv';
     case 'timeline': return 'timeline';
     case 'cluster': return 'cluster';
+    case 'log': return 'log';
     default: return '';
   }
 }
