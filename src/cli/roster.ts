@@ -55,6 +55,7 @@ function buildProgram(run: Run): Command {
   addSession(program, run);
   addRegistry(program, run);
   addToken(program, run);
+  addValidate(program, run);
   addMaintenance(program, run);
   addOperator(program, run);
   addSnapshot(program, run);
@@ -220,6 +221,13 @@ function addOperator(program: Command, run: Run): void {
 }
 
 /** `roster token`: mints a token locally, without an agent. */
+/** `roster validate <file>` (src/cli/validate.ts): not a client of an agent. */
+function addValidate(program: Command, run: Run): void {
+  program.command('validate').description('check a config file as the agent would read it, without starting anything (like consul validate)')
+    .argument('<file>', 'the config file')
+    .action((file: string) => run(async () => (await import('./validate.ts')).validateCommand(file, (text) => process.stdout.write(text))));
+}
+
 function addToken(program: Command, run: Run): void {
   const token = program.command('token').description('mint a bearer token with the agent\'s JWT secret (when auth is on)')
     .requiredOption('--subject <name>', 'who the token is for')

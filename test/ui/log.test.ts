@@ -25,7 +25,8 @@ describe('the log page', () => {
       expect(lines.every((l) => /^\d{4}-\d\d-\d\dT[\d:.]+Z \[[A-Z]+\]/.test(l))).toBe(true);
       await screenshot(page, 'ui-log');
       await page.fill('#filter', 'ui-log/at-debug');
-      await page.waitForFunction(() => document.querySelectorAll('#log-lines tr[data-row]:not([hidden])').length === 1);
+      // A string: it runs in the page (this file is compiled without the DOM).
+      await page.waitForFunction(`document.querySelectorAll('#log-lines tr[data-row]:not([hidden])').length === 1`);
       expect(await page.textContent('#log-lines tr[data-row]:not([hidden])')).toContain('method=PUT');
     });
   });
