@@ -5,23 +5,12 @@
  * reason. Below `descriptorsMin` the start stops with exit code 2 and says what to raise. `roster agent`
  * imports agent-main.ts itself, the CLI's own modules having loaded by then.
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { softDescriptorLimit } from './util/descriptor-limit.ts';
 
 /** Descriptors the agent needs to load and serve a handful of connections (it starts at about 100). */
 export const descriptorsMin = 128;
-
-/** The soft limit on open files from /proc/self/limits; undefined where it cannot be read or is unlimited. */
-export function softDescriptorLimit(limits = '/proc/self/limits'): number | undefined {
-  let text: string;
-  try {
-    text = readFileSync(limits, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const soft = /^Max open files\s+(\S+)/m.exec(text)?.[1];
-  return soft === undefined || soft === 'unlimited' ? undefined : Number(soft);
-}
 
 /** True when this file is what node was asked to run, not an import. */
 function isEntryModule(): boolean {

@@ -4,6 +4,7 @@
  * their ports. `src/main.ts` runs it over the WAL or JetStream and adds the process concerns (data-dir
  * lock, signals, exit codes); tests run it in their own process over the memory log.
  */
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, type Config, type Limits } from '../config.ts';
 import { startGrpcHealthServer, type ConnectionLimits, type GrpcAuth, type GrpcHealthServer, type WatchLimits } from '../grpc/index.ts';
@@ -19,6 +20,7 @@ import { Runtime } from '../runtime/index.ts';
 import { ListenError } from '../util/listen-error.ts';
 import { forceLeave } from './force-leave.ts';
 import type { LogTap } from './log-tap.ts';
+import { hostInfo } from './host-info.ts';
 import { Profiler } from './profiler.ts';
 import { registerLocalDefinitions } from './local-definitions.ts';
 import { configReloader, type ReloadOutcome } from './reload.ts';
@@ -77,6 +79,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     ...(parts.logTap ? { logs: parts.logTap } : {}),
     // The config object is the one a reload updates in place.
     profiler: new Profiler(() => config.enableDebug),
+    host: () => hostInfo(resolve(config.dataDir)),
   };
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
   // One limiter for the HTTP API and the stream's upgrades: a caller's requests and upgrades share its window.

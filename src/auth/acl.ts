@@ -202,7 +202,9 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/agent/metrics', prefix: false, resource: 'agent', access: 'read', name: '' },
   // The agent's log (Consul: agent read).
   { path: '/v1/agent/monitor', prefix: false, resource: 'agent', access: 'read', name: '' },
-  // Profiles of the agent (Consul's /debug/pprof/*: operator read).
+  // The machine and process the agent runs on, and profiles of it (Consul's /v1/agent/host and
+  // /debug/pprof/*: operator read).
+  { path: '/v1/agent/host', prefix: false, resource: 'operator', access: 'read', name: '' },
   { path: '/v1/agent/debug/cpu-profile', prefix: false, resource: 'operator', access: 'read', name: '' },
   { path: '/v1/agent/debug/heap-profile', prefix: false, resource: 'operator', access: 'read', name: '' },
   { path: '/v1/status/leader', prefix: false, resource: 'operator', access: 'read', name: '' },

@@ -1,8 +1,8 @@
 /**
  * `roster debug [--duration 30s] [--interval 10s] [--log-level debug] [--output path] [--no-archive]`: what
  * an operator attaches to a report, as `consul debug` gathers it. Over `--duration` it captures from one
- * agent: who it is, its members and its log's state (`/v1/agent/self`, `/v1/agent/members`,
- * `/v1/operator/log`, at the start), its metrics every `--interval` (Prometheus text), its log at
+ * agent: who it is, its members, its log's state and its host (`/v1/agent/self`, `/v1/agent/members`,
+ * `/v1/operator/log`, `/v1/agent/host`, at the start), its metrics every `--interval` (Prometheus text), its log at
  * `--log-level` (`/v1/agent/monitor`), and a CPU profile and a sampling heap profile over the whole duration
  * (`/v1/agent/debug/*`: operator read, or `enable_debug` without authentication). Everything goes into a
  * directory, then into `<dir>.tar.gz` unless `--no-archive`. A capture the agent refuses is named in
@@ -64,6 +64,7 @@ export async function debugCommand(ctx: CliContext, o: DebugOptions): Promise<nu
     outcomes.agent = { file: 'agent.json' };
     outcomes.members = await saveGet(ctx, plan, '/v1/agent/members', 'members.json');
     outcomes.operatorLog = await saveGet(ctx, plan, '/v1/operator/log', 'operator-log.json');
+    outcomes.host = await saveGet(ctx, plan, '/v1/agent/host', 'host.json');
     const seconds = Math.max(1, Math.round(plan.durationMs / 1000));
     const log = captureLog(ctx, plan, stop.signal);
     // Said once the log is followed, so that what happens from here on is in it.

@@ -26,6 +26,8 @@ export interface ApiContext {
   logs?: LogSource;
   /** Profiles of the agent, for /v1/agent/debug/*; absent: those routes are not served. */
   profiler?: ProfileSource;
+  /** The machine and process the agent runs on (src/agent/host-info.ts), for /v1/agent/host. */
+  host?: () => Promise<unknown>;
 }
 
 /** Profiles of the running agent (src/agent/profiler.ts). */

@@ -23,7 +23,7 @@ describe('roster debug', () => {
     expect(r.stderr).toMatch(/roster: heapProfile not captured: profiling is off/);
     const index = JSON.parse(readFileSync(join(out, 'index.json'), 'utf8')) as { captures: Record<string, { file: string; error?: string }> };
     expect(Object.entries(index.captures).filter(([, c]) => c.error !== undefined).map(([k]) => k).sort()).toEqual(['cpuProfile', 'heapProfile']);
-    expect(readdirSync(out).sort()).toEqual(['agent.json', 'agent.log', 'index.json', 'members.json', 'metrics', 'operator-log.json']);
+    expect(readdirSync(out).sort()).toEqual(['agent.json', 'agent.log', 'host.json', 'index.json', 'members.json', 'metrics', 'operator-log.json']);
     expect(readdirSync(join(out, 'metrics')).sort()).toEqual(['0.prom', '1.prom']);
   });
 
@@ -47,6 +47,7 @@ describe('roster debug', () => {
     expect(JSON.parse(read('agent.json'))).toMatchObject({ Config: { NodeName: 'node1' } });
     expect(JSON.parse(read('members.json'))).toEqual(expect.arrayContaining([expect.objectContaining({ Name: 'node1' })]));
     expect(JSON.parse(read('operator-log.json'))).toBeTypeOf('object');
+    expect(JSON.parse(read('host.json'))).toMatchObject({ Disk: { path: a.agent.dataDir }, Errors: [] });
     expect(read('agent.log')).toMatch(/\[DEBUG\] request: .*path=\/v1\/kv\/debugged status=200/);
     expect(readdirSync(join(root, 'metrics')).sort()).toEqual(['0.prom', '1.prom', '2.prom', '3.prom']);
     expect(read('metrics/3.prom')).toContain('roster_http_requests_total');

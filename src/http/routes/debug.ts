@@ -4,7 +4,8 @@
  * seconds, `GET /v1/agent/debug/heap-profile?seconds=N` a sampling heap profile (`.heapprofile`); N is 1 to
  * `profileSecondsMax`, 10 by default. As in Consul, they need operator read with authentication on, and
  * `enable_debug` in the config file without it. One profile of each kind at a time; a client that goes
- * away ends its profile.
+ * away ends its profile. `GET /v1/agent/host` (Consul's endpoint, operator read) answers the machine and
+ * process the agent runs on.
  */
 import { RegistryError } from '../../domain/errors.ts';
 import type { ApiContext } from '../api.ts';
@@ -38,7 +39,13 @@ function profile(kind: 'cpu' | 'heap') {
   };
 }
 
+async function host(req: Request, api: ApiContext): Promise<Reply> {
+  if (api.host === undefined) throw new RegistryError('noEndpoint', { method: req.method, path: req.path });
+  return json(await api.host());
+}
+
 export const debugRoutes: Route<ApiContext>[] = [
+  { path: '/v1/agent/host', prefix: false, methods: { GET: host } },
   { path: '/v1/agent/debug/cpu-profile', prefix: false, methods: { GET: profile('cpu') }, query: ['seconds'] },
   { path: '/v1/agent/debug/heap-profile', prefix: false, methods: { GET: profile('heap') }, query: ['seconds'] },
 ];
