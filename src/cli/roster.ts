@@ -81,7 +81,7 @@ function addMaintenance(program: Command, run: Run): void {
     .action((id: string) => run(async () => (await import('./session-renew.ts')).sessionRenew(await ctxOf(renew), id)));
 }
 
-/** `roster reload`, `roster leave`, `roster force-leave <node> [--prune]` (src/cli/agent-ops.ts), `roster monitor` (src/cli/monitor.ts), `roster debug` (src/cli/debug.ts). */
+/** `roster reload`, `roster leave`, `roster force-leave <node> [--prune]` (src/cli/agent-ops.ts), `roster info`, `roster monitor` (src/cli/monitor.ts), `roster debug` (src/cli/debug.ts). */
 function addAgentOps(program: Command, run: Run): void {
   const ops = () => import('./agent-ops.ts');
   const reload = clientCommand(program, 'reload', 'have the agent read its config file again (like consul reload)')
@@ -91,6 +91,8 @@ function addAgentOps(program: Command, run: Run): void {
   const forceLeave = clientCommand(program, 'force-leave', 'move a failed member to left at once (like consul force-leave)')
     .argument('<node>', 'the member\'s node name').option('--prune', 'forget the member altogether')
     .action((node: string) => run(async () => (await ops()).forceLeave(await ctxOf(forceLeave), node, forceLeave.opts())));
+  const info = clientCommand(program, 'info', 'print the agent\'s figures: who it is, its log\'s indexes and role, its runtime (like consul info)')
+    .action(() => run(async () => (await import('./info.ts')).info(await ctxOf(info))));
   const monitor = clientCommand(program, 'monitor', 'print the agent\'s log as it is written, at any level, until interrupted (like consul monitor)', false)
     .option('--log-level <level>', 'trace, debug, info, warn or error', 'info')
     .option('--log-json', 'the agent\'s JSON lines instead of text')
