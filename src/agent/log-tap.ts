@@ -9,9 +9,7 @@
  * to write (`lastLevel`), so no line is parsed to route it; a text follower's rendering parses it once.
  */
 import type { Logger } from 'pino';
-
-export const followLevels = ['trace', 'debug', 'info', 'warn', 'error'] as const;
-export type FollowLevel = (typeof followLevels)[number];
+import { monitorLevels, type MonitorLevel } from '../http/index.ts';
 
 /** pino's level numbers; `silent` lets nothing through. */
 const levelValues: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
@@ -76,7 +74,7 @@ export class LogTap {
    * level leaves info out is handed it all the same, so every follower's answer starts at once.
    * Returns the function that stops following.
    */
-  follow(level: FollowLevel, json: boolean, deliver: (line: string) => void, announce: { msg: string; fields: Record<string, unknown> }): () => void {
+  follow(level: MonitorLevel, json: boolean, deliver: (line: string) => void, announce: { msg: string; fields: Record<string, unknown> }): () => void {
     const f: Follower = { level: levelValues[level]!, json, deliver, delivered: 0 };
     this.followers.add(f);
     this.applyLevel();
@@ -142,7 +140,7 @@ export class LogTap {
   private applyLevel(): void {
     if (this.logger === undefined) return;
     let lowest = this.configured;
-    for (const f of this.followers) if (f.level < levelValues[lowest]!) lowest = followLevels.find((l) => levelValues[l] === f.level)!;
+    for (const f of this.followers) if (f.level < levelValues[lowest]!) lowest = monitorLevels.find((l) => levelValues[l] === f.level)!;
     if (this.logger.level !== lowest) this.logger.level = lowest;
   }
 }

@@ -14,6 +14,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { failureOf, readAnswer } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
+import { logLevelOption } from './monitor.ts';
 import { parseGoDurationMs } from '../util/duration.ts';
 
 export interface DebugOptions {
@@ -27,7 +28,6 @@ export interface DebugOptions {
 /** The agent's longest profile (src/http/routes/debug.ts profileSecondsMax). */
 const durationMsMax = 300_000;
 const intervalMsMin = 1_000;
-const levels = ['trace', 'debug', 'info', 'warn', 'error'];
 
 interface Plan { durationMs: number; intervalMs: number; level: string; dir: string; archive: boolean }
 
@@ -36,8 +36,7 @@ function planOf(o: DebugOptions, now: Date): Plan {
   if (durationMs === undefined || durationMs < intervalMsMin || durationMs > durationMsMax) throw usageError(`--duration: "${o.duration}" is not a duration from 1s to 5m`);
   const intervalMs = parseGoDurationMs(o.interval ?? '10s');
   if (intervalMs === undefined || intervalMs < intervalMsMin) throw usageError(`--interval: "${o.interval}" is not a duration of 1s or more`);
-  const level = (o.logLevel ?? 'debug').toLowerCase();
-  if (!levels.includes(level)) throw usageError(`--log-level: "${o.logLevel}" is not one of ${levels.join(', ')}`);
+  const level = logLevelOption(o.logLevel, 'debug');
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   const dir = resolve(o.output ?? `roster-debug-${stamp}`);
   return { durationMs, intervalMs, level, dir, archive: o.archive !== false };

@@ -8,7 +8,15 @@ import { failureOf, readAnswer } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
 
+/** The levels `/v1/agent/monitor` takes (src/http/api.ts monitorLevels; the client loads no agent code). */
 const levels = ['trace', 'debug', 'info', 'warn', 'error'];
+
+/** `--log-level`'s value, lower-cased; a usage error when the agent would refuse it. */
+export function logLevelOption(given: string | undefined, fallback: string): string {
+  const level = (given ?? fallback).toLowerCase();
+  if (!levels.includes(level)) throw usageError(`--log-level: "${given}" is not one of ${levels.join(', ')}`);
+  return level;
+}
 
 export interface MonitorOptions {
   logLevel?: string;
@@ -16,8 +24,7 @@ export interface MonitorOptions {
 }
 
 export async function monitorCommand(ctx: CliContext, o: MonitorOptions): Promise<number> {
-  const level = (o.logLevel ?? 'info').toLowerCase();
-  if (!levels.includes(level)) throw usageError(`--log-level: "${o.logLevel}" is not one of ${levels.join(', ')}`);
+  const level = logLevelOption(o.logLevel, 'info');
   const interrupted = new AbortController();
   const stop = () => interrupted.abort();
   process.once('SIGINT', stop);

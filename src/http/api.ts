@@ -39,8 +39,9 @@ export interface ProfileSource {
   take(kind: 'cpu' | 'heap', ms: number, stop: StopSignal): Promise<unknown>;
 }
 
-/** Log levels a monitor may ask for. */
-export type MonitorLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+/** Log levels a monitor may ask for, most detailed first. */
+export const monitorLevels = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+export type MonitorLevel = (typeof monitorLevels)[number];
 
 /** The agent's log as it is written (src/agent/log-tap.ts). */
 export interface LogSource {

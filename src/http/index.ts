@@ -15,6 +15,7 @@ import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
 
 export type { AgentOperations, ApiContext, LogSource, MonitorLevel, ProfileSource } from './api.ts';
+export { monitorLevels } from './api.ts';
 export { startHttpServer, loadUws } from './server.ts';
 export { BindingUnavailable } from './binding-error.ts';
 export { StreamServer, streamSubprotocol } from './stream.ts';

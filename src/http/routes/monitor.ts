@@ -7,7 +7,7 @@
  * At most `monitorsMax` monitors are open on an agent at once (each makes the agent log at its level).
  */
 import { RegistryError } from '../../domain/errors.ts';
-import type { ApiContext, LogSource, MonitorLevel } from '../api.ts';
+import { monitorLevels, type ApiContext, type LogSource, type MonitorLevel } from '../api.ts';
 import type { Feed, FeedOut, Reply } from '../reply.ts';
 import { flag, param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
@@ -16,13 +16,11 @@ import { setLongTimeout, type LongTimer } from '../../util/timer.ts';
 /** Monitors open on one agent at once. */
 export const monitorsMax = 64;
 
-const levels: readonly MonitorLevel[] = ['trace', 'debug', 'info', 'warn', 'error'];
-
 function levelOf(req: Request): MonitorLevel {
   const asked = param(req, 'loglevel');
   if (asked === undefined || asked === '') return 'info';
   const level = asked.toLowerCase() === 'warning' ? 'warn' : asked.toLowerCase();
-  if (!(levels as readonly string[]).includes(level)) throw new RegistryError('monitorLevelInvalid', { level: asked });
+  if (!(monitorLevels as readonly string[]).includes(level)) throw new RegistryError('monitorLevelInvalid', { level: asked });
   return level as MonitorLevel;
 }
 
