@@ -109,6 +109,15 @@ export function mayUseSession(identity: Identity, session: { owner?: string }): 
 }
 
 /**
+ * Whether some name at or below `prefix` may be granted `access`: some rule granting it has a prefix that
+ * lies under `prefix` or that `prefix` lies under. False means every name below is refused (no rule can
+ * match one), so a list of them need not be walked to find that nothing in it may be shown.
+ */
+export function allowedSomewhereUnder(identity: Identity, resource: Resource, prefix: string, access: Access): boolean {
+  return identity.rules.some((r) => r.resource === resource && grants(r.access, access) && (r.prefix.startsWith(prefix) || prefix.startsWith(r.prefix)));
+}
+
+/**
  * Whether some rule of `identity` grants `access` on some name of `resource` (a cheap first test before
  * work that finds the name; the real check on the name still follows).
  */

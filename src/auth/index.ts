@@ -17,6 +17,7 @@ export {
   allowed,
   allowedPrefix,
   allowedSomewhere,
+  allowedSomewhereUnder,
   isOperator,
   isRule,
   mayUseSession,

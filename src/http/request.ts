@@ -1,5 +1,5 @@
 /** The request as handlers see it: copied out of uWS synchronously, body complete, path decoded once. */
-import { allowed, allowedPrefix, type Identity, type Resource } from '../auth/index.ts';
+import { allowed, allowedPrefix, allowedSomewhereUnder, type Identity, type Resource } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 import type { StopSignal } from '../util/stop.ts';
 
@@ -36,13 +36,18 @@ export interface Request {
  * Which names under `prefix` the caller may read, for a route that filters its list item by item (KV
  * recurse and keys lists, catalog and health lists, as Consul filters them; KV lists also count only
  * those items in their index). Undefined when every name under the prefix is readable: always without
- * authentication, and for a token whose rules allow the whole subtree.
+ * authentication, and for a token whose rules allow the whole subtree. `nothingReadable` when no rule can
+ * allow a name under it, so a route may skip walking the names.
  */
 export function readableUnder(req: Request, resource: Resource, prefix: string): ((name: string) => boolean) | undefined {
   const identity = req.identity;
   if (identity === undefined || allowedPrefix(identity, { resource, name: prefix, access: 'read' })) return undefined;
+  if (!allowedSomewhereUnder(identity, resource, prefix, 'read')) return nothingReadable;
   return (name) => allowed(identity, { resource, name, access: 'read' });
 }
+
+/** What readableUnder answers for a prefix no rule can open. */
+export const nothingReadable = (_name: string): boolean => false;
 
 /** Presence-tested flag (`?recurse`, `?keys`, `?raw`, `?consistent`...): on whatever its value. */
 export function flag(req: Request, name: string): boolean {

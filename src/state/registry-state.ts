@@ -131,6 +131,11 @@ export class RegistryState {
     return Math.max(max, this.tombstoneFloor);
   }
 
+  /** The index of a filtered KV read that may see nothing under its prefix. */
+  kvHiddenIndex(): number {
+    return this.hiddenIndex(0);
+  }
+
   /**
    * The index of a filtered read whose newest visible change is at `max` (0: none). Never below the
    * tombstone floor, so it does not go back when that change's tombstone is compacted away (the floor

@@ -2,7 +2,7 @@
 // implies read, default deny), accessFor names the permission of every endpoint family, and a session
 // is usable by its owner or an operator only.
 import { describe, expect, test } from 'vitest';
-import { accessFor, allowed, allowedPrefix, isOperator, isRule, mayUseSession, parseRules, type Identity, type Rule } from '../../src/auth/index.ts';
+import { accessFor, allowed, allowedPrefix, allowedSomewhereUnder, isOperator, isRule, mayUseSession, parseRules, type Identity, type Rule } from '../../src/auth/index.ts';
 import { apiRoutes } from '../../src/http/index.ts';
 
 const who = (...rules: Rule[]): Identity => ({ subject: 'alice', rules });
@@ -70,6 +70,23 @@ describe('allowedPrefix (recursive reads and deletes)', () => {
 
   test('refused when the prefix itself is refused', () => {
     expect(allowedPrefix(who(), key('app/', 'read'))).toBe(false);
+  });
+});
+
+describe('allowedSomewhereUnder (a list that need not be walked)', () => {
+  test('false exactly when no allowing rule lies under the prefix or above it', () => {
+    const id = who({ resource: 'key', prefix: 'app/', access: 'read' }, { resource: 'key', prefix: 'ops/secret/', access: 'deny' },
+      { resource: 'service', prefix: '', access: 'write' });
+    const under = (prefix: string) => allowedSomewhereUnder(id, 'key', prefix, 'read');
+    expect(under('app/db/')).toBe(true); // the rule lies above
+    expect(under('ap')).toBe(true); // the rule lies under
+    expect(under('')).toBe(true);
+    expect(under('ops/')).toBe(false); // only a deny lies under
+    expect(under('other/')).toBe(false);
+    expect(allowedSomewhereUnder(id, 'key', 'app/', 'write')).toBe(false); // read does not grant write
+    expect(allowedSomewhereUnder(id, 'service', 'web', 'write')).toBe(true);
+    // Whenever it is false, no name under the prefix is allowed.
+    for (const name of ['ops/', 'ops/secret/x', 'ops/public', 'other/a']) expect(allowed(id, key(name, 'read')), name).toBe(false);
   });
 });
 

@@ -290,6 +290,13 @@ describe('KV lists under ACL rules', () => {
     expect(keys.json()).toEqual(['app/a', 'app/b']);
     expectError(await call(secured.url, 'GET', '/v1/kv/app/secret/?recurse', undefined, bearer(reader)), 404, 1006);
     expectError(await call(secured.url, 'GET', '/v1/kv/app/secret/x', undefined, bearer(reader)), 403, 1004);
+    // A prefix no rule of the reader's opens (not walked): nothing listed, an index that tells nothing of its writes.
+    const written = Number((await call(secured.url, 'PUT', '/v1/kv/other/z', 'again', bearer(admin))).headers.get('x-consul-index'));
+    for (const q of ['?recurse', '?keys']) {
+      const none = await call(secured.url, 'GET', `/v1/kv/other/${q}`, undefined, bearer(reader));
+      expectError(none, 404, 1006);
+      expect(Number(none.headers.get('x-consul-index'))).toBeLessThan(written);
+    }
   });
 
   test('a recursive delete needs write on the whole subtree: a denied key below refuses it and nothing is deleted', async () => {

@@ -11,7 +11,7 @@ import type { ApiContext } from '../api.ts';
 import { entityTag } from '../conditional.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64, queryOptionParameters, waits, type QueryOptions } from '../query.ts';
 import { jsonText, type Reply } from '../reply.ts';
-import { flag, param, readableUnder, type Request } from '../request.ts';
+import { flag, nothingReadable, param, readableUnder, type Request } from '../request.ts';
 import { requireSessionUse } from '../session-access.ts';
 import type { Route } from '../router.ts';
 import { blockingWaitMsMax } from '../../domain/limits.ts';
@@ -107,19 +107,21 @@ async function getList(req: Request, api: ApiContext, q: QueryOptions): Promise<
   const readableKeys = readableUnder(req, 'key', '');
   const readable = readableKeys !== undefined ? readableUnder(req, 'key', key) : undefined;
   const counted = readableKeys === undefined ? undefined : readable ?? anyKey;
-  const prefixIndex = () => state().kvPrefixIndex(key, counted);
+  // A prefix no rule of the caller's opens is not walked: it lists nothing, its index is the floor.
+  const hidden = readable === nothingReadable;
+  const prefixIndex = () => (hidden ? state().kvHiddenIndex() : state().kvPrefixIndex(key, counted));
   if (flag(req, 'keys')) {
     const separator = param(req, 'separator') ?? param(req, 'seperator') ?? '';
     await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, prefixIndex);
     // Filtered before the cut: a cut name shows only when a readable key lies under it.
-    const keys = state().kvKeys(key, separator, readable);
+    const keys = hidden ? [] : state().kvKeys(key, separator, readable);
     const index = { index: prefixIndex() };
     if (keys.length === 0 && key !== '') return { t: 'missing', index, failure: keyNotFound(key) };
     return jsonText(JSON.stringify(keys), index);
   }
   await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, prefixIndex);
   // Only the entries the caller may read, as Consul filters lists by ACL.
-  const entries = readable === undefined ? state().kvList(key) : state().kvList(key).filter((e) => readable(e.key));
+  const entries = readable === undefined ? state().kvList(key) : hidden ? [] : state().kvList(key).filter((e) => readable(e.key));
   const index = { index: prefixIndex() };
   if (entries.length === 0) return { t: 'missing', index, failure: keyNotFound(key) };
   // As values (Flags as BigInt, printed exactly) so list parameters can page and sort them.
