@@ -26,8 +26,8 @@ interface Follower {
   level: number;
   json: boolean;
   deliver(line: string): void;
-  /** Lines handed to it so far: a follower that got none is handed its announcement directly. */
-  delivered: number;
+  /** It has been handed a line: one that has not by the end of `follow` is handed its announcement directly. */
+  handed: boolean;
 }
 
 const pinoMetadata = Symbol.for('pino.metadata');
@@ -60,10 +60,6 @@ export class LogTap {
     this.applyLevel();
   }
 
-  get level(): string {
-    return this.configured;
-  }
-
   get followed(): number {
     return this.followers.size;
   }
@@ -75,13 +71,13 @@ export class LogTap {
    * Returns the function that stops following.
    */
   follow(level: MonitorLevel, json: boolean, deliver: (line: string) => void, announce: { msg: string; fields: Record<string, unknown> }): () => void {
-    const f: Follower = { level: levelValues[level]!, json, deliver, delivered: 0 };
+    const f: Follower = { level: levelValues[level]!, json, deliver, handed: false };
     this.followers.add(f);
     this.applyLevel();
     this.logger?.info(announce.fields, announce.msg);
-    if (f.delivered === 0) {
+    if (!f.handed) {
       const line = `${JSON.stringify({ level: levelValues.info, time: Date.now(), ...this.logger?.bindings(), ...announce.fields, msg: announce.msg })}\n`;
-      this.hand(f, line, undefined);
+      this.hand(f, line, { text: undefined });
     }
     return () => {
       if (!this.followers.delete(f)) return;
@@ -125,13 +121,12 @@ export class LogTap {
     this.sink.flushSync?.();
   }
 
-  private hand(f: Follower, line: string, rendered: { text: string | undefined } | undefined): void {
-    f.delivered += 1;
+  /** `rendered` keeps the text form of `line` once made, for the other text followers of the same line. */
+  private hand(f: Follower, line: string, rendered: { text: string | undefined }): void {
+    f.handed = true;
     this.delivering = true;
     try {
-      if (f.json) f.deliver(line);
-      else if (rendered === undefined) f.deliver(logLineText(line));
-      else f.deliver((rendered.text ??= logLineText(line)));
+      f.deliver(f.json ? line : (rendered.text ??= logLineText(line)));
     } finally {
       this.delivering = false;
     }

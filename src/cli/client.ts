@@ -127,26 +127,48 @@ export class AgentClient {
   }
 
   async request(method: string, path: string, o: RequestOptions = {}): Promise<Answer> {
-    const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = o.signal ? AbortSignal.any([timeout, o.signal]) : timeout;
-    const tried: string[] = [];
-    for (let base = this.baseUrl; ; base = this.baseUrl) {
-      try {
-        return await this.requestAt(base, method, path, o, signal);
-      } catch (err) {
-        if (o.signal?.aborted) throw err;
-        if (timeout.aborted) throw new CliError(`the agent at ${base} did not answer within ${timeoutMs / 1000}s`);
-        tried.push(`${base}: ${causeOf(err)}`);
-        if (AgentClient.unreached(err) && this.failOver(base)) continue;
-        throw new CliError(tried.length === 1 ? `cannot reach the agent at ${tried[0]}` : `cannot reach any agent (${tried.join('; ')})`);
-      }
-    }
+    return this.send(method, path, o, 'answer');
   }
 
-  private async requestAt(base: string, method: string, path: string, o: RequestOptions, signal: AbortSignal): Promise<Answer> {
-    const { url, headers, payload } = this.prepare(base, method, path, o);
-    return readAnswer(await open(url, method, headers, payload, signal));
+  /**
+   * A GET whose answer is read as it arrives (a monitor's log): resolves with the answer once its head is
+   * in (within `timeoutMs`), its body still to be read; `signal` ends it at any time.
+   */
+  openAnswer(path: string, o: Pick<RequestOptions, 'query' | 'timeoutMs'> & { signal: AbortSignal }): Promise<IncomingMessage> {
+    return this.send('GET', path, o, 'head');
+  }
+
+  /**
+   * Sends the request to the address in use, moving on to the next one while one cannot be connected to.
+   * `timeoutMs` bounds the whole answer, or with `head` only its head's arrival (the body is then the
+   * caller's to read).
+   */
+  private async send(method: string, path: string, o: RequestOptions, upTo: 'answer'): Promise<Answer>;
+  private async send(method: string, path: string, o: RequestOptions, upTo: 'head'): Promise<IncomingMessage>;
+  private async send(method: string, path: string, o: RequestOptions, upTo: 'answer' | 'head'): Promise<Answer | IncomingMessage> {
+    const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
+    const timeout = new AbortController();
+    const late = setTimeout(() => timeout.abort(), timeoutMs);
+    const signal = o.signal ? AbortSignal.any([timeout.signal, o.signal]) : timeout.signal;
+    const tried: string[] = [];
+    try {
+      for (let base = this.baseUrl; ; base = this.baseUrl) {
+        try {
+          const { url, headers, payload } = this.prepare(base, method, path, o);
+          const res = await open(url, method, headers, payload, signal);
+          if (upTo === 'head') return res;
+          return await readAnswer(res);
+        } catch (err) {
+          if (o.signal?.aborted) throw err;
+          if (timeout.signal.aborted) throw new CliError(`the agent at ${base} did not answer within ${timeoutMs / 1000}s`);
+          tried.push(`${base}: ${causeOf(err)}`);
+          if (AgentClient.unreached(err) && this.failOver(base)) continue;
+          throw new CliError(tried.length === 1 ? `cannot reach the agent at ${tried[0]}` : `cannot reach any agent (${tried.join('; ')})`);
+        }
+      }
+    } finally {
+      clearTimeout(late);
+    }
   }
 
   /** The request's URL, headers and body as sent to `base`. */
@@ -165,31 +187,6 @@ export class AgentClient {
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
     else if (method === 'PUT' || method === 'POST') headers['content-length'] = '0';
     return { url, headers, payload };
-  }
-
-  /**
-   * A GET whose answer is read as it arrives (a monitor's log): resolves with the answer once its head is
-   * in (within `timeoutMs`), its body still to be read; `signal` ends it at any time.
-   */
-  async openAnswer(path: string, o: Pick<RequestOptions, 'query' | 'timeoutMs'> & { signal: AbortSignal }): Promise<IncomingMessage> {
-    const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
-    const tried: string[] = [];
-    for (let base = this.baseUrl; ; base = this.baseUrl) {
-      const { url, headers } = this.prepare(base, 'GET', path, o);
-      const timer = new AbortController();
-      const late = setTimeout(() => timer.abort(), timeoutMs);
-      try {
-        return await open(url, 'GET', headers, undefined, AbortSignal.any([timer.signal, o.signal]));
-      } catch (err) {
-        if (o.signal.aborted) throw err;
-        if (timer.signal.aborted) throw new CliError(`the agent at ${base} did not answer within ${timeoutMs / 1000}s`);
-        tried.push(`${base}: ${causeOf(err)}`);
-        if (AgentClient.unreached(err) && this.failOver(base)) continue;
-        throw new CliError(tried.length === 1 ? `cannot reach the agent at ${tried[0]}` : `cannot reach any agent (${tried.join('; ')})`);
-      } finally {
-        clearTimeout(late);
-      }
-    }
   }
 
   get(path: string, o?: RequestOptions): Promise<Answer> { return this.request('GET', path, o); }

@@ -4,12 +4,13 @@
  * interrupted (exit 0), or until the agent ends the answer (exit 1: the agent stopped, or the token
  * expired).
  */
+import { monitorLevels } from '../http/api.ts';
 import { failureOf, readAnswer } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
 
-/** The levels `/v1/agent/monitor` takes (src/http/api.ts monitorLevels; the client loads no agent code). */
-const levels = ['trace', 'debug', 'info', 'warn', 'error'];
+/** The levels `/v1/agent/monitor` takes (a list of constants: loading it loads nothing of the agent). */
+const levels: readonly string[] = monitorLevels;
 
 /** `--log-level`'s value, lower-cased; a usage error when the agent would refuse it. */
 export function logLevelOption(given: string | undefined, fallback: string): string {
