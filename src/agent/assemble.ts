@@ -94,8 +94,9 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     ...(gate ? { auth: grpcAuth(gate) } : {}),
   }));
   ctx.serverAddress = `${config.httpHost}:${server.port}`; // the real port when --http-port 0 picked one
-  const gossip = await parts.join?.({ name: config.nodeName, id: parts.nodeId, http: `${config.httpHost}:${server.port}`, grpc: grpc.address });
-  if (gossip !== undefined) membership.set(gossip);
+  const self = { name: config.nodeName, id: parts.nodeId, http: ctx.serverAddress, grpc: grpc.address };
+  // Alone, the node is still itself, now with the ports its servers listen on.
+  membership.set(await parts.join?.(self) ?? new StaticMembership(self));
   const applyLimits = limitsApplier(httpOpts, stream, grpc);
   applyLimits(config.limits);
   const tap = parts.logTap;

@@ -47,8 +47,11 @@ describe('leave on a single node', () => {
       expect(r.status).toBe(404);
       expect(r.json().message).toMatch(/no member named "nobody"/);
       expect((await c.put('/v1/agent/force-leave/node1')).status).toBe(200);
-      const members = (await c.get('/v1/agent/members')).json<{ Name: string; Status: number }[]>();
+      const members = (await c.get('/v1/agent/members')).json<{ Name: string; Status: number; Port: number; Tags: Record<string, string> }[]>();
       expect(members.map((m) => [m.Name, m.Status])).toEqual([['node1', 1]]);
+      // Alone, the node's entry names the ports its servers listen on, as a cluster node's does.
+      expect(members[0]!.Tags.grpc).toBe(agent.grpc);
+      expect(`${members[0]!.Port}`).toBe(new URL(agent.url).port);
     } finally {
       await agent.stop();
       agent.cleanup();
