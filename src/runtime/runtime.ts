@@ -28,7 +28,8 @@ import { ServingTracker } from './serving.ts';
 import { Snapshots } from './snapshots.ts';
 import { StateQuota } from './state-quota.ts';
 import { expiryRetryMs, TtlOwner } from './ttl-owner.ts';
-import { Watches, type Interest, type StopSignal, type Touched } from './watches.ts';
+import { Watches, type Interest, type Touched } from './watches.ts';
+import type { StopSignal } from '../util/stop.ts';
 
 export type { Logger };
 

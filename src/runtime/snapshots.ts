@@ -38,7 +38,7 @@ export class Snapshots {
     // (at 1M keys, a snapshot every 20,000 entries would write gigabytes while a client loads the keys).
     const stateItems = state.kv.size + state.sessions.size;
     if (state.index - this.lastIndex < Math.max(this.everyEntries, stateItems)) return;
-    if (this.failures > 0 && this.clock.nowMs() < this.notBeforeMs) return;
+    if (this.clock.nowMs() < this.notBeforeMs) return;
     this.inFlight = this.save(state)
       .then(() => { this.failures = 0; }, (err: unknown) => {
         const pauseMs = Math.min(retryPauseMs.first * 2 ** this.failures, retryPauseMs.max);

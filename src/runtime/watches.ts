@@ -7,8 +7,6 @@ import { SystemClock, type Clock } from '../ports/clock.ts';
 import { SlotSet } from '../util/slot-set.ts';
 import type { StopSignal } from '../util/stop.ts';
 
-export type { StopSignal };
-
 export interface Touched {
   kvKeys: Set<string>;
   sessions: boolean;
