@@ -2,7 +2,7 @@
  * Agent settings: defaults, then ROSTER_* environment variables, then command-line flags.
  * Flags are parsed with node:util parseArgs; durations use Go's grammar like every other duration.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -17,6 +17,7 @@ import { datacenter, nodeName } from './config-names.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
 import { duration, sessionTtlMin, suspicion } from './config-durations.ts';
+import { tlsFiles, type TlsFiles } from './config-tls.ts';
 
 export interface Config {
   /** @default 8500 */
@@ -71,7 +72,7 @@ export interface Config {
   /** write_timeout: a write not confirmed this long is answered as timed out, outcome unknown. @default 30s */
   writeTimeoutMs: number;
   /** HTTPS: PEM certificate and key (both or neither). */
-  tls: { certFile: string; keyFile: string } | undefined;
+  tls: TlsFiles | undefined;
   /** Connection and stream limits (config file `limits`). */
   limits: Limits;
   /** Authentication (off when absent): the JWT secret and the signed-request callers. */
@@ -281,15 +282,6 @@ function rateLimit(value: unknown): Config['rateLimit'] {
     throw new ConfigError('--config-file: rate_limit needs requests (a positive integer) and period (a duration such as 1s)');
   }
   return { limit: o.requests, periodMs: duration('rate_limit.period', typeof o.period === 'string' ? o.period : '1s', 1000) };
-}
-
-function tlsFiles(cert: string | undefined, key: string | undefined): Config['tls'] {
-  if (cert === undefined && key === undefined) return undefined;
-  if (cert === undefined || key === undefined) throw new ConfigError('--tls-cert and --tls-key go together: give both or neither');
-  for (const [flag, file] of [['tls-cert', cert], ['tls-key', key]] as const) {
-    if (!existsSync(file)) throw new ConfigError(`--${flag}: ${file} does not exist`);
-  }
-  return { certFile: cert, keyFile: key };
 }
 
 /**

@@ -102,6 +102,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   const tap = parts.logTap;
   const reload = configReloader({
     config, logger: parts.logger, runtime, ctx, definitions, applyLimits, ...(tap ? { setLogLevel: (level: string) => tap.setLevel(level) } : {}),
+    useCertificate: (tls) => server.useCertificate(tls),
   }, parts.reread ?? (() => ({ ...config })));
   metrics.track({
     state: () => runtime.state, writesInFlight: () => runtime.inFlight, members: () => membership.members(),

@@ -4,7 +4,7 @@
  * does not parse or validate leaves the agent as it was, and the reload fails with the reason. Then the
  * settings that can change while running take effect — the log level, the file's services and checks,
  * enable_script_checks, enable_debug, session_ttl_min, writes_in_flight_max, rate_limit's requests and period, the limits (but the
- * stream's buffered-bytes ones) — and every other changed setting (ports, data dir, node name, cluster
+ * stream's buffered-bytes ones), the HTTPS certificate and key (their files read again) — and every other changed setting (ports, data dir, node name, cluster
  * addresses, …) is left as it was, named in a warning.
  */
 import type { Logger } from 'pino';
@@ -16,7 +16,7 @@ import { parseLocalDefinitions, syncLocalDefinitions, type LocalDefinitions } fr
 /** Settings a reload applies to the running agent. */
 const liveKeys: ReadonlySet<keyof Config> = new Set<keyof Config>([
   'logLevel', 'services', 'checks', 'enableScriptChecks', 'enableLocalScriptChecks', 'enableDebug', 'writesInFlightMax', 'rateLimit', 'limits',
-  'sessionTtlMsMin',
+  'sessionTtlMsMin', 'tls',
 ]);
 /** Limits a reload leaves as they are: uWS's backpressure cut-off of the stream is derived from them at start. */
 const restartOnlyLimits: readonly (keyof Limits)[] = ['streamBufferedBytesSoft', 'streamBufferedBytesHard'];
@@ -32,6 +32,8 @@ export interface ReloadTarget {
   definitions: LocalDefinitions;
   /** Puts new limits in force (those of restartOnlyLimits excepted). */
   applyLimits(limits: Limits): void;
+  /** Serves new HTTPS connections with this certificate and key (throws when it cannot). */
+  useCertificate?(tls: { certFile: string; keyFile: string }): void;
   /** Puts a new log level in force. @default sets the logger's level */
   setLogLevel?(level: string): void;
 }
@@ -56,9 +58,16 @@ async function reloadOnce(target: ReloadTarget, reread: () => Config): Promise<R
   const { config, logger } = target;
   const next = reread();
   const definitions = parseLocalDefinitions({ ...next, nodeName: config.nodeName });
-  const restartNeeded: string[] = changedKeys(config, next).filter((key) => !liveKeys.has(key) || (key === 'rateLimit' && !rateLimitLive(config, next)));
+  const restartNeeded: string[] = changedKeys(config, next).filter((key) => !liveKeys.has(key) || (key === 'rateLimit' && !rateLimitLive(config, next))
+    || (key === 'tls' && (config.tls === undefined || next.tls === undefined)));
   restartNeeded.push(...restartOnlyLimits.filter((key) => config.limits[key] !== next.limits[key]).map((key) => `limits.${key}`));
   for (const key of restartNeeded) logger.warn({ setting: key }, `reload: ${key} changed; it takes effect at the next restart`);
+  if (config.tls !== undefined && next.tls !== undefined && !restartNeeded.includes('tls') && JSON.stringify(config.tls) !== JSON.stringify(next.tls)) {
+    // First of the changes: a certificate the HTTP library refuses leaves everything as it was.
+    target.useCertificate?.(next.tls);
+    config.tls = next.tls;
+    logger.info({ certFile: next.tls.certFile, keyFile: next.tls.keyFile, notAfter: new Date(next.tls.notAfterMs).toISOString() }, 'reload: HTTPS certificate changed; new connections get it');
+  }
   if (target.setLogLevel !== undefined) target.setLogLevel(next.logLevel);
   else logger.level = next.logLevel;
   config.logLevel = next.logLevel;

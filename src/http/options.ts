@@ -60,5 +60,10 @@ export interface HttpServerOptions<Ctx> {
 export interface HttpServer {
   url: string;
   port: number;
+  /**
+   * HTTPS: new connections get this certificate and key (files uWS reads now); open ones keep theirs.
+   * Throws when the files do not make a TLS context, or the server serves plain HTTP.
+   */
+  useCertificate(tls: { certFile: string; keyFile: string }): void;
   close(): void;
 }

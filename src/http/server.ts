@@ -10,7 +10,7 @@ import { Exchange, type Server } from './exchange.ts';
 import { AnswerBudget, answerBytesMaxDefault, writeIdleMsDefault } from './large-answers.ts';
 import { reservedParameters } from './list-rules.ts';
 import type { HttpServer, HttpServerOptions } from './options.ts';
-import { listen, loadUws, OpenFeeds } from './uws.ts';
+import { listen, loadUws, OpenFeeds, type TlsPaths } from './uws.ts';
 
 export type { HttpServer, HttpServerOptions, WebSocketRoute } from './options.ts';
 export { loadUws } from './uws.ts';
@@ -37,13 +37,16 @@ function serverOf<Ctx>(o: HttpServerOptions<Ctx>): Server<Ctx> {
 
 export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpServer> {
   const uws = loadUws();
-  const app = o.tls ? uws.SSLApp({ cert_file_name: o.tls.certFile, key_file_name: o.tls.keyFile }) : uws.App();
   const server = serverOf(o);
-  for (const route of o.websockets ?? []) app.ws(route.path, route.behavior);
-  app.any('/*', (res, uwsReq) => new Exchange(server, res, uwsReq).run());
+  const makeApp = (tls?: TlsPaths) => {
+    const app = tls ? uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : uws.App();
+    for (const route of o.websockets ?? []) app.ws(route.path, route.behavior);
+    app.any('/*', (res, uwsReq) => new Exchange(server, res, uwsReq).run());
+    return app;
+  };
   const beforeClose = () => {
     for (const route of o.websockets ?? []) route.closeAll();
     server.feeds.endAll();
   };
-  return listen(uws, app, { host: o.host, port: o.port, tls: o.tls !== undefined, beforeClose });
+  return listen(uws, makeApp, { host: o.host, port: o.port, ...(o.tls ? { tls: o.tls } : {}), beforeClose });
 }

@@ -233,28 +233,72 @@ function exclusivePort(uws: UwsModule): number {
   return (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
 }
 
-/** Listens on host:port; `close` stops listening, lets `beforeClose` say goodbye to sockets, and closes the app. */
-export function listen(uws: UwsModule, app: Uws.TemplatedApp, o: { host: string; port: number; tls: boolean; beforeClose: () => void }): Promise<HttpServer> {
-  return new Promise((resolve, reject) => {
-    // Exclusive: without it uWS sets SO_REUSEPORT, and a second agent on the same port would silently
-    // share it, the kernel splitting connections between the two.
-    const listenOn = app.listen as unknown as (host: string, port: number, options: number, cb: (socket: Uws.us_listen_socket | false) => void) => void;
-    listenOn.call(app, o.host, o.port, exclusivePort(uws), (socket) => {
-      if (socket === false) {
-        app.close();
-        listenErrorFor(o.host, o.port).then(reject, reject);
-        return;
+/** HTTPS certificate and key files, as uWS reads them. */
+export interface TlsPaths { certFile: string; keyFile: string }
+
+type ListenFn = (host: string, port: number, options: number, cb: (socket: Uws.us_listen_socket | false) => void) => void;
+
+/**
+ * Listens on host:port, exclusively: without that uWS sets SO_REUSEPORT, and a second agent on the same
+ * port would silently share it, the kernel splitting connections between the two. uWS calls back at once,
+ * so this answers at once: the listen socket, or undefined when the port cannot be had.
+ */
+function listenNow(uws: UwsModule, app: Uws.TemplatedApp, host: string, port: number): Uws.us_listen_socket | undefined {
+  let socket: Uws.us_listen_socket | false = false;
+  (app.listen as unknown as ListenFn).call(app, host, port, exclusivePort(uws), (s) => { socket = s; });
+  return socket === false ? undefined : socket;
+}
+
+/**
+ * Listens on host:port with the app `makeApp` builds. `close` stops listening, lets `beforeClose` say
+ * goodbye to sockets, and closes every app. `useCertificate` serves new connections with another
+ * certificate: uWS cannot change an app's certificate, so a new app takes over the port (the old listen
+ * socket closed and the new one opened in the same turn of the event loop) and the old app keeps the
+ * connections it has until they end or the server closes.
+ */
+export function listen(uws: UwsModule, makeApp: (tls?: TlsPaths) => Uws.TemplatedApp, o: { host: string; port: number; tls?: TlsPaths; beforeClose: () => void }): Promise<HttpServer> {
+  let app = makeApp(o.tls);
+  let socket = listenNow(uws, app, o.host, o.port);
+  // uWS sets SO_REUSEADDR only on a socket given its port, and without it the port cannot be listened on
+  // again while a connection it accepted is open (useCertificate): port 0 is taken as a port picked, then
+  // listened on by number at once, before any connection.
+  for (let tries = 0; socket !== undefined && o.port === 0 && tries < 3; tries++) {
+    const picked = uws.us_socket_local_port(socket as unknown as Uws.us_socket);
+    uws.us_listen_socket_close(socket);
+    socket = listenNow(uws, app, o.host, picked) ?? listenNow(uws, app, o.host, 0);
+    if (socket !== undefined && uws.us_socket_local_port(socket as unknown as Uws.us_socket) === picked) break;
+  }
+  if (socket === undefined) {
+    app.close();
+    return listenErrorFor(o.host, o.port).then((err) => { throw err; });
+  }
+  const port = uws.us_socket_local_port(socket as unknown as Uws.us_socket);
+  const retired: Uws.TemplatedApp[] = [];
+  return Promise.resolve({
+    url: `${o.tls ? 'https' : 'http'}://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
+    port,
+    useCertificate: (tls: TlsPaths) => {
+      if (o.tls === undefined) throw new Error('the HTTP server serves plain HTTP');
+      const next = makeApp(tls);
+      uws.us_listen_socket_close(socket!);
+      const taken = listenNow(uws, next, o.host, port);
+      if (taken === undefined) {
+        // Another process took the port in that instant: the old app listens again, or nothing does.
+        next.close();
+        socket = listenNow(uws, app, o.host, port);
+        if (socket === undefined) throw new Error(`port ${port} was taken while the certificate changed: the agent no longer listens for HTTP`);
+        throw new Error(`port ${port} was taken while the certificate changed; the old certificate stays`);
       }
-      const port = uws.us_socket_local_port(socket as unknown as Uws.us_socket);
-      resolve({
-        url: `${o.tls ? 'https' : 'http'}://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`,
-        port,
-        close: () => {
-          uws.us_listen_socket_close(socket);
-          o.beforeClose();
-          app.close();
-        },
-      });
-    });
+      retired.push(app);
+      app = next;
+      socket = taken;
+    },
+    close: () => {
+      if (socket !== undefined) uws.us_listen_socket_close(socket);
+      socket = undefined;
+      o.beforeClose();
+      for (const old of retired) old.close();
+      app.close();
+    },
   });
 }

@@ -187,6 +187,21 @@ describe('startup', () => {
     expect(readdirSync(cwd)).toEqual(['agent.json']);
   });
 
+  test('HTTPS files that are not a certificate and its key exit 2 naming them', () => {
+    const fixtures = join(repoRoot, 'test/probes/fixtures');
+    const cases: [string, string, string][] = [
+      ['localhost-cert.pem', 'localhost-key-2.pem', `--tls-key: the key in ${join(fixtures, 'localhost-key-2.pem')} does not belong to the certificate in ${join(fixtures, 'localhost-cert.pem')}`],
+      ['localhost-key.pem', 'localhost-key.pem', `--tls-cert: ${join(fixtures, 'localhost-key.pem')} holds no PEM certificate`],
+      ['localhost-cert.pem', 'localhost-cert.pem', `--tls-key: ${join(fixtures, 'localhost-cert.pem')} holds no PEM private key`],
+      ['localhost-cert.pem', '.', `--tls-key: ${fixtures} is not a regular file`],
+    ];
+    for (const [cert, key, words] of cases) {
+      const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--data-dir', join(tmpdir(), 'roster-never-made'), '--tls-cert', join(fixtures, cert), '--tls-key', join(fixtures, key)]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`roster: ${words}`);
+    }
+  });
+
   test('a data dir that is a file, or lies below one, exits 2 naming it', () => {
     for (const dir of [join(repoRoot, 'package.json'), join(repoRoot, 'package.json', 'data')]) {
       const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--data-dir', dir]);
