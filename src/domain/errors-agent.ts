@@ -1,6 +1,6 @@
 /**
- * The agent's diagnostics in the error catalogue (errors.ts spreads it in): following its log
- * (`/v1/agent/monitor`) and profiling it (`/v1/agent/debug/*`).
+ * Agent errors in the error catalogue (errors.ts spreads it in): following the agent's log
+ * (`/v1/agent/monitor`), profiling it (`/v1/agent/debug/*`), and what its checks' owners allow.
  */
 import { entry, rule } from './error-kinds.ts';
 
@@ -27,5 +27,13 @@ export const agentErrorCatalogue = {
   profileBusy: entry<{ kind: string }>({
     kind: 'remoteUnavailable', message: (v) => `a ${v.kind} profile of this agent is being taken; retry once it is done`,
     details: () => ({ retryAfterSeconds: 5 }), status: 503, consulStatus: 503, consulText: 'profile in progress', headers: () => retryAfter(5),
+  }),
+  checkIdReserved: entry<{ checkId: string }>({
+    kind: 'invalidParameter', message: (v) => `check ID ${JSON.stringify(v.checkId)} is the agent's own node check; give the check another ID`,
+    details: () => rule('CheckID', 'Reserved:gossipHealth and serfHealth are the agent\'s'), consulText: (v) => `Check ID "${v.checkId}" is reserved`,
+  }),
+  checkOwnerDenied: entry<{ checkId: string }>({
+    kind: 'insufficientPermission', message: (v) => `permission denied: check ${JSON.stringify(v.checkId)} belongs to a service this token may not write`,
+    details: (v) => ({ resource: 'service', checkId: v.checkId, access: 'write' }), consulText: 'Permission denied',
   }),
 };

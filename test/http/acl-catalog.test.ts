@@ -22,6 +22,7 @@ let agent: Agent;
 let admin: string;
 let fenced: string;
 let narrow: string;
+let reader: string;
 
 beforeAll(async () => {
   const configFile = join(tempDataDir(), 'agent.json');
@@ -36,6 +37,9 @@ beforeAll(async () => {
       { resource: 'check', prefix: 'sys', access: 'deny' },
     ],
   });
+  reader = await tokens.mint({
+    subject: 'reader', ttlSeconds: 600, rules: [...everything.map((r) => ({ ...r, access: 'read' as const })), { resource: 'service', prefix: 'web', access: 'write' }],
+  });
   narrow = await tokens.mint({
     subject: 'narrow', ttlSeconds: 600, rules: [
       { resource: 'node', prefix: 'free-', access: 'write' },
@@ -49,6 +53,11 @@ afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
 const put = (path: string, body: unknown, token: string) => call(agent.url, 'PUT', path, body, bearer(token));
 const get = async (path: string) => (await call(agent.url, 'GET', path, undefined, bearer(admin))).json();
 const nodeNames = async () => ((await get('/v1/catalog/nodes')) as { Node: string }[]).map((n) => n.Node);
+
+function expectUnknown(r: { status: number; text: string }, what: string): void {
+  expect(r.status, r.text).toBe(404);
+  expect(JSON.parse(r.text)).toMatchObject({ code: 1006, message: `unknown ${what}` });
+}
 
 function expectDenied(r: { status: number; text: string }, resource: string, name: string): void {
   expect(r.status, r.text).toBe(403);
@@ -94,7 +103,9 @@ describe('agent registrations are judged on the service or check they name', () 
 
   test('a service is deregistered only by a token that may write its name, whatever its id', async () => {
     expect((await put('/v1/agent/service/register', { Name: 'db', ID: 'x-9' }, admin)).status).toBe(200);
-    expectDenied(await put('/v1/agent/service/deregister/x-9', undefined, fenced), 'service', 'db');
+    // The token may not read db: it is told what an unknown id is told, not the name behind the id.
+    expectUnknown(await put('/v1/agent/service/deregister/x-9', undefined, fenced), 'service ID "x-9"');
+    expectDenied(await put('/v1/agent/service/deregister/x-9', undefined, reader), 'service', 'db');
     expect(Object.keys(await get('/v1/agent/services'))).toContain('x-9');
     expect((await put('/v1/agent/service/register', { Name: 'web', ID: 'db-9' }, admin)).status).toBe(200);
     expect((await put('/v1/agent/service/deregister/db-9', undefined, fenced)).status).toBe(200);
@@ -104,11 +115,13 @@ describe('agent registrations are judged on the service or check they name', () 
   test('a check cannot be bound to, or moved off, a service the token may not write', async () => {
     expect((await put('/v1/agent/service/register', { Name: 'db', ID: 'db-c' }, admin)).status).toBe(200);
     expect((await put('/v1/agent/service/register', { Name: 'web', ID: 'web-c' }, admin)).status).toBe(200);
-    expectDenied(await put('/v1/agent/check/register', { Name: 'app-db', TTL: '30s', ServiceID: 'db-c' }, fenced), 'service', 'db');
+    expectUnknown(await put('/v1/agent/check/register', { Name: 'app-db', TTL: '30s', ServiceID: 'db-c' }, fenced), 'service ID "db-c"');
     expect(Object.keys(await get('/v1/agent/checks'))).not.toContain('app-db');
     expect((await put('/v1/agent/check/register', { Name: 'app-db2', TTL: '30s', ServiceID: 'db-c' }, admin)).status).toBe(200);
     // Re-registered for web, it would leave db's health: refused too.
-    expectDenied(await put('/v1/agent/check/register', { Name: 'app-db2', TTL: '30s', ServiceID: 'web-c' }, fenced), 'service', 'db');
+    const moved = await put('/v1/agent/check/register', { Name: 'app-db2', TTL: '30s', ServiceID: 'web-c' }, fenced);
+    expectDenied(moved, 'service', 'app-db2');
+    expect(moved.text).not.toContain('"db');
     expect((await get('/v1/agent/checks'))['app-db2']).toMatchObject({ ServiceID: 'db-c' });
     expect((await put('/v1/agent/check/register', { Name: 'app-web', TTL: '30s', ServiceID: 'web-c' }, fenced)).status).toBe(200);
   });
@@ -116,8 +129,62 @@ describe('agent registrations are judged on the service or check they name', () 
   test('a denied check id cannot be registered', async () => {
     expectDenied(await put('/v1/agent/check/register', { Name: 'sys-load', TTL: '30s' }, fenced), 'check', 'sys-load');
     expect(Object.keys(await get('/v1/agent/checks'))).not.toContain('sys-load');
-    expect((await put('/v1/agent/check/register', { Name: 'app-load', TTL: '30s' }, narrow)).status).toBe(200);
+    // A check of no service is the node's: node write on the agent's node too (Consul's node:write).
+    expectDenied(await put('/v1/agent/check/register', { Name: 'app-load', TTL: '30s' }, narrow), 'node', 'node1');
+    expect((await put('/v1/agent/check/register', { Name: 'app-load', TTL: '30s' }, fenced)).status).toBe(200);
     expectDenied(await put('/v1/agent/check/register', { Name: 'other-load', TTL: '30s' }, narrow), 'check', 'other-load');
+  });
+});
+
+describe('a check\'s status is its owner\'s: changing it takes write on the service or node it decides', () => {
+  let webOnly: string;
+  let checksOnly: string;
+  beforeAll(async () => {
+    webOnly = await tokens.mint({ subject: 'web-only', ttlSeconds: 600, rules: [{ resource: 'service', prefix: 'web', access: 'write' }] });
+    checksOnly = await tokens.mint({ subject: 'checks-only', ttlSeconds: 600, rules: [{ resource: 'check', prefix: '', access: 'write' }] });
+    expect((await put('/v1/agent/service/register', { Name: 'db', ID: 'db-own', Check: { CheckID: 'db-own-ttl', TTL: '60s' } }, admin)).status).toBe(200);
+    expect((await put('/v1/agent/check/pass/db-own-ttl', undefined, admin)).status).toBe(200);
+  });
+
+  test('nobody registers a check of the agent\'s own gossip check id, inside a service or on its own', async () => {
+    for (const id of ['gossipHealth', 'serfHealth']) {
+      for (const [path, body] of [
+        ['/v1/agent/service/register', { Name: 'web-g', Check: { CheckID: id, TTL: '3s' } }],
+        ['/v1/agent/check/register', { ID: id, Name: 'mine', TTL: '3s' }],
+      ] as const) {
+        const r = await put(path, body, admin);
+        expect(r.status, r.text).toBe(400);
+        expect(JSON.parse(r.text)).toMatchObject({ code: 1009, message: `check ID "${id}" is the agent's own node check; give the check another ID` });
+      }
+    }
+    expect((await get('/v1/agent/services'))['web-g']).toBeUndefined();
+    // The node's sessions still bind its gossip check, passing.
+    const session = await put('/v1/session/create', { TTL: '30s' }, admin);
+    expect(session.status, session.text).toBe(200);
+    expect((await get('/v1/health/node/node1') as { CheckID: string; Status: string }[]).find((c) => c.CheckID === 'gossipHealth')).toMatchObject({ Status: 'passing' });
+  });
+
+  test('a service registration cannot take over another service\'s check', async () => {
+    const r = await put('/v1/agent/service/register', { Name: 'web7', Check: { CheckID: 'db-own-ttl', TTL: '3s' } }, webOnly);
+    expectDenied(r, 'service', 'db-own-ttl');
+    expect(r.text).not.toContain('"db"');
+    expect((await get('/v1/agent/checks'))['db-own-ttl']).toMatchObject({ ServiceID: 'db-own', Status: 'passing' });
+    expect((await get('/v1/agent/services'))['web7']).toBeUndefined();
+  });
+
+  test('check write alone neither updates nor removes a service\'s or the node\'s check', async () => {
+    for (const path of ['/v1/agent/check/fail/db-own-ttl', '/v1/agent/check/deregister/db-own-ttl']) {
+      expectUnknown(await put(path, undefined, checksOnly), 'check ID "db-own-ttl"');
+    }
+    expectUnknown(await put('/v1/agent/check/update/db-own-ttl', { Status: 'critical' }, checksOnly), 'check ID "db-own-ttl"');
+    // With db readable, the refusal names it.
+    const dbReader = await tokens.mint({ subject: 'db-reader', ttlSeconds: 600, rules: [{ resource: 'check', prefix: '', access: 'write' }, { resource: 'service', prefix: 'db', access: 'read' }] });
+    expectDenied(await put('/v1/agent/check/fail/db-own-ttl', undefined, dbReader), 'service', 'db');
+    expect((await get('/v1/agent/checks'))['db-own-ttl']).toMatchObject({ Status: 'passing' });
+    expect((await put('/v1/agent/check/register', { ID: 'node-ttl', Name: 'node-ttl', TTL: '60s' }, admin)).status).toBe(200);
+    expectDenied(await put('/v1/agent/check/pass/node-ttl', undefined, checksOnly), 'node', 'node1');
+    expectDenied(await put('/v1/agent/check/deregister/node-ttl', undefined, checksOnly), 'node', 'node1');
+    expect((await put('/v1/agent/check/pass/node-ttl', undefined, admin)).status).toBe(200);
   });
 });
 

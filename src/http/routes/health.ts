@@ -11,6 +11,7 @@ import { filterOf } from '../filtering.ts';
 import type { RegistryState, Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { requireAccess } from '../auth-gate.ts';
+import { requireCheckRegistration, requireOwnerWrite, requireReplacedOwnerWrite } from './check-acl.ts';
 import { jsonBody, jsonObject, field } from '../body.ts';
 import { checkOutputBytesMax } from '../../domain/limits.ts';
 import { parseCheck, parseService } from '../definitions.ts';
@@ -156,14 +157,7 @@ function agentChecks(req: Request, api: ApiContext): Reply {
 async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const reg = parseCheck(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote' });
-  requireAccess(req, 'check', reg.checkId, 'write');
-  // A check bound to a service decides that service's health: write on the service it joins, and on the
-  // one it leaves when it replaces a check of another service (Consul asks service write for both).
-  const st = api.runtime.state;
-  for (const serviceId of new Set([reg.serviceId, st.checkOf(api.nodeName, reg.checkId)?.serviceId ?? ''])) {
-    const service = serviceId === '' ? undefined : st.services.get(st.serviceKey(api.nodeName, serviceId))?.service;
-    if (service !== undefined) requireAccess(req, 'service', service, 'write');
-  }
+  requireCheckRegistration(req, api, reg.checkId, reg.serviceId);
   await proposeOk(api, { t: 'check.register', node: api.nodeName, check: reg });
   return { t: 'empty' };
 }
@@ -172,6 +166,8 @@ function localCheck(req: Request, api: ApiContext): HealthCheck {
   const id = required(req, 'checkIdMissing');
   const check = api.runtime.state.checkOf(api.nodeName, id);
   if (check === undefined || check.source !== 'agent') throw new RegistryError('checkNotFound', { id });
+  // Its status decides its service's health, or the node's (check-acl.ts).
+  requireOwnerWrite(req, api, check.serviceId, () => new RegistryError('checkNotFound', { id }));
   return check;
 }
 
@@ -236,6 +232,7 @@ async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
   const st = api.runtime.state;
   const replaced = st.services.get(st.serviceKey(api.nodeName, parsed.service.id))?.service;
   if (replaced !== undefined && replaced !== parsed.service.service) requireAccess(req, 'service', replaced, 'write');
+  for (const check of parsed.checks) requireReplacedOwnerWrite(req, api, check.checkId, parsed.service.id);
   await proposeOk(api, {
     t: 'service.register', node: api.nodeName, service: parsed.service, checks: parsed.checks,
     replaceExistingChecks: replace !== undefined && (replace === '' || replace === 'true'),
@@ -248,7 +245,7 @@ async function serviceDeregister(req: Request, api: ApiContext): Promise<Reply> 
   const id = required(req, 'serviceIdMissing');
   const instance = api.runtime.state.services.get(api.runtime.state.serviceKey(api.nodeName, id));
   if (instance === undefined) throw new RegistryError('serviceNotFound', { id });
-  requireAccess(req, 'service', instance.service, 'write');
+  requireOwnerWrite(req, api, id, () => new RegistryError('serviceNotFound', { id }));
   await proposeOk(api, { t: 'service.deregister', node: api.nodeName, serviceId: id });
   return { t: 'empty' };
 }

@@ -12,6 +12,7 @@ import { nodeMaintenanceCheckId, serviceMaintenanceCheckId } from '../../domain/
 import { passiveDefinition } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { requireAccess } from '../auth-gate.ts';
+import { requireOwnerWrite } from './check-acl.ts';
 import { checkDatacenter } from '../query.ts';
 import type { Reply } from '../reply.ts';
 import { param, type Request } from '../request.ts';
@@ -57,7 +58,7 @@ async function nodeMaintenance(req: Request, api: ApiContext): Promise<Reply> {
   return setMaintenance(api, enable, maintenanceCheck(nodeMaintenanceCheckId, 'Node Maintenance Mode', reason, ''));
 }
 
-/** Service maintenance: the service must be registered on this agent; needs write on its name. */
+/** Service maintenance: the service must be registered on this agent; needs write on its name (check-acl.ts). */
 async function serviceMaintenance(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const id = req.rest;
@@ -66,7 +67,7 @@ async function serviceMaintenance(req: Request, api: ApiContext): Promise<Reply>
   const st = api.runtime.state;
   const service = st.services.get(st.serviceKey(api.nodeName, id));
   if (service === undefined) throw new RegistryError('serviceNotFound', { id });
-  requireAccess(req, 'service', service.service, 'write');
+  requireOwnerWrite(req, api, id, () => new RegistryError('serviceNotFound', { id }));
   const reason = param(req, 'reason') || serviceDefaultReason;
   return setMaintenance(api, enable, maintenanceCheck(serviceMaintenanceCheckId(id), 'Service Maintenance Mode', reason, id));
 }
