@@ -10,6 +10,7 @@
  */
 import { Metadata, status as GrpcStatus, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { allowed, type Identity } from '../auth/index.ts';
+import { setLongTimeout } from '../util/timer.ts';
 import type { ServingStatus, ServingTracker } from '../runtime/index.ts';
 import { serviceNameBytesMax } from './limits.ts';
 import { undecodableReason } from './proto.ts';
@@ -119,12 +120,15 @@ export class HealthService {
     return typeof identity === 'string' ? { code: GrpcStatus.UNAUTHENTICATED, details: identity } : identity;
   }
 
-  /** Why the call may not see `name`; undefined when it may (always without authentication, and for `""`). */
-  private async refusal(metadata: Metadata | undefined, name: string): Promise<ServiceError | undefined> {
-    if (this.auth === undefined || name === '') return undefined;
+  /**
+   * Why the call may not see `name`, or who it is when it may (undefined: without authentication, and
+   * for `""`, which needs no token).
+   */
+  private async admitted(metadata: Metadata | undefined, name: string): Promise<{ refused: ServiceError } | { identity: Identity | undefined }> {
+    if (this.auth === undefined || name === '') return { identity: undefined };
     const identity = await this.identityOf(this.auth, metadata);
-    if ('code' in identity) return identity;
-    return mayRead(identity, name) ? undefined : { code: GrpcStatus.PERMISSION_DENIED, details: `permission denied: read on service "${name}"` };
+    if ('code' in identity) return { refused: identity };
+    return mayRead(identity, name) ? { identity } : { refused: { code: GrpcStatus.PERMISSION_DENIED, details: `permission denied: read on service "${name}"` } };
   }
 
   private async check(call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, done: sendUnaryData<HealthCheckResponse>): Promise<void> {
@@ -132,8 +136,8 @@ export class HealthService {
     const invalid = requestError(request);
     if (invalid) return done(invalid, null);
     const name = request.service;
-    const refused = await this.refusal(call.metadata, name);
-    if (refused !== undefined) return done(refused, null);
+    const admitted = await this.admitted(call.metadata, name);
+    if ('refused' in admitted) return done(admitted.refused, null);
     const status = this.tracker.get(name);
     if (status === undefined) return done({ code: GrpcStatus.NOT_FOUND, details: `unknown service ${name}` }, null);
     done(null, { status });
@@ -155,11 +159,13 @@ export class HealthService {
     const invalid = requestError(call.request);
     if (invalid) return void call.emit('error', invalid);
     const name = call.request.service;
+    let identity: Identity | undefined;
     if (this.auth !== undefined && name !== '') {
-      const denied = await this.refusal(call.metadata, name);
-      if (denied !== undefined) return void call.emit('error', denied);
+      const admitted = await this.admitted(call.metadata, name);
+      if ('refused' in admitted) return void call.emit('error', admitted.refused);
       // The client may have gone while its token was checked: its 'cancelled' has been told already.
       if (call.cancelled) return;
+      identity = admitted.identity;
     }
     const client = clientOf(call.getPeer());
     const refused = this.overLimit(client);
@@ -171,7 +177,15 @@ export class HealthService {
     this.open += 1;
     this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     stream.offer(watchStatus(this.tracker.get(name)));
-    const forget = () => this.forget(name, client, stream);
+    // A call lives no longer than its token, as a stream connection or a log monitor does.
+    const expiry = identity?.expiresAtMs === undefined ? undefined : setLongTimeout(() => {
+      forget();
+      call.emit('error', { code: GrpcStatus.UNAUTHENTICATED, details: 'token expired' });
+    }, identity.expiresAtMs - Date.now());
+    const forget = () => {
+      expiry?.clear();
+      this.forget(name, client, stream);
+    };
     call.once('cancelled', forget);
     call.once('close', forget);
   }

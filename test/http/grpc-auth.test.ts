@@ -3,7 +3,7 @@
 // asks without credentials) answers every caller; Check and Watch of a named service without a valid
 // bearer token in the call's metadata end UNAUTHENTICATED, and with a token lacking service read on the
 // name PERMISSION_DENIED; List needs a token and holds "" and the names it may read. `x-consul-token`
-// works as `authorization: Bearer` does. Without authentication every call answers, as before.
+// works as `authorization: Bearer` does. A Watch ends UNAUTHENTICATED when its token expires. Without authentication every call answers, as before.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -62,7 +62,8 @@ async function register(agent: Agent, name: string, token?: string): Promise<voi
 
 beforeAll(async () => {
   const configFile = join(tempDataDir(), 'agent.json');
-  writeFileSync(configFile, JSON.stringify({ auth: { jwt_secret: secret } }));
+  // No leeway on exp: a token's expiry is when the tests say.
+  writeFileSync(configFile, JSON.stringify({ auth: { jwt_secret: secret, clock_skew: '0s' } }));
   [secured, open] = await Promise.all([startAgent({ args: ['--config-file', configFile] }), startAgent()]);
   const everything: Rule[] = (['node', 'service', 'check', 'session', 'key', 'agent'] as const).map((resource) => ({ resource, prefix: '', access: 'write' }));
   admin = await tokens.mint({ subject: 'admin', rules: everything, ttlSeconds: 600 });
@@ -110,6 +111,24 @@ describe('gRPC health with authentication on', () => {
     expect(await list(h, metadata(webOnly))).toEqual({ statuses: { '': 'SERVING', web: 'SERVING' } });
     expect(await list(h, metadata(admin))).toEqual({ statuses: { '': 'SERVING', web: 'SERVING', billing: 'SERVING' } });
   });
+});
+
+describe('a Watch lives no longer than its token', () => {
+  test('the call ends UNAUTHENTICATED at the token\'s expiry, having sent the status until then', async () => {
+    const short = await tokens.mint({ subject: 'short', ttlSeconds: 2, rules: [{ resource: 'service', prefix: 'web', access: 'read' }] });
+    const stream = health(secured).watch({ service: 'web' }, metadata(short));
+    const statuses: string[] = [];
+    stream.on('data', (m: { status: string }) => statuses.push(m.status));
+    const started = Date.now();
+    const ended = await new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
+    expect(statuses).toEqual(['SERVING']);
+    expect(ended.code).toBe(grpc.status.UNAUTHENTICATED);
+    expect(ended.details).toBe('token expired');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // The agent no longer counts it.
+    const self = await call(secured.url, 'GET', '/v1/agent/metrics?format=prometheus', undefined, { authorization: `Bearer ${admin}` });
+    expect(self.text).toMatch(/^roster_grpc_watchers 0$/m);
+  }, 20_000);
 });
 
 describe('gRPC health with authentication off', () => {
