@@ -111,7 +111,7 @@ export class RegistryState {
   kvKeyIndex(key: string, readable?: (key: string) => boolean): number {
     const entry = this.kv.get(key);
     if (entry !== undefined) return entry.modifyIndex;
-    return readable === undefined ? this.kvIndex : this.hiddenIndex(this.tombstones.get(key) ?? 0);
+    return readable === undefined ? this.kvIndex : this.kvVisibleIndex(this.tombstones.get(key) ?? 0);
   }
 
   /**
@@ -126,14 +126,14 @@ export class RegistryState {
       if (m > max && (readable === undefined || readable(k))) max = m;
     }
     for (const [k, idx] of this.tombstones) if (idx > max && k.startsWith(prefix) && (readable === undefined || readable(k))) max = idx;
-    if (readable !== undefined) return this.hiddenIndex(max);
+    if (readable !== undefined) return this.kvVisibleIndex(max);
     if (max === 0) return this.kvIndex;
     return Math.max(max, this.tombstoneFloor);
   }
 
   /** The index of a filtered KV read that may see nothing under its prefix. */
   kvHiddenIndex(): number {
-    return this.hiddenIndex(0);
+    return this.kvVisibleIndex(0);
   }
 
   /**
@@ -141,7 +141,7 @@ export class RegistryState {
    * tombstone floor, so it does not go back when that change's tombstone is compacted away (the floor
    * moves only then); never 0, which would not block (Consul answers 1 in that case).
    */
-  private hiddenIndex(max: number): number {
+  kvVisibleIndex(max: number): number {
     return Math.max(max, this.tombstoneFloor, 1);
   }
 

@@ -1,7 +1,8 @@
 // Goal: with authentication on, each operation of a transaction needs its key's rule — read for get and the
 // checks, write for writes, write on the whole subtree for delete-tree — and lock/unlock need the session's
 // owner; an operation the token may not do is a failed operation ("Permission denied" at its OpIndex, 409)
-// and nothing applies; get-tree results hold only the keys the token may read. Both dialects.
+// and nothing applies; get-tree results hold only the keys the token may read, and a read-only
+// transaction's index moves only with them. Both dialects.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -71,6 +72,23 @@ describe.each(['consul', 'seed'] as const)('%s dialect', (dialect) => {
     const r = await txn(user, [kv('set', 't/rw/mine', { Value: b64('m') }), kv('get-tree', 't/')]);
     expect(r.status, r.text).toBe(200);
     expect(r.json().Results.map((x: any) => x.KV.Key)).toEqual(['t/rw/mine', 't/ro/a', 't/rw/mine']);
+  });
+
+  test('a read-only transaction\'s index moves only with the keys the token may read', async () => {
+    const reads = [kv('get-tree', 't/ro/')];
+    const before = await txn(user, reads);
+    expect(before.status, before.text).toBe(200);
+    const index = Number(before.headers.get('x-consul-index'));
+    expect(index).toBeGreaterThan(0);
+    // Writes the token cannot see leave it where it was.
+    for (let i = 0; i < 3; i++) expect((await txn(root, [kv('set', 't/secret/x', { Value: b64(`s${i}`) })])).status).toBe(200);
+    expect(Number((await txn(user, reads)).headers.get('x-consul-index'))).toBe(index);
+    // One it can see moves it to that write.
+    const write = await txn(root, [kv('set', 't/ro/b', { Value: b64('b') })]);
+    const seen = Number((await txn(user, reads)).headers.get('x-consul-index'));
+    expect(seen).toBe(write.json().Results[0].KV.ModifyIndex);
+    // A token that may read every key gets the state's index.
+    expect(Number((await txn(root, reads)).headers.get('x-consul-index'))).toBeGreaterThanOrEqual(seen);
   });
 
   test('lock and unlock need the session\'s owner', async () => {

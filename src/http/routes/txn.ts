@@ -58,11 +58,20 @@ function failedAnswer(errors: readonly TxnOpError[]): Reply {
   return { t: 'conflict', json, failure: new RegistryError('txnFailed', { errors: [...errors] }) };
 }
 
-function answer(result: Result, req: Request, index: number): Reply {
+/**
+ * `index` is the write's, or for reads the state's. A caller that may not read every key is not given the
+ * state's index for reads, which moves with writes it cannot see: its index is the newest change among
+ * the entries it is shown, as a filtered KV list counts only the keys it may read.
+ */
+function answer(result: Result, req: Request, index: number | 'reads', api: ApiContext): Reply {
   if (!result.ok) return failedAnswer(result.errors ?? []);
   const readable = readableUnder(req, 'key', '');
   const shown = (result.results ?? []).filter((e: KvEntry) => readable === undefined || readable(e.key));
-  return { t: 'json', json: `{"Results":[${shown.map((e) => `{"KV":${renderEntry(e)}}`).join(',')}],"Errors":null}`, index: { index } };
+  const state = api.runtime.state;
+  const answered = index !== 'reads' ? index
+    : readable === undefined ? state.index
+    : state.kvVisibleIndex(shown.reduce((max, e) => Math.max(max, e.modifyIndex), 0));
+  return { t: 'json', json: `{"Results":[${shown.map((e) => `{"KV":${renderEntry(e)}}`).join(',')}],"Errors":null}`, index: { index: answered } };
 }
 
 async function txn(req: Request, api: ApiContext): Promise<Reply> {
@@ -79,10 +88,10 @@ async function txn(req: Request, api: ApiContext): Promise<Reply> {
   if (ops.every((op) => txnKvReadVerbs.has(op.verb))) {
     // Reads only: from this node's state, as other reads (a barrier first with ?consistent).
     if (parseQueryOptions(req, api).consistent) await api.runtime.barrier();
-    return answer(readTxn(api.runtime.state, ops), req, api.runtime.state.index);
+    return answer(readTxn(api.runtime.state, ops), req, 'reads', api);
   }
   const result = await api.runtime.propose({ t: 'txn.kv', ops });
-  return answer(result, req, result.ok ? result.index ?? api.runtime.state.index : api.runtime.state.index);
+  return answer(result, req, result.ok ? result.index ?? api.runtime.state.index : api.runtime.state.index, api);
 }
 
 export const txnRoutes: Route<ApiContext>[] = [
