@@ -160,6 +160,33 @@ describe('session rules name nodes', () => {
   });
 });
 
+describe('lock queues and session timers', () => {
+  test('a session hidden from session/info is unknown to its timer and nameless in a key\'s queue', async () => {
+    const holderId = await createSession(seed, alice, { Name: 'holder' });
+    const waiterId = await createSession(seed, bob, { Name: 'secret-waiter' });
+    expect((await call(seed.url, 'PUT', `/v1/kv/locks/q?acquire=${holderId}`, 'x', bearer(alice))).text).toBe('true');
+    // A queued acquire waits for the key; the queue then holds bob's session.
+    const waiting = call(seed.url, 'PUT', `/v1/kv/locks/q?acquire=${waiterId}&wait=30s`, 'y', bearer(bob));
+    const keyReader = await mint('reader', [{ resource: 'key', prefix: 'locks/', access: 'read' }]);
+    let queue: { Waiters: { Session: string; Name: string; Node: string }[] } = { Waiters: [] };
+    for (let i = 0; i < 100 && queue.Waiters.length === 0; i++) {
+      await sleep(20);
+      queue = (await call(seed.url, 'GET', '/v1/lock/queue/locks/q', undefined, bearer(keyReader))).json();
+    }
+    expect(queue.Waiters).toEqual([{ Session: waiterId, Name: '', Node: '' }]);
+    const seer = await mint('seer', [{ resource: 'key', prefix: 'locks/', access: 'read' }, { resource: 'session', prefix: '', access: 'read' }]);
+    expect((await call(seed.url, 'GET', '/v1/lock/queue/locks/q', undefined, bearer(seer))).json().Waiters).toEqual([{ Session: waiterId, Name: 'secret-waiter', Node: 'node1' }]);
+    // The timer of a session it may not see answers as for an id that does not exist.
+    const hidden = await call(seed.url, 'GET', `/v1/session/timer/${waiterId}`, undefined, bearer(keyReader));
+    const unknown = await call(seed.url, 'GET', '/v1/session/timer/00000000-0000-0000-0000-000000000000', undefined, bearer(keyReader));
+    expectError(hidden, 404, 1006);
+    expect(hidden.json().message).toBe(unknown.json().message.replace('00000000-0000-0000-0000-000000000000', waiterId));
+    expect((await call(seed.url, 'GET', `/v1/session/timer/${waiterId}`, undefined, bearer(seer))).json().ID).toBe(waiterId);
+    expect((await call(seed.url, 'PUT', `/v1/kv/locks/q?release=${holderId}`, undefined, bearer(alice))).text).toBe('true');
+    expect((await waiting).text).toBe('true');
+  });
+});
+
 describe('the stream\'s sessions topic', () => {
   /** Subscribes to `sessions` for each key on one stream; resolves with each subscription's first answer. */
   async function subscribe(token: string, keys: string[]): Promise<any[]> {

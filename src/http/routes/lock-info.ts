@@ -31,7 +31,8 @@ function sessionTimer(req: Request, api: ApiContext): Reply {
   if (id === '') throw new RegistryError('sessionIdMissing');
   const s = api.runtime.state.sessions.get(id);
   if (s === undefined) throw new RegistryError('sessionNotFound', { id });
-  if (!maySeeSession(req, s)) throw denied({ resource: 'session', name: s.node, access: 'read' });
+  // A session the caller may not see is unknown to it, as session/info leaves it out.
+  if (!maySeeSession(req, s)) throw new RegistryError('sessionNotFound', { id });
   const queues = api.runtime.lockQueues;
   const waitingOn = queues.queuedKeys().filter((key) => mayReadKey(req, key)).sort()
     .flatMap((key) => {
@@ -57,8 +58,10 @@ function lockQueue(req: Request, api: ApiContext): Reply {
   return json({
     Key: key,
     Waiters: api.runtime.lockQueues.queued(key).map((w) => {
+      // The id is what the key's entry shows its holder by; a session's name and node only to whoever may see it.
       const s = sessions.get(w.session);
-      return { Session: w.session, Name: s?.name ?? '', Node: s?.node ?? '' };
+      const shown = s !== undefined && maySeeSession(req, s);
+      return { Session: w.session, Name: shown ? s.name : '', Node: shown ? s.node : '' };
     }),
   });
 }
