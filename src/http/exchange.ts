@@ -217,11 +217,12 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
   }
 
   /**
-   * A request that failed (authentication above all) counts against its address: past the address's
-   * limit it is answered 429 rather than with its error.
+   * A request that failed counts against its caller — the token's subject once the gate has proven it (a
+   * refusal of what the token may do), else its address (authentication failed, or is off): past that
+   * caller's limit it is answered 429 rather than with its error.
    */
   private fail(err: unknown): void {
-    this.send(this.admit(undefined) ?? errorWire(this.s, err, this.requestId));
+    this.send(this.admit(this.req?.caller) ?? errorWire(this.s, err, this.requestId));
   }
 
   /**

@@ -247,6 +247,18 @@ describe('rate limits count verified identities and client addresses', () => {
     expect(over.headers.get('x-rate-limit-remaining')).toBe('0');
   });
 
+  test('refusals of what a verified token may do count against the token, not its address', async () => {
+    const from = '127.0.0.13';
+    const authority = new TokenAuthority({ secret, audiences: ['roster-test'] });
+    const t = await authority.mint({ subject: 'refused', rules: allKeys, ttlSeconds: 600 });
+    // Session write is not among its rules: each create is 403, counted against the token.
+    await limitedAfter(() => callFrom(limited, from, 'PUT', '/v1/session/create', bearer(t)), 403);
+    // The address has all its requests left for another caller.
+    const other = await authority.mint({ subject: 'bystander', rules: allKeys, ttlSeconds: 600 });
+    expect((await callFrom(limited, from, 'GET', '/v1/kv/any', bearer(other))).status).toBe(404);
+    expectError(await callFrom(limited, from, 'GET', '/v1/kv/any', bearer(`junk-${Math.random()}`)), 401, 1021);
+  });
+
   test('garbage from an address does not use up a verified caller on it, nor the other way round', async () => {
     const from = '127.0.0.12';
     await limitedAfter((i) => callFrom(limited, from, 'GET', '/v1/kv/any', bearer(`junk-${i}`)), 401);
