@@ -32,6 +32,8 @@
  * - Order of checks: missing → bad_method → bad_timestamp → unknown_key → unsigned_parameter →
  *   bad_signature → stale → replayed → busy. The nonce is recorded only after the signature and the
  *   timestamp check out, so unsigned traffic can neither fill the memory nor burn a caller's nonces.
+ * - Restarts: a process remembers only the nonces it accepted itself, so a request stamped before the
+ *   second its memory began (sinceMs) is stale: one captured before a restart cannot be replayed after it.
  * - Memory: at most entriesMax nonces. A nonce is never forgotten before its window has passed (that would
  *   let its request be replayed): when the memory is full of live nonces a new signed request is refused
  *   (busy) until the oldest expire. Only callers holding a valid secret can fill it.
@@ -120,12 +122,19 @@ export interface NonceWindowOptions {
   windowMs: number;
   /** Most (appKey, nonce) pairs remembered; when all are live, new ones are refused. @default 200_000 (nonceEntriesMaxDefault) */
   entriesMax: number;
+  /**
+   * When this memory began (ms since the epoch): a request stamped before that second may have been
+   * accepted by a process whose nonces are gone, so it is refused as stale. @default 0 (remembers all)
+   */
+  sinceMs?: number;
 }
 
 /** Remembers accepted nonces for windowMs, bounded by entriesMax. Time is an input. */
 export class NonceWindow {
   readonly windowMs: number;
   readonly entriesMax: number;
+  /** Requests stamped before this second (in ms) are older than the memory. */
+  readonly sinceSecondMs: number;
   /** Pair key → time first accepted; Map order is insertion order, so the oldest entries come first. */
   readonly #acceptedAtMs = new Map<string, number>();
 
@@ -135,6 +144,7 @@ export class NonceWindow {
     }
     this.windowMs = o.windowMs;
     this.entriesMax = o.entriesMax;
+    this.sinceSecondMs = Math.floor((o.sinceMs ?? 0) / 1000) * 1000;
   }
 
   /** Pairs currently remembered (never more than entriesMax). */
@@ -218,6 +228,9 @@ export function verifySignedRequest(
   const skewMs = nonces.windowMs / 2;
   if (!(Math.abs(nowMs - Number(timestamp) * 1000) < skewMs)) {
     throw new SignatureError('stale', `timestamp is not within ${Math.round(skewMs / 1000)} s of the server's clock`);
+  }
+  if (Number(timestamp) * 1000 < nonces.sinceSecondMs) {
+    throw new SignatureError('stale', `timestamp is older than the agent's memory of nonces (it started at ${new Date(nonces.sinceSecondMs).toISOString()}): sign the request again`);
   }
   const recorded = nonces.record(appKey, nonce, nowMs);
   if (recorded === 'replayed') throw new SignatureError('replayed', 'nonce already used');

@@ -69,7 +69,8 @@ export class AuthGate {
       ...(settings.audiences !== undefined ? { audiences: settings.audiences } : {}),
     });
     // Nonces live twice the timestamp skew: as long as any request carrying them could be accepted.
-    this.nonces = new NonceWindow({ windowMs: 2 * (settings.signatureSkewMs ?? timestampSkewMsDefault), entriesMax: nonceEntriesMaxDefault });
+    // This process's nonces begin now: a request stamped before may have been accepted by an earlier one.
+    this.nonces = new NonceWindow({ windowMs: 2 * (settings.signatureSkewMs ?? timestampSkewMsDefault), entriesMax: nonceEntriesMaxDefault, sinceMs: Date.now() });
     this.secrets = new Map(Object.entries(settings.appKeys).map(([k, v]) => [k, v.secret]));
   }
 

@@ -10,7 +10,7 @@ import { SignJWT, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
 import { canonicalString, signature, signRequest } from '../../src/auth/signature.ts';
-import { call, expectError, startAgent, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
+import { call, expectError, sleep, startAgent, tempDataDir, type Agent, type HttpResult } from '../support/agent.ts';
 
 const secret = 'a-test-secret-that-is-long-enough-0123456789';
 const appSecret = 'app-secret-1';
@@ -28,8 +28,9 @@ function configFile(config: object): string {
   return file;
 }
 
+const appKeys = { app1: { secret: appSecret, rules: [{ resource: 'key', prefix: 'app/', access: 'write' }] } };
+
 beforeAll(async () => {
-  const appKeys = { app1: { secret: appSecret, rules: [{ resource: 'key', prefix: 'app/', access: 'write' }] } };
   [open, limited] = await Promise.all([
     startAgent({ args: ['--config-file', configFile({ auth: { jwt_secret: secret, app_keys: appKeys, max_token_lifetime: '1h', clock_skew: '60s' } })] }),
     startAgent({ args: ['--config-file', configFile({
@@ -124,6 +125,34 @@ describe('signed requests: every parameter covered, bound to a timestamp', () =>
     }
     expect(await exists('app/stale')).toBe(false);
   });
+
+  test('a request stamped before the agent started is stale: a capture cannot be replayed after a restart', async () => {
+    const agent = await startAgent({ args: ['--config-file', configFile({ auth: { jwt_secret: secret, app_keys: appKeys } })] });
+    try {
+      const path = '/v1/kv/app/replayed';
+      const captured = `${path}?${sign('PUT', path, 'old')}`;
+      expect((await call(agent.url, 'PUT', captured, 'old')).text).toBe('true');
+      expectError(await call(agent.url, 'PUT', captured, 'old'), 400, 1023);
+      const fresh = `${path}?${sign('PUT', path, 'new')}`;
+      expect((await call(agent.url, 'PUT', fresh, 'new')).text).toBe('true');
+      // A second later the agent restarts on the same data dir: the capture is older than its memory.
+      await sleep(1100);
+      await agent.stop();
+      const again = await startAgent({ dataDir: agent.dataDir, args: ['--config-file', configFile({ auth: { jwt_secret: secret, app_keys: appKeys } })] });
+      try {
+        const r = await call(again.url, 'PUT', captured, 'old');
+        expect(expectError(r, 400, 1023).message).toMatch(/older than the agent's memory of nonces/);
+        const value = await call(again.url, 'GET', `${path}?${sign('GET', path, '', [['raw', 'true']])}`);
+        expect(value.text).toBe('new');
+        // A request stamped now is accepted as before.
+        expect((await call(again.url, 'PUT', `${path}?${sign('PUT', path, 'newer')}`, 'newer')).text).toBe('true');
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      agent.cleanup();
+    }
+  }, 60_000);
 
   test('a request signed without a timestamp is refused (400 code 1008); a bad one is 400 code 1009', async () => {
     const path = '/v1/kv/app/untimed';
