@@ -62,7 +62,11 @@ function oneBaseUrl(given: string, source: string): string {
   return `${url.protocol}//${url.host}`;
 }
 
-/** A KV key or prefix as a path: each segment percent-encoded, the slashes kept. */
+/**
+ * A KV key or prefix as a path: each segment percent-encoded, the slashes kept. A `.` or `..` segment stays
+ * as it is and reaches the agent literally (requests are sent without URL normalization, see requestPath),
+ * so `tmp/../victim` names that key, never `victim`.
+ */
 export function keyPath(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');
 }
@@ -154,8 +158,8 @@ export class AgentClient {
     try {
       for (let base = this.baseUrl; ; base = this.baseUrl) {
         try {
-          const { url, headers, payload } = this.prepare(base, method, path, o);
-          const res = await open(url, method, headers, payload, signal);
+          const { url, target, headers, payload } = this.prepare(base, method, path, o);
+          const res = await open(url, target, method, headers, payload, signal);
           if (upTo === 'head') return res;
           return await readAnswer(res);
         } catch (err) {
@@ -171,13 +175,9 @@ export class AgentClient {
     }
   }
 
-  /** The request's URL, headers and body as sent to `base`. */
-  private prepare(base: string, method: string, path: string, o: RequestOptions): { url: URL; headers: Record<string, string>; payload: string | Buffer | undefined } {
-    const url = new URL(base + path);
-    for (const [k, v] of Object.entries(o.query ?? {})) {
-      if (v === undefined || v === false) continue;
-      url.searchParams.set(k, v === true ? '' : String(v));
-    }
+  /** The request's agent, path (with its query), headers and body as sent to `base`. */
+  private prepare(base: string, method: string, path: string, o: RequestOptions): { url: URL; target: string; headers: Record<string, string>; payload: string | Buffer | undefined } {
+    const url = new URL(base);
     const headers: Record<string, string> = this.authHeaders();
     let payload: string | Buffer | undefined;
     if (o.body === undefined || Buffer.isBuffer(o.body)) payload = o.body;
@@ -186,7 +186,7 @@ export class AgentClient {
     // A body is sent with its length (never chunked); a PUT or POST without one says it has none.
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
     else if (method === 'PUT' || method === 'POST') headers['content-length'] = '0';
-    return { url, headers, payload };
+    return { url, target: requestPath(path, o.query), headers, payload };
   }
 
   get(path: string, o?: RequestOptions): Promise<Answer> { return this.request('GET', path, o); }
@@ -216,11 +216,30 @@ export async function readAnswer(res: IncomingMessage): Promise<Answer> {
   };
 }
 
-/** Sends one request; resolves once the answer's head is in. */
-async function open(url: URL, method: string, headers: Record<string, string>, payload: string | Buffer | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+/**
+ * The request target: `path` as given, with `query` appended. It is never put through a URL parser, which
+ * would remove `.` and `..` segments (also written `%2E`): a key such as `tmp/../victim` would become
+ * `victim`. Characters a request line may not carry (controls, spaces, non-ASCII) are percent-encoded as
+ * a URL parser would.
+ */
+function requestPath(path: string, query: RequestOptions['query'] = {}): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined || v === false) continue;
+    params.set(k, v === true ? '' : String(v));
+  }
+  const search = params.toString();
+  const escaped = path.replace(/[^\x21-\x7e]+/gu, (s) => encodeURIComponent(s));
+  return search === '' ? escaped : `${escaped}${escaped.includes('?') ? '&' : '?'}${search}`;
+}
+
+/** Sends one request for `target` to the agent at `url`; resolves once the answer's head is in. */
+async function open(url: URL, target: string, method: string, headers: Record<string, string>, payload: string | Buffer | undefined,
+  signal: AbortSignal): Promise<IncomingMessage> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
   return new Promise<IncomingMessage>((resolve, reject) => {
-    const req = request(url, { method, headers, signal }, resolve);
+    // `path` in the options replaces the URL's: sent as it is, not normalized.
+    const req = request(url, { method, headers, signal, path: target }, resolve);
     req.once('error', reject);
     req.end(payload);
   });
