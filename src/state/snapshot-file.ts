@@ -12,6 +12,7 @@
  * The checksum comes last so the file is written in one pass, the payload in pieces (never one string of
  * the whole state). A reader checks the layout version, then the checksum, before it believes anything.
  */
+import { constants } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createGzip, gunzipSync } from 'node:zlib';
@@ -24,6 +25,15 @@ export const snapshotFileFormat = 'roster-snapshot';
 export const snapshotFileVersion = 1;
 /** gzip level: 1 compresses a state of short keys almost as well as 6 in a third of the time. */
 const gzipLevel = 1;
+/** Room for the header and trailer lines beside the payload (a header is some hundreds of bytes). */
+const snapshotFileLinesBytesMax = 64 * 1024;
+/**
+ * The most a snapshot file may inflate to: a payload as long as V8's longest string (what a log's recovery
+ * reads back as one string, src/wal/snapshots.ts, and what the payload is parsed from here) plus its header
+ * and trailer lines. Inflating stops there, so a small file that would inflate to gigabytes of memory
+ * (a gzip bomb) is refused after at most this much, not once it has taken the process's memory.
+ */
+const snapshotFileInflatedBytesMax = Math.min(constants.MAX_STRING_LENGTH, 0xffff_ffff) + snapshotFileLinesBytesMax;
 
 export interface SnapshotMeta {
   format: string;
@@ -75,14 +85,12 @@ export async function encodeSnapshotFile(data: SnapshotData, node: string, creat
   return { file: Buffer.concat(out), meta, sha256 };
 }
 
-/** Takes a file apart without trusting its payload (what `roster snapshot inspect` shows); throws when it has no such shape. */
+/**
+ * Takes a file apart without trusting its payload (what `roster snapshot inspect` shows); throws when it
+ * has no such shape, or when it inflates past snapshotFileInflatedBytesMax (inflating stops there).
+ */
 export function openSnapshotFile(file: Buffer): OpenedSnapshot {
-  let text: Buffer;
-  try {
-    text = gunzipSync(file);
-  } catch (err) {
-    throw new SnapshotFileError(`not a complete gzip stream (damaged or truncated): ${(err as Error).message}`);
-  }
+  const text = inflated(file, snapshotFileInflatedBytesMax);
   const headerEnd = text.indexOf(0x0a);
   const trailerStart = text.lastIndexOf(0x0a, text.length - 2) + 1;
   if (headerEnd < 0 || trailerStart <= headerEnd + 1 || text[text.length - 1] !== 0x0a) {
@@ -111,6 +119,18 @@ export function readSnapshotFile(file: Buffer): { meta: SnapshotMeta; data: Snap
     return { meta: opened.meta, data, bytes: opened.bytes };
   } catch (err) {
     throw new SnapshotFileError(`bad payload: ${(err as Error).message}`);
+  }
+}
+
+/** The file's gzip stream inflated, refused once it passes `bytesMax`. */
+function inflated(file: Buffer, bytesMax: number): Buffer {
+  try {
+    return gunzipSync(file, { maxOutputLength: bytesMax });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+      throw new SnapshotFileError(`too large: it inflates to more than ${bytesMax} bytes, more than a snapshot can hold (its payload is read back as one string)`);
+    }
+    throw new SnapshotFileError(`not a complete gzip stream (damaged or truncated): ${(err as Error).message}`);
   }
 }
 
