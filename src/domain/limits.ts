@@ -24,8 +24,12 @@ export const blockingWaitMsDefault = 5 * 60 * 1000;
 export const blockingWaitMsMax = 10 * 60 * 1000;
 export const blockingJitterDivisor = 16;
 
-/** Deleted keys remembered for index reporting; past this, the oldest are folded into one floor index. */
+/**
+ * Deleted keys remembered for index reporting; past this many, or past this many bytes of them (long
+ * keys), the oldest are folded into one floor index.
+ */
 export const tombstonesMax = 10_000;
+export const tombstoneBytesMax = 16 * 1024 * 1024;
 
 /** The node check every session binds by default (Consul's serfHealth). */
 export const gossipCheckId = 'gossipHealth';

@@ -4,6 +4,7 @@
  */
 import sortedBtree from 'sorted-btree';
 import type { CatalogNode, HealthCheck, KvEntry, ServiceInstance, Session } from '../domain/index.ts';
+import { jsonSize, SizedMap, tombstoneSize } from './sized-map.ts';
 
 // sorted-btree is CommonJS with its class as `exports.default`: Node's ESM loader hands over
 // module.exports (the class is its .default), vite's interop (the tests) the class itself.
@@ -29,7 +30,7 @@ export class RegistryState {
    * Changed only where a key is created or removed (apply/kv.ts writeEntry and deleteKey, restore).
    */
   readonly kvOrder = new BTree<string, undefined>(undefined, compareKeys);
-  readonly sessions = new Map<string, Session>();
+  readonly sessions = new SizedMap<string, Session>(jsonSize);
   /** Derived: the keys each session holds. Rebuilt from `kv` on restore. */
   readonly locksBySession = new Map<string, Set<string>>();
   /** Key → entry time before which no acquire succeeds (armed by invalidation). */
@@ -40,19 +41,19 @@ export class RegistryState {
    */
   lockDelaysSweepAt = 1024;
   /** Deleted key → index of its deletion, oldest first; older ones are folded into `tombstoneFloor`. */
-  readonly tombstones = new Map<string, number>();
+  readonly tombstones = new SizedMap<string, number>(tombstoneSize);
   tombstoneFloor = 0;
 
   /** Changed only through setNode, deleteNode and clearNodes, which keep the two node indexes below in step. */
-  readonly nodes = new Map<string, CatalogNode>();
+  readonly nodes = new SizedMap<string, CatalogNode>(jsonSize);
   /** Derived: node names by lower-cased node ID (a state written before IDs were unique may hold one twice). */
   private readonly nodesById = new Map<string, Set<string>>();
   /** Derived: node names by their lower-cased form. */
   private readonly nodesByFoldedName = new Map<string, Set<string>>();
   /** `${node}\0${checkId}` → check. */
-  readonly checks = new Map<string, HealthCheck>();
+  readonly checks = new SizedMap<string, HealthCheck>(jsonSize);
   /** `${node}\0${serviceId}` → service instance. */
-  readonly services = new Map<string, ServiceInstance>();
+  readonly services = new SizedMap<string, ServiceInstance>(jsonSize);
 
   // ---- KV reads ----
 

@@ -5,18 +5,13 @@
  * snapshotted, and one past the heap would crash the agent; the quota stops a client from getting there.
  *
  * KV entries are counted by their key, value (as stored: base64) and session id plus the fields around
- * them; sessions, checks, services and nodes, whose sizes vary little, by a typical size each.
+ * them; sessions, checks, services, nodes and tombstones by what each holds (sized-map.ts).
  */
 import type { KvEntry } from '../domain/types.ts';
 import type { RegistryState } from './registry-state.ts';
 
 /** A KV entry's fields around its key, value and session in a snapshot: names, indexes, flags, punctuation. */
 const kvEntryFieldsBytes = 120;
-/** Typical snapshot bytes of a session, check, service instance and catalog node. */
-const sessionBytes = 300;
-const checkBytes = 500;
-const serviceBytes = 400;
-const nodeBytes = 200;
 
 /** What one KV entry adds to the estimate. */
 export function kvEntryBytes(e: KvEntry): number {
@@ -25,5 +20,5 @@ export function kvEntryBytes(e: KvEntry): number {
 
 /** The state's estimated size in bytes. */
 export function stateBytes(s: RegistryState): number {
-  return s.kvBytes + s.sessions.size * sessionBytes + s.checks.size * checkBytes + s.services.size * serviceBytes + s.nodes.size * nodeBytes;
+  return s.kvBytes + s.sessions.bytes + s.checks.bytes + s.services.bytes + s.nodes.bytes + s.tombstones.bytes;
 }

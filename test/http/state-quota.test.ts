@@ -3,7 +3,8 @@
 // state's size), a started agent refuses the writes that would grow the state with 503/1016 naming the
 // limit and changing nothing, and takes everything else: deletes, shorter values, releases, re-registrations,
 // so the space can be freed through the API. Deletes or a reload with a higher limit make room; a restart
-// counts the state again from its snapshot and log.
+// counts the state again from its snapshot and log. Items are counted by what they hold: large sessions,
+// services and nodes fill it as large values do.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -88,4 +89,34 @@ test('a bad state_bytes_max stops the start with a clear error', async () => {
   const file = join(tempDataDir(), 'bad.json');
   writeFileSync(file, JSON.stringify({ limits: { state_bytes_max: -1 } }));
   await expect(startAgent({ args: ['--config-file', file] })).rejects.toThrow(/limits\.state_bytes_max/);
+});
+
+test('sessions, services, nodes and deleted keys count by what they hold: large ones fill the quota too', async () => {
+  const file = join(tempDataDir(), 'agent.json');
+  writeFileSync(file, JSON.stringify({ limits: { state_bytes_max: limit } }));
+  const own = await startAgent({ args: ['--config-file', file] });
+  try {
+    const c = client(own);
+    const big = 'n'.repeat(60_000);
+    // Four take about 240,000 bytes, past the limit: the fifth is refused.
+    for (let i = 0; i < 5; i++) {
+      const r = await c.put('/v1/session/create', { Name: `${big}${i}` });
+      if (i < 4) expect(r.status, r.text).toBe(200);
+      else expectFull(r);
+    }
+    expectFull(await c.put('/v1/agent/service/register', { Name: 'tagged', Tags: [big] }));
+    expectFull(await c.put('/v1/catalog/register', { Node: 'meta-node', Address: '10.0.0.1', NodeMeta: { m: big.slice(0, 512) } }));
+    const sessions = (await c.get('/v1/session/list')).json<{ ID: string }[]>();
+    expect(sessions).toHaveLength(4);
+    // Destroying them makes room again.
+    for (const s of sessions) expect((await c.put(`/v1/session/destroy/${s.ID}`)).status).toBe(200);
+    expect((await c.put('/v1/agent/service/register', { Name: 'tagged', Tags: [big] })).status).toBe(200);
+    const metrics = await c.get('/v1/agent/metrics?format=prometheus');
+    const bytes = Number(/^roster_state_bytes (\d+)/m.exec(metrics.text)?.[1]);
+    expect(bytes).toBeGreaterThan(60_000);
+    expect(bytes).toBeLessThan(limit);
+  } finally {
+    await own.stop();
+    own.cleanup();
+  }
 });

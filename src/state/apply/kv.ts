@@ -4,7 +4,7 @@
  * tombstones) in step, which session invalidation uses too.
  */
 import { effectOf, hasEffect, stepLock as stepLockMachine, type LockContext, type LockEffect, type LockEvent, type Step } from '../../../machines/index.ts';
-import { tombstonesMax } from '../../domain/limits.ts';
+import { tombstoneBytesMax, tombstonesMax } from '../../domain/limits.ts';
 import type { KvEntry } from '../../domain/types.ts';
 import type { RegistryState } from '../registry-state.ts';
 import { kvEntryBytes } from '../size.ts';
@@ -69,7 +69,7 @@ export function deleteKey(c: Ctx, key: string): boolean {
 
 function foldTombstones(c: Ctx): void {
   const { state } = c;
-  while (state.tombstones.size > tombstonesMax) {
+  while (state.tombstones.size > tombstonesMax || state.tombstones.bytes > tombstoneBytesMax) {
     const [oldestKey, oldestIndex] = state.tombstones.entries().next().value as [string, number];
     state.tombstones.delete(oldestKey);
     state.tombstoneFloor = Math.max(state.tombstoneFloor, oldestIndex);
