@@ -1,12 +1,13 @@
 /**
  * `roster snapshot save|restore|inspect`, as `consul snapshot` does them. `save` asks the agent for a
  * snapshot (GET /v1/snapshot), checks it and writes it atomically (a temporary file in the same
- * directory, flushed, then renamed over the target); `restore` checks the file here, then sends it
- * (PUT /v1/snapshot), which replaces the whole state; `inspect` reads a file offline and says what it
- * holds, whether its checksum holds and whether its records are ones an agent restores (exit 1 when
- * either does not, or when it is no snapshot at all).
+ * directory, flushed, then renamed over the target, which must be absent or a regular file); `restore`
+ * checks the file here, then sends it (PUT /v1/snapshot), which replaces the whole state; `inspect` reads
+ * a file offline and says what it holds, whether its checksum holds and whether its records are ones an
+ * agent restores (exit 1 when either does not, or when it is no snapshot at all).
  */
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { lstat, open, readFile, readlink, rename, rm } from 'node:fs/promises';
 import { openSnapshotFile, readSnapshotFile, SnapshotFileError, type OpenedSnapshot } from '../state/snapshot-file.ts';
 import { snapshotRecordsProblem } from '../state/snapshot-records.ts';
 import { failureOf } from './client.ts';
@@ -18,6 +19,7 @@ import { fields, stringifyExact } from './output.ts';
 const snapshotTimeoutMs = 10 * 60_000;
 
 export async function snapshotSave(ctx: CliContext, file: string, o: { stale?: boolean }): Promise<void> {
+  await refuseUnlessRegular(file);
   const a = await ctx.client.get('/v1/snapshot', { query: { stale: o.stale === true }, timeoutMs: snapshotTimeoutMs });
   if (a.status !== 200) throw failureOf(a);
   const opened = openedOf(a.body, 'the agent\'s answer');
@@ -89,11 +91,18 @@ async function readSnapshot(file: string): Promise<Buffer> {
   }
 }
 
-/** Writes `file` so that it is either the old file or the whole new one, never a part. */
+/**
+ * Writes `file` so that it is either the old file or the whole new one, never a part: a new temporary file
+ * beside it (never an existing one opened), flushed, then renamed over it. Only a regular file is replaced:
+ * see refuseUnlessRegular.
+ */
 async function writeAtomically(file: string, body: Buffer): Promise<void> {
+  await refuseUnlessRegular(file); // again: taking a large snapshot takes a while
   const tmp = `${file}.${process.pid}.tmp`;
+  let created = false;
   try {
-    const handle = await open(tmp, 'w', 0o600);
+    const handle = await open(tmp, 'wx', 0o600);
+    created = true;
     try {
       await handle.writeFile(body);
       await handle.sync();
@@ -102,7 +111,41 @@ async function writeAtomically(file: string, body: Buffer): Promise<void> {
     }
     await rename(tmp, file);
   } catch (err) {
-    await rm(tmp, { force: true });
-    throw new CliError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    // Only our own temporary file is removed; failing to remove it does not hide why the write failed.
+    if (created) await rm(tmp, { force: true }).catch(() => undefined);
+    throw new CliError(`cannot write ${file}: ${codeOf(err)}`);
   }
+}
+
+/**
+ * Refuses a path that exists and is not a regular file. The rename would replace the entry itself: a
+ * symbolic link would become a file of its own (its target left as it was), and a device such as
+ * /dev/null or a pipe a regular file; and a device or a pipe cannot be written all or nothing anyway.
+ */
+async function refuseUnlessRegular(file: string): Promise<void> {
+  let stats: Stats;
+  try {
+    stats = await lstat(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new CliError(`cannot write ${file}: ${codeOf(err)}`);
+  }
+  if (stats.isFile()) return;
+  if (stats.isSymbolicLink()) {
+    const target = await readlink(file).catch(() => '?');
+    throw new CliError(`cannot write ${file}: it is a symbolic link (to ${target}); snapshot save replaces only a regular file, give the path of the file itself`);
+  }
+  throw new CliError(`cannot write ${file}: it is ${kindOf(stats)}, not a regular file; snapshot save writes a new file or replaces a regular one`);
+}
+
+function kindOf(s: Stats): string {
+  if (s.isDirectory()) return 'a directory';
+  if (s.isCharacterDevice()) return 'a character device';
+  if (s.isBlockDevice()) return 'a block device';
+  if (s.isFIFO()) return 'a named pipe';
+  return s.isSocket() ? 'a socket' : 'a file of an unknown kind';
+}
+
+function codeOf(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? (err as Error).message;
 }
