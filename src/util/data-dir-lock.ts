@@ -14,9 +14,17 @@
  * 22 of /proc/<pid>/stat). Replacing it is where two starters could both win (both judge it stale, one
  * replaces it, the other then removes the new lock), so takeovers of one stale lock are serialized: see
  * `replaceStale`. A live lock refuses the start.
+ *
+ * A pid says something only within its PID namespace on its host: two containers sharing a volume may
+ * both run the agent as pid 1, and neither sees the other's processes. The target therefore also names
+ * the holder's PID namespace (`<pid>:<startTicks>:<pidNs>:<host>`), and a holder in another namespace,
+ * or on another host, is judged by its heartbeat instead: a running agent sets the lock's mtime every
+ * second (`keepLock`), so a lock whose mtime moves, or moved less than `heartbeatStaleMs` ago, is live.
+ * At start a fresh but unconfirmed lock is watched until it either moves (live: refused) or goes quiet
+ * for that long (stale: taken over).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
+import { lstatSync, lutimesSync, readFileSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -27,7 +35,12 @@ export interface LockHolder {
   /** Start time of the process in clock ticks since boot (Linux); undefined where /proc is absent. */
   startTicks?: number;
   host?: string;
+  /** The holder's PID namespace (the inode number of /proc/self/ns/pid); undefined in older locks. */
+  pidNs?: number;
 }
+
+/** A holder in another PID namespace or on another host is live while its heartbeat is younger than this. */
+export const heartbeatStaleMs = 4_000;
 
 /** The data dir is held by a live process. */
 export class DataDirLocked extends Error {
@@ -47,6 +60,8 @@ export interface DataDirLock {
    * agent holds it now).
    */
   reclaim(): void;
+  /** Sets the lock's mtime to now while it is still this process's: the heartbeat. */
+  beat(): void;
 }
 
 /** Attempts to take the lock before giving up: another starter may be taking it over at the same moment. */
@@ -61,23 +76,33 @@ export interface LockOptions {
   onStep?: (step: 'judged-stale' | 'guard-taken' | 'verified') => void;
 }
 
+/** How a holder is judged: by its pid where that can be trusted, by its heartbeat otherwise. */
+type Liveness = 'alive' | 'dead' | 'heartbeat';
+
 /** Takes the lock of `dir` (which must exist) for this process's lifetime, or throws DataDirLocked. */
 export function lockDataDir(dir: string, o: LockOptions = {}): DataDirLock {
   const path = join(dir, lockFileName);
-  const me: LockHolder = o.holder ?? { pid: process.pid, startTicks: startTicksOf(process.pid), host: hostname() };
+  const me: LockHolder = o.holder ?? { pid: process.pid, startTicks: startTicksOf(process.pid), pidNs: pidNamespace(), host: hostname() };
   const text = holderText(me);
-  take(dir, path, text, o);
+  take(dir, path, text, o, true);
   return held(dir, path, text, o);
 }
 
-function take(dir: string, path: string, text: string, o: LockOptions): void {
+/** `watch`: a holder judged by its heartbeat is watched until that is settled (at start), else judged at once. */
+function take(dir: string, path: string, text: string, o: LockOptions, watch: boolean): void {
   let rival: LockHolder | undefined;
   for (let attempt = 0; attempt < takeoverAttemptsMax; attempt++) {
     if (createExclusive(path, text)) return;
     const seen = readLock(path);
     if (seen === undefined) continue; // released between our create and our read: try again
     const holder = parseHolder(seen);
-    if (holder !== undefined && isAlive(holder)) throw new DataDirLocked(dir, holder);
+    const liveness = holder === undefined ? 'dead' : judge(holder);
+    if (liveness === 'alive') throw new DataDirLocked(dir, holder!);
+    if (liveness === 'heartbeat') {
+      const beating = watch ? heartbeatWatched(path, seen) : heartbeatFresh(path, seen);
+      if (beating === 'changed') continue;
+      if (beating) throw new DataDirLocked(dir, holder!);
+    }
     // Stale (or unreadable: a file an older version crashed while writing).
     o.onStep?.('judged-stale');
     const outcome = replaceStale(path, seen, text, guardDepthMax, o);
@@ -85,7 +110,7 @@ function take(dir: string, path: string, text: string, o: LockOptions): void {
     rival = outcome ?? rival;
   }
   const holder = parseHolder(readLock(path) ?? '');
-  throw new DataDirLocked(dir, holder !== undefined && isAlive(holder) ? holder : rival ?? holder ?? { pid: 0 });
+  throw new DataDirLocked(dir, holder !== undefined && judge(holder) === 'alive' ? holder : rival ?? holder ?? { pid: 0 });
 }
 
 /** What keepLock tells. */
@@ -101,14 +126,16 @@ export interface LockKeeping {
 
 /**
  * Keeps the lock while the agent runs. Once every `everyMs` it is taken again if it was removed (by hand,
- * taken for a stale one), so that an agent started on the dir afterwards is refused. The timer does not
- * keep the process alive.
+ * taken for a stale one), so that an agent started on the dir afterwards is refused, and its mtime is
+ * set: the heartbeat by which a starter in another PID namespace or on another host knows it is live.
+ * The timer does not keep the process alive.
  */
 export function keepLock(lock: DataDirLock, keeping: LockKeeping, everyMs = 1000): void {
   let remaking = false;
   const timer = setInterval(() => {
     try {
       lock.reclaim();
+      lock.beat();
     } catch (err) {
       if (err instanceof DataDirLocked) {
         clearInterval(timer);
@@ -125,7 +152,15 @@ export function keepLock(lock: DataDirLock, keeping: LockKeeping, everyMs = 1000
 function held(dir: string, path: string, text: string, o: LockOptions): DataDirLock {
   const lock = {
     path, release: () => releaseIfOurs(path, text),
-    reclaim: () => { if (readLock(path) !== text) take(dir, path, text, o); },
+    reclaim: () => { if (readLock(path) !== text) take(dir, path, text, o, false); },
+    beat: () => {
+      try {
+        const now = new Date();
+        if (readLock(path) === text) lutimesSync(path, now, now);
+      } catch {
+        // A data dir being made again, or a filesystem refusing times: the next beat tries again.
+      }
+    },
   };
   process.once('exit', lock.release);
   return lock;
@@ -149,7 +184,9 @@ function replaceStale(path: string, stale: string, text: string, depth: number, 
     const seen = readLock(guard);
     if (seen === undefined) return undefined; // its taker is done: look at the lock again
     const taker = parseHolder(seen);
-    if (taker !== undefined && isAlive(taker)) return taker;
+    const liveness = taker === undefined ? 'dead' : judge(taker);
+    // A takeover lasts moments: a guard of another namespace's taker is live while it is fresh.
+    if (liveness === 'alive' || (liveness === 'heartbeat' && heartbeatFresh(guard, seen) === true)) return taker;
     if (depth <= 1) return undefined;
     const outcome = replaceStale(guard, seen, text, depth - 1, o);
     if (outcome !== true) return outcome;
@@ -192,12 +229,24 @@ export function readLock(path: string): string | undefined {
   }
 }
 
-/** Holds the host name to 32 characters: the whole target then stays short enough to live in the inode. */
+/**
+ * Holds the host name to 24 characters (32 without a namespace): the whole target then stays short
+ * enough to live in the inode (under 60 bytes).
+ */
 function holderText(h: LockHolder): string {
-  return `${h.pid}:${h.startTicks ?? ''}:${(h.host ?? '').slice(0, 32)}`;
+  if (h.pidNs === undefined) return `${h.pid}:${h.startTicks ?? ''}:${(h.host ?? '').slice(0, 32)}`;
+  return `${h.pid}:${h.startTicks ?? ''}:${h.pidNs}:${(h.host ?? '').slice(0, 24)}`;
 }
 
 export function parseHolder(text: string): LockHolder | undefined {
+  // Host names hold no ':', so a fourth field is the namespace.
+  const ns = /^(\d+):(\d*):(\d+):([^:]*)$/s.exec(text);
+  if (ns !== null) {
+    const pid = Number(ns[1]);
+    const pidNs = Number(ns[3]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || !Number.isSafeInteger(pidNs)) return undefined;
+    return { pid, ...(ns[2] !== '' ? { startTicks: Number(ns[2]) } : {}), pidNs, ...(ns[4] !== '' ? { host: ns[4] } : {}) };
+  }
   const m = /^(\d+):(\d*):(.*)$/s.exec(text);
   if (m !== null) {
     const pid = Number(m[1]);
@@ -218,18 +267,65 @@ export function parseHolder(text: string): LockHolder | undefined {
 }
 
 /**
- * Whether the holder still runs: its pid exists (signal 0; EPERM means it exists under another user)
- * and, where both start times are known, it is the same process that wrote the lock.
+ * Whether the holder still runs. In this PID namespace on this host (an older lock, naming no namespace,
+ * is taken to be): its pid exists (signal 0; EPERM means it exists under another user) and, where both
+ * start times are known, it is the same process that wrote the lock. Elsewhere its pid says nothing
+ * here, and its heartbeat decides.
  */
-function isAlive(holder: LockHolder): boolean {
-  if (holder.pid === process.pid) return false; // our own pid: a lock left by an earlier process that had it
+function judge(holder: LockHolder): Liveness {
+  if (holder.pidNs !== undefined && (holder.pidNs !== pidNamespace() || (holder.host ?? '') !== hostname().slice(0, 24))) return 'heartbeat';
+  if (holder.pid === process.pid) return 'dead'; // our own pid: a lock left by an earlier process that had it
   try {
     process.kill(holder.pid, 0);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return 'dead';
   }
   const now = startTicksOf(holder.pid);
-  return holder.startTicks === undefined || now === undefined || now === holder.startTicks;
+  return holder.startTicks === undefined || now === undefined || now === holder.startTicks ? 'alive' : 'dead';
+}
+
+/** The inode number of this process's PID namespace; undefined without /proc. */
+function pidNamespace(): number | undefined {
+  try {
+    const m = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid', 'utf8'));
+    return m === null ? undefined : Number(m[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The lock's mtime in ms; undefined when it is gone. */
+function mtimeOf(path: string): number | undefined {
+  try {
+    return lstatSync(path).mtimeMs;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** Whether the lock holding `seen` beat less than heartbeatStaleMs ago; 'changed' when it holds `seen` no longer. */
+function heartbeatFresh(path: string, seen: string): boolean | 'changed' {
+  const mtime = mtimeOf(path);
+  if (mtime === undefined || readLock(path) !== seen) return 'changed';
+  return Date.now() - mtime < heartbeatStaleMs;
+}
+
+/**
+ * Watches the lock holding `seen` until its holder is known: true once its mtime moves (it beats), false
+ * once it has been still for heartbeatStaleMs, 'changed' when it holds `seen` no longer. Blocks (the
+ * start waits for it, at most heartbeatStaleMs).
+ */
+function heartbeatWatched(path: string, seen: string): boolean | 'changed' {
+  const first = mtimeOf(path);
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    const mtime = mtimeOf(path);
+    if (first === undefined || mtime === undefined || readLock(path) !== seen) return 'changed';
+    if (mtime !== first) return true;
+    if (Date.now() - mtime >= heartbeatStaleMs) return false;
+    Atomics.wait(pause, 0, 0, 100);
+  }
 }
 
 /** Field 22 of /proc/<pid>/stat (the process start time, in clock ticks since boot); undefined without /proc. */

@@ -2,14 +2,15 @@
 // starters interleaved inside a few synchronous file operations, which two started agents cannot be
 // made to hit reliably; so here one takeover runs a whole rival takeover at each of its steps (the
 // module's test seam), with holder identities of two live processes, and exactly one of them must hold
-// the lock afterwards. Also: a guard left by a taker that died mid-takeover does not block the next start.
+// the lock afterwards. Also: a guard left by a taker that died mid-takeover does not block the next start;
+// a holder in another PID namespace or on another host is judged by its heartbeat (the lock's mtime).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, lutimesSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { DataDirLocked, keepLock, lockDataDir, lockFileName, parseHolder, readLock, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
+import { DataDirLocked, heartbeatStaleMs, keepLock, lockDataDir, lockFileName, parseHolder, readLock, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
 
 const sleepers: ChildProcess[] = [];
 let holderA: LockHolder;
@@ -125,5 +126,59 @@ describe('taking the lock again in a data dir made again', () => {
     // Released by this process only while it is still its own: the other agent's lock stays.
     lock.release();
     expect(parseHolder(readLock(join(dir, lockFileName))!)?.pid).toBe(holderB.pid);
+  });
+});
+
+describe('a holder whose pid says nothing here (another PID namespace, another host)', () => {
+  /** A lock naming pid 1 of a namespace this process is not in, as another container's agent writes it. */
+  const foreign = (dir: string) => symlinkSync(`1:${startTicksOf(process.pid) ?? ''}:4026539999:other-box`, join(dir, lockFileName));
+  const freshDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-lock-ns-'));
+    dirs.push(dir);
+    return dir;
+  };
+
+  test('is live while its heartbeat moves: refused, however long ago it took the lock', async () => {
+    const dir = freshDir();
+    foreign(dir);
+    const old = new Date(Date.now() - 60_000);
+    lutimesSync(join(dir, lockFileName), old, old);
+    // Another process beats for it: sets the mtime every 300 ms.
+    const beater = spawn(process.execPath, ['-e', `const fs=require('fs');setInterval(()=>{const t=new Date();fs.lutimesSync(${JSON.stringify(join(dir, lockFileName))},t,t)},300)`], { stdio: 'ignore' });
+    sleepers.push(beater);
+    try {
+      await vi.waitFor(() => expect(Date.now() - lstatSync(join(dir, lockFileName)).mtimeMs).toBeLessThan(1000), { timeout: 5000 });
+      const started = Date.now();
+      expect(take(dir, { pid: process.pid, startTicks: startTicksOf(process.pid), pidNs: 4026530001, host: 'this-box' })).toBe('refused');
+      expect(Date.now() - started).toBeLessThan(heartbeatStaleMs);
+    } finally {
+      beater.kill('SIGKILL');
+    }
+  });
+
+  test('is stale once its heartbeat has been still for the stale time: taken over, at once when it is older', () => {
+    const dir = freshDir();
+    foreign(dir);
+    const old = new Date(Date.now() - heartbeatStaleMs - 1000);
+    lutimesSync(join(dir, lockFileName), old, old);
+    const started = Date.now();
+    expect(take(dir, holderA)).toBe('held');
+    expect(Date.now() - started).toBeLessThan(1000);
+    // A lock just left by a holder that died: taken over once it has been still for the stale time.
+    const second = freshDir();
+    foreign(second);
+    const t0 = Date.now();
+    expect(take(second, holderB)).toBe('held');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(heartbeatStaleMs - 200);
+  });
+
+  test('keepLock beats: the held lock\'s mtime moves every interval', async () => {
+    const dir = freshDir();
+    const lock = lockDataDir(dir);
+    const old = new Date(Date.now() - 60_000);
+    lutimesSync(join(dir, lockFileName), old, old);
+    keepLock(lock, { taken: () => {} }, 50);
+    await vi.waitFor(() => expect(Date.now() - lstatSync(join(dir, lockFileName)).mtimeMs).toBeLessThan(1000));
+    lock.release();
   });
 });
