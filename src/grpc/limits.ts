@@ -14,3 +14,13 @@ export const watchLimitsDefault = { watchMax: 1024, watchMaxPerClient: 64 } as c
  * unless limits.grpc_max_conns, grpc_max_conns_per_client and grpc_handshake_timeout say otherwise.
  */
 export const connectionLimitsDefault = { connsMax: 4096, connsMaxPerClient: 100, handshakeTimeoutMs: 5000 } as const;
+/**
+ * HTTP/2 bounds of one gRPC connection: streams open at once (grpc-go's server default is unlimited,
+ * Consul's gRPC server 2048 for its own clients; 100 is HTTP/2's suggested minimum and what grpc-java
+ * and nginx take), and the memory the connection may buffer (Node's http2 default, 10 MB, which grpc-js
+ * lifts to unlimited unless told): past it new streams of that connection are refused. Without them one
+ * connection holding streams that never send their request, or never reading its answers, grows the
+ * agent's memory without bound.
+ */
+export const http2StreamsMax = 100;
+export const http2SessionMemoryMb = 10;
