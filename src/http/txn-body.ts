@@ -5,6 +5,7 @@
  * refused with Consul's texts (400 "Failed to parse body: ..."); an operation of another kind (Node,
  * Service, Check, Session) with a 400 naming it; more than txnOpsMax operations with a 413.
  */
+import { randomBytes } from 'node:crypto';
 import { RegistryError } from '../domain/errors.ts';
 import { txnOpsMax } from '../domain/limits.ts';
 import { field } from './body.ts';
@@ -16,8 +17,10 @@ export interface BodyOp { verb: string; key: string; value: string | null; flags
 /** The operation kinds Consul's transactions also hold, which this agent's do not. */
 const otherKinds = ['Node', 'Service', 'Check', 'Session'] as const;
 
-/** A big integer of the body, kept as text in a string JSON.parse hands back as is (see parseExact). */
-const bigMark = '\u0000uint:';
+/** A big integer of the body, kept exact as its text (see parseExact). */
+class ExactNumber {
+  constructor(readonly text: string) {}
+}
 
 function refuse(why: string): RegistryError {
   return new RegistryError('txnBodyInvalid', { why });
@@ -27,7 +30,8 @@ function refuse(why: string): RegistryError {
 function jsonType(v: unknown): string {
   if (Array.isArray(v)) return 'array';
   if (v === null) return 'null';
-  if (typeof v === 'string') return v.startsWith(bigMark) ? 'number' : 'string';
+  if (typeof v === 'string') return 'string';
+  if (v instanceof ExactNumber) return 'number';
   if (typeof v === 'boolean') return 'bool';
   return typeof v === 'number' ? 'number' : 'object';
 }
@@ -36,11 +40,13 @@ const cannot = (v: unknown, where: string, type: string) => refuse(`json: cannot
 const kvField = (name: string) => `Go struct field KVTxnOp.KV.${name}`;
 
 /**
- * JSON.parse with integers of 16 digits or more kept exact: such number tokens (outside strings) are
- * rewritten as marked strings first, and uint64Of reads them back. Flags may be any uint64.
+ * JSON.parse with integers of 16 digits or more kept exact (as ExactNumber): such number tokens (outside
+ * strings) are rewritten as strings carrying a mark first, and turned back as they are parsed. The mark
+ * holds a random part, so no string of the body can pass for a number. Flags may be any uint64.
  */
 export function parseExact(text: string): unknown {
   if (!/\d{16}/.test(text)) return JSON.parse(text);
+  const mark = `\u0000uint-${randomBytes(8).toString('hex')}:`;
   const number = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
   let out = '';
   let copied = 0;
@@ -55,12 +61,12 @@ export function parseExact(text: string): unknown {
     const m = ch === '-' || (ch >= '0' && ch <= '9') ? number.exec(text) : null;
     if (m === null) { i++; continue; }
     if (/^-?\d{16,}$/.test(m[0])) {
-      out += `${text.slice(copied, i)}"\\u0000uint:${m[0]}"`;
+      out += `${text.slice(copied, i)}${JSON.stringify(mark + m[0])}`;
       copied = i + m[0].length;
     }
     i += m[0].length;
   }
-  return JSON.parse(out + text.slice(copied));
+  return JSON.parse(out + text.slice(copied), (_key, v: unknown) => (typeof v === 'string' && v.startsWith(mark) ? new ExactNumber(v.slice(mark.length)) : v));
 }
 
 /** The index just past the string literal that starts at `start`. */
@@ -76,13 +82,13 @@ function afterString(text: string, start: number): number {
 
 function stringOf(v: unknown, name: string, type = 'string'): string {
   if (v === undefined || v === null) return '';
-  if (typeof v === 'string' && !v.startsWith(bigMark)) return v;
+  if (typeof v === 'string') return v;
   throw cannot(v, kvField(name), type);
 }
 
 function uint64Of(v: unknown, name: string): string {
   if (v === undefined || v === null) return '0';
-  const text = typeof v === 'number' ? String(v) : typeof v === 'string' && v.startsWith(bigMark) ? v.slice(bigMark.length) : undefined;
+  const text = typeof v === 'number' ? String(v) : v instanceof ExactNumber ? v.text : undefined;
   if (text === undefined) throw cannot(v, kvField(name), 'uint64');
   const parsed = typeof v === 'number' && !Number.isSafeInteger(v) ? undefined : parseUint64(text);
   if (parsed === undefined) throw refuse(`json: cannot unmarshal number ${text} into ${kvField(name)} of type uint64`);
@@ -94,7 +100,7 @@ const base64Pattern = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]
 /** Value: base64 (Go's standard encoding, which skips CR and LF) or null; empty reads as no value. */
 function valueOf(v: unknown): string | null {
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'string' || v.startsWith(bigMark)) throw cannot(v, kvField('Value'), '[]uint8');
+  if (typeof v !== 'string') throw cannot(v, kvField('Value'), '[]uint8');
   const text = v.replace(/[\r\n]/g, '');
   if (!base64Pattern.test(text)) {
     const bad = text.search(/[^A-Za-z0-9+/=]/);
@@ -104,7 +110,7 @@ function valueOf(v: unknown): string | null {
 }
 
 function operationOf(item: unknown, opIndex: number): BodyOp {
-  if (typeof item !== 'object' || item === null || Array.isArray(item)) throw cannot(item, 'Go value', 'api.TxnOp');
+  if (typeof item !== 'object' || item === null || Array.isArray(item) || item instanceof ExactNumber) throw cannot(item, 'Go value', 'api.TxnOp');
   const op = item as Record<string, unknown>;
   const kv = field(op, 'KV').value;
   for (const kind of otherKinds) {
@@ -112,7 +118,7 @@ function operationOf(item: unknown, opIndex: number): BodyOp {
     if (other.present && other.value !== null) throw new RegistryError('txnOpNotKv', { opIndex, kind });
   }
   if (kv === undefined || kv === null) throw refuse(`operation ${opIndex} has no KV member`);
-  if (typeof kv !== 'object' || Array.isArray(kv)) throw cannot(kv, 'Go struct field TxnOp.KV', 'api.KVTxnOp');
+  if (typeof kv !== 'object' || Array.isArray(kv) || kv instanceof ExactNumber) throw cannot(kv, 'Go struct field TxnOp.KV', 'api.KVTxnOp');
   const o = kv as Record<string, unknown>;
   return {
     verb: stringOf(field(o, 'Verb').value, 'Verb', 'api.KVOp'),

@@ -27,6 +27,16 @@ describe('parseExact', () => {
     expect([op!.flags, op!.index]).toEqual(['18446744073709551615', '3304740253564472344']);
   });
 
+  test('no string passes for a number: a key or flags text that looks like the decoder\'s own mark is a string', () => {
+    const key = '\u0000uint:5';
+    // A big integer in the same body makes the decoder rewrite numbers.
+    const text = JSON.stringify([{ KV: { Verb: 'set', Key: key, Index: 0 } }]).replace('"Index":0', '"Index":1234567890123456');
+    const [op] = txnOperations(Buffer.from(text));
+    expect(op!.key).toBe(key);
+    expect(refusal(`[{"KV":{"Verb":"set","Key":"k","Flags":"\\u0000uint:5","Index":1234567890123456}}]`).message)
+      .toMatch(/cannot unmarshal string into Go struct field KVTxnOp.KV.Flags of type uint64/);
+  });
+
   test('equals JSON.parse on any JSON without big integers', () => {
     fc.assert(fc.property(fc.jsonValue(), (v) => {
       const text = JSON.stringify(v);
