@@ -50,6 +50,17 @@ export class DataDirLocked extends Error {
   }
 }
 
+/** The data dir's lock cannot be taken for a reason of the filesystem's (read-only, permissions, a directory in its place). */
+export class DataDirUnusable extends Error {
+  constructor(readonly dir: string, readonly path: string, readonly code: string) {
+    const why: Record<string, string> = {
+      EROFS: 'the filesystem is read-only', EACCES: 'permission denied', EPERM: 'operation not permitted',
+      EISDIR: `${lockFileName} is a directory: remove it`, ENOSPC: 'no space left on the device', EDQUOT: 'disk quota exceeded',
+    };
+    super(`--data-dir ${dir}: cannot take its lock ${path}: ${why[code] ?? code}`);
+  }
+}
+
 export interface DataDirLock {
   readonly path: string;
   /** Removes the lock file (only while it is still this process's). Idempotent. */
@@ -84,7 +95,13 @@ export function lockDataDir(dir: string, o: LockOptions = {}): DataDirLock {
   const path = join(dir, lockFileName);
   const me: LockHolder = o.holder ?? { pid: process.pid, startTicks: startTicksOf(process.pid), pidNs: pidNamespace(), host: hostname() };
   const text = holderText(me);
-  take(dir, path, text, o, true);
+  try {
+    take(dir, path, text, o, true);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (err instanceof DataDirLocked || code === undefined) throw err;
+    throw new DataDirUnusable(dir, path, code);
+  }
   return held(dir, path, text, o);
 }
 

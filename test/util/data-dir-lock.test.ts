@@ -10,7 +10,7 @@ import { lstatSync, lutimesSync, mkdirSync, mkdtempSync, readdirSync, readFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { DataDirLocked, heartbeatStaleMs, keepLock, lockDataDir, lockFileName, parseHolder, readLock, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
+import { DataDirLocked, DataDirUnusable, heartbeatStaleMs, keepLock, lockDataDir, lockFileName, parseHolder, readLock, startTicksOf, type LockHolder } from '../../src/util/data-dir-lock.ts';
 
 const sleepers: ChildProcess[] = [];
 let holderA: LockHolder;
@@ -181,4 +181,12 @@ describe('a holder whose pid says nothing here (another PID namespace, another h
     await vi.waitFor(() => expect(Date.now() - lstatSync(join(dir, lockFileName)).mtimeMs).toBeLessThan(1000));
     lock.release();
   });
+});
+
+test('a lock that cannot be taken for the filesystem\'s reason is named plainly: a directory in its place', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'roster-lock-dir-'));
+  dirs.push(dir);
+  mkdirSync(join(dir, lockFileName));
+  expect(() => lockDataDir(dir)).toThrow(new DataDirUnusable(dir, join(dir, lockFileName), 'EISDIR'));
+  expect(new DataDirUnusable(dir, join(dir, lockFileName), 'EISDIR').message).toBe(`--data-dir ${dir}: cannot take its lock ${join(dir, lockFileName)}: LOCK is a directory: remove it`);
 });
