@@ -2,8 +2,8 @@
  * The composition root. It reads the settings, locks the data dir, opens the log (the embedded WAL in
  * the data dir, or JetStream with --nats), has `src/agent/assemble.ts` start the runtime and the
  * listeners, logs `roster listening http=<url> grpc=<address>` when ready, shuts down cleanly on
- * SIGTERM/SIGINT and after `PUT /v1/agent/leave`, reloads the config file on SIGHUP, and turns failures
- * into exit codes.
+ * SIGTERM/SIGINT and after `PUT /v1/agent/leave`, reloads the config file on SIGHUP (one held during the
+ * start is dealt with once the agent is ready: src/early-hangup.ts), and turns failures into exit codes.
  */
 import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -13,6 +13,7 @@ import { createLogger } from './agent/logger.ts';
 import { checkDataDirMode, markClusterDataDir } from './agent/data-dir-mode.ts';
 import { nodeIdOf, writeNodeId } from './agent/node-id.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
+import { handOverHangups, holdHangups, readingConfiguration } from './early-hangup.ts';
 import { BindingUnavailable, loadUws } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
 import type { ReplicatedLog } from './ports/log.ts';
@@ -128,9 +129,6 @@ async function remakeClusterDataDir(dataDir: string, reclaim: () => Promise<void
 
 async function run(config: Config, reread: () => Config): Promise<void> {
   const { logger, tap: logTap } = createLogger(config);
-  // SIGHUP must never stop the agent: until it is ready, one is logged and ignored.
-  let onHangup = () => logger.warn({ signal: 'SIGHUP' }, 'the agent is still starting: SIGHUP ignored');
-  process.on('SIGHUP', () => onHangup());
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
   makeDataDir(dataDir);
@@ -182,10 +180,17 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   // Written at every log level but silent: it is what a supervisor or a person waits for.
   logTap.always((l) => l.info({ dataDir, dialect: config.dialect, index: runtime.state.index, cluster: config.nats.length > 0 }, `roster listening http=${http.url} grpc=${grpc.address}`));
   // A reload that fails leaves the agent running as it was; the reason is logged.
-  onHangup = () => {
-    logger.info({ signal: 'SIGHUP' }, 'reloading the configuration');
+  const reload = (why: string) => {
+    logger.info({ signal: 'SIGHUP' }, why);
     agent.reload().catch((err: unknown) => logger.error({ err: err instanceof ConfigError ? err.message : err }, 'reload failed; the configuration in effect is unchanged'));
   };
+  // SIGHUPs of the start were held (early-hangup.ts): one after the file was read may be about a newer file.
+  const early = handOverHangups(() => reload('reloading the configuration'));
+  if (early.afterRead > 0) {
+    reload('reloading the configuration: SIGHUP came while the agent started, after it had read its configuration');
+  } else if (early.beforeRead > 0) {
+    logger.info({ signal: 'SIGHUP' }, 'SIGHUP came while the agent started, before it read its configuration: the configuration read is in effect');
+  }
 }
 
 /**
@@ -202,6 +207,9 @@ function printFailure(err: unknown, usageText?: string): void {
  * defaults (flags, environment and the config file still win), for `roster agent --dev`.
  */
 export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defaults: ConfigDefaults = {}): void {
+  // SIGHUP must never stop the agent: until it is ready, one is held (src/main.ts holds them from its start).
+  holdHangups();
+  readingConfiguration();
   let config;
   try {
     config = loadConfig(argv, env, defaults);

@@ -1,12 +1,14 @@
 /**
  * The agent's entry point (`npm start`, `node dist/server/src/main.js`). Before the agent's modules load
- * (agent-main.ts, the composition root), it checks the process's descriptor limit: loading opens a few
+ * (agent-main.ts, the composition root), it holds SIGHUP, whose default action would end the process while
+ * they load (src/early-hangup.ts), and it checks the process's descriptor limit: loading opens a few
  * dozen files at once, and under a limit of about 64 Node.js stops with a bare EMFILE stack instead of a
  * reason. Below `descriptorsMin` the start stops with exit code 2 and says what to raise. `roster agent`
  * imports agent-main.ts itself, the CLI's own modules having loaded by then.
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { holdHangups } from './early-hangup.ts';
 import { softDescriptorLimit } from './util/descriptor-limit.ts';
 
 /** Descriptors the agent needs to load and serve a handful of connections (it starts at about 100). */
@@ -22,6 +24,7 @@ function isEntryModule(): boolean {
 }
 
 if (isEntryModule()) {
+  holdHangups();
   const soft = softDescriptorLimit();
   if (soft !== undefined && soft < descriptorsMin) {
     process.stderr.write(`roster: the limit on open files is ${soft} (ulimit -n); the agent needs at least ${descriptorsMin} to start, `
