@@ -1,22 +1,22 @@
 /**
- * Agent settings: defaults, then ROSTER_* environment variables, then command-line flags.
- * Flags are parsed with node:util parseArgs; durations use Go's grammar like every other duration.
+ * Agent settings: defaults, then the config file, then ROSTER_* environment variables, then command-line
+ * flags. Flags are parsed with node:util parseArgs; durations use Go's grammar like every other duration.
+ * The config file is read, and its keys and value types checked, in config-file.ts; `limits` is read in
+ * config-limits.ts.
  */
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { getHeapStatistics } from 'node:v8';
-import { requestBodyBytesMax, sessionTtlMsMinDefault } from './domain/limits.ts';
-import { answerBytesMaxDefault, writeIdleMsDefault } from './http/large-answers.ts';
+import { sessionTtlMsMinDefault } from './domain/limits.ts';
 import { dialects, type Dialect } from './http/render.ts';
-import { connectionLimitsDefault, watchLimitsDefault } from './grpc/limits.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { ConfigError } from './config-error.ts';
 import { datacenter, nodeName } from './config-names.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
 import { duration, sessionTtlMin, suspicion } from './config-durations.ts';
+import { fileText, readConfigFile } from './config-file.ts';
+import { limits, positive, type Limits } from './config-limits.ts';
 import { tlsFiles, type TlsFiles } from './config-tls.ts';
 
 export interface Config {
@@ -129,6 +129,7 @@ export const usage = `usage: roster agent [options]   (npm start -- [options])
                            service(s), ...); environment and flags override it   [ROSTER_CONFIG_FILE]`;
 
 export { ConfigError } from './config-error.ts';
+export { stateBytesMaxDefault, type Limits } from './config-limits.ts';
 export { authSettings } from './config-secrets.ts';
 
 /** Defaults that replace the built-in ones (flags, environment and the config file still win): `roster agent --dev`. */
@@ -162,9 +163,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     enableDebug: fileBool(file, 'enable_debug'),
     checks: fileList(file, 'check', 'checks'),
     services: fileList(file, 'service', 'services'),
-    checkReapIntervalMs: duration('check_reap_interval', file.check_reap_interval as string | undefined, 30_000),
-    checkDeregisterMsMin: duration('check_deregister_min', file.check_deregister_min as string | undefined, 60_000),
-    streamBookmarkIntervalMs: duration('stream_bookmark_interval', file.stream_bookmark_interval as string | undefined, 30_000),
+    checkReapIntervalMs: duration('check_reap_interval', fileText(file.check_reap_interval), 30_000),
+    checkDeregisterMsMin: duration('check_deregister_min', fileText(file.check_deregister_min), 60_000),
+    streamBookmarkIntervalMs: duration('stream_bookmark_interval', fileText(file.stream_bookmark_interval), 30_000),
     ...natsSettings(list(pick('nats', 'ROSTER_NATS', 'nats')), file.nats_auth, { password: env.ROSTER_NATS_PASSWORD, token: env.ROSTER_NATS_TOKEN }),
     replicas: positive('replicas', pick('replicas', 'ROSTER_REPLICAS', 'replicas') ?? '3'),
     gossipListen: pick('gossip-listen', 'ROSTER_GOSSIP_LISTEN', 'gossip_listen') ?? '127.0.0.1:0',
@@ -176,101 +177,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     gossipKey: gossipKey(env.ROSTER_ENCRYPT ?? fileText(file.encrypt)),
     rateLimit: rateLimit(file.rate_limit),
     writesInFlightMax: positive('writes_in_flight_max', fileText(file.writes_in_flight_max) ?? '10000'),
-    limits: limits(file.limits),
+    limits: limits(file.limits as Record<string, unknown> | undefined),
     uiDir: pick('ui-dir', 'ROSTER_UI_DIR', 'ui_dir') ?? defaultUiDir,
   };
 }
-
-export interface Limits {
-  /** HTTP requests in flight per client address (Consul's http_max_conns_per_client). @default 200 */
-  httpMaxConnsPerClient: number;
-  /** Open /v1/stream connections per client (token subject, else address). @default 64 */
-  streamMaxConnsPerClient: number;
-  /** A request body must arrive within this long of its head. @default 8s */
-  requestBodyTimeoutMs: number;
-  /** Largest request body, KV values included (Consul's limits.kv_max_value_size). @default 524288 */
-  kvMaxValueSize: number;
-  /** Stream backpressure: buffered bytes above which events are held and coalesced and snapshot pages wait. @default 1 MiB */
-  streamBufferedBytesSoft: number;
-  /** A stream connection's queue budget (events and messages buffered, held or queued) past which it is closed with 4008. @default 4 MiB */
-  streamBufferedBytesHard: number;
-  /** Held distinct items above which a slow stream reader is closed with 4008. @default 10000 */
-  streamHeldItemsMax: number;
-  /** Open /v1/stream connections of the agent; the next upgrade is refused 503. @default 256 */
-  streamMaxConns: number;
-  /** Stream snapshot pages in flight over all connections, past which further pages wait. @default 64 MiB */
-  streamSnapshotBytesMax: number;
-  /** Open gRPC Watch calls of the agent; the next one gets RESOURCE_EXHAUSTED. @default 1024 */
-  grpcWatchMax: number;
-  /** Open gRPC Watch calls per client address. @default 64 */
-  grpcWatchMaxPerClient: number;
-  /** Open connections of the gRPC port; the next one is closed at once. @default 4096 */
-  grpcMaxConns: number;
-  /** Open connections of the gRPC port per client address (Consul's rpc_max_conns_per_client). @default 100 */
-  grpcMaxConnsPerClient: number;
-  /** A gRPC connection that has not sent HTTP/2's preface within this long is closed (Consul's rpc_handshake_timeout). @default 5s */
-  grpcHandshakeTimeoutMs: number;
-  /** The state quota: past this estimated size, writes that would grow the state are refused. @default stateBytesMaxDefault() */
-  stateBytesMax: number;
-  /** Bytes of large HTTP answers (1 MiB or more) in flight; past them a large answer is refused 503. @default 256 MiB */
-  httpAnswerBytesMax: number;
-  /** A large HTTP answer's connection is closed when its client has read nothing for this long. @default 30s */
-  httpWriteIdleTimeoutMs: number;
-  /** This agent's probes (HTTP, TCP, gRPC, script, container) running at once; the others wait their turn. @default 1024 */
-  checkProbesMax: number;
-}
-
-/**
- * The state quota's default: 400 MiB, or a fifth of the V8 heap's limit where that is less. A snapshot is
- * read back as one string (at most about 512 MiB), and writing or restoring one takes several times the
- * state's size in heap for a while.
- */
-export function stateBytesMaxDefault(): number {
-  return Math.min(400 * 1024 * 1024, Math.floor(getHeapStatistics().heap_size_limit / 5));
-}
-
-const limitKeys = ['kv_max_value_size', 'http_max_conns_per_client', 'stream_max_conns_per_client', 'request_body_timeout',
-  'stream_buffered_bytes_soft', 'stream_buffered_bytes_hard', 'stream_held_items_max', 'stream_max_conns', 'stream_snapshot_bytes_max',
-  'grpc_watch_max', 'grpc_watch_max_per_client', 'grpc_max_conns', 'grpc_max_conns_per_client', 'grpc_handshake_timeout', 'state_bytes_max',
-  'http_answer_bytes_max', 'http_write_idle_timeout', 'check_probes_max'];
-
-/** `limits: {...}` of the config file; unknown keys are refused like unknown top-level settings. */
-function limits(value: unknown): Limits {
-  const o = (value ?? {}) as Record<string, unknown>;
-  if (typeof o !== 'object' || Array.isArray(o)) throw new ConfigError('--config-file: limits must be an object');
-  const unknown = Object.keys(o).filter((k) => !limitKeys.includes(k));
-  if (unknown.length > 0) throw new ConfigError(`--config-file: unknown setting ${unknown.map((k) => JSON.stringify(`limits.${k}`)).join(', ')}`);
-  const n = (key: string, fallback: number) => positive(`limits.${key}`, fileText(o[key]) ?? String(fallback));
-  return {
-    kvMaxValueSize: n('kv_max_value_size', requestBodyBytesMax),
-    httpMaxConnsPerClient: n('http_max_conns_per_client', 200),
-    streamMaxConnsPerClient: n('stream_max_conns_per_client', 64),
-    requestBodyTimeoutMs: duration('limits.request_body_timeout', fileText(o.request_body_timeout), 8_000),
-    streamBufferedBytesSoft: n('stream_buffered_bytes_soft', 1024 * 1024),
-    streamBufferedBytesHard: n('stream_buffered_bytes_hard', 4 * 1024 * 1024),
-    streamHeldItemsMax: n('stream_held_items_max', 10_000),
-    streamMaxConns: n('stream_max_conns', 256),
-    streamSnapshotBytesMax: n('stream_snapshot_bytes_max', 64 * 1024 * 1024),
-    grpcWatchMax: n('grpc_watch_max', watchLimitsDefault.watchMax),
-    grpcWatchMaxPerClient: n('grpc_watch_max_per_client', watchLimitsDefault.watchMaxPerClient),
-    grpcMaxConns: n('grpc_max_conns', connectionLimitsDefault.connsMax),
-    grpcMaxConnsPerClient: n('grpc_max_conns_per_client', connectionLimitsDefault.connsMaxPerClient),
-    grpcHandshakeTimeoutMs: duration('limits.grpc_handshake_timeout', fileText(o.grpc_handshake_timeout), connectionLimitsDefault.handshakeTimeoutMs),
-    stateBytesMax: n('state_bytes_max', stateBytesMaxDefault()),
-    httpAnswerBytesMax: n('http_answer_bytes_max', answerBytesMaxDefault),
-    httpWriteIdleTimeoutMs: duration('limits.http_write_idle_timeout', fileText(o.http_write_idle_timeout), writeIdleMsDefault),
-    checkProbesMax: n('check_probes_max', 1024),
-  };
-}
-
-/** Keys of the config file this agent understands; any other key is refused, so a typo is not silent. */
-const fileKeys = new Set([
-  'node_name', 'datacenter', 'data_dir', 'client_addr', 'ports', 'dialect', 'log_level', 'log_format', 'session_ttl_min',
-  'enable_script_checks', 'enable_local_script_checks', 'enable_debug', 'check', 'checks', 'service', 'services',
-  'check_reap_interval', 'check_deregister_min', 'stream_bookmark_interval',
-  'nats', 'nats_auth', 'replicas', 'gossip_listen', 'join', 'suspicion', 'write_timeout', 'encrypt', 'cert_file', 'key_file', 'auth',
-  'rate_limit', 'writes_in_flight_max', 'limits', 'ui_dir',
-]);
 
 /** Where `npm run build:ui` puts the dashboard: dist/ui beside src/, whatever the working directory. */
 const defaultUiDir = resolve(import.meta.dirname, '../dist/ui');
@@ -281,7 +191,7 @@ function rateLimit(value: unknown): Config['rateLimit'] {
   if (typeof o !== 'object' || o === null || typeof o.requests !== 'number' || !Number.isInteger(o.requests) || o.requests < 1) {
     throw new ConfigError('--config-file: rate_limit needs requests (a positive integer) and period (a duration such as 1s)');
   }
-  return { limit: o.requests, periodMs: duration('rate_limit.period', typeof o.period === 'string' ? o.period : '1s', 1000) };
+  return { limit: o.requests, periodMs: duration('rate_limit.period', fileText(o.period), 1000) };
 }
 
 /**
@@ -305,33 +215,6 @@ function list(text: string | undefined): string[] {
   return (text ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
 }
 
-/** A file value that may be a string or a list of strings, as comma-separated text. */
-function fileText(value: unknown): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  return Array.isArray(value) ? value.map(String).join(',') : String(value);
-}
-
-function readConfigFile(path: string | undefined): Record<string, unknown> {
-  if (path === undefined) return {};
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`--config-file: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  let parsed: unknown;
-  try {
-    // A byte order mark (editors on Windows write one) is not JSON, but not a mistake either.
-    parsed = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
-  } catch (err) {
-    throw new ConfigError(`--config-file: ${path} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`--config-file: ${path} must hold a JSON object`);
-  const unknown = Object.keys(parsed).filter((k) => !fileKeys.has(k));
-  if (unknown.length > 0) throw new ConfigError(`--config-file: unknown setting ${unknown.map((k) => JSON.stringify(k)).join(', ')} in ${path}`);
-  return parsed as Record<string, unknown>;
-}
-
 function fileBool(file: Record<string, unknown>, key: string): boolean {
   const v = file[key];
   if (v === undefined) return false;
@@ -352,12 +235,6 @@ function fileList(file: Record<string, unknown>, one: string, many: string): unk
 function port(text: string, flag: string): number {
   const n = Number(text);
   if (!/^\d+$/.test(text) || n > 65535) throw new ConfigError(`--${flag}: "${text}" is not a port number (0-65535)`);
-  return n;
-}
-
-function positive(name: string, text: string): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1) throw new ConfigError(`--${name}: "${text}" is not a positive integer`);
   return n;
 }
 

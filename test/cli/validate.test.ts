@@ -1,12 +1,12 @@
 // Goal: `roster validate <file>` judges a config file as the agent would, without starting one: a good file
 // (settings, services with checks) is valid (exit 0); a bad setting, an unknown key, a malformed service
-// definition, JSON that does not parse or a missing file exit 1 with the agent's own reason; the
-// environment's ROSTER_* settings do not mask the file's mistakes.
+// definition, JSON that does not parse or a missing file exit 1 with the agent's own reason; so does a value of
+// the wrong type (never turned into text); the environment's ROSTER_* settings do not mask the file's mistakes.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { roster } from './support.ts';
+import { roster, type RunResult } from './support.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'roster-validate-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -15,6 +15,16 @@ function file(name: string, text: string): string {
   const path = join(dir, name);
   writeFileSync(path, text);
   return path;
+}
+
+/** `roster validate` on each object written as a file, four at a time (each is a Node process). */
+async function validateEach(prefix: string, objects: object[]): Promise<RunResult[]> {
+  const results: RunResult[] = [];
+  for (let i = 0; i < objects.length; i += 4) {
+    const batch = objects.slice(i, i + 4).map((o, j) => roster(['validate', file(`${prefix}-${i + j}.json`, JSON.stringify(o))]));
+    results.push(...await Promise.all(batch));
+  }
+  return results;
 }
 
 describe('roster validate', () => {
@@ -45,5 +55,37 @@ describe('roster validate', () => {
     const missing = await roster(['validate', join(dir, 'missing.json')]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/cannot read .*missing\.json: ENOENT/);
+  });
+
+  test('a value of the wrong type is refused naming the key and the type it must be, never turned into text', async () => {
+    const cases: Array<[object, string]> = [
+      [{ data_dir: {} }, 'data_dir must be a string, not an object'],
+      [{ datacenter: true }, 'datacenter must be a string, not true'],
+      [{ node_name: 123 }, 'node_name must be a string, not a number'],
+      [{ ui_dir: false }, 'ui_dir must be a string, not false'],
+      [{ ports: [1, 2] }, 'ports must be an object, not an array'],
+      [{ ports: { http: true } }, 'ports.http must be a number (or its digits as a string), not true'],
+      [{ limits: null }, 'limits must be an object, not null'],
+      [{ limits: { kv_max_value_size: [1] } }, 'limits.kv_max_value_size must be a number (or its digits as a string), not an array'],
+      [{ limits: { request_body_timeout: 8 } }, 'limits.request_body_timeout must be a string, not a number'],
+      [{ encrypt: null }, 'encrypt must be a string, not null'],
+      [{ join: ['127.0.0.1:8301', 8301] }, 'join must be a string or a list of strings, not a list holding a number'],
+      [{ write_timeout: 30 }, 'write_timeout must be a string, not a number'],
+      [{ rate_limit: { requests: 10, period: 1 } }, 'rate_limit.period must be a string, not a number'],
+      [{ auth: null }, 'auth must be an object, not null'],
+    ];
+    const results = await validateEach('type', cases.map(([o]) => o));
+    results.forEach((r, i) => {
+      const [o, reason] = cases[i]!;
+      expect([r.code, r.stderr], JSON.stringify(o)).toEqual([1, `roster: --config-file: ${reason}\n`]);
+    });
+  });
+
+  test('numeric settings take JSON numbers or their digits; ports holds only http and grpc, as unknown top-level keys are refused', async () => {
+    const numbers = file('numbers.json', JSON.stringify({ ports: { http: 8600, grpc: '8602' }, replicas: 3, writes_in_flight_max: '500', limits: { kv_max_value_size: 1048576 } }));
+    const ports = file('ports.json', JSON.stringify({ ports: { http: 8500, https: 8501, dns: 53 } }));
+    const [good, consulPorts] = await Promise.all([roster(['validate', numbers]), roster(['validate', ports])]);
+    expect([good.code, good.stdout]).toEqual([0, 'Configuration is valid!\n']);
+    expect([consulPorts.code, consulPorts.stderr]).toEqual([1, 'roster: --config-file: unknown setting "ports.https", "ports.dns"\n']);
   });
 });

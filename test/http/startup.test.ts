@@ -1,6 +1,7 @@
 // Goal: the agent starts as the README says — defaults (port 8500, ./data), ROSTER_* environment and
 // flags (flags win), the consul dialect switch, the ready line at any log level, and clear failures for bad
-// flags, empty settings, a data dir that cannot be one, or a missing binding.
+// flags, empty settings, config values of the wrong type, a data dir that cannot be one, or a missing
+// binding.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -186,6 +187,25 @@ describe('startup', () => {
     // the only file there is the test's own config file
     expect(readdirSync(cwd)).toEqual(['agent.json']);
   });
+
+  test('a config value of the wrong type or a ports key Roster does not use exits 2 naming the key, and nothing is written', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
+    dirs.push(cwd);
+    const cases: Array<[object, string]> = [
+      // with no --data-dir, String({}) was the data dir ./[object Object]
+      [{ data_dir: {} }, '--config-file: data_dir must be a string, not an object'],
+      [{ node_name: 123 }, '--config-file: node_name must be a string, not a number'],
+      [{ limits: null }, '--config-file: limits must be an object, not null'],
+      [{ ports: { http: 0, grpc: 0, https: 8501 } }, '--config-file: unknown setting "ports.https"'],
+    ];
+    cases.forEach(([o, reason], i) => {
+      const file = join(cwd, `agent-${i}.json`);
+      writeFileSync(file, JSON.stringify(o));
+      const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--config-file', file], {}, cwd);
+      expect([r.status, r.stderr], JSON.stringify(o)).toEqual([2, expect.stringContaining(`roster: ${reason}`)]);
+    });
+    expect(readdirSync(cwd).sort()).toEqual(cases.map((_, i) => `agent-${i}.json`).sort());
+  }, 90_000);
 
   test('HTTPS files that are not a certificate and its key exit 2 naming them', () => {
     const fixtures = join(repoRoot, 'test/probes/fixtures');
