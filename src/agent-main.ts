@@ -17,6 +17,7 @@ import { handOverHangups, holdHangups, readingConfiguration } from './early-hang
 import { BindingUnavailable, loadUws } from './http/index.ts';
 import { SystemClock } from './ports/clock.ts';
 import type { ReplicatedLog } from './ports/log.ts';
+import { isWriteTimedOut } from './ports/log-errors.ts';
 import type { Membership } from './ports/membership.ts';
 import type { IdentityHolder, SharedIdentity } from '../cluster/identity-clash.ts';
 import { isLogDamaged, WalLog } from './wal/index.ts';
@@ -198,7 +199,8 @@ async function run(config: Config, reread: () => Config): Promise<void> {
  * usage. Error messages carry only the reason; the prefix is added here and nowhere else.
  */
 function printFailure(err: unknown, usageText?: string): void {
-  const reason = err instanceof Error ? err.message : String(err);
+  // The agent's own writes at start (its node, the file's services) are bounded by write_timeout too.
+  const reason = isWriteTimedOut(err) ? `a write of the start: ${err.message} (write_timeout)` : err instanceof Error ? err.message : String(err);
   process.stderr.write(`roster: ${reason}\n${usageText === undefined ? '' : `${usageText}\n`}`);
 }
 

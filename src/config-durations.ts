@@ -23,6 +23,24 @@ export function sessionTtlMin(text: string | undefined, fallback: number): numbe
   return ms;
 }
 
+/**
+ * The smallest `write_timeout`. A durable write waits for a group commit's fdatasync (a few ms, at times
+ * 100 ms on a cloud disk) or, in a cluster, for the nats-servers to store it; a bound near that
+ * would answer writes as timed out, outcome unknown, while the log is merely busy, and would stop the start
+ * at its own first write.
+ */
+export const writeTimeoutMsMin = 1_000;
+
+/** `write_timeout`: how long a write may wait for its commit before it is answered as timed out. @default 30s */
+export function writeTimeout(text: string | undefined): number {
+  const ms = duration('write_timeout', text, 30_000);
+  if (ms < writeTimeoutMsMin) {
+    throw new ConfigError(`--write_timeout: "${text}" is less than 1s: a durable write (an fdatasync, a cluster's round trip) can take `
+      + 'that long on a busy disk or network, and writes would be answered as timed out with their outcome unknown');
+  }
+  return ms;
+}
+
 /** A positive duration setting, `fallback` when it is not given. */
 export function duration(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;

@@ -14,7 +14,7 @@ import { ConfigError } from './config-error.ts';
 import { datacenter, nodeName } from './config-names.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
-import { duration, sessionTtlMin, suspicion } from './config-durations.ts';
+import { duration, sessionTtlMin, suspicion, writeTimeout } from './config-durations.ts';
 import { fileText, readConfigFile } from './config-file.ts';
 import { limits, positive, type Limits } from './config-limits.ts';
 import { tlsFiles, type TlsFiles } from './config-tls.ts';
@@ -171,7 +171,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     gossipListen: pick('gossip-listen', 'ROSTER_GOSSIP_LISTEN', 'gossip_listen') ?? '127.0.0.1:0',
     join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
     suspicionMs: suspicion(fileText(file.suspicion)),
-    writeTimeoutMs: duration('write_timeout', fileText(file.write_timeout), 30_000),
+    writeTimeoutMs: writeTimeout(fileText(file.write_timeout)),
     tls: tlsFiles(pick('tls-cert', 'ROSTER_TLS_CERT', 'cert_file'), pick('tls-key', 'ROSTER_TLS_KEY', 'key_file')),
     auth: authSettings(file.auth, env.ROSTER_AUTH_SECRET),
     gossipKey: gossipKey(env.ROSTER_ENCRYPT ?? fileText(file.encrypt)),

@@ -1,7 +1,8 @@
 // Goal: `roster validate <file>` judges a config file as the agent would, without starting one: a good file
 // (settings, services with checks) is valid (exit 0); a bad setting, an unknown key, a malformed service
 // definition, JSON that does not parse or a missing file exit 1 with the agent's own reason; so does a value of
-// the wrong type (never turned into text); the environment's ROSTER_* settings do not mask the file's mistakes.
+// the wrong type (never turned into text) and a write_timeout too short to be of use; the environment's
+// ROSTER_* settings do not mask the file's mistakes.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,5 +88,19 @@ describe('roster validate', () => {
     const [good, consulPorts] = await Promise.all([roster(['validate', numbers]), roster(['validate', ports])]);
     expect([good.code, good.stdout]).toEqual([0, 'Configuration is valid!\n']);
     expect([consulPorts.code, consulPorts.stderr]).toEqual([1, 'roster: --config-file: unknown setting "ports.https", "ports.dns"\n']);
+  });
+
+  test('write_timeout below 1s is refused; 1s is accepted', async () => {
+    const cases: Array<[object, number, RegExp]> = [
+      [{ write_timeout: '1ms' }, 1, /^roster: --write_timeout: "1ms" is less than 1s: a durable write .* answered as timed out/],
+      [{ write_timeout: '999ms' }, 1, /^roster: --write_timeout: "999ms" is less than 1s/],
+      [{ write_timeout: '1s' }, 0, /^$/],
+    ];
+    const results = await validateEach('bound', cases.map(([o]) => o));
+    results.forEach((r, i) => {
+      const [o, code, reason] = cases[i]!;
+      expect(r.code, JSON.stringify(o)).toBe(code);
+      expect(r.stderr, JSON.stringify(o)).toMatch(reason);
+    });
   });
 });

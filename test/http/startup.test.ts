@@ -1,7 +1,7 @@
 // Goal: the agent starts as the README says — defaults (port 8500, ./data), ROSTER_* environment and
 // flags (flags win), the consul dialect switch, the ready line at any log level, and clear failures for bad
-// flags, empty settings, config values of the wrong type, a data dir that cannot be one, or a missing
-// binding.
+// flags, empty settings, config values of the wrong type or past their bounds, a data dir that cannot be
+// one, or a missing binding.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -188,7 +188,7 @@ describe('startup', () => {
     expect(readdirSync(cwd)).toEqual(['agent.json']);
   });
 
-  test('a config value of the wrong type or a ports key Roster does not use exits 2 naming the key, and nothing is written', () => {
+  test('a config value of the wrong type, a ports key Roster does not use, or a bound it cannot honour exits 2 naming the key, and nothing is written', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
     dirs.push(cwd);
     const cases: Array<[object, string]> = [
@@ -197,6 +197,8 @@ describe('startup', () => {
       [{ node_name: 123 }, '--config-file: node_name must be a string, not a number'],
       [{ limits: null }, '--config-file: limits must be an object, not null'],
       [{ ports: { http: 0, grpc: 0, https: 8501 } }, '--config-file: unknown setting "ports.https"'],
+      // the start's own first write timed out: exit 1, not naming the setting
+      [{ write_timeout: '1ms' }, '--write_timeout: "1ms" is less than 1s'],
     ];
     cases.forEach(([o, reason], i) => {
       const file = join(cwd, `agent-${i}.json`);
