@@ -8,11 +8,17 @@ import { FilterError, type FilterPosition } from './errors.ts';
 import { goQuote, goQuoteList, parseGoBool, parseGoFloat, parseGoInt, parseGoUint, type Parsed } from './go-strconv.ts';
 import type { Expr, MatchExpr, MatchOp, Selector } from './ast.ts';
 import { parseFilter } from './parse.ts';
+import { compilePattern, patternBudget, type PatternBudget } from './pattern.ts';
 import type { FieldType, Schema } from './schema.ts';
 
 export type FilterPredicate = (record: unknown) => boolean;
 
 type Where = (at: number) => FilterPosition;
+/** What compiling one expression carries along: where an offset is, what its patterns may still take. */
+interface Context {
+  where: Where;
+  patterns: PatternBudget;
+}
 /**
  * A map value is a string, except that §5 also lets `is empty` / `is not empty` test it (its example
  * `Node.Meta["rack"] is not empty`; bexpr itself rejects that operator there, Consul answers 500).
@@ -26,26 +32,26 @@ type Step = { kind: 'field' | 'key'; name: string } | { kind: 'each' };
 /** Parses `expression`, validates it against `schema` and returns the predicate; throws FilterError. */
 export function compileFilter(expression: string, schema: Schema): FilterPredicate {
   const { expr, position } = parseFilter(expression);
-  return compile(expr, schema, position);
+  return compile(expr, schema, { where: position, patterns: patternBudget() });
 }
 
 /** Left before right, as bexpr validates, so the first error reported is the same one. */
-function compile(expr: Expr, schema: Schema, where: Where): FilterPredicate {
+function compile(expr: Expr, schema: Schema, cx: Context): FilterPredicate {
   switch (expr.kind) {
     case 'or': {
-      const operands = chainOf(expr).map((operand) => compile(operand, schema, where));
+      const operands = chainOf(expr).map((operand) => compile(operand, schema, cx));
       return (record) => operands.some((operand) => operand(record));
     }
     case 'and': {
-      const operands = chainOf(expr).map((operand) => compile(operand, schema, where));
+      const operands = chainOf(expr).map((operand) => compile(operand, schema, cx));
       return (record) => operands.every((operand) => operand(record));
     }
     case 'not': {
-      const operand = compile(expr.operand, schema, where);
+      const operand = compile(expr.operand, schema, cx);
       return (record) => !operand(record);
     }
     case 'match':
-      return compileMatch(expr, schema, where);
+      return compileMatch(expr, schema, cx);
   }
 }
 
@@ -94,14 +100,15 @@ const negations: ReadonlySet<MatchOp> = new Set(['Not Equal', 'Not In', 'Is Not 
 /** §5: a missing map key makes `!=`, `not …` and `is empty` true and everything else false. */
 const trueWhenKeyMissing: ReadonlySet<MatchOp> = new Set(['Not Equal', 'Not In', 'Not Matches', 'Is Empty']);
 
-function compileMatch(match: MatchExpr, schema: Schema, where: Where): FilterPredicate {
+function compileMatch(match: MatchExpr, schema: Schema, cx: Context): FilterPredicate {
+  const { where } = cx;
   const { steps, type } = resolve(match.selector, schema, where);
   const kind = kindOf(type);
   if (!operatorsOf[kind].includes(match.op)) {
     const detail = `Invalid match operator ${goQuote(match.op)} for selector ${goQuoteList(match.selector.path)}`;
     throw new FilterError(detail, where(match.selector.at[0] ?? 0), operatorsOf[kind].flatMap((op) => spellings[op]));
   }
-  const positive = positiveLeaf(match, kind, where);
+  const positive = positiveLeaf(match, kind, cx);
   const leaf: Leaf = negations.has(match.op) ? (value) => !positive(value) : positive;
   const missing = trueWhenKeyMissing.has(match.op);
   return (record) => walk(record, steps, 0, leaf, missing);
@@ -157,7 +164,7 @@ function walk(value: unknown, steps: readonly Step[], i: number, leaf: Leaf, mis
 }
 
 /** The non-negated form of the operator (Equal, In, Is Empty, Matches) for this field kind. */
-function positiveLeaf(match: MatchExpr, kind: Kind, where: Where): Leaf {
+function positiveLeaf(match: MatchExpr, kind: Kind, cx: Context): Leaf {
   const raw = match.value ?? '';
   switch (match.op) {
     case 'Is Empty':
@@ -171,12 +178,12 @@ function positiveLeaf(match: MatchExpr, kind: Kind, where: Where): Leaf {
       return (v) => asString(v).includes(raw);
     case 'Matches':
     case 'Not Matches': {
-      const pattern = compilePattern(raw, where(match.valueAt ?? 0));
-      return (v) => pattern.test(asString(v));
+      const test = compilePattern(raw, cx.where(match.valueAt ?? 0), cx.patterns);
+      return (v) => test(asString(v));
     }
     case 'Equal':
     case 'Not Equal':
-      return equalLeaf(match, kind, where);
+      return equalLeaf(match, kind, cx.where);
   }
 }
 
@@ -212,50 +219,6 @@ const coercionExpected: Partial<Record<Kind, string>> = {
   float: 'a number',
   bool: 'one of 1 t T TRUE true True 0 f F FALSE false False',
 };
-
-/**
- * RE2 patterns run as JS regular expressions, in legacy (non-Unicode) syntax: it accepts RE2's
- * escapes such as \- and \_, and it is the mode in which V8 can fall back to its linear-time engine
- * on catastrophic backtracking (node --enable-experimental-regexp-engine-on-excessive-backtracks).
- * A leading RE2 flag group such as (?i) becomes JS flags.
- */
-function compilePattern(raw: string, at: FilterPosition): RegExp {
-  const flagGroup = /^\(\?([ims]+)\)/.exec(raw);
-  const source = flagGroup ? raw.slice(flagGroup[0].length) : raw;
-  const flags = [...new Set(flagGroup?.[1] ?? '')].join('');
-  const fail = (why: string): FilterError =>
-    new FilterError(`Failed to compile regular expression ${goQuote(raw)}: ${why}`, at, ['an RE2 regular expression']);
-  const unsupported = perlOnlySyntax(source);
-  if (unsupported) throw fail(`error parsing regexp: ${unsupported}`);
-  try {
-    return new RegExp(source, flags);
-  } catch (error) {
-    throw fail((error as Error).message);
-  }
-}
-
-/**
- * Backreferences and lookaround: RE2 rejects them (Go's texts below), and they are also what would
- * keep V8 on its backtracking engine. Character classes are skipped, where they mean nothing special.
- */
-function perlOnlySyntax(pattern: string): string | undefined {
-  let inClass = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i];
-    if (ch === '\\') {
-      const escaped = pattern[++i] ?? '';
-      if (!inClass && /[1-9k]/.test(escaped)) return `invalid escape sequence: \`\\${escaped}\``;
-    } else if (inClass) {
-      inClass = ch !== ']';
-    } else if (ch === '[') {
-      inClass = true;
-    } else {
-      const lookaround = /^\(\?<?[=!]/.exec(pattern.slice(i, i + 4));
-      if (lookaround) return `invalid or unsupported Perl syntax: \`${lookaround[0]}\``;
-    }
-  }
-  return undefined;
-}
 
 // Records are rendered JSON, so a field may be absent (its zero value) or, defensively, of another
 // JSON type than the schema says; these readers never throw.
