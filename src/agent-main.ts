@@ -6,7 +6,6 @@
  * start is dealt with once the agent is ready: src/early-hangup.ts), and turns failures into exit codes.
  */
 import { join, resolve } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
 import { createLogger } from './agent/logger.ts';
@@ -24,10 +23,6 @@ import { isLogDamaged, WalLog } from './wal/index.ts';
 import { DataDirLocked, keepLock, lockDataDir } from './util/data-dir-lock.ts';
 import { listenErrorFor } from './util/listen-error.ts';
 import { makeDirs } from './util/make-dirs.ts';
-
-// `?filter=` takes `matches` patterns from clients: let V8 fall back to its linear-time engine when a
-// pattern backtracks excessively, so a hostile pattern cannot stall the event loop (RE2 is linear too).
-setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 
 /**
  * The log: the embedded WAL on one node (`reclaimDir`: what the agent puts back in a data dir made again
