@@ -5,6 +5,7 @@ import { duration } from './config-durations.ts';
 import { requestBodyBytesMax } from './domain/limits.ts';
 import { connectionLimitsDefault, watchLimitsDefault } from './grpc/limits.ts';
 import { answerBytesMaxDefault, writeIdleMsDefault } from './http/large-answers.ts';
+import { entryBytesMax } from './log/index.ts';
 
 export interface Limits {
   /** HTTP requests in flight per client address (Consul's http_max_conns_per_client). @default 200 */
@@ -13,7 +14,7 @@ export interface Limits {
   streamMaxConnsPerClient: number;
   /** A request body must arrive within this long of its head. @default 8s */
   requestBodyTimeoutMs: number;
-  /** Largest request body, KV values included (Consul's limits.kv_max_value_size). @default 524288 */
+  /** Largest request body, KV values included (Consul's limits.kv_max_value_size), at most `kvMaxValueSizeMax`. @default 524288 */
   kvMaxValueSize: number;
   /** Stream backpressure: buffered bytes above which events are held and coalesced and snapshot pages wait. @default 1 MiB */
   streamBufferedBytesSoft: number;
@@ -54,6 +55,19 @@ export function stateBytesMaxDefault(): number {
   return Math.min(400 * 1024 * 1024, Math.floor(getHeapStatistics().heap_size_limit / 5));
 }
 
+/**
+ * Room an entry keeps for what is not the value: the key (the request head is at most 128 KiB, and a
+ * key's JSON escapes can double it), the session, flags, the entry's fields and its envelope.
+ */
+const entryHeadroomBytes = 512 * 1024;
+
+/**
+ * The largest `kv_max_value_size`: a value of that size, stored as base64 (4 bytes for every 3) in one
+ * log entry beside `entryHeadroomBytes`, still fits `entryBytesMax`. A larger limit would let a body
+ * through that the log then refuses.
+ */
+export const kvMaxValueSizeMax = Math.floor((entryBytesMax - entryHeadroomBytes) / 4) * 3;
+
 /** Each `limits` key and the kind of value it takes: a count or a byte size, or a duration's text. */
 export const limitKinds = {
   kv_max_value_size: 'number', http_max_conns_per_client: 'number', stream_max_conns_per_client: 'number', request_body_timeout: 'text',
@@ -69,7 +83,7 @@ export function limits(value: Record<string, unknown> | undefined): Limits {
   const text = (key: keyof typeof limitKinds) => (o[key] === undefined ? undefined : String(o[key]));
   const n = (key: keyof typeof limitKinds, fallback: number) => positive(`limits.${key}`, text(key) ?? String(fallback));
   return {
-    kvMaxValueSize: n('kv_max_value_size', requestBodyBytesMax),
+    kvMaxValueSize: kvMaxValueSize(n('kv_max_value_size', requestBodyBytesMax)),
     httpMaxConnsPerClient: n('http_max_conns_per_client', 200),
     streamMaxConnsPerClient: n('stream_max_conns_per_client', 64),
     requestBodyTimeoutMs: duration('limits.request_body_timeout', text('request_body_timeout'), 8_000),
@@ -95,4 +109,12 @@ export function positive(name: string, text: string): number {
   const n = Number(text);
   if (!/^\d+$/.test(text) || n < 1) throw new ConfigError(`--${name}: "${text}" is not a positive integer`);
   return n;
+}
+
+function kvMaxValueSize(bytes: number): number {
+  if (bytes > kvMaxValueSizeMax) {
+    throw new ConfigError(`--limits.kv_max_value_size: ${bytes} is more than ${kvMaxValueSizeMax} bytes, the largest value one log entry `
+      + `can carry (entries are at most ${entryBytesMax} bytes, values stored as base64)`);
+  }
+  return bytes;
 }

@@ -129,7 +129,7 @@ export const usage = `usage: roster agent [options]   (npm start -- [options])
                            service(s), ...); environment and flags override it   [ROSTER_CONFIG_FILE]`;
 
 export { ConfigError } from './config-error.ts';
-export { stateBytesMaxDefault, type Limits } from './config-limits.ts';
+export { kvMaxValueSizeMax, stateBytesMaxDefault, type Limits } from './config-limits.ts';
 export { authSettings } from './config-secrets.ts';
 
 /** Defaults that replace the built-in ones (flags, environment and the config file still win): `roster agent --dev`. */

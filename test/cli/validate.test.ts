@@ -1,8 +1,8 @@
 // Goal: `roster validate <file>` judges a config file as the agent would, without starting one: a good file
 // (settings, services with checks) is valid (exit 0); a bad setting, an unknown key, a malformed service
 // definition, JSON that does not parse or a missing file exit 1 with the agent's own reason; so does a value of
-// the wrong type (never turned into text) and a write_timeout too short to be of use; the environment's
-// ROSTER_* settings do not mask the file's mistakes.
+// the wrong type (never turned into text), a write_timeout too short to be of use and a kv_max_value_size
+// larger than a log entry carries; the environment's ROSTER_* settings do not mask the file's mistakes.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -97,6 +97,21 @@ describe('roster validate', () => {
       [{ write_timeout: '1s' }, 0, /^$/],
     ];
     const results = await validateEach('bound', cases.map(([o]) => o));
+    results.forEach((r, i) => {
+      const [o, code, reason] = cases[i]!;
+      expect(r.code, JSON.stringify(o)).toBe(code);
+      expect(r.stderr, JSON.stringify(o)).toMatch(reason);
+    });
+  });
+
+  test('kv_max_value_size above what one log entry carries is refused; the largest it carries is accepted', async () => {
+    const cases: Array<[object, number, RegExp]> = [
+      [{ limits: { kv_max_value_size: 99999999999 } }, 1,
+        /^roster: --limits\.kv_max_value_size: 99999999999 is more than 12189696 bytes, the largest value one log entry can carry \(entries are at most 16777216 bytes/],
+      [{ limits: { kv_max_value_size: 12189697 } }, 1, /^roster: --limits\.kv_max_value_size: 12189697 is more than 12189696 bytes/],
+      [{ limits: { kv_max_value_size: 12189696 } }, 0, /^$/],
+    ];
+    const results = await validateEach('kv', cases.map(([o]) => o));
     results.forEach((r, i) => {
       const [o, code, reason] = cases[i]!;
       expect(r.code, JSON.stringify(o)).toBe(code);

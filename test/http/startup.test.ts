@@ -3,6 +3,7 @@
 // flags, empty settings, config values of the wrong type or past their bounds, a data dir that cannot be
 // one, or a missing binding.
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -199,6 +200,8 @@ describe('startup', () => {
       [{ ports: { http: 0, grpc: 0, https: 8501 } }, '--config-file: unknown setting "ports.https"'],
       // the start's own first write timed out: exit 1, not naming the setting
       [{ write_timeout: '1ms' }, '--write_timeout: "1ms" is less than 1s'],
+      // accepted, then every PUT above 12 MiB was a 500 from the log's entry limit
+      [{ limits: { kv_max_value_size: 99999999999 } }, '--limits.kv_max_value_size: 99999999999 is more than 12189696 bytes, the largest value one log entry can carry'],
     ];
     cases.forEach(([o, reason], i) => {
       const file = join(cwd, `agent-${i}.json`);
@@ -208,6 +211,23 @@ describe('startup', () => {
     });
     expect(readdirSync(cwd).sort()).toEqual(cases.map((_, i) => `agent-${i}.json`).sort());
   }, 90_000);
+
+  test('kv_max_value_size at its largest: a value of that size, under a key as long as a request head allows, is stored whole', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-cfg-'));
+    dirs.push(dir);
+    const file = join(dir, 'agent.json');
+    writeFileSync(file, JSON.stringify({ limits: { kv_max_value_size: 12189696 } }));
+    const agent = await startAgent({ args: ['--config-file', file] });
+    started.push(agent);
+    // a control character's JSON escape (\u0001) is twice its percent-encoding (%01)
+    const key = '%01'.repeat(40_000);
+    const value = randomBytes(12189696);
+    const put = await client(agent).put(`/v1/kv/${key}`, value);
+    expect([put.status, put.text]).toEqual([200, 'true']);
+    const got = await client(agent).get(`/v1/kv/${key}?raw`);
+    expect([got.status, got.body.length]).toEqual([200, value.length]);
+    expect(got.body.equals(value)).toBe(true);
+  });
 
   test('HTTPS files that are not a certificate and its key exit 2 naming them', () => {
     const fixtures = join(repoRoot, 'test/probes/fixtures');
