@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentFlagNames, usage, type ConfigDefaults } from '../config.ts';
 import { normaliseAgentFlags } from './args.ts';
+import { holdHangups } from '../early-hangup.ts';
 
 export const devUsage = `  --dev                    development mode: a temporary data dir removed on exit, node name "dev",
                            log level debug, --log-format pretty on a terminal (each unless given);
@@ -28,6 +29,8 @@ export async function agentCommand(args: readonly string[], env: NodeJS.ProcessE
     process.stdout.write(`${usage}\n${devUsage}\n`);
     return;
   }
+  // SIGHUP would end the process while the agent's modules load (src/early-hangup.ts).
+  holdHangups();
   // Loaded only here: the client commands never load the server (uWebSockets.js, the log, pino).
   const { main } = await import('../agent-main.ts');
   if (!dev) { main(rest, env); return; }
