@@ -19,7 +19,6 @@
  * (acl-sessions, hardening), the stream (stream-consumers), gRPC (grpc-agent), auth, metrics.
  */
 import { randomUUID } from 'node:crypto';
-import { setFlagsFromString } from 'node:v8';
 import { pino } from 'pino';
 import { assembleAgent, type Agent as Assembled } from '../../src/agent/assemble.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -28,9 +27,6 @@ import { MemoryLog, type MemoryLogStore } from '../../src/wal/index.ts';
 import { forSuite } from './agent.ts';
 
 export { call, client, expectError, onFreshAgent, sleep, type HttpResult } from './agent.ts';
-
-// As src/main.ts sets it for the agent's process: `?filter=` patterns fall back to the linear-time engine.
-setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks');
 
 export interface AgentOptions {
   /** Flags after the harness's own (`--http-port 0 --grpc-port 0 --node-name node1`). */
