@@ -20,7 +20,7 @@ import { isWriteTimedOut } from './ports/log-errors.ts';
 import type { Membership } from './ports/membership.ts';
 import type { IdentityHolder, SharedIdentity } from '../cluster/identity-clash.ts';
 import { isLogDamaged, WalLog } from './wal/index.ts';
-import { DataDirLocked, keepLock, lockDataDir } from './util/data-dir-lock.ts';
+import { DataDirLocked, DataDirUnusable, keepLock, lockDataDir } from './util/data-dir-lock.ts';
 import { listenErrorFor } from './util/listen-error.ts';
 import { makeDirs } from './util/make-dirs.ts';
 
@@ -226,7 +226,7 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
     printFailure(err);
     // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged
     // log, a native binding that does not load on this Node.js and C library).
-    const refused = err instanceof ConfigError || err instanceof DataDirLocked || isLogDamaged(err) || err instanceof BindingUnavailable;
+    const refused = err instanceof ConfigError || err instanceof DataDirLocked || err instanceof DataDirUnusable || isLogDamaged(err) || err instanceof BindingUnavailable;
     process.exit(refused ? 2 : 1);
   });
 }

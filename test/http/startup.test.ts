@@ -4,7 +4,7 @@
 // one, or a missing binding.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -242,6 +242,15 @@ describe('startup', () => {
       expect(r.status).toBe(2);
       expect(r.stderr).toContain(`roster: ${words}`);
     }
+  });
+
+  test('a data dir whose lock the filesystem refuses exits 2 naming why: a directory where LOCK goes', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-lockdir-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'LOCK'));
+    const r = runToExit(['--http-port', '0', '--grpc-port', '0', '--data-dir', dir]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(`roster: --data-dir ${dir}: cannot take its lock ${join(dir, 'LOCK')}: LOCK is a directory: remove it`);
   });
 
   test('a data dir that is a file, or lies below one, exits 2 naming it', () => {
