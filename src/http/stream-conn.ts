@@ -75,6 +75,8 @@ export interface Sub {
   id: string;
   conn: Conn;
   view: View;
+  /** Its snapshot while it waits in the outbox (undefined once written). */
+  snapshot: SnapshotJob | undefined;
 }
 
 export interface View {
@@ -86,10 +88,14 @@ export interface View {
   subs: Set<Sub>;
 }
 
-/** A snapshot being written: the cursor reads its next page when the socket and the budget allow. */
+/**
+ * A snapshot being written: the cursor reads its next page when the socket and the budget allow.
+ * Undefined once its subscription is gone: the job is skipped when it reaches the head of the outbox
+ * (so an unsubscribe never searches the outbox).
+ */
 export interface SnapshotJob {
   sub: Sub;
-  cursor: SnapshotCursor;
+  cursor: SnapshotCursor | undefined;
   index: number;
 }
 
@@ -97,7 +103,6 @@ export interface SnapshotJob {
 export type Task = { text: string } | { job: SnapshotJob };
 
 export interface PendingEvent {
-  subId: string;
   key: string;
   /** undefined: delete */
   value: string | undefined;
@@ -108,13 +113,17 @@ export interface Conn {
   ws: Uws.WebSocket<ConnData>;
   subs: Map<string, Sub>;
   /** Messages and snapshots that must go out in order once the socket drains. */
-  outbox: Task[];
+  outbox: Queue<Task>;
   /** Characters of the messages in the outbox. */
   outboxBytes: number;
   /** Snapshot bytes written to the socket that may still be buffered (an upper bound). */
   snapshotInFlight: number;
-  /** Live events held for a slow reader, newest state per item, and their size. */
-  pending: Map<string, PendingEvent>;
+  /**
+   * Live events held for a slow reader: by subscription id, the newest state per item (so dropping a
+   * subscription's costs only its own); how many items that is, and their size.
+   */
+  pending: Map<string, Map<string, PendingEvent>>;
+  pendingItems: number;
   pendingBytes: number;
   lastSentMs: number;
   closed: boolean;
@@ -146,4 +155,42 @@ export function endConn(conn: Conn, code: number, reason: string): void {
   if (conn.closed) return;
   conn.closed = true;
   conn.ws.end(code, reason);
+}
+
+/**
+ * A first-in first-out queue whose shift costs O(1) however long it is (an array's shift copies the rest
+ * once the array is large): the items and the position of the head, cut off once half is consumed.
+ */
+export class Queue<T> {
+  private items: (T | undefined)[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  peek(): T | undefined {
+    return this.items[this.head];
+  }
+
+  shift(): T | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head];
+    this.items[this.head++] = undefined;
+    if (this.head === this.items.length) this.clear();
+    else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+
+  clear(): void {
+    this.items = [];
+    this.head = 0;
+  }
 }

@@ -5,6 +5,7 @@
  * as one batch per subscription on drain, and 4008 for a connection whose queued bytes pass the hard limit.
  */
 import { closeCodes, endConn, type Conn, type Out, type SnapshotJob, type StreamSettings, type Sub } from './stream-conn.ts';
+import type { SnapshotCursor } from './stream-views.ts';
 import { render, renderBatch } from './stream-render.ts';
 
 export class Outflow {
@@ -35,13 +36,16 @@ export class Outflow {
 
   /** A slow reader: keep only the newest state per item, within the hard limits. */
   private hold(conn: Conn, subId: string, index: number, events: Out[]): void {
+    let held = conn.pending.get(subId);
+    if (held === undefined) conn.pending.set(subId, (held = new Map()));
     for (const e of events) {
-      const slot = `${subId}\0${e.key}`;
-      conn.pendingBytes -= conn.pending.get(slot)?.value?.length ?? 0;
-      conn.pending.set(slot, { subId, key: e.key, value: e.value, index });
+      const before = held.get(e.key);
+      if (before === undefined) conn.pendingItems += 1;
+      else conn.pendingBytes -= before.value?.length ?? 0;
+      held.set(e.key, { key: e.key, value: e.value, index });
       conn.pendingBytes += e.value?.length ?? 0;
     }
-    if (conn.pending.size > this.o.pendingItemsMax) endConn(conn, closeCodes.slowConsumer, 'slow consumer');
+    if (conn.pendingItems > this.o.pendingItemsMax) endConn(conn, closeCodes.slowConsumer, 'slow consumer');
     else this.overBudget(conn);
   }
 
@@ -93,11 +97,16 @@ export class Outflow {
     this.observe(conn);
     conn.ws.cork(() => {
       while (conn.outbox.length > 0 && !conn.closed && conn.ws.getBufferedAmount() <= this.o.bufferedBytesSoft) {
-        const task = conn.outbox[0]!;
+        const task = conn.outbox.peek()!;
         if ('text' in task) {
           conn.outbox.shift();
           conn.outboxBytes -= task.text.length;
           this.write(conn, task.text);
+          continue;
+        }
+        // The snapshot of a subscription dropped meanwhile: nothing more of it is sent.
+        if (task.job.cursor === undefined) {
+          conn.outbox.shift();
           continue;
         }
         // A page the kernel took at once is no longer in flight here.
@@ -106,7 +115,7 @@ export class Outflow {
           this.waiting.add(conn);
           return;
         }
-        this.page(conn, task.job);
+        this.page(conn, task.job, task.job.cursor);
       }
       if (conn.closed || conn.outbox.length > 0 || conn.pending.size === 0) return;
       if (conn.ws.getBufferedAmount() > this.o.bufferedBytesSoft) return;
@@ -115,8 +124,8 @@ export class Outflow {
   }
 
   /** One snapshot frame; the last one (`more: false`) is followed by `end_of_snapshot`. */
-  private page(conn: Conn, job: SnapshotJob): void {
-    const { items, done } = job.cursor.next(this.o.snapshotFrameBytes);
+  private page(conn: Conn, job: SnapshotJob, cursor: SnapshotCursor): void {
+    const { items, done } = cursor.next(this.o.snapshotFrameBytes);
     const keys = items.map(([k]) => JSON.stringify(k)).join(',');
     const values = items.map(([, v]) => v).join(',');
     const text = `{"type":"snapshot","id":${JSON.stringify(job.sub.id)},"index":${job.index},"keys":[${keys}],"items":[${values}],"more":${!done}}`;
@@ -125,20 +134,26 @@ export class Outflow {
     this.write(conn, text);
     if (!done) return;
     conn.outbox.shift();
+    job.cursor = undefined;
+    job.sub.snapshot = undefined;
     this.write(conn, JSON.stringify({ type: 'end_of_snapshot', id: job.sub.id, index: job.index }));
   }
 
+  /** The held events, one batch per subscription stamped with the newest index among its events. */
   private flushHeld(conn: Conn): void {
-    const bySub = new Map<string, { index: number; events: Out[] }>();
-    for (const p of conn.pending.values()) {
-      const group = bySub.get(p.subId) ?? { index: 0, events: [] };
-      group.index = Math.max(group.index, p.index);
-      group.events.push({ op: p.value === undefined ? 'delete' : 'upsert', key: p.key, value: p.value });
-      bySub.set(p.subId, group);
-    }
+    const held = [...conn.pending];
     conn.pending.clear();
+    conn.pendingItems = 0;
     conn.pendingBytes = 0;
-    for (const [subId, g] of bySub) this.write(conn, renderBatch(subId, g.index, g.events));
+    for (const [subId, events] of held) {
+      let index = 0;
+      const out: Out[] = [];
+      for (const p of events.values()) {
+        index = Math.max(index, p.index);
+        out.push({ op: p.value === undefined ? 'delete' : 'upsert', key: p.key, value: p.value });
+      }
+      this.write(conn, renderBatch(subId, index, out));
+    }
   }
 
   /**

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type * as Uws from 'uWebSockets.js';
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
-import { closeCodes, endConn, nativePayloadBytesMax, streamSettings, type Conn, type ConnData, type Out, type StreamOptions, type StreamSettings, type Sub } from './stream-conn.ts';
+import { closeCodes, endConn, nativePayloadBytesMax, Queue, streamSettings, type Conn, type ConnData, type Out, type StreamOptions, type StreamSettings, type Sub } from './stream-conn.ts';
 import { Outflow } from './stream-outflow.ts';
 import { subscribeRequest, Views } from './stream-subscriptions.ts';
 import { Upgrade, type UpgradeHost } from './stream-upgrade.ts';
@@ -97,8 +97,8 @@ export class StreamServer {
   private open(ws: Uws.WebSocket<ConnData>): void {
     const { client, identity } = ws.getUserData();
     const conn: Conn = {
-      ws, subs: new Map(), outbox: [], outboxBytes: 0, snapshotInFlight: 0, pending: new Map(), pendingBytes: 0, lastSentMs: Date.now(), closed: false,
-      client, identity, expiry: undefined,
+      ws, subs: new Map(), outbox: new Queue(), outboxBytes: 0, snapshotInFlight: 0, pending: new Map(), pendingItems: 0, pendingBytes: 0,
+      lastSentMs: Date.now(), closed: false, client, identity, expiry: undefined,
     };
     ws.getUserData().conn = conn;
     this.conns.add(conn);
@@ -127,8 +127,9 @@ export class StreamServer {
     for (const sub of conn.subs.values()) this.views.leave(sub);
     conn.subs.clear();
     conn.pending.clear();
+    conn.pendingItems = 0;
     conn.pendingBytes = 0;
-    conn.outbox.length = 0;
+    conn.outbox.clear();
     conn.outboxBytes = 0;
     this.conns.delete(conn);
     this.outflow.closed(conn);
@@ -170,7 +171,7 @@ export class StreamServer {
   private subscribe(conn: Conn, msg: Record<string, unknown>): void {
     const r = subscribeRequest(msg, conn.subs, this.o.subscriptionsMax, conn.identity, this.api);
     if (!r.ok) return this.refuse(conn, r.id, r.code, r.message);
-    const sub: Sub = { id: r.id, conn, view: this.views.of(r) };
+    const sub: Sub = { id: r.id, conn, view: this.views.of(r), snapshot: undefined };
     // Snapshot or replay, then live, in one synchronous step: no change can fall in between.
     conn.subs.set(r.id, sub);
     sub.view.subs.add(sub);
@@ -224,7 +225,8 @@ export class StreamServer {
    * is written), so the view is exact once those arrive, and a resume from `index` misses nothing.
    */
   private snapshot(sub: Sub, index: number): void {
-    sub.conn.outbox.push({ job: { sub, cursor: sub.view.topic.cursor(), index } });
+    sub.snapshot = { sub, cursor: sub.view.topic.cursor(), index };
+    sub.conn.outbox.push({ job: sub.snapshot });
     this.outflow.pump(sub.conn);
   }
 
@@ -232,14 +234,16 @@ export class StreamServer {
     const sub = typeof msg.id === 'string' ? conn.subs.get(msg.id) : undefined;
     if (sub === undefined) return this.refuse(conn, msg.id, 'unknown_subscription', `no subscription ${JSON.stringify(msg.id)} on this connection`);
     conn.subs.delete(sub.id);
-    for (const [k, p] of conn.pending) {
-      if (p.subId !== sub.id) continue;
-      conn.pending.delete(k);
-      conn.pendingBytes -= p.value?.length ?? 0;
+    // What is dropped is the subscription's own: its held events, and its snapshot not written yet (what
+    // was written of it already is the client's to discard), marked so the outbox skips it.
+    const held = conn.pending.get(sub.id);
+    if (held !== undefined) {
+      for (const p of held.values()) conn.pendingBytes -= p.value?.length ?? 0;
+      conn.pendingItems -= held.size;
+      conn.pending.delete(sub.id);
     }
-    // A snapshot not written yet is dropped (what was written of it already is the client's to discard).
-    const left = conn.outbox.filter((t) => !('job' in t) || t.job.sub !== sub);
-    conn.outbox.splice(0, conn.outbox.length, ...left);
+    if (sub.snapshot !== undefined) sub.snapshot.cursor = undefined;
+    sub.snapshot = undefined;
     this.views.leave(sub);
     this.outflow.send(conn, JSON.stringify({ type: 'unsubscribed', id: sub.id }));
   }
