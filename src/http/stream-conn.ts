@@ -24,6 +24,13 @@ export interface StreamOptions {
   pendingItemsMax?: number;
   /** @default 64 */
   subscriptionsMax?: number;
+  /**
+   * How long a view outlives its last subscriber, kept up to date, so a client that subscribes again
+   * (a reconnect, a resubscribe) does not pay for building it anew. @default 10 s
+   */
+  viewIdleMs?: number;
+  /** Views kept without subscribers; past it the one left longest ago goes. @default 256 */
+  idleViewsMax?: number;
   /** Approximate size of one snapshot frame's items. @default 64 KiB */
   snapshotFrameBytes?: number;
   /**
@@ -40,8 +47,8 @@ export interface StreamOptions {
   /** Authentication of the upgrade (absent: the stream is open, as the HTTP API is without auth). */
   auth?: StreamAuth;
   /**
-   * The HTTP API's rate limiter: each upgrade attempt counts as one request, against the token's subject
-   * once it verified, else the client address. Absent: upgrades are not rate-limited.
+   * The HTTP API's rate limiter: each upgrade attempt and each `subscribe` counts as one request, against
+   * the token's subject once it verified, else the client address. Absent: the stream is not rate-limited.
    */
   rateLimit?: RateLimiter;
 }
@@ -61,6 +68,8 @@ export function streamSettings(options: StreamOptions): StreamSettings {
     bufferedBytesHard: options.bufferedBytesHard ?? 4 * 1024 * 1024,
     pendingItemsMax: options.pendingItemsMax ?? 10_000,
     subscriptionsMax: options.subscriptionsMax ?? 64,
+    viewIdleMs: options.viewIdleMs ?? 10_000,
+    idleViewsMax: options.idleViewsMax ?? 256,
     snapshotFrameBytes: options.snapshotFrameBytes ?? 64 * 1024,
     snapshotBytesMax: options.snapshotBytesMax ?? 64 * 1024 * 1024,
     connectionsPerClientMax: options.connectionsPerClientMax ?? 64,
@@ -82,9 +91,8 @@ export interface Sub {
 export interface View {
   id: string;
   topic: TopicView;
-  /** What subscribers were last sent of each item, per the topic's tracking (see stream-views.ts). */
+  /** What subscribers were last sent of each item, for a topic tracking fingerprints (see stream-views.ts). */
   fingerprints: Map<string, string> | undefined;
-  members: Set<string> | undefined;
   subs: Set<Sub>;
 }
 
@@ -129,6 +137,8 @@ export interface Conn {
   closed: boolean;
   /** Whose connection this is, for the per-client cap. */
   client: string;
+  /** Who its subscribes are counted against in the rate limiter (the upgrade's caller). */
+  caller: string;
   identity: Identity | undefined;
   /** Ends the connection with 4001 when the token expires. */
   expiry: NodeJS.Timeout | undefined;
@@ -137,6 +147,7 @@ export interface Conn {
 export interface ConnData {
   conn?: Conn;
   client: string;
+  caller: string;
   identity: Identity | undefined;
 }
 

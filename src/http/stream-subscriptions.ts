@@ -6,7 +6,8 @@
 import { allowed, allowedPrefix, type AccessRequest, type Identity } from '../auth/index.ts';
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
-import type { Out, Sub, View } from './stream-conn.ts';
+import type { RegistryState } from '../state/index.ts';
+import type { Out, StreamSettings, Sub, View } from './stream-conn.ts';
 import { fingerprint } from './stream-render.ts';
 import { makeView, type TopicView, type ViewFilter } from './stream-views.ts';
 
@@ -67,24 +68,39 @@ function mayWatch(identity: Identity, topic: string, key: string): boolean {
   }
 }
 
-/** The views subscriptions read, by topic, key and filter; a view lives while it has subscribers. */
+/** What the views need of the stream's settings. */
+type ViewSettings = Pick<StreamSettings, 'snapshotFrameBytes' | 'viewIdleMs' | 'idleViewsMax'>;
+
+/**
+ * The views subscriptions read, by topic, key and filter. A view lives while it has subscribers and for
+ * `viewIdleMs` after the last one left (at most `idleViewsMax` views so, the one left longest ago going
+ * first), kept up to date meanwhile: a client that subscribes to it again (a resubscribe, a reconnect)
+ * does not pay for the scan of state that builds it, as Consul's agent keeps a materialized view a while
+ * after its last request.
+ */
 export class Views {
   private readonly views = new Map<string, View>();
+  /** Views without subscribers, by id, with when the last one left: the one left longest ago first. */
+  private readonly idle = new Map<string, number>();
+  private readonly locked: LockedKeys;
 
-  constructor(private readonly snapshotFrameBytes: number) {}
+  constructor(private readonly o: ViewSettings, state: () => RegistryState) {
+    this.locked = new LockedKeys(state);
+  }
 
   /** The view of a subscription request (shared with every other subscription to the same). */
   of(r: Extract<SubscribeRequest, { ok: true }>): View {
     return this.viewFor(`${r.topic}\0${r.key}\0${r.filter.passingOnly ? 1 : 0}${r.filter.lockedOnly ? 1 : 0}`, r.view);
   }
 
-  /** No subscription reads any view: nothing to work out for an applied entry. */
+  /** No view to keep up to date: nothing to work out for an applied entry. */
   get none(): boolean {
     return this.views.size === 0;
   }
 
   /** Each view's events for one applied entry (views with none are left out). */
   *changes(change: Change): Generator<[View, Out[]]> {
+    this.locked.take(change);
     for (const view of this.views.values()) {
       const out: Out[] = [];
       for (const c of view.topic.candidates(change)) {
@@ -97,32 +113,45 @@ export class Views {
   }
 
   private viewFor(id: string, topic: TopicView): View {
-    let view = this.views.get(id);
-    if (view === undefined) {
-      view = { id, topic, fingerprints: undefined, members: undefined, subs: new Set() };
-      if (topic.tracking !== 'none') {
-        // Read page by page: only the fingerprints (or keys) stay, not the items.
-        const fingerprints = topic.tracking === 'fingerprints' ? new Map<string, string>() : undefined;
-        const members = topic.tracking === 'members' ? new Set<string>() : undefined;
-        const cursor = topic.cursor();
-        for (let page = cursor.next(this.snapshotFrameBytes); ; page = cursor.next(this.snapshotFrameBytes)) {
-          for (const [key, value] of page.items) {
-            fingerprints?.set(key, fingerprint(value));
-            members?.add(key);
-          }
-          if (page.done) break;
-        }
-        view.fingerprints = fingerprints;
-        view.members = members;
-      }
-      this.views.set(id, view);
+    const known = this.views.get(id);
+    if (known !== undefined) {
+      this.idle.delete(id);
+      return known;
     }
+    const view: View = { id, topic, fingerprints: topic.tracking === 'fingerprints' ? this.fingerprintsOf(topic) : undefined, subs: new Set() };
+    if (topic.tracking === 'locked') this.locked.join();
+    this.views.set(id, view);
     return view;
   }
 
-  leave(sub: Sub): void {
-    sub.view.subs.delete(sub);
-    if (sub.view.subs.size === 0) this.views.delete(sub.view.id);
+  /** The fingerprint of every item of a view, read page by page: only the fingerprints stay, not the items. */
+  private fingerprintsOf(topic: TopicView): Map<string, string> {
+    const fingerprints = new Map<string, string>();
+    const cursor = topic.cursor();
+    for (let page = cursor.next(this.o.snapshotFrameBytes); ; page = cursor.next(this.o.snapshotFrameBytes)) {
+      for (const [key, value] of page.items) fingerprints.set(key, fingerprint(value));
+      if (page.done) return fingerprints;
+    }
+  }
+
+  leave(sub: Sub, nowMs = Date.now()): void {
+    const view = sub.view;
+    view.subs.delete(sub);
+    if (view.subs.size > 0) return;
+    this.idle.delete(view.id);
+    this.idle.set(view.id, nowMs);
+    this.sweep(nowMs);
+  }
+
+  /** Drops the views idle for `viewIdleMs`, and the ones left longest ago past `idleViewsMax`. */
+  sweep(nowMs: number): void {
+    for (const [id, leftMs] of this.idle) {
+      if (this.idle.size <= this.o.idleViewsMax && nowMs - leftMs < this.o.viewIdleMs) return;
+      this.idle.delete(id);
+      const view = this.views.get(id);
+      this.views.delete(id);
+      if (view?.topic.tracking === 'locked') this.locked.leave();
+    }
   }
 
   /** Whether a candidate's current value is news for the view's subscribers (and remembers it). */
@@ -134,10 +163,49 @@ export class Views {
       else view.fingerprints.set(key, next);
       return true;
     }
-    if (view.members !== undefined) {
-      if (value === undefined) return view.members.delete(key);
-      view.members.add(key);
-    }
+    // A key a session holds is news; one no session holds any more is a delete only when one did.
+    if (view.topic.tracking === 'locked') return value !== undefined || this.locked.wasHeld(key);
     return true;
+  }
+}
+
+/**
+ * The keys sessions hold, as the stream last saw them: one set for every `locked` view (each shows the
+ * keys under its own prefix), built from state when the first such view comes and dropped with the last,
+ * so a view costs nothing per key however many views there are. A view needs it to tell the release of a
+ * key it showed (a delete) from a write of a key no session held (never in the view).
+ */
+class LockedKeys {
+  private keys: Set<string> | undefined;
+  private views = 0;
+  /** For each key of the entry being fanned out, whether a session held it before the entry. */
+  private readonly before = new Map<string, boolean>();
+
+  constructor(private readonly state: () => RegistryState) {}
+
+  join(): void {
+    if (this.views++ > 0) return;
+    this.keys = new Set();
+    for (const held of this.state().locksBySession.values()) for (const key of held) this.keys.add(key);
+  }
+
+  leave(): void {
+    if (--this.views === 0) this.keys = undefined;
+  }
+
+  /** An applied entry: remembers which of its keys were held, then takes it in. */
+  take(change: Change): void {
+    this.before.clear();
+    if (this.keys === undefined) return;
+    const st = this.state();
+    for (const key of change.kv) {
+      this.before.set(key, this.keys.has(key));
+      if (st.kvGet(key)?.session !== undefined) this.keys.add(key);
+      else this.keys.delete(key);
+    }
+  }
+
+  wasHeld(key: string): boolean {
+    return this.before.get(key) === true;
   }
 }

@@ -103,7 +103,8 @@ export class Upgrade {
     const refusal = this.refusal(identity, client);
     if (refusal !== undefined) return corked(() => this.refuse(refusal));
     // Echo only our protocol, never the token (watch.md §4.1).
-    this.res.upgrade<ConnData>({ client, identity }, this.key, this.protocols.length > 0 ? streamSubprotocol : '', this.extensions, this.context);
+    const caller = identity !== undefined ? tokenCaller(identity.subject) : this.byAddress;
+    this.res.upgrade<ConnData>({ client, caller, identity }, this.key, this.protocols.length > 0 ? streamSubprotocol : '', this.extensions, this.context);
   }
 
   /** Why an authenticated (or open) attempt is refused: rules that read nothing shown, or a connection cap. */

@@ -9,10 +9,10 @@
 import type { Change } from '../runtime/index.ts';
 import { servingOf } from '../runtime/index.ts';
 import type { RegistryState } from '../state/index.ts';
-import type { KvEntry } from '../domain/index.ts';
+import type { KvEntry, ServiceInstance } from '../domain/index.ts';
 import type { ApiContext } from './api.ts';
 import { renderEntry } from './routes/kv.ts';
-import { healthEntry, renderCheck } from './routes/health.ts';
+import { checksOfInstances, healthEntry, renderCheck, type InstanceChecks } from './routes/health.ts';
 import { renderSession } from './routes/session.ts';
 
 export const topics = ['service_health', 'service_checks', 'node_checks', 'checks_in_state', 'serving_status', 'kv_prefix', 'sessions'] as const;
@@ -41,10 +41,11 @@ export interface SnapshotCursor {
 /**
  * How a view tells a real change from a candidate that changed nothing a subscriber can see:
  * `fingerprints` keeps a fingerprint of each item's JSON (small items: checks, health entries, sessions);
- * `members` keeps only which keys are in the view (every candidate still in the view is a real change,
- * one that left it is a delete only when it was in it); `none`: every candidate is a real change.
+ * `locked` (KV keys a session holds) asks the set of held keys that every such view shares (every
+ * candidate still held is a real change, one released is a delete only when it was held); `none`: every
+ * candidate is a real change.
  */
-export type Tracking = 'fingerprints' | 'members' | 'none';
+export type Tracking = 'fingerprints' | 'locked' | 'none';
 
 export interface TopicView {
   /** A cursor over every item, from the first. */
@@ -82,13 +83,16 @@ type StateOf = () => RegistryState;
 const checkKey = (node: string, checkId: string) => `${node}/${checkId}`;
 const json = (v: unknown) => JSON.stringify(v);
 
+/** Items of a page whose state a candidate may read at once (a snapshot page holds about this many health entries). */
+const readAheadItems = 64;
+
 /**
  * A cursor over a list of state objects in the HTTP query's order, taken when the first page is read
  * (so a connection holds one such list at a time: its snapshots are written one after another) and kept
  * as references only; each item is rendered from the current state when its page is read (an item gone
  * by then is skipped: its delete follows as an event).
  */
-function listCursor<T>(list: () => T[], candidate: (item: T) => Candidate): SnapshotCursor {
+function listCursor<T>(list: () => T[], candidate: (item: T, ahead: T[]) => Candidate): SnapshotCursor {
   let items: T[] | undefined;
   let at = 0;
   return {
@@ -96,8 +100,15 @@ function listCursor<T>(list: () => T[], candidate: (item: T) => Candidate): Snap
       items ??= list();
       const page: [string, string][] = [];
       let chars = 0;
+      // The items about to be read in this page, for a candidate that reads state for several at once.
+      let ahead: T[] = [];
+      let aheadEnd = at;
       while (at < items.length && chars < charsMax) {
-        const c = candidate(items[at++]!);
+        if (at >= aheadEnd) {
+          aheadEnd = Math.min(items.length, at + readAheadItems);
+          ahead = items.slice(at, aheadEnd);
+        }
+        const c = candidate(items[at++]!, ahead);
         const value = c.value();
         if (value === undefined) continue;
         page.push([c.key, value]);
@@ -129,21 +140,34 @@ function checkCandidate(st: StateOf, node: string, checkId: string, keep: (c: No
 function serviceHealth(st: StateOf, name: string, passingOnly: boolean, dc: string): TopicView {
   const every = name === '';
   const instances = () => (every ? allInstances(st()) : st().instancesOf(name));
-  const entryOf = (node: string, serviceId: string): Candidate => ({
+  // Each entry's checks are read with those of the other entries read with it, in one pass over the checks.
+  const entryOf = (node: string, serviceId: string, checks: () => InstanceChecks): Candidate => ({
     key: `${node}/${serviceId}`,
     value: () => {
       const s = st().services.get(st().serviceKey(node, serviceId));
       if (s === undefined || (!every && s.service !== name)) return undefined;
-      const entry = healthEntry(st(), s, dc, passingOnly);
+      const entry = healthEntry(st(), s, dc, passingOnly, checks());
       return entry === undefined ? undefined : json(entry);
     },
   });
   return {
     tracking: 'fingerprints',
-    cursor: () => listCursor(instances, (s) => entryOf(s.node, s.id)),
+    cursor: () => {
+      let read: { of: ServiceInstance[]; checks: InstanceChecks } | undefined;
+      const checksOf = (ahead: ServiceInstance[]) => () => (read?.of === ahead ? read : (read = { of: ahead, checks: checksOfInstances(st(), ahead) })).checks;
+      return listCursor(instances, (s, ahead) => entryOf(s.node, s.id, checksOf(ahead)));
+    },
+    // The candidates' values are read together, right after this, from the same state.
     candidates: (change) => {
       const out = new Map<string, Candidate>();
-      const add = (node: string, serviceId: string) => out.set(`${node}/${serviceId}`, entryOf(node, serviceId));
+      const touched: { node: string; id: string }[] = [];
+      let read: InstanceChecks | undefined;
+      const checks = () => (read ??= checksOfInstances(st(), touched));
+      const add = (node: string, serviceId: string) => {
+        if (out.has(`${node}/${serviceId}`)) return;
+        touched.push({ node, id: serviceId });
+        out.set(`${node}/${serviceId}`, entryOf(node, serviceId, checks));
+      };
       const onNode = (node: string) => { for (const s of every ? st().servicesOfNode(node) : st().instancesOf(name)) if (s.node === node) add(node, s.id); };
       for (const s of change.services) add(s.node, s.serviceId);
       for (const c of change.checks) c.serviceId !== '' ? add(c.node, c.serviceId) : onNode(c.node);
@@ -210,7 +234,7 @@ function servingStatus(st: StateOf, name: string, api: ApiContext): TopicView {
 function kvPrefix(st: StateOf, prefix: string, lockedOnly: boolean): TopicView {
   const keep = (e: { session?: string }) => !lockedOnly || e.session !== undefined;
   return {
-    tracking: lockedOnly ? 'members' : 'none',
+    tracking: lockedOnly ? 'locked' : 'none',
     cursor: () => kvCursor(st, prefix, keep),
     candidates: (change) => change.kv.filter((k) => k.startsWith(prefix)).map((key) => ({
       key,

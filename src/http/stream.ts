@@ -36,7 +36,7 @@ export class StreamServer {
 
   constructor(private readonly api: ApiContext, options: StreamOptions = {}) {
     this.o = streamSettings(options);
-    this.views = new Views(this.o.snapshotFrameBytes);
+    this.views = new Views(this.o, () => api.runtime.state);
     this.outflow = new Outflow(this.o, this.conns);
     this.upgradeHost = {
       dialect: api.dialect, o: this.o,
@@ -45,7 +45,8 @@ export class StreamServer {
     };
     this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
     // Bookmarks, and snapshots waiting for the agent's budget when no drain came to wake them.
-    this.bookmarkTimer = setInterval(() => { this.bookmarks(); this.outflow.wakeWaiting(); }, Math.max(100, Math.min(1000, this.o.bookmarkIntervalMs / 4)));
+    // Views idle past their time go too.
+    this.bookmarkTimer = setInterval(() => { this.bookmarks(); this.outflow.wakeWaiting(); this.views.sweep(Date.now()); }, Math.max(100, Math.min(1000, this.o.bookmarkIntervalMs / 4)));
     this.bookmarkTimer.unref();
   }
 
@@ -95,10 +96,10 @@ export class StreamServer {
   // ---------------------------------------------------------------- connection life
 
   private open(ws: Uws.WebSocket<ConnData>): void {
-    const { client, identity } = ws.getUserData();
+    const { client, caller, identity } = ws.getUserData();
     const conn: Conn = {
       ws, subs: new Map(), outbox: new Queue(), outboxBytes: 0, snapshotInFlight: 0, pending: new Map(), pendingItems: 0, pendingBytes: 0,
-      lastSentMs: Date.now(), closed: false, client, identity, expiry: undefined,
+      lastSentMs: Date.now(), closed: false, client, caller, identity, expiry: undefined,
     };
     ws.getUserData().conn = conn;
     this.conns.add(conn);
@@ -164,11 +165,20 @@ export class StreamServer {
     else endConn(conn, closeCodes.policy, `unknown op ${JSON.stringify(String(msg.op)).slice(0, 60)}`);
   }
 
-  private refuse(conn: Conn, id: unknown, code: string, message: string): void {
-    this.outflow.send(conn, JSON.stringify({ type: 'error', id: typeof id === 'string' ? id : null, code, message }));
+  private refuse(conn: Conn, id: unknown, code: string, message: string, more: Record<string, unknown> = {}): void {
+    this.outflow.send(conn, JSON.stringify({ type: 'error', id: typeof id === 'string' ? id : null, code, message, ...more }));
   }
 
+  /**
+   * A subscribe costs what the matching HTTP query costs (a view and its snapshot read from state), so it
+   * counts as one request against the connection's caller, in the window its HTTP requests use.
+   */
   private subscribe(conn: Conn, msg: Record<string, unknown>): void {
+    const rate = this.o.rateLimit?.take(conn.caller, Date.now());
+    if (rate !== undefined && !rate.allowed) {
+      const retryAfterSeconds = rate.retryAfterSeconds;
+      return this.refuse(conn, msg.id, 'rate_limited', `rate limit exceeded: retry in ${retryAfterSeconds}s`, { retryAfterSeconds });
+    }
     const r = subscribeRequest(msg, conn.subs, this.o.subscriptionsMax, conn.identity, this.api);
     if (!r.ok) return this.refuse(conn, r.id, r.code, r.message);
     const sub: Sub = { id: r.id, conn, view: this.views.of(r), snapshot: undefined };

@@ -66,17 +66,40 @@ function renderHealthService(s: ServiceInstance): Record<string, unknown> {
   };
 }
 
+/** Checks of some instances by node, then service ID (`''`: the node's own), read in one pass over the checks: filtering
+ * a node's checks per instance costs instances × checks when they all run on one node. */
+export type InstanceChecks = Map<string, Map<string, HealthCheck[]>>;
+
+export function checksOfInstances(st: RegistryState, instances: Iterable<{ node: string; id: string }>): InstanceChecks {
+  const out: InstanceChecks = new Map();
+  for (const s of instances) {
+    if (!out.has(s.node)) out.set(s.node, new Map([['', []]]));
+    if (!out.get(s.node)!.has(s.id)) out.get(s.node)!.set(s.id, []);
+  }
+  if (out.size > 0) for (const c of st.checks.values()) out.get(c.node)?.get(c.serviceId)?.push(c);
+  return out;
+}
+
+/** Checks of one node as the state orders them: by CheckID without regard to case. */
+function byCheckId(a: HealthCheck, b: HealthCheck): number {
+  const x = a.checkId.toLowerCase(), y = b.checkId.toLowerCase();
+  return x < y ? -1 : x > y ? 1 : a.checkId < b.checkId ? -1 : a.checkId > b.checkId ? 1 : 0;
+}
+
 /**
  * One entry of /v1/health/service: the instance, its node, and its checks with the node's own checks
  * (the gossip check among them), so a failed node's services are never reported passing. Undefined when
- * the node is unknown or, with `passingOnly`, when any of those checks is not passing.
+ * the node is unknown or, with `passingOnly`, when any of those checks is not passing. `checks` must
+ * hold the instance's (callers rendering many instances read them for all at once).
  */
-export function healthEntry(st: RegistryState, s: ServiceInstance, dc: string, passingOnly: boolean): Record<string, unknown> | undefined {
+export function healthEntry(st: RegistryState, s: ServiceInstance, dc: string, passingOnly: boolean,
+  checks: InstanceChecks = checksOfInstances(st, [s])): Record<string, unknown> | undefined {
   const node = st.nodes.get(s.node);
   if (node === undefined) return undefined;
-  const checks = st.checksOfNode(s.node).filter((c) => c.serviceId === '' || c.serviceId === s.id);
-  if (passingOnly && checks.some((c) => c.status !== 'passing')) return undefined;
-  return { Node: renderNode(node, dc), Service: renderHealthService(s), Checks: checks.map((c) => renderCheck(c)) };
+  const byService = checks.get(s.node);
+  const own = [...byService?.get('') ?? [], ...(s.id === '' ? [] : byService?.get(s.id) ?? [])].sort(byCheckId);
+  if (passingOnly && own.some((c) => c.status !== 'passing')) return undefined;
+  return { Node: renderNode(node, dc), Service: renderHealthService(s), Checks: own.map((c) => renderCheck(c)) };
 }
 
 function renderCatalogService(s: ServiceInstance, n: CatalogNode | undefined, dc: string): Record<string, unknown> {
@@ -322,9 +345,10 @@ const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
   const st = api.runtime.state;
   const entries: Record<string, unknown>[] = [];
   const { node } = catalogAcl(req);
-  for (const s of st.instancesOf(name)) {
-    if (!hasTags(s, req) || !node(s.node)) continue;
-    const entry = healthEntry(st, s, api.datacenter, passingOnly);
+  const instances = st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node));
+  const checks = checksOfInstances(st, instances);
+  for (const s of instances) {
+    const entry = healthEntry(st, s, api.datacenter, passingOnly, checks);
     if (entry !== undefined && keep(entry)) entries.push(entry);
   }
   return entries;
