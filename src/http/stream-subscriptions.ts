@@ -27,6 +27,7 @@ export function subscribeRequest(msg: Record<string, unknown>, subs: ReadonlyMap
   if (subs.size >= subscriptionsMax) return refused(id, 'too_many_subscriptions', `at most ${subscriptionsMax} subscriptions per connection`);
   if (typeof key !== 'string') return refused(id, 'bad_key', 'key must be a string');
   if (index !== undefined && (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0)) return refused(id, 'bad_request', 'index must be a non-negative integer');
+  if (epoch !== undefined && typeof epoch !== 'string') return refused(id, 'bad_request', 'epoch must be a string (the one a subscribed message carried)');
   if (filter !== undefined && (filter === null || typeof filter !== 'object')) return refused(id, 'bad_request', 'filter must be an object');
   const asked = filter as ViewFilter | undefined;
   const viewFilter: ViewFilter = { passingOnly: asked?.passingOnly === true, lockedOnly: asked?.lockedOnly === true };

@@ -2,7 +2,8 @@
  * The stream's upgrade (watch.md §4.1): the subprotocol must be ours when any is offered; with
  * authentication on, a valid token (Authorization, X-Consul-Token, `?token=` or a `bearer.<base64url>`
  * subprotocol) or 401, and rules that read something the stream shows or 403; then the agent's cap
- * (503) and the per-client cap (429). Each attempt counts once against the rate limit, as an HTTP
+ * (503) and the per-client cap (429); a Sec-WebSocket-Version other than 13 (or none) is 426 with
+ * `Sec-WebSocket-Version: 13`, as RFC 6455 asks. Each attempt counts once against the rate limit, as an HTTP
  * request does: against the token's subject once it verified, else (no auth, a refusal before or by
  * authentication) the address; past it the answer is 429 with Retry-After instead, before any upgrade.
  * Refusals are answered in the dialect's error format and carry the rate headers.
@@ -24,6 +25,10 @@ export interface UpgradeHost {
   connectionsOf(client: string): number;
 }
 
+/** The only WebSocket version there is (RFC 6455), which a client must ask for. */
+const websocketVersion = '13';
+const upgradeRequired = 426;
+
 /** What the stream's topics show, by the resource their rules name. */
 const streamResources = ['service', 'node', 'session', 'key'] as const;
 
@@ -40,6 +45,7 @@ function mayOpen(identity: Identity): boolean {
 /** One upgrade attempt: what it needs is copied from the uWS request at once (uWS reuses it). */
 export class Upgrade {
   private readonly key: string;
+  private readonly version: string;
   private readonly extensions: string;
   private readonly protocols: string[];
   private readonly headers = new Map<string, string>();
@@ -52,6 +58,7 @@ export class Upgrade {
 
   constructor(private readonly host: UpgradeHost, private readonly res: Uws.HttpResponse, req: Uws.HttpRequest, private readonly context: Uws.us_socket_context_t) {
     this.key = req.getHeader('sec-websocket-key');
+    this.version = req.getHeader('sec-websocket-version').trim();
     this.extensions = req.getHeader('sec-websocket-extensions');
     this.protocols = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
     req.forEach((k, v) => this.headers.set(k, v));
@@ -65,6 +72,10 @@ export class Upgrade {
     // Without authentication there is no identity to wait for: the address counts at once.
     const early = this.host.o.auth === undefined ? this.limited(this.byAddress) : undefined;
     if (early !== undefined) return this.reject(early);
+    if (this.version !== websocketVersion) {
+      const over = this.limited(this.byAddress);
+      return this.reject(over ?? this.versionRefusal());
+    }
     if (this.protocols.length > 0 && !this.protocols.includes(streamSubprotocol)) {
       const over = this.limited(this.byAddress);
       if (over !== undefined) return this.reject(over);
@@ -116,6 +127,19 @@ export class Upgrade {
     return undefined;
   }
 
+  /**
+   * RFC 6455 §4.2.2: a version the server does not speak (or none) is answered 426 Upgrade Required with
+   * the version it does speak in Sec-WebSocket-Version, in the dialect's format.
+   */
+  private versionRefusal(): Wire {
+    const err = new RegistryError('fieldsInvalid', {
+      fields: { 'Sec-WebSocket-Version': [`Value:must be ${websocketVersion}`] },
+      consul: { status: upgradeRequired, text: `unsupported WebSocket version: use ${websocketVersion}` },
+    });
+    const w = withHeaders(renderError(err, this.host.dialect), [['Sec-WebSocket-Version', websocketVersion], ...this.admission.headers]);
+    return { ...w, status: upgradeRequired };
+  }
+
   private limited(caller: string): Wire | undefined {
     const over = this.admission.admit(caller);
     return over === undefined ? undefined : withHeaders(over, this.admission.headers);
@@ -127,7 +151,7 @@ export class Upgrade {
   }
 
   private reject(w: Wire): void {
-    this.res.writeStatus(statusLine(w.status));
+    this.res.writeStatus(w.status === upgradeRequired ? `${upgradeRequired} Upgrade Required` : statusLine(w.status));
     for (const [k, v] of w.headers) this.res.writeHeader(k, v);
     this.res.end(w.body);
   }

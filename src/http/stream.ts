@@ -195,7 +195,7 @@ export class StreamServer {
       const changes = epochMatches && index <= current ? this.api.runtime.changes.since(index) : undefined;
       const replay = changes === undefined ? undefined : this.replay(sub, changes);
       if (replay !== undefined) return this.resume(sub, replay, current);
-      const reason = !epochMatches || index > current ? 'epoch_changed' : changes === undefined ? 'index_too_old' : 'replay_too_large';
+      const reason = !epochMatches ? 'epoch_changed' : index > current ? 'index_ahead' : changes === undefined ? 'index_too_old' : 'replay_too_large';
       this.outflow.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: false }));
       this.outflow.send(sub.conn, JSON.stringify({ type: 'reset', id: sub.id, reason }));
       return this.snapshot(sub, current);

@@ -3,6 +3,7 @@
 import { describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { client, startAgent, type Agent } from '../support/in-process.ts';
+import { rawExchange } from '../support/raw-http.ts';
 import { type Client, subprotocol, ttl, maxFlags, bigFlags, streamUrl, Stream, subscribe, settled, ok, query, registerService, setCheck, kvPut, expectChecksSnapshot , streamSuite } from '../support/stream.ts';
 
 let agent: Agent;
@@ -37,6 +38,16 @@ describe('upgrade (§4.1)', () => {
     expect(answer.status).toBe(400);
     expect(JSON.parse(answer.body)).toMatchObject({ code: expect.any(Number), message: expect.any(String) });
   });
+
+  test.each([['8', 'Sec-WebSocket-Version: 8\r\n'], ['14', 'Sec-WebSocket-Version: 14\r\n'], ['none', '']])(
+    'a Sec-WebSocket-Version other than 13 (%s) gets 426 with Sec-WebSocket-Version: 13, nothing upgraded', async (_what, header) => {
+      const head = 'GET /v1/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'
+        + `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${header}Sec-WebSocket-Protocol: ${subprotocol}\r\n\r\n`;
+      const got = await rawExchange(agent.url, head);
+      expect(got.timedOut).toBe(false);
+      expect(got.answers[0]).toMatchObject({ status: 426, headers: { 'sec-websocket-version': '13' } });
+      expect(JSON.parse(got.answers[0]!.body)).toMatchObject({ message: 'invalid Sec-WebSocket-Version: must be 13' });
+    });
 });
 
 describe('topics: snapshot equals the HTTP query, events carry the index and the HTTP shape (§4.3)', () => {

@@ -2,7 +2,7 @@
 // resume and reset, and session invalidations arriving as one batch.
 import { describe, expect, test } from 'vitest';
 import { client, startAgent, type Agent } from '../support/in-process.ts';
-import { type Client, Stream, subscribe, settled, ok, query, registerService, setCheck, kvPut, bulkWrites , streamSuite } from '../support/stream.ts';
+import { type Client, Stream, subscribe, settled, ok, query, refused, registerService, setCheck, kvPut, bulkWrites , streamSuite } from '../support/stream.ts';
 
 let agent: Agent;
 let c: Client;
@@ -136,11 +136,30 @@ describe('list-then-watch, resume and reset (§4.4)', () => {
     expect(sub.items).toEqual((await query(c, '/v1/kv/epoch/?recurse')).body);
   });
 
-  test('an index ahead of the server gives reset and a fresh snapshot', async () => {
+  test('an index ahead of the server gives reset{index_ahead} and a fresh snapshot, with this epoch or none', async () => {
+    await kvPut(c, 'ahead/a', 'a');
     const s = await Stream.open(agent);
-    const sub = await subscribe(s, { id: 'f', topic: 'kv_prefix', key: 'epoch/', index: 1_000_000_000 });
-    expect(sub.reset).toMatchObject({ type: 'reset', id: 'f', reason: expect.stringMatching(/^(epoch_changed|index_too_old)$/) });
-    expect(sub.end).toBeDefined();
+    const first = await subscribe(s, { id: 'f0', topic: 'kv_prefix', key: 'ahead/' });
+    const epoch = first.subscribed.epoch;
+    for (const [id, resume] of [['f', {}], ['g', { epoch }]] as const) {
+      const sub = await subscribe(s, { id, topic: 'kv_prefix', key: 'ahead/', index: 1_000_000_000, ...resume });
+      expect(sub.subscribed).toMatchObject({ resumed: false, epoch });
+      expect(sub.reset).toEqual({ type: 'reset', id, reason: 'index_ahead' });
+      expect(sub.msgs.map((m) => m.type)).toEqual(['subscribed', 'reset', 'snapshot', 'end_of_snapshot']);
+      expect(sub.items).toEqual((await query(c, '/v1/kv/ahead/?recurse')).body);
+    }
+  });
+
+  test('an epoch that is not a string is refused bad_request; nothing is subscribed', async () => {
+    const s = await Stream.open(agent);
+    const first = await subscribe(s, { id: 'h0', topic: 'kv_prefix', key: 'epoch/' });
+    for (const epoch of [7, null, true, {}, ['x']]) {
+      const got = await refused(s, { id: 'h', topic: 'kv_prefix', key: 'epoch/', index: first.end!.index, epoch });
+      expect(got).toMatchObject({ type: 'error', id: 'h', code: 'bad_request', message: expect.stringMatching(/^epoch must be a string/) });
+    }
+    // The id was never taken: the same subscription with a string epoch resumes.
+    const again = await subscribe(s, { id: 'h', topic: 'kv_prefix', key: 'epoch/', index: first.end!.index, epoch: first.subscribed.epoch });
+    expect(again.subscribed).toMatchObject({ resumed: true });
   });
 
   test('an index older than the ring (10000 changes) gives reset{index_too_old} and a fresh snapshot', async () => {
