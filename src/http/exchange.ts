@@ -16,7 +16,7 @@ import { renderError, withHeaders, type Wire } from './render.ts';
 import { logRequest, requestIdOf } from './request-log.ts';
 import type { Request } from './request.ts';
 import { unmatchedPattern, type Found } from './router.ts';
-import { copyHead, openFeed, readBody, streamAnswer, writeAnswer, type Head, type OpenFeeds } from './uws.ts';
+import { copyHead, openFeed, readBody, writeAnswer, type Head, type OpenFeeds } from './uws.ts';
 import { Stop, type StopSignal } from '../util/stop.ts';
 
 /** What every exchange of one server shares. */
@@ -49,6 +49,8 @@ class ExchangeRequest implements Request {
     private readonly exchange: { signal(): StopSignal },
     readonly method: string, readonly path: string, readonly query: URLSearchParams, readonly headers: Map<string, string>,
     readonly body: Buffer, readonly jsonTypeRequired: boolean, readonly id: string,
+    /** The server's budget of answer bytes, which a route may reserve from (large-answers.ts answerBudgetOf). */
+    readonly answers: AnswerBudget,
   ) {}
 
   /** Only blocking queries look at the signal: its Stop is made when one does (most requests never). */
@@ -135,7 +137,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
    * has ended: one is registered only then (a read that waited for nothing is answered by now).
    */
   run(): void {
-    // uWS leaves an answer to HEAD (a length reported, no body) pending after the handler: its abort handler comes first.
+    // A HEAD answer that closes its connection stays pending in uWS (uws.ts endBodyless): its abort handler comes first.
     const early = this.method === 'HEAD';
     if (early) this.res.onAborted(() => this.onAborted());
     this.admitAndStart();
@@ -199,7 +201,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
 
   private dispatch(body: Buffer): void {
     const req = new ExchangeRequest(
-      this, this.method, this.head.path, this.query, this.head.headers, body, this.s.dialect === 'seed', this.requestId,
+      this, this.method, this.head.path, this.query, this.head.headers, body, this.s.dialect === 'seed', this.requestId, this.s.answers,
     );
     this.req = req;
     let answer: Wire | Promise<Wire>;
@@ -239,20 +241,29 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
       w = withHeaders(w, this.admission.headers);
     }
     const ms = performance.now() - this.startedMs;
-    const large = this.method !== 'HEAD' && !closeConnection && w.body.length >= streamedBytesMin;
-    const taken = large && this.s.answers.take(w.body.length) ? w.body.length : 0;
-    if (large && taken === 0) w = renderError(new RegistryError('answersBusy'), this.s.dialect);
+    const counted = this.method !== 'HEAD' && !closeConnection ? this.countLarge(w, reservedBytes > 0) : 0;
+    if (counted === undefined) w = renderError(new RegistryError('answersBusy'), this.s.dialect);
     if (w.feed !== undefined && this.method !== 'HEAD' && !closeConnection) {
       openFeed(this.res, w, w.feed, { requestId: this.requestId, ms, resume: this.paused }, this.s.feeds);
-    } else if (taken > 0) {
-      streamAnswer(this.res, w, { requestId: this.requestId, ms, resume: this.paused, writeIdleMs: this.s.writeIdleMs }, () => this.s.answers.release(taken));
     } else {
-      writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection });
+      writeAnswer(this.res, w, { requestId: this.requestId, ms, head: this.method === 'HEAD', resume: this.paused, close: closeConnection, counted: counted ?? 0 }, this.s);
     }
     // Answers refused before routing (429, 413, 503...) still count against the route they asked for.
     const route = this.req?.route ?? this.found?.entry.pattern ?? unmatchedPattern;
     this.s.observer?.request(this.method, route, w.status, ms / 1000, this.req?.queuedSeconds ?? 0);
     logRequest(this.s.logger, this.requestId, this.method, route, this.head.path, w.status, ms);
+  }
+
+  /**
+   * The bytes of the budget a large answer takes (0 for a small one), or undefined when it does not fit.
+   * An answer whose size was reserved before it was rendered (`admitted`) is counted whatever the
+   * budget holds now: refusing it once built would spare nothing.
+   */
+  private countLarge(w: Wire, admitted: boolean): number | undefined {
+    const bytes = w.body.length;
+    if (bytes < streamedBytesMin) return 0;
+    if (admitted) return this.s.answers.takeAnyway(bytes);
+    return this.s.answers.take(bytes) ? bytes : undefined;
   }
 }
 

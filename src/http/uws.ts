@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { listenErrorFor } from '../util/listen-error.ts';
 import { BindingUnavailable, bindingErrorMessage, hostPlatform } from './binding-error.ts';
+import type { AnswerBudget } from './large-answers.ts';
 import type { HttpServer } from './options.ts';
 import { statusLine, type Wire } from './render.ts';
 import type { Feed, FeedOut } from './reply.ts';
@@ -84,6 +85,14 @@ export function readBody(res: Uws.HttpResponse, max: number, onBody: (b: Buffer)
   });
 }
 
+/** What an answer the client does not read at once may hold, and for how long. */
+export interface Holding {
+  /** The budget of answer bytes the agent holds for clients (large-answers.ts). */
+  answers: AnswerBudget;
+  /** A connection whose client has read nothing of its answer for this long is closed. */
+  writeIdleMs: number;
+}
+
 /** What `writeAnswer` tells the corked write (cork calls back synchronously: one callback for every answer). */
 interface Answer {
   res: Uws.HttpResponse;
@@ -92,6 +101,9 @@ interface Answer {
   bodyless: boolean;
   resume: boolean;
   close: boolean;
+  /** The write offset before the body, and whether the body went out whole (set by the corked write). */
+  base: number;
+  done: boolean;
 }
 
 let answering: Answer | undefined;
@@ -99,9 +111,35 @@ let answering: Answer | undefined;
 function writeCorked(): void {
   const a = answering!;
   if (a.resume) a.res.resume();
+  if (a.bodyless) return endBodyless(a);
   a.res.writeStatus(a.head);
-  if (a.bodyless) a.res.endWithoutBody(Buffer.byteLength(a.body), a.close);
-  else a.res.end(a.body, a.close);
+  if (a.close) {
+    a.res.end(a.body, true);
+    a.done = true;
+    return;
+  }
+  a.base = a.res.getWriteOffset();
+  // What the socket does not take now stays with the agent, not in a copy of uWS's (see `holdRest`).
+  // A total size of 0 is the body's own length in bytes, which uWS has at hand once it has the bytes.
+  a.done = a.res.tryEnd(a.body, 0)[1];
+}
+
+/**
+ * HEAD: the GET's headers and length, no body. uWS's `endWithoutBody(length)` writes the length but leaves
+ * the response pending until that many body bytes are written (never), and then closes the connection at
+ * the next request on it; so the length goes in the head block and uWS ends the response at once. An answer
+ * that closes its connection keeps uWS's form: its pending response makes uWS close at the next request.
+ */
+function endBodyless(a: Answer): void {
+  const length = Buffer.byteLength(a.body);
+  a.done = true;
+  if (a.close) {
+    a.res.writeStatus(a.head);
+    a.res.endWithoutBody(length, true);
+    return;
+  }
+  a.res.writeStatus(`${a.head}\r\nContent-Length: ${length}`);
+  a.res.endWithoutBody();
 }
 
 /**
@@ -116,52 +154,58 @@ export function headBlock(w: Wire, requestId: string, ms: number): string {
 }
 
 /**
- * Writes an answer with the convention headers, inside one cork; a paused connection is resumed first.
- * HEAD gets the GET's headers and length, no body. uWS writes `Connection: close` itself when told to close.
+ * Writes an answer with the convention headers, inside one cork; a paused connection is resumed first. uWS
+ * writes `Connection: close` itself when told to close. The body goes out as far as the socket takes it
+ * at once; the rest is held by the agent and written as the client reads (`holdRest`). `counted`: bytes of
+ * the budget the exchange took for the answer (a large one), given back once it is written or abandoned.
  */
-export function writeAnswer(res: Uws.HttpResponse, w: Wire, a: { requestId: string; ms: number; head: boolean; resume: boolean; close: boolean }): void {
-  answering = { res, head: headBlock(w, a.requestId, a.ms), body: w.body, bodyless: a.head, resume: a.resume, close: a.close };
+export function writeAnswer(res: Uws.HttpResponse, w: Wire, a: { requestId: string; ms: number; head: boolean; resume: boolean; close: boolean; counted: number }, holding: Holding): void {
+  // A large body is made bytes once, here: uWS would copy a string into bytes of its own for each attempt.
+  const body = a.counted > 0 && typeof w.body === 'string' ? Buffer.from(w.body) : w.body;
+  const answer: Answer = { res, head: headBlock(w, a.requestId, a.ms), body, bodyless: a.head, resume: a.resume, close: a.close, base: 0, done: false };
+  answering = answer;
   try {
     res.cork(writeCorked);
   } finally {
     answering = undefined;
   }
+  if (answer.done) holding.answers.release(a.counted);
+  else holdRest(res, answer.body, answer.base, a.counted, holding);
 }
 
 /**
- * Writes a large answer as its client reads it: the status and headers, then as much of the body as the
- * socket takes, the rest from `onWritable` at the offset uWS reports (uWS keeps no copy of what it could
- * not write). The connection is closed when the client has read nothing for `writeIdleMs`. `settled` is
- * called once, when the answer is complete, the client went away or the connection was closed.
+ * The part of an answer the socket did not take, written from `onWritable` at the offset uWS reports. uWS
+ * keeps no copy of it and its response stays pending, so the connection gets no further answer until this
+ * one is complete: a request pipelined behind it makes uWS close the connection, as behind any answer not
+ * yet written. Handed whole to uWS instead, every answer a client pipelined and never read was kept in
+ * uWS's buffer of the connection, without bound. The body is counted against the budget while held (a
+ * large one was counted before it was written), and the connection is closed when the client has read
+ * nothing of it for `writeIdleMs`.
  */
-export function streamAnswer(res: Uws.HttpResponse, w: Wire, a: { requestId: string; ms: number; resume: boolean; writeIdleMs: number }, settled: () => void): void {
-  const body = typeof w.body === 'string' ? Buffer.from(w.body) : w.body;
+function holdRest(res: Uws.HttpResponse, written: string | Buffer, base: number, counted: number, holding: Holding): void {
+  const body = typeof written === 'string' ? Buffer.from(written) : written;
+  if (counted === 0) holding.answers.hold(body.length);
   let open = true;
   let timer: NodeJS.Timeout | undefined;
   const settle = () => {
     if (!open) return;
     open = false;
     clearTimeout(timer);
-    settled();
+    if (counted > 0) holding.answers.release(counted);
+    else holding.answers.releaseHeld(body.length);
   };
   const idle = () => {
     clearTimeout(timer);
-    timer = setTimeout(() => { if (open) { settle(); res.close(); } }, a.writeIdleMs);
+    timer = setTimeout(() => { if (open) { settle(); res.close(); } }, holding.writeIdleMs);
   };
   // The handler registered last is the one uWS calls: the exchange has answered, so this one is all that remains.
   res.onAborted(settle);
-  res.cork(() => {
-    if (a.resume) res.resume();
-    res.writeStatus(headBlock(w, a.requestId, a.ms));
-    const base = res.getWriteOffset();
-    if (res.tryEnd(body, body.length)[1]) return settle();
-    idle();
-    res.onWritable((offset) => {
-      const [ok, done] = res.tryEnd(body.subarray(offset - base), body.length);
-      if (done) settle();
-      else idle();
-      return ok;
-    });
+  idle();
+  res.onWritable((offset) => {
+    const [ok, done] = res.tryEnd(body.subarray(offset - base), body.length);
+    if (done) settle();
+    else idle();
+    return ok;
   });
 }
 
