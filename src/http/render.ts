@@ -63,6 +63,7 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
       if (reply.json !== undefined) {
         const w: Wire = { status: 200, headers: withIndexHeaders([jsonType], reply.index, leader), body: reply.json };
         if (reply.tag !== undefined) w.tag = reply.tag;
+        if (reply.reservedBytes !== undefined) w.reservedBytes = reply.reservedBytes;
         return w;
       }
       return { status: 200, headers: withIndexHeaders([jsonType], reply.index, leader), body: stringify(reply.value, reply.pretty === true) };

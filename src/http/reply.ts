@@ -18,9 +18,11 @@ export type Reply =
    */
   /**
    * `bytesHint`: about how long the rendered body of a list that may be large will be (for all of
-   * `value`); the budget of large answers is asked before it is rendered (dispatch.ts).
+   * `value`); the budget of large answers is asked before it is rendered (dispatch.ts). `reservedBytes`:
+   * bytes the handler took from that budget itself before building the answer (a transaction's), given
+   * back by the exchange.
    */
-  | { t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean; bytesHint?: number }
+  | { t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean; bytesHint?: number; reservedBytes?: number }
   /** 200 with no body (Consul's PUT endpoints that return nothing). */
   | { t: 'empty' }
   /** Raw bytes (KV `?raw`). */
