@@ -1,7 +1,8 @@
 /**
  * What each applied entry changed, by entity, kept in a bounded ring so a stream subscriber can resume
  * from an index: the stream derives its events from these records and the current state. Only entries
- * that changed something a stream can show are recorded.
+ * that changed something a stream can show are recorded. The ring is bounded by changes, by age and by
+ * the bytes of the names it holds; a resume from before the oldest held change gets a reset instead.
  */
 import type { Effect } from '../state/index.ts';
 
@@ -22,6 +23,11 @@ export interface ChangeLogOptions {
   changesMax?: number;
   /** @default 10 minutes */
   ageMsMax?: number;
+  /**
+   * Most bytes of names held (see `changeBytes`); the oldest changes are dropped past it, the newest is
+   * always held. @default 32 MiB
+   */
+  bytesMax?: number;
 }
 
 /** Item kinds in the flat store, and the kind lists of a Change they go back to. */
@@ -33,17 +39,27 @@ const nodeItem = 4;
 /** A change with more items than this (a restore's every key) is held as its own object instead. */
 const flatItemsMax = 256;
 const itemCapacityMin = 1024;
+/** What an item costs besides its names' characters: its slots in the store, or its object when held whole. */
+const itemOverheadBytes = 16;
 
 /**
  * The held changes are copied into flat, preallocated slots (numbers in typed arrays, names in arrays of
- * strings the state holds anyway) rather than kept as one object per change. A change object that lived
+ * strings) rather than kept as one object per change. A change object that lived
  * for the ring's span (about half a second under a write load) outlived two young-generation collections,
  * was moved to the old generation and died there, so every write paid for the old generation's collections:
  * measured on one node, 87–94 µs of server CPU per lock pair with the objects kept against 69–73 without.
+ *
+ * The names are often the state's own strings, but not those of deleted keys: a change that deleted 64
+ * keys of 8 KB names holds half a megabyte alone, so 10,000 such changes took gigabytes (transactions
+ * setting and deleting long keys ran the heap out of memory while the state stayed small). Hence the bound
+ * by bytes as well as by count.
  */
 export class ChangeLog {
   private readonly changesMax: number;
   private readonly ageMsMax: number;
+  private readonly bytesMax: number;
+  /** Bytes of the held changes (changeBytes of each). */
+  private heldBytes = 0;
   /** Absolute numbers of the oldest held change and of the next one; slot = number % changesMax. */
   private first = 0;
   private next = 0;
@@ -52,6 +68,7 @@ export class ChangeLog {
   /** A change's first item (absolute item number) and its item count; -1: held whole in `large`. */
   private readonly itemAt: Float64Array;
   private readonly itemCount: Int32Array;
+  private readonly bytesOf: Float64Array;
   private readonly large = new Map<number, Change>();
   /** The items: absolute numbers `itemsFrom` up to `itemsNext`, slot = number % capacity (grows when full). */
   private itemsFrom = 0;
@@ -65,14 +82,21 @@ export class ChangeLog {
   constructor(o: ChangeLogOptions = {}) {
     this.changesMax = o.changesMax ?? 10_000;
     this.ageMsMax = o.ageMsMax ?? 10 * 60 * 1000;
+    this.bytesMax = o.bytesMax ?? 32 * 1024 * 1024;
     this.indexOf = new Float64Array(this.changesMax);
     this.atMsOf = new Float64Array(this.changesMax);
     this.itemAt = new Float64Array(this.changesMax);
     this.itemCount = new Int32Array(this.changesMax);
+    this.bytesOf = new Float64Array(this.changesMax);
   }
 
   get floor(): number {
     return this.floorIndex;
+  }
+
+  /** Bytes of names the held changes take (see changeBytes). */
+  get bytes(): number {
+    return this.heldBytes;
   }
 
   /** Slots of the item store (it grows and shrinks with the held changes). */
@@ -85,6 +109,9 @@ export class ChangeLog {
     this.first = this.next;
     this.large.clear();
     this.itemsFrom = this.itemsNext;
+    this.kinds = new Uint8Array(itemCapacityMin);
+    this.names = nameColumns(itemCapacityMin);
+    this.heldBytes = 0;
     this.floorIndex = index;
   }
 
@@ -160,7 +187,7 @@ export class ChangeLog {
     return change ?? { index, atMs, kv: none, sessions: none, checks: none, services: none, nodes: none };
   }
 
-  /** Copies `change` into the next slot, making room first: by count, by item space, then by age. */
+  /** Copies `change` into the next slot, making room first: by count, by item space, then by age and bytes. */
   private hold(change: Change): void {
     const items = change.kv.length + change.sessions.length + change.checks.length + change.services.length + change.nodes.length;
     const flat = items <= flatItemsMax;
@@ -172,9 +199,12 @@ export class ChangeLog {
     this.atMsOf[slot] = change.atMs;
     this.itemAt[slot] = this.itemsNext;
     this.itemCount[slot] = flat ? items : -1;
+    this.bytesOf[slot] = changeBytes(change);
+    this.heldBytes += this.bytesOf[slot]!;
     if (flat) this.storeItems(change);
     else this.large.set(n, change);
     while (this.next - this.first > 1 && change.atMs - this.atMsOf[this.first % this.changesMax]! > this.ageMsMax) this.dropOldest();
+    while (this.next - this.first > 1 && this.heldBytes > this.bytesMax) this.dropOldest();
   }
 
   private storeItems(change: Change): void {
@@ -220,13 +250,33 @@ export class ChangeLog {
     this.names = names;
   }
 
+  /** Drops the oldest change; its names are cleared from the store, which would otherwise keep them until overwritten. */
   private dropOldest(): void {
     const n = this.first++;
     const slot = n % this.changesMax;
     this.floorIndex = Math.max(this.floorIndex, this.indexOf[slot]!);
-    if (this.itemCount[slot] === -1) this.large.delete(n);
-    else this.itemsFrom = this.itemAt[slot]! + this.itemCount[slot]!;
+    this.heldBytes -= this.bytesOf[slot]!;
+    if (this.itemCount[slot] === -1) {
+      this.large.delete(n);
+      return;
+    }
+    const cap = this.kinds.length;
+    for (let i = this.itemsFrom; i < this.itemAt[slot]! + this.itemCount[slot]!; i++) {
+      for (const column of this.names) column[i % cap] = '';
+    }
+    this.itemsFrom = this.itemAt[slot]! + this.itemCount[slot]!;
   }
+}
+
+/** What holding `change` costs, by the ring's count: its names' characters and itemOverheadBytes per item. */
+function changeBytes(c: Change): number {
+  let bytes = 0;
+  for (const key of c.kv) bytes += itemOverheadBytes + key.length;
+  for (const id of c.sessions) bytes += itemOverheadBytes + id.length;
+  for (const x of c.checks) bytes += itemOverheadBytes + x.node.length + x.checkId.length + x.serviceId.length;
+  for (const x of c.services) bytes += itemOverheadBytes + x.node.length + x.serviceId.length;
+  for (const node of c.nodes) bytes += itemOverheadBytes + node.length;
+  return bytes;
 }
 
 /** The three name columns of the item store, filled from the start (an array written out of order would turn sparse). */
