@@ -105,7 +105,7 @@ export async function syncDir(path: string): Promise<void> {
  * space is freed, connections close. Undefined for any other error.
  */
 export function shortageOf(err: unknown): WalShortage | undefined {
-  if (err instanceof DataDirRemoved) return 'files';
+  if (err instanceof SegmentLost) return 'files';
   switch ((err as NodeJS.ErrnoException | undefined)?.code) {
     case 'ENOSPC': case 'EDQUOT': return 'space';
     case 'EMFILE': case 'ENFILE': return 'descriptors';
@@ -113,9 +113,30 @@ export function shortageOf(err: unknown): WalShortage | undefined {
   }
 }
 
-/** The current segment is no longer in the data dir (the dir, or the file, was removed while the log ran). */
-export class DataDirRemoved extends Error {
-  constructor(dir: string) {
-    super(`${kind}: the data dir ${dir} was removed or moved while the agent ran`);
+/** Why appends are refused, by what the log is short of (the error's text). */
+export const shortageText: Record<WalShortage, string> = {
+  space: 'no space left on the disk of the data dir',
+  descriptors: 'the agent is out of file descriptors',
+  files: 'the data dir was removed or damaged; the agent is writing its state there afresh',
+};
+
+/** The line logged once when appends start being refused (a lost segment's: afresh.ts, lossLog). */
+export const shortageLog: Record<Exclude<WalShortage, 'files'>, string> = {
+  space: 'WAL: out of disk space; writes are refused until space is back',
+  descriptors: 'WAL: out of file descriptors; writes are refused until descriptors are free again (see ulimit -n and the connections held)',
+};
+
+/**
+ * How the current segment was lost from outside while the log ran: removed (with its data dir, or alone),
+ * moved (its dir renamed), or cut short (truncated below the commits written and synced to it).
+ */
+export type SegmentLoss = 'removed' | 'moved' | 'cut';
+
+/** The current segment no longer holds what the log wrote to it (see SegmentLoss). */
+export class SegmentLost extends Error {
+  constructor(readonly dir: string, readonly loss: SegmentLoss, segment: string) {
+    super(loss === 'cut'
+      ? `${kind}: the current segment ${segment} was cut short while the agent ran (truncated below the commits written and synced to it)`
+      : `${kind}: the data dir ${dir} was removed or moved while the agent ran`);
   }
 }

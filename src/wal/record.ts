@@ -39,6 +39,8 @@ export { entryBytesMax, frameBytesMax } from '../log/index.ts';
 export const headerBytes = 8;
 /** The bytes every commit payload begins with: how recovery spots an intact frame past damaged bytes. */
 export const commitPayloadStart = Buffer.from('[{"i":', 'utf8');
+/** The byte every commit payload ends with (its JSON array's `]`): the last byte of a segment's acknowledged commits. */
+export const commitPayloadEnd = 0x5d;
 /** The bytes every entry in a commit payload begins with. */
 export const entryStart = Buffer.from('{"i":', 'utf8');
 /** Read buffer for scanning: large enough to amortise syscalls, small enough to stream a 64 MiB segment. */

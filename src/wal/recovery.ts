@@ -1,14 +1,15 @@
 /**
  * Recovery at open(): first read everything and decide (plan), touching nothing; only a log it has
  * decided to open is then changed on disk (apply): a torn last commit cut, an empty last segment
- * dropped, or the log restarted after a snapshot that holds a damaged last commit. A refusal leaves
- * the data dir byte for byte as it was.
+ * dropped, or the log restarted after a snapshot that holds a damaged last commit, or that holds every
+ * entry of a log closed cleanly (clean-close.ts) whose segments are damaged or missing. A refusal leaves
+ * the data dir byte for byte as it was, and its message says what the operator can do.
  */
 import { statSync } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../ports/logger.ts';
-import { damagedError } from '../ports/log-errors.ts';
+import { damagedError, isLogDamaged } from '../ports/log-errors.ts';
 import { kind, segmentName, syncDir, type SegmentRef } from './files.ts';
 import { scanSegment, type Tail } from './scan.ts';
 
@@ -27,7 +28,7 @@ export interface Plan {
   cut?: { path: string; goodBytes: number; torn: Torn };
   /** A last segment that holds no entry, to delete. */
   dropEmpty?: string;
-  /** The log starts afresh after the snapshot: this segment is created, then `drop` are deleted. */
+  /** The log starts afresh after the snapshot: this segment is created (emptied, if it is there), then `drop` are deleted. */
   restart?: SegmentRef;
   /** Segments the snapshot covers, deleted after `restart` exists. */
   drop?: SegmentRef[];
@@ -35,7 +36,49 @@ export interface Plan {
   warning?: { obj: Record<string, unknown>; msg: string };
 }
 
-export function planRecovery(walDir: string, segments: SegmentRef[], snapIndex: number): Plan {
+/**
+ * The plan for the segments found, given the snapshot's index and the index of a clean close recorded, if
+ * any. Damage the snapshot does not make harmless is refused (LOG_DAMAGED) with what the operator can do.
+ */
+export function planRecovery(walDir: string, segments: SegmentRef[], snapIndex: number, closedAt?: number): Plan {
+  try {
+    return planSegments(walDir, segments, snapIndex);
+  } catch (err) {
+    if (!isLogDamaged(err)) throw err;
+    if (snapIndex > 0 && closedAt === snapIndex) return planAfterCleanClose(walDir, segments, snapIndex, err.message);
+    const choices = operatorChoices(walDir, snapIndex, (err as { choice?: string }).choice);
+    throw damagedError(`${err.message}. ${choices[0]!.toUpperCase()}${choices.slice(1)}`);
+  }
+}
+
+/** What an operator can do about a log refused as damaged; `choice`: one that this damage offers besides. */
+function operatorChoices(walDir: string, snapIndex: number, choice?: string): string {
+  const also = choice === undefined ? '' : `; or ${choice}`;
+  if (snapIndex === 0) return `restore the data dir from a backup${also}; or start on an empty data dir and restore a snapshot file saved earlier (roster snapshot restore)`;
+  const empty = join(walDir, segmentName(snapIndex + 1));
+  return `restore the data dir from a backup${also}; or start from the snapshot at ${snapIndex}, which holds the state up to that index `
+    + `(what was acknowledged after it is lost): move the segments aside and start with an empty one, `
+    + `mv ${walDir} ${walDir}.damaged && mkdir ${walDir} && touch ${empty}`;
+}
+
+/**
+ * The log was closed cleanly at the snapshot's index: the snapshot holds every entry ever acknowledged,
+ * whatever became of the segments. The log continues after it; every segment found goes.
+ */
+function planAfterCleanClose(walDir: string, segments: SegmentRef[], snapIndex: number, reason: string): Plan {
+  const restart = { first: snapIndex + 1, path: join(walDir, segmentName(snapIndex + 1)) };
+  return {
+    recovered: { segments: [restart], last: snapIndex, lastAtMs: 0, activeBytes: 0 },
+    restart,
+    drop: segments.filter((s) => s.path !== restart.path),
+    warning: {
+      obj: { walDir, snapshot: snapIndex, reason },
+      msg: 'WAL: the segments are damaged or missing, but the log was closed cleanly at the snapshot, which holds every acknowledged entry; the log continues after it',
+    },
+  };
+}
+
+function planSegments(walDir: string, segments: SegmentRef[], snapIndex: number): Plan {
   if (segments.length === 0) {
     // A brand-new log, or one whose snapshot is at 0. Segments vanishing behind a snapshot is damage.
     if (snapIndex > 0) throw damagedError(`${kind}: snapshot at ${snapIndex} but no segment in ${walDir}; refusing to open`);
@@ -87,9 +130,9 @@ function planDamagedTail(walDir: string, segments: SegmentRef[], last: SegmentRe
   const entries = tail.highest === undefined ? `entries from index ${next}` : `entries ${next}..${tail.highest} at least`;
   const covered = tail.highest !== undefined && tail.highest <= snapIndex;
   if (!covered) {
-    throw damagedError(`${kind}: corrupt commit frame in ${where}: ${tail.reason}; it is the last commit, `
-      + `complete on disk, so it was acknowledged (${entries}); refusing to open, acknowledged entries would be lost. `
-      + `Restore the data dir from a backup, or accept losing ${entries} by truncating ${last.path} to ${tail.offset} bytes.`);
+    const err = damagedError(`${kind}: corrupt commit frame in ${where}: ${tail.reason}; it is the last commit, `
+      + `complete on disk, so it was acknowledged (${entries}); refusing to open, acknowledged entries would be lost`);
+    throw Object.assign(err, { choice: `accept losing ${entries} by truncating ${last.path} to ${tail.offset} bytes` });
   }
   const restart = { first: snapIndex + 1, path: join(walDir, segmentName(snapIndex + 1)) };
   return {
@@ -120,7 +163,13 @@ export async function applyPlan(walDir: string, plan: Plan, logger: Logger): Pro
     await syncDir(walDir);
   }
   if (plan.restart !== undefined) {
-    await (await open(plan.restart.path, 'wx')).close();
+    // Created, or emptied when a segment of that name was left (only a clean close's restart finds one).
+    const fh = await open(plan.restart.path, 'w');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
     await syncDir(walDir);
   }
   if (plan.drop !== undefined && plan.drop.length > 0) {

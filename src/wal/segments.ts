@@ -1,14 +1,16 @@
 /**
  * The segment files of an open WAL: the current segment written (one frame, one fdatasync per commit)
  * and kept preallocated, rolled to a new file between commits once full, cut back to its acknowledged
- * commits after a failed write, and older segments deleted once a snapshot covers them.
+ * commits after a failed write, and older segments deleted once a snapshot covers them; and the checks
+ * that the current segment still holds what was written to it (`lost`).
  */
-import { fstatSync, statSync } from 'node:fs';
+import { fstatSync, readSync, statSync } from 'node:fs';
 import { open, rm, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { EntriesListener } from '../ports/log.ts';
-import { segmentName, syncDir, writeAllSync, type ActiveSegment, type SegmentRef } from './files.ts';
+import { segmentName, SegmentLost, syncDir, writeAllSync, type ActiveSegment, type SegmentLoss, type SegmentRef } from './files.ts';
 import { preallocate } from './preallocation.ts';
+import { commitPayloadEnd } from './record.ts';
 import type { Recovered } from './recovery.ts';
 import { replay } from './replay.ts';
 
@@ -44,7 +46,8 @@ export class SegmentFiles {
    */
   static async start(walDir: string, segmentBytesMax: number, first: number): Promise<SegmentFiles> {
     const path = join(walDir, segmentName(first));
-    const fh = await open(path, 'wx');
+    // Read as well as written: `lost` reads back the last byte of its commits.
+    const fh = await open(path, 'wx+');
     const active: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
     try {
       await preallocate(active, segmentBytesMax);
@@ -58,18 +61,22 @@ export class SegmentFiles {
   }
 
   /**
-   * True when the current segment is no longer where the next start reads: it has no name left (its data
-   * dir or the file was removed), or, when a path check is due (checkPathNext), its path names another
-   * file or none (the dir was moved or renamed). One fstat; with the path check, one stat of the path too.
+   * How the current segment no longer holds, where the next start reads, what was written to it; undefined
+   * while it does. Removed: it has no name left (its data dir or the file was removed). Cut: the last byte
+   * of its acknowledged commits is not there any more (the file was truncated below them, and perhaps
+   * written past again: its size alone would not tell). Moved, when a path check is due (checkPathNext):
+   * its path names another file or none (the dir was moved or renamed). One fstat and a one-byte read;
+   * with the path check, one stat of the path too.
    */
-  detached(): boolean {
+  lost(): SegmentLoss | undefined {
     const byPath = this.pathCheckDue;
     this.pathCheckDue = false;
     const open = fstatSync(this.active.fh.fd);
-    if (open.nlink === 0) return true;
-    if (!byPath) return false;
+    if (open.nlink === 0) return 'removed';
+    if (!endsWhole(this.active, this.active.bytes)) return 'cut';
+    if (!byPath) return undefined;
     const named = statSync(this.active.path, { throwIfNoEntry: false });
-    return named === undefined || named.ino !== open.ino || named.dev !== open.dev;
+    return named === undefined || named.ino !== open.ino || named.dev !== open.dev ? 'moved' : undefined;
   }
 
   /** The next `detached()` also checks the current segment's path. */
@@ -88,21 +95,33 @@ export class SegmentFiles {
     replay(this.segments, afterIndex, upTo, listener);
   }
 
-  /** Writes one commit frame after the acknowledged ones and waits for its fdatasync. */
+  /**
+   * Writes one commit frame after the acknowledged ones and waits for its fdatasync. Throws SegmentLost
+   * ('cut') when the commits before it are gone, before writing (nothing is written into a file cut
+   * short), or after it (cut meanwhile: a write past the end of a file cut short makes it long again, so
+   * the check after it, `lost`, would not see the cut).
+   */
   async write(buf: Buffer): Promise<void> {
     const seg = this.active;
+    if (!endsWhole(seg, seg.bytes)) throw this.cut();
     // The write only copies into the page cache (tens of microseconds for a commit): done in place, it
     // spares a thread-pool round trip that cost about 0.4 ms per commit under load. The fdatasync,
     // which waits for the disk, stays off the event loop.
     writeAllSync(seg.fh.fd, buf, seg.bytes);
     await seg.fh.datasync();
+    if (!endsWhole(seg, seg.bytes)) throw this.cut();
     seg.bytes += buf.length;
     seg.allocated = Math.max(seg.allocated, seg.bytes);
   }
 
-  /** Keeps zero-filled, synced space ahead of the write position of `seg` (the current segment). */
-  preallocate(seg = this.active): Promise<void> {
-    return preallocate(seg, this.segmentBytesMax);
+  /**
+   * Keeps zero-filled, synced space ahead of the write position of `seg` (the current segment). Throws
+   * SegmentLost ('cut') when its commits are gone after it: zeros written past the end of a file cut short
+   * would make it long again.
+   */
+  async preallocate(seg = this.active): Promise<void> {
+    await preallocate(seg, this.segmentBytesMax);
+    if (!endsWhole(seg, seg.bytes)) throw this.cut(seg);
   }
 
   /**
@@ -113,11 +132,13 @@ export class SegmentFiles {
   async rollIfFull(first: number): Promise<void> {
     const old = this.active;
     if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
+    old.allocated = old.bytes;
     await old.fh.truncate(old.bytes);
     await old.fh.sync();
-    old.allocated = old.bytes;
+    // A truncate to a longer size fills with zeros: a segment cut short must not be sealed as if whole.
+    if (!endsWhole(old, old.bytes)) throw this.cut(old);
     const path = join(this.walDir, segmentName(first));
-    const fh = await open(path, 'wx');
+    const fh = await open(path, 'wx+');
     const next: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
     try {
       await this.preallocate(next);
@@ -137,9 +158,11 @@ export class SegmentFiles {
   /** Cuts the current segment back to its acknowledged commits (durably); the reserve is made again later. */
   async restoreTail(): Promise<void> {
     const seg = this.active;
+    // Lowered first: `lost` never sees the file shorter than what is counted as written.
+    seg.allocated = seg.bytes;
     await seg.fh.truncate(seg.bytes);
     await seg.fh.sync();
-    seg.allocated = seg.bytes;
+    if (!endsWhole(seg, seg.bytes)) throw this.cut(seg);
   }
 
   /** Deletes segments the snapshot covers: one is unneeded once the next starts at or before index + 1. */
@@ -153,4 +176,21 @@ export class SegmentFiles {
   async close(): Promise<void> {
     await this.active.fh.close();
   }
+
+  /** The error of a current segment lost as `lost()` found. */
+  lostError(loss: SegmentLoss): SegmentLost {
+    return new SegmentLost(dirname(this.walDir), loss, this.active.path);
+  }
+
+  private cut(seg = this.active): SegmentLost {
+    return new SegmentLost(dirname(this.walDir), 'cut', seg.path);
+  }
 }
+
+/** Whether the file of `seg` still holds its commits up to `end`: the byte before it closes a commit. */
+function endsWhole(seg: ActiveSegment, end: number): boolean {
+  return end === 0 || (readSync(seg.fh.fd, lastByte, 0, 1, end - 1) === 1 && lastByte[0] === commitPayloadEnd);
+}
+
+/** The byte endsWhole reads into (read and tested synchronously). */
+const lastByte = Buffer.alloc(1);

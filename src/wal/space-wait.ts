@@ -11,9 +11,10 @@ export class RetryTimer {
 
   constructor(private readonly clock: Clock, private readonly delayMs: number, private readonly run: () => Promise<void>) {}
 
-  schedule(): void {
+  /** `delayMs`: this once, another delay than the timer's own (0: on the next turn of the clock). */
+  schedule(delayMs = this.delayMs): void {
     if (this.timer !== undefined) return;
-    this.timer = this.clock.setTimer(this.delayMs, () => {
+    this.timer = this.clock.setTimer(delayMs, () => {
       this.timer = undefined;
       this.running = this.run().finally(() => { this.running = undefined; });
     });

@@ -10,16 +10,20 @@
  * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts, replay.ts and
  * space-wait.ts. It keeps the commit queue, the log's phase and the decisions on a failed write.
  *
- * A data dir removed (`rm -rf` by mistake, a cleaner of temporary files) is noticed by one fstat of the
- * current segment after each commit's write and once a second while idle; one moved, by a stat of its
- * path once a second (in the next commit's check, or the idle one). That commit is refused (its entries
- * went to a file no longer there), writes are refused meanwhile, and the retry makes the dir again: the
- * agent's lock and node ID (`reclaimDir`), a snapshot of the state as of the last acknowledged commit
- * (from `snapshotSource`), and a new segment after it. Every acknowledged write is in that snapshot.
+ * A data dir removed (`rm -rf` by mistake, a cleaner of temporary files), or the current segment cut
+ * short (`: > wal/*.seg`, a truncate), is noticed by one fstat and a one-byte read of the current segment
+ * after each commit's write and once a second while idle; a data dir moved, by a stat of its path once a
+ * second (in the next commit's check, or the idle one). That commit is refused (its entries went to a file
+ * no longer there, or damaged), writes are refused meanwhile, and the retry writes the log afresh
+ * (afresh.ts): the dir made again if need be, the agent's lock and node ID (`reclaimDir`), a snapshot of
+ * the state as of the last acknowledged commit (from `snapshotSource`), and a new segment after it. Every
+ * acknowledged write is in that snapshot.
+ *
+ * A clean close with a snapshot at the last index is recorded (clean-close.ts): the next open may start from it.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
@@ -30,8 +34,12 @@ import {
   EntryClock, refusal, snapshotRefusal, stampBatch, WritableListeners, type EncodedProposal, type LogStats, type Pending,
   type Phase,
 } from '../log/index.ts';
+import { lossLog, startAfresh } from './afresh.ts';
 import { Attachments } from './attachments.ts';
-import { DataDirRemoved, kind, listIndexed, MiB, segmentPattern, shortageOf, snapName, syncDir, type WalShortage } from './files.ts';
+import { clearCleanClose, readCleanClose, recordCleanClose } from './clean-close.ts';
+import {
+  kind, listIndexed, MiB, SegmentLost, segmentPattern, shortageLog, shortageOf, shortageText, snapName, syncDir, type SegmentLoss,
+} from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
@@ -76,18 +84,6 @@ export interface WalLogOptions {
   reclaimDir?: () => Promise<void>;
 }
 
-/** Why appends are refused, by what the log is short of (the error's text), and the line logged once. */
-const shortageText: Record<WalShortage, string> = {
-  space: 'no space left on the disk of the data dir',
-  descriptors: 'the agent is out of file descriptors',
-  files: 'the data dir was removed; the agent is writing its state there afresh',
-};
-const shortageLog: Record<WalShortage, string> = {
-  space: 'WAL: out of disk space; writes are refused until space is back',
-  descriptors: 'WAL: out of file descriptors; writes are refused until descriptors are free again (see ulimit -n and the connections held)',
-  files: 'WAL: the data dir was removed or moved while the agent ran; writes are refused until the state is written there afresh',
-};
-
 export class WalLog implements ReplicatedLog {
   /** `commits` counts fdatasyncs of entry batches; `entries` counts entries they made durable. */
   readonly stats: LogStats = { commits: 0, entries: 0 };
@@ -118,6 +114,8 @@ export class WalLog implements ReplicatedLog {
   private readonly entryClock: EntryClock;
   /** The state as of the last entry applied, for starting afresh in a data dir made again. */
   private source: (() => Snapshot) | undefined;
+  /** How the current segment was lost, while writes are refused for it (the retry writes the log afresh). */
+  private loss: SegmentLoss | undefined;
   /** True while a commit writes (the idle check leaves a commit's segment to that commit's own check). */
   private committing = false;
   private dirCheck: TimerHandle | undefined;
@@ -150,9 +148,12 @@ export class WalLog implements ReplicatedLog {
     // Decide first (reading only): a log that is refused is left exactly as it was found.
     const snapshot = await loadSnapshot(this.snapDir, this.logger);
     this.snapIndex = snapshot?.index ?? 0;
-    const plan = planRecovery(this.walDir, await listIndexed(this.walDir, segmentPattern), this.snapIndex);
+    const closedAt = await readCleanClose(this.snapDir);
+    const plan = planRecovery(this.walDir, await listIndexed(this.walDir, segmentPattern), this.snapIndex, closedAt);
     await removeUnfinishedSnapshots(this.snapDir, this.logger);
     await applyPlan(this.walDir, plan, this.logger);
+    // Appends past the clean close follow: it no longer says the snapshot holds everything.
+    await clearCleanClose(this.snapDir);
     const found = plan.recovered;
     this.files = await SegmentFiles.open(this.walDir, this.segmentBytesMax, found);
     this.last = found.last;
@@ -235,6 +236,9 @@ export class WalLog implements ReplicatedLog {
     // Queued appends are committed, not dropped: the port promises pending appends are never lost silently.
     await this.commits.idle();
     await this.snapshots;
+    if (this.failure === undefined && this.last > 0 && this.snapIndex === this.last) {
+      await recordCleanClose(this.snapDir, this.last).catch((err: unknown) => this.logger.warn({ err, dir: this.opts.dir }, 'WAL: could not record the clean close'));
+    }
     await this.files?.close();
     this.files = undefined;
     this.phase = 'closed';
@@ -250,7 +254,8 @@ export class WalLog implements ReplicatedLog {
       entries = stamped.entries;
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.write(encodeFrame(stamped.payload, frameBytesMax));
-      if (this.files!.detached()) throw new DataDirRemoved(this.opts.dir);
+      const loss = this.files!.lost();
+      if (loss !== undefined) throw this.files!.lostError(loss);
     } catch (err) {
       await this.writeFailed(err, batch);
       return;
@@ -271,33 +276,38 @@ export class WalLog implements ReplicatedLog {
    * A full disk (ENOSPC, EDQUOT) or a shortage of file descriptors (EMFILE, ENFILE: a segment roll opens
    * a file) is waited out: the bytes past the last acknowledged commit are cut (a partly written frame
    * must not stay behind the next one), the batch and the queue are refused as unavailable, and a retry
-   * tries again to roll and reserve space. So is a data dir removed while the log ran (DataDirRemoved):
-   * the retry writes it afresh (startAfresh). Any other error fails the log for good.
+   * tries again to roll and reserve space. So is a current segment lost while the log ran (SegmentLost:
+   * removed, moved, cut short): the retry writes the log afresh (afresh.ts). Any other error fails the log for good.
    */
   private async writeFailed(err: unknown, batch: Pending<EncodedProposal>[]): Promise<void> {
-    const shortage = shortageOf(err);
+    let shortage = shortageOf(err);
     if (shortage === undefined) {
       this.fail(err, batch);
       return;
     }
     try {
-      // A segment no longer in the data dir is left as it is: it is not read again.
+      // A segment lost is left as it is: it is not read again, and writing it afresh deletes it.
       if (shortage !== 'files') await this.files!.restoreTail();
     } catch (again) {
-      this.fail(again, batch);
-      return;
+      if (!(again instanceof SegmentLost)) {
+        this.fail(again, batch);
+        return;
+      }
+      [err, shortage] = [again, 'files'];
     }
+    if (err instanceof SegmentLost) this.loss ??= err.loss;
     const first = this.noSpace === undefined;
     this.noSpace ??= unavailableError(kind, shortageText[shortage], shortage);
     for (const p of batch) p.reject(this.noSpace);
     this.commits.rejectQueued(this.noSpace);
-    if (first) this.logger.error({ err, dir: this.opts.dir }, shortageLog[shortage]);
+    if (first) this.logger.error({ err, dir: this.opts.dir }, shortage === 'files' ? lossLog[this.loss ?? 'removed'].refused : shortageLog[shortage]);
     this.writable.tell(false);
-    this.scheduleSpaceRetry();
+    // A lost segment is written afresh at once: until then, the acknowledged writes it held are in memory only.
+    this.scheduleSpaceRetry(shortage === 'files' ? 0 : undefined);
   }
 
-  private scheduleSpaceRetry(): void {
-    if (this.phase === 'open') this.spaceRetry.schedule();
+  private scheduleSpaceRetry(delayMs?: number): void {
+    if (this.phase === 'open') this.spaceRetry.schedule(delayMs);
   }
 
   /** Tries again to roll if due and reserve the next MiB; no commit runs meanwhile (appends are refused). */
@@ -305,7 +315,8 @@ export class WalLog implements ReplicatedLog {
     if (this.noSpace === undefined || this.failure !== undefined || this.phase !== 'open') return;
     try {
       await this.commits.idle();
-      if (this.filesGone()) await this.startAfresh();
+      const loss = this.filesLost() ?? this.loss;
+      if (loss !== undefined) await this.writeAfresh(loss);
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.preallocate();
     } catch (err) {
@@ -314,58 +325,46 @@ export class WalLog implements ReplicatedLog {
       return;
     }
     this.noSpace = undefined;
+    this.loss = undefined;
     this.logger.info({ dir: this.opts.dir }, 'WAL: writes are accepted again');
     this.writable.tell(true);
   }
 
   /**
-   * The current segment is no longer at its path (removed, or its dir moved), or the newest snapshot,
+   * How the current segment was lost (removed, moved, cut short), or 'removed' when the newest snapshot,
    * which the older entries were dropped for, is gone: the next start could not rebuild what was acknowledged.
    */
-  private filesGone(): boolean {
-    return this.files!.checkPathNext().detached() || (this.snapIndex > 0 && !existsSync(join(this.snapDir, snapName(this.snapIndex))));
+  private filesLost(): SegmentLoss | undefined {
+    const loss = this.files!.checkPathNext().lost();
+    if (loss !== undefined) return loss;
+    return this.snapIndex > 0 && !existsSync(join(this.snapDir, snapName(this.snapIndex))) ? 'removed' : undefined;
   }
 
-  /** Once a second while the log is open: an idle log notices a removed data dir before its next write. */
+  /** Once a second while the log is open: an idle log notices a lost segment before its next write. */
   private scheduleDirCheck(): void {
     this.dirCheck = this.opts.clock.setTimer(this.opts.dirCheckMs ?? 1000, () => {
       if (this.phase !== 'open') return;
       this.files?.checkPathNext();
-      if (!this.committing && this.noSpace === undefined && this.failure === undefined && this.filesGone()) {
-        void this.writeFailed(new DataDirRemoved(this.opts.dir), []);
-      }
+      const loss = !this.committing && this.noSpace === undefined && this.failure === undefined ? this.filesLost() : undefined;
+      if (loss !== undefined) void this.writeFailed(this.files!.lostError(loss), []);
       this.scheduleDirCheck();
     });
   }
 
   /**
-   * The data dir was removed or moved while the log ran: what the runtime holds in memory is all there is. Makes
-   * the dir again, lets the agent take it (`reclaimDir`), writes the state as of the last commit as a
-   * snapshot, and goes on in a new segment after it. No commit runs meanwhile (appends are refused).
+   * The current segment was lost while the log ran: what the runtime holds in memory is all there is.
+   * Writes the state as of the last commit as a snapshot and goes on in a new segment after it
+   * (afresh.ts). No commit runs meanwhile (appends are refused).
    */
-  private async startAfresh(): Promise<void> {
+  private async writeAfresh(loss: SegmentLoss): Promise<void> {
     await this.snapshots;
-    const snapshot = this.source?.();
-    if (snapshot === undefined || snapshot.index !== this.last) {
-      throw new Error(`${kind}: the data dir ${this.opts.dir} was removed or moved and no snapshot of the state at index ${this.last} is at hand to write it afresh`);
-    }
-    await mkdir(this.opts.dir, { recursive: true });
-    await syncDir(dirname(this.opts.dir));
-    await this.opts.reclaimDir?.();
-    await mkdir(this.walDir, { recursive: true });
-    await mkdir(this.snapDir, { recursive: true });
-    await syncDir(this.opts.dir);
-    await writeSnapshotFile(this.snapDir, snapshot);
-    // Segments left behind (the current one alone was removed) hold nothing the snapshot does not, and
-    // would leave a gap before the new segment that recovery refuses.
-    const left = await listIndexed(this.walDir, segmentPattern);
-    for (const seg of left) await rm(seg.path, { force: true });
-    if (left.length > 0) await syncDir(this.walDir);
     const old = this.files!;
-    this.files = await SegmentFiles.start(this.walDir, this.segmentBytesMax, this.last + 1);
-    this.snapIndex = snapshot.index;
+    this.files = await startAfresh({
+      dir: this.opts.dir, walDir: this.walDir, snapDir: this.snapDir, segmentBytesMax: this.segmentBytesMax, last: this.last,
+      source: this.source, reclaimDir: this.opts.reclaimDir, logger: this.logger,
+    }, loss);
+    this.snapIndex = this.last;
     await old.close().catch(() => undefined);
-    this.logger.warn({ dir: this.opts.dir, index: snapshot.index }, 'WAL: the data dir was removed or moved while the agent ran; the state as of the last acknowledged write is written there afresh');
   }
 
   private publish(batch: Pending<EncodedProposal>[], entries: LogEntry[]): void {
