@@ -4,11 +4,17 @@
  * that names them is proposed (temporary file, fsync, rename, directory sync), read back synchronously
  * when that entry applies, live or in a replay. The newest `keptMax` are kept: an attachment is needed
  * only until the log snapshots taken after its entry (the next ones) replace that entry.
+ *
+ * An attachment is the snapshot file the restore brought, byte for byte: one removed by hand can be put
+ * back from a copy of that file. Recovery checks, before the log opens, that every attachment an entry
+ * to replay names is there whole (`check`), so a missing one stops the start with one line naming it.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileWhole } from './files.ts';
+import { damagedError } from '../ports/log-errors.ts';
+import { kind, writeFileWhole } from './files.ts';
 
 const namePattern = /^[0-9a-f]{64}\.bin$/;
 /** Attachments kept; older ones are removed when a new one is stored. */
@@ -31,10 +37,34 @@ export class Attachments {
     return name;
   }
 
-  /** The bytes stored under `name`; throws when they are not there. */
+  /** The bytes stored under `name`; throws, naming the file and what it holds, when they are not there. */
   load(name: string): Buffer {
     if (!namePattern.test(name)) throw new RangeError(`attachment: bad name ${JSON.stringify(name)}`);
-    return fs.readFileSync(join(this.dir, name));
+    const path = join(this.dir, name);
+    try {
+      return fs.readFileSync(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      throw new Error(`${kind}: the attachment ${path} is missing: it holds the snapshot file a restore brought, `
+        + `which the entries to apply need (put a copy of that file back there)`);
+    }
+  }
+
+  /**
+   * Refuses to open (LOG_DAMAGED) when an attachment that `named` entries need is missing, or is not the
+   * file they name (its SHA-256 differs): the restore could not be applied, nor anything after it. Reads
+   * each one through once, in pieces.
+   */
+  async check(named: readonly { index: number; name: string; sha256: string }[], otherwise: string): Promise<void> {
+    for (const { index, name, sha256 } of named) {
+      const path = join(this.dir, name);
+      const found = namePattern.test(name) ? await sha256Of(path) : undefined;
+      if (found === sha256) continue;
+      const what = found === undefined ? 'is missing' : `is damaged (its sha256 is ${found})`;
+      throw damagedError(`${kind}: the attachment ${path} ${what}: it holds the snapshot file restored at index ${index} `
+        + `(sha256 ${sha256}), which that entry and every later one need; refusing to open. Put a copy of the snapshot file `
+        + `restored then back at ${path} (a file whose sha256 is ${sha256}); or ${otherwise}`);
+    }
   }
 
   /** Removes all but the newest keptMax attachments (the one just stored among them). */
@@ -44,4 +74,16 @@ export class Attachments {
     dated.sort((a, b) => b.ms - a.ms);
     for (const { n } of dated.slice(keptMax - 1)) await rm(join(this.dir, n), { force: true });
   }
+}
+
+/** The SHA-256 (hex) of the file at `path`, or undefined when there is none. */
+async function sha256Of(path: string): Promise<string | undefined> {
+  const hash = createHash('sha256');
+  try {
+    for await (const chunk of fs.createReadStream(path)) hash.update(chunk as Buffer);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR') return undefined;
+    throw err;
+  }
+  return hash.digest('hex');
 }

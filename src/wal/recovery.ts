@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Logger } from '../ports/logger.ts';
 import { damagedError, isLogDamaged } from '../ports/log-errors.ts';
 import { kind, segmentName, syncDir, type SegmentRef } from './files.ts';
-import { scanSegment, type Tail } from './scan.ts';
+import { scanSegment, type NamedAttachment, type Tail } from './scan.ts';
 
 /** What scanning the segments at open() established. */
 export interface Recovered {
@@ -34,6 +34,8 @@ export interface Plan {
   drop?: SegmentRef[];
   /** Said in the log once the plan is applied. */
   warning?: { obj: Record<string, unknown>; msg: string };
+  /** Attachments that entries to replay (after the snapshot) name: they must be there. */
+  attachments?: NamedAttachment[];
 }
 
 /**
@@ -52,7 +54,7 @@ export function planRecovery(walDir: string, segments: SegmentRef[], snapIndex: 
 }
 
 /** What an operator can do about a log refused as damaged; `choice`: one that this damage offers besides. */
-function operatorChoices(walDir: string, snapIndex: number, choice?: string): string {
+export function operatorChoices(walDir: string, snapIndex: number, choice?: string): string {
   const also = choice === undefined ? '' : `; or ${choice}`;
   if (snapIndex === 0) return `restore the data dir from a backup${also}; or start on an empty data dir and restore a snapshot file saved earlier (roster snapshot restore)`;
   const empty = join(walDir, segmentName(snapIndex + 1));
@@ -95,6 +97,7 @@ function planSegments(walDir: string, segments: SegmentRef[], snapIndex: number)
   let next = oldest.first;
   let lastAtMs = 0;
   const sizes: number[] = [];
+  const attachments: NamedAttachment[] = [];
   let tail: Tail | undefined;
   for (const [k, seg] of segments.entries()) {
     if (seg.first !== next) throw damagedError(`${kind}: index gap at ${seg.path}: expected a segment starting at ${next}; refusing to open`);
@@ -103,11 +106,13 @@ function planSegments(walDir: string, segments: SegmentRef[], snapIndex: number)
     next = scan.next;
     lastAtMs = scan.lastAtMs ?? lastAtMs;
     sizes.push(scan.goodBytes);
+    attachments.push(...(scan.attachments ?? []).filter((a) => a.index > snapIndex));
   }
   const last = segments.at(-1)!;
   if (tail?.kind === 'damaged') return planDamagedTail(walDir, segments, last, tail, next, snapIndex);
   if (next - 1 < snapIndex) throw damagedError(`${kind}: the log ends at ${next - 1}, before the snapshot at ${snapIndex}; refusing to open`);
   const plan: Plan = { recovered: { segments: [...segments], last: next - 1, lastAtMs, activeBytes: sizes.at(-1)! } };
+  if (attachments.length > 0) plan.attachments = attachments;
   if (tail !== undefined) plan.cut = { path: last.path, goodBytes: tail.offset, torn: tail };
   // An empty last segment (a crash right after a roll, or a tail torn to nothing) holds no entry.
   // Appending to its predecessor instead keeps the last entry, and with it atMs, in the current

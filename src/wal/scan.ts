@@ -16,6 +16,15 @@ export interface Scan {
   goodBytes: number;
   /** Set when bytes after goodBytes in the last segment are no whole commit: a torn or a damaged last commit. */
   tail?: Tail;
+  /** The attachments its restore entries name (attachments.ts), with their indexes; absent when none does. */
+  attachments?: NamedAttachment[];
+}
+
+/** An attachment a restore entry names (its file name and SHA-256), and the entry's index. */
+export interface NamedAttachment {
+  index: number;
+  name: string;
+  sha256: string;
 }
 
 export interface Tail {
@@ -45,11 +54,12 @@ export function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
     let offset = 0;
     let next = seg.first;
     let lastAtMs: number | undefined;
+    const attachments: NamedAttachment[] = [];
     for (let frame = file.at(offset); frame !== undefined; frame = file.at(offset)) {
       if (!frame.ok) {
         if (!isLast) throw corrupt(seg.path, offset, next, frame.reason);
         // The preallocated space of the current segment: nothing was ever written there.
-        if (file.zeroFrom(offset)) return { next, lastAtMs, goodBytes: offset };
+        if (file.zeroFrom(offset)) return { next, lastAtMs, goodBytes: offset, ...named(attachments) };
         const intact = intactFrameAfter(file, offset);
         if (intact !== undefined) {
           throw corrupt(seg.path, offset, next, `${frame.reason}, and an intact commit follows at offset ${intact}`);
@@ -58,19 +68,26 @@ export function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
         const tail: Tail = {
           kind: judgeTail(file, offset, next), offset, bytes: file.size - offset, entries: seen.count, highest: seen.highest, reason: frame.reason,
         };
-        return { next, lastAtMs, goodBytes: offset, tail };
+        return { next, lastAtMs, goodBytes: offset, tail, ...named(attachments) };
       }
       // A frame whose crc matches was written whole: bad content in it is not a crash artifact.
       const entries = parseCommit(frame.payload, next);
       if (typeof entries === 'string') throw corrupt(seg.path, offset, next, entries);
+      for (const { index, cmd } of entries) {
+        if (cmd.t === 'state.restore' && cmd.attachment !== undefined) attachments.push({ index, name: cmd.attachment.name, sha256: cmd.attachment.sha256 });
+      }
       next += entries.length;
       lastAtMs = entries.at(-1)!.atMs;
       offset = frame.end;
     }
-    return { next, lastAtMs, goodBytes: offset };
+    return { next, lastAtMs, goodBytes: offset, ...named(attachments) };
   } finally {
     file.close();
   }
+}
+
+function named(attachments: NamedAttachment[]): Pick<Scan, 'attachments'> {
+  return attachments.length > 0 ? { attachments } : {};
 }
 
 /**

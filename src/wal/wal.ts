@@ -41,7 +41,7 @@ import {
   kind, listIndexed, MiB, SegmentLost, segmentPattern, shortageLog, shortageOf, shortageText, snapName, syncDir, type SegmentLoss,
 } from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
-import { applyPlan, planRecovery } from './recovery.ts';
+import { applyPlan, operatorChoices, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
 import { RetryTimer } from './space-wait.ts';
 import { loadSnapshot, pruneSnapshots, removeUnfinishedSnapshots, writeSnapshotFile } from './snapshots.ts';
@@ -150,6 +150,7 @@ export class WalLog implements ReplicatedLog {
     this.snapIndex = snapshot?.index ?? 0;
     const closedAt = await readCleanClose(this.snapDir);
     const plan = planRecovery(this.walDir, await listIndexed(this.walDir, segmentPattern), this.snapIndex, closedAt);
+    await this.attachments.check(plan.attachments ?? [], operatorChoices(this.walDir, this.snapIndex));
     await removeUnfinishedSnapshots(this.snapDir, this.logger);
     await applyPlan(this.walDir, plan, this.logger);
     // Appends past the clean close follow: it no longer says the snapshot holds everything.
