@@ -227,7 +227,7 @@ function fileList(file: Record<string, unknown>, one: string, many: string): unk
   if (file[one] !== undefined) out.push(file[one]);
   if (file[many] !== undefined) {
     if (!Array.isArray(file[many])) throw new ConfigError(`--config-file: ${many} must be an array`);
-    out.push(...(file[many] as unknown[]));
+    for (const item of file[many] as unknown[]) out.push(item);
   }
   return out;
 }

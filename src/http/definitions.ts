@@ -298,7 +298,7 @@ export function parseService(value: unknown, o: Omit<CheckParseOptions, 'service
   if (raw.Check !== undefined && raw.Check !== null) embedded.push(raw.Check);
   if (raw.Checks !== undefined && raw.Checks !== null) {
     if (!Array.isArray(raw.Checks)) throw new RegistryError('checksNotArray');
-    embedded.push(...(raw.Checks as unknown[]));
+    for (const check of raw.Checks as unknown[]) embedded.push(check);
   }
   const checks = embedded.map((c, i) => parseCheck(c, {
     ...o,

@@ -27,7 +27,7 @@ const restore = (c: Ctx, cmd: StateRestore) => {
     c.effects.push({ t: 'session', id: x.id });
     if (x.ttlMs > 0) c.effects.push({ t: 'ttl.arm', id: x.id, renewIndex: x.renewIndex, ttlMs: x.ttlMs });
   }
-  c.effects.push(...before.other, ...after.other);
+  for (const effect of [before.other, after.other].flat()) c.effects.push(effect);
   return ok;
 };
 

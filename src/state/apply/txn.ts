@@ -153,7 +153,8 @@ function evaluate(c: Ctx, txnOps: readonly TxnKvOp[]): { overlay: Overlay; resul
     const run = Object.hasOwn(ops, op.verb) ? ops[op.verb] : undefined;
     const outcome = run === undefined ? txnWhat.unknownVerb(String(op.verb)) : run(c, overlay, op);
     if (typeof outcome === 'string') errors.push({ opIndex, what: outcome });
-    else results.push(...outcome);
+    // One push each: spreading a get-tree of many keys into push's arguments passes the engine's limit.
+    else for (const entry of outcome) results.push(entry);
   });
   return { overlay, results, errors };
 }
