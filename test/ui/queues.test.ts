@@ -2,8 +2,8 @@
 // through the endpoints behind it (GET /v1/session/timer/<id>, GET /v1/lock/queue/<key>). A session's
 // page counts its TTL down and starts again from the renewal after a renew (not on the stream: read
 // again); a lock's page lists the acquires queued with `?acquire&wait=` in order and drops each as it
-// gets the lock; a session's page names the keys it waits on and its place. Unknown sessions are 404,
-// a token without read on the key or the session's node gets 403.
+// gets the lock; a session's page names the keys it waits on and its place. Unknown sessions are 404, as
+// are sessions a token may not see (no session read on their node); a token without read on the key gets 403.
 import { describe, expect, test } from 'vitest';
 import { TokenAuthority } from '../../src/auth/index.ts';
 import { call, expectError, startAgent } from '../support/agent.ts';
@@ -84,7 +84,7 @@ describe('timers and queues', () => {
       const narrow = { Authorization: `Bearer ${await authority.mint({ subject: 'narrow', rules: [{ resource: 'key', prefix: 'open/', access: 'read' }], ttlSeconds: 600 })}` };
       const sid = (await call(secured.url, 'PUT', '/v1/session/create', { TTL: '30s' }, admin)).json().ID as string;
       expect((await call(secured.url, 'GET', `/v1/session/timer/${sid}`, undefined, admin)).status).toBe(200);
-      expectError(await call(secured.url, 'GET', `/v1/session/timer/${sid}`, undefined, narrow), 403, 1004);
+      expectError(await call(secured.url, 'GET', `/v1/session/timer/${sid}`, undefined, narrow), 404, 1006);
       expect((await call(secured.url, 'GET', '/v1/lock/queue/open/a', undefined, narrow)).json()).toEqual({ Key: 'open/a', Waiters: [] });
       expectError(await call(secured.url, 'GET', '/v1/lock/queue/closed/a', undefined, narrow), 403, 1004);
       expectError(await call(secured.url, 'GET', '/v1/lock/queue/open/a'), 401, 1002);
