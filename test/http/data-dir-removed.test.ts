@@ -97,17 +97,19 @@ describe('a data dir removed while the agent runs', () => {
     const nodeId = await nodeIdOf(agent);
     const acknowledged: string[] = [];
     let refused = 0;
+    let acknowledgedSinceRefused = 0;
     const put = async (key: string) => {
       const r = await call(agent.url, 'PUT', `/v1/kv/${key}`, key);
-      if (r.status === 200) acknowledged.push(key);
-      else { expectError(r, 503, 1016); refused++; }
+      if (r.status === 200) { acknowledged.push(key); acknowledgedSinceRefused++; }
+      else { expectError(r, 503, 1016); refused++; acknowledgedSinceRefused = 0; }
     };
     for (let k = 0; k < 50; k++) await put(`before/${k}`);
     renameSync(agent.dataDir, join(parent, 'data.moved'));
-    // Writes go on, one after another, until the dir is back at its path and some more are acknowledged.
+    // Writes go on, one after another, until the dir is back at its path (written afresh: writes refused
+    // meanwhile) and writes are acknowledged again.
     let k = 0;
     const stopAt = Date.now() + 20_000;
-    while (Date.now() < stopAt && !(existsSync(join(agent.dataDir, 'wal')) && acknowledged.length >= 50 + k / 2 + 20)) await put(`during/${k++}`);
+    while (Date.now() < stopAt && !(existsSync(join(agent.dataDir, 'wal')) && refused > 0 && acknowledgedSinceRefused >= 20)) await put(`during/${k++}`);
     for (let j = 0; j < 20; j++) await put(`after/${j}`);
     expect(refused).toBeGreaterThan(0);
     expectMadeAgain(agent.dataDir, agent, nodeId);
