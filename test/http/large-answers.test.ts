@@ -4,40 +4,26 @@
 // `limits.http_answer_bytes_max` of such answers in flight refuses the next large one 503/1016 with
 // Retry-After (small answers are served throughout), before it renders it. A client that reads gets the
 // whole answer.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { expect, test } from 'vitest';
+import { client } from '../support/agent.ts';
+import { useBigPrefixAgent } from '../support/big-prefix.ts';
 
 /** 60 values of 500,000 bytes: the prefix's answer is about 40 MB, far more than loopback's socket buffers take. */
 const keys = 60;
 const value = 'w'.repeat(500_000);
 
-let agent: Agent;
-const held: Socket[] = [];
-
-beforeAll(async () => {
-  const configFile = join(tempDataDir(), 'agent.json');
-  // One such answer fits the budget, two do not.
-  writeFileSync(configFile, JSON.stringify({ limits: { http_answer_bytes_max: 50_000_000, http_write_idle_timeout: '2s' } }));
-  agent = await startAgent({ args: ['--config-file', configFile] });
-  const c = client(agent);
-  for (let i = 0; i < keys; i++) expect((await c.put(`/v1/kv/big/${String(i).padStart(2, '0')}`, value)).status).toBe(200);
-});
-
-afterAll(async () => {
-  for (const s of held) s.destroy();
-  await agent?.stop();
-  agent?.cleanup();
-});
+// One such answer fits the budget, two do not.
+const big = useBigPrefixAgent({ keys, value, limits: { http_answer_bytes_max: 50_000_000, http_write_idle_timeout: '2s' } });
+const held = big.held;
 
 /**
  * Asks for the prefix on a raw connection and stops reading once the answer has begun (resolves then);
  * `resume` reads again, and `closed` resolves with the bytes received when the connection ends.
  */
 async function stalledReader(): Promise<{ resume: () => void; closed: Promise<number> }> {
-  const { port } = new URL(agent.url);
+  const { port } = new URL(big.agent.url);
   const s = connect(Number(port), '127.0.0.1');
   held.push(s);
   s.on('error', () => {});
@@ -51,7 +37,7 @@ async function stalledReader(): Promise<{ resume: () => void; closed: Promise<nu
 }
 
 test('a reading client gets the whole large answer', async () => {
-  const r = await client(agent).get('/v1/kv/big/?recurse');
+  const r = await client(big.agent).get('/v1/kv/big/?recurse');
   expect(r.status).toBe(200);
   const entries = r.json<{ Key: string; Value: string }[]>();
   expect(entries.map((e) => e.Key)).toEqual(Array.from({ length: keys }, (_, i) => `big/${String(i).padStart(2, '0')}`));
@@ -59,7 +45,7 @@ test('a reading client gets the whole large answer', async () => {
 });
 
 test('a client that stops reading holds its answer only until the idle timeout, and a second large answer meanwhile is refused', async () => {
-  const c = client(agent);
+  const c = client(big.agent);
   const stalled = await stalledReader();
   // Its answer is in flight and cannot finish: the next large one does not fit the budget.
   const refused = await c.get('/v1/kv/big/?recurse');
@@ -82,8 +68,8 @@ function cpuMsOf(pid: number): number {
 }
 
 test('past the budget a large answer is refused before it is rendered: a burst of a dozen costs less CPU than serving one', async () => {
-  const c = client(agent);
-  const pid = agent.proc.pid!;
+  const c = client(big.agent);
+  const pid = big.agent.proc.pid!;
   let before = cpuMsOf(pid);
   expect((await c.get('/v1/kv/big/?recurse')).status).toBe(200);
   const servingOne = cpuMsOf(pid) - before;

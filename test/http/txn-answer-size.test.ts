@@ -4,33 +4,19 @@
 // it can render is refused as a failed operation (409, nothing applied) instead of failing with 500, and
 // past `limits.http_answer_bytes_max` of answers in flight one is refused 503/1016 before it is built, a
 // write before it is proposed. A transaction within the limits gets its results whole.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { expect, test } from 'vitest';
+import { client } from '../support/agent.ts';
+import { useBigPrefixAgent } from '../support/big-prefix.ts';
 
 /** 20 values of 384 KiB: about 10.5 MB of base64 under big/, so 64 get-trees of it pass V8's longest string. */
 const keys = 20;
 const value = Buffer.alloc(384 * 1024, 3);
 
-let agent: Agent;
-const held: Socket[] = [];
-
-beforeAll(async () => {
-  const configFile = join(tempDataDir(), 'agent.json');
-  // A transaction of ten get-trees (about 105 MB) is let through alone, and refused beside a prefix read in flight.
-  writeFileSync(configFile, JSON.stringify({ limits: { http_answer_bytes_max: 50_000_000, http_write_idle_timeout: '60s' } }));
-  agent = await startAgent({ args: ['--config-file', configFile] });
-  const c = client(agent);
-  for (let i = 0; i < keys; i++) expect((await c.put(`/v1/kv/big/${String(i).padStart(2, '0')}`, value)).status).toBe(200);
-});
-
-afterAll(async () => {
-  for (const s of held) s.destroy();
-  await agent?.stop();
-  agent?.cleanup();
-});
+// A transaction of ten get-trees (about 105 MB) is let through alone, and refused beside a prefix read in flight.
+const big = useBigPrefixAgent({ keys, value, limits: { http_answer_bytes_max: 50_000_000, http_write_idle_timeout: '60s' } });
+const held = big.held;
 
 const getTrees = (n: number, extra: object[] = []) => [...extra, ...Array.from({ length: n }, () => ({ KV: { Verb: 'get-tree', Key: 'big/' } }))];
 
@@ -42,7 +28,7 @@ function cpuMsOf(pid: number): number {
 
 /** Asks for the prefix (about 10.5 MB) on a raw connection and stops reading once the answer has begun: it stays in flight. */
 async function stalledReader(): Promise<void> {
-  const { port, hostname } = new URL(agent.url);
+  const { port, hostname } = new URL(big.agent.url);
   const s = connect(Number(port), hostname);
   held.push(s);
   s.on('error', () => {});
@@ -52,15 +38,15 @@ async function stalledReader(): Promise<void> {
 }
 
 test('a transaction within the limits gets its results whole', async () => {
-  const r = await client(agent).put('/v1/txn', getTrees(2));
+  const r = await client(big.agent).put('/v1/txn', getTrees(2));
   expect(r.status).toBe(200);
   const results = r.json<{ Results: { KV: { Key: string; Value: string } }[] }>().Results;
   expect(results).toHaveLength(2 * keys);
   for (const { KV } of results) expect(Buffer.from(KV.Value, 'base64').equals(value)).toBe(true);
 });
 
-test('a transaction whose answer would be longer than any the agent renders fails at that operation, not with 500', async () => {
-  const r = await client(agent).put('/v1/txn', getTrees(64));
+test('a transaction whose answer would be longer than any the big.agent renders fails at that operation, not with 500', async () => {
+  const r = await client(big.agent).put('/v1/txn', getTrees(64));
   expect(r.status).toBe(409);
   const body = r.json<{ code: number; details: { errors: { opIndex: number; what: string }[] } }>();
   expect(body.code).toBe(1025);
@@ -68,14 +54,14 @@ test('a transaction whose answer would be longer than any the agent renders fail
   expect(body.details.errors[0]!.opIndex).toBeLessThan(64);
   expect(body.details.errors[0]!.what).toMatch(/^results too large: the answer would take about \d+ bytes by this operation/);
   // Nothing was applied by a transaction that also writes.
-  const w = await client(agent).put('/v1/txn', getTrees(63, [{ KV: { Verb: 'set', Key: 'written/one', Value: 'eA==' } }]));
+  const w = await client(big.agent).put('/v1/txn', getTrees(63, [{ KV: { Verb: 'set', Key: 'written/one', Value: 'eA==' } }]));
   expect(w.status).toBe(409);
-  expect((await client(agent).get('/v1/kv/written/one')).status).toBe(404);
+  expect((await client(big.agent).get('/v1/kv/written/one')).status).toBe(404);
 });
 
 test('past the budget a transaction is refused before its answer is built: a burst of a dozen costs less CPU than serving one', async () => {
-  const c = client(agent);
-  const pid = agent.proc.pid!;
+  const c = client(big.agent);
+  const pid = big.agent.proc.pid!;
   let before = cpuMsOf(pid);
   expect((await c.put('/v1/txn', getTrees(10))).status).toBe(200);
   const servingOne = cpuMsOf(pid) - before;
