@@ -65,15 +65,16 @@ export class SegmentFiles {
    * while it does. Removed: it has no name left (its data dir or the file was removed). Cut: the last byte
    * of its acknowledged commits is not there any more (the file was truncated below them, and perhaps
    * written past again: its size alone would not tell). Moved, when a path check is due (checkPathNext):
-   * its path names another file or none (the dir was moved or renamed). One fstat and a one-byte read;
-   * with the path check, one stat of the path too.
+   * its path names another file or none (the dir was moved or renamed). One fstat and a one-byte read
+   * (none with `endReadBack`); with the path check, one stat of the path too.
    */
-  lost(): SegmentLoss | undefined {
+  lost(endReadBack = false): SegmentLoss | undefined {
     const byPath = this.pathCheckDue;
     this.pathCheckDue = false;
     const open = fstatSync(this.active.fh.fd);
     if (open.nlink === 0) return 'removed';
-    if (!endsWhole(this.active, this.active.bytes)) return 'cut';
+    // Right after `write`, which read the end back itself, the one-byte read is spared.
+    if (!endReadBack && !endsWhole(this.active, this.active.bytes)) return 'cut';
     if (!byPath) return undefined;
     const named = statSync(this.active.path, { throwIfNoEntry: false });
     return named === undefined || named.ino !== open.ino || named.dev !== open.dev ? 'moved' : undefined;
@@ -97,13 +98,13 @@ export class SegmentFiles {
 
   /**
    * Writes one commit frame after the acknowledged ones and waits for its fdatasync. Throws SegmentLost
-   * ('cut') when the commits before it are gone, before writing (nothing is written into a file cut
-   * short), or after it (cut meanwhile: a write past the end of a file cut short makes it long again, so
-   * the check after it, `lost`, would not see the cut).
+   * ('cut') when the commits before it are gone: the byte before the frame, the last of the commits
+   * acknowledged before it, is read back once the frame is synced (a file cut short, before or during the
+   * write, has zeros there: a write past its end makes it long again, so its size would not tell). The
+   * frame is then not acknowledged, and the log is written afresh from the state.
    */
   async write(buf: Buffer): Promise<void> {
     const seg = this.active;
-    if (!endsWhole(seg, seg.bytes)) throw this.cut();
     // The write only copies into the page cache (tens of microseconds for a commit): done in place, it
     // spares a thread-pool round trip that cost about 0.4 ms per commit under load. The fdatasync,
     // which waits for the disk, stays off the event loop.

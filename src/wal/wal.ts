@@ -255,7 +255,7 @@ export class WalLog implements ReplicatedLog {
       entries = stamped.entries;
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.write(encodeFrame(stamped.payload, frameBytesMax));
-      const loss = this.files!.lost();
+      const loss = this.files!.lost(true);
       if (loss !== undefined) throw this.files!.lostError(loss);
     } catch (err) {
       await this.writeFailed(err, batch);
