@@ -6,6 +6,7 @@ import type * as Uws from 'uWebSockets.js';
 import type { Identity } from '../auth/index.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SnapshotCursor, TopicView } from './stream-views.ts';
+import type { LongTimer } from '../util/timer.ts';
 
 export const streamSubprotocol = 'registry.stream.v1';
 
@@ -141,7 +142,7 @@ export interface Conn {
   caller: string;
   identity: Identity | undefined;
   /** Ends the connection with 4001 when the token expires. */
-  expiry: NodeJS.Timeout | undefined;
+  expiry: LongTimer | undefined;
 }
 
 export interface ConnData {

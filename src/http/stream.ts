@@ -20,6 +20,7 @@ import { closeCodes, endConn, nativePayloadBytesMax, Queue, streamSettings, type
 import { Outflow } from './stream-outflow.ts';
 import { subscribeRequest, Views } from './stream-subscriptions.ts';
 import { Upgrade, type UpgradeHost } from './stream-upgrade.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 export { streamSubprotocol, type StreamAuth, type StreamOptions } from './stream-conn.ts';
 
@@ -105,23 +106,14 @@ export class StreamServer {
     this.conns.add(conn);
     this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
     if (identity?.expiresAtMs !== undefined) {
-      // setTimeout holds at most about 24.8 days; a later expiry is looked at again then.
-      const arm = () => {
-        const left = identity.expiresAtMs! - Date.now();
-        conn.expiry = left <= 0
-          ? undefined
-          : setTimeout(arm, Math.min(left, 2 ** 31 - 1));
-        conn.expiry?.unref();
-        if (left <= 0) endConn(conn, closeCodes.tokenExpired, 'token expired');
-      };
-      arm();
+      conn.expiry = setLongTimeout(() => endConn(conn, closeCodes.tokenExpired, 'token expired'), identity.expiresAtMs - Date.now());
     }
   }
 
   private close(conn: Conn | undefined): void {
     if (conn === undefined) return;
     conn.closed = true;
-    clearTimeout(conn.expiry);
+    conn.expiry?.clear();
     const left = (this.perClient.get(conn.client) ?? 1) - 1;
     if (left <= 0) this.perClient.delete(conn.client);
     else this.perClient.set(conn.client, left);
