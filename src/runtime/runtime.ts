@@ -24,7 +24,7 @@ import { NodeHealthOwner } from './node-health.ts';
 import { ownerOf } from './ownership.ts';
 import { Proposals } from './proposals.ts';
 import { SelfRegistration } from './self-registration.ts';
-import { ServingTracker } from './serving.ts';
+import { ServingTracker, type CatalogEffect } from './serving.ts';
 import { Snapshots } from './snapshots.ts';
 import { StateQuota } from './state-quota.ts';
 import { expiryRetryMs, TtlOwner } from './ttl-owner.ts';
@@ -278,7 +278,7 @@ export class Runtime {
     if (this.fatal) return;
     const startedMs = this.observer === undefined ? 0 : performance.now();
     const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
-    const checks = new Set<string>();
+    const [checks, served] = [new Set<string>(), [] as CatalogEffect[]];
     let [gossipChecks, restored, selfTouched] = [false, false, false];
     for (const entry of entries) {
       let applied;
@@ -291,6 +291,7 @@ export class Runtime {
       this.observer?.entryApplied?.(entry, applied, this.proposals.proposedHere(entry.pid));
       for (const e of applied.effects) {
         if (e.t === 'check' && e.checkId === gossipCheckId) gossipChecks = true;
+        if (e.t === 'node' || e.t === 'check' || e.t === 'service') served.push(e);
         if ((e.t === 'node' || e.t === 'check') && e.node === this.nodeName) selfTouched = true;
         if (e.t === 'check' && e.node === this.nodeName) checks.add(e.checkId);
         else this.collect(e, touched);
@@ -299,19 +300,19 @@ export class Runtime {
       this.proposals.applied(entry.pid, entry.index, applied.result);
       if (entry.cmd.t === 'state.restore') restored = true;
     }
-    this.afterEntries(touched, checks, gossipChecks);
+    this.afterEntries(touched, checks, gossipChecks, restored ? undefined : served);
     // A restore, or a client's deregistration, may leave this node missing: it registers again (Consul's anti-entropy).
     if (restored || selfTouched) this.registration.entriesApplied();
     this.observer?.applied(entries.length, (performance.now() - startedMs) / 1000);
   }
 
-  /** What a batch of applied entries sets in motion: wake-ups, the owners' reconciling, a snapshot. */
-  private afterEntries(touched: Touched, checks: ReadonlySet<string>, gossipChecks: boolean): void {
+  /** What a batch of applied entries sets in motion: wake-ups, the owners' reconciling, serving statuses (every one after a restore), a snapshot. */
+  private afterEntries(touched: Touched, checks: ReadonlySet<string>, gossipChecks: boolean, served: CatalogEffect[] | undefined): void {
     if (touched.kvKeys.size > 0 || touched.sessions || touched.catalog) this.watches.notify(touched);
     for (const checkId of checks) this.checkOwner.reconcile(checkId);
     if (touched.catalog) {
       this.checkOwner.catalogChanged();
-      this.serving.update(this.state);
+      this.serving.update(this.state, served);
     }
     if (gossipChecks) this.nodeHealth.entriesChanged();
     if (!this.stopped) this.snapshots.maybe(this.state);

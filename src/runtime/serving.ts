@@ -6,11 +6,14 @@
  * process itself: SERVING while it runs and can store writes, NOT_SERVING while its log cannot (a full
  * disk) and once it shuts down.
  */
-import type { RegistryState } from '../state/index.ts';
+import type { Effect, RegistryState } from '../state/index.ts';
 
 export type ServingStatus = 'SERVING' | 'NOT_SERVING';
 /** undefined: the name is not registered (Check: NOT_FOUND; Watch: SERVICE_UNKNOWN). */
 export type ServingListener = (name: string, status: ServingStatus | undefined) => void;
+
+/** The catalog changes a batch of entries made, as their effects tell them (`service`, `check`, `node`). */
+export type CatalogEffect = Extract<Effect, { t: 'service' | 'check' | 'node' }>;
 
 /** Computes every service name's status from state. */
 export function computeServingStatuses(state: RegistryState): Map<string, ServingStatus> {
@@ -37,6 +40,8 @@ export function computeServingStatuses(state: RegistryState): Map<string, Servin
 /** Keeps the current statuses and tells listeners about each name whose status actually changed. */
 export class ServingTracker {
   private current = new Map<string, ServingStatus>();
+  /** The service name of each instance, by node then service ID, as the statuses were last computed. */
+  private names = new Map<string, Map<string, string>>();
   private processStatus: ServingStatus = 'NOT_SERVING';
   private frozen = false;
   private started = false;
@@ -61,19 +66,70 @@ export class ServingTracker {
     return () => this.listeners.delete(listener);
   }
 
-  /** Recomputes from state (after a batch that touched the catalog) and reports the differences. */
-  update(state: RegistryState): void {
+  /**
+   * Recomputes from state after a batch that touched the catalog and reports the differences: with the
+   * batch's catalog effects, only the names they can have changed (the instances named, every instance of
+   * a node named, and the names those instances had before); without, every name.
+   */
+  update(state: RegistryState, effects?: Iterable<CatalogEffect>): void {
     if (this.frozen) return;
+    if (effects === undefined) return this.recomputeAll(state);
+    const names = new Set<string>();
+    const instance = (node: string, serviceId: string) => {
+      const ofNode = this.names.get(node);
+      const before = ofNode?.get(serviceId);
+      if (before !== undefined) names.add(before);
+      const now = state.services.get(state.serviceKey(node, serviceId))?.service;
+      if (now !== undefined) names.add(now);
+      this.remember(node, serviceId, now);
+    };
+    for (const e of effects) {
+      if (e.t === 'check' && e.serviceId !== '') instance(e.node, e.serviceId);
+      else if (e.t === 'service') instance(e.node, e.serviceId);
+      else {
+        // A node's own check, or the node itself: every instance on it, now and before.
+        const ids = new Set([...this.names.get(e.node)?.keys() ?? [], ...state.servicesOfNode(e.node).map((x) => x.id)]);
+        for (const id of ids) instance(e.node, id);
+      }
+    }
+    for (const name of names) {
+      const status = servingOf(state, name);
+      if (this.current.get(name) === status) continue;
+      if (status === undefined) this.current.delete(name);
+      else this.current.set(name, status);
+      this.emit(name, status);
+    }
+  }
+
+  private recomputeAll(state: RegistryState): void {
     const next = computeServingStatuses(state);
     const previous = this.current;
     this.current = next;
+    this.rememberAll(state);
     for (const [name, status] of next) if (previous.get(name) !== status) this.emit(name, status);
     for (const name of previous.keys()) if (!next.has(name)) this.emit(name, undefined);
+  }
+
+  private remember(node: string, serviceId: string, name: string | undefined): void {
+    let ofNode = this.names.get(node);
+    if (name !== undefined) {
+      if (ofNode === undefined) this.names.set(node, (ofNode = new Map()));
+      ofNode.set(serviceId, name);
+    } else if (ofNode !== undefined) {
+      ofNode.delete(serviceId);
+      if (ofNode.size === 0) this.names.delete(node);
+    }
+  }
+
+  private rememberAll(state: RegistryState): void {
+    this.names = new Map();
+    for (const s of state.services.values()) this.remember(s.node, s.id, s.service);
   }
 
   /** The process is up and serving (NOT_SERVING instead while the log cannot store writes). */
   start(state: RegistryState): void {
     this.current = computeServingStatuses(state);
+    this.rememberAll(state);
     this.started = true;
     this.setProcessStatus(this.writable ? 'SERVING' : 'NOT_SERVING');
   }
@@ -107,9 +163,10 @@ export class ServingTracker {
 /** One name's status ("" is the process, SERVING while it runs): the stream's `serving_status` item. */
 export function servingOf(state: RegistryState, name: string): ServingStatus | undefined {
   let any = false;
+  const isCritical = (c: { status: string }) => c.status === 'critical';
   for (const s of state.instancesOf(name)) {
     any = true;
-    const critical = state.checksOfNode(s.node).some((c) => (c.serviceId === '' || c.serviceId === s.id) && c.status === 'critical');
+    const critical = state.checksOfService(s.node, '').some(isCritical) || (s.id !== '' && state.checksOfService(s.node, s.id).some(isCritical));
     if (!critical) return 'SERVING';
   }
   return any ? 'NOT_SERVING' : undefined;

@@ -4,7 +4,7 @@
  */
 import sortedBtree from 'sorted-btree';
 import type { CatalogNode, HealthCheck, KvEntry, ServiceInstance, Session } from '../domain/index.ts';
-import { jsonSize, SizedMap, tombstoneSize } from './sized-map.ts';
+import { GroupIndex, jsonSize, SizedMap, tombstoneSize } from './sized-map.ts';
 
 // sorted-btree is CommonJS with its class as `exports.default`: Node's ESM loader hands over
 // module.exports (the class is its .default), vite's interop (the tests) the class itself.
@@ -30,7 +30,9 @@ export class RegistryState {
    * Changed only where a key is created or removed (apply/kv.ts writeEntry and deleteKey, restore).
    */
   readonly kvOrder = new BTree<string, undefined>(undefined, compareKeys);
-  readonly sessions = new SizedMap<string, Session>(jsonSize);
+  /** Derived: sessions by node. */
+  private readonly sessionsByNode = new GroupIndex<string, Session>((s) => s.node);
+  readonly sessions = new SizedMap<string, Session>(jsonSize, [this.sessionsByNode]);
   /** Derived: the keys each session holds. Rebuilt from `kv` on restore. */
   readonly locksBySession = new Map<string, Set<string>>();
   /** Key → entry time before which no acquire succeeds (armed by invalidation). */
@@ -50,10 +52,16 @@ export class RegistryState {
   private readonly nodesById = new Map<string, Set<string>>();
   /** Derived: node names by their lower-cased form. */
   private readonly nodesByFoldedName = new Map<string, Set<string>>();
+  /** Derived: checks by node, and by `${node}\0${serviceId}` (node checks under `${node}\0`). */
+  private readonly checksByNode = new GroupIndex<string, HealthCheck>((c) => c.node);
+  private readonly checksByService = new GroupIndex<string, HealthCheck>((c) => `${c.node}\0${c.serviceId}`);
   /** `${node}\0${checkId}` → check. */
-  readonly checks = new SizedMap<string, HealthCheck>(jsonSize);
+  readonly checks = new SizedMap<string, HealthCheck>(jsonSize, [this.checksByNode, this.checksByService]);
+  /** Derived: service instances by node, and by service name. */
+  private readonly servicesByNode = new GroupIndex<string, ServiceInstance>((s) => s.node);
+  private readonly servicesByName = new GroupIndex<string, ServiceInstance>((s) => s.service);
   /** `${node}\0${serviceId}` → service instance. */
-  readonly services = new SizedMap<string, ServiceInstance>(jsonSize);
+  readonly services = new SizedMap<string, ServiceInstance>(jsonSize, [this.servicesByNode, this.servicesByName]);
 
   // ---- KV reads ----
 
@@ -153,7 +161,7 @@ export class RegistryState {
   }
 
   sessionsOfNode(node: string): Session[] {
-    return this.sessionList().filter((s) => s.node === node);
+    return this.sessionsByNode.of(node).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   // ---- Catalog reads ----
@@ -176,20 +184,16 @@ export class RegistryState {
   }
 
   checksOfService(node: string, serviceId: string): HealthCheck[] {
-    return this.checksOfNode(node).filter((c) => c.serviceId === serviceId);
+    return this.checksByService.of(`${node}\0${serviceId}`).sort(compareChecks);
   }
 
   servicesOfNode(node: string): ServiceInstance[] {
-    const out: ServiceInstance[] = [];
-    for (const s of this.services.values()) if (s.node === node) out.push(s);
-    return out.sort((a, b) => compareText(a.id, b.id));
+    return this.servicesByNode.of(node).sort((a, b) => compareText(a.id, b.id));
   }
 
   /** Instances of a service name, by node then service id. */
   instancesOf(serviceName: string): ServiceInstance[] {
-    const out: ServiceInstance[] = [];
-    for (const s of this.services.values()) if (s.service === serviceName) out.push(s);
-    return out.sort((a, b) => compareText(a.node, b.node) || compareText(a.id, b.id));
+    return this.servicesByName.of(serviceName).sort((a, b) => compareText(a.node, b.node) || compareText(a.id, b.id));
   }
 
   /** The node other than `except` whose ID is `id` (UUIDs compare without regard to case), if any. */
@@ -228,9 +232,7 @@ export class RegistryState {
   }
 
   checksOfNode(node: string): HealthCheck[] {
-    const out: HealthCheck[] = [];
-    for (const c of this.checks.values()) if (c.node === node) out.push(c);
-    return out.sort(compareChecks);
+    return this.checksByNode.of(node).sort(compareChecks);
   }
 }
 

@@ -9,14 +9,19 @@ export class SizedMap<K, V> extends Map<K, V> {
   /** The sum of sizeOf over the entries. */
   bytes = 0;
 
-  constructor(private readonly sizeOf: (key: K, value: V) => number) {
+  /** `groups`: the indexes kept in step with the entries (a table's items by node, by service…). */
+  constructor(private readonly sizeOf: (key: K, value: V) => number, private readonly groups: readonly GroupIndex<K, V>[] = []) {
     super();
   }
 
   override set(key: K, value: V): this {
     const previous = super.get(key);
-    if (previous !== undefined) this.bytes -= this.sizeOf(key, previous);
+    if (previous !== undefined) {
+      this.bytes -= this.sizeOf(key, previous);
+      for (const g of this.groups) g.remove(key, previous);
+    }
     this.bytes += this.sizeOf(key, value);
+    for (const g of this.groups) g.add(key, value);
     return super.set(key, value);
   }
 
@@ -24,12 +29,51 @@ export class SizedMap<K, V> extends Map<K, V> {
     const previous = super.get(key);
     if (previous === undefined) return false;
     this.bytes -= this.sizeOf(key, previous);
+    for (const g of this.groups) g.remove(key, previous);
     return super.delete(key);
   }
 
   override clear(): void {
     this.bytes = 0;
+    for (const g of this.groups) g.clear();
     super.clear();
+  }
+}
+
+/**
+ * A table's items grouped by a name each item carries (its node, its service…), so that the items of one
+ * group are read without visiting the whole table: with tens of thousands of services, a scan per
+ * registration made registering them quadratic in the apply of every node and every replay. Kept by the
+ * SizedMap it is given to; the name must not change while an item is in the table (items are replaced).
+ */
+export class GroupIndex<K, V> {
+  private readonly byGroup = new Map<string, Map<K, V>>();
+
+  constructor(private readonly groupOf: (value: V) => string) {}
+
+  add(key: K, value: V): void {
+    const name = this.groupOf(value);
+    let group = this.byGroup.get(name);
+    if (group === undefined) this.byGroup.set(name, (group = new Map()));
+    group.set(key, value);
+  }
+
+  remove(key: K, value: V): void {
+    const name = this.groupOf(value);
+    const group = this.byGroup.get(name);
+    if (group === undefined) return;
+    group.delete(key);
+    if (group.size === 0) this.byGroup.delete(name);
+  }
+
+  clear(): void {
+    this.byGroup.clear();
+  }
+
+  /** The items of one group, in no particular order (a copy: the caller may change the table meanwhile). */
+  of(name: string): V[] {
+    const group = this.byGroup.get(name);
+    return group === undefined ? [] : [...group.values()];
   }
 }
 

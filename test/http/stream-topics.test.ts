@@ -82,6 +82,27 @@ describe('topics: snapshot equals the HTTP query, events carry the index and the
     expect(await settled(s, from, 'all')).toHaveLength(2); // one event per change, nothing for sh-web-2
   });
 
+  test('a check registered again under another service leaves the first one\'s entry and checks', async () => {
+    await registerService(c, 'mv-web', 'mv-a');
+    await registerService(c, 'mv-db', 'mv-b');
+    const moved = (serviceId: string) => ({ ID: 'mv-moved', Name: 'moved', ServiceID: serviceId, TTL: ttl, Status: 'critical' });
+    ok(await c.put('/v1/agent/check/register', moved('mv-a')), 'register mv-moved on mv-a');
+    const s = await Stream.open(agent);
+    const health = await subscribe(s, { id: 'h', topic: 'service_health', key: 'mv-web' });
+    const checks = await subscribe(s, { id: 'c', topic: 'service_checks', key: 'mv-web' });
+    expect(health.items[0].Checks.map((x: any) => x.CheckID)).toContain('mv-moved');
+    expect(checks.keys).toContain('node1/mv-moved');
+
+    const from = s.mark;
+    ok(await c.put('/v1/agent/check/register', moved('mv-b')), 'register mv-moved on mv-b');
+    const ev = await s.next(from, (m) => m.id === 'h' && m.type === 'event', 'the mv-web entry without the check');
+    const after = await query(c, '/v1/health/service/mv-web');
+    expect(after.body[0].Checks.map((x: any) => x.CheckID)).not.toContain('mv-moved');
+    expect(ev).toEqual({ type: 'event', id: 'h', index: after.index, op: 'upsert', key: 'node1/mv-a', value: after.body[0] });
+    const gone = await s.next(from, (m) => m.id === 'c' && m.type === 'event', 'the check leaving mv-web');
+    expect(gone).toMatchObject({ op: 'delete', key: 'node1/mv-moved' });
+  });
+
   test('service_checks mirrors /v1/health/checks/{name}', async () => {
     await registerService(c, 'sc-api', 'sc-api-1');
     const s = await Stream.open(agent);

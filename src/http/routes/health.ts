@@ -66,17 +66,16 @@ function renderHealthService(s: ServiceInstance): Record<string, unknown> {
   };
 }
 
-/** Checks of some instances by node, then service ID (`''`: the node's own), read in one pass over the checks: filtering
- * a node's checks per instance costs instances × checks when they all run on one node. */
+/** Checks of some instances by node, then service ID (`''`: the node's own), each read once from the state's index. */
 export type InstanceChecks = Map<string, Map<string, HealthCheck[]>>;
 
 export function checksOfInstances(st: RegistryState, instances: Iterable<{ node: string; id: string }>): InstanceChecks {
   const out: InstanceChecks = new Map();
   for (const s of instances) {
-    if (!out.has(s.node)) out.set(s.node, new Map([['', []]]));
-    if (!out.get(s.node)!.has(s.id)) out.get(s.node)!.set(s.id, []);
+    let ofNode = out.get(s.node);
+    if (ofNode === undefined) out.set(s.node, (ofNode = new Map([['', st.checksOfService(s.node, '')]])));
+    if (!ofNode.has(s.id)) ofNode.set(s.id, st.checksOfService(s.node, s.id));
   }
-  if (out.size > 0) for (const c of st.checks.values()) out.get(c.node)?.get(c.serviceId)?.push(c);
   return out;
 }
 

@@ -54,6 +54,8 @@ export function registerCheck(
     createIndex: existing?.createIndex ?? c.index, modifyIndex: c.index,
   };
   state.checks.set(state.checkKey(node, check.checkId), check);
+  // A check registered again under another service (or the node) leaves its old one: both are told.
+  if (existing !== undefined && existing.serviceId !== check.serviceId) c.effects.push({ t: 'check', node, checkId: check.checkId, serviceId: existing.serviceId });
   touched(c, node, check.checkId, check.serviceId);
   if (check.status === 'critical' && existing?.status !== 'critical') {
     invalidateBoundTo(c, node, check.checkId, { type: 'check.critical', checkId: check.checkId });
