@@ -1,4 +1,5 @@
 /** JSON request bodies: parse errors are 1024, field lookup is case-insensitive like Go's encoding/json. */
+import { isUtf8 } from 'node:buffer';
 import { RegistryError, type FieldDetails } from '../domain/errors.ts';
 import { brokenRule, type FieldRuleArgs, type FieldRuleName } from '../domain/field-rules.ts';
 import type { Request } from './request.ts';
@@ -7,12 +8,22 @@ import type { Request } from './request.ts';
 export function jsonBody(req: Request): unknown {
   if (req.body.length === 0) return undefined;
   if (req.jsonTypeRequired === true) checkJsonType(req.headers.get('content-type'));
+  checkUtf8(req);
   try {
     return JSON.parse(req.body.toString('utf8')) as unknown;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     throw new RegistryError('bodyNotJson', { why });
   }
+}
+
+/**
+ * The seed dialect's bodies are UTF-8 (their type says so): other bytes are refused, since decoding would
+ * turn each into U+FFFD and two different names into one (as the path's are refused). The consul dialect
+ * decodes them as Go's encoding/json does, into U+FFFD.
+ */
+export function checkUtf8(req: Request): void {
+  if (req.jsonTypeRequired === true && !isUtf8(req.body)) throw new RegistryError('bodyNotJson', { why: 'the body is not valid UTF-8' });
 }
 
 /**

@@ -47,6 +47,8 @@ interface Runner {
 
 export class CheckOwner {
   private readonly runners = new Map<string, Runner>();
+  /** The runners of alias checks (a check's type changes only with a new generation, a new runner). */
+  private readonly aliasRunners = new Set<string>();
   private reaper: TimerHandle | undefined;
   private stopped = false;
   private readonly reapIntervalMs: number;
@@ -102,7 +104,8 @@ export class CheckOwner {
 
   /** Alias checks follow other checks: after any catalog change, each recomputes what it mirrors. */
   catalogChanged(): void {
-    for (const [checkId, runner] of this.runners) {
+    for (const checkId of this.aliasRunners) {
+      const runner = this.runners.get(checkId)!;
       const check = this.o.state().checkOf(this.o.nodeName, checkId);
       if (check?.type === 'alias' && check.generation === runner.generation) this.updateAlias(check);
     }
@@ -120,7 +123,10 @@ export class CheckOwner {
     const runner: Runner = { generation: check.generation, ttlUpdateIndex: -1, timer: undefined, abort: new AbortController() };
     this.runners.set(check.checkId, runner);
     if (check.type === 'ttl') this.armTtl(check, runner);
-    else if (check.type === 'alias') this.updateAlias(check);
+    else if (check.type === 'alias') {
+      this.aliasRunners.add(check.checkId);
+      this.updateAlias(check);
+    }
     else {
       // The first probe comes after a random part of the interval, spreading checks registered together.
       const interval = Math.max(check.definition.intervalMs, this.intervalMsMin);
@@ -132,6 +138,7 @@ export class CheckOwner {
     runner.abort.abort();
     if (runner.timer) this.o.clock.clearTimer(runner.timer);
     this.runners.delete(checkId);
+    this.aliasRunners.delete(checkId);
   }
 
   private schedule(checkId: string, runner: Runner, delayMs: number): void {

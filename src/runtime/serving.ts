@@ -164,7 +164,7 @@ export class ServingTracker {
 export function servingOf(state: RegistryState, name: string): ServingStatus | undefined {
   let any = false;
   const isCritical = (c: { status: string }) => c.status === 'critical';
-  for (const s of state.instancesOf(name)) {
+  for (const s of state.instancesUnordered(name)) {
     any = true;
     const critical = state.checksOfService(s.node, '').some(isCritical) || (s.id !== '' && state.checksOfService(s.node, s.id).some(isCritical));
     if (!critical) return 'SERVING';

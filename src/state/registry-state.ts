@@ -193,7 +193,12 @@ export class RegistryState {
 
   /** Instances of a service name, by node then service id. */
   instancesOf(serviceName: string): ServiceInstance[] {
-    return this.servicesByName.of(serviceName).sort((a, b) => compareText(a.node, b.node) || compareText(a.id, b.id));
+    return this.instancesUnordered(serviceName).sort((a, b) => compareText(a.node, b.node) || compareText(a.id, b.id));
+  }
+
+  /** Instances of a service name in no particular order, for a reader that needs none. */
+  instancesUnordered(serviceName: string): ServiceInstance[] {
+    return this.servicesByName.of(serviceName);
   }
 
   /** The node other than `except` whose ID is `id` (UUIDs compare without regard to case), if any. */

@@ -18,7 +18,7 @@ import { txnWhat, type TxnOpError } from '../../domain/errors-kv.ts';
 import type { KvEntry } from '../../domain/types.ts';
 import { readTxn, type Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
-import { checkJsonType } from '../body.ts';
+import { checkJsonType, checkUtf8 } from '../body.ts';
 import { checkDatacenter, parseQueryOptions, queryOptionParameters } from '../query.ts';
 import { answerBudgetOf, answerCharsMax, streamedBytesMin } from '../large-answers.ts';
 import type { Reply } from '../reply.ts';
@@ -158,6 +158,7 @@ function reserve(req: Request, chars: number): Reserved {
 async function txn(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   if (req.jsonTypeRequired === true && req.body.length > 0) checkJsonType(req.headers.get('content-type'));
+  checkUtf8(req);
   const bodyOps = txnOperations(req.body);
   const errors: TxnOpError[] = [];
   for (const [opIndex, op] of bodyOps.entries()) {
