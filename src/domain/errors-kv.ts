@@ -13,7 +13,8 @@ export const kvErrorCatalogue = {
   kvKeyNotFound: entry<{ key: string }>({ kind: 'notFound', message: (v) => `key "${v.key}" not found`, details: (v) => ({ key: v.key }) }),
   kvUint64Invalid: entry<{ name: string; text: string }>({
     kind: 'invalidParameter', message: (v) => `invalid ${v.name}: must be an unsigned 64-bit integer`, details: (v) => rule(v.name, 'Format:must be an unsigned 64-bit integer'),
-    consulStatus: 500, consulText: (v) => `strconv.ParseUint: parsing ${JSON.stringify(v.text)}: invalid syntax`,
+    // Go's ParseUint refuses digits alone only when they overflow.
+    consulStatus: 500, consulText: (v) => `strconv.ParseUint: parsing ${JSON.stringify(v.text)}: ${/^[0-9]+$/.test(v.text) ? 'value out of range' : 'invalid syntax'}`,
   }),
   kvSessionMissing: entry<{ name: string }>({
     kind: 'missingParameter', message: (v) => `${v.name} requires a session id`, details: (v) => rule(v.name, 'Required:a session id is required'),
@@ -43,7 +44,7 @@ export const kvErrorCatalogue = {
   }),
   txnOpNotKv: entry<{ opIndex: number; kind: string }>({
     kind: 'invalidParameter', message: (v) => `operation ${v.opIndex} is a ${v.kind} operation: transactions hold KV operations only`,
-    details: (v) => ({ opIndex: v.opIndex, [v.kind]: ['Unsupported:transactions hold KV operations only'] }),
+    details: (v) => ({ [`[${v.opIndex}].${v.kind}`]: ['Unsupported:transactions hold KV operations only'] }),
     consulText: (v) => `Operation ${v.opIndex} is a ${v.kind} operation: this agent's transactions hold KV operations only`,
   }),
   /** The seed dialect's answer to a transaction that did not apply (the consul dialect answers its own 409 body). */

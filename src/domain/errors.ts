@@ -128,9 +128,10 @@ export const errorCatalogue = {
     kind: 'illegalJson', message: (v) => `request body is not valid JSON: ${v.why}`, details: (v) => rule('body', `JSON:${v.why}`),
     consulText: (v) => `Request decode failed: ${v.why}`,
   }),
-  bodyNotObject: entry<{ got: string }>({
+  /** `goType`: the Go type Consul decodes the route's body into, which its text names. */
+  bodyNotObject: entry<{ got: string; goType: string }>({
     kind: 'illegalJson', message: 'request body must be a JSON object', details: () => rule('body', 'Type:must be a JSON object'),
-    consulText: (v) => `Request decode failed: json: cannot unmarshal ${v.got} into Go value of type structs.Session`,
+    consulText: (v) => `Request decode failed: json: cannot unmarshal ${v.got} into Go value of type ${v.goType}`,
   }),
   /** Rules broken by fields of a body, gathered (FieldErrors); Consul's text and status are those of the first that has one. */
   fieldsInvalid: entry<{ fields: FieldDetails; consul?: { status: number; text: string } }>({

@@ -41,11 +41,12 @@ export function checkJsonType(contentType: string | undefined): void {
   }
 }
 
-export function jsonObject(req: Request): Record<string, unknown> | undefined {
+/** The body as a JSON object, or undefined when empty or null; `goType` is what Consul decodes it into (its error text names it). */
+export function jsonObject(req: Request, goType: string): Record<string, unknown> | undefined {
   const value = jsonBody(req);
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new RegistryError('bodyNotObject', { got: Array.isArray(value) ? 'array' : typeof value });
+    throw new RegistryError('bodyNotObject', { got: Array.isArray(value) ? 'array' : typeof value, goType });
   }
   return value as Record<string, unknown>;
 }

@@ -302,6 +302,16 @@ describe.each(dialects)('%s dialect', (dialect) => {
       expect(await d.get(key)).toBeUndefined();
     });
 
+    test('flags and cas past 2^64 - 1: Go\'s ParseUint says the value is out of range', async () => {
+      const key = uniq('bigflags');
+      for (const name of ['flags', 'cas']) {
+        const r = await raw.put(`/v1/kv/${key}?${name}=18446744073709551616`, 'v');
+        if (isConsul) expectText(r, 500, 'strconv.ParseUint: parsing "18446744073709551616": value out of range');
+        else expectError(r, 400, 1009);
+      }
+      expect(await d.get(key)).toBeUndefined();
+    });
+
     test(`a value of ${kvValueMaxBytes} bytes is stored; one byte more is 413`, async () => {
       const key = uniq('big');
       expect((await d.set(key, Buffer.alloc(kvValueMaxBytes, 0x61))).ok).toBe(true);

@@ -241,7 +241,9 @@ describe('seed dialect', () => {
     const many = Array.from({ length: 65 }, (_, i) => kv('get', `k${i}`));
     expect(expectError(await put(seedAgent, many), 413, 1011).details).toEqual({ operations: 65, max: 64 });
     expectError(await put(seedAgent, '[1,'), 400, 1024);
-    expectError(await put(seedAgent, [{ Service: { Verb: 'get' } }]), 400, 1009);
+    // 1009's details map each field (here the operation's member, by its place) to its broken rules.
+    expect(expectError(await put(seedAgent, [kv('get', 'a'), { Service: { Verb: 'get' } }]), 400, 1009).details)
+      .toEqual({ '[1].Service': ['Unsupported:transactions hold KV operations only'] });
     expectError(await call(seedAgent.url, 'PUT', '/v1/txn', '[]', { 'content-type': 'text/plain' }), 415, 1019);
   });
 });

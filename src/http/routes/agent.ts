@@ -185,7 +185,7 @@ function uuidProblem(text: string): string | undefined {
 
 async function register(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const cmd = parseRegister(jsonObject(req), api);
+  const cmd = parseRegister(jsonObject(req, 'structs.RegisterRequest'), api);
   requireAccess(req, 'node', cmd.node, 'write');
   claimNodeId(req, api.runtime.state, cmd);
   const result = await api.runtime.propose(cmd);
@@ -222,7 +222,7 @@ function live(state: RegistryState, node: string): boolean {
 
 async function deregister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const body = jsonObject(req);
+  const body = jsonObject(req, 'structs.DeregisterRequest');
   const node = field(body, 'Node').value;
   const checkId = field(body, 'CheckID').value;
   if (typeof node !== 'string' || node === '') {

@@ -223,7 +223,7 @@ async function ttlUpdate(req: Request, api: ApiContext, status: CheckStatus, out
 const ttlSetter = (status: CheckStatus) => (req: Request, api: ApiContext) => ttlUpdate(req, api, status, param(req, 'note') ?? '');
 
 async function checkUpdate(req: Request, api: ApiContext): Promise<Reply> {
-  const body = jsonObject(req);
+  const body = jsonObject(req, 'agent.checkUpdate');
   const status = field(body, 'Status').value;
   const output = field(body, 'Output').value;
   if (typeof status !== 'string' || !['passing', 'warning', 'critical'].includes(status)) {

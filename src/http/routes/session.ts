@@ -176,7 +176,7 @@ function createFailure(r: Extract<Result, { ok: false }>): RegistryError {
 
 async function create(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const cmd = parseSessionCreate(jsonObject(req), api);
+  const cmd = parseSessionCreate(jsonObject(req, 'structs.Session'), api);
   requireSessionNode(req, cmd.node, 'write');
   if (req.identity !== undefined) cmd.owner = req.identity.subject;
   const result = await api.runtime.propose(cmd);

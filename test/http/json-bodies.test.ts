@@ -1,7 +1,8 @@
-// Goal: a JSON body whose bytes are not UTF-8 is refused by the seed dialect (400, 1024) and changes
-// nothing, on every route that reads a JSON body (a service, a check, a session, a transaction): decoded,
-// each such byte would become U+FFFD, and two different names one. The consul dialect decodes them as
-// Go's encoding/json does.
+// Goal: JSON request bodies. One whose bytes are not UTF-8 is refused by the seed dialect (400, 1024) and
+// changes nothing, on every route that reads a JSON body (a service, a check, a session, a transaction):
+// decoded, each such byte would become U+FFFD, and two different names one. The consul dialect decodes them
+// as Go's encoding/json does, and names in its refusal of a body that is not an object the Go type Consul
+// decodes that route's body into.
 import { describe, expect, test } from 'vitest';
 import { client, startAgent, type Agent } from '../support/in-process.ts';
 import { forSuite } from '../support/agent.ts';
@@ -54,5 +55,16 @@ describe('the consul dialect', () => {
     const r = await c.put('/v1/agent/service/register', withByte('{"ID":"u8-#","Name":"u8","Port":1}', 0xff), json);
     expect(r.status).toBe(200);
     expect(Object.keys((await c.get('/v1/agent/services')).json())).toEqual(['u8-\uFFFD']);
+  });
+
+  test.each([
+    ['/v1/catalog/register', 'structs.RegisterRequest'],
+    ['/v1/catalog/deregister', 'structs.DeregisterRequest'],
+    ['/v1/session/create', 'structs.Session'],
+    ['/v1/agent/check/update/nope', 'agent.checkUpdate'],
+  ])('a body that is not an object on %s: the text names %s', async (path, goType) => {
+    const r = await client(agent).put(path, [1]);
+    expect(r.status).toBe(400);
+    expect(r.text).toBe(`Request decode failed: json: cannot unmarshal array into Go value of type ${goType}`);
   });
 });
