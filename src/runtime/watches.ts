@@ -79,7 +79,7 @@ export class Watches {
     }
     if (t.sessions) this.sessions.copyInto(woken);
     if (t.catalog) this.catalog.copyInto(woken);
-    for (const w of woken) w.wake();
+    wakeInTurn(woken);
   }
 
   /** Wakes everyone (shutdown): each handler answers with what it has. */
@@ -87,7 +87,7 @@ export class Watches {
     const all: Waiter[] = [...this.sessions.list(), ...this.catalog.list()];
     for (const ws of this.byKey.values()) ws.copyInto(all);
     for (const ws of this.byPrefix.values()) ws.copyInto(all);
-    for (const w of all) w.wake();
+    wakeInTurn(all);
   }
 
   private setOf(i: Interest, create: boolean): SlotSet<Waiter> | undefined {
@@ -113,4 +113,15 @@ function bucket(map: Map<string, SlotSet<Waiter>>, name: string, create: boolean
   let set = map.get(name);
   if (set === undefined && create) map.set(name, (set = new SlotSet()));
   return set;
+}
+
+/**
+ * Wakes each waiter in a turn of the event loop of its own (in this loop's check phase, right after the
+ * write that woke them). Woken together, every waiter's query would read and render its answer before any
+ * was sent, each answer's promise settling only after all had run: a thousand queries on a list of 10 MB
+ * held 10 GB at once. In turns, each query's answer is written, or counted and held against the answer
+ * budget (large-answers.ts), before the next one renders.
+ */
+function wakeInTurn(waiters: readonly Waiter[]): void {
+  for (const w of waiters) setImmediate(w.wake);
 }

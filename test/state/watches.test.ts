@@ -34,6 +34,24 @@ describe('Watches', () => {
     expect(w.size).toBe(0);
   });
 
+  test('waiters woken together run in turn: what follows one wake-up, however many steps, ends before the next wakes', async () => {
+    // A blocking query reads and renders its answer in the steps after its wake-up; woken all at once, every
+    // query rendered before any answer was sent, and the answers of a thousand queries on a large list were
+    // all held at the same time.
+    const w = new Watches();
+    const order: string[] = [];
+    const query = async (name: string) => {
+      await w.wait({ kind: 'sessions' }, 60_000);
+      order.push(`${name} rendering`);
+      for (let step = 0; step < 5; step++) await Promise.resolve();
+      order.push(`${name} sent`);
+    };
+    const all = Promise.all(['a', 'b', 'c'].map(query));
+    w.notify(touched([], { sessions: true }));
+    await all;
+    expect(order).toEqual(['a rendering', 'a sent', 'b rendering', 'b sent', 'c rendering', 'c sent']);
+  });
+
   test('sessions and catalog waiters wake on their flag, not on key changes', async () => {
     const w = new Watches();
     const s = waiting(w, { kind: 'sessions' });

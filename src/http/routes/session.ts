@@ -223,8 +223,15 @@ function sessionRead(select: (req: Request, api: ApiContext) => Session[], needs
     await awaitQuery(req, api, q, { kind: 'sessions' }, () => state().sessionsIndex);
     // Only sessions on nodes the caller may read (all of them without authentication).
     const shown = select(req, api).filter((s) => maySeeSession(req, s));
-    return json(shown.map((s) => renderSession(s, api.dialect)), { index: state().sessionsIndex });
+    return { t: 'json', value: shown.map((s) => renderSession(s, api.dialect)), index: { index: state().sessionsIndex }, bytesHint: renderedBytesAbout(shown) };
   };
+}
+
+/** About the length of the sessions as JSON: their names, checks and the fields every session has. */
+function renderedBytesAbout(sessions: readonly Session[]): number {
+  let bytes = 2;
+  for (const s of sessions) bytes += 250 + s.name.length + s.node.length + JSON.stringify(s.nodeChecks).length + JSON.stringify(s.serviceChecks ?? null).length;
+  return bytes;
 }
 
 const info = sessionRead((req, api) => {
