@@ -285,8 +285,8 @@ export function parseHolder(text: string): LockHolder | undefined {
 
 /**
  * Whether the holder still runs. In this PID namespace on this host (an older lock, naming no namespace,
- * is taken to be): its pid exists (signal 0; EPERM means it exists under another user) and, where both
- * start times are known, it is the same process that wrote the lock. Elsewhere its pid says nothing
+ * is taken to be): its pid exists (signal 0; EPERM means it exists under another user), is not a zombie
+ * and, where both start times are known, is the same process that wrote the lock. Elsewhere its pid says nothing
  * here, and its heartbeat decides.
  */
 function judge(holder: LockHolder): Liveness {
@@ -297,6 +297,9 @@ function judge(holder: LockHolder): Liveness {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return 'dead';
   }
+  // A zombie has exited (its writes are done, its descriptors closed); only its parent has not reaped it yet.
+  const fields = statFieldsOf(holder.pid);
+  if (fields?.[0] === 'Z' || fields?.[0] === 'X') return 'dead';
   const now = startTicksOf(holder.pid);
   return holder.startTicks === undefined || now === undefined || now === holder.startTicks ? 'alive' : 'dead';
 }
@@ -347,12 +350,16 @@ function heartbeatWatched(path: string, seen: string): boolean | 'changed' {
 
 /** Field 22 of /proc/<pid>/stat (the process start time, in clock ticks since boot); undefined without /proc. */
 export function startTicksOf(pid: number): number | undefined {
+  const ticks = Number(statFieldsOf(pid)?.[22 - 3]);
+  return Number.isSafeInteger(ticks) ? ticks : undefined;
+}
+
+/** The fields of /proc/<pid>/stat from field 3 (the process state) on; undefined without it. */
+function statFieldsOf(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Field 2 (the command name) is in parentheses and may hold spaces or parentheses itself.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[22 - 3]);
-    return Number.isSafeInteger(ticks) ? ticks : undefined;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }

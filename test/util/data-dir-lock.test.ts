@@ -129,6 +129,19 @@ describe('taking the lock again in a data dir made again', () => {
   });
 });
 
+test('a holder that exited but is not yet reaped (a zombie) is stale: its lock is taken over', async () => {
+  // `sleep 600` is exec'd over the shell and never waits: the background `true` it inherits stays a zombie.
+  const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  sleepers.push(parent);
+  const pid = Number(await new Promise<string>((res) => parent.stdout!.once('data', (d: Buffer) => res(d.toString().trim()))));
+  await vi.waitFor(() => expect(readFileSync(`/proc/${pid}/stat`, 'utf8')).toMatch(/\) Z /));
+  const dir = mkdtempSync(join(tmpdir(), 'roster-lock-zombie-'));
+  dirs.push(dir);
+  lockDataDir(dir, { holder: { pid, startTicks: startTicksOf(pid), host: 'test' } });
+  expect(take(dir, holderA)).toBe('held');
+  expect(parseHolder(readLock(join(dir, lockFileName))!)?.pid).toBe(holderA.pid);
+});
+
 describe('a holder whose pid says nothing here (another PID namespace, another host)', () => {
   /** A lock naming pid 1 of a namespace this process is not in, as another container's agent writes it. */
   const foreign = (dir: string) => symlinkSync(`1:${startTicksOf(process.pid) ?? ''}:4026539999:other-box`, join(dir, lockFileName));
