@@ -88,6 +88,26 @@ async function gossipListenError(address: string, err: unknown): Promise<unknown
   return refused.code === undefined ? err : new ConfigError(`--gossip-listen ${address}: ${refused.message}`);
 }
 
+/**
+ * The ports this node will listen on, given by number, are free (exit 2 naming the flag if not), checked
+ * before the log is opened: the node registers itself in the catalog as it starts, before it listens, and
+ * a start stopped after that left a node in the catalog that never ran (in a cluster, one more node that
+ * counts towards the majority the failure detector needs). A port taken between this check and the
+ * listen still stops the start, as before.
+ */
+async function checkAddressesFree(config: Config): Promise<void> {
+  const gossip = /^\/ip[46]\/([^/]+)\/tcp\/(\d+)$/.exec(config.nats.length > 0 ? toMultiaddr(config.gossipListen) : '');
+  const fixed: Array<[string, string, number]> = [
+    ['--http-port', config.httpHost, config.httpPort], ['--grpc-port', config.httpHost, config.grpcPort],
+    ...(gossip === null ? [] : [[`--gossip-listen ${config.gossipListen}:`, gossip[1]!, Number(gossip[2])] as [string, string, number]]),
+  ];
+  for (const [flag, host, port] of fixed) {
+    if (port === 0) continue;
+    const refused = await listenErrorFor(host, port);
+    if (refused.code !== undefined) throw new ConfigError(`${flag.endsWith(':') ? flag : `${flag} ${port}:`} ${refused.message}`);
+  }
+}
+
 /** `host:port` → `/ip4/host/tcp/port`; a multiaddr is kept as given. */
 function toMultiaddr(address: string): string {
   if (address.startsWith('/')) return address;
@@ -146,6 +166,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
     // The embedded log makes its dir again itself, with the state it holds; a cluster node keeps only these.
     ...(config.nats.length > 0 ? { gone: () => remakeClusterDataDir(dataDir, reclaim, logger) } : {}),
   });
+  await checkAddressesFree(config);
   const log = await openLog(config, dataDir, clock, logger, reclaim);
   let shutdown: (signal: string) => void = () => {};
   const agent = await assembleAgent(config, {

@@ -1,6 +1,7 @@
 // Goal: a cluster node whose gossip address is taken stops the start with exit code 2 naming the flag and
 // the address, as a taken HTTP or gRPC port does, instead of libp2p's advice about its own settings and a
-// stack trace; the node that holds the port keeps serving.
+// stack trace; the node that holds the port keeps serving, and the catalog holds no node for the start
+// that stopped (it would count towards the majority the failure detector needs, and never be alive).
 import { rmSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { freePort } from '../../cluster/dev/nats-launcher.ts';
@@ -22,6 +23,8 @@ test('a gossip address in use stops the start: exit 2 naming the flag and the ad
     expect(second).toContain(`--gossip-listen 127.0.0.1:${port}: address 127.0.0.1:${port} is already in use`);
     expect(second).not.toContain('faultTolerance');
     expect((await call(first.url, 'PUT', '/v1/kv/still', 'serving')).status).toBe(200);
+    const nodes = (await call(first.url, 'GET', '/v1/catalog/nodes?consistent')).json<Array<{ Node: string }>>();
+    expect(nodes.map((n) => n.Node)).toEqual(['first']);
   } finally {
     await first.stop();
     first.cleanup();
