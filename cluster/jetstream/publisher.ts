@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NoRespondersError } from '@nats-io/transport-node';
 import type { PubAck } from '@nats-io/jetstream';
-import { unavailableError, type Logger, type LogObserver, type Proposal } from '../../src/ports/index.ts';
+import { outcomeUnknownError, unavailableError, type Logger, type LogObserver, type Proposal } from '../../src/ports/index.ts';
 import { encodeProposal, type EncodedProposal, type Pending } from '../../src/log/index.ts';
 import type { CommitSender } from './ack-inbox.ts';
 import { commitItemJson } from './format.ts';
@@ -107,8 +107,8 @@ export class Publisher {
         const pause = backoffMs(attempt, retryPauseMsMax);
         const spent = Date.now() - started;
         if (full !== undefined || !isTransient(err) || ports.failed() || spent + pause > ports.publishRetryMsMax) {
-          throw new Error(`${kind}: publishing commit ${msgID} failed after ${attempt + 1} attempts in ${spent} ms `
-            + `(it may still have been stored: outcome unknown): ${errorMessage(err)}`, { cause: err });
+          throw outcomeUnknownError(`${kind}: publishing commit ${msgID} failed after ${attempt + 1} attempts in ${spent} ms `
+            + `(it may still have been stored: outcome unknown): ${errorMessage(err)}`, err);
         }
         ports.stats.publishRetries += 1;
         ports.logger.warn({ stream: ports.stream, msgID, attempt: attempt + 1, err: errorMessage(err) }, 'JetStream log: publish failed, retrying');

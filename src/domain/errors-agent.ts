@@ -1,6 +1,7 @@
 /**
  * Agent errors in the error catalogue (errors.ts spreads it in): following the agent's log
- * (`/v1/agent/monitor`), profiling it (`/v1/agent/debug/*`), and what its checks' owners allow.
+ * (`/v1/agent/monitor`), profiling it (`/v1/agent/debug/*`), what its checks' owners allow, and a write
+ * its log gave up on without knowing whether it was stored.
  */
 import { entry, rule } from './error-kinds.ts';
 
@@ -27,6 +28,12 @@ export const agentErrorCatalogue = {
   profileBusy: entry<{ kind: string }>({
     kind: 'remoteUnavailable', message: (v) => `a ${v.kind} profile of this agent is being taken; retry once it is done`,
     details: () => ({ retryAfterSeconds: 5 }), status: 503, consulStatus: 503, consulText: 'profile in progress', headers: () => retryAfter(5),
+  }),
+  // No Retry-After: the write may still take effect, so a blind retry could apply it twice; read it back first.
+  writeOutcomeUnknown: entry({
+    kind: 'remoteUnavailable', status: 503, consulStatus: 500,
+    message: 'the write was not confirmed: the log could not be reached to store it and it may still take effect; read it back before retrying',
+    details: () => ({ outcome: 'unknown' }), consulText: 'rpc error: the write may or may not have been applied',
   }),
   checkIdReserved: entry<{ checkId: string }>({
     kind: 'invalidParameter', message: (v) => `check ID ${JSON.stringify(v.checkId)} is the agent's own node check; give the check another ID`,

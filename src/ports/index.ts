@@ -1,7 +1,7 @@
 export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener, Leadership, LogStatus, StreamStatus, StreamReplica, NodeProgress } from './log.ts';
 export {
-  damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, isWriteTimedOut, logDamagedCode, logFailedCode,
-  logOverloadedCode, logUnavailableCode, overloadedError, unavailableError, writeTimedOutError,
+  damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut, logDamagedCode, logFailedCode,
+  logOverloadedCode, logUnavailableCode, outcomeUnknownError, overloadedError, unavailableError, writeTimedOutError,
 } from './log-errors.ts';
 export type { Clock, TimerHandle } from './clock.ts';
 export { SystemClock, ManualClock } from './clock.ts';

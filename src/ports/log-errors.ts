@@ -19,6 +19,12 @@ export const logFailedCode = 'LOG_FAILED' as const;
  */
 export const writeTimedOutCode = 'WRITE_TIMED_OUT' as const;
 
+/**
+ * `code` of the error a proposal gets when its log gave up on storing it without knowing whether it was
+ * stored (a cluster's commit whose publish kept failing: its acknowledgement may have been lost).
+ */
+export const outcomeUnknownCode = 'OUTCOME_UNKNOWN' as const;
+
 /** `code` of the error open() throws when the data on disk is damaged or incomplete and it refuses to open. */
 export const logDamagedCode = 'LOG_DAMAGED' as const;
 
@@ -52,6 +58,11 @@ export function writeTimedOutError(timeoutMs: number): Error & { timeoutMs: numb
   return Object.assign(new Error(`the write was not confirmed within ${timeoutMs} ms; it may still take effect`), { code: writeTimedOutCode, timeoutMs });
 }
 
+/** The error for a write the log gave up on, stored or not; `why` says what failed (no paths). */
+export function outcomeUnknownError(message: string, cause: unknown): Error {
+  return Object.assign(new Error(message, { cause }), { code: outcomeUnknownCode });
+}
+
 export function damagedError(message: string): Error {
   return Object.assign(new Error(message), { code: logDamagedCode });
 }
@@ -69,6 +80,10 @@ export function isLogUnavailable(err: unknown): err is Error & { code: typeof lo
 /** True for the error of a write not confirmed in time (outcome unknown). */
 export function isWriteTimedOut(err: unknown): err is Error & { code: typeof writeTimedOutCode; timeoutMs: number } {
   return hasCode(err, writeTimedOutCode);
+}
+
+export function isOutcomeUnknown(err: unknown): err is Error & { code: typeof outcomeUnknownCode } {
+  return hasCode(err, outcomeUnknownCode);
 }
 
 export function isLogFailed(err: unknown): err is Error & { code: typeof logFailedCode } {

@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ClosedConnectionError, TimeoutError } from '@nats-io/transport-node';
 import type { PubAck, StreamInfo } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
-import { silentLogger, type LogObserver } from '../../src/ports/index.ts';
+import { isOutcomeUnknown, silentLogger, type LogObserver } from '../../src/ports/index.ts';
+import { errorWire } from '../../src/http/dispatch.ts';
 import { DivergenceAudit } from '../../cluster/jetstream/audit.ts';
 import { ConsumerLiveness, consumerSilentHeartbeatsMax } from '../../cluster/jetstream/liveness.ts';
 import { LeadershipWatch, leadershipPollMs } from '../../cluster/jetstream/leadership.ts';
@@ -181,6 +182,19 @@ describe('Publisher', () => {
     await expect(failed.publisher.publish('[]', 'me.boot.1')).rejects.toThrow(/failed after 1 attempts .*outcome unknown/);
     const closed = publisherOver([new ClosedConnectionError(), {}]);
     await expect(closed.publisher.publish('[]', 'me.boot.1')).rejects.toThrow(/failed after/);
+  });
+
+  it('a commit given up on is an outcome-unknown error, answered 503 with outcome unknown (Consul: 500), not an internal error', async () => {
+    const { publisher } = publisherOver([new TimeoutError(), {}], { failed: () => true });
+    const err = await publisher.publish('[]', 'me.boot.2').catch((e: unknown) => e);
+    expect(isOutcomeUnknown(err)).toBe(true);
+    const seed = errorWire({ dialect: 'seed', logger: silentLogger }, err, 'r1');
+    expect(seed.status).toBe(503);
+    expect(JSON.parse(String(seed.body))).toMatchObject({ code: 1016, details: { outcome: 'unknown' } });
+    expect(seed.headers.some(([k]) => k.toLowerCase() === 'retry-after')).toBe(false);
+    const consul = errorWire({ dialect: 'consul', logger: silentLogger }, err, 'r2');
+    expect(consul.status).toBe(500);
+    expect(String(consul.body)).not.toContain('internal error');
   });
 
   it('refuses an ack from another stream (the subject is stored elsewhere)', async () => {
