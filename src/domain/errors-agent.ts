@@ -35,6 +35,11 @@ export const agentErrorCatalogue = {
     message: 'the write was not confirmed: the log could not be reached to store it and it may still take effect; read it back before retrying',
     details: () => ({ outcome: 'unknown' }), consulText: 'rpc error: the write may or may not have been applied',
   }),
+  entryTooLarge: entry<{ bytes: number; max: number }>({
+    kind: 'inputTooLong', message: (v) => `the write takes ${v.bytes} bytes in the log, above the ${v.max} bytes one log entry holds`
+      + ' (in a cluster, the nats-servers\' max_payload)',
+    details: (v) => ({ size: v.bytes, max: v.max }), consulText: (v) => `Request body(${v.bytes} bytes) too large, max size: ${v.max} bytes`,
+  }),
   checkIdReserved: entry<{ checkId: string }>({
     kind: 'invalidParameter', message: (v) => `check ID ${JSON.stringify(v.checkId)} is the agent's own node check; give the check another ID`,
     details: () => rule('CheckID', 'Reserved:gossipHealth and serfHealth are the agent\'s'), consulText: (v) => `Check ID "${v.checkId}" is reserved`,

@@ -5,7 +5,7 @@
  */
 import { RegistryError } from '../domain/errors.ts';
 import type { Logger } from '../ports/index.ts';
-import { isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut } from '../wal/index.ts';
+import { isEntryTooLarge, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut } from '../wal/index.ts';
 import { streamedBytesMin, type AnswerBudget } from './large-answers.ts';
 import { withListRules } from './list-rules.ts';
 import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
@@ -127,6 +127,7 @@ export function errorWire(d: Pick<Dispatcher<unknown>, 'dialect' | 'logger'>, er
   // The write was not applied; the log stores writes again by itself once the disk has room or descriptors are free.
   if (isLogUnavailable(err)) return renderError(new RegistryError(shortageErrors[err.shortage]), d.dialect);
   if (isWriteTimedOut(err)) return renderError(new RegistryError('writeTimedOut', { timeoutMs: err.timeoutMs }), d.dialect);
+  if (isEntryTooLarge(err)) return renderError(new RegistryError('entryTooLarge', { bytes: err.bytes, max: err.max }), d.dialect);
   if (isOutcomeUnknown(err)) {
     d.logger.warn({ err, reqId }, 'request failed: the log gave up on the write, which may still take effect');
     return renderError(new RegistryError('writeOutcomeUnknown'), d.dialect);

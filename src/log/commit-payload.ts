@@ -7,6 +7,7 @@
 import type { Command } from '../domain/commands.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { LogEntry, Proposal } from '../ports/log.ts';
+import { entryTooLargeError } from '../ports/log-errors.ts';
 import { formatVersionOf, logFormatVersion } from './format-version.ts';
 import { commitBytesMax, entryBytesMax } from './limits.ts';
 
@@ -37,7 +38,7 @@ export function encodeProposal(p: Proposal, payloadBytesMax: number): EncodedPro
   if (cmdJson?.charCodeAt(0) !== 123) throw new TypeError(`proposal ${p.pid}: cmd must serialise to a JSON object`);
   const bytes = Buffer.byteLength(pidJson) + Buffer.byteLength(cmdJson) + envelopeBytesMax;
   if (bytes > payloadBytesMax) {
-    throw new RangeError(`proposal ${p.pid} needs ${bytes} bytes, above the ${payloadBytesMax}-byte entry limit`);
+    throw entryTooLargeError(p.pid, bytes, payloadBytesMax);
   }
   return { pid: p.pid, cmd: p.cmd, pidJson, cmdJson, bytes };
 }

@@ -1,6 +1,6 @@
 export type { ReplicatedLog, LogEntry, Proposal, Snapshot, EntriesListener, Leadership, LogStatus, StreamStatus, StreamReplica, NodeProgress } from './log.ts';
 export {
-  damagedError, failedError, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut, logDamagedCode, logFailedCode,
+  damagedError, entryTooLargeError, failedError, isEntryTooLarge, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut, logDamagedCode, logFailedCode,
   logOverloadedCode, logUnavailableCode, outcomeUnknownError, overloadedError, unavailableError, writeTimedOutError,
 } from './log-errors.ts';
 export type { Clock, TimerHandle } from './clock.ts';

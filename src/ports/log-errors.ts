@@ -25,6 +25,9 @@ export const writeTimedOutCode = 'WRITE_TIMED_OUT' as const;
  */
 export const outcomeUnknownCode = 'OUTCOME_UNKNOWN' as const;
 
+/** `code` of the error an append gets when one of its entries is larger than the log takes in one entry. */
+export const entryTooLargeCode = 'ENTRY_TOO_LARGE' as const;
+
 /** `code` of the error open() throws when the data on disk is damaged or incomplete and it refuses to open. */
 export const logDamagedCode = 'LOG_DAMAGED' as const;
 
@@ -61,6 +64,15 @@ export function writeTimedOutError(timeoutMs: number): Error & { timeoutMs: numb
 /** The error for a write the log gave up on, stored or not; `why` says what failed (no paths). */
 export function outcomeUnknownError(message: string, cause: unknown): Error {
   return Object.assign(new Error(message, { cause }), { code: outcomeUnknownCode });
+}
+
+/** The error for a proposal of `bytes` in a log whose entries hold at most `max` (a cluster's: the nats-servers' max_payload). */
+export function entryTooLargeError(pid: string, bytes: number, max: number): RangeError & { bytes: number; max: number } {
+  return Object.assign(new RangeError(`proposal ${pid} needs ${bytes} bytes, above the ${max}-byte entry limit`), { code: entryTooLargeCode, bytes, max });
+}
+
+export function isEntryTooLarge(err: unknown): err is RangeError & { code: typeof entryTooLargeCode; bytes: number; max: number } {
+  return hasCode(err, entryTooLargeCode);
 }
 
 export function damagedError(message: string): Error {

@@ -3,5 +3,5 @@ export { WalLog } from './wal.ts';
 export type { WalLogOptions } from './wal.ts';
 export { MemoryLog, createMemoryLogStore } from './memory-log.ts';
 export type { MemoryLogOptions, MemoryLogStore } from './memory-log.ts';
-export { isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut } from '../ports/log-errors.ts';
+export { isEntryTooLarge, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut } from '../ports/log-errors.ts';
 export type { LogStats } from '../log/index.ts';
