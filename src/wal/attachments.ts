@@ -1,7 +1,8 @@
 /**
  * Bytes too large for one log entry, kept next to the WAL (`<dir>/attachments/<sha256>.bin`) so that an
  * entry names them instead of carrying them: a restore of a large snapshot. Stored whole before the entry
- * that names them is proposed (temporary file, fsync, rename, directory sync), read back synchronously
+ * that names them is proposed (temporary file, fsync, rename, directory sync; the temporary file removed
+ * when that fails), read back synchronously
  * when that entry applies, live or in a replay. The newest `keptMax` are kept: an attachment is needed
  * only until the log snapshots taken after its entry (the next ones) replace that entry.
  *
@@ -14,7 +15,7 @@ import fs from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { damagedError } from '../ports/log-errors.ts';
-import { kind, writeFileWhole } from './files.ts';
+import { kind, shortageError, shortageOf, writeFileWhole } from './files.ts';
 
 const namePattern = /^[0-9a-f]{64}\.bin$/;
 /** Attachments kept; older ones are removed when a new one is stored. */
@@ -27,12 +28,21 @@ export class Attachments {
     this.dir = join(dataDir, 'attachments');
   }
 
-  /** Stores `bytes` durably under their SHA-256 (hex); resolves with the name an entry carries. */
+  /**
+   * Stores `bytes` durably under their SHA-256 (hex); resolves with the name an entry carries. A full disk
+   * (or a shortage of file descriptors) is refused as the log refuses appends then (shortageError: the
+   * restore answers 503, retry later), and leaves no partial file behind.
+   */
   async store(bytes: Buffer, sha256: string): Promise<string> {
     if (!/^[0-9a-f]{64}$/.test(sha256)) throw new RangeError(`attachment: bad sha256 ${JSON.stringify(sha256)}`);
-    await mkdir(this.dir, { recursive: true });
     const name = `${sha256}.bin`;
-    await writeFileWhole(join(this.dir, name), bytes);
+    try {
+      await mkdir(this.dir, { recursive: true });
+      await writeFileWhole(join(this.dir, name), bytes);
+    } catch (err) {
+      const shortage = shortageOf(err);
+      throw shortage === undefined ? err : shortageError(shortage);
+    }
     await this.prune(name);
     return name;
   }

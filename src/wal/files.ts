@@ -7,9 +7,9 @@
  */
 // The default export, so a test can make one write fail (vi.spyOn on this object).
 import fs from 'node:fs';
-import { open, readdir, rename, type FileHandle } from 'node:fs/promises';
+import { open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { LogShortage } from '../ports/log-errors.ts';
+import { unavailableError, type LogShortage } from '../ports/log-errors.ts';
 
 /** What the WAL can be short of (a stream is the cluster log's). */
 export type WalShortage = Exclude<LogShortage, 'stream' | 'storage'>;
@@ -72,20 +72,36 @@ export async function writeAll(fh: FileHandle, buf: Buffer, position: number): P
 }
 
 /**
- * Writes a small file whole: a temporary file, flushed, renamed into place, the directory flushed, so a
- * crash leaves no file, the old one or the new one, never part of one.
+ * Writes a file whole: a temporary file, flushed, renamed into place, the directory flushed, so a crash
+ * leaves no file, the old one or the new one, never part of one.
  */
 export async function writeFileWhole(path: string, data: string | Buffer): Promise<void> {
-  const tmp = `${path}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
+  await writeAside(path, (fh) => fh.writeFile(data));
   await syncDir(dirname(path));
+}
+
+/**
+ * Writes `path` aside: `write` fills the temporary file `<path>.tmp`, which is flushed and renamed into
+ * place; the caller syncs the directory. A write that fails (a full disk) removes the temporary file, which
+ * would take space on a disk that has none; best effort, so that the removal's own failure hides no cause.
+ */
+export async function writeAside(path: string, write: (fh: FileHandle) => Promise<void>): Promise<void> {
+  const tmp = `${path}.tmp`;
+  try {
+    const fh = await open(tmp, 'w');
+    try {
+      await write(fh);
+      await fh.sync();
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw err;
+    }
+    await fh.close();
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** Makes created, renamed or deleted names durable. */
@@ -119,6 +135,14 @@ export const shortageText: Record<WalShortage, string> = {
   descriptors: 'the agent is out of file descriptors',
   files: 'the data dir was removed or damaged; the agent is writing its state there afresh',
 };
+
+/**
+ * The error writes are refused with while the log is short of `shortage` (LOG_UNAVAILABLE: the HTTP front
+ * end answers 503 with Retry-After and the shortage's code); its message names no path.
+ */
+export function shortageError(shortage: WalShortage): Error {
+  return unavailableError(kind, shortageText[shortage], shortage);
+}
 
 /** The line logged once when appends start being refused (a lost segment's: afresh.ts, lossLog). */
 export const shortageLog: Record<Exclude<WalShortage, 'files'>, string> = {

@@ -2,14 +2,14 @@
  * Snapshot files: one frame each (record.ts), written aside and renamed into place so a crash leaves
  * the old or the new one whole; the newest readable one loaded at open(); the newest two kept.
  */
-import { open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { readdir, readFile, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { constants } from 'node:buffer';
 import type { Logger } from '../ports/logger.ts';
 import type { Snapshot } from '../ports/log.ts';
 import { parseSnapshot, snapshotPayloadChunks } from '../log/index.ts';
-import { listIndexed, snapName, snapPattern, syncDir, writeAll } from './files.ts';
+import { listIndexed, snapName, snapPattern, syncDir, writeAll, writeAside } from './files.ts';
 import { decodeSingle, headerBytes } from './record.ts';
 
 /** The longest string V8 makes (and so the largest snapshot payload recovery can decode). */
@@ -44,34 +44,26 @@ async function readSnapshotFile(path: string, index: number): Promise<Snapshot |
 
 /** Write aside, sync, rename into place, sync the directory: a crash leaves the old or the new, whole. */
 export async function writeSnapshotFile(snapDir: string, s: Snapshot): Promise<void> {
-  const path = join(snapDir, snapName(s.index));
-  const tmp = `${path}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    // One frame, streamed: the payload in pieces with a running crc, then the header in front of it.
-    let bytes = 0;
-    let crc = 0;
-    for (const chunk of snapshotPayloadChunks(s)) {
-      const buf = Buffer.from(chunk, 'utf8');
-      crc = crc32(buf, crc);
-      bytes += buf.length;
-      // Recovery reads the payload as one string: never write one it could not read back.
-      if (bytes > snapshotPayloadBytesMax) throw new RangeError(`snapshot payload passes ${snapshotPayloadBytesMax} bytes, more than recovery can read as one string`);
-      await writeAll(fh, buf, headerBytes + bytes - buf.length);
-    }
-    const header = Buffer.alloc(headerBytes);
-    header.writeUInt32LE(bytes, 0);
-    header.writeUInt32LE(crc, 4);
-    await writeAll(fh, header, 0);
-    await fh.sync();
-  } catch (err) {
-    await fh.close();
-    await rm(tmp, { force: true });
-    throw err;
-  }
-  await fh.close();
-  await rename(tmp, path);
+  await writeAside(join(snapDir, snapName(s.index)), (fh) => writeFrame(fh, s));
   await syncDir(snapDir);
+}
+
+/** One frame, streamed: the payload in pieces with a running crc, then the header in front of it. */
+async function writeFrame(fh: FileHandle, s: Snapshot): Promise<void> {
+  let bytes = 0;
+  let crc = 0;
+  for (const chunk of snapshotPayloadChunks(s)) {
+    const buf = Buffer.from(chunk, 'utf8');
+    crc = crc32(buf, crc);
+    bytes += buf.length;
+    // Recovery reads the payload as one string: never write one it could not read back.
+    if (bytes > snapshotPayloadBytesMax) throw new RangeError(`snapshot payload passes ${snapshotPayloadBytesMax} bytes, more than recovery can read as one string`);
+    await writeAll(fh, buf, headerBytes + bytes - buf.length);
+  }
+  const header = Buffer.alloc(headerBytes);
+  header.writeUInt32LE(bytes, 0);
+  header.writeUInt32LE(crc, 4);
+  await writeAll(fh, header, 0);
 }
 
 /**

@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { failedError, unavailableError } from '../ports/log-errors.ts';
+import { failedError } from '../ports/log-errors.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import {
   appendTo, checkAfterIndex, CommitQueue, commitBytesMax, deliverCommit, positiveIntOption, queuedEntriesMaxDefault,
@@ -38,7 +38,7 @@ import { lossLog, startAfresh } from './afresh.ts';
 import { Attachments } from './attachments.ts';
 import { clearCleanClose, readCleanClose, recordCleanClose } from './clean-close.ts';
 import {
-  kind, listIndexed, MiB, SegmentLost, segmentPattern, shortageLog, shortageOf, shortageText, snapName, syncDir, type SegmentLoss,
+  kind, listIndexed, MiB, SegmentLost, segmentPattern, shortageError, shortageLog, shortageOf, snapName, syncDir, type SegmentLoss,
 } from './files.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, operatorChoices, planRecovery } from './recovery.ts';
@@ -212,9 +212,10 @@ export class WalLog implements ReplicatedLog {
     return { kind: 'wal', lastIndex: this.last, firstIndex: Math.min(first, this.last + 1), snapshotIndex: this.snapIndex };
   }
 
-  /** Bytes too large for an entry, as a file of the data dir (see attachments.ts). */
+  /** Bytes too large for an entry, as a file of the data dir (see attachments.ts); refused while appends are. */
   storeAttachment(bytes: Buffer, sha256: string): Promise<string> {
-    return this.attachments.store(bytes, sha256);
+    const refused = refusal(kind, this.phase, this.failure) ?? this.noSpace;
+    return refused === undefined ? this.attachments.store(bytes, sha256) : Promise.reject(refused);
   }
 
   loadAttachment(name: string): Buffer {
@@ -226,8 +227,7 @@ export class WalLog implements ReplicatedLog {
   }
 
   close(): Promise<void> {
-    this.closing ??= this.shutdown();
-    return this.closing;
+    return (this.closing ??= this.shutdown());
   }
 
   private async shutdown(): Promise<void> {
@@ -298,7 +298,7 @@ export class WalLog implements ReplicatedLog {
     }
     if (err instanceof SegmentLost) this.loss ??= err.loss;
     const first = this.noSpace === undefined;
-    this.noSpace ??= unavailableError(kind, shortageText[shortage], shortage);
+    this.noSpace ??= shortageError(shortage);
     for (const p of batch) p.reject(this.noSpace);
     this.commits.rejectQueued(this.noSpace);
     if (first) this.logger.error({ err, dir: this.opts.dir }, shortage === 'files' ? lossLog[this.loss ?? 'removed'].refused : shortageLog[shortage]);
