@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
 import { createLogger } from './agent/logger.ts';
-import { checkDataDirMode, markClusterDataDir } from './agent/data-dir-mode.ts';
+import { checkDataDirMode, markClusterDataDir, markEmbeddedDataDir } from './agent/data-dir-mode.ts';
 import { nodeIdOf, writeNodeId } from './agent/node-id.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { handOverHangups, holdHangups, readingConfiguration } from './early-hangup.ts';
@@ -153,10 +153,11 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   checkDataDirMode(dataDir, config.nats.length > 0);
   const clock = new SystemClock();
   const nodeId = await nodeIdOf(dataDir);
-  // What the agent puts back in a data dir made again: its lock and its node ID.
+  // What the agent puts back in a data dir made again: its lock, its node ID and (a single node) the mark of its log.
   const reclaim = async () => {
     lock.reclaim();
     await writeNodeId(dataDir, nodeId);
+    if (config.nats.length === 0) await markEmbeddedDataDir(dataDir);
   };
   keepLock(lock, {
     taken: (err) => {
@@ -179,6 +180,8 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   // A cluster node needs nothing else of its local disk: a full one does not stop it here.
   if (config.nats.length > 0) {
     await markClusterDataDir(dataDir).catch((err: unknown) => logger.warn({ err, dataDir }, 'could not mark the data dir as a cluster node\'s; a start without --nats on it will not be refused'));
+  } else {
+    await markEmbeddedDataDir(dataDir).catch((err: unknown) => logger.warn({ err, dataDir }, 'could not mark the data dir as holding the embedded log; a start that finds it gone will not be refused'));
   }
   let stopping = false;
   shutdown = (signal: string) => {

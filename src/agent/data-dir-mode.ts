@@ -8,20 +8,27 @@
  *
  * So a cluster node marks its dir (`cluster`, once it has opened the log), and a start stops (exit 2),
  * saying how to go on, when the mode does not match what the dir holds.
+ *
+ * A single node marks its dir too (`embedded-log`, once it has started on its log): a start that then finds
+ * no log in it (`wal/` and `snap/` removed, or their files emptied) stops, rather than serve an empty
+ * registry as if nothing had ever been stored and grant locks that clients believe they hold.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../config.ts';
 import { segmentPattern, snapPattern, writeFileWhole } from '../wal/files.ts';
 
 /** The file that marks a cluster node's data dir. */
 const clusterMarkerName = 'cluster';
+/** The file that marks a data dir whose embedded log a single node has started on. */
+const embeddedMarkerName = 'embedded-log';
 
-/** Files of an embedded log in the data dir: its segments and snapshots. */
-function embeddedLogFiles(dataDir: string): number {
+/** Files of an embedded log in the data dir: its segments and snapshots (`filled`: only those not empty). */
+function embeddedLogFiles(dataDir: string, filled = false): number {
   const count = (dir: string, pattern: RegExp) => {
     try {
-      return readdirSync(join(dataDir, dir)).filter((name) => pattern.test(name)).length;
+      const names = readdirSync(join(dataDir, dir)).filter((name) => pattern.test(name));
+      return filled ? names.filter((name) => statSync(join(dataDir, dir, name)).size > 0).length : names.length;
     } catch {
       return 0;
     }
@@ -38,6 +45,13 @@ export function checkDataDirMode(dataDir: string, clustered: boolean): void {
       + 'this agent would serve an empty registry of its own and grant locks the cluster\'s clients hold. '
       + `Start it with --nats as before; to run it as a single node with a new, empty registry, remove ${marker}`);
   }
+  const embedded = join(dataDir, embeddedMarkerName);
+  if (!clustered && existsSync(embedded) && embeddedLogFiles(dataDir, true) === 0) {
+    throw new ConfigError(`--data-dir ${dataDir}: its log is gone: wal/ and snap/ hold nothing, but a registry was kept here before `
+      + `(${embedded}). Started, this agent would serve an empty registry as if nothing had been stored, and grant locks that clients `
+      + 'believe they hold. Put the log back (the data dir from a backup), or start with an empty registry and restore a saved snapshot '
+      + `(roster snapshot restore); to start empty on purpose, remove ${embedded}`);
+  }
   const files = clustered && !marked ? embeddedLogFiles(dataDir) : 0;
   if (files > 0) {
     throw new ConfigError(`--data-dir ${dataDir}: it holds a single node's embedded log (${files} files in wal/ and snap/), `
@@ -52,4 +66,11 @@ export async function markClusterDataDir(dataDir: string): Promise<void> {
   const marker = join(dataDir, clusterMarkerName);
   if (existsSync(marker)) return;
   await writeFileWhole(marker, 'This data dir belongs to a Roster cluster node: start it with --nats (see docs/cluster.md).\n');
+}
+
+/** Marks the data dir as holding a single node's embedded log (once the node has started on it); kept when it is there. */
+export async function markEmbeddedDataDir(dataDir: string): Promise<void> {
+  const marker = join(dataDir, embeddedMarkerName);
+  if (existsSync(marker)) return;
+  await writeFileWhole(marker, 'This data dir holds a Roster single node\'s embedded log (wal/ and snap/): a start that finds them gone stops.\n');
 }
