@@ -1,7 +1,7 @@
 /**
  * Agent errors in the error catalogue (errors.ts spreads it in): following the agent's log
  * (`/v1/agent/monitor`), profiling it (`/v1/agent/debug/*`), what its checks' owners allow, and a write
- * its log gave up on without knowing whether it was stored.
+ * its log gave up on without knowing whether it was stored, and the stream refused to a page of another origin.
  */
 import { entry, rule } from './error-kinds.ts';
 
@@ -39,6 +39,12 @@ export const agentErrorCatalogue = {
     kind: 'inputTooLong', message: (v) => `the write takes ${v.bytes} bytes in the log, above the ${v.max} bytes one log entry holds`
       + ' (in a cluster, the nats-servers\' max_payload)',
     details: (v) => ({ size: v.bytes, max: v.max }), consulText: (v) => `Request body(${v.bytes} bytes) too large, max size: ${v.max} bytes`,
+  }),
+  streamOriginRefused: entry<{ origin: string }>({
+    kind: 'insufficientPermission',
+    message: (v) => `the stream is not opened for a web page of another origin (${v.origin.slice(0, 200)}) while authentication is off: `
+      + 'any site would read the registry through its visitors\' browsers; open it from the agent\'s own address, or turn authentication on and send a token',
+    details: (v) => ({ origin: v.origin.slice(0, 200) }), consulText: 'Permission denied: cross-origin stream',
   }),
   checkIdReserved: entry<{ checkId: string }>({
     kind: 'invalidParameter', message: (v) => `check ID ${JSON.stringify(v.checkId)} is the agent's own node check; give the check another ID`,

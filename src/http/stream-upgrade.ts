@@ -6,7 +6,8 @@
  * `Sec-WebSocket-Version: 13`, as RFC 6455 asks. Each attempt counts once against the rate limit, as an HTTP
  * request does: against the token's subject once it verified, else (no auth, a refusal before or by
  * authentication) the address; past it the answer is 429 with Retry-After instead, before any upgrade.
- * Refusals are answered in the dialect's error format and carry the rate headers.
+ * Refusals are answered in the dialect's error format and carry the rate headers. Without authentication, a
+ * browser's upgrade from a page of another origin is refused 403 (`foreignOrigin`).
  */
 import type * as Uws from 'uWebSockets.js';
 import { allowed, type Identity } from '../auth/index.ts';
@@ -42,6 +43,27 @@ function mayOpen(identity: Identity): boolean {
     && allowed(identity, { resource: r.resource, name: r.prefix, access: 'read' }));
 }
 
+/**
+ * The Origin of a browser's upgrade when it is not the agent's own address (the Host it was asked on), else
+ * undefined. Browsers let any page open a WebSocket to any address and send its Origin: without
+ * authentication nothing else would keep a page of another site from reading the registry through its
+ * visitor's browser (the HTTP API is kept from that by the same-origin rule). Clients other than browsers
+ * send no Origin. An opaque origin (`null`: a sandboxed frame, a file) is another origin.
+ */
+export function foreignOrigin(headers: ReadonlyMap<string, string>): string | undefined {
+  const origin = headers.get('origin');
+  if (origin === undefined || origin === '') return undefined;
+  try {
+    const from = new URL(origin);
+    if (from.protocol !== 'http:' && from.protocol !== 'https:') return origin;
+    // Behind a proxy that passes the Host it was asked on as X-Forwarded-Host (a page cannot set that header on an upgrade).
+    const hosts = [headers.get('host'), headers.get('x-forwarded-host')?.split(',')[0]?.trim()];
+    return hosts.some((h) => h !== undefined && h !== '' && new URL(`${from.protocol}//${h}`).host === from.host) ? undefined : origin;
+  } catch {
+    return origin;
+  }
+}
+
 /** One upgrade attempt: what it needs is copied from the uWS request at once (uWS reuses it). */
 export class Upgrade {
   private readonly key: string;
@@ -72,6 +94,11 @@ export class Upgrade {
     // Without authentication there is no identity to wait for: the address counts at once.
     const early = this.host.o.auth === undefined ? this.limited(this.byAddress) : undefined;
     if (early !== undefined) return this.reject(early);
+    const foreign = this.host.o.auth === undefined ? foreignOrigin(this.headers) : undefined;
+    if (foreign !== undefined) {
+      const over = this.limited(this.byAddress);
+      return over !== undefined ? this.reject(over) : this.refuse(new RegistryError('streamOriginRefused', { origin: foreign }));
+    }
     if (this.version !== websocketVersion) {
       const over = this.limited(this.byAddress);
       return this.reject(over ?? this.versionRefusal());

@@ -28,7 +28,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   fieldsInvalid: { fields: { TTL: ['Format:bad'] } }, indexInvalid: undefined, waitInvalid: rule,
   maxStaleInvalid: { ...rule, value: 'x' }, staleWithConsistent: undefined, noPathToDatacenter: { dc: 'dc9' },
   filterInvalid: { why: 'w' }, listParameterInvalid: { field: 'page', rule: 'Format', why: 'w' }, passingInvalid: { value: 'x' },
-  segmentWithWan: undefined, metricsFormatInvalid: { format: 'xml' }, monitorLevelInvalid: { level: 'loud' }, monitorsFull: { max: 64 }, debugDisabled: undefined, profileSecondsInvalid: { text: 'x', max: 300 }, profileBusy: { kind: 'CPU' }, writeOutcomeUnknown: undefined, entryTooLarge: { bytes: 2, max: 1 }, checkIdReserved: { checkId: 'gossipHealth' }, checkOwnerDenied: { checkId: 'service:db' }, kvKeyMissing: undefined, kvKeyNotFound: { key: 'k' },
+  segmentWithWan: undefined, metricsFormatInvalid: { format: 'xml' }, monitorLevelInvalid: { level: 'loud' }, monitorsFull: { max: 64 }, debugDisabled: undefined, profileSecondsInvalid: { text: 'x', max: 300 }, profileBusy: { kind: 'CPU' }, writeOutcomeUnknown: undefined, entryTooLarge: { bytes: 2, max: 1 }, streamOriginRefused: { origin: 'https://evil.example' }, checkIdReserved: { checkId: 'gossipHealth' }, checkOwnerDenied: { checkId: 'service:db' }, kvKeyMissing: undefined, kvKeyNotFound: { key: 'k' },
   kvUint64Invalid: { name: 'cas', text: 'x' }, kvSessionMissing: { name: 'acquire' },
   kvFlagsConflict: { given: ['cas', 'acquire'], exclusive: ['cas', 'acquire', 'release'], query: 'acquire=s&cas=1' },
   kvSessionInvalid: { session: 's' }, casMismatch: reason, lockNotAcquired: reason, lockNotReleased: reason, kvWriteFailed: reason,

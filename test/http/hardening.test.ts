@@ -212,6 +212,15 @@ describe('stream authentication', () => {
     await expect(openStream(secured, [subprotocol, wrong])).rejects.toMatchObject({ status: 401, body: { code: 1021 } });
   });
 
+  test('with authentication, a page of another origin opens it only with a token (which such a page cannot know)', async () => {
+    const token = await mint([{ resource: 'service', prefix: '', access: 'read' }]);
+    const origin = { Origin: 'https://dashboard.example' };
+    const opened = await openStream(secured, [subprotocol, `bearer.${Buffer.from(token).toString('base64url')}`], origin);
+    expect(opened.ws.protocol).toBe(subprotocol);
+    opened.ws.close();
+    await expect(openStream(secured, [subprotocol], origin)).rejects.toMatchObject({ status: 401, body: { code: 1002 } });
+  });
+
   test('each subscription needs read on what it shows: others are refused with error "forbidden"', async () => {
     const token = await mint([
       { resource: 'service', prefix: 'web', access: 'read' },

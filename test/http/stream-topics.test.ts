@@ -24,6 +24,30 @@ describe('upgrade (§4.1)', () => {
     expect(sub.end).toBeDefined();
   });
 
+  test('without authentication, a browser\'s upgrade from a page of another origin is refused 403; the agent\'s own origin is not', async () => {
+    /** The upgrade's HTTP status (101 when it opened), sent with `headers`. */
+    const upgrade = (headers: Record<string, string>) => new Promise<{ status: number; body: string }>((res, rej) => {
+      const ws = new WebSocket(streamUrl(agent), [subprotocol], { headers });
+      ws.once('open', () => { ws.close(); res({ status: 101, body: '' }); });
+      ws.once('error', rej);
+      ws.once('unexpected-response', (req, r) => {
+        let body = '';
+        r.on('data', (d: Buffer) => { body += d.toString(); });
+        r.on('end', () => { req.destroy(); res({ status: r.statusCode ?? 0, body }); });
+      });
+    });
+    const own = new URL(agent.url);
+    for (const origin of ['https://evil.example', 'null', `http://${own.hostname}:${Number(own.port) + 1}`, 'file://']) {
+      const refused = await upgrade({ Origin: origin });
+      expect(refused.status, origin).toBe(403);
+      expect(JSON.parse(refused.body)).toMatchObject({ code: expect.any(Number), details: { origin } });
+    }
+    expect((await upgrade({ Origin: own.origin })).status).toBe(101);
+    expect((await upgrade({})).status).toBe(101);
+    // Behind a proxy that keeps the address it was asked on in X-Forwarded-Host.
+    expect((await upgrade({ Origin: 'https://registry.example', 'X-Forwarded-Host': 'registry.example' })).status).toBe(101);
+  });
+
   test('a client offering only another subprotocol gets HTTP 400', async () => {
     const ws = new WebSocket(streamUrl(agent), ['other.v1']);
     const answer = await new Promise<{ status: number; body: string }>((res, rej) => {
