@@ -8,7 +8,7 @@
  * A path that names no file gets index.html (the page routes on the client), except under `assets/`,
  * where a missing script or style sheet is a 404 rather than HTML the browser would then misread.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { extname, resolve, sep } from 'node:path';
 import { RegistryError } from '../../domain/errors.ts';
 import type { ApiContext } from '../api.ts';
@@ -66,6 +66,20 @@ async function isFile(file: string): Promise<boolean> {
   }
 }
 
+/**
+ * The file's real path when it is a file inside the real `root`, else undefined: a symbolic link in the
+ * dashboard's dir (to /etc/passwd, or to a dir elsewhere) is followed by the reads, so the check is made
+ * on where it leads.
+ */
+async function fileWithin(root: string, file: string): Promise<string | undefined> {
+  try {
+    const real = await realpath(file);
+    return real.startsWith(root + sep) && (await isFile(real)) ? real : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function fileReply(file: string, cacheControl: string): Promise<Reply> {
   const type = contentTypes[extname(file).toLowerCase()] ?? 'application/octet-stream';
   const body = await readFile(file);
@@ -77,13 +91,15 @@ async function serve(req: Request, api: ApiContext): Promise<Reply> {
   if (req.path === '/ui') return { t: 'redirect', location: withQuery('/ui/', req), status: 301 };
   const dir = api.uiDir;
   if (dir === undefined) throw notBuilt('dist/ui');
-  const root = resolve(dir);
+  // The dir itself may be a link (the build links dist/server/dist/ui to the built dashboard).
+  const root = await realpath(resolve(dir)).catch(() => resolve(dir));
   const rel = relativePath(req.rest);
   const index = resolve(root, 'index.html');
   if (rel !== '') {
     const file = resolve(root, rel);
     if (!file.startsWith(root + sep)) throw noFile(req.path);
-    if (await isFile(file)) return fileReply(file, rel.startsWith('assets/') ? immutable : revalidate);
+    const real = await fileWithin(root, file);
+    if (real !== undefined) return fileReply(real, rel.startsWith('assets/') ? immutable : revalidate);
     if (rel.startsWith('assets/')) throw noFile(req.path);
   }
   if (!(await isFile(index))) throw notBuilt(dir);
