@@ -3,12 +3,31 @@
 // bytes with its refusals, uint64 flags, and the timeline's transitions from successive stream views.
 import { describe, expect, test } from 'vitest';
 import { byteSize, crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type KvItem } from '../../ui/src/kv-model.ts';
+import { hasDotSegment, keyFromAddress, keyToAddress } from '../../ui/src/addresses.ts';
 import { parseRoute } from '../../ui/src/router.ts';
 import { record, transitions } from '../../ui/src/timeline.ts';
 import type { Check, KvEntry } from '../../ui/src/model.ts';
 
 const b64 = (s: string | Uint8Array) => Buffer.from(s).toString('base64');
 const item = (Key: string, value = 'v', Session?: string): KvItem => ({ Key, Value: b64(value), Flags: '0', LockIndex: Session ? 1 : 0, CreateIndex: 1, ModifyIndex: 1, ...(Session ? { Session } : {}) });
+
+describe('keys and names in addresses', () => {
+  test('dot segments are escaped with one more `~`, one to one; other segments read as written', () => {
+    const cases: [string, string][] = [
+      ['tmp/../secret/db', 'tmp/~../secret/db'], ['a/./b', 'a/~./b'], ['a/~../b', 'a/~~../b'], ['~~.', '~~~.'],
+      ['app/config', 'app/config'], ['a/.../b', 'a/.../b'], ['a/.x/~/~x.', 'a/.x/~/~x.'], ['a b/c%d', 'a%20b/c%25d'], ['a//b/', 'a//b/'],
+    ];
+    for (const [key, address] of cases) {
+      expect(keyToAddress(key), key).toBe(address);
+      expect(keyFromAddress(address.split('/')), address).toBe(key);
+    }
+    expect(parseRoute('/ui/kv/tmp/~../secret/db')).toEqual({ page: 'key', key: 'tmp/../secret/db' });
+    expect(parseRoute('/ui/kv/tmp/%7E../')).toEqual({ page: 'folder', prefix: 'tmp/../' });
+    expect(parseRoute('/ui/locks/a/~../~../services')).toEqual({ page: 'lock', key: 'a/../../services' });
+    expect(parseRoute('/ui/services/~..')).toEqual({ page: 'service', name: '..' });
+    expect([hasDotSegment('a/../b'), hasDotSegment('./a'), hasDotSegment('a/...'), hasDotSegment('a/~..')]).toEqual([true, true, false, false]);
+  });
+});
 
 describe('routes', () => {
   test('lists, details, the KV browser, locks, timeline, cluster, log; anything else is not found', () => {

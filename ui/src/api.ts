@@ -51,10 +51,11 @@ export async function apiText(path: string): Promise<string> {
 
 /**
  * A write (PUT or DELETE). Resolves with the body's text; a refusal rejects with the server's message.
- * A conditional write the consul dialect answers `false` with 200 is a refusal too.
+ * A conditional write the consul dialect answers `false` with 200 is a refusal too. `contentType` labels
+ * the body when it is not raw bytes (a transaction's JSON).
  */
-export async function send(method: 'PUT' | 'DELETE', path: string, body?: BodyInit): Promise<string> {
-  const res = await fetch(path, { method, headers: headers(), body });
+export async function send(method: 'PUT' | 'DELETE', path: string, body?: BodyInit, contentType?: string): Promise<string> {
+  const res = await fetch(path, { method, headers: contentType === undefined ? headers() : { ...headers(), 'Content-Type': contentType }, body });
   if (!res.ok) throw await failure(res);
   const text = await res.text();
   if (text.trim() === 'false') throw new ApiError(res.status, 'The agent answered false: the condition of the write did not hold, and nothing was changed.');

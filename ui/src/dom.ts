@@ -2,6 +2,7 @@
  * DOM building blocks of every view. Every text goes in through textContent (never HTML), so names,
  * outputs, keys and values from the registry cannot inject markup.
  */
+import { keyToAddress, segmentToAddress } from './addresses.ts';
 
 export type Child = Node | string | undefined;
 
@@ -48,10 +49,11 @@ export function facts(pairs: [string, Child][]): HTMLElement {
   return h('dl', { class: 'facts' }, ...pairs.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }
 
+/** The dashboard's addresses of a name or key, written so that no browser turns them into another (addresses.ts). */
 export const uiPaths = {
-  service: (name: string) => `/ui/services/${encodeURIComponent(name)}`,
-  node: (name: string) => `/ui/nodes/${encodeURIComponent(name)}`,
-  session: (id: string) => `/ui/sessions/${encodeURIComponent(id)}`,
-  kv: (key: string) => `/ui/kv/${key.split('/').map(encodeURIComponent).join('/')}`,
-  lock: (key: string) => `/ui/locks/${key.split('/').map(encodeURIComponent).join('/')}`,
+  service: (name: string) => `/ui/services/${segmentToAddress(name)}`,
+  node: (name: string) => `/ui/nodes/${segmentToAddress(name)}`,
+  session: (id: string) => `/ui/sessions/${segmentToAddress(id)}`,
+  kv: (key: string) => `/ui/kv/${keyToAddress(key)}`,
+  lock: (key: string) => `/ui/locks/${keyToAddress(key)}`,
 };

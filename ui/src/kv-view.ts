@@ -4,15 +4,14 @@
  * edit with flags and a CAS-safe save; delete). Both are live: the stream's `kv_prefix` view of the
  * folder (or key) feeds them, while the forms keep what is being typed.
  */
-import { ApiError, apiText, encodePath, send } from './api.ts';
+import { ApiError } from './api.ts';
 import { confirmAction } from './confirm.ts';
 import { button, facts, h, link, section, table, uiPaths } from './dom.ts';
-import { byteSize, bytesToBase64, crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type FolderRow, type KvItem, type ValueMode } from './kv-model.ts';
+import { deleteKey as removeKey, deleteTree, readKey, writeKey } from './kv-api.ts';
+import { byteSize, bytesToBase64, crumbs, folderRows, naturalMode, parseFlags, parseValue, showValue, type FolderRow, type KvItem, type ValueMode } from './kv-model.ts';
 import { data, type Page } from './store.ts';
 
 type Go = (path: string) => void;
-
-const kvPath = (key: string) => `/v1/kv/${encodePath(key)}`;
 
 function crumbsNav(path: string): HTMLElement {
   const parts = crumbs(path).map(([name, at]) => link(uiPaths.kv(at), name));
@@ -56,7 +55,7 @@ function newKeyForm(prefix: string, go: Go): HTMLElement {
     // cas=0 writes only if no such key exists, so creating never overwrites.
     confirmAction(`Create the key ${key}?`, 'Create', async () => {
       try {
-        await send('PUT', `${kvPath(key)}?cas=0`, value.value);
+        await writeKey(key, new TextEncoder().encode(value.value), 0);
       } catch (err) {
         if (err instanceof ApiError && (err.status === 409 || err.status === 200)) throw new ApiError(err.status, `${key} exists already: nothing was written. (${err.message})`);
         throw err;
@@ -73,7 +72,7 @@ function newKeyForm(prefix: string, go: Go): HTMLElement {
 export function folderPage(prefix: string, go: Go): Page {
   const live = h('div', {});
   const deleteKey = (key: string) => confirmAction(`Delete the key ${key}?`, 'Delete', async () => {
-    await send('DELETE', kvPath(key));
+    await removeKey(key);
     return `Deleted ${key}`;
   });
   const tools = h('div', { class: 'actions' }, newKeyForm(prefix, go));
@@ -81,7 +80,7 @@ export function folderPage(prefix: string, go: Go): Page {
     tools.append(button('Delete folder…', { class: 'danger', 'data-action': 'delete-folder' }, () => {
       const n = [...data.kv.keys()].filter((k) => k.startsWith(prefix)).length;
       confirmAction(`Delete ${prefix} and everything under it (${n} key${n === 1 ? '' : 's'})? This cannot be undone.`, 'Delete all', async () => {
-        await send('DELETE', `${kvPath(prefix)}?recurse`);
+        await deleteTree(prefix);
         go(uiPaths.kv(crumbs(prefix.slice(0, -1)).at(-1)?.[1] ?? ''));
         return `Deleted ${prefix} (${n} key${n === 1 ? '' : 's'})`;
       });
@@ -155,7 +154,7 @@ function editor(key: string, onDone: () => void): { el: HTMLElement; open(): Pro
     if (bytes instanceof Error || f instanceof Error) return;
     confirmAction(`Save ${key} with flags ${f}? It is written only if the key is still at ModifyIndex ${state.base} (check-and-set).`, 'Save', async () => {
       try {
-        await send('PUT', `${kvPath(key)}?cas=${state.base}&flags=${f}`, bytes);
+        await writeKey(key, bytes, state.base, f);
       } catch (err) {
         if (err instanceof ApiError && (err.status === 409 || err.status === 200)) throw new ApiError(err.status, `Not saved: ${key} changed since it was opened at ModifyIndex ${state.base}; nothing was overwritten. Cancel and edit again to start from the current value. (${err.message})`);
         throw err;
@@ -171,13 +170,12 @@ function editor(key: string, onDone: () => void): { el: HTMLElement; open(): Pro
   el.addEventListener('submit', (ev) => ev.preventDefault());
   const open = async () => {
     // The exact entry (uint64 Flags, the index to check against) is read over HTTP when editing starts.
-    const text = await apiText(kvPath(key));
-    const e = (JSON.parse(text) as KvItem[])[0]!;
+    const { entry: e, flags: exact } = await readKey(key);
     state.base = e.ModifyIndex;
     state.mode = naturalMode(e.Value);
     markTab(tabs, state.mode);
     area.value = showValue(e.Value, state.mode) ?? '';
-    flags.value = exactFlags(text) ?? String(e.Flags);
+    flags.value = exact;
     error.hidden = true;
     stale.hidden = true;
     el.hidden = false;
@@ -204,7 +202,7 @@ export function keyPage(key: string, go: Go): Page {
       ed.open().catch((err: unknown) => { actions.hidden = false; missing.hidden = false; missing.textContent = `Cannot edit: ${err instanceof Error ? err.message : String(err)}`; });
     }),
     button('Delete…', { class: 'danger', 'data-action': 'delete-key' }, () => confirmAction(`Delete the key ${key}?`, 'Delete', async () => {
-      await send('DELETE', kvPath(key));
+      await removeKey(key);
       go(uiPaths.kv(crumbs(key).at(-1)?.[1] ?? ''));
       return `Deleted ${key}`;
     })),

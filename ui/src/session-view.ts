@@ -5,6 +5,7 @@
  * hand-offs this page saw.
  */
 import { invalidateAction } from './actions.ts';
+import { hasDotSegment } from './addresses.ts';
 import { api, encodePath, errorText } from './api.ts';
 import { badge, facts, h, link, section, table, uiPaths } from './dom.ts';
 import { kvRefusal } from './kv-view.ts';
@@ -114,6 +115,11 @@ export function lockPage(key: string): Page {
   const root = h('div', { 'data-page': 'lock', 'data-key': key });
   const waiters = h('div', { id: 'lock-waiters' }, h('p', { class: 'muted' }, '…'));
   const poll = poller(async () => {
+    // The queue is read by the key in the address: one with `.` or `..` segments would name another key there.
+    if (hasDotSegment(key)) {
+      waiters.replaceChildren(h('p', { class: 'muted', 'data-no-queue': '' }, 'A browser cannot ask for the queue of a key with `.` or `..` segments (it would resolve them and read another key’s); `curl --path-as-is` on `/v1/lock/queue/<key>` can.'));
+      return;
+    }
     try {
       const q = await api<Queue>(`/v1/lock/queue/${encodePath(key)}`);
       waiters.replaceChildren(q.Waiters.length === 0 ? h('p', { class: 'muted', 'data-no-waiters': '' }, 'Nobody waits at this agent.')
