@@ -12,11 +12,11 @@ import { api, ApiError, setToken, token } from './api.ts';
 import { wireConfirm } from './confirm.ts';
 import { h } from './dom.ts';
 import type { CatalogNode, Member } from './model.ts';
-import { buildPage, kvPrefixOf } from './pages.ts';
+import { buildPage, kvPrefixOf, refusedView } from './pages.ts';
 import { navOf, parseRoute } from './router.ts';
 import { applySort, nextSort, type SortState } from './sort.ts';
-import { StreamClient, type LinkState } from './stream.ts';
-import { arrived, data, type Page, type StreamField } from './store.ts';
+import { StreamClient, type LinkState, type Subscription } from './stream.ts';
+import { arrived, data, refused, type Page, type StreamField } from './store.ts';
 import { record } from './timeline.ts';
 import { applyFilter } from './views.ts';
 
@@ -133,6 +133,12 @@ function render(): void {
   const nav = navOf(route);
   for (const a of document.querySelectorAll<HTMLElement>('[data-nav]')) a.classList.toggle('active', a.dataset.nav === nav);
   const view = $('view');
+  const refusals = page.needs.filter((f) => refused.has(f));
+  if (refusals.length > 0) {
+    view.replaceChildren(refusedView(refusals));
+    $('count').textContent = '';
+    return;
+  }
   if (!page.needs.every((f) => arrived.has(f))) {
     view.replaceChildren(h('p', { class: 'muted', 'data-waiting': '' }, 'Waiting for the stream…'));
     $('count').textContent = '';
@@ -240,18 +246,26 @@ function main(): void {
     showLink(s);
     if (s.kind === 'retrying' && token() === '') probeAuth();
   }, (text) => notice(`Stream: ${text}`));
-  const into = (field: StreamField) => (items: ReadonlyMap<string, unknown>) => {
-    record(field, items);
-    (data as Record<StreamField, ReadonlyMap<string, unknown>>)[field] = items;
-    arrived.add(field);
-    refreshNodesIfChanged();
-    schedule();
-  };
-  stream.add({ topic: 'service_health', key: '', onView: into('entries') });
-  stream.add({ topic: 'checks_in_state', key: 'any', onView: into('checks') });
-  stream.add({ topic: 'sessions', key: '', onView: into('sessions') });
+  const into = (field: StreamField, sub: Pick<Subscription, 'topic' | 'key' | 'filter'>) => stream.add({ ...sub,
+    onView: (items) => {
+      record(field, items);
+      (data as Record<StreamField, ReadonlyMap<string, unknown>>)[field] = items;
+      arrived.add(field);
+      refused.delete(field);
+      refreshNodesIfChanged();
+      schedule();
+    },
+    // Kept by view rather than in the notice line, which a later successful read clears.
+    onError: (text) => {
+      refused.set(field, text);
+      schedule();
+    },
+  });
+  into('entries', { topic: 'service_health', key: '' });
+  into('checks', { topic: 'checks_in_state', key: 'any' });
+  into('sessions', { topic: 'sessions', key: '' });
   // Only the KV entries a session holds (the locks): the sessions view shows them beside their holders.
-  stream.add({ topic: 'kv_prefix', key: '', filter: { lockedOnly: true }, onView: into('locks') });
+  into('locks', { topic: 'kv_prefix', key: '', filter: { lockedOnly: true } });
   wire();
   render();
   stream.start();

@@ -10,7 +10,7 @@ import { logPage } from './log-view.ts';
 import { checkRows, nodeRows, serviceRows, sessionRows } from './model.ts';
 import type { ListName, Route } from './router.ts';
 import { lockPage, sessionPage } from './session-view.ts';
-import { data, type Page, type StreamField } from './store.ts';
+import { data, refused, type Page, type StreamField } from './store.ts';
 import { transitionsTable } from './tables.ts';
 import { keptMs, transitions } from './timeline.ts';
 import { checksView, nodesView, servicesView, sessionsView } from './views.ts';
@@ -63,6 +63,19 @@ export function buildPage(route: Route, go: Go): Page {
     case 'log': return logPage();
     default: return notFoundPage(location.pathname);
   }
+}
+
+/** What each shared stream view holds, as a refusal names it. */
+const viewNames: Record<StreamField, string> = {
+  entries: 'the health of every service', checks: 'every check', sessions: 'every session', locks: 'the locks held on every key', kv: 'the keys shown',
+};
+
+/** A page whose stream views the agent refused to this token: what it may not read, and that the page cannot show it. */
+export function refusedView(fields: StreamField[]): HTMLElement {
+  return h('div', { class: 'panel', 'data-stream-refused': fields.join(' ') },
+    h('p', { class: 'error' }, `This view cannot be shown: it needs ${fields.map((f) => viewNames[f]).join(' and ')}, and the agent refuses to stream that to this token.`),
+    ...fields.map((f) => h('p', { class: 'error mono', 'data-refused': f }, refused.get(f) ?? '')),
+    h('p', { class: 'muted' }, 'The stream sends a view only to a token that may read all of it. Set a token with read on every service, node, session and key with the Token button.'));
 }
 
 /** The KV prefix a route watches over the stream, if any. */

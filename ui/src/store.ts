@@ -27,6 +27,13 @@ export type StreamField = 'entries' | 'checks' | 'sessions' | 'locks' | 'kv';
 
 export const arrived = new Set<StreamField>();
 
+/**
+ * The stream's refusal of a view every page shares (a token that may not read every service, check,
+ * session or key), by view: a page that needs one shows the refusal instead of waiting for it. The KV
+ * browser's own view keeps its refusal in `data.kvError`.
+ */
+export const refused = new Map<StreamField, string>();
+
 /** A page of the dashboard: built once per address, then brought up to date on every change. */
 export interface Page {
   title?: string;
