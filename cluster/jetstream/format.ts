@@ -11,7 +11,7 @@
  * src/log/format-version.ts). No index: readers count. A snapshot record carries `v` too.
  */
 import type { Command } from '../../src/domain/index.ts';
-import { formatVersionOf, logFormatVersion, type EncodedProposal } from '../../src/log/index.ts';
+import { entryFormatVersion, formatVersionOf, type EncodedProposal } from '../../src/log/index.ts';
 import type { LogEntry } from '../../src/ports/index.ts';
 
 /** A consumed message: its stream sequence, the index of its last command, and the atMs there. */
@@ -50,7 +50,7 @@ export interface SnapshotRecord {
 
 /** One proposal of a commit message as JSON text (a commit is `[item,item,...]`). */
 export function commitItemJson(item: EncodedProposal, atMs: number): string {
-  return `{"p":${item.pidJson},"c":${item.cmdJson},"t":${atMs},"v":${logFormatVersion}}`;
+  return `{"p":${item.pidJson},"c":${item.cmdJson},"t":${atMs},"v":${entryFormatVersion(item.cmd)}}`;
 }
 
 /**

@@ -14,7 +14,7 @@ import type { StreamInfo } from '@nats-io/jetstream';
 import type { ObjectInfo } from '@nats-io/obj';
 import type { BucketStore } from './bucket.ts';
 import type { Logger, Snapshot } from '../../src/ports/index.ts';
-import { logFormatVersion, snapshotRefusal } from '../../src/log/index.ts';
+import { snapshotRefusal, writtenFormatVersion } from '../../src/log/index.ts';
 import { parseSnapshotRecord, type Mark, type SnapshotRecord } from './format.ts';
 import type { Marks } from './marks.ts';
 import type { SeqIndex } from './progress.ts';
@@ -161,7 +161,7 @@ export class SnapshotStore {
     const { stream, nodeName, streamCreated } = this.ports;
     const { mark, at } = marks.atOrBefore(s.index);
     const record: SnapshotRecord = {
-      index: s.index, seq: mark.seq, seqIndex: mark.index, seqAtMs: mark.atMs, stream, streamCreated, node: nodeName, v: logFormatVersion, data: s.data,
+      index: s.index, seq: mark.seq, seqIndex: mark.index, seqAtMs: mark.atMs, stream, streamCreated, node: nodeName, v: writtenFormatVersion, data: s.data,
     };
     const bytes = Buffer.from(JSON.stringify(record), 'utf8');
     const name = this.slotToWrite();

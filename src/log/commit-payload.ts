@@ -8,7 +8,7 @@ import type { Command } from '../domain/commands.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { LogEntry, Proposal } from '../ports/log.ts';
 import { entryTooLargeError } from '../ports/log-errors.ts';
-import { formatVersionOf, logFormatVersion } from './format-version.ts';
+import { entryFormatVersion, formatVersionOf } from './format-version.ts';
 import { commitBytesMax, entryBytesMax } from './limits.ts';
 
 /** A proposal serialised at append time, so a bad one fails its own append, not the whole batch. */
@@ -105,7 +105,7 @@ export class EntryClock {
  * comes last, so an entry still begins with `{"i":` and a reader that predates it ignores it.
  */
 export function entryPayload(index: number, atMs: number, p: EncodedProposal): string {
-  return `{"i":${index},"t":${atMs},"p":${p.pidJson},"c":${p.cmdJson},"v":${logFormatVersion}}`;
+  return `{"i":${index},"t":${atMs},"p":${p.pidJson},"c":${p.cmdJson},"v":${entryFormatVersion(p.cmd)}}`;
 }
 
 /**

@@ -9,8 +9,26 @@
  * reported as damage, not as a newer format.
  */
 
-/** The log and snapshot format this code writes and the newest it reads. */
-export const logFormatVersion = 1;
+import { commandLevelOf } from '../domain/command-level.ts';
+import type { Command } from '../domain/commands.ts';
+
+/** The newest log and snapshot format this code reads. */
+export const logFormatVersion = 2;
+
+/** The format of every record this code writes but the entries `entryFormatVersion` raises: every release reads it. */
+export const writtenFormatVersion = 1;
+
+/**
+ * The format version an entry of the log is written in. Version 2 marks an entry whose command a release
+ * reading only version 1 would apply wrongly without noticing, where no unknown command tag stops it: a
+ * `catalog.register` with `replaces` or `taggedAddresses` (command levels 3 and 4), whose fields such a
+ * release drops. A node rolled back to one of those releases stops at the entry (FormatVersionError)
+ * rather than lose what it carried; every other entry stays version 1, so a rollback works as long as
+ * none of these was written. (In a cluster these commands are refused until every node runs level 4.)
+ */
+export function entryFormatVersion(cmd: Command): number {
+  return commandLevelOf(cmd) >= 3 ? 2 : writtenFormatVersion;
+}
 
 /** A record written in a newer format than this node reads: the node must be upgraded, not go on. */
 export class FormatVersionError extends Error {

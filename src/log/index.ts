@@ -9,7 +9,7 @@ export {
   EntryClock, encodeAppend, encodeProposal, entryPayload, parseCommit, stampBatch, stampMs,
 } from './commit-payload.ts';
 export type { EncodedProposal } from './commit-payload.ts';
-export { FormatVersionError, formatVersionOf, logFormatVersion } from './format-version.ts';
+export { entryFormatVersion, FormatVersionError, formatVersionOf, logFormatVersion, writtenFormatVersion } from './format-version.ts';
 export { parseSnapshot, snapshotPayload, snapshotPayloadChunks } from './snapshot-payload.ts';
 export {
   checkAfterIndex, commitBytesMax, entryBytesMax, frameBytesMax, positiveIntOption, queuedEntriesMaxDefault, refusal,

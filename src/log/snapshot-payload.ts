@@ -5,11 +5,11 @@
  */
 import type { Snapshot } from '../ports/log.ts';
 import { isObject } from './commit-payload.ts';
-import { formatVersionOf, logFormatVersion } from './format-version.ts';
+import { formatVersionOf, writtenFormatVersion } from './format-version.ts';
 
 /** The snapshot payload: `{"index":n,"data":...,"v":format}`; data must survive JSON. */
 export function snapshotPayload(s: Snapshot): string {
-  return JSON.stringify({ index: s.index, data: s.data, v: logFormatVersion });
+  return JSON.stringify({ index: s.index, data: s.data, v: writtenFormatVersion });
 }
 
 /**
@@ -47,7 +47,7 @@ export function* snapshotPayloadChunks(s: Snapshot, chunkChars = 1 << 20): Gener
     }
     yield* out('}');
   }
-  pending += `,"v":${logFormatVersion}}`;
+  pending += `,"v":${writtenFormatVersion}}`;
   yield pending;
 }
 

@@ -8,7 +8,8 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  encodeProposal, entryPayload, FormatVersionError, logFormatVersion, parseCommit, parseSnapshot, snapshotPayload,
+  encodeProposal, entryPayload, formatVersionOf, FormatVersionError, logFormatVersion, parseCommit, parseSnapshot, snapshotPayload,
+  writtenFormatVersion,
 } from '../../src/log/index.ts';
 import { commitItemJson, parseCommitMessage, parseSnapshotRecord } from '../../cluster/jetstream/format.ts';
 import { checkedSnapshotData, encodeSnapshotFile, readSnapshotFile, RegistryState, toSnapshotData } from '../../src/state/index.ts';
@@ -22,8 +23,26 @@ describe('log format versions: the shared commit and snapshot payloads', () => {
   const item = encodeProposal({ pid: 'n1-1', cmd: { t: 'barrier' } }, 1 << 20);
 
   it('writes the version on every entry and on the snapshot payload', () => {
-    expect(JSON.parse(entryPayload(1, 10, item))).toMatchObject({ i: 1, v: logFormatVersion });
-    expect(JSON.parse(snapshotPayload({ index: 3, data: { a: 1 } }))).toEqual({ index: 3, data: { a: 1 }, v: logFormatVersion });
+    expect(JSON.parse(entryPayload(1, 10, item))).toMatchObject({ i: 1, v: writtenFormatVersion });
+    expect(JSON.parse(snapshotPayload({ index: 3, data: { a: 1 } }))).toEqual({ index: 3, data: { a: 1 }, v: writtenFormatVersion });
+  });
+
+  it('writes an entry whose command a version-1 reader would apply wrongly, unnoticed, as version 2, which such a reader refuses', () => {
+    const register = { t: 'catalog.register', node: 'ext', id: '', address: '10.0.0.1', meta: {}, checks: [] } as const;
+    const cases = [
+      [{ ...register }, 1],
+      [{ ...register, taggedAddresses: { wan: '198.51.100.7' } }, 2],
+      [{ ...register, replaces: 'old-name' }, 2],
+      [{ t: 'txn.kv', ops: [] }, 1],
+    ] as const;
+    for (const [cmd, version] of cases) {
+      const entry = JSON.parse(entryPayload(1, 10, encodeProposal({ pid: 'n1-1', cmd: cmd as never }, 1 << 20)));
+      expect(entry.v, JSON.stringify(cmd)).toBe(version);
+      expect(JSON.parse(commitItemJson(encodeProposal({ pid: 'n1-1', cmd: cmd as never }, 1 << 20), 10)).v).toBe(version);
+      // A release that reads only version 1 stops at it rather than drop the fields it does not know.
+      if (version === 2) expect(() => formatVersionOf('log entry 1', entry.v, 1)).toThrow(FormatVersionError);
+    }
+    expect(parseCommit(`[${entryPayload(1, 10, encodeProposal({ pid: 'n1-1', cmd: cases[1][0] as never }, 1 << 20))}]`, 1)).toMatchObject([{ cmd: { taggedAddresses: { wan: '198.51.100.7' } } }]);
   });
 
   it('reads entries and snapshots without a version as version 1', () => {
@@ -53,7 +72,7 @@ describe('log format versions: JetStream commit messages and snapshot records', 
   it('writes the version on every proposal of a commit message and reads the unversioned form', () => {
     const item = encodeProposal({ pid: 'n1-1', cmd: { t: 'barrier' } }, 1 << 20);
     expect(parseCommitMessage(bytes(`[${commitItemJson(item, 10)}]`))).toEqual([{ p: 'n1-1', c: { t: 'barrier' }, t: 10 }]);
-    expect(JSON.parse(commitItemJson(item, 10))).toMatchObject({ v: logFormatVersion });
+    expect(JSON.parse(commitItemJson(item, 10))).toMatchObject({ v: writtenFormatVersion });
     expect(parseCommitMessage(bytes('[{"p":"n1-1","c":{"t":"barrier"},"t":10}]'))).toEqual([{ p: 'n1-1', c: { t: 'barrier' }, t: 10 }]);
   });
 
@@ -110,7 +129,7 @@ describe('log format versions: a WAL data dir', () => {
   it('replays segments written without versions and appends after them', async () => {
     await seed(3);
     await rewriteEntries((e) => {
-      expect(e.v).toBe(logFormatVersion);
+      expect(e.v).toBe(writtenFormatVersion);
       delete e.v;
     });
     const { log, entries } = await reopen();
