@@ -135,7 +135,10 @@ export interface Conn {
   pendingItems: number;
   pendingBytes: number;
   lastSentMs: number;
+  /** Nothing more is written or queued: the socket is closed or ended, or waits to drain before its close (`closing`). */
   closed: boolean;
+  /** A close whose frame waits until uWS has written out what it buffers for the socket (see Outflow.slowConsumer). */
+  closing: { code: number; reason: string; sinceMs: number } | undefined;
   /** Whose connection this is, for the per-client cap. */
   client: string;
   /** Who its subscribes are counted against in the rate limiter (the upgrade's caller). */
@@ -162,10 +165,17 @@ export const nativePayloadBytesMax = 64 * 1024;
 /** The subprotocol prefix that carries a bearer token for browsers (watch.md §4.1). */
 export const bearerSubprotocol = 'bearer.';
 
-/** Ends a connection with a close code, once. */
+/**
+ * How long a close waits for the socket to drain before its frame is queued behind what is still buffered
+ * (uWS then gives the reader the ping timeout, 16 s at an idleTimeout of 60, to take it all).
+ */
+export const closeDrainWaitMsMax = 30_000;
+
+/** Ends a connection with a close code, once (a close waiting for the socket to drain is ended now). */
 export function endConn(conn: Conn, code: number, reason: string): void {
-  if (conn.closed) return;
+  if (conn.closed && conn.closing === undefined) return;
   conn.closed = true;
+  conn.closing = undefined;
   conn.ws.end(code, reason);
 }
 

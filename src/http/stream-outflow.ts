@@ -3,8 +3,13 @@
  * snapshot pages read from state only while the socket is below the soft limit and the agent's snapshot
  * pages in flight are within their budget, live events held and coalesced for a slow reader and flushed
  * as one batch per subscription on drain, and 4008 for a connection whose queued bytes pass the hard limit.
+ *
+ * Nothing is written inside uWS's drain callback: a write there that leaves bytes buffered for a socket
+ * that had drained completely is not written out until the next write to that socket (measured with this
+ * uWS build: no writable event follows), so a reader's flushed batch would wait for the next bookmark.
+ * The callback only marks the connection; the writes follow in a setImmediate.
  */
-import { closeCodes, endConn, type Conn, type Out, type SnapshotJob, type StreamSettings, type Sub } from './stream-conn.ts';
+import { closeCodes, closeDrainWaitMsMax, endConn, type Conn, type Out, type SnapshotJob, type StreamSettings, type Sub } from './stream-conn.ts';
 import type { SnapshotCursor } from './stream-views.ts';
 import { render, renderBatch } from './stream-render.ts';
 
@@ -13,12 +18,23 @@ export class Outflow {
   private snapshotInFlight = 0;
   /** Connections whose snapshot waits for the agent's snapshot budget. */
   private readonly waiting = new Set<Conn>();
+  /** Connections whose socket drained since the last setImmediate ran (see the file comment). */
+  private readonly drained = new Set<Conn>();
+  /**
+   * Connections closed with 4008 whose close frame waits for their socket to drain (see slowConsumer),
+   * oldest first; already released, so no longer counted as connections. At most connectionsMax: past it the
+   * oldest is ended at once.
+   */
+  private readonly closing = new Set<Conn>();
 
-  constructor(private readonly o: StreamSettings, private readonly conns: ReadonlySet<Conn>) {}
+  /** `release` drops a connection's subscriptions, held events, queue and slot (its close, without the socket's). */
+  constructor(private readonly o: StreamSettings, private readonly conns: ReadonlySet<Conn>, private readonly release: (conn: Conn) => void) {}
 
   /** A closed connection: what uWS still buffers for it goes with the socket, and its budget is freed. */
   closed(conn: Conn): void {
     this.waiting.delete(conn);
+    this.drained.delete(conn);
+    this.closing.delete(conn);
     this.snapshotInFlight -= conn.snapshotInFlight;
     conn.snapshotInFlight = 0;
     this.wakeWaiting();
@@ -45,7 +61,7 @@ export class Outflow {
       held.set(e.key, { key: e.key, value: e.value, index });
       conn.pendingBytes += e.value?.length ?? 0;
     }
-    if (conn.pendingItems > this.o.pendingItemsMax) endConn(conn, closeCodes.slowConsumer, 'slow consumer');
+    if (conn.pendingItems > this.o.pendingItemsMax) this.slowConsumer(conn);
     else this.overBudget(conn);
   }
 
@@ -59,8 +75,50 @@ export class Outflow {
     this.observe(conn);
     const queued = conn.ws.getBufferedAmount() - conn.snapshotInFlight + conn.pendingBytes + conn.outboxBytes;
     if (queued <= this.o.bufferedBytesHard) return false;
-    endConn(conn, closeCodes.slowConsumer, 'slow consumer');
+    this.slowConsumer(conn);
     return true;
+  }
+
+  /**
+   * Closes a slow reader with 4008, releasing the connection at once: what it was still to be sent is
+   * dropped (it resumes from its last index). uWS's end() queues the close frame behind what it buffers
+   * and gives the socket its ping timeout (16 s) to take it all, then cuts it (1006), so a reader paused a
+   * little longer would never see the 4008: end() is called once the socket has drained (on drain, or by
+   * the sweep), or after closeDrainWaitMsMax when it never does.
+   */
+  private slowConsumer(conn: Conn): void {
+    if (conn.closed) return;
+    conn.closed = true;
+    conn.closing = { code: closeCodes.slowConsumer, reason: 'slow consumer', sinceMs: Date.now() };
+    this.release(conn);
+    this.closing.add(conn);
+    if (this.closing.size > this.o.connectionsMax) this.endClosing(this.closing.values().next().value!);
+    this.endDrained(conn, Date.now());
+  }
+
+  /** A waiting close is ended once nothing is buffered for its socket, or once it waited long enough. */
+  private endDrained(conn: Conn, now: number): void {
+    const closing = conn.closing;
+    if (closing === undefined) return;
+    if (conn.ws.getBufferedAmount() > 0 && now - closing.sinceMs < closeDrainWaitMsMax) return;
+    this.endClosing(conn);
+  }
+
+  /** Sends a waiting close's frame (behind whatever uWS still buffers for the socket). */
+  private endClosing(conn: Conn): void {
+    const closing = conn.closing!;
+    this.closing.delete(conn);
+    endConn(conn, closing.code, closing.reason);
+  }
+
+  /** The timer's pass over the closes waiting for their socket to drain. */
+  sweepClosing(now: number): void {
+    for (const conn of [...this.closing]) this.endDrained(conn, now);
+  }
+
+  /** Shutdown: the closes waiting for their socket to drain are ended now. */
+  endAllClosing(): void {
+    for (const conn of [...this.closing]) this.endClosing(conn);
   }
 
   /** Lowers a connection's snapshot bytes in flight to what uWS can still be holding of them. */
@@ -71,10 +129,21 @@ export class Outflow {
     conn.snapshotInFlight = buffered;
   }
 
-  /** The socket drained: ordered messages and snapshot pages first, then the held events. */
+  /** uWS's drain callback: the socket's writes follow in a setImmediate (see the file comment). */
   drain(conn: Conn | undefined): void {
-    if (conn === undefined || conn.closed) return;
-    this.pump(conn);
+    if (conn === undefined || (conn.closed && conn.closing === undefined)) return;
+    if (this.drained.size === 0) setImmediate(() => this.afterDrain());
+    this.drained.add(conn);
+  }
+
+  /** Sockets that drained: a waiting close is ended, else ordered messages and snapshot pages go first, then the held events. */
+  private afterDrain(): void {
+    const drained = [...this.drained];
+    this.drained.clear();
+    for (const conn of drained) {
+      if (conn.closing !== undefined) this.endDrained(conn, Date.now());
+      else this.pump(conn);
+    }
     this.wakeWaiting();
   }
 
@@ -175,6 +244,6 @@ export class Outflow {
   private write(conn: Conn, text: string): void {
     if (conn.closed) return;
     conn.lastSentMs = Date.now();
-    if (conn.ws.send(text, false) === 2) endConn(conn, closeCodes.slowConsumer, 'slow consumer');
+    if (conn.ws.send(text, false) === 2) this.slowConsumer(conn);
   }
 }

@@ -38,16 +38,16 @@ export class StreamServer {
   constructor(private readonly api: ApiContext, options: StreamOptions = {}) {
     this.o = streamSettings(options);
     this.views = new Views(this.o, () => api.runtime.state);
-    this.outflow = new Outflow(this.o, this.conns);
+    this.outflow = new Outflow(this.o, this.conns, (conn) => this.release(conn));
     this.upgradeHost = {
       dialect: api.dialect, o: this.o,
       connections: () => this.conns.size,
       connectionsOf: (client) => this.perClient.get(client) ?? 0,
     };
     this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
-    // Bookmarks, and snapshots waiting for the agent's budget when no drain came to wake them.
-    // Views idle past their time go too.
-    this.bookmarkTimer = setInterval(() => { this.bookmarks(); this.outflow.wakeWaiting(); this.views.sweep(Date.now()); }, Math.max(100, Math.min(1000, this.o.bookmarkIntervalMs / 4)));
+    // Bookmarks, and snapshots waiting for the agent's budget when no drain came to wake them; closes
+    // that waited long enough for their socket to drain. Views idle past their time go too.
+    this.bookmarkTimer = setInterval(() => { this.bookmarks(); this.outflow.wakeWaiting(); this.outflow.sweepClosing(Date.now()); this.views.sweep(Date.now()); }, Math.max(100, Math.min(1000, this.o.bookmarkIntervalMs / 4)));
     this.bookmarkTimer.unref();
   }
 
@@ -92,6 +92,7 @@ export class StreamServer {
     clearInterval(this.bookmarkTimer);
     this.unsubscribeChanges();
     for (const conn of [...this.conns]) endConn(conn, closeCodes.goingAway, 'server shutting down');
+    this.outflow.endAllClosing();
   }
 
   // ---------------------------------------------------------------- connection life
@@ -100,7 +101,7 @@ export class StreamServer {
     const { client, caller, identity } = ws.getUserData();
     const conn: Conn = {
       ws, subs: new Map(), outbox: new Queue(), outboxBytes: 0, snapshotInFlight: 0, pending: new Map(), pendingItems: 0, pendingBytes: 0,
-      lastSentMs: Date.now(), closed: false, client, caller, identity, expiry: undefined,
+      lastSentMs: Date.now(), closed: false, closing: undefined, client, caller, identity, expiry: undefined,
     };
     ws.getUserData().conn = conn;
     this.conns.add(conn);
@@ -110,9 +111,19 @@ export class StreamServer {
     }
   }
 
+  /** uWS closed the socket. */
   private close(conn: Conn | undefined): void {
     if (conn === undefined) return;
     conn.closed = true;
+    conn.closing = undefined;
+    this.release(conn);
+    // One closed with 4008 was released already; the outflow stops waiting for its socket to drain.
+    this.outflow.closed(conn);
+  }
+
+  /** A connection's subscriptions, held events, queue and slot go: at its close, or once it is closed with 4008. */
+  private release(conn: Conn): void {
+    if (!this.conns.delete(conn)) return;
     conn.expiry?.clear();
     const left = (this.perClient.get(conn.client) ?? 1) - 1;
     if (left <= 0) this.perClient.delete(conn.client);
@@ -124,7 +135,6 @@ export class StreamServer {
     conn.pendingBytes = 0;
     conn.outbox.clear();
     conn.outboxBytes = 0;
-    this.conns.delete(conn);
     this.outflow.closed(conn);
   }
 
@@ -227,6 +237,8 @@ export class StreamServer {
    * is written), so the view is exact once those arrive, and a resume from `index` misses nothing.
    */
   private snapshot(sub: Sub, index: number): void {
+    // Closed by what was queued before it (4008): nothing more is sent.
+    if (sub.conn.closed) return;
     sub.snapshot = { sub, cursor: sub.view.topic.cursor(), index };
     sub.conn.outbox.push({ job: sub.snapshot });
     this.outflow.pump(sub.conn);
