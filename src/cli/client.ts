@@ -161,7 +161,7 @@ export class AgentClient {
           const { url, target, headers, payload } = this.prepare(base, method, path, o);
           const res = await open(url, target, method, headers, payload, signal);
           if (upTo === 'head') return res;
-          return await readAnswer(res);
+          return await readAnswer(res, base);
         } catch (err) {
           if (o.signal?.aborted) throw err;
           if (timeout.signal.aborted) throw new CliError(`the agent at ${base} did not answer within ${timeoutMs / 1000}s`);
@@ -201,8 +201,8 @@ export class AgentClient {
   }
 }
 
-/** The whole answer, read to its end. */
-export async function readAnswer(res: IncomingMessage): Promise<Answer> {
+/** The whole answer, read to its end; `from` is the address that gave it, named when its JSON is bad. */
+export async function readAnswer(res: IncomingMessage, from?: string): Promise<Answer> {
   const chunks: Buffer[] = [];
   for await (const chunk of res) chunks.push(chunk as Buffer);
   const body = Buffer.concat(chunks);
@@ -212,8 +212,22 @@ export async function readAnswer(res: IncomingMessage): Promise<Answer> {
   return {
     status: res.statusCode ?? 0, headers: answerHeaders, body, text,
     index: Number.isFinite(index) ? index : undefined,
-    json: <T>() => parseExactJson(text) as T,
+    json: <T>() => answerJson(text, from, answerHeaders.get('content-type')) as T,
   };
+}
+
+/**
+ * An answer's body as JSON. A body that is not (a proxy's or captive portal's page, a body cut short) is a
+ * CliError naming the agent, the parser's reason, the content type and the size.
+ */
+function answerJson(text: string, from: string | undefined, type: string | null): unknown {
+  try {
+    return parseExactJson(text);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    const what = `${type ?? 'no content type'}, ${Buffer.byteLength(text)} bytes`;
+    throw new CliError(`the agent${from === undefined ? '' : ` at ${from}`} answered something that is not JSON: ${reason} (${what})`);
+  }
 }
 
 /**

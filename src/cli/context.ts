@@ -1,6 +1,7 @@
 /** What every subcommand of `roster` gets: the agent client, the output mode and the streams. */
 import { AgentClient, type ConnectionOptions } from './client.ts';
 import { colorsFor, stringifyExact, type Colors } from './output.ts';
+import { writeOut } from './stdout.ts';
 
 export interface CliContext {
   env: NodeJS.ProcessEnv;
@@ -11,8 +12,9 @@ export interface CliContext {
   /** `--json`: one JSON document (or one per line for streams) on stdout instead of human text. */
   json: boolean;
   client: AgentClient;
+  /** Writes to stdout, checked (stdout.ts): a failed write makes the command exit 1 once it is done. */
   out(text: string | Buffer): void;
-  /** Writes a value as one line of exact JSON (uint64 flags kept). */
+  /** Writes a value as one line of exact JSON (uint64 flags kept), checked as `out` is. */
   outJson(value: unknown): void;
 }
 
@@ -27,7 +29,7 @@ export function makeContext(flags: ClientFlags, env: NodeJS.ProcessEnv = process
     colors: colorsFor(stdout, env),
     json: flags.json === true,
     client: AgentClient.from(flags, env),
-    out: (text) => { stdout.write(text); },
-    outJson: (value) => { stdout.write(`${stringifyExact(value)}\n`); },
+    out: writeOut,
+    outJson: (value) => { writeOut(`${stringifyExact(value)}\n`); },
   };
 }

@@ -4,6 +4,7 @@
  * `key = value` a line under its group's name. `--json` prints the whole `/v1/agent/self`.
  */
 import type { CliContext } from './context.ts';
+import { shown } from './output.ts';
 
 interface Self {
   Config: { NodeName: string; NodeID: string; Datacenter: string; Version: string };
@@ -20,8 +21,8 @@ export async function info(ctx: CliContext): Promise<void> {
   };
   let text = '';
   for (const [group, figures] of [['agent', agent] as const, ...Object.entries(self.Stats)]) {
-    text += `${group}:\n`;
-    for (const key of Object.keys(figures).sort()) text += `\t${key} = ${figures[key]}\n`;
+    text += `${shown(group)}:\n`;
+    for (const key of Object.keys(figures).sort()) text += `\t${shown(key)} = ${shown(String(figures[key]))}\n`;
   }
   ctx.out(text);
 }

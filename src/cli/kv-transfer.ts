@@ -10,7 +10,7 @@ import { failureOf, keyPath, type Answer } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
 import type { KvEntry } from './kv.ts';
-import { parseExactJson, stringifyExact } from './output.ts';
+import { parseExactJson, shown, stringifyExact } from './output.ts';
 
 /** One exported key, field names and order as Consul's. */
 export interface ExportedKey {
@@ -53,7 +53,7 @@ export async function kvImport(ctx: CliContext, data: string | undefined, o: KvI
       throw new CliError(`imported ${done} of ${keys.length} keys; "${key}" failed: ${why}`);
     }
     done += 1;
-    if (!ctx.json) ctx.out(`Imported: ${key}\n`);
+    if (!ctx.json) ctx.out(`Imported: ${shown(key)}\n`);
   }
   if (ctx.json) ctx.outJson({ ok: true, imported: done });
 }

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { failureOf, keyPath, type Answer } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
-import { fields } from './output.ts';
+import { fields, shown } from './output.ts';
 
 export interface KvEntry {
   LockIndex: number;
@@ -55,14 +55,14 @@ export async function kvGet(ctx: CliContext, key: string, o: KvGetOptions): Prom
     const a = await ctx.client.get(`/v1/kv/${keyPath(key)}`, { query: { keys: true, separator: o.separator ?? '/' } });
     const keys = listOrEmpty<string>(a);
     if (ctx.json) ctx.outJson(keys);
-    else ctx.out(keys.map((k) => `${k}\n`).join(''));
+    else ctx.out(keys.map((k) => `${shown(k)}\n`).join(''));
     return;
   }
   if (o.recurse) {
     const entries = listOrEmpty<KvEntry>(await ctx.client.get(`/v1/kv/${keyPath(key)}`, { query: { recurse: true } }));
     if (ctx.json) ctx.outJson(entries);
     else if (o.detailed) ctx.out(entries.map((e) => detailed(e, o.base64 === true)).join('\n'));
-    else ctx.out(entries.map((e) => `${e.Key}:${o.base64 ? valueBytes(e).toString('base64') : valueBytes(e).toString('utf8')}\n`).join(''));
+    else ctx.out(entries.map((e) => `${shown(e.Key)}:${o.base64 ? valueBytes(e).toString('base64') : shown(valueBytes(e).toString('utf8'))}\n`).join(''));
     return;
   }
   const a = await ctx.client.get(`/v1/kv/${keyPath(key)}`);
@@ -71,7 +71,16 @@ export async function kvGet(ctx: CliContext, key: string, o: KvGetOptions): Prom
   const entry = a.json<KvEntry[]>()[0]!;
   if (ctx.json) ctx.outJson(entry);
   else if (o.detailed) ctx.out(detailed(entry, o.base64 === true));
-  else ctx.out(Buffer.concat([o.base64 ? Buffer.from(valueBytes(entry).toString('base64')) : valueBytes(entry), Buffer.from('\n')]));
+  else if (o.base64) ctx.out(`${valueBytes(entry).toString('base64')}\n`);
+  else ctx.out(Buffer.concat([valueOut(ctx, valueBytes(entry)), Buffer.from('\n')]));
+}
+
+/**
+ * One key's value as printed: its bytes as stored to a file or a pipe (`kv get k > file` keeps it exact);
+ * on a terminal its text with control characters escaped but lines and tabs kept (see shown).
+ */
+function valueOut(ctx: CliContext, bytes: Buffer): Buffer {
+  return ctx.stdout.isTTY === true ? Buffer.from(shown(bytes.toString('utf8'), true)) : bytes;
 }
 
 /** A list answer; 404 is an empty list (nothing under the prefix), as `consul kv get -recurse` prints nothing. */
@@ -137,7 +146,7 @@ export async function kvPut(ctx: CliContext, key: string, data: string | undefin
   await outcome(a, op === 'acquire' ? 'did not acquire lock' : op === 'release' ? 'did not release lock' : 'did not apply: the check-and-set index did not match');
   if (ctx.json) { ctx.outJson({ ok: true, key, ...(a.index !== undefined ? { index: a.index } : {}) }); return; }
   const done = op === 'acquire' ? 'Lock acquired on' : op === 'release' ? 'Lock released on' : 'Data written to';
-  ctx.out(`${ctx.colors.green('Success!')} ${done}: ${key}\n`);
+  ctx.out(`${ctx.colors.green('Success!')} ${done}: ${shown(key)}\n`);
 }
 
 export interface KvDeleteOptions {
@@ -152,5 +161,5 @@ export async function kvDelete(ctx: CliContext, key: string, o: KvDeleteOptions)
   const a = await ctx.client.del(`/v1/kv/${keyPath(key)}`, { query: { recurse: o.recurse === true, cas } });
   await outcome(a, 'did not apply: the check-and-set index did not match');
   if (ctx.json) { ctx.outJson({ ok: true, key, ...(o.recurse ? { recurse: true } : {}) }); return; }
-  ctx.out(`${ctx.colors.green('Success!')} ${o.recurse ? 'Deleted keys with prefix' : 'Deleted key'}: ${key}\n`);
+  ctx.out(`${ctx.colors.green('Success!')} ${o.recurse ? 'Deleted keys with prefix' : 'Deleted key'}: ${shown(key)}\n`);
 }

@@ -8,6 +8,7 @@ import { monitorLevels } from '../http/api.ts';
 import { failureOf, readAnswer } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
+import { onOutputFailure } from './stdout.ts';
 
 /** The levels `/v1/agent/monitor` takes (a list of constants: loading it loads nothing of the agent). */
 const levels: readonly string[] = monitorLevels;
@@ -30,6 +31,8 @@ export async function monitorCommand(ctx: CliContext, o: MonitorOptions): Promis
   const stop = () => interrupted.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  // stdout that cannot take more ends the monitor; roster.ts then names the failure (stdout.ts).
+  const unlisten = onOutputFailure(stop);
   try {
     const res = await ctx.client.openAnswer('/v1/agent/monitor', { query: { loglevel: level, logjson: o.logJson === true }, signal: interrupted.signal });
     if (res.statusCode !== 200) throw failureOf(await readAnswer(res));
@@ -41,6 +44,7 @@ export async function monitorCommand(ctx: CliContext, o: MonitorOptions): Promis
     // The connection broke while lines were coming (the agent was killed).
     throw new CliError(`the agent ended the monitor: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
+    unlisten();
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
   }

@@ -6,10 +6,53 @@ import picocolors from 'picocolors';
 
 export type Colors = ReturnType<typeof picocolors.createColors>;
 
-/** The NO_COLOR convention: any non-empty NO_COLOR turns colours off. */
+/**
+ * The NO_COLOR convention: any non-empty NO_COLOR turns colours off. Each colour escapes the control
+ * characters of its text (see shown) and the result is known as painted: table and fields keep its escapes.
+ */
 export function colorsFor(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): Colors {
   const enabled = stream.isTTY === true && (env.NO_COLOR === undefined || env.NO_COLOR === '');
-  return picocolors.createColors(enabled);
+  const base = picocolors.createColors(enabled);
+  const colors: Record<string, unknown> = { ...base };
+  for (const [name, paint] of Object.entries(base)) {
+    if (typeof paint !== 'function') continue;
+    colors[name] = (text: unknown) => {
+      const result = (paint as (t: string) => string)(shown(String(text)));
+      painted.add(result);
+      return result;
+    };
+  }
+  return colors as unknown as Colors;
+}
+
+/** Strings made by a colour of colorsFor: their only escapes are its own. */
+const painted = new Set<string>();
+
+/**
+ * Characters that would act on a terminal instead of being shown: C0 controls (newline and tab
+ * included), DEL, C1 controls, and the bidirectional marks, embeddings, overrides and isolates that
+ * reorder what is displayed.
+ */
+// eslint-disable-next-line no-control-regex
+const controlPattern = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// eslint-disable-next-line no-control-regex
+const controlPatternButLines = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const namedEscapes: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+function escapeOne(ch: string): string {
+  const code = ch.charCodeAt(0);
+  return namedEscapes[ch] ?? (code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * Registry text as it is shown to people: each control character (see controlPattern) written as an
+ * escape (`\n`, `\x1b`, `\u202e`), so a name cannot add a row, move the cursor or send a terminal
+ * command. `keepLines` leaves newlines and tabs as they are (a whole value printed alone). A string a
+ * colour made is returned as it is.
+ */
+export function shown(text: string, keepLines = false): string {
+  if (painted.has(text)) return text;
+  return text.replace(keepLines ? controlPatternButLines : controlPattern, escapeOne);
 }
 
 /** Integers this long may exceed 2^53; they are kept as exact digits. */
@@ -61,16 +104,18 @@ function visibleLength(text: string): number {
   return text.replace(/\u001b\[[0-9;]*m/g, '').length;
 }
 
-/** Columns padded to their widest cell (colours not counted); the last column is not padded. */
+/** Columns padded to their widest cell (colours not counted); the last column is not padded. Cells are shown escaped. */
 export function table(header: string[], rows: string[][], colors: Colors): string {
+  rows = rows.map((r) => r.map((c) => shown(c)));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => visibleLength(r[i] ?? ''))));
   const pad = (c: string, i: number) => c + ' '.repeat(Math.max(0, widths[i]! - visibleLength(c)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : pad(c, i))).join('  ').trimEnd();
   return [colors.bold(line(header)), ...rows.map(line)].join('\n') + '\n';
 }
 
-/** `Key  value` lines with the keys aligned (Consul's -detailed style). */
+/** `Key  value` lines with the keys aligned (Consul's -detailed style); both shown escaped. */
 export function fields(pairs: [string, string][]): string {
+  pairs = pairs.map(([k, v]) => [shown(k), shown(v)]);
   const width = Math.max(...pairs.map(([k]) => k.length));
   return pairs.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n';
 }

@@ -6,7 +6,7 @@
 import { failureOf, keyPath } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
-import { fields, statusColor, table } from './output.ts';
+import { fields, shown, statusColor, table } from './output.ts';
 
 interface Session {
   ID: string;
@@ -64,7 +64,7 @@ export async function sessionDestroy(ctx: CliContext, id: string): Promise<void>
   const a = await ctx.client.put(`/v1/session/destroy/${encodeURIComponent(id)}`);
   if (a.status !== 200) throw failureOf(a);
   if (ctx.json) { ctx.outJson({ ok: true, id }); return; }
-  ctx.out(`${ctx.colors.green('Success!')} Destroyed session: ${id}\n`);
+  ctx.out(`${ctx.colors.green('Success!')} Destroyed session: ${shown(id)}\n`);
 }
 
 export interface SessionCreateOptions {
@@ -85,7 +85,7 @@ export async function sessionCreate(ctx: CliContext, o: SessionCreateOptions): P
   if (o.node !== undefined) body.Node = o.node;
   const created = await ctx.client.ok<{ ID: string }>(ctx.client.put('/v1/session/create', { body }));
   if (ctx.json) ctx.outJson(created);
-  else ctx.out(`${created.ID}\n`);
+  else ctx.out(`${shown(created.ID)}\n`);
 }
 
 interface Member {

@@ -227,7 +227,7 @@ function addOperator(program: Command, run: Run): void {
 function addValidate(program: Command, run: Run): void {
   program.command('validate').description('check a config file as the agent would read it, without starting anything (like consul validate)')
     .argument('<file>', 'the config file')
-    .action((file: string) => run(async () => (await import('./validate.ts')).validateCommand(file, (text) => process.stdout.write(text))));
+    .action((file: string) => run(async () => (await import('./validate.ts')).validateCommand(file, (await import('./stdout.ts')).writeOut)));
 }
 
 function addToken(program: Command, run: Run): void {
@@ -240,7 +240,7 @@ function addToken(program: Command, run: Run): void {
       const o = token.opts<{ subject: string; rules: string; ttl: string; configFile?: string }>();
       const { mintToken, TokenRequestError } = await import('./token.ts');
       try {
-        process.stdout.write(`${await mintToken(o, process.env)}\n`);
+        (await import('./stdout.ts')).writeOut(`${await mintToken(o, process.env)}\n`);
       } catch (err) {
         if (err instanceof TokenRequestError) throw new CliError(err.message, exitCodes.usage);
         throw err;
@@ -298,9 +298,9 @@ function normalise(program: Command, argv: string[]): string[] {
 
 async function fail(err: unknown): Promise<number> {
   if (err instanceof CliError) {
-    const { colorsFor } = await import('./output.ts');
+    const { colorsFor, shown } = await import('./output.ts');
     const c = colorsFor(process.stderr, process.env);
-    process.stderr.write(`${c.red('roster:')} ${err.message}\n`);
+    process.stderr.write(`${c.red('roster:')} ${shown(err.message, true)}\n`);
     return err.exitCode;
   }
   throw err;
@@ -336,11 +336,21 @@ export async function roster(argv: string[]): Promise<number> {
     throw err;
   }
   if (pending === undefined) return exitCodes.ok;
+  let code: number;
   try {
-    return (await pending) ?? exitCodes.ok;
+    code = (await pending) ?? exitCodes.ok;
   } catch (err) {
     return await fail(err);
   }
+  return outputChecked(code);
+}
+
+/** The command's exit code once its output is written: 1 when stdout could not take it (stdout.ts). */
+async function outputChecked(code: number): Promise<number> {
+  const { outputFailure, readerGone, failureReason } = await import('./stdout.ts');
+  const failure = await outputFailure();
+  if (failure === undefined || readerGone(failure)) return code;
+  return fail(new CliError(`cannot write output: ${failureReason(failure)}`));
 }
 
 function allCommands(cmd: Command): Command[] {

@@ -14,6 +14,7 @@ import { failureOf } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, exitCodes } from './errors.ts';
 import { fields, stringifyExact } from './output.ts';
+import { writeOut } from './stdout.ts';
 
 /** A snapshot of a large state takes a while to write or to apply. */
 const snapshotTimeoutMs = 10 * 60_000;
@@ -51,9 +52,9 @@ export async function snapshotInspect(file: string, o: { json?: boolean }): Prom
   const { meta } = s;
   const records = s.checksumOk ? recordsOf(body) : 'not checked: the checksum does not hold';
   if (o.json === true) {
-    process.stdout.write(`${stringifyExact({ ...meta, size: body.length, bytes: s.bytes, sha256: s.sha256, checksum: s.checksumOk ? 'OK' : 'BAD', records })}\n`);
+    writeOut(`${stringifyExact({ ...meta, size: body.length, bytes: s.bytes, sha256: s.sha256, checksum: s.checksumOk ? 'OK' : 'BAD', records })}\n`);
   } else {
-    process.stdout.write(fields([
+    writeOut(fields([
       ['Format', `${meta.format} version ${meta.version}`], ['Index', String(meta.index)], ['Created', meta.createdAt],
       ['Node', meta.node], ['Keys', String(meta.counts.keys)], ['Sessions', String(meta.counts.sessions)],
       ['Checks', String(meta.counts.checks)], ['Services', String(meta.counts.services)], ['Nodes', String(meta.counts.nodes)],

@@ -6,10 +6,11 @@
  * handler command (`-- cmd args`), each change is given to it as JSON on stdin instead (watch-handler.ts).
  */
 import WebSocket from 'ws';
-import { AgentClient } from './client.ts';
+import { AgentClient, requestTimeoutMs } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
-import { parseExactJson, stringifyExact } from './output.ts';
+import { parseExactJson, shown, stringifyExact } from './output.ts';
+import { onOutputFailure } from './stdout.ts';
 import type { WatchHandler } from './watch-handler.ts';
 
 export interface WatchOptions {
@@ -28,6 +29,12 @@ const reconnectDelayMsMin = 250;
 const reconnectDelayMsMax = 30_000;
 /** Reconnects in a row without a message in between before we give up. */
 const reconnectAttemptsMax = 20;
+/**
+ * The agent sends a bookmark after 30 s without other messages; nothing at all for this long means the
+ * link or the agent is dead (a frozen process keeps its TCP connections open), and the stream is
+ * reconnected. The dashboard waits as long.
+ */
+const silenceMsMax = 75_000;
 /** Close codes after which reconnecting cannot help (watch.md §4.7): policy, token expired, forbidden. */
 const finalCloseCodes = new Set([1008, 4001, 4003]);
 
@@ -67,6 +74,10 @@ class Watcher {
   private ws: WebSocket | undefined;
   private stopping = false;
   private attempts = 0;
+  private silenceTimer: NodeJS.Timeout | undefined;
+  /** Whether the connection in use was cut for its silence. */
+  private silenced = false;
+  private paused = false;
   private done!: (code: number) => void;
   private fail!: (err: Error) => void;
 
@@ -89,11 +100,15 @@ class Watcher {
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
+    // stdout that cannot take more ends the watch; roster.ts then names the failure (stdout.ts).
+    const unlisten = onOutputFailure(() => { if (!this.stopping) { this.stopping = true; this.ws?.terminate(); this.done(0); } });
     return new Promise<number>((resolve, reject) => {
       this.done = resolve;
       this.fail = reject;
       this.connect(true);
     }).finally(() => {
+      clearTimeout(this.silenceTimer);
+      unlisten();
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
     });
@@ -106,9 +121,11 @@ class Watcher {
 
   private connect(first: boolean): void {
     const base = this.ctx.client.baseUrl;
-    const ws = new WebSocket(this.url, [subprotocol], { headers: this.ctx.client.authHeaders() });
+    // The upgrade gets as long as any other request's answer; past it, an error, then a close (reconnect).
+    const ws = new WebSocket(this.url, [subprotocol], { headers: this.ctx.client.authHeaders(), handshakeTimeout: requestTimeoutMs });
     this.ws = ws;
     let opened = false;
+    this.silenced = false;
     ws.on('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (d: Buffer) => { body += d.toString(); });
@@ -122,6 +139,7 @@ class Watcher {
     });
     ws.on('open', () => {
       opened = true;
+      this.listen(ws);
       const index = this.lastIndex;
       ws.send(JSON.stringify({
         op: 'subscribe', id: subscriptionId, topic: this.topic, key: this.key,
@@ -131,7 +149,9 @@ class Watcher {
     });
     ws.on('message', (data) => {
       this.attempts = 0;
-      this.onMessage(parseExactJson(data.toString()) as Message);
+      this.listen(ws);
+      const message = this.parse(data.toString());
+      if (message !== undefined) this.onMessage(message);
     });
     ws.on('error', (err) => {
       if (!opened && AgentClient.unreached(err) && this.ctx.client.failOver(base)) {
@@ -141,12 +161,17 @@ class Watcher {
       }
       if (first && !opened && !this.stopping) {
         this.stopping = true;
-        this.fail(new CliError(`cannot open the stream at ${this.url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
+        this.fail(new CliError(handshakeTimedOut(err)
+          ? `the agent at ${base} did not answer within ${requestTimeoutMs / 1000}s`
+          : `cannot open the stream at ${this.url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
       }
     });
     ws.on('close', (code, reason) => {
+      clearTimeout(this.silenceTimer);
       if (this.stopping || (first && !opened)) return;
-      const why = `${code}${reason.length > 0 ? ` ${reason.toString()}` : ''}`;
+      const why = this.silenced ? `nothing from the agent for ${silenceMsMax / 1000}s`
+        : !opened ? `no answer to the upgrade within ${requestTimeoutMs / 1000}s or it failed`
+        : shown(`${code}${reason.length > 0 ? ` ${reason.toString()}` : ''}`);
       if (finalCloseCodes.has(code)) { this.stopping = true; this.fail(new CliError(`the agent closed the stream: ${why}`)); return; }
       this.attempts += 1;
       if (this.attempts > reconnectAttemptsMax) { this.stopping = true; this.fail(new CliError(`the stream closed (${why}) and ${reconnectAttemptsMax} reconnects failed`)); return; }
@@ -154,6 +179,28 @@ class Watcher {
       this.ctx.stderr.write(`roster: stream closed (${why}); reconnecting in ${(delay / 1000).toFixed(1)}s\n`);
       setTimeout(() => { if (!this.stopping) this.connect(false); }, delay);
     });
+  }
+
+  /**
+   * (Re)starts the silence timer of `ws`: past silenceMsMax without a message the connection is cut, which
+   * reconnects. Not while paused: the stream is then not read on purpose.
+   */
+  private listen(ws: WebSocket): void {
+    clearTimeout(this.silenceTimer);
+    if (this.paused) return;
+    this.silenceTimer = setTimeout(() => { this.silenced = true; ws.terminate(); }, silenceMsMax);
+  }
+
+  /** A message of the stream; one that is not JSON ends the watch (undefined). */
+  private parse(text: string): Message | undefined {
+    try {
+      return parseExactJson(text) as Message;
+    } catch (err) {
+      this.stopping = true;
+      this.ws?.terminate();
+      this.fail(new CliError(`the agent at ${this.ctx.client.baseUrl} sent a stream message that is not JSON: ${(err as Error).message}`));
+      return undefined;
+    }
   }
 
   private onMessage(m: Message): void {
@@ -203,8 +250,12 @@ class Watcher {
 
   /** Stops reading the stream while the handler is behind (see watch-handler.ts). */
   pause(paused: boolean): void {
-    if (paused) this.ws?.pause();
-    else this.ws?.resume();
+    this.paused = paused;
+    const ws = this.ws;
+    if (ws === undefined) return;
+    if (paused) { ws.pause(); clearTimeout(this.silenceTimer); return; }
+    ws.resume();
+    this.listen(ws);
   }
 
   /** The handler's share of a line: the snapshot gathered into one change, each event one change. */
@@ -224,12 +275,17 @@ class Watcher {
     if (this.ctx.json) { this.ctx.outJson(line); return; }
     const c = this.ctx.colors;
     const at = line.index === undefined ? '' : `${line.index}`;
-    if (line.type === 'reset') { this.ctx.out(`${c.yellow('reset')} ${line.reason} (a new snapshot follows)\n`); return; }
+    if (line.type === 'reset') { this.ctx.out(`${c.yellow('reset')} ${shown(line.reason ?? '')} (a new snapshot follows)\n`); return; }
     if (line.type === 'end_of_snapshot') { this.ctx.out(`${c.dim(`${at} end of snapshot; watching for changes`)}\n`); return; }
     const label = line.type === 'upsert' ? c.green('upsert') : line.type === 'delete' ? c.red('delete') : c.dim('snapshot');
-    const value = line.value === undefined ? '' : ` ${stringifyExact(readable(line.value))}`;
-    this.ctx.out(`${at} ${label} ${line.key}${value}\n`);
+    const value = line.value === undefined ? '' : ` ${shown(stringifyExact(readable(line.value)))}`;
+    this.ctx.out(`${at} ${label} ${shown(line.key ?? '')}${value}\n`);
   }
+}
+
+/** Whether a WebSocket error is `ws`'s handshakeTimeout elapsing. */
+function handshakeTimedOut(err: Error): boolean {
+  return err.message === 'Opening handshake has timed out';
 }
 
 /** For people: a KV entry's base64 Value shown as its text when it is printable UTF-8. */
