@@ -28,6 +28,8 @@ export class StreamServer {
   readonly epoch = randomUUID().slice(0, 8);
   private readonly conns = new Set<Conn>();
   private readonly perClient = new Map<string, number>();
+  /** Connections closed with 4008 whose socket is not gone yet: they still count in `perClient` (see release). */
+  private readonly clientSlotHeld = new Set<Conn>();
   private readonly o: StreamSettings;
   private readonly views: Views;
   private readonly outflow: Outflow;
@@ -38,7 +40,7 @@ export class StreamServer {
   constructor(private readonly api: ApiContext, options: StreamOptions = {}) {
     this.o = streamSettings(options);
     this.views = new Views(this.o, () => api.runtime.state);
-    this.outflow = new Outflow(this.o, this.conns, (conn) => this.release(conn));
+    this.outflow = new Outflow(this.o, this.conns, (conn) => this.release(conn, true));
     this.upgradeHost = {
       dialect: api.dialect, o: this.o,
       connections: () => this.conns.size,
@@ -117,17 +119,21 @@ export class StreamServer {
     conn.closed = true;
     conn.closing = undefined;
     this.release(conn);
-    // One closed with 4008 was released already; the outflow stops waiting for its socket to drain.
+    // One closed with 4008 was released already but kept its client's slot until its socket is gone.
+    if (this.clientSlotHeld.delete(conn)) this.freeClientSlot(conn);
     this.outflow.closed(conn);
   }
 
-  /** A connection's subscriptions, held events, queue and slot go: at its close, or once it is closed with 4008. */
-  private release(conn: Conn): void {
+  /**
+   * A connection's subscriptions, held events, queue and slot go: at its close, or once it is closed with
+   * 4008 (`closing`), whose socket still holds what uWS buffered for it until it drains: that one keeps its
+   * place in its client's count until then, so a client closed as slow cannot open another in its stead.
+   */
+  private release(conn: Conn, closing = false): void {
     if (!this.conns.delete(conn)) return;
     conn.expiry?.clear();
-    const left = (this.perClient.get(conn.client) ?? 1) - 1;
-    if (left <= 0) this.perClient.delete(conn.client);
-    else this.perClient.set(conn.client, left);
+    if (closing) this.clientSlotHeld.add(conn);
+    else this.freeClientSlot(conn);
     for (const sub of conn.subs.values()) this.views.leave(sub);
     conn.subs.clear();
     conn.pending.clear();
@@ -136,6 +142,12 @@ export class StreamServer {
     conn.outbox.clear();
     conn.outboxBytes = 0;
     this.outflow.closed(conn);
+  }
+
+  private freeClientSlot(conn: Conn): void {
+    const left = (this.perClient.get(conn.client) ?? 1) - 1;
+    if (left <= 0) this.perClient.delete(conn.client);
+    else this.perClient.set(conn.client, left);
   }
 
   // ---------------------------------------------------------------- client messages

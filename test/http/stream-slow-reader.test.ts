@@ -14,9 +14,10 @@ import { bulkWrites, type Msg, query, Stream, subscribe } from '../support/strea
 
 let held: Agent;
 let plain: Agent;
+let single: Agent;
 
 beforeAll(async () => {
-  [held, plain] = await Promise.all([
+  [held, plain, single] = await Promise.all([
     startAgent({
       args: ['--config-file', writeConfigFile({
         stream_bookmark_interval: '10m',
@@ -24,10 +25,11 @@ beforeAll(async () => {
       })],
     }),
     startAgent(),
+    startAgent({ args: ['--config-file', writeConfigFile({ limits: { stream_max_conns_per_client: 1 } })] }),
   ]);
 }, 60_000);
 afterAll(async () => {
-  for (const a of [held, plain]) { await a?.stop(); a?.cleanup(); }
+  for (const a of [held, plain, single]) { await a?.stop(); a?.cleanup(); }
 });
 
 function socketOf(s: Stream): net.Socket {
@@ -88,5 +90,22 @@ describe('a slow reader that reads again (§4.6)', () => {
     socketOf(s).resume();
     const closed = await s.closed(30_000);
     expect(closed, `got ${s.msgs.length} messages`).toEqual({ code: 4008, reason: 'slow consumer' });
+  }, 120_000);
+
+  test('a reader closed with 4008 keeps its place in its client\'s count until its socket is gone', async () => {
+    // One stream per client here: while the closed reader's socket still holds what uWS buffered for it, the
+    // same client cannot open another in its stead.
+    const s = await Stream.open(single);
+    await subscribe(s, { id: 'c', topic: 'kv_prefix', key: 'slot/' });
+    socketOf(s).pause();
+    const value = Buffer.alloc(256 * 1024, 's');
+    await bulkWrites(single, 64, 8, (i) => ({ path: `/v1/kv/slot/${i}`, body: value }));
+    await expect(Stream.open(single)).rejects.toThrow(/429/);
+    socketOf(s).resume();
+    expect(await s.closed(30_000)).toEqual({ code: 4008, reason: 'slow consumer' });
+    let again: Stream | undefined;
+    for (let i = 0; i < 50 && again === undefined; i++) again = await Stream.open(single).catch(async () => { await sleep(100); return undefined; });
+    expect(again).toBeDefined();
+    again!.ws.close();
   }, 120_000);
 });
