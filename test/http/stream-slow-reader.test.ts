@@ -53,6 +53,20 @@ function viewOf(msgs: Msg[]): { values: Map<string, string | undefined>; index: 
   return { values, index };
 }
 
+/**
+ * A reader of `prefix` that stops reading while 64 items of 256 KiB are written under it (about 21 MB on the
+ * wire): the kernel's buffers fill, then about 1 MiB waits in uWS, then the held items pass the 4 MiB budget
+ * and the connection is closed with 4008 while the reader does not read.
+ */
+async function closedWhilePaused(agent: Agent, prefix: string): Promise<Stream> {
+  const s = await Stream.open(agent);
+  await subscribe(s, { id: 'c', topic: 'kv_prefix', key: prefix });
+  socketOf(s).pause();
+  const value = Buffer.alloc(256 * 1024, 'c');
+  await bulkWrites(agent, 64, 8, (i) => ({ path: `/v1/kv/${prefix}${i}`, body: value }));
+  return s;
+}
+
 describe('a slow reader that reads again (§4.6)', () => {
   test('its held events arrive as one batch once it reads, however much of it the kernel took at once', async () => {
     const s = await Stream.open(held);
@@ -78,14 +92,8 @@ describe('a slow reader that reads again (§4.6)', () => {
   }, 90_000);
 
   test('closed with 4008 while paused past uWS\'s ping timeout, it gets the 4008 once it reads again', async () => {
-    const s = await Stream.open(plain);
-    await subscribe(s, { id: 'c', topic: 'kv_prefix', key: 'closed/' });
-    socketOf(s).pause();
-    // 64 items of 256 KiB (about 21 MB on the wire): the kernel's buffers fill, then about 1 MiB waits in uWS,
-    // then the held items pass the 4 MiB budget and the connection is closed with 4008 while the reader does
-    // not read. uWS gives a socket it ended 16 s to take what it still buffers, then cuts it.
-    const value = Buffer.alloc(256 * 1024, 'c');
-    await bulkWrites(plain, 64, 8, (i) => ({ path: `/v1/kv/closed/${i}`, body: value }));
+    // uWS gives a socket it ended 16 s to take what it still buffers, then cuts it.
+    const s = await closedWhilePaused(plain, 'closed/');
     await sleep(20_000);
     socketOf(s).resume();
     const closed = await s.closed(30_000);
@@ -95,11 +103,7 @@ describe('a slow reader that reads again (§4.6)', () => {
   test('a reader closed with 4008 keeps its place in its client\'s count until its socket is gone', async () => {
     // One stream per client here: while the closed reader's socket still holds what uWS buffered for it, the
     // same client cannot open another in its stead.
-    const s = await Stream.open(single);
-    await subscribe(s, { id: 'c', topic: 'kv_prefix', key: 'slot/' });
-    socketOf(s).pause();
-    const value = Buffer.alloc(256 * 1024, 's');
-    await bulkWrites(single, 64, 8, (i) => ({ path: `/v1/kv/slot/${i}`, body: value }));
+    const s = await closedWhilePaused(single, 'slot/');
     await expect(Stream.open(single)).rejects.toThrow(/429/);
     socketOf(s).resume();
     expect(await s.closed(30_000)).toEqual({ code: 4008, reason: 'slow consumer' });
