@@ -130,8 +130,9 @@ describe('taking the lock again in a data dir made again', () => {
 });
 
 test('a holder that exited but is not yet reaped (a zombie) is stale: its lock is taken over', async () => {
-  // `sleep 600` is exec'd over the shell and never waits: the background `true` it inherits stays a zombie.
-  const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // `sleep 600` is exec'd over the shell and never waits: the background `sleep 0.3` it inherits, which ends
+  // after the shell is gone (a shell still there could reap it), stays a zombie.
+  const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'] });
   sleepers.push(parent);
   const pid = Number(await new Promise<string>((res) => parent.stdout!.once('data', (d: Buffer) => res(d.toString().trim()))));
   await vi.waitFor(() => expect(readFileSync(`/proc/${pid}/stat`, 'utf8')).toMatch(/\) Z /));
