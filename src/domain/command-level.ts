@@ -7,17 +7,18 @@
  * Level 1: every command of the first release. Level 2 adds `txn.kv` (PUT /v1/txn) and `state.restore`
  * (PUT /v1/snapshot). Level 3 adds `catalog.register` with `replaces` (a rename by node ID: an older node
  * would keep the renamed node). Level 4 adds `catalog.register` with `taggedAddresses` (an older node would
- * drop them). A release that adds commands raises `commandLevel` and lists them below.
+ * drop them). Level 5 writes those two in log format version 2 (src/log/format-version.ts), at which a release
+ * reading only version 1 stops instead of dropping their fields: so they need every node at level 5, as a
+ * level-4 node would stop at them. A release that adds commands raises `commandLevel` and lists them below.
  */
 import type { Command } from './commands.ts';
 
 /** The level of this release: it applies every command of this level and below. */
-export const commandLevel = 4;
+export const commandLevel = 5;
 
 /** The lowest level whose releases apply `cmd`. */
 export function commandLevelOf(cmd: Command): number {
-  if (cmd.t === 'catalog.register' && cmd.taggedAddresses !== undefined) return 4;
-  if (cmd.t === 'catalog.register' && cmd.replaces !== undefined) return 3;
+  if (cmd.t === 'catalog.register' && (cmd.taggedAddresses !== undefined || cmd.replaces !== undefined)) return 5;
   return cmd.t === 'txn.kv' || cmd.t === 'state.restore' ? 2 : 1;
 }
 

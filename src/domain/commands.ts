@@ -64,11 +64,11 @@ export interface CatalogRegister {
   id: string;
   address: string;
   meta: Record<string, string>;
-  /** The node's tagged addresses (command level 4); absent when the registration gives none. */
+  /** The node's tagged addresses (command level 5); absent when the registration gives none. */
   taggedAddresses?: Record<string, string>;
   checks: CatalogCheck[];
   /**
-   * A rename by node ID (Consul's; command level 3): the node that holds `id` under another name, as the
+   * A rename by node ID (Consul's; command level 5): the node that holds `id` under another name, as the
    * proposer saw it (and checked its caller may write), is removed with its services, checks and
    * sessions. Apply refuses the command if another node holds the ID by then. Without it, apply checks no
    * ID (the front end refuses an ID another node holds).

@@ -21,13 +21,13 @@ export const writtenFormatVersion = 1;
 /**
  * The format version an entry of the log is written in. Version 2 marks an entry whose command a release
  * reading only version 1 would apply wrongly without noticing, where no unknown command tag stops it: a
- * `catalog.register` with `replaces` or `taggedAddresses` (command levels 3 and 4), whose fields such a
- * release drops. A node rolled back to one of those releases stops at the entry (FormatVersionError)
- * rather than lose what it carried; every other entry stays version 1, so a rollback works as long as
- * none of these was written. (In a cluster these commands are refused until every node runs level 4.)
+ * `catalog.register` with `replaces` or `taggedAddresses`, whose fields such a release drops. A node rolled
+ * back to one of those releases stops at the entry (FormatVersionError) rather than lose what it carried;
+ * every other entry stays version 1, so a rollback works as long as none of these was written. (In a
+ * cluster these commands are refused until every node runs command level 5, which reads version 2.)
  */
 export function entryFormatVersion(cmd: Command): number {
-  return commandLevelOf(cmd) >= 3 ? 2 : writtenFormatVersion;
+  return commandLevelOf(cmd) >= 5 ? 2 : writtenFormatVersion;
 }
 
 /** A record written in a newer format than this node reads: the node must be upgraded, not go on. */

@@ -35,15 +35,15 @@ describe('command levels on the wire and in the member table', () => {
     }
   });
 
-  test('transactions and restores are level 2, a node rename by ID level 3, a node with tagged addresses level 4, everything else level 1', () => {
+  test('transactions and restores are level 2, a node rename by ID or with tagged addresses level 5 (written in log format 2), everything else level 1', () => {
     expect(commandLevelOf(txn)).toBe(2);
     expect(commandLevelOf({ t: 'state.restore', data: {} })).toBe(2);
     const register: Command = { t: 'catalog.register', node: 'b', id: 'x', address: '10.0.0.1', meta: {}, checks: [] };
-    expect(commandLevelOf({ ...register, replaces: 'a' })).toBe(3);
-    expect(commandLevelOf({ ...register, taggedAddresses: { wan: '1.2.3.4' } })).toBe(4);
+    expect(commandLevelOf({ ...register, replaces: 'a' })).toBe(5);
+    expect(commandLevelOf({ ...register, taggedAddresses: { wan: '1.2.3.4' } })).toBe(5);
     expect(commandLevelOf(register)).toBe(1);
     expect(commandLevelOf(put)).toBe(1);
-    expect(commandLevel).toBe(4);
+    expect(commandLevel).toBe(5);
   });
 });
 

@@ -13,7 +13,7 @@ import { fail, ok, type Ctx, type Handler, type Handlers, type Result, type Tags
 
 const catalogRegister: Handler<'catalog.register'> = (c, cmd) => {
   const { state } = c;
-  // A rename (level 3): the node holding the ID now must be the one the proposer saw, and goes. Without
+  // A rename (level 5): the node holding the ID now must be the one the proposer saw, and goes. Without
   // `replaces` nothing is checked here, as in older releases, which apply the same entries.
   if (cmd.replaces !== undefined) {
     const holder = state.nodeHoldingId(cmd.id, cmd.node);
