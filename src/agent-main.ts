@@ -97,14 +97,16 @@ async function gossipListenError(address: string, err: unknown): Promise<unknown
  */
 async function checkAddressesFree(config: Config): Promise<void> {
   const gossip = /^\/ip[46]\/([^/]+)\/tcp\/(\d+)$/.exec(config.nats.length > 0 ? toMultiaddr(config.gossipListen) : '');
-  const fixed: Array<[string, string, number]> = [
-    ['--http-port', config.httpHost, config.httpPort], ['--grpc-port', config.httpHost, config.grpcPort],
-    ...(gossip === null ? [] : [[`--gossip-listen ${config.gossipListen}:`, gossip[1]!, Number(gossip[2])] as [string, string, number]]),
+  // Each as its flag names it in the refusal (the one the listener's own refusal names it by).
+  const fixed: Array<{ named: string; host: string; port: number }> = [
+    { named: `--http-port ${config.httpPort}`, host: config.httpHost, port: config.httpPort },
+    { named: `--grpc-port ${config.grpcPort}`, host: config.httpHost, port: config.grpcPort },
+    ...(gossip === null ? [] : [{ named: `--gossip-listen ${config.gossipListen}`, host: gossip[1]!, port: Number(gossip[2]) }]),
   ];
-  for (const [flag, host, port] of fixed) {
+  for (const { named, host, port } of fixed) {
     if (port === 0) continue;
     const refused = await listenErrorFor(host, port);
-    if (refused.code !== undefined) throw new ConfigError(`${flag.endsWith(':') ? flag : `${flag} ${port}:`} ${refused.message}`);
+    if (refused.code !== undefined) throw new ConfigError(`${named}: ${refused.message}`);
   }
 }
 

@@ -8,7 +8,7 @@ import type { Behavior, SessionCreate } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
 import { canonicalCheckId, gossipCheckId, lockDelayMsDefault, lockDelayMsMax, sessionTtlMsMax } from '../../domain/limits.ts';
 import type { Session } from '../../domain/types.ts';
-import type { Result } from '../../state/index.ts';
+import type { RegistryState, Result } from '../../state/index.ts';
 import { nsInRange, parseGoDurationNs, readGoDuration } from '../../util/duration.ts';
 import type { ApiContext } from '../api.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
@@ -223,15 +223,16 @@ function sessionRead(select: (req: Request, api: ApiContext) => Session[], needs
     await awaitQuery(req, api, q, { kind: 'sessions' }, () => state().sessionsIndex);
     // Only sessions on nodes the caller may read (all of them without authentication).
     const shown = select(req, api).filter((s) => maySeeSession(req, s));
-    return { t: 'json', value: shown.map((s) => renderSession(s, api.dialect)), index: { index: state().sessionsIndex }, bytesHint: renderedBytesAbout(shown) };
+    return { t: 'json', value: shown.map((s) => renderSession(s, api.dialect)), index: { index: state().sessionsIndex }, bytesHint: renderedBytesAbout(state(), shown.length) };
   };
 }
 
-/** About the length of the sessions as JSON: their names, checks and the fields every session has. */
-function renderedBytesAbout(sessions: readonly Session[]): number {
-  let bytes = 2;
-  for (const s of sessions) bytes += 250 + s.name.length + s.node.length + JSON.stringify(s.nodeChecks).length + JSON.stringify(s.serviceChecks ?? null).length;
-  return bytes;
+/**
+ * About the length of `count` sessions as JSON: the state keeps its sessions' JSON size (the quota's), so a
+ * list is hinted at their average size each, without a pass over the list here.
+ */
+function renderedBytesAbout(state: RegistryState, count: number): number {
+  return state.sessions.size === 0 ? 2 : 2 + Math.ceil((state.sessions.bytes / state.sessions.size) * count);
 }
 
 const info = sessionRead((req, api) => {
