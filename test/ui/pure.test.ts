@@ -1,9 +1,11 @@
 // Goal: the dashboard's pure parts, case by case: addresses to pages (router.ts; anything unknown is the
 // not-found view), a KV folder's listing and crumbs, a value's text/JSON/base64 views and the way back to
-// bytes with its refusals, uint64 flags, and the timeline's transitions from successive stream views.
+// bytes with its refusals, uint64 flags, the timeline's transitions from successive stream views, and
+// what a refused API call was (permission denied, a failed condition, or another error) in both dialects.
 import { describe, expect, test } from 'vitest';
 import { byteSize, crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type KvItem } from '../../ui/src/kv-model.ts';
 import { hasDotSegment, keyFromAddress, keyToAddress } from '../../ui/src/addresses.ts';
+import { explained, failureOf } from '../../ui/src/refusals.ts';
 import { parseRoute } from '../../ui/src/router.ts';
 import { record, transitions } from '../../ui/src/timeline.ts';
 import type { Check, KvEntry } from '../../ui/src/model.ts';
@@ -110,5 +112,41 @@ describe('timeline', () => {
     checks.set('n1/c', check('passing'));
     record('checks', checks, 7000 + 15 * 60_000 + 1);
     expect(transitions.map((t) => [t.from, t.to])).toEqual([['registered', 'passing']]);
+  });
+});
+
+describe('refusals', () => {
+  const seedTxn = (what: string) => JSON.stringify({ code: 1025, message: 'transaction not applied: 1 operation failed', details: { errors: [{ opIndex: 0, what }] } });
+  const consulTxn = (what: string) => JSON.stringify({ Results: null, Errors: [{ OpIndex: 0, What: what }] });
+
+  test('permission denied, a failed condition or another error, from either dialect\'s answer', () => {
+    const cases: [number, string, string, string][] = [
+      [409, seedTxn('Permission denied'), 'denied', '409: transaction not applied: 1 operation failed (code 1025): Permission denied'],
+      [409, consulTxn('Permission denied'), 'denied', '409: transaction not applied: Permission denied'],
+      [409, seedTxn('failed to set key "a/../b", index is stale'), 'conflict', '409: transaction not applied: 1 operation failed (code 1025): failed to set key "a/../b", index is stale'],
+      [409, consulTxn('failed to delete key "a/../b", index is stale'), 'conflict', '409: transaction not applied: failed to delete key "a/../b", index is stale'],
+      [409, consulTxn('key "a/../b" doesn\'t exist'), 'other', '409: transaction not applied: key "a/../b" doesn\'t exist'],
+      [403, JSON.stringify({ code: 1004, message: 'permission denied: key write on "k"' }), 'denied', '403: permission denied: key write on "k" (code 1004)'],
+      [403, 'Permission denied', 'denied', '403: Permission denied'],
+      [401, JSON.stringify({ code: 1002, message: 'missing credentials' }), 'denied', '401: missing credentials (code 1002)'],
+      [409, JSON.stringify({ code: 1025, message: 'did not apply: the check-and-set index did not match' }), 'conflict', '409: did not apply: the check-and-set index did not match (code 1025)'],
+      [413, 'Request body too large\n', 'other', '413: Request body too large'],
+    ];
+    for (const [status, body, refusal, message] of cases) {
+      const err = failureOf(status, body);
+      expect([err.refusal, err.message], body).toEqual([refusal, message]);
+    }
+  });
+
+  test('the KV browser words each kind for what it tried', () => {
+    const attempt = { outcome: 'Not saved', access: 'write' as const, on: 'a/../b', conflict: 'a/../b changed since it was opened.' };
+    expect(explained(failureOf(409, consulTxn('Permission denied')), attempt).message)
+      .toBe('Not saved: permission denied: this token may not write a/../b; nothing was changed. (409: transaction not applied: Permission denied)');
+    expect(explained(failureOf(409, consulTxn('failed to set key "a/../b", index is stale')), attempt).message)
+      .toBe('Not saved: a/../b changed since it was opened. (409: transaction not applied: failed to set key "a/../b", index is stale)');
+    expect(explained(failureOf(503, 'outcome unknown'), attempt).message).toBe('Not saved: 503: outcome unknown');
+    expect(explained(new TypeError('Failed to fetch'), attempt).message).toBe('Not saved: Failed to fetch');
+    expect(explained(failureOf(403, 'Permission denied'), { outcome: 'Cannot edit', access: 'read', on: 'k' }).message)
+      .toBe('Cannot edit: permission denied: this token may not read k. (403: Permission denied)');
   });
 });

@@ -1,8 +1,11 @@
 /**
  * The dashboard's HTTP calls: every one carries the token the user gave (kept in localStorage) as
  * `Authorization: Bearer`, and a refusal becomes an ApiError with the server's own message, which the
- * page shows as it is.
+ * page shows as it is (refusals.ts says what kind of refusal it was).
  */
+import { ApiError, failureOf } from './refusals.ts';
+
+export { ApiError, errorText, type Refusal } from './refusals.ts';
 
 const tokenKey = 'roster.token';
 
@@ -13,26 +16,13 @@ export function setToken(value: string): void {
   else localStorage.setItem(tokenKey, value);
 }
 
-export class ApiError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
-
 function headers(): Record<string, string> {
   const t = token();
   return t === '' ? {} : { Authorization: `Bearer ${t}` };
 }
 
-/** The message of an error body: the seed dialect's `{code, message}`, or the consul dialect's plain text. */
 async function failure(res: Response): Promise<ApiError> {
-  const body = await res.text();
-  let message = body;
-  try {
-    const parsed = JSON.parse(body) as { message?: string; code?: number };
-    if (parsed.message !== undefined) message = parsed.code === undefined ? parsed.message : `${parsed.message} (code ${parsed.code})`;
-  } catch { /* a plain-text error (consul dialect) */ }
-  return new ApiError(res.status, `${res.status}: ${message.trim()}`);
+  return failureOf(res.status, await res.text());
 }
 
 /** A GET answered with JSON. */
@@ -58,7 +48,7 @@ export async function send(method: 'PUT' | 'DELETE', path: string, body?: BodyIn
   const res = await fetch(path, { method, headers: contentType === undefined ? headers() : { ...headers(), 'Content-Type': contentType }, body });
   if (!res.ok) throw await failure(res);
   const text = await res.text();
-  if (text.trim() === 'false') throw new ApiError(res.status, 'The agent answered false: the condition of the write did not hold, and nothing was changed.');
+  if (text.trim() === 'false') throw new ApiError(res.status, 'The agent answered false: the condition of the write did not hold, and nothing was changed.', 'conflict');
   return text;
 }
 
@@ -73,10 +63,6 @@ export async function follow(path: string, signal: AbortSignal, onText: (text: s
     if (done) return;
     onText(decoder.decode(value, { stream: true }));
   }
-}
-
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** A path segment list as a URL path, each segment encoded (a key may hold any character but `/`). */

@@ -2,7 +2,8 @@
  * The KV browser's HTTP calls. A key goes into the address `/v1/kv/<key>`, except a key with a `.` or
  * `..` segment: the browser would resolve those segments in the URL and reach another key, so such a key
  * travels in the body of a one-operation `PUT /v1/txn` that asks the same (a `get`, a `cas` with the same
- * index and flags, a `delete`, a `delete-tree`). Either way a failed condition is refused, never applied.
+ * index and flags, a `delete`, a `delete-tree`). Either way a failed condition is refused, never applied,
+ * and refusals.ts says what a refusal was whichever way the call went.
  */
 import { hasDotSegment } from './addresses.ts';
 import { apiText, encodePath, send } from './api.ts';

@@ -4,11 +4,11 @@
  * edit with flags and a CAS-safe save; delete). Both are live: the stream's `kv_prefix` view of the
  * folder (or key) feeds them, while the forms keep what is being typed.
  */
-import { ApiError } from './api.ts';
 import { confirmAction } from './confirm.ts';
 import { button, facts, h, link, section, table, uiPaths } from './dom.ts';
 import { deleteKey as removeKey, deleteTree, readKey, writeKey } from './kv-api.ts';
 import { byteSize, bytesToBase64, crumbs, folderRows, naturalMode, parseFlags, parseValue, showValue, type FolderRow, type KvItem, type ValueMode } from './kv-model.ts';
+import { errorText, explained } from './refusals.ts';
 import { data, type Page } from './store.ts';
 
 type Go = (path: string) => void;
@@ -57,8 +57,7 @@ function newKeyForm(prefix: string, go: Go): HTMLElement {
       try {
         await writeKey(key, new TextEncoder().encode(value.value), 0);
       } catch (err) {
-        if (err instanceof ApiError && (err.status === 409 || err.status === 200)) throw new ApiError(err.status, `${key} exists already: nothing was written. (${err.message})`);
-        throw err;
+        throw explained(err, { outcome: 'Not created', access: 'write', on: key, conflict: `${key} exists already: nothing was written.` });
       }
       name.value = '';
       value.value = '';
@@ -72,7 +71,7 @@ function newKeyForm(prefix: string, go: Go): HTMLElement {
 export function folderPage(prefix: string, go: Go): Page {
   const live = h('div', {});
   const deleteKey = (key: string) => confirmAction(`Delete the key ${key}?`, 'Delete', async () => {
-    await removeKey(key);
+    await removeKey(key).catch((err: unknown) => { throw explained(err, { outcome: 'Not deleted', access: 'write', on: key }); });
     return `Deleted ${key}`;
   });
   const tools = h('div', { class: 'actions' }, newKeyForm(prefix, go));
@@ -80,7 +79,7 @@ export function folderPage(prefix: string, go: Go): Page {
     tools.append(button('Delete folder…', { class: 'danger', 'data-action': 'delete-folder' }, () => {
       const n = [...data.kv.keys()].filter((k) => k.startsWith(prefix)).length;
       confirmAction(`Delete ${prefix} and everything under it (${n} key${n === 1 ? '' : 's'})? This cannot be undone.`, 'Delete all', async () => {
-        await deleteTree(prefix);
+        await deleteTree(prefix).catch((err: unknown) => { throw explained(err, { outcome: 'Not deleted', access: 'write', on: `every key under ${prefix}` }); });
         go(uiPaths.kv(crumbs(prefix.slice(0, -1)).at(-1)?.[1] ?? ''));
         return `Deleted ${prefix} (${n} key${n === 1 ? '' : 's'})`;
       });
@@ -156,8 +155,8 @@ function editor(key: string, onDone: () => void): { el: HTMLElement; open(): Pro
       try {
         await writeKey(key, bytes, state.base, f);
       } catch (err) {
-        if (err instanceof ApiError && (err.status === 409 || err.status === 200)) throw new ApiError(err.status, `Not saved: ${key} changed since it was opened at ModifyIndex ${state.base}; nothing was overwritten. Cancel and edit again to start from the current value. (${err.message})`);
-        throw err;
+        throw explained(err, { outcome: 'Not saved', access: 'write', on: key,
+          conflict: `${key} changed since it was opened at ModifyIndex ${state.base}; nothing was overwritten. Cancel and edit again to start from the current value.` });
       }
       el.hidden = true;
       onDone();
@@ -170,7 +169,7 @@ function editor(key: string, onDone: () => void): { el: HTMLElement; open(): Pro
   el.addEventListener('submit', (ev) => ev.preventDefault());
   const open = async () => {
     // The exact entry (uint64 Flags, the index to check against) is read over HTTP when editing starts.
-    const { entry: e, flags: exact } = await readKey(key);
+    const { entry: e, flags: exact } = await readKey(key).catch((err: unknown) => { throw explained(err, { outcome: 'Cannot edit', access: 'read', on: key }); });
     state.base = e.ModifyIndex;
     state.mode = naturalMode(e.Value);
     markTab(tabs, state.mode);
@@ -199,10 +198,10 @@ export function keyPage(key: string, go: Go): Page {
   actions.append(
     button('Edit', { id: 'kv-edit-button' }, () => {
       actions.hidden = true;
-      ed.open().catch((err: unknown) => { actions.hidden = false; missing.hidden = false; missing.textContent = `Cannot edit: ${err instanceof Error ? err.message : String(err)}`; });
+      ed.open().catch((err: unknown) => { actions.hidden = false; missing.hidden = false; missing.textContent = errorText(err); });
     }),
     button('Delete…', { class: 'danger', 'data-action': 'delete-key' }, () => confirmAction(`Delete the key ${key}?`, 'Delete', async () => {
-      await removeKey(key);
+      await removeKey(key).catch((err: unknown) => { throw explained(err, { outcome: 'Not deleted', access: 'write', on: key }); });
       go(uiPaths.kv(crumbs(key).at(-1)?.[1] ?? ''));
       return `Deleted ${key}`;
     })),
