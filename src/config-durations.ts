@@ -41,6 +41,17 @@ export function writeTimeout(text: string | undefined): number {
   return ms;
 }
 
+/**
+ * `check_update_interval`: how long a check's output-only change may wait to be written (status changes are
+ * written at once). "0s" writes every change at once. @default 5m, as Consul's
+ */
+export function checkUpdateInterval(text: string | undefined): number {
+  if (text === undefined) return 300_000;
+  const ms = parseGoDurationMs(text);
+  if (ms === undefined || ms < 0) throw new ConfigError(`--check_update_interval: "${text}" is not a duration such as 5m, or 0s to write every output change at once (at most ${goDurationMaxText})`);
+  return ms;
+}
+
 /** A positive duration setting, `fallback` when it is not given. */
 export function duration(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;

@@ -28,7 +28,7 @@ const fileShape: Shape = {
   log_level: 'text', log_format: 'text', session_ttl_min: 'text',
   enable_script_checks: 'bool', enable_local_script_checks: 'bool', enable_debug: 'bool',
   check: 'object', checks: 'array', service: 'object', services: 'array',
-  check_reap_interval: 'text', check_deregister_min: 'text', stream_bookmark_interval: 'text',
+  check_reap_interval: 'text', check_deregister_min: 'text', check_update_interval: 'text', stream_bookmark_interval: 'text',
   nats: 'list', nats_auth: 'object', replicas: 'number', gossip_listen: 'text', join: 'list', suspicion: 'text',
   write_timeout: 'text', encrypt: 'text', cert_file: 'text', key_file: 'text', auth: 'object',
   rate_limit: { requests: 'number', period: 'text' }, writes_in_flight_max: 'number', limits: limitKinds, ui_dir: 'text',

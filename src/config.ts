@@ -14,7 +14,7 @@ import { ConfigError } from './config-error.ts';
 import { datacenter, nodeName } from './config-names.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
-import { duration, sessionTtlMin, suspicion, writeTimeout } from './config-durations.ts';
+import { checkUpdateInterval, duration, sessionTtlMin, suspicion, writeTimeout } from './config-durations.ts';
 import { fileText, readConfigFile } from './config-file.ts';
 import { limits, positive, type Limits } from './config-limits.ts';
 import { tlsFiles, type TlsFiles } from './config-tls.ts';
@@ -55,6 +55,8 @@ export interface Config {
   checkReapIntervalMs: number;
   /** Smallest DeregisterCriticalServiceAfter honoured. @default 1m */
   checkDeregisterMsMin: number;
+  /** A check's output-only changes wait up to about this long to be written; 0: written at once. @default 5m */
+  checkUpdateIntervalMs: number;
   /** A stream bookmark after this much silence on a connection. @default 30s */
   streamBookmarkIntervalMs: number;
   /** Cluster mode: NATS server URLs whose JetStream holds the log (none: the embedded log), without credentials. */
@@ -165,6 +167,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     services: fileList(file, 'service', 'services'),
     checkReapIntervalMs: duration('check_reap_interval', fileText(file.check_reap_interval), 30_000),
     checkDeregisterMsMin: duration('check_deregister_min', fileText(file.check_deregister_min), 60_000),
+    checkUpdateIntervalMs: checkUpdateInterval(fileText(file.check_update_interval)),
     streamBookmarkIntervalMs: duration('stream_bookmark_interval', fileText(file.stream_bookmark_interval), 30_000),
     ...natsSettings(list(pick('nats', 'ROSTER_NATS', 'nats')), file.nats_auth, { password: env.ROSTER_NATS_PASSWORD, token: env.ROSTER_NATS_TOKEN }),
     replicas: positive('replicas', pick('replicas', 'ROSTER_REPLICAS', 'replicas') ?? '3'),

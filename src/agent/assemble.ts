@@ -138,7 +138,10 @@ function startRuntime(config: Config, parts: AgentParts, membership: Membership,
     snapshotEveryEntries: config.snapshotEveryEntries,
     // The config object is the one a reload updates in place.
     probeFor: probeFactory(() => config.enableScriptChecks || config.enableLocalScriptChecks),
-    checks: { reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin, probesMax: config.limits.checkProbesMax },
+    checks: {
+      reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin, probesMax: config.limits.checkProbesMax,
+      updateIntervalMs: config.checkUpdateIntervalMs,
+    },
     writeTimeoutMs: config.writeTimeoutMs,
     observer: metrics,
     onFatal: (err) => {

@@ -3,7 +3,7 @@
  * The file, environment and flags are read again and validated whole before anything changes: a file that
  * does not parse or validate leaves the agent as it was, and the reload fails with the reason. Then the
  * settings that can change while running take effect — the log level, the file's services and checks,
- * enable_script_checks, enable_debug, session_ttl_min, writes_in_flight_max, rate_limit's requests and period, the limits (but the
+ * enable_script_checks, enable_debug, session_ttl_min, check_update_interval, writes_in_flight_max, rate_limit's requests and period, the limits (but the
  * stream's buffered-bytes ones), the HTTPS certificate and key (their files read again) — and every other changed setting (ports, data dir, node name, cluster
  * addresses, …) is left as it was, named in a warning.
  */
@@ -16,7 +16,7 @@ import { parseLocalDefinitions, syncLocalDefinitions, type LocalDefinitions } fr
 /** Settings a reload applies to the running agent. */
 const liveKeys: ReadonlySet<keyof Config> = new Set<keyof Config>([
   'logLevel', 'services', 'checks', 'enableScriptChecks', 'enableLocalScriptChecks', 'enableDebug', 'writesInFlightMax', 'rateLimit', 'limits',
-  'sessionTtlMsMin', 'tls',
+  'sessionTtlMsMin', 'tls', 'checkUpdateIntervalMs',
 ]);
 /** Limits a reload leaves as they are: uWS's backpressure cut-off of the stream is derived from them at start. */
 const restartOnlyLimits: readonly (keyof Limits)[] = ['streamBufferedBytesSoft', 'streamBufferedBytesHard'];
@@ -78,6 +78,8 @@ async function reloadOnce(target: ReloadTarget, reread: () => Config): Promise<R
   config.sessionTtlMsMin = next.sessionTtlMsMin;
   target.ctx.sessionTtlMsMin = next.sessionTtlMsMin;
   config.writesInFlightMax = next.writesInFlightMax;
+  config.checkUpdateIntervalMs = next.checkUpdateIntervalMs;
+  target.runtime.checkOwner.updateIntervalMs = next.checkUpdateIntervalMs;
   // The rate limiter holds this object: its requests and period change in place.
   if (config.rateLimit !== undefined && next.rateLimit !== undefined) Object.assign(config.rateLimit, next.rateLimit);
   const limits = { ...next.limits, ...Object.fromEntries(restartOnlyLimits.map((key) => [key, config.limits[key]])) };

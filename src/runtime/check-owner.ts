@@ -12,7 +12,7 @@ import type { Logger } from '../ports/logger.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import { systemRandom, type Random } from '../ports/random.ts';
-import { probeResultChanges, type RegistryState, type Result } from '../state/index.ts';
+import { probeResultChange, type RegistryState, type Result } from '../state/index.ts';
 import { EntryTimeEstimate } from './entry-time.ts';
 import { ProbeSlots } from './probe-slots.ts';
 
@@ -35,6 +35,12 @@ export interface CheckOwnerOptions {
   probesMax?: number;
   /** Told of each probe run (metrics). @default none */
   observer?: Pick<RuntimeObserver, 'checkRan'>;
+  /**
+   * check_update_interval: a probe result that changes only a check's output is written at most about
+   * once per this interval (each wait drawn from half to one and a half of it); status changes are
+   * written at once. 0 writes every change at once (the agent's check_update_interval is 5 min by default). @default 0
+   */
+  updateIntervalMs?: number;
 }
 
 interface Runner {
@@ -43,6 +49,12 @@ interface Runner {
   ttlUpdateIndex: number;
   timer: TimerHandle | undefined;
   abort: AbortController;
+  /** The runner's writes, one after another (a deferred output and a probe result never race). */
+  queue: Promise<void>;
+  /** When this runner last wrote the check's output (interval clock); -Infinity before its first. */
+  outputWrittenMs: number;
+  /** The latest probe result, held back because it changes only the output. */
+  deferred: { status: CheckStatus; output: string; timer: TimerHandle } | undefined;
 }
 
 export class CheckOwner {
@@ -61,6 +73,8 @@ export class CheckOwner {
   private readonly aliasInFlight = new Map<string, string>();
   /** The log's time now, which the reaper counts on. */
   private readonly entryTime: EntryTimeEstimate;
+  /** check_update_interval (CheckOwnerOptions.updateIntervalMs); a reload changes it, for the results that follow. */
+  updateIntervalMs: number;
 
   constructor(private readonly o: CheckOwnerOptions) {
     this.reapIntervalMs = o.reapIntervalMs ?? 30_000;
@@ -69,10 +83,21 @@ export class CheckOwner {
     this.random = o.random ?? systemRandom;
     this.probeSlots = new ProbeSlots(o.probesMax ?? 1024);
     this.entryTime = new EntryTimeEstimate(o.clock, o.state);
+    this.updateIntervalMs = o.updateIntervalMs ?? 0;
   }
 
   get size(): number {
     return this.runners.size;
+  }
+
+  /**
+   * The check as this agent knows it: with the output of its latest probe result when that is held back
+   * (an output-only change waiting for check_update_interval), as the agent's own endpoints show it.
+   */
+  latest(check: HealthCheck): HealthCheck {
+    const runner = this.runners.get(check.checkId);
+    const held = runner !== undefined && runner.generation === check.generation && check.node === this.o.nodeName ? runner.deferred : undefined;
+    return held === undefined || held.status !== check.status ? check : { ...check, output: held.output };
   }
 
   /** The checks a runner runs for now, by id. */
@@ -120,7 +145,10 @@ export class CheckOwner {
   // ---------------------------------------------------------------- runners
 
   private startRunner(check: HealthCheck): void {
-    const runner: Runner = { generation: check.generation, ttlUpdateIndex: -1, timer: undefined, abort: new AbortController() };
+    const runner: Runner = {
+      generation: check.generation, ttlUpdateIndex: -1, timer: undefined, abort: new AbortController(),
+      queue: Promise.resolve(), outputWrittenMs: -Infinity, deferred: undefined,
+    };
     this.runners.set(check.checkId, runner);
     if (check.type === 'ttl') this.armTtl(check, runner);
     else if (check.type === 'alias') {
@@ -137,6 +165,7 @@ export class CheckOwner {
   private stopRunner(checkId: string, runner: Runner): void {
     runner.abort.abort();
     if (runner.timer) this.o.clock.clearTimer(runner.timer);
+    this.dropDeferred(runner);
     this.runners.delete(checkId);
     this.aliasRunners.delete(checkId);
   }
@@ -161,19 +190,70 @@ export class CheckOwner {
       }
       if (runner.abort.signal.aborted) return;
       this.o.observer?.checkRan?.(check.type, result.status, (performance.now() - startedMs) / 1000);
-      await this.proposeResult(checkId, runner.generation, result.status, result.output);
+      await this.inTurn(runner, () => this.proposeResult(checkId, runner, result.status, result.output));
     }
     if (this.runners.get(checkId) === runner && !runner.abort.signal.aborted) {
       this.schedule(checkId, runner, Math.max(check.definition.intervalMs, this.intervalMsMin));
     }
   }
 
-  /** Proposes a probe result unless it would change nothing (same status and output, counters at rest). */
-  private async proposeResult(checkId: string, generation: number, status: CheckStatus, output: string): Promise<void> {
+  /** Runs `write` after the runner's writes before it. */
+  private inTurn(runner: Runner, write: () => Promise<void>): Promise<void> {
+    const turn = runner.queue.then(write);
+    runner.queue = turn.catch(() => undefined);
+    return turn;
+  }
+
+  /**
+   * Proposes a probe result unless it would change nothing (same status and output, counters at rest).
+   * A result that changes only the output is held back while the output was written less than
+   * check_update_interval ago, and written when that wait ends (unless a later result came first).
+   */
+  private async proposeResult(checkId: string, runner: Runner, status: CheckStatus, output: string): Promise<void> {
     const current = this.o.state().checkOf(this.o.nodeName, checkId);
-    if (current === undefined || current.generation !== generation) return;
-    if (!probeResultChanges(current, status, output)) return;
-    await this.propose({ t: 'check.update', node: this.o.nodeName, checkId, generation, via: 'probe', status, output });
+    if (current === undefined || current.generation !== runner.generation || runner.abort.signal.aborted) return;
+    const change = probeResultChange(current, status, output);
+    if (change === 'output' && this.holdBack(checkId, runner, status, output)) return;
+    this.dropDeferred(runner);
+    if (change === 'none') return;
+    runner.outputWrittenMs = this.nowMs();
+    await this.propose({ t: 'check.update', node: this.o.nodeName, checkId, generation: runner.generation, via: 'probe', status, output });
+  }
+
+  /** Holds back an output-only result; false when it is to be written now (its wait is over, or holding back is off). */
+  private holdBack(checkId: string, runner: Runner, status: CheckStatus, output: string): boolean {
+    if (runner.deferred !== undefined) {
+      runner.deferred.status = status;
+      runner.deferred.output = output;
+      return true;
+    }
+    if (this.updateIntervalMs <= 0) return false;
+    const waitMs = runner.outputWrittenMs + this.updateIntervalMs * (0.5 + this.random()) - this.nowMs();
+    if (!(waitMs > 0)) return false;
+    const timer = this.o.clock.setTimer(waitMs, () => void this.inTurn(runner, () => this.writeDeferred(checkId, runner)));
+    runner.deferred = { status, output, timer };
+    return true;
+  }
+
+  /** Writes the held-back result, if it still changes only the output of the check as it is now. */
+  private async writeDeferred(checkId: string, runner: Runner): Promise<void> {
+    const held = runner.deferred;
+    runner.deferred = undefined;
+    const current = this.o.state().checkOf(this.o.nodeName, checkId);
+    if (held === undefined || current === undefined || current.generation !== runner.generation || runner.abort.signal.aborted) return;
+    if (probeResultChange(current, held.status, held.output) !== 'output') return;
+    runner.outputWrittenMs = this.nowMs();
+    await this.propose({ t: 'check.update', node: this.o.nodeName, checkId, generation: runner.generation, via: 'probe', status: held.status, output: held.output });
+  }
+
+  private dropDeferred(runner: Runner): void {
+    if (runner.deferred === undefined) return;
+    this.o.clock.clearTimer(runner.deferred.timer);
+    runner.deferred = undefined;
+  }
+
+  private nowMs(): number {
+    return this.o.clock.monotonicMs?.() ?? this.o.clock.nowMs();
   }
 
   private armTtl(check: HealthCheck, runner: Runner): void {

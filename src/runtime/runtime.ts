@@ -58,7 +58,7 @@ export interface RuntimeOptions {
   /** Bounds of the ring of recent changes that stream subscribers resume from. */
   changes?: ChangeLogOptions;
   /** Check owner tuning (reaper period, DeregisterCriticalServiceAfter floor, interval floor). */
-  checks?: Pick<CheckOwnerOptions, 'reapIntervalMs' | 'deregisterAfterMsMin' | 'intervalMsMin' | 'probesMax'>;
+  checks?: Pick<CheckOwnerOptions, 'reapIntervalMs' | 'deregisterAfterMsMin' | 'intervalMsMin' | 'probesMax' | 'updateIntervalMs'>;
   /** A write not confirmed (committed and applied here) this long is answered as timed out, outcome unknown. @default 30 s */
   writeTimeoutMs?: number;
   /** Told how long appends and applies take (metrics). @default none */

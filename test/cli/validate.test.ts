@@ -104,6 +104,21 @@ describe('roster validate', () => {
     });
   });
 
+  test('check_update_interval takes a duration, 0s included (every output change written at once); a negative one is refused', async () => {
+    const cases: Array<[object, number, RegExp]> = [
+      [{ check_update_interval: '-1s' }, 1, /^roster: --check_update_interval: "-1s" is not a duration such as 5m, or 0s to write every output change at once/],
+      [{ check_update_interval: 'soon' }, 1, /^roster: --check_update_interval: "soon" is not a duration/],
+      [{ check_update_interval: '0s' }, 0, /^$/],
+      [{ check_update_interval: '5m' }, 0, /^$/],
+    ];
+    const results = await validateEach('update-interval', cases.map(([o]) => o));
+    results.forEach((r, i) => {
+      const [o, code, reason] = cases[i]!;
+      expect(r.code, JSON.stringify(o)).toBe(code);
+      expect(r.stderr, JSON.stringify(o)).toMatch(reason);
+    });
+  });
+
   test('kv_max_value_size above what one log entry carries is refused; the largest it carries is accepted', async () => {
     const cases: Array<[object, number, RegExp]> = [
       [{ limits: { kv_max_value_size: 99999999999 } }, 1,

@@ -29,7 +29,8 @@ export class AgentChecks {
 
   /** What a node's Runtime needs to run its checks in the simulation. */
   runtimeOptions(n: SimNode, inc: number): RuntimeExtras {
-    return { probeFor: (check) => this.probe(n, inc, check), random: () => this.w.prng.next() };
+    // Output-only results wait up to 2–6 s (check_update_interval 4 s), so held-back writes race the probes.
+    return { probeFor: (check) => this.probe(n, inc, check), random: () => this.w.prng.next(), checks: { updateIntervalMs: 4_000 } };
   }
 
   schedule(): void {

@@ -15,8 +15,8 @@ export const heartbeatMs = 500;
 const membershipGraceMs = 3_000;
 const snapshotEveryEntries = 50;
 
-/** Options of a node's Runtime that a workload adds (probes of its checks, the probe jitter source). */
-export type RuntimeExtras = Pick<RuntimeOptions, 'probeFor' | 'random'>;
+/** Options of a node's Runtime that a workload adds (probes of its checks, the probe jitter source, check settings). */
+export type RuntimeExtras = Pick<RuntimeOptions, 'probeFor' | 'random' | 'checks'>;
 
 export function bootNode(w: SimWorld, n: SimNode, extras: (n: SimNode, inc: number) => RuntimeExtras): void {
   n.inc++;

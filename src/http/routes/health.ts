@@ -151,8 +151,9 @@ function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiCo
   };
 }
 
+/** This agent's checks as it knows them: with an output held back by check_update_interval, as Consul's agent shows it. */
 function localChecks(api: ApiContext): HealthCheck[] {
-  return api.runtime.state.checksOfNode(api.nodeName).filter((c) => c.source === 'agent');
+  return api.runtime.state.checksOfNode(api.nodeName).filter((c) => c.source === 'agent').map((c) => api.runtime.checkOwner.latest(c));
 }
 
 function failureError(r: Extract<Result, { ok: false }>): RegistryError {

@@ -134,10 +134,15 @@ export const checkHandlers: Handlers<TagsOf<'check'>> = {
   'check.ttlExpire': checkTtlExpire,
 };
 
-/** Whether a probe result would change the check (status, output or threshold counters). */
-export function probeResultChanges(check: HealthCheck, status: CheckStatus, output: string): boolean {
+/**
+ * What a probe result would change: nothing; only the output (the same status, the threshold counters at
+ * rest); or more — the status, or the threshold counters (with the output too when the result is reported).
+ */
+export type ProbeResultChange = 'none' | 'output' | 'more';
+
+export function probeResultChange(check: HealthCheck, status: CheckStatus, output: string): ProbeResultChange {
   const next = stepCheck(check.status, machineContext(check), { type: 'result', status, atMs: 0 });
-  const reported = hasEffect(next, 'report');
-  if (reported && (next.value !== check.status || output !== check.output)) return true;
-  return next.context.successCounter !== check.successCounter || next.context.failuresCounter !== check.failuresCounter;
+  if (next.value !== check.status) return 'more';
+  if (next.context.successCounter !== check.successCounter || next.context.failuresCounter !== check.failuresCounter) return 'more';
+  return hasEffect(next, 'report') && output !== check.output ? 'output' : 'none';
 }
