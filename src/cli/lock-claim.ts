@@ -18,8 +18,8 @@ export interface Claim {
   readonly describe: string;
   /** The session's behaviour: release for a lock; delete for a semaphore, whose contender key goes with the session. */
   readonly behavior: 'release' | 'delete';
-  /** Called once the session exists, before waiting (the semaphore writes its contender key). */
-  enter(session: string): Promise<void>;
+  /** Called once the session exists, before waiting (the semaphore writes its contender key); `signal` ends it. */
+  enter(session: string, signal: AbortSignal): Promise<void>;
   /**
    * Waits at most `waitMs` for the lock or a slot: its index (the fencing token) when ours, undefined when
    * not yet. Paces itself: it never returns early in a loop. A refusal that waiting cannot cure is thrown.
@@ -54,9 +54,9 @@ export class KeyLock implements Claim {
   }
 
   /** Refuses a semaphore's coordination key: acquiring it would overwrite the semaphore's holders. */
-  async enter(session: string): Promise<void> {
+  async enter(session: string, signal: AbortSignal): Promise<void> {
     this.session = session;
-    const a = await this.ctx.client.get(`/v1/kv/${keyPath(this.what)}`);
+    const a = await this.ctx.client.get(`/v1/kv/${keyPath(this.what)}`, { signal });
     const entry = a.status === 404 ? undefined : entryOf(a);
     if (entry !== undefined && String(entry.Flags) === semaphoreFlagValue) {
       throw new CliError(`${this.what} is a semaphore's key: a lock -n above 1 uses this prefix`);

@@ -12,6 +12,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import { parseGoDurationMs } from '../util/duration.ts';
+import { setLongTimeout, type LongTimer } from '../util/timer.ts';
 import { failureOf } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, exitCodes, usageError } from './errors.ts';
@@ -37,6 +38,12 @@ export interface LockOptions {
   verbose?: boolean;
 }
 
+/**
+ * A session create still unanswered when the wait ends (`--timeout`, a signal) is waited for this much
+ * longer, so that a session the agent made late is destroyed rather than left to lapse after its TTL.
+ * The destroy that follows gets as long.
+ */
+const lateCreateWaitMs = 2_000;
 /** One queued acquire (or one wait for a free slot) waits on the agent at most this long; then we ask again. */
 const acquireWaitChunkMs = 30_000;
 /** One blocking read of the lock (watching that we still hold it) waits at most this long. */
@@ -103,7 +110,12 @@ class LockRun {
   private lastRenewMs = Date.now();
   private renewTimer: NodeJS.Timeout | undefined;
   private renewing = false;
-  /** Aborts the wait for the lock (a signal, a lost session) and the monitor's blocking read. */
+  /** When the wait for the lock ends (`--timeout` counted from the start, session create included). */
+  private deadline = Number.POSITIVE_INFINITY;
+  private timedOut = false;
+  /** The wait ended before the lock was ours (a timeout, a signal, a lost session). */
+  private cutShort = false;
+  /** Aborts the wait for the lock (a signal, a lost session, the deadline) and the monitor's blocking read. */
   private readonly waiting = new AbortController();
   private readonly monitoring = new AbortController();
   private readonly onSignal = (signal: Forwarded) => this.signal(signal);
@@ -117,12 +129,10 @@ class LockRun {
 
   async go(command: string[], name: string): Promise<number> {
     for (const s of forwardedSignals) process.on(s, this.onSignal);
+    const timeout = this.startDeadline();
     try {
-      this.sessionId = await this.createSession(name);
-      this.renewTimer = setInterval(() => void this.renew(), this.s.ttlMs / 2);
-      await this.claim.enter(this.sessionId);
-      this.say('Attempting lock acquisition');
-      const index = await this.acquire();
+      const index = await this.acquisition(name);
+      timeout?.clear();
       if (index === 'signalled') return signalExitCode(this.signalled!);
       void this.monitor(index);
       this.say(`Lock acquired (index ${index}); starting the command`);
@@ -133,10 +143,44 @@ class LockRun {
       await this.release();
       return this.s.childExitCode ? exit : exitCodes.ok;
     } finally {
+      timeout?.clear();
       this.stopKeeping();
       for (const s of forwardedSignals) process.off(s, this.onSignal);
-      await this.destroySession();
+      // After a wait cut short the agent may be slow: the destroy is bounded as the late create was.
+      await this.destroySession(this.cutShort ? lateCreateWaitMs : undefined);
     }
+  }
+
+  /** With `--timeout`, ends the wait at its deadline, counted from now. */
+  private startDeadline(): LongTimer | undefined {
+    if (this.s.timeoutMs === 0) return undefined;
+    this.deadline = Date.now() + this.s.timeoutMs;
+    return setLongTimeout(() => { this.timedOut = true; this.waiting.abort(); }, this.s.timeoutMs);
+  }
+
+  /** The session, the claim's entry and the wait for the lock: the index held, or 'signalled'. */
+  private async acquisition(name: string): Promise<number | 'signalled'> {
+    const id = await this.createSession(name);
+    if (id === undefined) return this.waitEnded();
+    this.sessionId = id;
+    this.renewTimer = setInterval(() => void this.renew(), this.s.ttlMs / 2);
+    try {
+      await this.claim.enter(id, this.waiting.signal);
+    } catch (err) {
+      if (this.waiting.signal.aborted) return this.waitEnded();
+      throw err;
+    }
+    this.say('Attempting lock acquisition');
+    return this.acquire();
+  }
+
+  /** Why the wait ended before the lock was ours: 'signalled', or the error of a timeout or a lost session. */
+  private waitEnded(): 'signalled' {
+    this.cutShort = true;
+    if (this.signalled !== undefined) return 'signalled';
+    if (this.lostReason !== undefined) throw new CliError(`did not acquire ${this.claim.describe}: ${this.lostReason}`);
+    if (this.timedOut) throw new CliError(`did not acquire ${this.claim.describe}${this.s.timeoutText !== undefined ? ` within ${this.s.timeoutText}` : ''}`);
+    throw new Error('the wait for the lock ended without a cause');
   }
 
   private signal(signal: Forwarded): void {
@@ -161,10 +205,25 @@ class LockRun {
     child.once('exit', () => clearTimeout(force));
   }
 
-  private async createSession(name: string): Promise<string> {
-    const a = await this.ctx.client.put('/v1/session/create', { body: { Name: name, TTL: this.s.ttl, Behavior: this.claim.behavior } });
-    if (a.status !== 200) throw new CliError(`could not create a session: ${failureOf(a).message}`);
-    return a.json<{ ID: string }>().ID;
+  /**
+   * The new session's id; undefined when the wait ended first (the deadline, a signal). Its create is then
+   * waited for `lateCreateWaitMs` more: a session it made by then is kept in `sessionId`, to be destroyed.
+   */
+  private async createSession(name: string): Promise<string | undefined> {
+    const creating = this.ctx.client.put('/v1/session/create', { body: { Name: name, TTL: this.s.ttl, Behavior: this.claim.behavior } }).then((a) => {
+      if (a.status !== 200) throw new CliError(`could not create a session: ${failureOf(a).message}`);
+      return a.json<{ ID: string }>().ID;
+    });
+    const ended = new Promise<undefined>((resolve) => {
+      if (this.waiting.signal.aborted) resolve(undefined);
+      this.waiting.signal.addEventListener('abort', () => resolve(undefined), { once: true });
+    });
+    const id = await Promise.race([creating, ended]);
+    if (id !== undefined) return id;
+    const late = await Promise.race([creating.catch(() => undefined), sleep(lateCreateWaitMs).then(() => undefined)]);
+    creating.catch(() => {}); // an answer after that is no one's to report
+    this.sessionId = late;
+    return undefined;
   }
 
   /** Renews the session; it is lost when the agent no longer knows it or no renew got through for a TTL. */
@@ -183,23 +242,23 @@ class LockRun {
 
   /** Waits for the lock; its index (the fencing token), or 'signalled' when interrupted first. */
   private async acquire(): Promise<number | 'signalled'> {
-    const deadline = this.s.timeoutMs > 0 ? Date.now() + this.s.timeoutMs : Number.POSITIVE_INFINITY;
+    const deadline = this.deadline;
     const spin = spinner(`waiting for ${this.claim.describe.replaceAll('"', '')}`, this.ctx.stderr);
     try {
       for (;;) {
-        if (this.signalled !== undefined) return 'signalled';
-        if (this.lostReason !== undefined) throw new CliError(`did not acquire ${this.claim.describe}: ${this.lostReason}`);
+        if (this.waiting.signal.aborted) return this.waitEnded();
         const waitMs = Math.max(0, Math.min(deadline - Date.now(), acquireWaitChunkMs));
         let index: number | undefined;
         try {
           index = await this.claim.tryAcquire(waitMs, this.waiting.signal);
         } catch (err) {
-          if (this.waiting.signal.aborted) continue; // signalled or lost: the loop's head says which
+          if (this.waiting.signal.aborted) continue; // signalled, lost or timed out: the loop's head says which
           throw err;
         }
         if (index !== undefined) return index;
         if (Date.now() >= deadline) {
-          throw new CliError(`did not acquire ${this.claim.describe}${this.s.timeoutText !== undefined ? ` within ${this.s.timeoutText}` : ''}`);
+          this.timedOut = true;
+          return this.waitEnded();
         }
       }
     } finally {
@@ -269,12 +328,12 @@ class LockRun {
   }
 
   /** Best effort: a session left behind expires after its TTL and frees what it holds. */
-  private async destroySession(): Promise<void> {
+  private async destroySession(timeoutMs?: number): Promise<void> {
     const id = this.sessionId;
     if (id === undefined) return;
     this.sessionId = undefined;
     try {
-      await this.ctx.client.put(`/v1/session/destroy/${encodeURIComponent(id)}`);
+      await this.ctx.client.put(`/v1/session/destroy/${encodeURIComponent(id)}`, timeoutMs === undefined ? {} : { timeoutMs });
       this.say(`Session ${id} destroyed`);
     } catch (err) {
       this.ctx.stderr.write(`roster: could not destroy session ${id} (it expires after its TTL): ${err instanceof Error ? err.message : String(err)}\n`);

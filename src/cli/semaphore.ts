@@ -38,9 +38,9 @@ export class Semaphore implements Claim {
   private get lockKey(): string { return `${this.what}/.lock`; }
   private get contenderKey(): string { return `${this.what}/${this.session}`; }
 
-  async enter(session: string): Promise<void> {
+  async enter(session: string, signal: AbortSignal): Promise<void> {
     this.session = session;
-    const a = await this.ctx.client.put(`/v1/kv/${keyPath(this.contenderKey)}`, { query: { acquire: session, flags: semaphoreFlagValue } });
+    const a = await this.ctx.client.put(`/v1/kv/${keyPath(this.contenderKey)}`, { query: { acquire: session, flags: semaphoreFlagValue }, signal });
     if (!isDone(a)) throw new CliError(`could not write the contender key ${this.contenderKey}: ${a.status === 200 ? 'refused' : failureOf(a).message}`);
   }
 
