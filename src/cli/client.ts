@@ -9,7 +9,7 @@
  * Requests go through node:http (node:https for an https address), loaded with the first request: a
  * `roster` call is short, and fetch would first load its HTTP stack (undici), about 20 ms of every call.
  */
-import type { IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { defaultHttpAddr } from './defaults.ts';
 import { CliError, usageError } from './errors.ts';
 import { parseExactJson } from './output.ts';
@@ -86,9 +86,23 @@ export interface Answer {
   json<T = unknown>(): T;
 }
 
+/**
+ * A body sent as it is read, chunked: its first bytes, then the rest of a stream. The rest is read only once
+ * the connection is made, so a request that cannot connect leaves it unread for the next address. An answer
+ * that comes before the body is whole (the agent refusing it as too large) stops the reading, and the body
+ * is never finished, so nothing can take it for a whole one. An error thrown by the rest ends the request
+ * and is the request's error.
+ */
+export class StreamedBody {
+  /** Whether the rest began to be read: the body can no longer be sent to another address. */
+  started = false;
+
+  constructor(readonly head: Buffer, readonly rest: AsyncIterator<Buffer>) {}
+}
+
 export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
-  body?: string | Buffer | Record<string, unknown>;
+  body?: string | Buffer | StreamedBody | Record<string, unknown>;
   /** @default requestTimeoutMs */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -163,10 +177,11 @@ export class AgentClient {
           if (upTo === 'head') return res;
           return await readAnswer(res, base);
         } catch (err) {
-          if (o.signal?.aborted) throw err;
+          if (o.signal?.aborted || err instanceof CliError) throw err; // ours, or a streamed body's own error
           if (timeout.signal.aborted) throw new CliError(`the agent at ${base} did not answer within ${timeoutMs / 1000}s`);
           tried.push(`${base}: ${causeOf(err)}`);
-          if (AgentClient.unreached(err) && this.failOver(base)) continue;
+          const resendable = !(o.body instanceof StreamedBody && o.body.started);
+          if (AgentClient.unreached(err) && resendable && this.failOver(base)) continue;
           throw new CliError(tried.length === 1 ? `cannot reach the agent at ${tried[0]}` : `cannot reach any agent (${tried.join('; ')})`);
         }
       }
@@ -176,10 +191,14 @@ export class AgentClient {
   }
 
   /** The request's agent, path (with its query), headers and body as sent to `base`. */
-  private prepare(base: string, method: string, path: string, o: RequestOptions): { url: URL; target: string; headers: Record<string, string>; payload: string | Buffer | undefined } {
+  private prepare(base: string, method: string, path: string, o: RequestOptions): { url: URL; target: string; headers: Record<string, string>; payload: Payload } {
     const url = new URL(base);
     const headers: Record<string, string> = this.authHeaders();
-    let payload: string | Buffer | undefined;
+    let payload: Payload;
+    if (o.body instanceof StreamedBody) {
+      headers['transfer-encoding'] = 'chunked';
+      return { url, target: requestPath(path, o.query), headers, payload: o.body };
+    }
     if (o.body === undefined || Buffer.isBuffer(o.body)) payload = o.body;
     else if (typeof o.body === 'string') { payload = o.body; headers['content-type'] = 'text/plain;charset=UTF-8'; }
     else { payload = JSON.stringify(o.body); headers['content-type'] = 'application/json'; }
@@ -247,16 +266,42 @@ function requestPath(path: string, query: RequestOptions['query'] = {}): string 
   return search === '' ? escaped : `${escaped}${escaped.includes('?') ? '&' : '?'}${search}`;
 }
 
+type Payload = string | Buffer | StreamedBody | undefined;
+
 /** Sends one request for `target` to the agent at `url`; resolves once the answer's head is in. */
-async function open(url: URL, target: string, method: string, headers: Record<string, string>, payload: string | Buffer | undefined,
+async function open(url: URL, target: string, method: string, headers: Record<string, string>, payload: Payload,
   signal: AbortSignal): Promise<IncomingMessage> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
   return new Promise<IncomingMessage>((resolve, reject) => {
     // `path` in the options replaces the URL's: sent as it is, not normalized.
     const req = request(url, { method, headers, signal, path: target }, resolve);
-    req.once('error', reject);
-    req.end(payload);
+    req.on('error', reject);
+    if (payload instanceof StreamedBody) sendStreamed(req, payload);
+    else req.end(payload);
   });
+}
+
+/** Writes a StreamedBody: its head at once, its rest once connected, as the connection takes it (see StreamedBody). */
+function sendStreamed(req: ClientRequest, body: StreamedBody): void {
+  let answered = false;
+  req.once('response', (res: IncomingMessage) => {
+    answered = true;
+    // An answer before the end of the body: once it is read, the unfinished request goes.
+    if (!req.writableEnded) res.once('end', () => req.destroy());
+  });
+  req.write(body.head);
+  const pump = async () => {
+    for (;;) {
+      if (answered || req.destroyed) return;
+      body.started = true;
+      const next = await body.rest.next();
+      if (answered || req.destroyed) return;
+      if (next.done === true) { req.end(); return; }
+      if (!req.write(next.value)) await new Promise((resolve) => { req.once('drain', resolve); req.once('close', resolve); });
+    }
+  };
+  const start = () => { pump().catch((err: unknown) => req.destroy(err instanceof Error ? err : new Error(String(err)))); };
+  req.once('socket', (socket) => { if (socket.connecting) socket.once('connect', start); else start(); });
 }
 
 function headersOf(res: IncomingMessage): AnswerHeaders {

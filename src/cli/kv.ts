@@ -1,13 +1,13 @@
 /**
  * `roster kv get|put|delete`, as `consul kv` does them: values are bytes (`-` reads stdin, `@file` a
- * file, `-base64` decodes), `-cas` applies only at a modify index, `-acquire`/`-release` take or give
+ * file, `-base64` decodes: kv-value.ts), `-cas` applies only at a modify index, `-acquire`/`-release` take or give
  * back a lock for `-session`, `-recurse` works on a prefix. A refused write exits 1 with the agent's
  * message ("did not acquire lock"); a bad command line exits 2 and sends nothing.
  */
-import { readFileSync } from 'node:fs';
 import { failureOf, keyPath, type Answer } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
+import { putValue } from './kv-value.ts';
 import { fields, shown } from './output.ts';
 
 export interface KvEntry {
@@ -99,30 +99,6 @@ export interface KvPutOptions {
   base64?: boolean;
 }
 
-async function readStdin(stdin: NodeJS.ReadStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stdin) chunks.push(Buffer.from(chunk as Buffer));
-  return Buffer.concat(chunks);
-}
-
-/** The value to store: the argument, `-` for stdin, `@path` for a file's bytes; `--base64` decodes it. */
-async function putValue(ctx: CliContext, data: string | undefined, base64: boolean): Promise<Buffer> {
-  let bytes: Buffer;
-  if (data === undefined) bytes = Buffer.alloc(0);
-  else if (data === '-') bytes = await readStdin(ctx.stdin);
-  else if (data.startsWith('@')) {
-    try {
-      bytes = readFileSync(data.slice(1));
-    } catch (err) {
-      throw usageError(`cannot read ${data.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-    }
-  } else bytes = Buffer.from(data, 'utf8');
-  if (!base64) return bytes;
-  const text = bytes.toString('utf8').trim();
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) throw usageError('--base64: the value is not valid base64');
-  return Buffer.from(text, 'base64');
-}
-
 /** `true`, or a refusal: seed answers 409 with the message, Consul `200 false` (then `fallback` is the message). */
 async function outcome(a: Answer, fallback: string): Promise<void> {
   if (a.status === 200 && a.text.trim() === 'true') return;
@@ -138,7 +114,7 @@ export async function kvPut(ctx: CliContext, key: string, data: string | undefin
   if (o.session !== undefined && !o.acquire && !o.release) throw usageError('--session is only used with --acquire or --release');
   const cas = o.cas === undefined ? undefined : parseUint64('--cas', o.cas);
   const flags = o.flags === undefined ? undefined : parseUint64('--flags', o.flags);
-  const body = await putValue(ctx, data, o.base64 === true);
+  const body = await putValue(ctx.stdin, data, o.base64 === true);
   const a = await ctx.client.put(`/v1/kv/${keyPath(key)}`, {
     body, query: { cas, flags, acquire: o.acquire ? o.session : undefined, release: o.release ? o.session : undefined },
   });
