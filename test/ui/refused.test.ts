@@ -2,12 +2,13 @@
 // keys under `public/`) gets the stream's refusal of the views every page shares (`service_health ""`,
 // `checks_in_state any`, the held locks of `kv_prefix ""`), in Debian's Chromium against a started agent.
 // Each page that needs a refused view says so, naming what it may not read, and keeps saying so after the
-// node list is read successfully; it never sits at "Waiting for the stream…". What the token may read
-// (its KV folder) still shows.
+// node list is read successfully; it never sits at "Waiting for the stream…". A service page watches its
+// own service, so only a service outside `pub` is refused there. What the token may read (its KV folder)
+// still shows.
 import { describe, expect, test } from 'vitest';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
 import { call } from '../support/agent.ts';
-import { ok, useAgentAndBrowser } from './browser.ts';
+import { ok, useAgentAndBrowser, waitMs } from './browser.ts';
 
 const secret = 'a-dashboard-refusal-secret-long-enough-0123456789';
 const authority = new TokenAuthority({ secret });
@@ -31,7 +32,8 @@ const pages: [string, string[]][] = [
   ['/ui/checks', ['checks']],
   ['/ui/sessions', ['locks']],
   ['/ui/timeline', ['checks', 'locks']],
-  ['/ui/services/pub-web', ['entries', 'checks']],
+  // A service page watches its own service: one outside `pub` is refused, one under it would show.
+  ['/ui/services/web', ['service']],
 ];
 
 describe('a token that may not read every service, check or key', () => {
@@ -40,8 +42,9 @@ describe('a token that may not read every service, check or key', () => {
       await ui.withPage(path, async (page) => {
         await page.waitForSelector('[data-stream-refused]');
         // The node list (read over HTTP, allowed) answers in the meantime; the refusal must outlast it.
-        // A string script: it runs in the page (this file is compiled without the DOM).
-        await page.waitForFunction(`performance.getEntriesByType('resource').some((e) => e.name.endsWith('/v1/agent/self'))`);
+        // A string script: it runs in the page (this file is compiled without the DOM). Polled from here:
+        // waitForFunction polls inside the page, where the page's CSP forbids evaluating a string.
+        await expect.poll(() => page.evaluate(`performance.getEntriesByType('resource').some((e) => e.name.endsWith('/v1/agent/self'))`), { timeout: waitMs }).toBe(true);
         await page.waitForTimeout(300);
         expect(await page.getAttribute('[data-stream-refused]', 'data-stream-refused'), path).toBe(fields.join(' '));
         for (const f of fields) expect(await page.textContent(`[data-refused="${f}"]`), `${path} ${f}`).toContain('forbidden');

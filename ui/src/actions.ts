@@ -44,9 +44,10 @@ export function checkActions(c: Check): HTMLElement {
   return h('span', { class: 'actions tight' }, ...ttl, deregister);
 }
 
-export function instanceActions(node: string, serviceId: string): HTMLElement {
+/** `checks`: the instance's (its health entry's), among them its maintenance check when it has one. */
+export function instanceActions(node: string, serviceId: string, checks: readonly Check[]): HTMLElement {
   if (!local(node)) return elsewhere(node);
-  const inMaintenance = data.checks.has(`${node}/${serviceMaintenanceId(serviceId)}`);
+  const inMaintenance = checks.some((c) => c.CheckID === serviceMaintenanceId(serviceId));
   const maintenance = button(inMaintenance ? 'End maintenance' : 'Maintenance', { class: 'quiet small', 'data-action': 'service-maintenance', 'data-enabled': String(inMaintenance) }, () =>
     confirmAction(inMaintenance ? `Take the instance ${serviceId} out of maintenance?` : `Put the instance ${serviceId} in maintenance? It leaves every passing answer until it is taken out.`,
       inMaintenance ? 'End maintenance' : 'Enable maintenance', async () => {

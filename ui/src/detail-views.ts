@@ -1,11 +1,11 @@
 /**
  * The service and node detail pages: what the stream shows of one service (its instances, their
- * checks with output, the recent transitions of those checks) or one node (member status, checks,
- * services, sessions), with the actions the agent allows.
+ * checks with output, the recent transitions of those checks; from the page's own view of that service)
+ * or one node (member status, checks, services, sessions), with the actions the agent allows.
  */
 import { instanceActions, nodeMaintenanceAction } from './actions.ts';
 import { badge, chips, facts, h, link, section, table, uiPaths } from './dom.ts';
-import { worst, type HealthEntry } from './model.ts';
+import { checksOf, worst, type HealthEntry } from './model.ts';
 import { data, type Page } from './store.ts';
 import { checksTable, transitionsTable } from './tables.ts';
 import { transitions } from './timeline.ts';
@@ -22,20 +22,21 @@ function instancesTable(entries: HealthEntry[]): HTMLElement {
       h('td', {}, link(uiPaths.node(e.Node.Node), e.Node.Node)),
       h('td', { class: 'mono' }, e.Service.Port !== undefined ? `${address}:${e.Service.Port}` : address),
       h('td', {}, chips(e.Service.Tags ?? [])),
-      h('td', {}, instanceActions(e.Node.Node, e.Service.ID)));
+      h('td', {}, instanceActions(e.Node.Node, e.Service.ID, e.Checks)));
   }), 'No instances.');
 }
 
 export function servicePage(name: string): Page {
   const root = h('div', { 'data-page': 'service', 'data-name': name });
   const update = () => {
-    const entries = [...data.entries.values()].filter((e) => e.Service.Service === name);
+    // The page's own view (`service_health` with its name): a token that may read this service alone gets it.
+    const entries = data.serviceName === name ? [...data.service.values()] : [];
     if (entries.length === 0) {
       root.replaceChildren(h('p', { class: 'panel', 'data-gone': '' }, `No instance of the service ${name} is registered.`), link('/ui/services', 'All services'));
       return;
     }
     // Each instance's own checks and its node's checks, once each.
-    const checks = new Map(entries.flatMap((e) => e.Checks.map((c) => [`${c.Node}/${c.CheckID}`, c] as const)));
+    const checks = checksOf(entries);
     const status = worst([...checks.values()].map((c) => c.Status));
     const tags = [...new Set(entries.flatMap((e) => e.Service.Tags ?? []))];
     const history = transitions.filter((t) => t.kind === 'health' && (t.service === name || entries.some((e) => e.Node.Node === t.node && t.service === '')));
@@ -46,7 +47,7 @@ export function servicePage(name: string): Page {
       section('Recent transitions', {}, h('p', { class: 'muted' }, 'Changes of these checks seen by this page (the last 15 minutes), with the output each had then.'),
         transitionsTable('service-history', history, 'No transitions since this page opened.')));
   };
-  return { title: `Service ${name}`, root, needs: ['entries', 'checks'], update };
+  return { title: `Service ${name}`, root, needs: ['service'], update };
 }
 
 export function nodePage(name: string): Page {

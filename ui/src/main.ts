@@ -3,7 +3,8 @@
  * agent, kept live over the WebSocket stream (/v1/stream). Its subscriptions: every service's health
  * entries (`service_health` with the `""` subject), every check (`checks_in_state` `any`), every session
  * (`sessions` `""`), the held locks (`kv_prefix` `""` with the `lockedOnly` filter) and, on a KV page,
- * the entries under the folder or key shown (`kv_prefix` with that prefix). The node list and gossip
+ * the entries under the folder or key shown (`kv_prefix` with that prefix), on a service's page that
+ * service's health entries (`service_health` with its name). The node list and gossip
  * members have no topic: they are read over HTTP when the page connects and again whenever the stream
  * shows a node appear, leave, or change its node checks.
  */
@@ -11,13 +12,13 @@ import './style.css';
 import { api, ApiError, setToken, token } from './api.ts';
 import { wireConfirm } from './confirm.ts';
 import { h } from './dom.ts';
-import type { CatalogNode, Member } from './model.ts';
+import { checksOf, type CatalogNode, type Member } from './model.ts';
 import { buildPage, kvPrefixOf, refusedView } from './pages.ts';
 import { navOf, parseRoute } from './router.ts';
 import { applySort, nextSort, type SortState } from './sort.ts';
 import { StreamClient, type LinkState, type Subscription } from './stream.ts';
 import { arrived, data, refused, type Page, type StreamField } from './store.ts';
-import { record } from './timeline.ts';
+import { record, recordService } from './timeline.ts';
 import { applyFilter } from './views.ts';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -69,35 +70,66 @@ async function refreshNodes(): Promise<void> {
   }
 }
 
-// ---------------------------------------------------------------- the KV browser's subscription
+// ---------------------------------------------------------------- the page's own subscription
+
+/** Views a page watches for itself beside the shared ones: a KV folder or key, one service's health. */
+type PageField = 'kv' | 'service';
+
+interface PageView {
+  topic: string;
+  /** Puts the view in place: the items of `key`, or none (a new key, or no page that needs one). */
+  show(key: string | undefined, items: ReadonlyMap<string, unknown>): void;
+  /** The stream's refusal of it; undefined clears it. */
+  refuse(text: string | undefined): void;
+  /** Each complete view of `key` as it arrives. */
+  arrived?(key: string, items: ReadonlyMap<string, unknown>): void;
+}
+
+const pageViews: Record<PageField, PageView> = {
+  kv: {
+    topic: 'kv_prefix',
+    show: (key, items) => { data.kvPrefix = key; data.kv = items as typeof data.kv; },
+    // The KV pages show their refusal inside the page, beside the tools that still work: it counts as arrived.
+    refuse: (text) => { data.kvError = text; if (text !== undefined) arrived.add('kv'); },
+  },
+  service: {
+    topic: 'service_health',
+    show: (key, items) => { data.serviceName = key; data.service = items as typeof data.service; },
+    refuse: (text) => { if (text === undefined) refused.delete('service'); else refused.set('service', text); },
+    // Its checks' changes are the page's recent transitions when the all-checks view is refused.
+    arrived: (key, items) => recordService(key, checksOf((items as typeof data.service).values()), refused.has('checks')),
+  },
+};
 
 let stream: StreamClient;
-let kvSubId: string | undefined;
-let kvSubs = 0;
+const watching: Record<PageField, { key?: string; id?: string }> = { kv: {}, service: {} };
+let pageSubs = 0;
 
-/** Watches `prefix` (or nothing) over the stream: one KV subscription at a time, for the page shown. */
-function watchKv(prefix: string | undefined): void {
-  if (prefix === data.kvPrefix) return;
-  if (kvSubId !== undefined) stream.remove(kvSubId);
-  kvSubId = undefined;
-  data.kvPrefix = prefix;
-  data.kv = new Map();
-  data.kvError = undefined;
-  arrived.delete('kv');
-  if (prefix === undefined) return;
-  kvSubs += 1;
-  kvSubId = `kv#${kvSubs}`;
-  const id = kvSubId;
-  stream.add({ id, topic: 'kv_prefix', key: prefix, onView: (items) => {
-    if (id !== kvSubId) return;
-    data.kv = items as typeof data.kv;
-    data.kvError = undefined;
-    arrived.add('kv');
+/** Watches `key` (or nothing) over the stream for the page shown: one subscription of each kind at a time. */
+function watchForPage(field: PageField, key: string | undefined): void {
+  const w = watching[field];
+  const view = pageViews[field];
+  if (key === w.key) return;
+  if (w.id !== undefined) stream.remove(w.id);
+  w.key = key;
+  w.id = undefined;
+  view.show(key, new Map());
+  view.refuse(undefined);
+  arrived.delete(field);
+  if (key === undefined) return;
+  pageSubs += 1;
+  const id = `${field}#${pageSubs}`;
+  w.id = id;
+  stream.add({ id, topic: view.topic, key, onView: (items) => {
+    if (id !== w.id) return;
+    view.show(key, items);
+    view.refuse(undefined);
+    view.arrived?.(key, items);
+    arrived.add(field);
     schedule();
   }, onError: (text) => {
-    if (id !== kvSubId) return;
-    data.kvError = text;
-    arrived.add('kv');
+    if (id !== w.id) return;
+    view.refuse(text);
     schedule();
   } });
 }
@@ -124,7 +156,8 @@ function render(): void {
   if (mounted?.path !== location.pathname) {
     mounted?.page.close?.();
     mounted = { path: location.pathname, page: buildPage(route, navigate) };
-    watchKv(kvPrefixOf(route));
+    watchForPage('kv', kvPrefixOf(route));
+    watchForPage('service', route.page === 'service' ? route.name : undefined);
   }
   const page = mounted.page;
   const title = page.title ?? '';
@@ -135,7 +168,7 @@ function render(): void {
   const view = $('view');
   const refusals = page.needs.filter((f) => refused.has(f));
   if (refusals.length > 0) {
-    view.replaceChildren(refusedView(refusals));
+    view.replaceChildren(refusedView(refusals, page.whenRefused?.()));
     $('count').textContent = '';
     return;
   }

@@ -133,6 +133,13 @@ export function nodeRows(nodes: CatalogNode[], members: Member[], checks: Iterab
   return [...rows.values()].sort((a, b) => compare(a.name, b.name));
 }
 
+/** The checks of some health entries (each instance's own and its node's), once each, by `node/checkID`. */
+export function checksOf(entries: Iterable<HealthEntry>): Map<string, Check> {
+  const checks = new Map<string, Check>();
+  for (const e of entries) for (const c of e.Checks) checks.set(`${c.Node}/${c.CheckID}`, c);
+  return checks;
+}
+
 /** Checks, worst first, then by node and check id. */
 export function checkRows(checks: Iterable<Check>): Check[] {
   return [...checks].sort((a, b) => (severity[b.Status] ?? 2) - (severity[a.Status] ?? 2) || compare(a.Node, b.Node) || compare(a.CheckID, b.CheckID));

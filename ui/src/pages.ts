@@ -4,7 +4,8 @@
  */
 import { clusterPage } from './cluster-view.ts';
 import { nodePage, servicePage } from './detail-views.ts';
-import { h, link } from './dom.ts';
+import { api, errorText } from './api.ts';
+import { h, link, uiPaths } from './dom.ts';
 import { folderPage, keyPage } from './kv-view.ts';
 import { logPage } from './log-view.ts';
 import { checkRows, nodeRows, serviceRows, sessionRows } from './model.ts';
@@ -26,7 +27,31 @@ function listPage(list: ListName): Page {
     : list === 'nodes' ? nodesView(nodeRows(data.nodes, data.members, data.checks.values(), data.entries.values()))
       : list === 'checks' ? checksView(checkRows(data.checks.values()))
         : sessionsView(sessionRows(data.sessions.values(), data.locks.values()));
-  return { title: listTitles[list], root, needs: listNeeds[list], update: () => root.replaceChildren(view()) };
+  const page: Page = { title: listTitles[list], root, needs: listNeeds[list], update: () => root.replaceChildren(view()) };
+  return list === 'services' ? { ...page, whenRefused: readableServices() } : page;
+}
+
+/**
+ * The services the token may read, as links to their pages: the all-services view is refused to a token
+ * that may not read every service, but each page of one it may read works. Read over HTTP once, when the
+ * refusal is first shown (`/v1/catalog/services` lists only what the token may read).
+ */
+function readableServices(): () => HTMLElement {
+  const el = h('div', { class: 'panel', 'data-readable-services': '' }, h('p', { class: 'muted' }, 'Reading the services this token may read…'));
+  let asked = false;
+  return () => {
+    if (asked) return el;
+    asked = true;
+    api<Record<string, string[]>>('/v1/catalog/services').then((services) => {
+      const names = Object.keys(services).sort();
+      el.dataset.readableServices = names.join(' ');
+      el.replaceChildren(names.length === 0 ? h('p', { class: 'muted' }, 'This token may read no service.')
+        : h('p', {}, 'Services this token may read, each on its own page: ', ...names.flatMap((n, i) => [i > 0 ? ', ' : '', link(uiPaths.service(n), n)])));
+    }, (err: unknown) => {
+      el.replaceChildren(h('p', { class: 'muted' }, `The services this token may read cannot be listed either: ${errorText(err)}`));
+    });
+    return el;
+  };
 }
 
 function timelinePage(): Page {
@@ -68,14 +93,21 @@ export function buildPage(route: Route, go: Go): Page {
 /** What each shared stream view holds, as a refusal names it. */
 const viewNames: Record<StreamField, string> = {
   entries: 'the health of every service', checks: 'every check', sessions: 'every session', locks: 'the locks held on every key', kv: 'the keys shown',
+  service: 'the health of this service',
 };
 
-/** A page whose stream views the agent refused to this token: what it may not read, and that the page cannot show it. */
-export function refusedView(fields: StreamField[]): HTMLElement {
+/**
+ * A page whose stream views the agent refused to this token: what it may not read, that the page cannot
+ * show it, and `extra` (what the token may reach instead), if any.
+ */
+export function refusedView(fields: StreamField[], extra?: HTMLElement): HTMLElement {
+  const needs = fields.every((f) => f === 'service') ? 'read on this service and on every node (its instances name their nodes)'
+    : 'read on every service, node, session and key';
   return h('div', { class: 'panel', 'data-stream-refused': fields.join(' ') },
     h('p', { class: 'error' }, `This view cannot be shown: it needs ${fields.map((f) => viewNames[f]).join(' and ')}, and the agent refuses to stream that to this token.`),
     ...fields.map((f) => h('p', { class: 'error mono', 'data-refused': f }, refused.get(f) ?? '')),
-    h('p', { class: 'muted' }, 'The stream sends a view only to a token that may read all of it. Set a token with read on every service, node, session and key with the Token button.'));
+    h('p', { class: 'muted' }, `The stream sends a view only to a token that may read all of it. Set a token with ${needs} with the Token button.`),
+    ...(extra === undefined ? [] : [extra]));
 }
 
 /** The KV prefix a route watches over the stream, if any. */

@@ -17,20 +17,23 @@ export const data = {
   kvPrefix: undefined as string | undefined,
   /** Why the stream refused the KV browser's subscription (a token that may not read the whole prefix). */
   kvError: undefined as string | undefined,
+  /** A service page's view: the health entries of the service `serviceName` (`service_health` with its name). */
+  service: new Map() as ReadonlyMap<string, HealthEntry>,
+  serviceName: undefined as string | undefined,
   /** This agent's node name (from /v1/agent/self): the agent endpoints act on it alone. */
   self: undefined as string | undefined,
   nodes: [] as CatalogNode[],
   members: [] as Member[],
 };
 
-export type StreamField = 'entries' | 'checks' | 'sessions' | 'locks' | 'kv';
+export type StreamField = 'entries' | 'checks' | 'sessions' | 'locks' | 'kv' | 'service';
 
 export const arrived = new Set<StreamField>();
 
 /**
- * The stream's refusal of a view every page shares (a token that may not read every service, check,
- * session or key), by view: a page that needs one shows the refusal instead of waiting for it. The KV
- * browser's own view keeps its refusal in `data.kvError`.
+ * The stream's refusal of a view, by view: one every page shares (a token that may not read every
+ * service, check, session or key) or a service page's own; a page that needs one shows the refusal
+ * instead of waiting for it. The KV browser's own view keeps its refusal in `data.kvError`.
  */
 export const refused = new Map<StreamField, string>();
 
@@ -41,6 +44,8 @@ export interface Page {
   /** The stream views the page needs before it can show anything. */
   needs: StreamField[];
   update(): void;
+  /** Shown under the refusal when a view it needs is refused: what the token may still reach from here. */
+  whenRefused?(): HTMLElement;
   /** Called when the page is left (stops its timers). */
   close?(): void;
 }

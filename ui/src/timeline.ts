@@ -3,7 +3,9 @@
  * views (the stream carries states, not transitions). A check whose Status differs from its last view
  * is a transition (with the output it had then); a held lock whose holder changes is a hand-off, one
  * that appears is an acquire and one that disappears a release. The first view of each is the starting
- * point, not a change. Kept for the last `keptMs`, at most `keptMax` entries, in this tab only.
+ * point, not a change. Kept for the last `keptMs`, at most `keptMax` entries, in this tab only. A token
+ * refused the all-checks view still gets the transitions of the service whose page is open, from that
+ * page's own view.
  */
 import type { Check, KvEntry } from './model.ts';
 
@@ -26,7 +28,7 @@ export interface Transition {
 export const keptMs = 15 * 60_000;
 const keptMax = 1000;
 
-const seen: { checks?: ReadonlyMap<string, Check>; locks?: ReadonlyMap<string, KvEntry> } = {};
+const seen: { checks?: ReadonlyMap<string, Check>; locks?: ReadonlyMap<string, KvEntry>; service?: { name: string; checks: ReadonlyMap<string, Check> } } = {};
 export const transitions: Transition[] = [];
 
 function push(t: Omit<Transition, 'at'>, now: number): void {
@@ -70,4 +72,15 @@ export function record(field: string, items: ReadonlyMap<string, unknown>, now =
     if (seen.locks !== undefined) lockChanges(seen.locks, after, now);
     seen.locks = new Map(after);
   }
+}
+
+/**
+ * A service page's own view of its checks (instances' and their nodes'). Its changes are kept as the
+ * all-checks view's are when that view is not there to give them (`alone`: the stream refused it);
+ * otherwise only the point of comparison moves. The first view of a service is its starting point.
+ */
+export function recordService(name: string, checks: ReadonlyMap<string, Check>, alone: boolean, now = Date.now()): void {
+  const before = seen.service?.name === name ? seen.service.checks : undefined;
+  if (before !== undefined && alone) checkChanges(before, checks, now);
+  seen.service = { name, checks: new Map(checks) };
 }
