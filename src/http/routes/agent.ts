@@ -232,7 +232,10 @@ async function deregister(req: Request, api: ApiContext): Promise<Reply> {
   if (checkId !== undefined && checkId !== null && typeof checkId !== 'string') {
     throw new RegistryError('deregisterCheckIdNotString');
   }
-  if (field(body, 'ServiceID').value != null) {
+  // Go's api.CatalogDeregistration sends "ServiceID" and "CheckID" with every call, empty when unset (no
+  // omitempty): an empty one means absent, as in Consul, so such a call deregisters the node.
+  const serviceId = field(body, 'ServiceID').value;
+  if (serviceId !== undefined && serviceId !== null && serviceId !== '') {
     throw new RegistryError('deregisterServiceUnsupported');
   }
   // Deregistering what is not there is a no-op success, as in Consul.
