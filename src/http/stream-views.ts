@@ -12,7 +12,7 @@ import type { RegistryState } from '../state/index.ts';
 import type { KvEntry, ServiceInstance } from '../domain/index.ts';
 import type { ApiContext } from './api.ts';
 import { renderEntry } from './routes/kv.ts';
-import { checksOfInstances, healthEntry, renderCheck, type InstanceChecks } from './routes/health.ts';
+import { checksOfInstances, healthEntry, renderCheck, type InstanceChecks } from './routes/catalog-render.ts';
 import { renderSession } from './routes/session.ts';
 
 export const topics = ['service_health', 'service_checks', 'node_checks', 'checks_in_state', 'serving_status', 'kv_prefix', 'sessions'] as const;

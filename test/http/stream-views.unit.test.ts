@@ -8,7 +8,7 @@ import type { Command } from '../../src/domain/commands.ts';
 import type { Change } from '../../src/runtime/index.ts';
 import { apply, passiveDefinition, RegistryState } from '../../src/state/index.ts';
 import type { Sub, View } from '../../src/http/stream-conn.ts';
-import { healthEntry, renderCheck } from '../../src/http/routes/health.ts';
+import { healthEntry, renderCheck } from '../../src/http/routes/catalog-render.ts';
 import { Views } from '../../src/http/stream-subscriptions.ts';
 import { makeView, type TopicView } from '../../src/http/stream-views.ts';
 

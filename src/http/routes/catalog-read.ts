@@ -1,0 +1,47 @@
+/**
+ * What the catalog and health reads share: the path's trailing parameter, what of the catalog the caller
+ * may read, and the blocking read every one of them is.
+ */
+import { RegistryError } from '../../domain/errors.ts';
+import type { HealthCheck } from '../../domain/types.ts';
+import type { Schema } from '../../filter/index.ts';
+import { filterOf } from '../filtering.ts';
+import type { ApiContext } from '../api.ts';
+import { awaitQuery, parseQueryOptions } from '../query.ts';
+import { json, type Reply } from '../reply.ts';
+import { readableUnder, type Request } from '../request.ts';
+
+/** The path's trailing parameter, or the error naming what is missing. */
+export function required(req: Request, missing: 'checkIdMissing' | 'serviceIdMissing' | 'serviceMissing' | 'nodeMissing' | 'checkStateMissing'): string {
+  if (req.rest === '') throw new RegistryError(missing);
+  return req.rest;
+}
+
+export const everything = (_name: string) => true;
+
+/**
+ * What of the catalog the caller may read, as Consul filters its lists: nodes by node read, service
+ * instances by service read on their name (everything without authentication, or with a token that may
+ * read every name). The route's own rule is checked first, by the gate.
+ */
+export function catalogAcl(req: Request): { node: (name: string) => boolean; service: (name: string) => boolean } {
+  return { node: readableUnder(req, 'node', '') ?? everything, service: readableUnder(req, 'service', '') ?? everything };
+}
+
+/** A check is shown when its node may be read, and for a service check its service too (Consul's rule). */
+export function checkVisible(acl: ReturnType<typeof catalogAcl>, c: HealthCheck): boolean {
+  return acl.node(c.node) && (c.serviceId === '' || acl.service(c.serviceName));
+}
+
+/** A catalog read: query options, filter compiled first, wait on the catalog index, then render. */
+export function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiContext, keep: (v: unknown) => boolean) => unknown) {
+  return async (req: Request, api: ApiContext): Promise<Reply> => {
+    const q = parseQueryOptions(req, api);
+    const keep = schema ? filterOf(req, schema) : () => true;
+    // Read once now: it validates the path before any wait, and is the answer when nothing waits.
+    const now = read(req, api, keep);
+    if (q.minIndex === 0 && !q.consistent) return json(now, { index: api.runtime.state.catalogIndex, consistency: q.consistency });
+    await awaitQuery(req, api, q, { kind: 'catalog' }, () => api.runtime.state.catalogIndex);
+    return json(read(req, api, keep), { index: api.runtime.state.catalogIndex, consistency: q.consistency });
+  };
+}

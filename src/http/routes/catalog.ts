@@ -1,0 +1,127 @@
+/**
+ * The catalog and health reads (consul-compat.md §1.5–1.6): services, service nodes, nodes and a node's
+ * services; a node's, a service's and a state's checks, a service's health entries. Each is a blocking
+ * query on the catalog index and takes `filter`; a caller sees only what it may read.
+ */
+import { RegistryError } from '../../domain/errors.ts';
+import type { ServiceInstance } from '../../domain/types.ts';
+import { catalogServiceSchema, checkSchema, healthEntrySchema, nodeSchema } from '../../filter/index.ts';
+import type { ApiContext } from '../api.ts';
+import { queryOptionParameters } from '../query.ts';
+import { param, type Request } from '../request.ts';
+import type { Route } from '../router.ts';
+import { catalogAcl, catalogRead, checkVisible, required } from './catalog-read.ts';
+import { checksOfInstances, healthEntry, renderAgentService, renderCatalogService, renderCheck, renderNode } from './catalog-render.ts';
+
+// ---------------------------------------------------------------- catalog
+
+const catalogServices = catalogRead(undefined, (req, api) => {
+  const tags = new Map<string, Set<string>>();
+  const { service } = catalogAcl(req);
+  // Consul lists the servers themselves as the service "consul"; its clients expect it there.
+  if (api.dialect === 'consul' && service('consul')) tags.set('consul', new Set());
+  for (const s of api.runtime.state.services.values()) {
+    if (!service(s.service)) continue;
+    const set = tags.get(s.service) ?? new Set<string>();
+    for (const t of s.tags) set.add(t);
+    tags.set(s.service, set);
+  }
+  return Object.fromEntries([...tags.keys()].sort().map((name) => [name, [...tags.get(name)!].sort()]));
+});
+
+function hasTags(s: ServiceInstance, req: Request): boolean {
+  return req.query.getAll('tag').every((t) => s.tags.includes(t));
+}
+
+const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
+  const name = required(req, 'serviceMissing');
+  const st = api.runtime.state;
+  const { node } = catalogAcl(req);
+  return st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node))
+    .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
+});
+
+const catalogNodes = catalogRead(nodeSchema, (req, api, keep) => {
+  const { node } = catalogAcl(req);
+  return [...api.runtime.state.nodes.values()].filter((n) => node(n.node)).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+    .map((n) => renderNode(n, api.datacenter)).filter(keep);
+});
+
+const catalogNode = catalogRead(undefined, (req, api) => {
+  const name = required(req, 'nodeMissing');
+  const st = api.runtime.state;
+  const node = st.nodes.get(name);
+  if (node === undefined) return null;
+  const { service } = catalogAcl(req);
+  const services = Object.fromEntries(st.servicesOfNode(name).filter((s) => service(s.service)).map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }]));
+  return { Node: renderNode(node, api.datacenter), Services: services };
+});
+
+// ---------------------------------------------------------------- health
+
+const healthNode = catalogRead(checkSchema, (req, api, keep) => {
+  const name = required(req, 'nodeMissing');
+  const acl = catalogAcl(req);
+  return api.runtime.state.checksOfNode(name).filter((c) => checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
+});
+
+const healthChecks = catalogRead(checkSchema, (req, api, keep) => {
+  const name = required(req, 'serviceMissing');
+  const acl = catalogAcl(req);
+  return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
+});
+
+function parsePassing(req: Request): boolean {
+  if (!req.query.has('passing')) return false;
+  const v = param(req, 'passing') ?? '';
+  if (v === '' || ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
+  throw new RegistryError('passingInvalid', { value: v });
+}
+
+const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
+  const name = required(req, 'serviceMissing');
+  const passingOnly = parsePassing(req);
+  const st = api.runtime.state;
+  const entries: Record<string, unknown>[] = [];
+  const { node } = catalogAcl(req);
+  const instances = st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node));
+  const checks = checksOfInstances(st, instances);
+  for (const s of instances) {
+    const entry = healthEntry(st, s, api.datacenter, passingOnly, checks);
+    if (entry !== undefined && keep(entry)) entries.push(entry);
+  }
+  return entries;
+});
+
+const states = new Set(['any', 'passing', 'warning', 'critical', 'fail']);
+const consulStates = new Set(['any', 'passing', 'warning', 'critical']);
+
+const healthState = catalogRead(checkSchema, (req, api, keep) => {
+  const state = required(req, 'checkStateMissing');
+  // Consul does not validate the state: an unknown one, "fail" included, matches nothing there.
+  if (api.dialect === 'consul' && !consulStates.has(state)) return [];
+  if (!states.has(state)) {
+    throw new RegistryError('checkStateUnknown', { state });
+  }
+  // "fail" returns the failing checks: the registry's word for critical.
+  const wanted = state === 'fail' ? 'critical' : state;
+  const acl = catalogAcl(req);
+  return api.runtime.state.allChecks().filter((c) => (wanted === 'any' || c.status === wanted) && checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
+});
+
+/** A catalog read's parameters: the query options and `filter`. */
+const readParameters = [...queryOptionParameters, 'filter'];
+/** Also `near` and `node-meta`, which Consul takes on these reads: accepted, not applied (one datacenter, no coordinates). */
+const nodeReadParameters = [...readParameters, 'near', 'node-meta'];
+
+export const catalogRoutes: Route<ApiContext>[] = [
+  { path: '/v1/catalog/services', prefix: false, methods: { GET: catalogServices }, query: readParameters },
+  { path: '/v1/catalog/service/', prefix: true, methods: { GET: catalogService }, query: [...nodeReadParameters, 'tag'] },
+  { path: '/v1/catalog/nodes', prefix: false, methods: { GET: catalogNodes }, query: nodeReadParameters },
+  { path: '/v1/catalog/node/', prefix: true, methods: { GET: catalogNode }, query: readParameters },
+  { path: '/v1/health/node/', prefix: true, methods: { GET: healthNode }, query: readParameters },
+  { path: '/v1/health/checks/', prefix: true, methods: { GET: healthChecks }, query: nodeReadParameters },
+  { path: '/v1/health/service/', prefix: true, methods: { GET: healthService }, query: [...nodeReadParameters, 'tag', 'passing'] },
+  { path: '/v1/health/state/', prefix: true, methods: { GET: healthState }, query: nodeReadParameters },
+];
