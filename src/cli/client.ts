@@ -1,29 +1,24 @@
 /**
- * The agent's HTTP API as the `roster` client commands use it. The agent is found through
- * `--http-addr` or ROSTER_HTTP_ADDR (`host:port`, with or without `http://`/`https://`), default
- * 127.0.0.1:8500; several addresses separated by commas are tried in order: a request that cannot
- * connect to one (nothing was sent) goes to the next, and the one that answered is kept for the
- * command's later requests. An HTTP answer, even an error, is never retried elsewhere.
- * `--token` / ROSTER_HTTP_TOKEN is sent as `Authorization: Bearer`. Answers in either
- * wire dialect are understood: the seed dialect's `{code, message}` errors and Consul's plain text.
+ * The agent's HTTP API as the `roster` client commands use it. The agent is found through `--http-addr`,
+ * ROSTER_HTTP_ADDR or CONSUL_HTTP_ADDR (`host:port`, with or without `http://`/`https://`; see
+ * connection.ts), default 127.0.0.1:8500; several addresses separated by commas are tried in order: a
+ * request that cannot connect to one (nothing was sent) goes to the next, and the one that answered is
+ * kept for the command's later requests. An HTTP answer, even an error, is never retried elsewhere.
+ * `--token` / ROSTER_HTTP_TOKEN (then Consul's token variables) is sent as `Authorization: Bearer`.
+ * Answers in either wire dialect are understood: the seed dialect's `{code, message}` errors and Consul's
+ * plain text.
  * Requests go through node:http (node:https for an https address), loaded with the first request: a
  * `roster` call is short, and fetch would first load its HTTP stack (undici), about 20 ms of every call.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import { defaultHttpAddr } from './defaults.ts';
-import { CliError, usageError } from './errors.ts';
+import { agentBaseUrls, tokenOf, type ConnectionOptions } from './connection.ts';
+import { CliError } from './errors.ts';
 import { parseExactJson } from './output.ts';
 
 /** A request that is not a blocking query gets this long for its answer. */
 export const requestTimeoutMs = 30_000;
 
-export interface ConnectionOptions {
-  httpAddr?: string | undefined;
-  token?: string | undefined;
-}
-
-/** Addresses given on the command line or in the environment: at most this many. */
-export const agentAddressesMax = 16;
+export { agentAddressesMax, agentBaseUrl, agentBaseUrls, type ConnectionOptions } from './connection.ts';
 
 /**
  * Connection failures after which nothing reached the agent, so the request may go to the next address:
@@ -31,36 +26,6 @@ export const agentAddressesMax = 16;
  * reported instead.
  */
 const failoverCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
-
-/** `host:port`, `http://host:port` or `https://host:port` → the base URL (no trailing slash). */
-export function agentBaseUrl(flag: string | undefined, env: NodeJS.ProcessEnv): string {
-  return agentBaseUrls(flag, env)[0]!;
-}
-
-/** The agents' base URLs, in the order given (`a,b,c`; blanks around commas ignored). */
-export function agentBaseUrls(flag: string | undefined, env: NodeJS.ProcessEnv): string[] {
-  const given = flag ?? (env.ROSTER_HTTP_ADDR || undefined) ?? defaultHttpAddr;
-  const source = flag !== undefined ? '--http-addr' : env.ROSTER_HTTP_ADDR ? 'ROSTER_HTTP_ADDR' : 'the default address';
-  const parts = given.split(',').map((p) => p.trim());
-  if (parts.some((p) => p === '')) throw usageError(`${source}: "${given}" has an empty address (write a,b,c)`);
-  if (parts.length > agentAddressesMax) throw usageError(`${source}: at most ${agentAddressesMax} addresses`);
-  return parts.map((p) => oneBaseUrl(p, source));
-}
-
-function oneBaseUrl(given: string, source: string): string {
-  const text = /^[a-z][a-z0-9+.-]*:\/\//i.test(given) ? given : `http://${given}`;
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw usageError(`${source}: "${given}" is not an address such as 127.0.0.1:8500 or http://127.0.0.1:8500`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usageError(`${source}: "${given}" must use http or https`);
-  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '') {
-    throw usageError(`${source}: "${given}" must be only a scheme, host and port`);
-  }
-  return `${url.protocol}//${url.host}`;
-}
 
 /**
  * A KV key or prefix as a path: each segment percent-encoded, the slashes kept. A `.` or `..` segment stays
@@ -117,8 +82,7 @@ export class AgentClient {
   }
 
   static from(o: ConnectionOptions, env: NodeJS.ProcessEnv): AgentClient {
-    const token = o.token ?? (env.ROSTER_HTTP_TOKEN || undefined);
-    return new AgentClient(agentBaseUrls(o.httpAddr, env), token);
+    return new AgentClient(agentBaseUrls(o.httpAddr, env), tokenOf(o.token, env));
   }
 
   /** The address in use: the first, or the one that last answered. */

@@ -1,6 +1,6 @@
 /**
  * The `roster` command: `roster agent` runs the agent; every other subcommand is a client of a
- * running agent's HTTP API (found through `--http-addr` or ROSTER_HTTP_ADDR). Parsed with commander;
+ * running agent's HTTP API (found through `--http-addr`, ROSTER_HTTP_ADDR or CONSUL_HTTP_ADDR). Parsed with commander;
  * Consul-style single-dash long flags are rewritten first (args.ts). Exit codes: 0 done, 1 the
  * operation failed (the agent's message on stderr), 2 a usage error; `roster lock` exits with its
  * command's code.
@@ -24,8 +24,8 @@ type Action = Promise<number | void>;
 /** The options every client command takes (`--json` where there is output to give as JSON). */
 function clientCommand(parent: Command, name: string, description: string, json = true): Command {
   const cmd = parent.command(name).description(description)
-    .addOption(new Option('--http-addr <addr>', `the agent's HTTP address (host:port or a URL; a,b,c: the next when one cannot be connected to) [ROSTER_HTTP_ADDR, default ${defaultHttpAddr}]`))
-    .addOption(new Option('--token <token>', 'bearer token sent as Authorization: Bearer [ROSTER_HTTP_TOKEN]'));
+    .addOption(new Option('--http-addr <addr>', `the agent's HTTP address (host:port or a URL; a,b,c: the next when one cannot be connected to) [ROSTER_HTTP_ADDR, CONSUL_HTTP_ADDR, default ${defaultHttpAddr}]`))
+    .addOption(new Option('--token <token>', 'bearer token sent as Authorization: Bearer [ROSTER_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE, CONSUL_HTTP_TOKEN]'));
   return json ? cmd.option('--json', 'print JSON for scripts instead of text') : cmd;
 }
 

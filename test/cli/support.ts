@@ -44,7 +44,9 @@ export interface Running {
 }
 
 export function startRoster(args: string[], o: RunOptions = {}): Running {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, ROSTER_HTTP_ADDR: o.agent, ROSTER_HTTP_TOKEN: undefined, ...o.env };
+  // Consul's variables of the shell that runs the tests are none of the command's business.
+  const consul = { CONSUL_HTTP_ADDR: undefined, CONSUL_HTTP_TOKEN: undefined, CONSUL_HTTP_TOKEN_FILE: undefined, CONSUL_HTTP_SSL: undefined };
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, ROSTER_HTTP_ADDR: o.agent, ROSTER_HTTP_TOKEN: undefined, ...consul, ...o.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
   const proc = spawn(o.node ?? process.execPath, [rosterBin, ...args], { cwd: repoRoot, env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
