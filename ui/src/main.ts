@@ -195,12 +195,22 @@ function notice(text: string): void {
   el.hidden = text === '';
 }
 
+function linkText(s: LinkState): string {
+  switch (s.kind) {
+    case 'connecting': return 'connecting…';
+    case 'open': return 'connected · subscribing…';
+    case 'live': return `live · index ${s.index}${s.refused > 0 ? ` · ${s.refused} of ${s.views} views refused` : ''}`;
+    case 'refused': return `connected · every view refused (${s.views})`;
+    default: return `${s.why}; retrying in ${(s.inMs / 1000).toFixed(1)} s`;
+  }
+}
+
 function showLink(s: LinkState): void {
   const el = $('connection');
   el.dataset.state = s.kind;
-  el.textContent = s.kind === 'live' ? `live · index ${s.index}`
-    : s.kind === 'connecting' ? 'connecting…'
-      : `${s.why}; retrying in ${(s.inMs / 1000).toFixed(1)} s`;
+  el.textContent = linkText(s);
+  el.title = s.kind === 'refused' ? 'The agent accepted the connection but refuses this token every view the page asked for: set a token that may read them with the Token button.'
+    : s.kind === 'live' && s.refused > 0 ? 'The agent refuses this token some views: the pages that need them say which.' : 'WebSocket stream /v1/stream';
 }
 
 // ---------------------------------------------------------------- navigation, filter, token

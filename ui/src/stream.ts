@@ -5,9 +5,16 @@
  * from its last index and the server's epoch; a `reset` starts that view afresh.
  */
 
+/**
+ * The link as the header shows it: connecting; open (connected, no subscription answered yet); live at
+ * an index, with how many of the `views` subscribed the agent refused (or ended); refused (connected,
+ * but every view refused: nothing will come until another token is set); retrying after a drop.
+ */
 export type LinkState =
   | { kind: 'connecting' }
-  | { kind: 'live'; index: number }
+  | { kind: 'open' }
+  | { kind: 'live'; index: number; refused: number; views: number }
+  | { kind: 'refused'; views: number }
   | { kind: 'retrying'; inMs: number; why: string };
 
 export interface Subscription {
@@ -30,6 +37,8 @@ interface Sub extends Subscription {
   incoming: Map<string, unknown> | undefined;
   /** Highest index applied (0: no complete view yet, so the next subscribe asks for a snapshot). */
   index: number;
+  /** The server's refusal (or end) of it on this connection; undefined while it is subscribed or asked. */
+  refused: string | undefined;
 }
 
 interface Message {
@@ -64,6 +73,8 @@ export class StreamClient {
   private retryTimer: number | undefined;
   private silenceTimer: number | undefined;
   private lastIndex = 0;
+  /** Whether anything has answered on this connection yet (a subscription's reply, a bookmark). */
+  private answered = false;
   private stopped = false;
 
   constructor(
@@ -75,7 +86,7 @@ export class StreamClient {
 
   add(sub: Subscription): void {
     const id = sub.id ?? `${sub.topic}:${sub.key}`;
-    const entry: Sub = { ...sub, id, items: new Map(), incoming: undefined, index: 0 };
+    const entry: Sub = { ...sub, id, items: new Map(), incoming: undefined, index: 0, refused: undefined };
     this.subs.set(id, entry);
     if (this.ws?.readyState === WebSocket.OPEN) this.subscribe(entry);
   }
@@ -86,6 +97,7 @@ export class StreamClient {
     if (sub === undefined) return;
     this.subs.delete(id);
     if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ op: 'unsubscribe', id }));
+    this.report();
   }
 
   start(): void {
@@ -124,8 +136,10 @@ export class StreamClient {
     const protocols = token === '' ? [protocol] : [protocol, `bearer.${base64url(token)}`];
     const ws = new WebSocket(this.url, protocols);
     this.ws = ws;
+    this.answered = false;
     ws.onopen = () => {
       this.heard();
+      this.onState({ kind: 'open' });
       for (const sub of this.subs.values()) this.subscribe(sub);
     };
     ws.onmessage = (ev) => {
@@ -160,6 +174,7 @@ export class StreamClient {
 
   private subscribe(sub: Sub): void {
     sub.incoming = undefined;
+    sub.refused = undefined;
     const resume = sub.index > 0 && this.epoch !== undefined ? { index: sub.index, epoch: this.epoch } : {};
     const filter = sub.filter === undefined ? {} : { filter: sub.filter };
     this.ws?.send(JSON.stringify({ op: 'subscribe', id: sub.id, topic: sub.topic, key: sub.key, ...filter, ...resume }));
@@ -175,9 +190,9 @@ export class StreamClient {
     switch (m.type) {
       case 'subscribed':
         this.epoch = m.epoch;
+        sub.refused = undefined;
         // Resumed: the view stays and the missed changes follow as one batch; else a snapshot follows.
-        if (m.index !== undefined) this.advance(m.index);
-        return;
+        return this.advance(m.index ?? 0);
       case 'reset':
         sub.incoming = undefined;
         return;
@@ -197,6 +212,9 @@ export class StreamClient {
         return this.applied(sub, m.index ?? 0);
       case 'error': {
         const text = `${sub.topic} ${JSON.stringify(sub.key)}: ${m.code ?? 'error'} ${m.message ?? ''}`;
+        sub.refused = text;
+        this.answered = true;
+        this.report();
         if (sub.onError !== undefined) sub.onError(text);
         else this.onError(text);
         return;
@@ -214,7 +232,19 @@ export class StreamClient {
 
   private advance(index: number): void {
     this.lastIndex = Math.max(this.lastIndex, index);
-    this.onState({ kind: 'live', index: this.lastIndex });
+    this.answered = true;
+    this.report();
+  }
+
+  /** The link's state from the subscriptions' on an open connection that has answered. */
+  private report(): void {
+    if (this.ws?.readyState !== WebSocket.OPEN || !this.answered) return;
+    const views = this.subs.size;
+    let refused = 0;
+    for (const sub of this.subs.values()) if (sub.refused !== undefined) refused += 1;
+    // A bookmark moves the index of a connection all of whose views are refused: it stays refused.
+    if (views > 0 && refused === views) return this.onState({ kind: 'refused', views });
+    this.onState({ kind: 'live', index: this.lastIndex, refused, views });
   }
 }
 
