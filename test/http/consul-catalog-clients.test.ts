@@ -1,7 +1,8 @@
 // Goal: the catalog answers what real Consul clients send it — Go's api package, the npm `consul` client, Patroni —
 // as Consul does, in both dialects, through the HTTP API of a started agent: a deregistration carrying empty
-// ServiceID/CheckID fields (Go sends them always).
-import { describe, expect, test } from 'vitest';
+// ServiceID/CheckID fields (Go sends them always); `?node-meta=key:value` on every read Consul takes it on.
+import Consul from 'consul';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, expectError, withAgent } from '../support/agent.ts';
 
 type Client = ReturnType<typeof client>;
@@ -18,9 +19,20 @@ async function nodeNames(c: Client): Promise<string[]> {
   return r.json<{ Node: string }[]>().map((n) => n.Node);
 }
 
+const get = async <T = any>(c: Client, path: string): Promise<T> => {
+  const r = await c.get(path);
+  expect(r.status, `${path}: ${r.text}`).toBe(200);
+  return r.json<T>();
+};
+
 describe.each(dialects)('%s dialect', (dialect) => {
   let c: Client;
-  withAgent((a) => { c = client(a); }, { args: dialect === 'consul' ? ['--dialect', 'consul'] : [] });
+  let k: Consul;
+  withAgent((a) => {
+    c = client(a);
+    k = new Consul({ host: '127.0.0.1', port: Number(new URL(a.url).port) });
+  }, { args: dialect === 'consul' ? ['--dialect', 'consul'] : [] });
+  afterAll(() => (k as any)?.destroy());
 
   describe('PUT /v1/catalog/deregister', () => {
     test('empty ServiceID and CheckID, as Go\'s api.CatalogDeregistration sends them, deregister the node', async () => {
@@ -47,6 +59,71 @@ describe.each(dialects)('%s dialect', (dialect) => {
       if (dialect === 'seed') expectError(r, 400, 1009);
       else expect([r.status, r.text]).toEqual([400, 'ServiceID: services are deregistered through /v1/agent/service/deregister']);
       expect(await nodeNames(c)).toContain('ext3');
+    });
+  });
+
+  describe('?node-meta=key:value', () => {
+    const nodes = (q: string) => get<{ Node: string }[]>(c, `/v1/catalog/nodes?${q}`).then((l) => l.map((n) => n.Node));
+    let self: { Node: string; Address: string };
+
+    beforeAll(async () => {
+      self = await get(c, '/v1/agent/self').then((s) => ({ Node: s.Config.NodeName, Address: s.Member.Addr }));
+      const node1 = (await get<{ Address: string }[]>(c, '/v1/catalog/nodes')).find((n: any) => n.Node === self.Node)!;
+      // The agent keeps its node's meta as a registration sets it (it registers its node again only when it is gone).
+      await registerNode(c, { Node: self.Node, Address: node1.Address, NodeMeta: { env: 'prod', rack: 'r1' } });
+      await registerNode(c, { Node: 'nm-dev', Address: '10.0.1.1', NodeMeta: { env: 'dev', url: 'http://a:1' }, Check: { CheckID: 'nm-disk', Name: 'disk', Status: 'passing' } });
+      await registerNode(c, { Node: 'nm-flag', Address: '10.0.1.2', NodeMeta: { flag: '' } });
+      const r = await c.put('/v1/agent/service/register', { ID: 'nm-web-1', Name: 'nm-web', Tags: ['a'], Check: { TTL: '10m', Status: 'passing' } });
+      expect(r.status, r.text).toBe(200);
+    });
+    afterAll(async () => {
+      await c.put('/v1/agent/service/deregister/nm-web-1');
+      for (const node of ['nm-dev', 'nm-flag']) await c.put('/v1/catalog/deregister', { Node: node });
+    });
+
+    test('/v1/catalog/nodes keeps the nodes whose meta holds every pair', async () => {
+      expect(await nodes('node-meta=env:prod')).toEqual([self.Node]);
+      expect(await nodes('node-meta=env:prod&node-meta=rack:r1')).toEqual([self.Node]);
+      expect(await nodes('node-meta=env:prod&node-meta=rack:r2')).toEqual([]);
+      expect(await nodes('node-meta=env:dev')).toEqual(['nm-dev']);
+      expect(await nodes('node-meta=env:none')).toEqual([]);
+    });
+
+    test('split at the first colon; without one the key is asked with an empty value; never refused', async () => {
+      expect(await nodes(`node-meta=${encodeURIComponent('url:http://a:1')}`)).toEqual(['nm-dev']);
+      expect(await nodes('node-meta=flag')).toEqual(['nm-flag']);
+      expect(await nodes('node-meta=env')).toEqual([]);
+      expect(await nodes('node-meta=')).toEqual([]);
+      expect(await nodes('node-meta=env:dev&node-meta=env:prod')).toEqual([self.Node]);
+    });
+
+    test('/v1/catalog/services lists the services of the matching nodes only', async () => {
+      const prod = await get<Record<string, string[]>>(c, '/v1/catalog/services?node-meta=env:prod');
+      expect(prod['nm-web']).toEqual(['a']);
+      expect(await get(c, '/v1/catalog/services?node-meta=env:dev')).toEqual({});
+    });
+
+    test('/v1/catalog/service/<name> and /v1/health/service/<name>: the instances on matching nodes', async () => {
+      expect((await get<unknown[]>(c, '/v1/catalog/service/nm-web?node-meta=env:prod')).length).toBe(1);
+      expect(await get(c, '/v1/catalog/service/nm-web?node-meta=env:dev')).toEqual([]);
+      expect((await get<unknown[]>(c, '/v1/health/service/nm-web?node-meta=env:prod')).length).toBe(1);
+      expect(await get(c, '/v1/health/service/nm-web?node-meta=env:dev')).toEqual([]);
+    });
+
+    test('/v1/health/checks/<name> and /v1/health/state/<state>: the checks of matching nodes', async () => {
+      expect((await get<unknown[]>(c, '/v1/health/checks/nm-web?node-meta=env:prod')).length).toBe(1);
+      expect(await get(c, '/v1/health/checks/nm-web?node-meta=env:dev')).toEqual([]);
+      const dev = await get<{ Node: string; CheckID: string }[]>(c, '/v1/health/state/any?node-meta=env:dev');
+      expect(dev.map((x) => `${x.Node}/${x.CheckID}`)).toEqual(['nm-dev/nm-disk']);
+      expect(await get(c, '/v1/health/state/passing?node-meta=env:none')).toEqual([]);
+    });
+
+    test.runIf(dialect === 'consul')('the npm client\'s node-meta option is applied', async () => {
+      const api = k as any;
+      expect((await api.catalog.node.list({ 'node-meta': ['env:prod'] })).map((n: { Node: string }) => n.Node)).toEqual([self.Node]);
+      expect(await api.catalog.node.list({ 'node-meta': ['env:none'] })).toEqual([]);
+      expect(await api.catalog.service.list({ 'node-meta': ['env:none'] })).toEqual({});
+      expect(await api.health.state({ state: 'any', 'node-meta': ['env:none'] })).toEqual([]);
     });
   });
 });

@@ -5,6 +5,7 @@
 import { RegistryError } from '../../domain/errors.ts';
 import type { HealthCheck } from '../../domain/types.ts';
 import type { Schema } from '../../filter/index.ts';
+import type { RegistryState } from '../../state/index.ts';
 import { filterOf } from '../filtering.ts';
 import type { ApiContext } from '../api.ts';
 import { awaitQuery, parseQueryOptions } from '../query.ts';
@@ -43,5 +44,27 @@ export function catalogRead(schema: Schema | undefined, read: (req: Request, api
     if (q.minIndex === 0 && !q.consistent) return json(now, { index: api.runtime.state.catalogIndex, consistency: q.consistency });
     await awaitQuery(req, api, q, { kind: 'catalog' }, () => api.runtime.state.catalogIndex);
     return json(read(req, api, keep), { index: api.runtime.state.catalogIndex, consistency: q.consistency });
+  };
+}
+
+/**
+ * `?node-meta=key:value`, repeatable, every pair must match the node's meta (Consul's node-meta filter). A
+ * value is split at its first colon; one without a colon asks for the key with an empty value, and a key given
+ * twice keeps its last value, as Consul parses it (it refuses no form of the parameter). Without the parameter
+ * every node matches. Consul lists the nodes, services, service nodes, health entries and checks of the
+ * matching nodes only.
+ */
+export function nodeMetaFilter(req: Request, state: RegistryState): (node: string) => boolean {
+  const values = req.query.getAll('node-meta');
+  if (values.length === 0) return () => true;
+  const wanted = new Map<string, string>();
+  for (const v of values) {
+    const colon = v.indexOf(':');
+    if (colon < 0) wanted.set(v, '');
+    else wanted.set(v.slice(0, colon), v.slice(colon + 1));
+  }
+  return (node) => {
+    const meta = state.nodes.get(node)?.meta;
+    return meta !== undefined && [...wanted].every(([k, v]) => Object.hasOwn(meta, k) && meta[k] === v);
   };
 }

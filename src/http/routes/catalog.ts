@@ -10,7 +10,7 @@ import type { ApiContext } from '../api.ts';
 import { queryOptionParameters } from '../query.ts';
 import { param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
-import { catalogAcl, catalogRead, checkVisible, required } from './catalog-read.ts';
+import { catalogAcl, catalogRead, checkVisible, nodeMetaFilter, required } from './catalog-read.ts';
 import { checksOfInstances, healthEntry, renderAgentService, renderCatalogService, renderCheck, renderNode } from './catalog-render.ts';
 
 // ---------------------------------------------------------------- catalog
@@ -18,10 +18,11 @@ import { checksOfInstances, healthEntry, renderAgentService, renderCatalogServic
 const catalogServices = catalogRead(undefined, (req, api) => {
   const tags = new Map<string, Set<string>>();
   const { service } = catalogAcl(req);
+  const onNode = nodeMetaFilter(req, api.runtime.state);
   // Consul lists the servers themselves as the service "consul"; its clients expect it there.
-  if (api.dialect === 'consul' && service('consul')) tags.set('consul', new Set());
+  if (api.dialect === 'consul' && service('consul') && onNode(api.nodeName)) tags.set('consul', new Set());
   for (const s of api.runtime.state.services.values()) {
-    if (!service(s.service)) continue;
+    if (!service(s.service) || !onNode(s.node)) continue;
     const set = tags.get(s.service) ?? new Set<string>();
     for (const t of s.tags) set.add(t);
     tags.set(s.service, set);
@@ -37,13 +38,15 @@ const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
   const name = required(req, 'serviceMissing');
   const st = api.runtime.state;
   const { node } = catalogAcl(req);
-  return st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node))
+  const onNode = nodeMetaFilter(req, st);
+  return st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
     .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
 });
 
 const catalogNodes = catalogRead(nodeSchema, (req, api, keep) => {
   const { node } = catalogAcl(req);
-  return [...api.runtime.state.nodes.values()].filter((n) => node(n.node)).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+  const onNode = nodeMetaFilter(req, api.runtime.state);
+  return [...api.runtime.state.nodes.values()].filter((n) => node(n.node) && onNode(n.node)).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
     .map((n) => renderNode(n, api.datacenter)).filter(keep);
 });
 
@@ -68,7 +71,8 @@ const healthNode = catalogRead(checkSchema, (req, api, keep) => {
 const healthChecks = catalogRead(checkSchema, (req, api, keep) => {
   const name = required(req, 'serviceMissing');
   const acl = catalogAcl(req);
-  return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
+  const onNode = nodeMetaFilter(req, api.runtime.state);
+  return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c) && onNode(c.node)).map((c) => renderCheck(c)).filter(keep);
 });
 
 function parsePassing(req: Request): boolean {
@@ -85,7 +89,8 @@ const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
   const st = api.runtime.state;
   const entries: Record<string, unknown>[] = [];
   const { node } = catalogAcl(req);
-  const instances = st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node));
+  const onNode = nodeMetaFilter(req, st);
+  const instances = st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node));
   const checks = checksOfInstances(st, instances);
   for (const s of instances) {
     const entry = healthEntry(st, s, api.datacenter, passingOnly, checks);
@@ -107,16 +112,21 @@ const healthState = catalogRead(checkSchema, (req, api, keep) => {
   // "fail" returns the failing checks: the registry's word for critical.
   const wanted = state === 'fail' ? 'critical' : state;
   const acl = catalogAcl(req);
-  return api.runtime.state.allChecks().filter((c) => (wanted === 'any' || c.status === wanted) && checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
+  const onNode = nodeMetaFilter(req, api.runtime.state);
+  return api.runtime.state.allChecks().filter((c) => (wanted === 'any' || c.status === wanted) && checkVisible(acl, c) && onNode(c.node)).map((c) => renderCheck(c)).filter(keep);
 });
 
 /** A catalog read's parameters: the query options and `filter`. */
 const readParameters = [...queryOptionParameters, 'filter'];
-/** Also `near` and `node-meta`, which Consul takes on these reads: accepted, not applied (one datacenter, no coordinates). */
+/**
+ * Also `node-meta` (nodeMetaFilter) and `near`, which Consul takes on these reads. `near` sorts by the network
+ * coordinates of the node it names; Roster keeps none, and Consul leaves the order as it is for a node without
+ * coordinates, so it changes nothing here either.
+ */
 const nodeReadParameters = [...readParameters, 'near', 'node-meta'];
 
 export const catalogRoutes: Route<ApiContext>[] = [
-  { path: '/v1/catalog/services', prefix: false, methods: { GET: catalogServices }, query: readParameters },
+  { path: '/v1/catalog/services', prefix: false, methods: { GET: catalogServices }, query: [...readParameters, 'node-meta'] },
   { path: '/v1/catalog/service/', prefix: true, methods: { GET: catalogService }, query: [...nodeReadParameters, 'tag'] },
   { path: '/v1/catalog/nodes', prefix: false, methods: { GET: catalogNodes }, query: nodeReadParameters },
   { path: '/v1/catalog/node/', prefix: true, methods: { GET: catalogNode }, query: readParameters },
