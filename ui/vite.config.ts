@@ -12,7 +12,10 @@ export default defineConfig({
     emptyOutDir: true,
     // The agent's CSP allows no inline script or style, so nothing is inlined as a data: URL either.
     assetsInlineLimit: 0,
-    sourcemap: true,
+    // The agent serves this build to anyone (the dashboard's files are public): no source maps in it, so
+    // neither the maps nor a sourceMappingURL comment naming them ship. `npx vite build --config
+    // ui/vite.config.ts --sourcemap` makes a build with them, to debug with.
+    sourcemap: false,
   },
   logLevel: 'warn',
 });

@@ -1,9 +1,9 @@
 // Goal: the web dashboard at /ui, end to end against real agents. Its files are served with the right
-// types and validators, `/` and `/ui` redirect to `/ui/`, no path leaves dist/ui, a missing build says
-// how to make one, and the files are public while the API behind them is not. In Debian's Chromium
-// (headless, through playwright-core) the page shows services, nodes, checks with output, sessions
-// with the locks they hold, filters rows, and shows a service turn critical within a second of its
-// check failing; the screenshot the README shows (docs/ui.png) is taken there when
+// types and validators and without source maps, `/` and `/ui` redirect to `/ui/`, no path leaves
+// dist/ui, a missing build says how to make one, and the files are public while the API behind them is
+// not. In Debian's Chromium (headless, through playwright-core) the page shows services, nodes, checks
+// with output, sessions with the locks they hold, filters rows, and shows a service turn critical within
+// a second of its check failing; the screenshot the README shows (docs/ui.png) is taken there when
 // ROSTER_UI_SCREENSHOTS=1 asks for it (test/ui/browser.ts).
 import { request } from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -72,6 +72,16 @@ describe('static files', () => {
     const head = await ui.c.req('HEAD', script!);
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe(String(js.body.length));
+  });
+
+  test('the build ships no source maps: no script names one, and a script\'s .map is 404', async () => {
+    const index = await ui.c.get('/ui/');
+    const scripts = [...index.text.matchAll(/src="(\/ui\/assets\/[^"]+\.js)"/g)].map((m) => m[1]!);
+    expect(scripts.length, 'index.html names a script').toBeGreaterThan(0);
+    for (const script of scripts) {
+      expect((await ui.c.get(script)).text, script).not.toContain('sourceMappingURL');
+      expectError(await ui.c.get(`${script}.map`), 404, 1006);
+    }
   });
 
   test('paths of the page (client-side routes) get index.html; a missing asset is 404', async () => {
