@@ -9,7 +9,7 @@
  * to write (`lastLevel`), so no line is parsed to route it; a text follower's rendering parses it once.
  */
 import type { Logger } from 'pino';
-import { monitorLevels, type MonitorLevel } from '../http/index.ts';
+import { monitorLevels, type LogRedaction, type MonitorLevel } from '../http/index.ts';
 
 /** pino's level numbers; `silent` lets nothing through. */
 const levelValues: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
@@ -26,6 +26,8 @@ interface Follower {
   level: number;
   json: boolean;
   deliver(line: string): void;
+  /** What of each line it may not see (the monitor's ACL view); absent: it sees every line as it is. */
+  redact: LogRedaction | undefined;
   /** It has been handed a line: one that has not by the end of `follow` is handed its announcement directly. */
   handed: boolean;
 }
@@ -68,10 +70,11 @@ export class LogTap {
    * Hands every later line at `level` or above to `deliver`, as pino's JSON line or as text (both end
    * with a newline). The follower's first line is its announcement, logged at info: a follower whose
    * level leaves info out is handed it all the same, so every follower's answer starts at once.
-   * Returns the function that stops following.
+   * With `redact`, each line is put through it first. Returns the function that stops following.
    */
-  follow(level: MonitorLevel, json: boolean, deliver: (line: string) => void, announce: { msg: string; fields: Record<string, unknown> }): () => void {
-    const f: Follower = { level: levelValues[level]!, json, deliver, handed: false };
+  follow(level: MonitorLevel, json: boolean, deliver: (line: string) => void, announce: { msg: string; fields: Record<string, unknown> },
+    redact?: LogRedaction): () => void {
+    const f: Follower = { level: levelValues[level]!, json, deliver, redact, handed: false };
     this.followers.add(f);
     this.applyLevel();
     this.logger?.info(announce.fields, announce.msg);
@@ -126,7 +129,10 @@ export class LogTap {
     f.handed = true;
     this.delivering = true;
     try {
-      f.deliver(f.json ? line : (rendered.text ??= logLineText(line)));
+      const own = f.redact === undefined ? line : redacted(line, f.redact);
+      if (own === undefined) return;
+      if (own !== line) f.deliver(f.json ? own : logLineText(own));
+      else f.deliver(f.json ? line : (rendered.text ??= logLineText(line)));
     } finally {
       this.delivering = false;
     }
@@ -138,6 +144,23 @@ export class LogTap {
     for (const f of this.followers) if (f.level < levelValues[lowest]!) lowest = monitorLevels.find((l) => levelValues[l] === f.level)!;
     if (this.logger.level !== lowest) this.logger.level = lowest;
   }
+}
+
+/**
+ * A JSON line as `redact` leaves it: the same string when it changed nothing, the changed object's line when
+ * it did, undefined when the line may not be shown (or is not a JSON object, so nothing in it can be judged).
+ */
+function redacted(line: string, redact: LogRedaction): string | undefined {
+  let entry: unknown;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return undefined;
+  const changed = redact(entry as Record<string, unknown>);
+  if (changed === undefined) return undefined;
+  return changed ? `${JSON.stringify(entry)}\n` : line;
 }
 
 /** Fields every line has, left out of the text form (the time and level lead it, the node is the agent's). */

@@ -250,6 +250,28 @@ export function accessFor(method: string, path: string, rest: string): AccessReq
   return { resource: route.resource, name: route.name === 'rest' ? rest : '', access };
 }
 
+/**
+ * Whether `identity` may read what a request path names, by the route's row: the key, node, service or
+ * check of a trailing parameter it reads by name; for a name only a handler can judge (a session's id, a
+ * service's id), read on every name of that resource; a path naming nothing, always; a path of no row
+ * (unknown to the table, or to the router), operator write, as the gate asks of it. `path` is as the client
+ * sent it, its name still percent-encoded; one that does not decode is not readable.
+ */
+export function mayReadPathName(identity: Identity, path: string): boolean {
+  const route = matchRoute(path);
+  if (route === undefined) return allowed(identity, { resource: 'operator', name: '', access: 'write' });
+  const raw = route.prefix ? path.slice(route.path.length) : '';
+  if (raw === '' || route.name === '') return true;
+  let name: string;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    return false;
+  }
+  if (route.name === 'rest') return allowed(identity, { resource: route.resource, name, access: 'read' });
+  return allowedPrefix(identity, { resource: route.resource, name: '', access: 'read' });
+}
+
 function matchRoute(path: string): RoutePermission | undefined {
   const exact = exactRoutes.get(path) ?? (path.endsWith('/') ? exactRoutes.get(path.slice(0, -1)) : undefined);
   if (exact !== undefined) return exact;

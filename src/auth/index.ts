@@ -20,6 +20,7 @@ export {
   allowedSomewhereUnder,
   isOperator,
   isRule,
+  mayReadPathName,
   mayUseSession,
   parseRules,
   resources,

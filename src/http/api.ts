@@ -43,13 +43,21 @@ export interface ProfileSource {
 export const monitorLevels = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 export type MonitorLevel = (typeof monitorLevels)[number];
 
+/**
+ * Hides in one log line (pino's object, changed in place) what its follower may not read; true when it
+ * changed something, undefined when the line cannot be shown to that follower at all.
+ */
+export type LogRedaction = (entry: Record<string, unknown>) => boolean | undefined;
+
 /** The agent's log as it is written (src/agent/log-tap.ts). */
 export interface LogSource {
   /**
    * Hands every later line at `level` or above to `deliver` (pino's JSON line, or a line of text), the
-   * first being the announcement; returns the function that stops following.
+   * first being the announcement, each put through `redact` when given; returns the function that stops
+   * following.
    */
-  follow(level: MonitorLevel, json: boolean, deliver: (line: string) => void, announce: { msg: string; fields: Record<string, unknown> }): () => void;
+  follow(level: MonitorLevel, json: boolean, deliver: (line: string) => void, announce: { msg: string; fields: Record<string, unknown> },
+    redact?: LogRedaction): () => void;
   /** Followers now. */
   readonly followed: number;
 }

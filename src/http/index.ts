@@ -15,7 +15,7 @@ import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
 
-export type { AgentOperations, ApiContext, LogSource, MonitorLevel, ProfileSource } from './api.ts';
+export type { AgentOperations, ApiContext, LogRedaction, LogSource, MonitorLevel, ProfileSource } from './api.ts';
 export { monitorLevels } from './api.ts';
 export { startHttpServer, loadUws } from './server.ts';
 export { BindingUnavailable } from './binding-error.ts';

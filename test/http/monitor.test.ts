@@ -2,7 +2,9 @@
 // lines at the level it asks for (debug request lines the agent's own output leaves out), as text or as the
 // agent's JSON lines, from its announcement on; a bad level, a missing token or one without agent read is
 // refused; the monitor ends when its token expires, when the agent stops; a client that stops reading
-// loses lines (told how many once it reads again) while the agent keeps serving.
+// loses lines (told how many once it reads again) while the agent keeps serving. A monitor shows no name its
+// token may not read: a request line's path past the route is `<hidden>` unless the token may read what it
+// names (a key, a service, a session), while a token that may read it, or everything, sees it whole.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -61,7 +63,7 @@ describe('/v1/agent/monitor', () => {
   });
 
   test('a debug monitor gets the request lines the agent logging at info leaves out of its own output, as text', async () => {
-    const m = await openMonitor(a.agent.url, '?loglevel=debug', await mint(agentRead));
+    const m = await openMonitor(a.agent.url, '?loglevel=debug', await mint([...agentRead, { resource: 'key', prefix: 'monitored/', access: 'read' }]));
     try {
       expect(m.status).toBe(200);
       expect(m.headers['content-type']).toBe('text/plain; charset=utf-8');
@@ -76,6 +78,48 @@ describe('/v1/agent/monitor', () => {
     }
     expect(a.agent.output()).not.toContain('monitored/key');
     expect(a.agent.output()).toContain('"msg":"monitor started"');
+  });
+
+  test('names the token may not read are hidden in request lines; a token that may read them sees them whole', async () => {
+    const narrow = await mint([...agentRead, { resource: 'key', prefix: '', access: 'read' }, { resource: 'key', prefix: 'secret/', access: 'deny' }]);
+    const keyed = await mint([...agentRead, { resource: 'key', prefix: 'secret/', access: 'read' }]);
+    const all = await mint([...everything, { resource: 'check', prefix: '', access: 'read' }]);
+    const monitors = await Promise.all([
+      openMonitor(a.agent.url, '?loglevel=debug', narrow), openMonitor(a.agent.url, '?loglevel=debug&logjson', narrow),
+      openMonitor(a.agent.url, '?loglevel=debug', keyed), openMonitor(a.agent.url, '?loglevel=debug', all),
+    ]);
+    const [narrowText, narrowJson, keyedText, allText] = monitors as [Monitor, Monitor, Monitor, Monitor];
+    try {
+      await Promise.all(monitors.map((m) => m.waitFor(/monitor started/)));
+      const sid = (await call(a.agent.url, 'PUT', '/v1/session/create', {}, { authorization: `Bearer ${admin}` })).json<{ ID: string }>().ID;
+      const send = (reqId: string, method: string, path: string, body?: string) =>
+        call(a.agent.url, method, path, body, { authorization: `Bearer ${admin}`, 'x-request-id': reqId });
+      expect((await send('put-secret', 'PUT', '/v1/kv/secret/db-password', 'hunter2')).status).toBe(200);
+      expect((await send('put-app', 'PUT', '/v1/kv/app/config', 'v')).status).toBe(200);
+      await send('get-service', 'GET', '/v1/catalog/service/payments');
+      await send('session-info', 'GET', `/v1/session/info/${sid}`);
+      await send('unmatched', 'GET', '/v1/nope/secret-thing');
+      await send('marker', 'GET', '/v1/agent/self');
+      await Promise.all(monitors.map((m) => m.waitFor(/reqId=marker|"reqId":"marker"/)));
+      const pathOf = (m: Monitor, reqId: string) => new RegExp(`reqId=${reqId} method=\\S+ route=\\S+ path=(\\S+) `).exec(m.text())?.[1];
+      expect(['put-secret', 'put-app', 'get-service', 'session-info', 'unmatched'].map((id) => pathOf(narrowText, id))).toEqual([
+        '/v1/kv/<hidden>', '/v1/kv/app/config', '/v1/catalog/service/<hidden>', '/v1/session/info/<hidden>', '<hidden>',
+      ]);
+      for (const name of ['db-password', 'payments', sid, 'secret-thing']) {
+        expect(narrowText.text()).not.toContain(name);
+        expect(narrowJson.text()).not.toContain(name);
+      }
+      const jsonLines = narrowJson.text().trimEnd().split('\n').map((l) => JSON.parse(l) as { reqId?: string; route?: string; path?: string });
+      expect(jsonLines.find((l) => l.reqId === 'put-secret')).toMatchObject({ route: '/v1/kv/*', path: '/v1/kv/<hidden>' });
+      // The token that may read the key sees its path, and not the key it may not read.
+      expect(['put-secret', 'put-app'].map((id) => pathOf(keyedText, id))).toEqual(['/v1/kv/secret/db-password', '/v1/kv/<hidden>']);
+      // A token that may read every name sees every line as it is.
+      expect(['put-secret', 'get-service', 'session-info', 'unmatched'].map((id) => pathOf(allText, id))).toEqual([
+        '/v1/kv/secret/db-password', '/v1/catalog/service/payments', `/v1/session/info/${sid}`, '/v1/nope/secret-thing',
+      ]);
+    } finally {
+      for (const m of monitors) m.close();
+    }
   });
 
   test('?logjson sends the agent\'s JSON lines; a monitor at error starts with its announcement and gets nothing below error', async () => {

@@ -5,12 +5,20 @@
  * until the client goes away, the agent stops, or the caller's token expires. A client that reads too
  * slowly loses lines, not the agent's memory: the next line it gets after the loss says how many.
  * At most `monitorsMax` monitors are open on an agent at once (each makes the agent log at its level).
+ *
+ * The route needs agent read, as Consul's; beyond Consul, a monitor shows no name its token may not read.
+ * A request line's path is shown whole only when the token may read what it names (acl.ts
+ * mayReadPathName); otherwise only the route's fixed part, the rest `<hidden>` (`/v1/kv/<hidden>`). A
+ * session id in another line is shown only to a token that may read every session. A token that may read
+ * every name (key, session, node, service and check, and operator write for paths no rule names) sees the
+ * lines as they are, and so does every monitor while authentication is off.
  */
+import { allowed, allowedPrefix, mayReadPathName, type Identity } from '../../auth/index.ts';
 import { RegistryError } from '../../domain/errors.ts';
-import { monitorLevels, type ApiContext, type LogSource, type MonitorLevel } from '../api.ts';
+import { monitorLevels, type ApiContext, type LogRedaction, type LogSource, type MonitorLevel } from '../api.ts';
 import type { Feed, FeedOut, Reply } from '../reply.ts';
 import { flag, param, type Request } from '../request.ts';
-import type { Route } from '../router.ts';
+import { unmatchedPattern, type Route } from '../router.ts';
 import { setLongTimeout, type LongTimer } from '../../util/timer.ts';
 
 /** Monitors open on one agent at once. */
@@ -37,10 +45,43 @@ function monitor(req: Request, api: ApiContext): Reply {
   const json = jsonOf(req);
   if (logs.followed >= monitorsMax) throw new RegistryError('monitorsFull', { max: monitorsMax });
   const announce = { msg: 'monitor started', fields: { reqId: req.id, loglevel: level, ...(req.identity ? { subject: req.identity.subject } : {}) } };
-  return { t: 'feed', contentType: json ? 'application/x-ndjson' : 'text/plain; charset=utf-8', feed: logFeed(logs, level, json, announce, req.identity?.expiresAtMs) };
+  const redact = req.identity === undefined ? undefined : redactionFor(req.identity);
+  return { t: 'feed', contentType: json ? 'application/x-ndjson' : 'text/plain; charset=utf-8', feed: logFeed(logs, level, json, announce, req.identity?.expiresAtMs, redact) };
 }
 
-function logFeed(logs: LogSource, level: MonitorLevel, json: boolean, announce: { msg: string; fields: Record<string, unknown> }, expiresAtMs: number | undefined): Feed {
+/** The resources whose names the agent's log lines may carry. */
+const namedResources = ['key', 'session', 'node', 'service', 'check'] as const;
+/** What a hidden part of a line is shown as. */
+const hidden = '<hidden>';
+
+/** What `identity` may not see of a log line; undefined when it may read every name the log can carry. */
+export function redactionFor(identity: Identity): LogRedaction | undefined {
+  const readsAll = (resource: (typeof namedResources)[number]) => allowedPrefix(identity, { resource, name: '', access: 'read' });
+  if (namedResources.every(readsAll) && allowed(identity, { resource: 'operator', name: '', access: 'write' })) return undefined;
+  const sessionsReadable = readsAll('session');
+  return (entry) => {
+    let changed = false;
+    if (entry.msg === 'request' && typeof entry.path === 'string' && !mayReadPathName(identity, entry.path)) {
+      entry.path = hiddenPath(typeof entry.route === 'string' ? entry.route : unmatchedPattern);
+      changed = true;
+    }
+    if (typeof entry.session === 'string' && !sessionsReadable) {
+      entry.session = hidden;
+      changed = true;
+    }
+    return changed;
+  };
+}
+
+/** A request path with its name hidden: the route's fixed part (`/v1/kv/` of `/v1/kv/*`), then `<hidden>`. */
+function hiddenPath(route: string): string {
+  if (route.endsWith('*')) return `${route.slice(0, -1)}${hidden}`;
+  // An exact route's path is the route itself (a trailing slash aside); a path no route serves is the client's own text.
+  return route === unmatchedPattern ? hidden : route;
+}
+
+function logFeed(logs: LogSource, level: MonitorLevel, json: boolean, announce: { msg: string; fields: Record<string, unknown> }, expiresAtMs: number | undefined,
+  redact: LogRedaction | undefined): Feed {
   return {
     start(out: FeedOut) {
       let dropped = 0;
@@ -48,7 +89,7 @@ function logFeed(logs: LogSource, level: MonitorLevel, json: boolean, announce: 
         if (dropped > 0 && out.write(droppedLine(dropped, json))) dropped = 0;
         if (dropped > 0 || !out.write(line)) dropped += 1;
       };
-      const unfollow = logs.follow(level, json, deliver, announce);
+      const unfollow = logs.follow(level, json, deliver, announce, redact);
       // The credentials the monitor was opened with stop being valid: so does the monitor.
       const expiry: LongTimer | undefined = expiresAtMs === undefined ? undefined : setLongTimeout(() => out.end(), expiresAtMs - Date.now());
       return () => {
