@@ -178,6 +178,7 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/catalog/service/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
   { path: '/v1/catalog/nodes', prefix: false, resource: 'node', access: 'read', name: '' },
   { path: '/v1/catalog/node/', prefix: true, resource: 'node', access: 'read', name: 'rest' },
+  { path: '/v1/catalog/node-services/', prefix: true, resource: 'node', access: 'read', name: 'rest' },
   // Health reads.
   { path: '/v1/health/node/', prefix: true, resource: 'node', access: 'read', name: 'rest' },
   { path: '/v1/health/checks/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
@@ -196,6 +197,11 @@ const routePermissions: readonly RoutePermission[] = [
   { path: '/v1/agent/services', prefix: false, resource: 'service', access: 'read', name: '' },
   { path: '/v1/agent/service/register', prefix: false, resource: 'service', access: 'write', name: 'byHandler' },
   { path: '/v1/agent/service/deregister/', prefix: true, resource: 'service', access: 'write', name: 'byHandler' },
+  // One service of the agent by its id (its definition, its health): read on its name, which the handler finds
+  // in state (a service the token may not read answers as an unknown id); its health by name: read on the name.
+  { path: '/v1/agent/service/', prefix: true, resource: 'service', access: 'read', name: 'byHandler' },
+  { path: '/v1/agent/health/service/id/', prefix: true, resource: 'service', access: 'read', name: 'byHandler' },
+  { path: '/v1/agent/health/service/name/', prefix: true, resource: 'service', access: 'read', name: 'rest' },
   // Maintenance: write on this agent's node (Consul's node:write), or on the name of the service, which the
   // handler finds in state.
   { path: '/v1/agent/maintenance', prefix: false, resource: 'node', access: 'write', name: 'byHandler' },

@@ -1,9 +1,10 @@
 /**
  * Agent errors in the error catalogue (errors.ts spreads it in): following the agent's log
  * (`/v1/agent/monitor`), profiling it (`/v1/agent/debug/*`), what its checks' owners allow, and a write
- * its log gave up on without knowing whether it was stored, and the stream refused to a page of another origin.
+ * its log gave up on without knowing whether it was stored, the stream refused to a page of another origin, and
+ * the lookups of one of the agent's services (`/v1/agent/service/<id>`, `/v1/agent/health/service/*`).
  */
-import { entry, rule } from './error-kinds.ts';
+import { entry, missingInPath, rule } from './error-kinds.ts';
 
 const retryAfter = (seconds: number): [string, string][] => [['Retry-After', String(seconds)]];
 
@@ -53,5 +54,17 @@ export const agentErrorCatalogue = {
   checkOwnerDenied: entry<{ checkId: string }>({
     kind: 'insufficientPermission', message: (v) => `permission denied: check ${JSON.stringify(v.checkId)} belongs to a service this token may not write`,
     details: (v) => ({ resource: 'service', checkId: v.checkId, access: 'write' }), consulText: 'Permission denied',
+  }),
+  agentServiceUnknown: entry<{ id: string }>({
+    kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulText: (v) => `unknown service ID: ${v.id}`,
+  }),
+  agentHealthIdMissing: missingInPath('serviceId', 'Missing serviceID'),
+  agentHealthNameMissing: missingInPath('service', 'Missing service Name'),
+  agentHealthIdUnknown: entry<{ id: string }>({
+    kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulText: (v) => `ServiceId ${v.id} not found`,
+  }),
+  agentHealthNameUnknown: entry<{ name: string }>({
+    kind: 'notFound', message: (v) => `no service named "${v.name}" on this agent`, details: (v) => ({ service: v.name }),
+    consulText: (v) => `ServiceName ${v.name} Not Found`,
   }),
 };

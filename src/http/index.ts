@@ -1,6 +1,7 @@
 import type { ApiContext } from './api.ts';
 import { agentRoutes } from './routes/agent.ts';
 import { agentOpsRoutes } from './routes/agent-ops.ts';
+import { agentServiceRoutes } from './routes/agent-service.ts';
 import { debugRoutes } from './routes/debug.ts';
 import { catalogRoutes } from './routes/catalog.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -29,7 +30,7 @@ export type { Dialect } from './render.ts';
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export const apiRoutes = [
   ...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...monitorRoutes, ...debugRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes,
-  ...healthRoutes, ...catalogRoutes, ...lockInfoRoutes, ...uiRoutes,
+  ...healthRoutes, ...agentServiceRoutes, ...catalogRoutes, ...lockInfoRoutes, ...uiRoutes,
 ];
 
 export function apiRouter(): Router<ApiContext> {

@@ -40,13 +40,7 @@ export function parseQueryOptions(req: Request, api: ApiContext): QueryOptions {
     if (parsed === undefined) throw new RegistryError('indexInvalid');
     minIndex = Number(parsed);
   }
-  let waitMs = blockingWaitMsDefault;
-  const waitText = param(req, 'wait');
-  if (waitText !== undefined && waitText !== '') {
-    const parsed = parseGoDurationMs(waitText);
-    if (parsed === undefined || parsed < 0) throw new RegistryError('waitInvalid', { rule: goDurationRule });
-    waitMs = Math.min(parsed, blockingWaitMsMax);
-  }
+  const waitMs = parseWaitMs(req);
   const consistent = flag(req, 'consistent');
   if (consistent && flag(req, 'stale')) {
     throw new RegistryError('staleWithConsistent');
@@ -59,6 +53,15 @@ export function parseQueryOptions(req: Request, api: ApiContext): QueryOptions {
   // One node reads one state: ?stale and ?leader answer from it as the default does; ?consistent adds a barrier.
   const consistency = consistent ? 'consistent' : flag(req, 'stale') && !flag(req, 'leader') ? 'stale' : 'leader';
   return { minIndex, waitMs, consistent, consistency };
+}
+
+/** `wait`: a Go duration, at most 10 min (longer is cut to it); 5 min when absent or empty. */
+export function parseWaitMs(req: Request): number {
+  const waitText = param(req, 'wait');
+  if (waitText === undefined || waitText === '') return blockingWaitMsDefault;
+  const parsed = parseGoDurationMs(waitText);
+  if (parsed === undefined || parsed < 0) throw new RegistryError('waitInvalid', { rule: goDurationRule });
+  return Math.min(parsed, blockingWaitMsMax);
 }
 
 export function checkDatacenter(req: Request, api: ApiContext): void {

@@ -59,14 +59,16 @@ function withIndexHeaders(headers: [string, string][], index: IndexInfo | undefi
 
 export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView = selfLeader): Wire {
   switch (reply.t) {
-    case 'json':
+    case 'json': {
+      const [status, headers] = [reply.status ?? 200, withIndexHeaders([jsonType, ...reply.headers ?? []], reply.index, leader)];
       if (reply.json !== undefined) {
-        const w: Wire = { status: 200, headers: withIndexHeaders([jsonType], reply.index, leader), body: reply.json };
+        const w: Wire = { status, headers, body: reply.json };
         if (reply.tag !== undefined) w.tag = reply.tag;
         if (reply.reservedBytes !== undefined) w.reservedBytes = reply.reservedBytes;
         return w;
       }
-      return { status: 200, headers: withIndexHeaders([jsonType], reply.index, leader), body: stringify(reply.value, reply.pretty === true) };
+      return { status, headers, body: stringify(reply.value, reply.pretty === true) };
+    }
     case 'empty':
       return { status: 200, headers: [], body: '' };
     case 'raw':
@@ -76,7 +78,7 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
         body: reply.body,
       };
     case 'text':
-      return { status: 200, headers: [['Content-Type', reply.contentType]], body: reply.body };
+      return { status: reply.status ?? 200, headers: [['Content-Type', reply.contentType]], body: reply.body };
     case 'outcome':
       if (reply.ok && reply.index !== undefined && dialect === 'seed') {
         return { status: 200, headers: [jsonType, ['X-Consul-Index', String(reply.index)]], body: 'true' };

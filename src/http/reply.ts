@@ -22,13 +22,17 @@ export type Reply =
    * bytes the handler took from that budget itself before building the answer (a transaction's), given
    * back by the exchange.
    */
-  | { t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean; bytesHint?: number; reservedBytes?: number }
+  /** `status`: another status than 200 whose body is still the answer (the agent's health endpoints); `headers`: its own. */
+  | {
+    t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean; bytesHint?: number; reservedBytes?: number;
+    status?: number; headers?: [string, string][];
+  }
   /** 200 with no body (Consul's PUT endpoints that return nothing). */
   | { t: 'empty' }
   /** Raw bytes (KV `?raw`). */
   | { t: 'raw'; body: Buffer; index?: IndexInfo }
   /** A text document of the agent's own with its media type (the Prometheus exposition format). */
-  | { t: 'text'; body: string; contentType: string }
+  | { t: 'text'; body: string; contentType: string; status?: number }
   /** A conditional write: seed answers `true` or the error; consul answers `true`/`false` with 200. */
   /** `index`: the entry that applied a successful write (sent as X-Consul-Index in the seed dialect). */
   | { t: 'outcome'; ok: boolean; failure?: RegistryError; index?: number }

@@ -226,6 +226,7 @@ describe('lists hold only what the token may read', () => {
     ['/v1/catalog/nodes', '"prot-list"', '"open-list"'],
     ['/v1/catalog/services', '"db-list"', '"web-list"'],
     ['/v1/catalog/node/node1', '"dbl-1"', '"wl-1"'],
+    ['/v1/catalog/node-services/node1', '"dbl-1"', '"wl-1"'],
     ['/v1/health/state/any', '"prot-list"', '"open-list"'],
     ['/v1/health/state/any', '"db-list"', '"web-list"'],
     ['/v1/health/node/node1', '"dbl-1-ttl"', '"wl-1-ttl"'],
@@ -236,6 +237,15 @@ describe('lists hold only what the token may read', () => {
     const fencedView = await read(path, fenced);
     expect(fencedView).not.toContain(hidden);
     expect(fencedView).toContain(shown);
+  });
+
+  test('one of the agent\'s services by id is unknown to a token that may not read its name; by name it is refused', async () => {
+    for (const path of ['/v1/agent/service/dbl-1', '/v1/agent/health/service/id/dbl-1']) {
+      expect([200, 503], path).toContain((await call(agent.url, 'GET', path, undefined, bearer(admin))).status);
+      expectUnknown(await call(agent.url, 'GET', path, undefined, bearer(fenced)), 'service ID "dbl-1"');
+    }
+    expectDenied(await call(agent.url, 'GET', '/v1/agent/health/service/name/db-list', undefined, bearer(fenced)), 'service', 'db-list');
+    expect((await call(agent.url, 'GET', '/v1/agent/service/wl-1', undefined, bearer(fenced))).status).toBe(200);
   });
 
   test('a service instance on a node the token may not read is left out of the service\'s lists', async () => {

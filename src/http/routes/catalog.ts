@@ -1,17 +1,17 @@
 /**
  * The catalog and health reads (consul-compat.md §1.5–1.6): services, service nodes, nodes and a node's
- * services; a node's, a service's and a state's checks, a service's health entries. Each is a blocking
+ * services (as a map, and as a list); a node's, a service's and a state's checks, a service's health entries. Each is a blocking
  * query on the catalog index and takes `filter`; a caller sees only what it may read.
  */
 import { RegistryError } from '../../domain/errors.ts';
 import type { ServiceInstance } from '../../domain/types.ts';
-import { catalogServiceSchema, checkSchema, healthEntrySchema, nodeSchema } from '../../filter/index.ts';
+import { agentServiceSchema, catalogServiceSchema, checkSchema, healthEntrySchema, nodeSchema } from '../../filter/index.ts';
 import type { ApiContext } from '../api.ts';
 import { queryOptionParameters } from '../query.ts';
 import { param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
 import { catalogAcl, catalogRead, checkVisible, nodeMetaFilter, required } from './catalog-read.ts';
-import { checksOfInstances, healthEntry, renderAgentService, renderCatalogService, renderCheck, renderNode } from './catalog-render.ts';
+import { checksOfInstances, healthEntry, renderAgentService, renderCatalogService, renderCheck, renderHealthService, renderNode } from './catalog-render.ts';
 
 // ---------------------------------------------------------------- catalog
 
@@ -57,6 +57,20 @@ const catalogNode = catalogRead(undefined, (req, api) => {
   if (node === undefined) return null;
   const { service } = catalogAcl(req);
   const services = Object.fromEntries(st.servicesOfNode(name).filter((s) => service(s.service)).map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }]));
+  return { Node: renderNode(node, api.datacenter), Services: services };
+});
+
+/**
+ * `/v1/catalog/node-services/<node>`: the node and its services as a list of Consul's NodeService records
+ * (`filter` on their fields); an unknown node is `{"Node": null, "Services": null}`, as in Consul.
+ */
+const catalogNodeServices = catalogRead(agentServiceSchema, (req, api, keep) => {
+  const name = required(req, 'nodeMissing');
+  const st = api.runtime.state;
+  const node = st.nodes.get(name);
+  if (node === undefined) return { Node: null, Services: null };
+  const { service } = catalogAcl(req);
+  const services = st.servicesOfNode(name).filter((s) => service(s.service)).map((s) => renderHealthService(s)).filter(keep);
   return { Node: renderNode(node, api.datacenter), Services: services };
 });
 
@@ -130,6 +144,7 @@ export const catalogRoutes: Route<ApiContext>[] = [
   { path: '/v1/catalog/service/', prefix: true, methods: { GET: catalogService }, query: [...nodeReadParameters, 'tag'] },
   { path: '/v1/catalog/nodes', prefix: false, methods: { GET: catalogNodes }, query: nodeReadParameters },
   { path: '/v1/catalog/node/', prefix: true, methods: { GET: catalogNode }, query: readParameters },
+  { path: '/v1/catalog/node-services/', prefix: true, methods: { GET: catalogNodeServices }, query: readParameters },
   { path: '/v1/health/node/', prefix: true, methods: { GET: healthNode }, query: readParameters },
   { path: '/v1/health/checks/', prefix: true, methods: { GET: healthChecks }, query: nodeReadParameters },
   { path: '/v1/health/service/', prefix: true, methods: { GET: healthService }, query: [...nodeReadParameters, 'tag', 'passing'] },
