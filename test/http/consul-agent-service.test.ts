@@ -148,9 +148,11 @@ describe.each(dialects)('%s dialect', (dialect) => {
       const body = r.json();
       expect(Object.keys(body)).toEqual(['Node', 'Services']);
       expect(body.Node).toMatchObject({ Node: 'node1', Datacenter: 'dc1' });
-      expect(body.Services.map((s: { ID: string }) => s.ID)).toEqual(['other1', 'web1', 'web2']);
-      expect(body.Services[1]).toMatchObject({ ID: 'web1', Service: 'web', Tags: ['a'], Address: '10.0.0.5', Port: 80, Meta: { team: 'x' } });
-      expect(Object.keys(body.Services[1]).slice(0, 4)).toEqual(['ID', 'Service', 'Tags', 'Address']);
+      // The consul dialect shows the `consul` service on every Roster node, as Consul on every server.
+      const consul = dialect === 'consul' ? ['consul'] : [];
+      expect(body.Services.map((s: { ID: string }) => s.ID)).toEqual([...consul, 'other1', 'web1', 'web2']);
+      expect(body.Services[consul.length + 1]).toMatchObject({ ID: 'web1', Service: 'web', Tags: ['a'], Address: '10.0.0.5', Port: 80, Meta: { team: 'x' } });
+      expect(Object.keys(body.Services[consul.length + 1]).slice(0, 4)).toEqual(['ID', 'Service', 'Tags', 'Address']);
       const filtered = await c.get(`/v1/catalog/node-services/node1?filter=${encodeURIComponent('Service == web')}`);
       expect(filtered.json().Services.map((s: { ID: string }) => s.ID)).toEqual(['web1', 'web2']);
     });

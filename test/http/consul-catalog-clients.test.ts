@@ -1,6 +1,7 @@
 // Goal: the catalog answers what real Consul clients send it — Go's api package, the npm `consul` client, Patroni —
 // as Consul does, in both dialects, through the HTTP API of a started agent: a deregistration carrying empty
-// ServiceID/CheckID fields (Go sends them always); `?node-meta=key:value` on every read Consul takes it on.
+// ServiceID/CheckID fields (Go sends them always); `?node-meta=key:value` on every read Consul takes it on; the
+// `consul` service, which the consul dialect lists with one instance per Roster node, as Consul per server.
 import Consul from 'consul';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, expectError, withAgent } from '../support/agent.ts';
@@ -28,7 +29,9 @@ const get = async <T = any>(c: Client, path: string): Promise<T> => {
 describe.each(dialects)('%s dialect', (dialect) => {
   let c: Client;
   let k: Consul;
+  let url: string;
   withAgent((a) => {
+    url = a.url;
     c = client(a);
     k = new Consul({ host: '127.0.0.1', port: Number(new URL(a.url).port) });
   }, { args: dialect === 'consul' ? ['--dialect', 'consul'] : [] });
@@ -124,6 +127,37 @@ describe.each(dialects)('%s dialect', (dialect) => {
       expect(await api.catalog.node.list({ 'node-meta': ['env:none'] })).toEqual([]);
       expect(await api.catalog.service.list({ 'node-meta': ['env:none'] })).toEqual({});
       expect(await api.health.state({ state: 'any', 'node-meta': ['env:none'] })).toEqual([]);
+    });
+  });
+
+  describe('the consul service', () => {
+    let port: number;
+    beforeAll(async () => {
+      port = Number(new URL(url).port);
+      await registerNode(c, { Node: 'cs-external', Address: '10.0.2.1' });
+    });
+    afterAll(() => c.put('/v1/catalog/deregister', { Node: 'cs-external' }));
+
+    test.runIf(dialect === 'consul')('is listed, and has an instance on the agent\'s node only (a node without Roster has none)', async () => {
+      expect((await get<Record<string, string[]>>(c, '/v1/catalog/services')).consul).toEqual([]);
+      const nodes = await get<any[]>(c, '/v1/catalog/service/consul');
+      expect(nodes.map((n) => [n.Node, n.ServiceID, n.ServiceName, n.ServiceAddress])).toEqual([['node1', 'consul', 'consul', '']]);
+      expect(nodes[0].ServicePort).toBe(port);
+      expect(nodes[0].Address).toBe((await get<any[]>(c, '/v1/catalog/nodes')).find((n) => n.Node === 'node1').Address);
+      const health = await get<any[]>(c, '/v1/health/service/consul?passing');
+      expect(health.map((e) => [e.Node.Node, e.Service.ID, e.Service.Port])).toEqual([['node1', 'consul', port]]);
+      expect(health[0].Checks.map((k: { CheckID: string; Status: string }) => [k.CheckID, k.Status])).toEqual([['gossipHealth', 'passing']]);
+      expect((await get(c, '/v1/catalog/node/node1')).Services.consul).toMatchObject({ ID: 'consul', Service: 'consul', Port: port });
+      expect((await get(c, '/v1/catalog/node-services/node1')).Services.map((s: { ID: string }) => s.ID)).toContain('consul');
+      expect(await get(c, '/v1/health/checks/consul')).toEqual([]);
+      // The agent's own services are those registered with it: Consul's agent does not list `consul` either.
+      expect(Object.keys(await get(c, '/v1/agent/services'))).not.toContain('consul');
+    });
+
+    test.runIf(dialect === 'seed')('is not part of the seed dialect\'s registry', async () => {
+      expect(Object.keys(await get(c, '/v1/catalog/services'))).not.toContain('consul');
+      expect(await get(c, '/v1/catalog/service/consul')).toEqual([]);
+      expect(await get(c, '/v1/health/service/consul')).toEqual([]);
     });
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The catalog and health reads (consul-compat.md §1.5–1.6): services, service nodes, nodes and a node's
- * services (as a map, and as a list); a node's, a service's and a state's checks, a service's health entries. Each is a blocking
- * query on the catalog index and takes `filter`; a caller sees only what it may read.
+ * services (as a map, and as a list); a node's, a service's and a state's checks, a service's health
+ * entries. Each is a blocking query on the catalog index and takes `filter`; a caller sees only what it
+ * may read. The consul dialect adds the `consul` service's instances (consul-service.ts).
  */
 import { RegistryError } from '../../domain/errors.ts';
 import type { ServiceInstance } from '../../domain/types.ts';
@@ -11,6 +12,7 @@ import { queryOptionParameters } from '../query.ts';
 import { param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
 import { catalogAcl, catalogRead, checkVisible, nodeMetaFilter, required } from './catalog-read.ts';
+import { consulServiceName, instancesWithConsul, servicesWithConsul } from './consul-service.ts';
 import { checksOfInstances, healthEntry, renderAgentService, renderCatalogService, renderCheck, renderHealthService, renderNode } from './catalog-render.ts';
 
 // ---------------------------------------------------------------- catalog
@@ -19,9 +21,7 @@ const catalogServices = catalogRead(undefined, (req, api) => {
   const tags = new Map<string, Set<string>>();
   const { service } = catalogAcl(req);
   const onNode = nodeMetaFilter(req, api.runtime.state);
-  // Consul lists the servers themselves as the service "consul"; its clients expect it there.
-  if (api.dialect === 'consul' && service('consul') && onNode(api.nodeName)) tags.set('consul', new Set());
-  for (const s of api.runtime.state.services.values()) {
+  for (const s of [...instancesWithConsul(api, consulServiceName), ...api.runtime.state.services.values()]) {
     if (!service(s.service) || !onNode(s.node)) continue;
     const set = tags.get(s.service) ?? new Set<string>();
     for (const t of s.tags) set.add(t);
@@ -39,7 +39,7 @@ const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
   const st = api.runtime.state;
   const { node } = catalogAcl(req);
   const onNode = nodeMetaFilter(req, st);
-  return st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
+  return instancesWithConsul(api, name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
     .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
 });
 
@@ -56,7 +56,7 @@ const catalogNode = catalogRead(undefined, (req, api) => {
   const node = st.nodes.get(name);
   if (node === undefined) return null;
   const { service } = catalogAcl(req);
-  const services = Object.fromEntries(st.servicesOfNode(name).filter((s) => service(s.service)).map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }]));
+  const services = Object.fromEntries(servicesWithConsul(api, name).filter((s) => service(s.service)).map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }]));
   return { Node: renderNode(node, api.datacenter), Services: services };
 });
 
@@ -70,7 +70,7 @@ const catalogNodeServices = catalogRead(agentServiceSchema, (req, api, keep) => 
   const node = st.nodes.get(name);
   if (node === undefined) return { Node: null, Services: null };
   const { service } = catalogAcl(req);
-  const services = st.servicesOfNode(name).filter((s) => service(s.service)).map((s) => renderHealthService(s)).filter(keep);
+  const services = servicesWithConsul(api, name).filter((s) => service(s.service)).map((s) => renderHealthService(s)).filter(keep);
   return { Node: renderNode(node, api.datacenter), Services: services };
 });
 
@@ -104,7 +104,7 @@ const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
   const entries: Record<string, unknown>[] = [];
   const { node } = catalogAcl(req);
   const onNode = nodeMetaFilter(req, st);
-  const instances = st.instancesOf(name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node));
+  const instances = instancesWithConsul(api, name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node));
   const checks = checksOfInstances(st, instances);
   for (const s of instances) {
     const entry = healthEntry(st, s, api.datacenter, passingOnly, checks);
