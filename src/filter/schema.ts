@@ -107,6 +107,7 @@ export const catalogServiceSchema: Schema = frozen({
   ServiceName: 'string',
   ServiceTags: 'stringList',
   ServiceAddress: 'string',
+  ServiceTaggedAddresses: 'stringMap',
   ServiceMeta: 'stringMap',
   ServicePort: 'int',
   ServiceWeights: { struct: weights },

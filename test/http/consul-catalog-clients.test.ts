@@ -1,10 +1,12 @@
 // Goal: the catalog answers what real Consul clients send it — Go's api package, the npm `consul` client, Patroni —
 // as Consul does, in both dialects, through the HTTP API of a started agent: a deregistration carrying empty
 // ServiceID/CheckID fields (Go sends them always); `?node-meta=key:value` on every read Consul takes it on; the
-// `consul` service, which the consul dialect lists with one instance per Roster node, as Consul per server.
+// `consul` service, which the consul dialect lists with one instance per Roster node, as Consul per server; a
+// catalog service node's ServiceTaggedAddresses.
 import Consul from 'consul';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, expectError, withAgent } from '../support/agent.ts';
+import { serviceNodeFieldOrder, serviceNodeFieldOrderTagged } from '../support/health-api.ts';
 
 type Client = ReturnType<typeof client>;
 const dialects = ['consul', 'seed'] as const;
@@ -159,5 +161,20 @@ describe.each(dialects)('%s dialect', (dialect) => {
       expect(await get(c, '/v1/catalog/service/consul')).toEqual([]);
       expect(await get(c, '/v1/health/service/consul')).toEqual([]);
     });
+  });
+
+  test('/v1/catalog/service/<name>: ServiceTaggedAddresses after ServiceAddress when the service has tagged addresses', async () => {
+    const tagged = { lan: { Address: '10.0.0.5', Port: 9100 }, wan: { Address: '198.51.100.5', Port: 19100 } };
+    for (const body of [{ ID: 'ta1', Name: 'ta', Address: '10.0.0.5', Port: 9100, TaggedAddresses: tagged }, { ID: 'ta2', Name: 'ta', Port: 9101 }]) {
+      const r = await c.put('/v1/agent/service/register', body);
+      expect(r.status, r.text).toBe(200);
+    }
+    const [withAddresses, without] = await get<Record<string, unknown>[]>(c, '/v1/catalog/service/ta');
+    expect(Object.keys(withAddresses!)).toEqual(serviceNodeFieldOrderTagged);
+    expect(withAddresses!.ServiceTaggedAddresses).toEqual(tagged);
+    expect(Object.keys(without!)).toEqual(serviceNodeFieldOrder);
+    const filtered = await get<{ ServiceID: string }[]>(c, `/v1/catalog/service/ta?filter=${encodeURIComponent('wan in ServiceTaggedAddresses')}`);
+    expect(filtered.map((s) => s.ServiceID)).toEqual(['ta1']);
+    for (const id of ['ta1', 'ta2']) await c.put(`/v1/agent/service/deregister/${id}`);
   });
 });

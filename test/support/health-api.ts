@@ -42,6 +42,8 @@ export const serviceNodeFieldOrder = [
   'ServiceTags', 'ServiceAddress', 'ServiceWeights', 'ServiceMeta', 'ServicePort', 'ServiceSocketPath',
   'ServiceEnableTagOverride', 'ServiceProxy', 'ServiceConnect', 'ServiceLocality', 'CreateIndex', 'ModifyIndex',
 ];
+/** The same with `ServiceTaggedAddresses`, which Consul sends (after ServiceAddress) when the service has tagged addresses. */
+export const serviceNodeFieldOrderTagged = serviceNodeFieldOrder.flatMap((f) => (f === 'ServiceAddress' ? [f, 'ServiceTaggedAddresses'] : [f]));
 export const nodeFieldOrder = ['ID', 'Node', 'Address', 'Datacenter', 'TaggedAddresses', 'Meta', 'CreateIndex', 'ModifyIndex'];
 
 /** TTLs long enough that no check lapses while the file runs. */
