@@ -65,11 +65,20 @@ const waitable = new Set(['held-by-other', 'lock-delay']);
 
 /** Hand-offs in a row on one key before a plain release lets other nodes' waiters compete. */
 const handOffsInARowMax = 4;
+/** Hand-off runs kept before the first sweep of those whose key is no longer held. */
+const handOffsSweepMin = 1024;
 
 export class LockQueues {
   private readonly queues = new Map<string, Waiter[]>();
-  /** Key → hand-offs in a row this node made (the limit applies only while other members exist). */
+  /**
+   * Key → hand-offs in a row this node made (the limit applies only while other members exist). A run ends
+   * at a plain release through this node; one that ends otherwise (the holder's session destroyed or
+   * expired, the key deleted, a release through another node) leaves its entry until a sweep finds the key
+   * no longer held (see sweepHandOffs).
+   */
   private readonly handOffs = new Map<string, number>();
+  /** The size of handOffs at which the next sweep runs. */
+  private handOffsSweepAt = handOffsSweepMin;
   /**
    * Session → its waiters, so an entry that ends a session stops them at once (see sessionChanged); in
    * SlotSets, as every waiter enters and leaves one (see SlotSet for why not a Set).
@@ -187,11 +196,29 @@ export class LockQueues {
       return this.host.propose(cmd);
     }
     this.handOffs.set(cmd.key, inARow + 1);
+    if (this.handOffs.size >= this.handOffsSweepAt) this.sweepHandOffs();
     const [released, acquired] = this.host.proposeAll([cmd, head.cmd]);
     head.handoff = acquired;
     // The head's loop awaits the hand-off; keep a rejection from being reported as unhandled meanwhile.
     acquired!.catch(() => {});
     return released!;
+  }
+
+  /**
+   * Drops the runs of keys no longer held (a run holds its key from hand-off to hand-off), and sets the
+   * next sweep at twice what is left: each sweep is paid for by as many hand-offs as it visits entries.
+   */
+  private sweepHandOffs(): void {
+    const state = this.host.state();
+    for (const key of this.handOffs.keys()) {
+      if (state.kvGet(key)?.session === undefined) this.handOffs.delete(key);
+    }
+    this.handOffsSweepAt = Math.max(handOffsSweepMin, 2 * this.handOffs.size);
+  }
+
+  /** Hand-off runs kept: more entries than this start a sweep. @internal exported for tests */
+  get handOffRuns(): number {
+    return this.handOffs.size;
   }
 
   private enqueue(cmd: KvAcquire, signal: StopSignal | undefined): Waiter {

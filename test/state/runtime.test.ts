@@ -165,6 +165,26 @@ describe('runtime queued acquires (LockQueues on the runtime clock)', () => {
     expect(granted).toEqual(['b', 'c']);
   });
 
+  test('a hand-off run whose holder goes without a release is forgotten, however many keys see one', async () => {
+    const clock = new ManualClock();
+    const { runtime } = await boot(clock);
+    const keys = 3000;
+    for (let i = 0; i < keys; i++) {
+      const [a, b, key] = [`a${i}`, `b${i}`, `k${i}`];
+      await runtime.propose(session(a));
+      await runtime.propose(session(b));
+      await runtime.propose({ ...acquire(a), key });
+      const waiting = runtime.lockQueues.acquire({ ...acquire(b), key }, 10_000);
+      await flush();
+      await runtime.lockQueues.release({ ...release(a), key });
+      expect(await waiting).toMatchObject({ ok: true });
+      // The lock ends with its session, not with a release through this node.
+      await runtime.propose({ t: 'session.destroy', id: b });
+    }
+    expect(runtime.state.kv.get('k0')?.session).toBeUndefined();
+    expect(runtime.lockQueues.handOffRuns).toBeLessThan(1024);
+  });
+
   test('a waiter gives up when its wait has passed on the runtime clock', async () => {
     const clock = new ManualClock();
     const { runtime } = await boot(clock);
