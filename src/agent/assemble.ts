@@ -109,7 +109,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     streamConnections: () => stream.connections, streamSubscriptions: () => stream.subscriptions, grpcWatchers: () => grpc.watchers(),
     grpcConnections: () => grpc.connections(),
     checkProbes: () => runtime.checkOwner.probeSlots.counts,
-    lockQueueDepth: () => runtime.lockQueues.waiting, logLastIndex: () => logLastIndex(runtime),
+    lockQueueDepth: () => runtime.lockQueues.waiting, logLastIndex: () => logLastIndex(runtime), rateLimitCallers: () => rateLimit?.size ?? 0,
   });
   const stop = async () => {
     server.close();

@@ -41,6 +41,7 @@ export class RateLimiter {
     if (w === undefined || nowMs - w.startMs >= this.o.periodMs) {
       this.windows.delete(identity);
       w = { startMs: nowMs, count: 0 };
+      this.forgetEnded(nowMs);
       this.windows.set(identity, w);
       this.trim();
     }
@@ -56,6 +57,22 @@ export class RateLimiter {
         ['X-Rate-Limit-Reset', String(resetSeconds)],
       ],
     };
+  }
+
+  /**
+   * Forgets the windows that have ended, oldest first (windows are inserted as they start), up to the first
+   * one still running: a caller that does not come back holds nothing past its window.
+   */
+  private forgetEnded(nowMs: number): void {
+    for (const [key, w] of this.windows) {
+      if (nowMs - w.startMs < this.o.periodMs) break;
+      this.windows.delete(key);
+    }
+  }
+
+  /** Callers tracked now (windows running). */
+  get size(): number {
+    return this.windows.size;
   }
 
   private trim(): void {

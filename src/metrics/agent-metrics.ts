@@ -45,6 +45,8 @@ export interface MetricsSources {
   checkProbes(): { running: number; waiting: number };
   /** Acquires waiting in this node's lock queues. */
   lockQueueDepth(): number;
+  /** Callers whose rate-limit window is running (0 without rate_limit). */
+  rateLimitCallers(): number;
   /** Index of the last entry of the log as this node knows it (a JetStream log: the stream's last sequence). */
   logLastIndex(): number;
 }
@@ -138,6 +140,7 @@ export class AgentMetrics implements HttpObserver, RuntimeObserver {
     this.gauge('roster_check_probes_running', 'Probes of this agent\'s checks running now (at most limits.check_probes_max).', (s) => s.checkProbes().running);
     this.gauge('roster_check_probes_waiting', 'Probes of this agent\'s checks waiting for a slot under limits.check_probes_max.', (s) => s.checkProbes().waiting);
     this.gauge('roster_lock_queue_depth', 'Queued acquires waiting in this node\'s lock queues.', (s) => s.lockQueueDepth());
+    this.gauge('roster_rate_limit_callers', 'Callers whose rate_limit window is running (0 without rate_limit).', (s) => s.rateLimitCallers());
     this.gauge('roster_apply_lag_entries', 'Entries of the log this node has not applied yet.', (s) => Math.max(0, s.logLastIndex() - s.state().index));
     this.labelledGauge('roster_checks', 'Health checks in the registry, by status.', 'status', checkStatuses, (s) => countBy(s.state().checks.values(), (c) => c.status));
     this.labelledGauge('roster_gossip_members', 'Cluster members as this node\'s gossip sees them, by status (a single node: itself, alive).', 'status', memberStatuses,
