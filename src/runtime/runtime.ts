@@ -277,7 +277,7 @@ export class Runtime {
   private onEntries(entries: readonly LogEntry[]): void {
     if (this.fatal) return;
     const startedMs = this.observer === undefined ? 0 : performance.now();
-    const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false };
+    const touched: Touched = { kvKeys: new Set(), sessions: false, catalog: false, services: new Set() };
     const [checks, served] = [new Set<string>(), [] as CatalogEffect[]];
     let [gossipChecks, restored, selfTouched] = [false, false, false];
     for (const entry of entries) {
@@ -331,11 +331,11 @@ export class Runtime {
       case 'catalog': touched.catalog = true; break;
       case 'ttl.arm':
         if (this.stopped) break;
-        if (this.owns(`session:${e.id}`)) this.ttl.arm(e.id, e.renewIndex, e.ttlMs);
-        else this.ttl.cancel(e.id);
+        if (this.owns(`session:${e.id}`)) this.ttl.arm(e.id, e.renewIndex, e.ttlMs); else this.ttl.cancel(e.id);
         break;
       case 'ttl.cancel': this.ttl.cancel(e.id); break;
       case 'session': this.lockQueues.sessionChanged(e.id); break;
+      case 'serviceIndex': touched.services.add(e.name); break;
       case 'check': case 'service': case 'node': break;
     }
   }

@@ -1,7 +1,7 @@
 /**
  * Wake-ups for blocking queries. A waiter names what it watches (a key, a key prefix, the sessions
- * table, the catalog); after each applied batch the runtime reports what changed and every waiter
- * whose interest was touched is woken. The handler then re-reads and decides whether to answer.
+ * table, the catalog, one service name); after each applied batch the runtime reports what changed and
+ * every waiter whose interest was touched is woken. The handler then re-reads and decides whether to answer.
  */
 import { SystemClock, type Clock } from '../ports/clock.ts';
 import { SlotSet } from '../util/slot-set.ts';
@@ -11,13 +11,17 @@ export interface Touched {
   kvKeys: Set<string>;
   sessions: boolean;
   catalog: boolean;
+  /** Service names whose index moved (state/apply/service-index.ts); always with `catalog`. */
+  services: Set<string>;
 }
 
 export type Interest =
   | { kind: 'key'; key: string }
   | { kind: 'prefix'; prefix: string }
   | { kind: 'sessions' }
-  | { kind: 'catalog' };
+  | { kind: 'catalog' }
+  /** One service name's index (RegistryState.serviceIndex): a change of another service does not wake it. */
+  | { kind: 'service'; name: string };
 
 interface Waiter {
   interest: Interest;
@@ -28,13 +32,14 @@ interface Waiter {
 
 /**
  * Waiters are indexed by what they watch, so a change wakes its waiters without looking at the
- * others: a key's waiters by the key, prefix waiters by prefix (each distinct prefix is checked against
- * the touched keys), and the sessions and catalog waiters as two sets. The sets are SlotSets: every
- * blocking query enters one and leaves it (see SlotSet for why not a Set).
+ * others: a key's waiters by the key, a service's by its name, prefix waiters by prefix (each distinct
+ * prefix is checked against the touched keys), and the sessions and catalog waiters as two sets. The
+ * sets are SlotSets: every blocking query enters one and leaves it (see SlotSet for why not a Set).
  */
 export class Watches {
   private readonly byKey = new Map<string, SlotSet<Waiter>>();
   private readonly byPrefix = new Map<string, SlotSet<Waiter>>();
+  private readonly byService = new Map<string, SlotSet<Waiter>>();
   private readonly sessions = new SlotSet<Waiter>();
   private readonly catalog = new SlotSet<Waiter>();
   private count = 0;
@@ -77,6 +82,7 @@ export class Watches {
         }
       }
     }
+    for (const name of t.services) this.byService.get(name)?.copyInto(woken);
     if (t.sessions) this.sessions.copyInto(woken);
     if (t.catalog) this.catalog.copyInto(woken);
     wakeInTurn(woken);
@@ -87,6 +93,7 @@ export class Watches {
     const all: Waiter[] = [...this.sessions.list(), ...this.catalog.list()];
     for (const ws of this.byKey.values()) ws.copyInto(all);
     for (const ws of this.byPrefix.values()) ws.copyInto(all);
+    for (const ws of this.byService.values()) ws.copyInto(all);
     wakeInTurn(all);
   }
 
@@ -96,6 +103,7 @@ export class Watches {
       case 'catalog': return this.catalog;
       case 'key': return bucket(this.byKey, i.key, create);
       case 'prefix': return bucket(this.byPrefix, i.prefix, create);
+      case 'service': return bucket(this.byService, i.name, create);
     }
   }
 
@@ -106,6 +114,7 @@ export class Watches {
     if (set.size > 0) return;
     if (w.interest.kind === 'key') this.byKey.delete(w.interest.key);
     else if (w.interest.kind === 'prefix') this.byPrefix.delete(w.interest.prefix);
+    else if (w.interest.kind === 'service') this.byService.delete(w.interest.name);
   }
 }
 

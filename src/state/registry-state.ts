@@ -62,6 +62,12 @@ export class RegistryState {
   private readonly servicesByName = new GroupIndex<string, ServiceInstance>((s) => s.service);
   /** `${node}\0${serviceId}` → service instance. */
   readonly services = new SizedMap<string, ServiceInstance>(jsonSize, [this.servicesByNode, this.servicesByName]);
+  /**
+   * Consul's per-service index: for each service name that has instances, the index of the last entry that
+   * changed one of them, their checks, or the nodes holding them and those nodes' checks (apply/service-index.ts).
+   * Reads of one service report and block on it, so a change of another service wakes none of them.
+   */
+  readonly serviceIndexes = new Map<string, number>();
 
   // ---- KV reads ----
 
@@ -194,6 +200,20 @@ export class RegistryState {
   /** Instances of a service name, by node then service id. */
   instancesOf(serviceName: string): ServiceInstance[] {
     return this.instancesUnordered(serviceName).sort((a, b) => compareText(a.node, b.node) || compareText(a.id, b.id));
+  }
+
+  /**
+   * X-Consul-Index of a service's reads: its own index, or for a name without instances the catalog's, as
+   * Consul falls back to its tables' index for a missing service. Never goes back for a reader: a name's
+   * index is at most the catalog's, which its last instance's removal sets, and a new instance's is above it.
+   */
+  serviceIndex(name: string): number {
+    return this.serviceIndexes.get(name) ?? this.catalogIndex;
+  }
+
+  /** Whether a service name has instances. */
+  hasInstances(serviceName: string): boolean {
+    return this.servicesByName.has(serviceName);
   }
 
   /** Instances of a service name in no particular order, for a reader that needs none. */

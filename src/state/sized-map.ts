@@ -70,6 +70,11 @@ export class GroupIndex<K, V> {
     this.byGroup.clear();
   }
 
+  /** Whether the group has any item. */
+  has(name: string): boolean {
+    return this.byGroup.has(name);
+  }
+
   /** The items of one group, in no particular order (a copy: the caller may change the table meanwhile). */
   of(name: string): V[] {
     const group = this.byGroup.get(name);

@@ -97,6 +97,9 @@ const schema = record({
       enableTagOverride: { type: 'boolean' }, createIndex: count, modifyIndex: count,
     }),
   },
+}, {
+  // Written since per-service indexes; a file of an older release has none.
+  serviceIndexes: { type: 'array', items: { type: 'array', minItems: 2, items: [name, count], additionalItems: false } },
 });
 
 let validate: ValidateFunction | undefined;

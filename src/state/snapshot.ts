@@ -23,6 +23,11 @@ export interface SnapshotData {
   nodes: CatalogNode[];
   checks: HealthCheck[];
   services: ServiceInstance[];
+  /**
+   * Each service name's index (RegistryState.serviceIndexes). Absent in snapshots of older releases: each
+   * name with instances then takes the catalog index, never below what a reader saw before the snapshot.
+   */
+  serviceIndexes?: [string, number][];
 }
 
 export function toSnapshotData(s: RegistryState): SnapshotData {
@@ -38,6 +43,7 @@ export function toSnapshotData(s: RegistryState): SnapshotData {
     nodes: [...s.nodes.values()],
     checks: [...s.checks.values()],
     services: [...s.services.values()],
+    serviceIndexes: [...s.serviceIndexes],
   };
 }
 
@@ -71,7 +77,7 @@ export function snapshotCounts(d: SnapshotData): { keys: number; sessions: numbe
 
 /** Empties `s` (a fresh state, or the live one a restore replaces) and fills it from `d`. */
 export function loadSnapshotData(s: RegistryState, d: SnapshotData): void {
-  for (const table of [s.kv, s.sessions, s.locksBySession, s.lockDelays, s.tombstones, s.checks, s.services]) table.clear();
+  for (const table of [s.kv, s.sessions, s.locksBySession, s.lockDelays, s.tombstones, s.checks, s.services, s.serviceIndexes]) table.clear();
   s.clearNodes();
   s.kvOrder.clear();
   s.kvBytes = 0;
@@ -100,4 +106,13 @@ export function loadSnapshotData(s: RegistryState, d: SnapshotData): void {
   for (const n of d.nodes) s.setNode(n);
   for (const c of d.checks) s.checks.set(s.checkKey(c.node, c.checkId), c);
   for (const x of d.services) s.services.set(s.serviceKey(x.node, x.id), x);
+  loadServiceIndexes(s, d.serviceIndexes ?? []);
+}
+
+/** The saved service indexes, for the names that have instances; a name without one saved takes the catalog index. */
+function loadServiceIndexes(s: RegistryState, saved: readonly [string, number][]): void {
+  const byName = new Map(saved);
+  for (const x of s.services.values()) {
+    if (!s.serviceIndexes.has(x.service)) s.serviceIndexes.set(x.service, byName.get(x.service) ?? s.catalogIndex);
+  }
 }

@@ -12,6 +12,8 @@ function registerService(id: string, checks: CheckRegistration[] = [], over: Par
 
 const checkOf = (node: string, checkId: string, serviceId = ''): Effect => ({ t: 'check', node, checkId, serviceId });
 const invalidated = (id: string): Effect[] => [{ t: 'sessions' }, { t: 'session', id }, { t: 'ttl.cancel', id }];
+/** A service name's index moved (state/apply/service-index.ts). */
+const indexed = (name: string): Effect => ({ t: 'serviceIndex', name });
 const reapable = registration('svc', { definition: { ...passiveDefinition, deregisterCriticalServiceAfterMs: 60_000 } });
 
 const registerCases: Case[] = [
@@ -70,7 +72,7 @@ const registerCases: Case[] = [
     when: { ...node('n2'), id: 'id-n1', replaces: 'n1' },
     result: { ok: true },
     effects: [
-      ...invalidated('s1'), { t: 'service', node: 'n1', serviceId: 'web' },
+      ...invalidated('s1'), { t: 'service', node: 'n1', serviceId: 'web' }, indexed('web'),
       checkOf('n1', 'gossipHealth'), checkOf('n1', 'svc', 'web'), { t: 'catalog' }, { t: 'node', node: 'n1' },
       { t: 'catalog' }, { t: 'node', node: 'n2' }, { t: 'catalog' }, checkOf('n2', 'gossipHealth'),
     ],
@@ -104,7 +106,7 @@ const deregisterCases: Case[] = [
     when: { t: 'catalog.deregister', node: 'n1' },
     result: { ok: true },
     effects: [
-      ...invalidated('s1'), { t: 'service', node: 'n1', serviceId: 'web' },
+      ...invalidated('s1'), { t: 'service', node: 'n1', serviceId: 'web' }, indexed('web'),
       checkOf('n1', 'gossipHealth'), checkOf('n1', 'svc', 'web'), { t: 'catalog' }, { t: 'node', node: 'n1' },
     ],
     then: (s) => {
@@ -139,14 +141,14 @@ const serviceRegisterCases: Case[] = [
     name: 'a new service instance on the node',
     when: registerService('web'),
     result: { ok: true },
-    effects: [{ t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }],
+    effects: [{ t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }, indexed('web')],
     then: (s) => expect(s.services.get(s.serviceKey('n1', 'web'))).toEqual({ ...service('web'), node: 'n1', createIndex: 2, modifyIndex: 2 }),
   },
   {
     name: 'its checks are registered as checks of the service',
     when: registerService('web', [registration('svc')]),
     result: { ok: true },
-    effects: [{ t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }, { t: 'catalog' }, checkOf('n1', 'svc', 'web')],
+    effects: [{ t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }, indexed('web'), { t: 'catalog' }, checkOf('n1', 'svc', 'web'), indexed('web')],
     then: (s) => expect(s.checkOf('n1', 'svc')).toMatchObject({ serviceId: 'web', serviceName: 'web', source: 'agent' }),
   },
   {
@@ -155,8 +157,8 @@ const serviceRegisterCases: Case[] = [
     when: registerService('web', [registration('a')], { replaceExistingChecks: true }),
     result: { ok: true },
     effects: [
-      { t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' },
-      { t: 'catalog' }, checkOf('n1', 'b', 'web'), { t: 'catalog' }, checkOf('n1', 'a', 'web'),
+      { t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }, indexed('web'),
+      { t: 'catalog' }, checkOf('n1', 'b', 'web'), indexed('web'), { t: 'catalog' }, checkOf('n1', 'a', 'web'), indexed('web'),
     ],
     then: (s) => {
       expect(s.checksOfService('n1', 'web').map((c) => c.checkId)).toEqual(['a']);
@@ -168,7 +170,7 @@ const serviceRegisterCases: Case[] = [
     given: [registerService('web', [registration('a')])],
     when: { ...registerService('web'), service: service('web', { tags: ['v2'] }) },
     result: { ok: true },
-    effects: [{ t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }, checkOf('n1', 'a', 'web')],
+    effects: [{ t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }, indexed('web'), checkOf('n1', 'a', 'web')],
     then: (s) => expect(s.checkOf('n1', 'a')).toMatchObject({ serviceTags: ['v2'], modifyIndex: 3 }),
   },
   {
@@ -185,7 +187,7 @@ const serviceDeregisterCases: Case[] = [
     given: [registerService('web', [registration('svc')]), session('s1', { nodeChecks: [], serviceChecks: [{ ID: 'svc', Namespace: '' }] })],
     when: { t: 'service.deregister', node: 'n1', serviceId: 'web' },
     result: { ok: true },
-    effects: [{ t: 'catalog' }, checkOf('n1', 'svc', 'web'), ...invalidated('s1'), { t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }],
+    effects: [{ t: 'catalog' }, checkOf('n1', 'svc', 'web'), ...invalidated('s1'), { t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }, indexed('web')],
     then: (s) => expect([s.services.size, s.checksOfService('n1', 'web').length, s.sessions.size]).toEqual([0, 0, 0]),
   },
   {
@@ -206,7 +208,7 @@ const reapCases: Case[] = [
     when: reap(1_000),
     at: 61_000,
     result: { ok: true },
-    effects: [{ t: 'catalog' }, checkOf('n1', 'svc', 'web'), { t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }],
+    effects: [{ t: 'catalog' }, checkOf('n1', 'svc', 'web'), { t: 'catalog' }, { t: 'service', node: 'n1', serviceId: 'web' }, indexed('web')],
     then: (s) => expect(s.services.size).toBe(0),
   },
   {

@@ -39,7 +39,8 @@ const registerCases: Case[] = [
     given: [{ t: 'service.register', node: 'n1', service: service('web', { tags: ['v1'] }), checks: [], replaceExistingChecks: false }],
     when: register('svc', { serviceId: 'web' }),
     result: { ok: true },
-    effects: touched('svc', 'web'),
+    // The service's index moves with its check (state/apply/service-index.ts).
+    effects: [...touched('svc', 'web'), { t: 'serviceIndex', name: 'web' }],
     then: (s) => expect(s.checkOf('n1', 'svc')).toMatchObject({ serviceId: 'web', serviceName: 'web', serviceTags: ['v1'] }),
   },
   {

@@ -1,7 +1,8 @@
 /**
  * Random catalog and session commands over a few nodes, service IDs and names, for the property tests
- * of the state's indexes and of what is computed from them: registrations (a service's checks replaced
- * or not, a check moved to another service or to the node), deregistrations, node removal, sessions.
+ * of the state's indexes and of what is computed from them: registrations (a node's address changed, a
+ * service's checks replaced or not, a check moved to another service or to the node), deregistrations, node
+ * removal, sessions.
  */
 import fc from 'fast-check';
 import type { Command } from '../../src/domain/commands.ts';
@@ -16,6 +17,8 @@ const id = fc.constantFrom(...ids);
 
 export const catalogCommand: fc.Arbitrary<Command> = fc.oneof(
   nodeName.map((n) => node(n)),
+  // A node registered again with another address: the node changes, not its services or checks.
+  fc.record({ n: nodeName, address: fc.constantFrom('10.0.0.1', '10.0.0.2') }).map(({ n, address }) => node(n, undefined, address)),
   fc.record({ n: nodeName, s: id, name: fc.constantFrom(...names), checks: fc.subarray(['c1', 'c2', 'c3']), replace: fc.boolean() })
     .map(({ n, s, name, checks, replace }): Command => ({
       t: 'service.register', node: n, service: service(s, { service: name }), replaceExistingChecks: replace,

@@ -1,11 +1,11 @@
 // Goal: the blocking-query wake-ups (src/runtime/watches.ts) wake exactly the waiters whose interest a
-// change touched — by key, by prefix, sessions, catalog — time out and abort cleanly, and forget
+// change touched — by key, by prefix, sessions, catalog, service name — time out and abort cleanly, and forget
 // waiters once they are done (the index by interest keeps no empty buckets' waiters around).
 import { describe, expect, test } from 'vitest';
 import { Watches, type Interest } from '../../src/runtime/watches.ts';
 
-const touched = (keys: string[], more: { sessions?: boolean; catalog?: boolean } = {}) =>
-  ({ kvKeys: new Set(keys), sessions: more.sessions ?? false, catalog: more.catalog ?? false });
+const touched = (keys: string[], more: { sessions?: boolean; catalog?: boolean; services?: string[] } = {}) =>
+  ({ kvKeys: new Set(keys), sessions: more.sessions ?? false, catalog: more.catalog ?? false, services: new Set(more.services ?? []) });
 
 /** Starts a wait and records whether it has settled and how. */
 function waiting(w: Watches, interest: Interest, timeoutMs = 60_000, signal?: AbortSignal) {
@@ -65,6 +65,23 @@ describe('Watches', () => {
     w.notify(touched([], { catalog: true }));
     await tick();
     expect(c.state.settled).toBe(true);
+  });
+
+  test('a service waiter wakes for its name only, not for another service\'s change nor the catalog flag alone', async () => {
+    const w = new Watches();
+    const web = waiting(w, { kind: 'service', name: 'web' });
+    const db = waiting(w, { kind: 'service', name: 'db' });
+    const c = waiting(w, { kind: 'catalog' });
+    w.notify(touched([], { catalog: true, services: ['db'] }));
+    await tick();
+    expect([web.state.settled, db.state.settled, c.state.settled]).toEqual([undefined, true, true]);
+    w.notify(touched([], { catalog: true }));
+    await tick();
+    expect(web.state.settled).toBeUndefined();
+    w.notify(touched([], { catalog: true, services: ['web'] }));
+    await tick();
+    expect(web.state.settled).toBe(true);
+    expect(w.size).toBe(0);
   });
 
   test('a timeout or an abort settles with false and removes the waiter; wakeAll wakes everyone', async () => {

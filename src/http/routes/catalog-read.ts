@@ -11,6 +11,8 @@ import type { ApiContext } from '../api.ts';
 import { awaitQuery, parseQueryOptions } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import { readableUnder, type Request } from '../request.ts';
+import type { Interest } from '../../runtime/index.ts';
+import { consulServiceName } from './consul-service.ts';
 
 /** The path's trailing parameter, or the error naming what is missing. */
 export function required(req: Request, missing: 'checkIdMissing' | 'serviceIdMissing' | 'serviceMissing' | 'nodeMissing' | 'checkStateMissing'): string {
@@ -34,16 +36,43 @@ export function checkVisible(acl: ReturnType<typeof catalogAcl>, c: HealthCheck)
   return acl.node(c.node) && (c.serviceId === '' || acl.service(c.serviceName));
 }
 
-/** A catalog read: query options, filter compiled first, wait on the catalog index, then render. */
-export function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiContext, keep: (v: unknown) => boolean) => unknown) {
+/** What a read reports as X-Consul-Index and, blocking, waits on. */
+export interface Watched {
+  index(): number;
+  interest: Interest;
+}
+
+/** The catalog's index: any change of a node, service or check. */
+export function catalogWatched(_req: Request, api: ApiContext): Watched {
+  return { index: () => api.runtime.state.catalogIndex, interest: { kind: 'catalog' } };
+}
+
+/**
+ * The index of the service named by the path (RegistryState.serviceIndex), as Consul's reads of one service
+ * have it: a change of another service neither moves it nor wakes the read. A name without instances has
+ * the catalog's index and waits on any catalog change (one of them may register it); so does the consul
+ * dialect's `consul` service, whose instances are the nodes running Roster (consul-service.ts).
+ */
+export function serviceWatched(req: Request, api: ApiContext): Watched {
+  const name = req.rest;
+  const state = () => api.runtime.state;
+  if ((api.dialect === 'consul' && name === consulServiceName) || !state().serviceIndexes.has(name)) return catalogWatched(req, api);
+  return { index: () => state().serviceIndex(name), interest: { kind: 'service', name } };
+}
+
+/** A catalog read: query options, filter compiled first, wait on its index (the catalog's by default), then render. */
+export function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiContext, keep: (v: unknown) => boolean) => unknown,
+  watched: (req: Request, api: ApiContext) => Watched = catalogWatched) {
   return async (req: Request, api: ApiContext): Promise<Reply> => {
     const q = parseQueryOptions(req, api);
     const keep = schema ? filterOf(req, schema) : () => true;
     // Read once now: it validates the path before any wait, and is the answer when nothing waits.
     const now = read(req, api, keep);
-    if (q.minIndex === 0 && !q.consistent) return json(now, { index: api.runtime.state.catalogIndex, consistency: q.consistency });
-    await awaitQuery(req, api, q, { kind: 'catalog' }, () => api.runtime.state.catalogIndex);
-    return json(read(req, api, keep), { index: api.runtime.state.catalogIndex, consistency: q.consistency });
+    if (q.minIndex === 0 && !q.consistent) return json(now, { index: watched(req, api).index(), consistency: q.consistency });
+    // Chosen as the read waits: whether the service has instances decides what it waits on.
+    const w = watched(req, api);
+    await awaitQuery(req, api, q, w.interest, () => w.index());
+    return json(read(req, api, keep), { index: watched(req, api).index(), consistency: q.consistency });
   };
 }
 

@@ -1,8 +1,8 @@
 /**
  * The catalog and health reads (consul-compat.md §1.5–1.6): services, service nodes, nodes and a node's
  * services (as a map, and as a list); a node's, a service's and a state's checks, a service's health
- * entries. Each is a blocking query on the catalog index and takes `filter`; a caller sees only what it
- * may read. The consul dialect adds the `consul` service's instances (consul-service.ts).
+ * entries. Each is a blocking query, on the catalog index or, for one service's reads, on that service's
+ * (catalog-read.ts serviceWatched), and takes `filter`; a caller sees only what it may read. The consul dialect adds the `consul` service's instances (consul-service.ts).
  */
 import { RegistryError } from '../../domain/errors.ts';
 import type { ServiceInstance } from '../../domain/types.ts';
@@ -11,7 +11,7 @@ import type { ApiContext } from '../api.ts';
 import { queryOptionParameters } from '../query.ts';
 import { param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
-import { catalogAcl, catalogRead, checkVisible, nodeMetaFilter, required } from './catalog-read.ts';
+import { catalogAcl, catalogRead, checkVisible, nodeMetaFilter, required, serviceWatched } from './catalog-read.ts';
 import { consulServiceName, instancesWithConsul, servicesWithConsul } from './consul-service.ts';
 import { checksOfInstances, healthEntry, renderAgentService, renderCatalogService, renderCheck, renderHealthService, renderNode } from './catalog-render.ts';
 
@@ -41,7 +41,7 @@ const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
   const onNode = nodeMetaFilter(req, st);
   return instancesWithConsul(api, name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
     .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
-});
+}, serviceWatched);
 
 const catalogNodes = catalogRead(nodeSchema, (req, api, keep) => {
   const { node } = catalogAcl(req);
@@ -87,7 +87,7 @@ const healthChecks = catalogRead(checkSchema, (req, api, keep) => {
   const acl = catalogAcl(req);
   const onNode = nodeMetaFilter(req, api.runtime.state);
   return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c) && onNode(c.node)).map((c) => renderCheck(c)).filter(keep);
-});
+}, serviceWatched);
 
 function parsePassing(req: Request): boolean {
   if (!req.query.has('passing')) return false;
@@ -111,7 +111,7 @@ const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
     if (entry !== undefined && keep(entry)) entries.push(entry);
   }
   return entries;
-});
+}, serviceWatched);
 
 const states = new Set(['any', 'passing', 'warning', 'critical', 'fail']);
 const consulStates = new Set(['any', 'passing', 'warning', 'critical']);

@@ -8,6 +8,7 @@ import type { CheckRegistration } from '../../domain/commands.ts';
 import { isMaintenanceCheck } from '../../domain/maintenance.ts';
 import type { ServiceInstance } from '../../domain/types.ts';
 import { deregisterCheck, machineContext, passiveDefinition, registerCheck, setStatus } from './checks.ts';
+import { serviceChanged, servicesOfNodeChanged } from './service-index.ts';
 import { invalidate } from './sessions.ts';
 import { fail, ok, type Ctx, type Handler, type Handlers, type Result, type TagsOf } from './types.ts';
 
@@ -30,6 +31,7 @@ const catalogRegister: Handler<'catalog.register'> = (c, cmd) => {
     });
     state.catalogIndex = c.index;
     c.effects.push({ t: 'catalog' }, { t: 'node', node: cmd.node });
+    servicesOfNodeChanged(c, cmd.node);
   }
   for (const check of cmd.checks) {
     const registration: CheckRegistration = {
@@ -56,10 +58,12 @@ const catalogDeregister: Handler<'catalog.deregister'> = (c, cmd) => {
 function removeNode(c: Ctx, node: string): void {
   const { state } = c;
   for (const s of state.sessionsOfNode(node)) invalidate(c, s.id, { type: 'node.destroyed' });
-  for (const service of state.servicesOfNode(node)) {
+  const services = state.servicesOfNode(node);
+  for (const service of services) {
     state.services.delete(state.serviceKey(node, service.id));
     c.effects.push({ t: 'service', node, serviceId: service.id });
   }
+  for (const name of new Set(services.map((s) => s.service))) serviceChanged(c, name);
   for (const check of state.checksOfNode(node)) {
     state.checks.delete(state.checkKey(node, check.checkId));
     c.effects.push({ t: 'check', node, checkId: check.checkId, serviceId: check.serviceId });
@@ -80,6 +84,9 @@ const serviceRegister: Handler<'service.register'> = (c, cmd) => {
   state.services.set(key, instance);
   state.catalogIndex = c.index;
   c.effects.push({ t: 'catalog' }, { t: 'service', node: cmd.node, serviceId: instance.id });
+  // An instance registered again under another name leaves its old name.
+  if (existing !== undefined && existing.service !== instance.service) serviceChanged(c, existing.service);
+  serviceChanged(c, instance.service);
   const listed = new Set(cmd.checks.map((x) => x.checkId));
   // Replacing a service's checks keeps its maintenance check: maintenance is not part of the definition.
   if (cmd.replaceExistingChecks) {
@@ -103,10 +110,13 @@ function restampServiceChecks(c: Ctx, instance: ServiceInstance, reregistered: S
 
 function serviceDeregister(c: Ctx, node: string, serviceId: string): Result<'unknown-service'> {
   const { state } = c;
-  if (!state.services.delete(state.serviceKey(node, serviceId))) return fail('unknown-service', serviceId);
+  const instance = state.services.get(state.serviceKey(node, serviceId));
+  if (instance === undefined) return fail('unknown-service', serviceId);
+  state.services.delete(state.serviceKey(node, serviceId));
   for (const check of state.checksOfService(node, serviceId)) deregisterCheck(c, node, check.checkId);
   state.catalogIndex = c.index;
   c.effects.push({ t: 'catalog' }, { t: 'service', node, serviceId });
+  serviceChanged(c, instance.service);
   return ok;
 }
 

@@ -6,6 +6,7 @@
 import { effectOf, hasEffect, stepCheck, type CheckContext, type CheckEvent } from '../../../machines/index.ts';
 import type { CheckRegistration } from '../../domain/commands.ts';
 import type { CheckDefinition, CheckStatus, HealthCheck } from '../../domain/types.ts';
+import { checkOwnerChanged } from './service-index.ts';
 import { invalidateBoundTo } from './sessions.ts';
 import { fail, ok, type Ctx, type Handler, type Handlers, type Result, type TagsOf } from './types.ts';
 
@@ -18,6 +19,7 @@ export const passiveDefinition: CheckDefinition = {
 function touched(c: Ctx, node: string, checkId: string, serviceId: string): void {
   c.state.catalogIndex = c.index;
   c.effects.push({ t: 'catalog' }, { t: 'check', node, checkId, serviceId });
+  checkOwnerChanged(c, node, serviceId);
 }
 
 export function machineContext(check: HealthCheck): CheckContext {
@@ -55,7 +57,10 @@ export function registerCheck(
   };
   state.checks.set(state.checkKey(node, check.checkId), check);
   // A check registered again under another service (or the node) leaves its old one: both are told.
-  if (existing !== undefined && existing.serviceId !== check.serviceId) c.effects.push({ t: 'check', node, checkId: check.checkId, serviceId: existing.serviceId });
+  if (existing !== undefined && existing.serviceId !== check.serviceId) {
+    c.effects.push({ t: 'check', node, checkId: check.checkId, serviceId: existing.serviceId });
+    checkOwnerChanged(c, node, existing.serviceId);
+  }
   touched(c, node, check.checkId, check.serviceId);
   if (check.status === 'critical' && existing?.status !== 'critical') {
     invalidateBoundTo(c, node, check.checkId, { type: 'check.critical', checkId: check.checkId });

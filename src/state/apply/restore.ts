@@ -3,7 +3,7 @@
  * the same index, so all of them hold the restored state from there on, and a replay of the log rebuilds it.
  *
  * Indexes keep growing: the restored state sits at the restore entry's index, and so do every table index
- * and every record's ModifyIndex (keys, sessions, checks, services, nodes); CreateIndex stays as saved unless
+ * and every record's ModifyIndex (keys, sessions, checks, services, nodes) and service name's index; CreateIndex stays as saved unless
  * it is above the restore's (a snapshot of a longer log restored into a shorter one), LockIndex stays as saved. So every blocking query wakes (its index is below the restore's), a check-and-set or a
  * fencing token taken before the restore no longer matches, and a later write's index is above all of them.
  * Tombstones are folded into the floor at the restore's index: a key the restore removed reads at that index.
@@ -17,6 +17,7 @@ import { ok, type Ctx, type Effect, type Handlers } from './types.ts';
 const restore = (c: Ctx, cmd: StateRestore) => {
   const s = c.state;
   const before = touchedBy(s);
+  const names = [...s.serviceIndexes.keys()];
   loadSnapshotData(s, ownRecords(checkedSnapshotData(cmd.data)));
   renumber(s, c.index, c.atMs);
   const after = touchedBy(s);
@@ -28,6 +29,7 @@ const restore = (c: Ctx, cmd: StateRestore) => {
     if (x.ttlMs > 0) c.effects.push({ t: 'ttl.arm', id: x.id, renewIndex: x.renewIndex, ttlMs: x.ttlMs });
   }
   for (const effect of [before.other, after.other].flat()) c.effects.push(effect);
+  for (const name of new Set([...names, ...s.serviceIndexes.keys()])) c.effects.push({ t: 'serviceIndex', name });
   return ok;
 };
 
@@ -61,6 +63,7 @@ function renumber(s: RegistryState, index: number, atMs: number): void {
     if (x.status === 'critical') x.criticalSinceMs = s.atMs;
   }
   for (const x of s.services.values()) renumbered(x, index);
+  for (const name of s.serviceIndexes.keys()) s.serviceIndexes.set(name, index);
   for (const x of s.nodes.values()) renumbered(x, index);
 }
 

@@ -61,6 +61,8 @@ export type Effect =
   | { t: 'service'; node: string; serviceId: string }
   /** A catalog node was registered, changed or removed. */
   | { t: 'node'; node: string }
+  /** A service name's index moved (registry-state.ts serviceIndexes): its readers' blocking queries wake. */
+  | { t: 'serviceIndex'; name: string }
   | { t: 'ttl.arm'; id: string; renewIndex: number; ttlMs: number }
   | { t: 'ttl.cancel'; id: string };
 
