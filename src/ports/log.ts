@@ -54,6 +54,12 @@ export interface ReplicatedLog {
   saveSnapshot(snapshot: Snapshot): Promise<void>;
   /** Index of the last committed entry (0 when empty). */
   lastIndex(): number;
+  /**
+   * Bytes of entries this log has written since it opened (a count that may start again from 0 when the
+   * log's files are made afresh), and how many bytes written since the last snapshot call for the next:
+   * what a snapshot lets the log drop grows with the bytes, not only with the entries. Absent: not counted.
+   */
+  written?(): { bytes: number; snapshotDueBytes: number };
   /** Flushes and releases resources; pending appends are committed or rejected, never lost silently. */
   close(): Promise<void>;
   /**

@@ -1,5 +1,6 @@
 /**
- * When a node snapshots its state into the log: every `everyEntries` entries, one at a time, and once
+ * When a node snapshots its state into the log: every `everyEntries` entries (or as many bytes as the log
+ * asks for, see bytesDue), one at a time, and once
  * more on a clean stop so the next start replays less. A save that fails is tried again after a pause
  * that doubles with each failure in a row (1 s up to a minute), not at the next applied entry: a log that
  * cannot take snapshots for a while (a full disk, an unreachable store) would otherwise be asked, and log
@@ -8,7 +9,7 @@
 import type { Clock } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
 import type { ReplicatedLog } from '../ports/log.ts';
-import { toSnapshotData, type RegistryState } from '../state/index.ts';
+import { stateBytes, toSnapshotData, type RegistryState } from '../state/index.ts';
 
 /** The pause before a failed save is tried again: the first, and the most it doubles to. */
 export const retryPauseMs = { first: 1_000, max: 60_000 };
@@ -16,6 +17,8 @@ export const retryPauseMs = { first: 1_000, max: 60_000 };
 export class Snapshots {
   /** Index of the last snapshot saved or restored. */
   lastIndex = 0;
+  /** The log's bytes written when the last snapshot was saved (or this node started). */
+  private bytesAtSnapshot = 0;
   private inFlight: Promise<void> | undefined;
   /** Failed saves in a row, and when the next may start (clock ms). */
   private failures = 0;
@@ -37,7 +40,7 @@ export class Snapshots {
     // a snapshot costs time in proportion to the state, so this keeps its cost per entry bounded
     // (at 1M keys, a snapshot every 20,000 entries would write gigabytes while a client loads the keys).
     const stateItems = state.kv.size + state.sessions.size;
-    if (state.index - this.lastIndex < Math.max(this.everyEntries, stateItems)) return;
+    if (state.index - this.lastIndex < Math.max(this.everyEntries, stateItems) && !this.bytesDue(state)) return;
     if (this.clock.nowMs() < this.notBeforeMs) return;
     this.inFlight = this.save(state)
       .then(() => { this.failures = 0; }, (err: unknown) => {
@@ -49,6 +52,20 @@ export class Snapshots {
       .finally(() => { this.inFlight = undefined; });
   }
 
+  /**
+   * Whether the bytes written since the last snapshot call for one, whatever their count of entries (the
+   * log says how many: the embedded log, two segments' worth, 128 MiB, as it drops a segment once two
+   * snapshots lie past it), so a log of large values is compacted by its bytes as one of small values is by
+   * its entries. Never before twice the state's size has been written, as a snapshot writes the whole state.
+   */
+  private bytesDue(state: RegistryState): boolean {
+    const written = this.log.written?.();
+    if (written === undefined || state.index <= this.lastIndex) return false;
+    // The log's files made afresh: its count started again.
+    if (written.bytes < this.bytesAtSnapshot) this.bytesAtSnapshot = 0;
+    return written.bytes - this.bytesAtSnapshot >= Math.max(written.snapshotDueBytes, 2 * stateBytes(state));
+  }
+
   /** Waits for a snapshot in progress. */
   async settled(): Promise<void> {
     await this.inFlight;
@@ -57,7 +74,9 @@ export class Snapshots {
   async save(state: RegistryState): Promise<void> {
     const index = state.index;
     const data = toSnapshotData(state);
+    const written = this.log.written?.().bytes ?? 0;
     await this.log.saveSnapshot({ index, data });
+    this.bytesAtSnapshot = written;
     this.lastIndex = index;
     this.logger.info({ index }, 'snapshot saved');
   }

@@ -16,6 +16,8 @@ import { replay } from './replay.ts';
 
 export class SegmentFiles {
   private pathCheckDue = false;
+  /** Bytes of frames written since these files were opened. */
+  written = 0;
 
   private constructor(
     private readonly walDir: string,
@@ -112,6 +114,7 @@ export class SegmentFiles {
     await seg.fh.datasync();
     if (!endsWhole(seg, seg.bytes)) throw this.cut();
     seg.bytes += buf.length;
+    this.written += buf.length;
     seg.allocated = Math.max(seg.allocated, seg.bytes);
   }
 

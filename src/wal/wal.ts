@@ -184,9 +184,10 @@ export class WalLog implements ReplicatedLog {
     return appendTo(kind, this.phase, this.failure, this.commits, proposals);
   }
 
-  snapshotSource(source: () => Snapshot): void {
-    this.source = source;
-  }
+  snapshotSource(source: () => Snapshot): void { this.source = source; }
+
+  /** Bytes written since the log opened (or was written afresh); a snapshot is due after two segments' worth. */
+  written(): { bytes: number; snapshotDueBytes: number } { return { bytes: this.files?.written ?? 0, snapshotDueBytes: 2 * this.segmentBytesMax }; }
 
   /** Tells `listener` each time the log stops (disk full) or starts again (space back) storing appends. */
   onWritable(listener: (writable: boolean) => void): void {
@@ -202,9 +203,7 @@ export class WalLog implements ReplicatedLog {
     return run;
   }
 
-  lastIndex(): number {
-    return this.last;
-  }
+  lastIndex(): number { return this.last; }
 
   /** Indexes from memory: the last commit, the oldest kept segment's start, the newest snapshot. */
   status(): LogStatus {
