@@ -2,7 +2,7 @@
 // as Consul does, in both dialects, through the HTTP API of a started agent: a deregistration carrying empty
 // ServiceID/CheckID fields (Go sends them always); `?node-meta=key:value` on every read Consul takes it on; the
 // `consul` service, which the consul dialect lists with one instance per Roster node, as Consul per server; a
-// catalog service node's ServiceTaggedAddresses.
+// catalog service node's ServiceTaggedAddresses; `filter` on /v1/catalog/services and /v1/catalog/node/<node>.
 import Consul from 'consul';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, expectError, withAgent } from '../support/agent.ts';
@@ -176,5 +176,22 @@ describe.each(dialects)('%s dialect', (dialect) => {
     const filtered = await get<{ ServiceID: string }[]>(c, `/v1/catalog/service/ta?filter=${encodeURIComponent('wan in ServiceTaggedAddresses')}`);
     expect(filtered.map((s) => s.ServiceID)).toEqual(['ta1']);
     for (const id of ['ta1', 'ta2']) await c.put(`/v1/agent/service/deregister/${id}`);
+  });
+
+  test('?filter applies on /v1/catalog/services (ServiceNode fields) and /v1/catalog/node/<node> (service fields); a bad one is refused', async () => {
+    for (const body of [{ ID: 'fl-1', Name: 'fl-a', Tags: ['x'], Port: 81 }, { ID: 'fl-2', Name: 'fl-b', Port: 82 }]) {
+      const r = await c.put('/v1/agent/service/register', body);
+      expect(r.status, r.text).toBe(200);
+    }
+    const q = (f: string) => `filter=${encodeURIComponent(f)}`;
+    expect(await get(c, `/v1/catalog/services?${q('ServicePort == 81')}`)).toEqual({ 'fl-a': ['x'] });
+    expect(Object.keys(await get(c, `/v1/catalog/services?${q('ServiceName matches "^fl-"')}`))).toEqual(['fl-a', 'fl-b']);
+    expect(Object.keys((await get(c, `/v1/catalog/node/node1?${q('Port == 82')}`)).Services)).toEqual(['fl-2']);
+    for (const path of ['/v1/catalog/services', '/v1/catalog/node/node1']) {
+      const r = await c.get(`${path}?${q('Nope == 1')}`);
+      if (dialect === 'seed') expectError(r, 400, 1009);
+      else expect(r.status, r.text).toBe(500);
+    }
+    for (const id of ['fl-1', 'fl-2']) await c.put(`/v1/agent/service/deregister/${id}`);
   });
 });

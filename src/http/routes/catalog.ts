@@ -17,12 +17,16 @@ import { checksOfInstances, healthEntry, renderAgentService, renderCatalogServic
 
 // ---------------------------------------------------------------- catalog
 
-const catalogServices = catalogRead(undefined, (req, api) => {
+/** `/v1/catalog/services`: each name with the union of its instances' tags; `filter` keeps instances by their ServiceNode fields, as Consul's. */
+const catalogServices = catalogRead(catalogServiceSchema, (req, api, keep) => {
   const tags = new Map<string, Set<string>>();
   const { service } = catalogAcl(req);
-  const onNode = nodeMetaFilter(req, api.runtime.state);
-  for (const s of [...instancesWithConsul(api, consulServiceName), ...api.runtime.state.services.values()]) {
+  const st = api.runtime.state;
+  const onNode = nodeMetaFilter(req, st);
+  const filtered = (param(req, 'filter') ?? '').trim() !== '';
+  for (const s of [...instancesWithConsul(api, consulServiceName), ...st.services.values()]) {
     if (!service(s.service) || !onNode(s.node)) continue;
+    if (filtered && !keep(renderCatalogService(s, st.nodes.get(s.node), api.datacenter))) continue;
     const set = tags.get(s.service) ?? new Set<string>();
     for (const t of s.tags) set.add(t);
     tags.set(s.service, set);
@@ -50,14 +54,16 @@ const catalogNodes = catalogRead(nodeSchema, (req, api, keep) => {
     .map((n) => renderNode(n, api.datacenter)).filter(keep);
 });
 
-const catalogNode = catalogRead(undefined, (req, api) => {
+/** `/v1/catalog/node/<node>`: the node and its services by ID; `filter` keeps services by their fields, as Consul's. */
+const catalogNode = catalogRead(agentServiceSchema, (req, api, keep) => {
   const name = required(req, 'nodeMissing');
   const st = api.runtime.state;
   const node = st.nodes.get(name);
   if (node === undefined) return null;
   const { service } = catalogAcl(req);
-  const services = Object.fromEntries(servicesWithConsul(api, name).filter((s) => service(s.service)).map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }]));
-  return { Node: renderNode(node, api.datacenter), Services: services };
+  const rendered = servicesWithConsul(api, name).filter((s) => service(s.service))
+    .map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }] as const);
+  return { Node: renderNode(node, api.datacenter), Services: Object.fromEntries(rendered.filter(([, r]) => keep(r))) };
 });
 
 /**
