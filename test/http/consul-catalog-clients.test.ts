@@ -2,7 +2,8 @@
 // as Consul does, in both dialects, through the HTTP API of a started agent: a deregistration carrying empty
 // ServiceID/CheckID fields (Go sends them always); `?node-meta=key:value` on every read Consul takes it on; the
 // `consul` service, which the consul dialect lists with one instance per Roster node, as Consul per server; a
-// catalog service node's ServiceTaggedAddresses; `filter` on /v1/catalog/services and /v1/catalog/node/<node>.
+// catalog service node's ServiceTaggedAddresses; `?tag` compared without case; `filter` on /v1/catalog/services and
+// /v1/catalog/node/<node>.
 import Consul from 'consul';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { client, expectError, withAgent } from '../support/agent.ts';
@@ -176,6 +177,21 @@ describe.each(dialects)('%s dialect', (dialect) => {
     const filtered = await get<{ ServiceID: string }[]>(c, `/v1/catalog/service/ta?filter=${encodeURIComponent('wan in ServiceTaggedAddresses')}`);
     expect(filtered.map((s) => s.ServiceID)).toEqual(['ta1']);
     for (const id of ['ta1', 'ta2']) await c.put(`/v1/agent/service/deregister/${id}`);
+  });
+
+  test('?tag matches a tag whatever its case, as Consul compares tags; every ?tag must match', async () => {
+    for (const body of [{ ID: 'tc-1', Name: 'tc', Tags: ['Primary', 'v2'], Port: 91 }, { ID: 'tc-2', Name: 'tc', Tags: ['replica'], Port: 92 }]) {
+      const r = await c.put('/v1/agent/service/register', body);
+      expect(r.status, r.text).toBe(200);
+    }
+    for (const path of ['/v1/catalog/service/tc', '/v1/health/service/tc']) {
+      const ids = async (q: string) => (await get<any[]>(c, `${path}?${q}`)).map((e) => e.ServiceID ?? e.Service.ID);
+      expect(await ids('tag=primary')).toEqual(['tc-1']);
+      expect(await ids('tag=PRIMARY&tag=V2')).toEqual(['tc-1']);
+      expect(await ids('tag=primary&tag=replica')).toEqual([]);
+      expect(await ids('tag=Replica')).toEqual(['tc-2']);
+    }
+    for (const id of ['tc-1', 'tc-2']) await c.put(`/v1/agent/service/deregister/${id}`);
   });
 
   test('?filter applies on /v1/catalog/services (ServiceNode fields) and /v1/catalog/node/<node> (service fields); a bad one is refused', async () => {

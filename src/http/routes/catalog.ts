@@ -34,8 +34,12 @@ const catalogServices = catalogRead(catalogServiceSchema, (req, api, keep) => {
   return Object.fromEntries([...tags.keys()].sort().map((name) => [name, [...tags.get(name)!].sort()]));
 });
 
+/** Every `?tag` is among the instance's tags, compared without case, as Consul compares them. */
 function hasTags(s: ServiceInstance, req: Request): boolean {
-  return req.query.getAll('tag').every((t) => s.tags.includes(t));
+  const wanted = req.query.getAll('tag');
+  if (wanted.length === 0) return true;
+  const tags = s.tags.map((t) => t.toLowerCase());
+  return wanted.every((t) => tags.includes(t.toLowerCase()));
 }
 
 const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
