@@ -54,8 +54,11 @@ interface Runner {
   /** When this runner last wrote the check's output (interval clock); -Infinity before its first. */
   outputWrittenMs: number;
   /** The latest probe result, held back because it changes only the output. */
-  deferred: { status: CheckStatus; output: string; timer: TimerHandle } | undefined;
+  deferred: Deferred | undefined;
 }
+
+/** A held-back result, and its wait: `draw` × the interval (`intervalMs`, as when the wait was set) after the last write. */
+interface Deferred { status: CheckStatus; output: string; timer: TimerHandle; draw: number; intervalMs: number }
 
 export class CheckOwner {
   private readonly runners = new Map<string, Runner>();
@@ -207,31 +210,38 @@ export class CheckOwner {
   /**
    * Proposes a probe result unless it would change nothing (same status and output, counters at rest).
    * A result that changes only the output is held back while the output was written less than
-   * check_update_interval ago, and written when that wait ends (unless a later result came first).
+   * check_update_interval ago, and written when that wait ends, unless a later result was written first
+   * (one that only moves a threshold counter writes no output: what is held back stays, the agent's latest).
    */
   private async proposeResult(checkId: string, runner: Runner, status: CheckStatus, output: string): Promise<void> {
     const current = this.o.state().checkOf(this.o.nodeName, checkId);
     if (current === undefined || current.generation !== runner.generation || runner.abort.signal.aborted) return;
     const change = probeResultChange(current, status, output);
     if (change === 'output' && this.holdBack(checkId, runner, status, output)) return;
-    this.dropDeferred(runner);
+    if (change !== 'counters') this.dropDeferred(runner);
     if (change === 'none') return;
-    runner.outputWrittenMs = this.nowMs();
+    if (change !== 'counters') runner.outputWrittenMs = this.nowMs();
     await this.propose({ t: 'check.update', node: this.o.nodeName, checkId, generation: runner.generation, via: 'probe', status, output });
   }
 
-  /** Holds back an output-only result; false when it is to be written now (its wait is over, or holding back is off). */
+  /**
+   * Holds back an output-only result; false when it is to be written now: holding back is off, or the wait
+   * is over — counted with the interval now in force, so a reload that shortens it shortens a wait under way.
+   */
   private holdBack(checkId: string, runner: Runner, status: CheckStatus, output: string): boolean {
-    if (runner.deferred !== undefined) {
-      runner.deferred.status = status;
-      runner.deferred.output = output;
+    if (this.updateIntervalMs <= 0) return false;
+    const held = runner.deferred;
+    const draw = held?.draw ?? 0.5 + this.random();
+    const waitMs = runner.outputWrittenMs + this.updateIntervalMs * draw - this.nowMs();
+    if (!(waitMs > 0)) return false;
+    if (held !== undefined && held.intervalMs === this.updateIntervalMs) {
+      held.status = status;
+      held.output = output;
       return true;
     }
-    if (this.updateIntervalMs <= 0) return false;
-    const waitMs = runner.outputWrittenMs + this.updateIntervalMs * (0.5 + this.random()) - this.nowMs();
-    if (!(waitMs > 0)) return false;
+    if (held !== undefined) this.o.clock.clearTimer(held.timer);
     const timer = this.o.clock.setTimer(waitMs, () => void this.inTurn(runner, () => this.writeDeferred(checkId, runner)));
-    runner.deferred = { status, output, timer };
+    runner.deferred = { status, output, timer, draw, intervalMs: this.updateIntervalMs };
     return true;
   }
 

@@ -67,15 +67,15 @@ describe('check_update_interval (CheckOwner)', () => {
     await a.runtime.stop();
   });
 
-  test('a result that moves a counter drops the held-back output, which is never written after it', async () => {
+  test('a result that moves only a counter keeps what is held back, which is never written after a later result', async () => {
     const a = await boot(10_000, [['passing', 'a'], ['passing', 'b'], ['critical', 'x'], ['passing', 'c'], ['passing', 'c']], 3);
     await a.runTo(500);
     expect(a.stored().output).toBe('a');
     await a.runTo(1_500);
     expect([a.stored().output, a.shown().output]).toEqual(['a', 'b']);
-    // One failure of three: the counter moves (written at once, no output), and 'b' is no longer held back.
+    // One failure of three: the counter moves (written at once, no output); 'b' stays the agent's latest output.
     await a.runTo(2_500);
-    expect([a.stored().status, a.stored().failuresCounter, a.shown().output]).toEqual(['passing', 1, 'a']);
+    expect([a.stored().status, a.stored().failuresCounter, a.stored().output, a.shown().output]).toEqual(['passing', 1, 'a', 'b']);
     // The next success resets the counter: written at once with its output.
     await a.runTo(3_500);
     expect([a.stored().status, a.stored().output, a.stored().failuresCounter]).toEqual(['passing', 'c', 0]);
@@ -92,6 +92,22 @@ describe('check_update_interval (CheckOwner)', () => {
     expect([a.stored().status, a.stored().output]).toEqual(['warning', 'slow']);
     await a.runTo(3_500);
     expect([a.stored().output, a.shown().output]).toEqual(['slow', 'slow 2']);
+    await a.runtime.stop();
+  });
+
+  test('a reload that shortens the interval shortens a wait under way; 0 writes the next result at once', async () => {
+    const a = await boot(60_000, [['passing', 'r1'], ['passing', 'r2'], ['passing', 'r3'], ['passing', 'r4'], ['passing', 'r5'], ['passing', 'r6']]);
+    await a.runTo(1_500);
+    expect([a.stored().output, a.shown().output]).toEqual(['r1', 'r2']);
+    // 60 s → 2 s: the wait, drawn at 1 × the interval, is now 2 s after the write at 0.5 s.
+    a.runtime.checkOwner.updateIntervalMs = 2_000;
+    await a.runTo(2_500);
+    expect([a.stored().output, a.shown().output]).toEqual(['r3', 'r3']);
+    await a.runTo(3_500);
+    expect([a.stored().output, a.shown().output]).toEqual(['r3', 'r4']);
+    a.runtime.checkOwner.updateIntervalMs = 0;
+    await a.runTo(4_500);
+    expect(a.stored().output).toBe('r5');
     await a.runtime.stop();
   });
 

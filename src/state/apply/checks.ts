@@ -141,13 +141,15 @@ export const checkHandlers: Handlers<TagsOf<'check'>> = {
 
 /**
  * What a probe result would change: nothing; only the output (the same status, the threshold counters at
- * rest); or more — the status, or the threshold counters (with the output too when the result is reported).
+ * rest); only the threshold counters (a result below its threshold: the output is not written); or it is
+ * reported — written with its status and output — while the status or the counters move.
  */
-export type ProbeResultChange = 'none' | 'output' | 'more';
+export type ProbeResultChange = 'none' | 'output' | 'counters' | 'reported';
 
 export function probeResultChange(check: HealthCheck, status: CheckStatus, output: string): ProbeResultChange {
   const next = stepCheck(check.status, machineContext(check), { type: 'result', status, atMs: 0 });
-  if (next.value !== check.status) return 'more';
-  if (next.context.successCounter !== check.successCounter || next.context.failuresCounter !== check.failuresCounter) return 'more';
-  return hasEffect(next, 'report') && output !== check.output ? 'output' : 'none';
+  const reported = hasEffect(next, 'report');
+  if (next.value !== check.status) return 'reported';
+  if (next.context.successCounter !== check.successCounter || next.context.failuresCounter !== check.failuresCounter) return reported ? 'reported' : 'counters';
+  return reported && output !== check.output ? 'output' : 'none';
 }
