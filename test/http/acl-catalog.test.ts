@@ -257,6 +257,34 @@ describe('lists hold only what the token may read', () => {
     }
   });
 
+  test('the agent\'s health of a service shows the checks of its node only to a token that may read the node; its status counts them', async () => {
+    expect((await put('/v1/agent/service/register', { Name: 'pub-web', ID: 'pub-web-1', Check: { CheckID: 'pub-ttl', TTL: '60s' } }, admin)).status).toBe(200);
+    expect((await put('/v1/agent/check/pass/pub-ttl', undefined, admin)).status).toBe(200);
+    expect((await put('/v1/agent/check/register', { CheckID: 'node-secret', Name: 'node secret', TTL: '60s', Notes: 'secret notes' }, admin)).status).toBe(200);
+    try {
+      expect((await put('/v1/agent/check/warn/node-secret?note=secret-output', undefined, admin)).status).toBe(200);
+      const serviceOnly = await tokens.mint({ subject: 'service-only', ttlSeconds: 600, rules: [{ resource: 'service', prefix: 'pub-', access: 'read' }] });
+      for (const path of ['/v1/agent/health/service/id/pub-web-1', '/v1/agent/health/service/name/pub-web']) {
+        const full = await call(agent.url, 'GET', path, undefined, bearer(admin));
+        expect(full.text).toContain('"node-secret"');
+        expect(full.text).toContain('secret-output');
+        const narrowed = await call(agent.url, 'GET', path, undefined, bearer(serviceOnly));
+        for (const secret of ['node-secret', 'node secret', 'secret notes', 'secret-output', 'node1']) expect(narrowed.text, path).not.toContain(secret);
+        // The node's checks are not shown, yet the status is the instance's real health (not passing).
+        expect(narrowed.status, path).toBe(full.status);
+        expect(narrowed.status, path).not.toBe(200);
+        const bodies = [narrowed.json()].flat() as { AggregatedStatus: string; Service: { ID: string }; Checks: unknown[] }[];
+        expect(bodies.map((b) => [b.Service.ID, b.AggregatedStatus, b.Checks])).toEqual(([full.json()].flat() as { AggregatedStatus: string }[])
+          .map((b) => ['pub-web-1', b.AggregatedStatus, []]));
+        const text = await call(agent.url, 'GET', `${path}?format=text`, undefined, bearer(serviceOnly));
+        expect([text.status, text.text]).toEqual([full.status, bodies[0]!.AggregatedStatus]);
+      }
+    } finally {
+      expect((await put('/v1/agent/check/deregister/node-secret', undefined, admin)).status).toBe(200);
+      expect((await put('/v1/agent/service/deregister/pub-web-1', undefined, admin)).status).toBe(200);
+    }
+  });
+
   test('the stream\'s checks_in_state needs read on every node and service; node_checks on the node and every service', async () => {
     expect(await firstAnswer(admin, 'checks_in_state', 'any')).toMatchObject({ type: 'end_of_snapshot' });
     expect(await firstAnswer(fenced, 'checks_in_state', 'any')).toMatchObject({ type: 'error', code: 'forbidden' });

@@ -4,6 +4,8 @@
  * (`/v1/agent/health/service/id/<id>` and `/name/<name>`): the status code says passing (200), warning
  * (429) or anything worse (503), the body the aggregated status with the service and its checks.
  * As Consul's agent, these answer from the services registered with this agent and carry no index headers.
+ * A check is shown by the rule of the catalog and health reads (catalog-read.ts checkVisible); the status
+ * counts every check, shown or not (see instanceHealth).
  */
 import { createHash } from 'node:crypto';
 import { allowed } from '../../auth/index.ts';
@@ -15,6 +17,7 @@ import { parseWaitMs } from '../query.ts';
 import type { Reply } from '../reply.ts';
 import { param, type Request } from '../request.ts';
 import type { Route } from '../router.ts';
+import { catalogAcl, checkVisible } from './catalog-read.ts';
 import { renderAgentService, renderCheck } from './catalog-render.ts';
 
 /** The instance `id` of this agent's node, when the caller may read its service (otherwise it is not told of it). */
@@ -85,14 +88,20 @@ export function aggregatedStatus(checks: readonly HealthCheck[]): string {
 
 const statusCodes: Record<string, number> = { passing: 200, warning: 429 };
 
-/** One instance's health: its status code, its aggregated status and the body Consul gives it. */
-function instanceHealth(api: ApiContext, s: ServiceInstance): { code: number; status: string; body: Record<string, unknown> } {
+/**
+ * One instance's health: its status code, its aggregated status and the body Consul gives it. The body
+ * lists only the checks the caller may read (node read on the node, and service read for a service check,
+ * as /v1/health/node and /checks have it), but the status is the instance's real health, hidden checks
+ * counted: a load balancer holding a service-read token must not route to an instance whose node is
+ * failing or in maintenance. That tells such a token how the node's checks stand at their worst (the
+ * status), never which checks they are nor what they say, as Consul's agent counts them too.
+ */
+function instanceHealth(req: Request, api: ApiContext, s: ServiceInstance): { code: number; status: string; body: Record<string, unknown> } {
   const checks = localChecksOf(api, s.id);
   const status = aggregatedStatus(checks);
-  return {
-    code: statusCodes[status] ?? 503, status,
-    body: { AggregatedStatus: status, Service: renderAgentService(s, api.datacenter), Checks: checks.map((c) => renderCheck(c, true)) },
-  };
+  const acl = catalogAcl(req);
+  const shown = checks.filter((c) => checkVisible(acl, c)).map((c) => renderCheck(c, true));
+  return { code: statusCodes[status] ?? 503, status, body: { AggregatedStatus: status, Service: renderAgentService(s, api.datacenter), Checks: shown } };
 }
 
 /** `?format=text`, or an `Accept` that starts with text/plain (Consul's rule; `format` decides when given). */
@@ -115,7 +124,7 @@ function healthById(req: Request, api: ApiContext): Reply {
     const reason = `ServiceId ${req.rest} not found`;
     return answer(req, 404, reason, { AggregatedStatus: 'critical', Service: null, Checks: null });
   }
-  const h = instanceHealth(api, s);
+  const h = instanceHealth(req, api, s);
   return answer(req, h.code, h.status, h.body);
 }
 
@@ -126,7 +135,7 @@ function healthById(req: Request, api: ApiContext): Reply {
 function healthByName(req: Request, api: ApiContext): Reply {
   if (req.rest === '') throw new RegistryError('agentHealthNameMissing');
   const name = req.rest;
-  const instances = api.runtime.state.servicesOfNode(api.nodeName).filter((s) => s.service === name).map((s) => instanceHealth(api, s));
+  const instances = api.runtime.state.servicesOfNode(api.nodeName).filter((s) => s.service === name).map((s) => instanceHealth(req, api, s));
   if (instances.length === 0) {
     if (api.dialect === 'seed') throw new RegistryError('agentHealthNameUnknown', { name });
     return answer(req, 404, `ServiceName ${name} Not Found`, []);
