@@ -261,11 +261,27 @@ function sendStreamed(req: ClientRequest, body: StreamedBody): void {
       const next = await body.rest.next();
       if (answered || req.destroyed) return;
       if (next.done === true) { req.end(); return; }
-      if (!req.write(next.value)) await new Promise((resolve) => { req.once('drain', resolve); req.once('close', resolve); });
+      if (!req.write(next.value)) await drainedOrClosed(req);
     }
   };
   const start = () => { pump().catch((err: unknown) => req.destroy(err instanceof Error ? err : new Error(String(err)))); };
   req.once('socket', (socket) => { if (socket.connecting) socket.once('connect', start); else start(); });
+}
+
+/**
+ * Resolves when the request can take more (drain) or never will (close). The listener of the event that
+ * did not come is removed, so a long body waited on many times leaves none behind.
+ */
+function drainedOrClosed(req: ClientRequest): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      req.off('drain', done);
+      req.off('close', done);
+      resolve();
+    };
+    req.on('drain', done);
+    req.on('close', done);
+  });
 }
 
 function headersOf(res: IncomingMessage): AnswerHeaders {

@@ -2,7 +2,7 @@
 // `yes | roster kv put k -` gives) ends at once with the agent's refusal naming its limit, having read a
 // bounded part of it, and writes nothing; a value at the limit is stored, one byte more is refused; an
 // agent configured for larger values still takes one from stdin, raw or --base64 (decoded as it comes: a
-// bad letter far into it exits 2 and writes nothing).
+// bad letter far into it exits 2 and writes nothing), several MiB of it with nothing on stderr.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { client, startAgent, tempDataDir, type Agent } from '../support/agent.ts
 import { roster, rosterBin } from './support.ts';
 
 const limitDefault = 524288;
-const limitLarge = 1024 * 1024;
+const limitLarge = 4 * 1024 * 1024;
 let plain: Agent;
 let large: Agent;
 
@@ -86,6 +86,13 @@ describe('an agent configured for larger values', () => {
     const b64 = await roster(['kv', 'put', '--base64', 'stdin/large64', '-'], { agent: large.url, input: `\n ${value.toString('base64')}\n` });
     expect(b64.code, b64.stderr).toBe(0);
     expect(Buffer.compare((await client(large).get('/v1/kv/stdin/large64?raw')).body, value)).toBe(0);
+  }, 20_000);
+
+  test('several MiB from stdin, sent as the connection takes them, leave stderr empty', async () => {
+    const value = randomBytes(3 * 1024 * 1024);
+    const r = await roster(['kv', 'put', 'stdin/mib', '-'], { agent: large.url, input: value });
+    expect(r, r.stderr).toMatchObject({ code: 0, stderr: '' });
+    expect(Buffer.compare((await client(large).get('/v1/kv/stdin/mib?raw')).body, value)).toBe(0);
   }, 20_000);
 
   test('--base64 with a bad letter past the first 512 KiB of value: exit 2, nothing written', async () => {
