@@ -8,7 +8,10 @@
  *   `CONSUL_HTTP_ADDR` without a scheme https, as it does for `consul`. A `unix://` address is refused: the
  *   agent listens on TCP only.
  * * token: `--token`, `ROSTER_HTTP_TOKEN`, the file `CONSUL_HTTP_TOKEN_FILE` names, `CONSUL_HTTP_TOKEN`
- *   (Consul's own order between the last two: a token file is used instead of the variable).
+ *   (Consul's own order between the last two: a token file is used instead of the variable). Each is
+ *   trimmed of the blanks and line ends around it (a secret put in the environment from a file often keeps
+ *   the file's last newline); one that is blank holds no token. A token holding anything but printable ASCII is a usage error naming its source:
+ *   no header could carry a control character, and no token the agent takes has a space or non-ASCII.
  *
  * Consul's TLS variables (`CONSUL_CACERT`, `CONSUL_CAPATH`, `CONSUL_CLIENT_CERT`, `CONSUL_CLIENT_KEY`,
  * `CONSUL_TLS_SERVER_NAME`, `CONSUL_HTTP_SSL_VERIFY`) have no Roster setting to map onto and are not read:
@@ -74,16 +77,37 @@ function oneBaseUrl(given: string, source: string, scheme: 'http' | 'https'): st
   return `${url.protocol}//${url.host}`;
 }
 
-/** The token to send, or undefined for none (see the file's comment for the order). */
+/**
+ * The token to send, or undefined for none (see the file's comment for the order). A blank `--token` sends
+ * none; a blank variable or file is passed over for the next source, as an empty one is.
+ */
 export function tokenOf(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
-  if (flag !== undefined) return flag;
-  if (env.ROSTER_HTTP_TOKEN) return env.ROSTER_HTTP_TOKEN;
-  const fromFile = env.CONSUL_HTTP_TOKEN_FILE ? tokenFile(env.CONSUL_HTTP_TOKEN_FILE) : undefined;
-  return fromFile ?? (env.CONSUL_HTTP_TOKEN || undefined);
+  if (flag !== undefined) return checkedToken(flag, '--token');
+  const own = env.ROSTER_HTTP_TOKEN ? checkedToken(env.ROSTER_HTTP_TOKEN, 'ROSTER_HTTP_TOKEN') : undefined;
+  if (own !== undefined) return own;
+  const file = env.CONSUL_HTTP_TOKEN_FILE;
+  const fromFile = file ? checkedToken(tokenFile(file), `CONSUL_HTTP_TOKEN_FILE (${file})`) : undefined;
+  return fromFile ?? (env.CONSUL_HTTP_TOKEN ? checkedToken(env.CONSUL_HTTP_TOKEN, 'CONSUL_HTTP_TOKEN') : undefined);
 }
 
-/** The token a file holds, blanks around it trimmed; undefined when it holds none. Unreadable: a usage error. */
-function tokenFile(path: string): string | undefined {
+/**
+ * `given` trimmed, or undefined when that leaves nothing. What is left must be printable ASCII without
+ * spaces (a JWT, Consul's UUIDs): anything else is a usage error naming `source` and the character, never
+ * the token.
+ */
+function checkedToken(given: string, source: string): string | undefined {
+  const token = given.trim();
+  if (token === '') return undefined;
+  const bad = /[^\x21-\x7e]/u.exec(token)?.[0];
+  if (bad === undefined) return token;
+  const point = bad.codePointAt(0)!;
+  const name = `U+${point.toString(16).toUpperCase().padStart(4, '0')}`;
+  const what = point < 0x20 || (point >= 0x7f && point <= 0x9f) ? 'a control character' : /\s/u.test(bad) ? 'a space' : 'a character that is not ASCII';
+  throw usageError(`${source}: the token holds ${what} (${name}); a token is printable ASCII without spaces`);
+}
+
+/** What a token file holds (checkedToken trims it). Unreadable: a usage error. */
+function tokenFile(path: string): string {
   const buffer = Buffer.alloc(tokenFileBytesMax + 1);
   let length = 0;
   try {
@@ -101,6 +125,5 @@ function tokenFile(path: string): string | undefined {
     throw usageError(`CONSUL_HTTP_TOKEN_FILE: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
   if (length > tokenFileBytesMax) throw usageError(`CONSUL_HTTP_TOKEN_FILE: ${path} holds more than ${tokenFileBytesMax} bytes, which is no token`);
-  const token = buffer.subarray(0, length).toString('utf8').trim();
-  return token === '' ? undefined : token;
+  return buffer.subarray(0, length).toString('utf8');
 }

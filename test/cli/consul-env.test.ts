@@ -1,7 +1,8 @@
 // Goal: a shell set up for `consul` works with `roster`: CONSUL_HTTP_ADDR (host:port, http://, https://,
 // with CONSUL_HTTP_SSL) finds the agent and CONSUL_HTTP_TOKEN_FILE / CONSUL_HTTP_TOKEN give the token, each
 // only where Roster's own flag and variable are not set; a unix:// address is a usage error that sends
-// nothing. Run as a user runs the command, against a started agent and two recording servers.
+// nothing. A token from any source is sent with the blanks around it trimmed; one holding a control
+// character (or anything but printable ASCII) is a usage error naming its source, never sent. Run as a user runs the command, against a started agent and two recording servers.
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -97,5 +98,37 @@ describe('CONSUL_HTTP_TOKEN and CONSUL_HTTP_TOKEN_FILE', () => {
     const huge = await members({ ROSTER_HTTP_ADDR: ours.addr, CONSUL_HTTP_TOKEN_FILE: cli.file('huge') });
     expect(huge).toMatchObject({ code: 2, took: 'none' });
     expect(huge.stderr).toContain('holds more than 16384 bytes, which is no token');
+  });
+});
+
+describe('a token with blanks around it or a control character in it', () => {
+  test('blanks and line ends around a token are trimmed, whichever source gives it', async () => {
+    writeFileSync(cli.file('crlf-token'), 'from-file\r\n');
+    const env = { ROSTER_HTTP_ADDR: ours.addr };
+    expect(await members({ ...env, CONSUL_HTTP_TOKEN: 'from-var\n' })).toMatchObject({ code: 0, stderr: '', authorization: 'Bearer from-var' });
+    expect(await members({ ...env, CONSUL_HTTP_TOKEN_FILE: cli.file('crlf-token') })).toMatchObject({ code: 0, authorization: 'Bearer from-file' });
+    expect(await members({ ...env, ROSTER_HTTP_TOKEN: ' \troster-var\r\n' })).toMatchObject({ code: 0, authorization: 'Bearer roster-var' });
+    expect(await members(env, ['--token', 'flag\n'])).toMatchObject({ code: 0, authorization: 'Bearer flag' });
+    // Blanks alone are no token: the next source is read, as for an empty variable.
+    expect(await members({ ...env, ROSTER_HTTP_TOKEN: '\n', CONSUL_HTTP_TOKEN: 'from-var' })).toMatchObject({ code: 0, authorization: 'Bearer from-var' });
+  });
+
+  test('a control character or non-ASCII inside is a usage error naming where the token came from; nothing is sent', async () => {
+    writeFileSync(cli.file('two-lines'), 'first\nsecond\n');
+    const env = { ROSTER_HTTP_ADDR: ours.addr };
+    const control = 'a control character';
+    const cases: [Record<string, string>, string[], string, string][] = [
+      [{ CONSUL_HTTP_TOKEN: 'ab\x01c' }, [], 'CONSUL_HTTP_TOKEN', `${control} (U+0001)`],
+      [{ ROSTER_HTTP_TOKEN: 'ab\ncd' }, [], 'ROSTER_HTTP_TOKEN', `${control} (U+000A)`],
+      [{ CONSUL_HTTP_TOKEN_FILE: cli.file('two-lines') }, [], `CONSUL_HTTP_TOKEN_FILE (${cli.file('two-lines')})`, `${control} (U+000A)`],
+      [{}, ['--token', 'ab\x7fc'], '--token', `${control} (U+007F)`],
+      // No header carries it either: it would fail as the request is made.
+      [{ CONSUL_HTTP_TOKEN: 'ab\u20acc' }, [], 'CONSUL_HTTP_TOKEN', 'a character that is not ASCII (U+20AC)'],
+    ];
+    for (const [vars, args, source, what] of cases) {
+      const r = await members({ ...env, ...vars }, args);
+      expect(r, source).toMatchObject({ code: 2, took: 'none' });
+      expect(r.stderr).toBe(`roster: ${source}: the token holds ${what}; a token is printable ASCII without spaces\n`);
+    }
   });
 });
