@@ -16,6 +16,8 @@ import { usageError } from './errors.ts';
 export const bufferedValueBytesMax = requestBodyBytesMax;
 
 const notBase64 = () => usageError('--base64: the value is not valid base64');
+/** What --base64 text may hold anywhere, skipped: the line ends of wrapped text. */
+const lineEnds = /[\r\n]+/gu;
 
 /** The value to send: the argument, `-` for stdin, `@path` for a file's bytes; `--base64` decodes it. */
 export async function putValue(stdin: AsyncIterable<unknown>, data: string | undefined, base64: boolean): Promise<Buffer | StreamedBody> {
@@ -59,9 +61,11 @@ async function* asBuffers(stream: AsyncIterable<unknown>): AsyncGenerator<Buffer
 }
 
 /**
- * Base64 text decoded as it comes. The text (UTF-8) may have white space before and after, none inside;
- * then letters of the standard alphabet, at most two `=` at the end, and a length that is a multiple of 4.
- * Anything else is a usage error, found where it is (a value streamed so far is never finished).
+ * Base64 text decoded as it comes. The text (UTF-8) may have white space before and after; inside, line
+ * ends (`\n`, `\r`) anywhere, as `base64 -w76` wraps it and Go's StdEncoding (what `consul kv put -base64`
+ * decodes with) skips them, and no other blank; then letters of the standard alphabet, at most two `=` at
+ * the end, and a length (line ends not counted) that is a multiple of 4. Anything else is a usage error,
+ * found where it is (a value streamed so far is never finished).
  */
 async function* base64Decoded(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   const decoder = new StringDecoder('utf8');
@@ -69,7 +73,9 @@ async function* base64Decoded(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buf
   let at: 'before' | 'letters' | 'padding' | 'after' = 'before';
   let pending = '';
   let padding = 0;
-  const take = (text: string): Buffer | undefined => {
+  const take = (given: string): Buffer | undefined => {
+    // Line ends are skipped wherever they are: what is left is read as if they had never been there.
+    let text = given.replace(lineEnds, '');
     let group = '';
     // The common case, letters only: no need to look at each one.
     if ((at === 'before' || at === 'letters') && /^[A-Za-z0-9+/]+$/.test(text)) {

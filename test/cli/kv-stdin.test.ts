@@ -2,7 +2,8 @@
 // `yes | roster kv put k -` gives) ends at once with the agent's refusal naming its limit, having read a
 // bounded part of it, and writes nothing; a value at the limit is stored, one byte more is refused; an
 // agent configured for larger values still takes one from stdin, raw or --base64 (decoded as it comes: a
-// bad letter far into it exits 2 and writes nothing), several MiB of it with nothing on stderr.
+// bad letter far into it exits 2 and writes nothing), several MiB of it with nothing on stderr. --base64
+// text may be wrapped in lines (`base64 -w76`, with \n or \r\n), small or streamed; no other blank inside.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -95,6 +96,15 @@ describe('an agent configured for larger values', () => {
     expect(Buffer.compare((await client(large).get('/v1/kv/stdin/mib?raw')).body, value)).toBe(0);
   }, 20_000);
 
+  test('--base64 text wrapped in lines of 76, with \\n or \\r\\n, is decoded whole, streamed past 512 KiB', async () => {
+    const value = randomBytes(900 * 1024);
+    for (const eol of ['\n', '\r\n']) {
+      const r = await roster(['kv', 'put', '--base64', 'stdin/wrapped', '-'], { agent: large.url, input: wrapped(value, eol) });
+      expect(r, JSON.stringify(eol)).toMatchObject({ code: 0, stderr: '' });
+      expect(Buffer.compare((await client(large).get('/v1/kv/stdin/wrapped?raw')).body, value)).toBe(0);
+    }
+  }, 20_000);
+
   test('--base64 with a bad letter past the first 512 KiB of value: exit 2, nothing written', async () => {
     const text = randomBytes(700 * 1024).toString('base64');
     const bad = `${text.slice(0, 900_000)}!${text.slice(900_001)}`;
@@ -102,5 +112,31 @@ describe('an agent configured for larger values', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('roster: --base64: the value is not valid base64\n');
     expect((await client(large).get('/v1/kv/stdin/bad64')).status).toBe(404);
+  }, 20_000);
+});
+
+/** `value` as `base64 -w76` writes it: lines of 76 letters, each ended by `eol`. */
+function wrapped(value: Buffer, eol: string): string {
+  return `${value.toString('base64').match(/.{1,76}/gu)!.join(eol)}${eol}`;
+}
+
+describe('--base64 values that fit in one request', () => {
+  test('text wrapped in lines is decoded, from the argument, a file or stdin; a space or tab inside is still refused', async () => {
+    const value = randomBytes(3000);
+    const file = join(tempDataDir(), 'wrapped.b64');
+    for (const eol of ['\n', '\r\n']) {
+      writeFileSync(file, wrapped(value, eol));
+      for (const [args, input] of [[[wrapped(value, eol)], undefined], [[`@${file}`], undefined], [['-'], wrapped(value, eol)]] as const) {
+        const r = await roster(['kv', 'put', '--base64', 'b64/wrapped', ...args], { agent: plain.url, input });
+        expect(r, `${JSON.stringify(eol)} ${args[0].slice(0, 8)}`).toMatchObject({ code: 0, stderr: '' });
+        expect(Buffer.compare((await client(plain).get('/v1/kv/b64/wrapped?raw')).body, value)).toBe(0);
+      }
+    }
+    const text = value.toString('base64');
+    for (const blank of [' ', '\t', '\v']) {
+      const r = await roster(['kv', 'put', '--base64', 'b64/blank', `${text.slice(0, 76)}${blank}${text.slice(76)}`], { agent: plain.url });
+      expect(r, JSON.stringify(blank)).toMatchObject({ code: 2, stderr: 'roster: --base64: the value is not valid base64\n' });
+    }
+    expect((await client(plain).get('/v1/kv/b64/blank')).status).toBe(404);
   }, 20_000);
 });
