@@ -175,13 +175,12 @@ export class JetStreamLog implements ReplicatedLog {
     return snapshots.save(snapshot, () => this.lastIndex(), marks);
   }
 
-  snapshotSource(source: () => Snapshot): void {
-    this.source = source;
-  }
+  snapshotSource(source: () => Snapshot): void { this.source = source; }
 
-  lastIndex(): number {
-    return this.parts?.reader.cursor.index ?? 0;
-  }
+  lastIndex(): number { return this.parts?.reader.cursor.index ?? 0; }
+
+  /** The bytes of the stream messages this node read since it opened; a snapshot is due after snapshotDueBytes of them. */
+  written(): { bytes: number; snapshotDueBytes: number } { return { bytes: this.stats.bytesConsumed, snapshotDueBytes: this.settings.snapshotDueBytes }; }
 
   observe(observer: LogObserver): void {
     this.observer = observer;

@@ -82,6 +82,12 @@ export interface JetStreamLogOptions {
    * mark a live node may still start from (compaction.ts); 0 never purges. @default 10000
    */
   compactEveryMs?: number;
+  /**
+   * Bytes of stream messages read since this node's last snapshot that call for its next one (see
+   * ReplicatedLog.written), so a stream of large values is compacted by its bytes as one of small values is by
+   * its entries. @default 128 MiB, as the embedded log's two segments
+   */
+  snapshotDueBytes?: number;
 }
 
 /** Counters for tests and metrics. */
@@ -96,6 +102,8 @@ export interface JetStreamLogStats {
   duplicates: number;
   /** Stream messages this node consumed (its own and other nodes'). */
   messagesConsumed: number;
+  /** Their bytes. */
+  bytesConsumed: number;
   /** Messages that were not a commit and were skipped (every node skips the same ones). */
   messagesSkipped: number;
   /** Times the consumer was (re)created by this log after it stopped, the first start included. */
@@ -128,6 +136,7 @@ export interface Settings {
   openTimeoutMs: number;
   /** 0: never compact. */
   compactEveryMs: number;
+  snapshotDueBytes: number;
 }
 
 const streamDefault = 'ROSTER_LOG';
@@ -159,6 +168,7 @@ export function settingsOf(opts: JetStreamLogOptions): Settings {
     publishesInFlightMax: opts.publishesInFlightMax,
     commitLingerMs: lingerOf(opts.commitLingerMs),
     compactEveryMs: opts.compactEveryMs === 0 ? 0 : positiveIntOption(kind, 'compactEveryMs', opts.compactEveryMs, compactEveryMsDefault),
+    snapshotDueBytes: positiveIntOption(kind, 'snapshotDueBytes', opts.snapshotDueBytes, 128 * 1024 * 1024),
   };
 }
 
@@ -175,7 +185,7 @@ export function inFlightMaxOf(s: Settings): number {
 
 export function emptyStats(): JetStreamLogStats {
   return {
-    commits: 0, entries: 0, publishRetries: 0, duplicates: 0, messagesConsumed: 0, messagesSkipped: 0,
+    commits: 0, entries: 0, publishRetries: 0, duplicates: 0, messagesConsumed: 0, bytesConsumed: 0, messagesSkipped: 0,
     consumerStarts: 0, consumerResets: 0, consumerStalls: 0,
   };
 }

@@ -221,6 +221,7 @@ export class Reader {
       return;
     }
     ports.stats.messagesConsumed += 1;
+    ports.stats.bytesConsumed += m.data.length;
     let items: ReturnType<typeof parseCommitMessage>;
     try {
       items = parseCommitMessage(m.data);

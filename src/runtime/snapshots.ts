@@ -55,8 +55,9 @@ export class Snapshots {
   /**
    * Whether the bytes written since the last snapshot call for one, whatever their count of entries (the
    * log says how many: the embedded log, two segments' worth, 128 MiB, as it drops a segment once two
-   * snapshots lie past it), so a log of large values is compacted by its bytes as one of small values is by
-   * its entries. Never before twice the state's size has been written, as a snapshot writes the whole state.
+   * snapshots lie past it; the JetStream log as many of the stream's bytes read), so a log of large values is
+   * compacted by its bytes as one of small values is by its entries. Never before twice the state's size has
+   * been written, as a snapshot writes the whole state.
    */
   private bytesDue(state: RegistryState): boolean {
     const written = this.log.written?.();

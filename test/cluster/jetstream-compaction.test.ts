@@ -19,6 +19,8 @@ import { Marks } from '../../cluster/jetstream/marks.ts';
 import { emptyStats } from '../../cluster/jetstream/options.ts';
 import { Reader } from '../../cluster/jetstream/reader.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
+import { SystemClock } from '../../src/ports/clock.ts';
+import { Runtime } from '../../src/runtime/index.ts';
 import { decodeProgress, encodeProgress, progressForgetMs, ProgressBoard, type NodeMarks } from '../../cluster/jetstream/progress.ts';
 import type { LogEntry } from '../../src/ports/log.ts';
 import { collect } from '../log/compliance.ts';
@@ -246,6 +248,21 @@ describe('JetStreamLog compaction on one nats-server', () => {
     await purgeBelow(8);
     const c = make('c', { compactEveryMs: 0, openTimeoutMs: 3_000 });
     await expect(c.open()).rejects.toThrow(/no usable snapshot among 1 in the bucket, and the stream starts at seq 8/);
+  });
+
+  it('a runtime over the stream snapshots by the bytes it read, long before snapshot_every entries of large values', async () => {
+    const log = make('s', { compactEveryMs: 0, snapshotDueBytes: 256 * 1024 });
+    const clock = new SystemClock();
+    const runtime = new Runtime({ log, clock, logger: silentLogger, nodeName: 's', nodeId: 'id-s', address: '127.0.0.1' });
+    await runtime.start();
+    const value = Buffer.alloc(24 * 1024, 1).toString('base64');
+    for (let i = 0; i < 40; i += 1) {
+      expect((await runtime.propose({ t: 'kv.set', key: `big/${i}`, value, flags: '0' })).ok).toBe(true);
+      expect((await runtime.propose({ t: 'kv.delete', key: `big/${i}` })).ok).toBe(true);
+    }
+    // About 1.3 MiB read in some 80 entries (snapshot_every is 20,000): a snapshot every 256 KiB.
+    await until('a snapshot is saved', () => log.status().snapshotIndex > 0, 5_000);
+    await runtime.stop();
   });
 
   it('purges below the oldest start mark of the live nodes; every node shows the compaction point; a new node opens from a snapshot', async () => {
