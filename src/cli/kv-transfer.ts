@@ -96,7 +96,9 @@ function exportedKey(item: unknown, i: number): ExportedKey {
   const flags = field('flags') ?? 0;
   const exact = typeof flags === 'bigint' ? flags : typeof flags === 'number' && Number.isInteger(flags) ? BigInt(flags) : undefined;
   if (exact === undefined || exact < 0n || exact > uint64Max) throw usageError(`${at} ("${key}"): "flags" must be an unsigned 64-bit integer`);
-  const value = field('value') ?? '';
+  const given = field('value') ?? '';
+  // Line breaks in the text are skipped, as Go's StdEncoding (Consul's import) skips them.
+  const value = typeof given === 'string' ? given.replace(/[\r\n]/g, '') : given;
   if (typeof value !== 'string' || !base64Pattern.test(value)) throw usageError(`${at} ("${key}"): "value" must be base64 text`);
   return { key, flags: exact, value };
 }

@@ -95,6 +95,17 @@ describe('Consul\'s format written by hand', () => {
     expect((await client(fresh).get('/v1/kv/hand/literal?raw')).text).toBe('x');
   });
 
+  test('a value whose base64 is wrapped in lines (\\n or \\r\\n) imports, as Consul decodes it; a space in it is refused', async () => {
+    const bytes = Buffer.alloc(200, 0xab);
+    const wrapped = (eol: string) => bytes.toString('base64').match(/.{1,76}/g)!.join(eol);
+    const doc = JSON.stringify([{ key: 'wrap/lf', flags: 0, value: wrapped('\n') }, { key: 'wrap/crlf', flags: 0, value: wrapped('\r\n') }]);
+    const r = await roster(['kv', 'import'], { agent: fresh.url, input: doc });
+    expect(r).toMatchObject({ code: 0, stdout: 'Imported: wrap/lf\nImported: wrap/crlf\n' });
+    for (const key of ['wrap/lf', 'wrap/crlf']) expect(Buffer.from((await client(fresh).get(`/v1/kv/${key}`)).json<{ Value: string }[]>()[0]!.Value, 'base64')).toEqual(bytes);
+    const spaced = await roster(['kv', 'import'], { agent: fresh.url, input: JSON.stringify([{ key: 'wrap/space', value: 'aGVs bG8=' }]) });
+    expect([spaced.code, spaced.stderr]).toEqual([2, expect.stringContaining('"value" must be base64')]);
+  });
+
   test.each([
     ['{"key":"bad/a"}', 'must be a JSON array'],
     ['[{"key":"bad/a","value":"aGk="},{"key":"bad/b","value":"not base64!"}]', 'entry 1 ("bad/b"): "value" must be base64'],
