@@ -18,7 +18,7 @@ import { navOf, parseRoute } from './router.ts';
 import { applySort, nextSort, type SortState } from './sort.ts';
 import { StreamClient, type LinkState, type Subscription } from './stream.ts';
 import { arrived, data, refused, type Page, type StreamField } from './store.ts';
-import { record, recordService } from './timeline.ts';
+import { record, recordLock, recordService } from './timeline.ts';
 import { applyFilter } from './views.ts';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -91,6 +91,8 @@ const pageViews: Record<PageField, PageView> = {
     show: (key, items) => { data.kvPrefix = key; data.kv = items as typeof data.kv; },
     // The KV pages show their refusal inside the page, beside the tools that still work: it counts as arrived.
     refuse: (text) => { data.kvError = text; if (text !== undefined) arrived.add('kv'); },
+    // A lock page's hand-offs when the held-locks view is refused.
+    arrived: (key, items) => recordLock(key, items, refused.has('locks')),
   },
   service: {
     topic: 'service_health',

@@ -109,6 +109,37 @@ export function sessionPage(id: string): Page {
   return { title: 'Session', root, needs: ['sessions', 'locks', 'checks'], update, close: () => timer.stop() };
 }
 
+/**
+ * A lock's holder read over HTTP (`/v1/session/info/<id>`, once per holder while the page is open): a lock
+ * page needs only its key's view, so a token that may read some keys and not every session still sees
+ * who holds them. A session's name and node never change. `null`: the agent shows no such session to
+ * this token (gone, or on a node whose sessions it may not read); a string: why the read failed.
+ */
+function holders(onRead: () => void): (id: string) => Session | null | string | undefined {
+  const read = new Map<string, Session | null | string>();
+  return (id) => {
+    const live = data.sessions.get(id);
+    if (live !== undefined) return live;
+    if (!read.has(id)) {
+      read.set(id, '…');
+      api<Session[] | null>(`/v1/session/info/${encodePath(id)}`).then((list) => { read.set(id, list?.[0] ?? null); onRead(); },
+        (err: unknown) => { read.set(id, errorText(err)); onRead(); });
+      return undefined;
+    }
+    const known = read.get(id);
+    return known === '…' ? undefined : known;
+  };
+}
+
+function holderText(id: string, holder: Session | null | string | undefined): HTMLElement {
+  if (holder === undefined) return h('span', { 'data-holder': id }, link(uiPaths.session(id), id), h('span', { class: 'muted' }, ' (reading the session…)'));
+  if (holder === null || typeof holder === 'string') {
+    const why = holder === null ? 'this token may not read it, or it is gone' : `the session cannot be read: ${holder}`;
+    return h('span', { 'data-holder': id, 'data-holder-unknown': '' }, link(uiPaths.session(id), id), h('span', { class: 'muted' }, ` (${why})`));
+  }
+  return h('span', { 'data-holder': id }, link(uiPaths.session(id), holder.Name || id), h('span', { class: 'muted' }, ' on ', link(uiPaths.node(holder.Node), holder.Node)));
+}
+
 interface Queue { Waiters: { Session: string; Name: string; Node: string }[] }
 
 export function lockPage(key: string): Page {
@@ -129,14 +160,16 @@ export function lockPage(key: string): Page {
       waiters.replaceChildren(h('p', { class: 'error' }, `Reading the queue failed: ${errorText(err)}`));
     }
   }, 2000);
-  const update = () => {
+  let update = () => undefined as void;
+  const holderOf = holders(() => {
+    update();
+    root.dispatchEvent(new Event('refreshed', { bubbles: true }));
+  });
+  update = () => {
     poll.kick();
     const e = data.kv.get(key);
-    const holder = e?.Session === undefined ? undefined : data.sessions.get(e.Session);
     const history = transitions.filter((t) => t.kind === 'lock' && t.subject === key);
-    const holderCell = e?.Session === undefined ? h('span', { class: 'muted', 'data-free': '' }, 'free')
-      : h('span', { 'data-holder': e.Session }, link(uiPaths.session(e.Session), holder?.Name || e.Session),
-        holder !== undefined ? h('span', { class: 'muted' }, ' on ', link(uiPaths.node(holder.Node), holder.Node)) : undefined);
+    const holderCell = e?.Session === undefined ? h('span', { class: 'muted', 'data-free': '' }, 'free') : holderText(e.Session, holderOf(e.Session));
     root.replaceChildren(
       kvRefusal() ?? '',
       facts([
@@ -149,5 +182,6 @@ export function lockPage(key: string): Page {
       section('Hand-offs', {}, transitionsTable('lock-history', history, 'No change of holder since this page opened.')),
       section('Queued waiters', {}, h('p', { class: 'muted' }, 'Acquires queued at this agent (`?acquire&wait=`), next first; other agents queue their own.'), waiters));
   };
-  return { title: 'Lock', root, needs: ['kv', 'sessions'], update, close: () => poll.stop() };
+  // Its key's own view alone: the holder is read over HTTP, the hand-offs come from that view too.
+  return { title: 'Lock', root, needs: ['kv'], update: () => update(), close: () => poll.stop() };
 }

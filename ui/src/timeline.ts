@@ -28,7 +28,10 @@ export interface Transition {
 export const keptMs = 15 * 60_000;
 const keptMax = 1000;
 
-const seen: { checks?: ReadonlyMap<string, Check>; locks?: ReadonlyMap<string, KvEntry>; service?: { name: string; checks: ReadonlyMap<string, Check> } } = {};
+const seen: {
+  checks?: ReadonlyMap<string, Check>; locks?: ReadonlyMap<string, KvEntry>;
+  service?: { name: string; checks: ReadonlyMap<string, Check> }; lock?: { key: string; held: ReadonlyMap<string, KvEntry> };
+} = {};
 export const transitions: Transition[] = [];
 
 function push(t: Omit<Transition, 'at'>, now: number): void {
@@ -83,4 +86,17 @@ export function recordService(name: string, checks: ReadonlyMap<string, Check>, 
   const before = seen.service?.name === name ? seen.service.checks : undefined;
   if (before !== undefined && alone) checkChanges(before, checks, now);
   seen.service = { name, checks: new Map(checks) };
+}
+
+/**
+ * A lock page's own view of its key (`kv_prefix` with the key). Its hand-offs are kept as the held-locks
+ * view's are when that view is not there to give them (`alone`: the stream refused it). Only the key
+ * itself counts (the prefix also matches longer keys), and only while a session holds it.
+ */
+export function recordLock(key: string, items: ReadonlyMap<string, unknown>, alone: boolean, now = Date.now()): void {
+  const e = items.get(key) as KvEntry | undefined;
+  const held = new Map<string, KvEntry>(e?.Session === undefined ? [] : [[key, e]]);
+  const before = seen.lock?.key === key ? seen.lock.held : undefined;
+  if (before !== undefined && alone) lockChanges(before, held, now);
+  seen.lock = { key, held };
 }
