@@ -1,4 +1,4 @@
-export { RegistryState, compareKeys } from './registry-state.ts';
+export { RegistryState, compareInstances, compareKeys, compareServiceIds } from './registry-state.ts';
 export { apply } from './apply/dispatch.ts';
 export { readTxn } from './apply/txn.ts';
 export type { Applied, Effect, Failure, Result } from './apply/types.ts';

@@ -194,12 +194,12 @@ export class RegistryState {
   }
 
   servicesOfNode(node: string): ServiceInstance[] {
-    return this.servicesByNode.of(node).sort((a, b) => compareText(a.id, b.id));
+    return this.servicesByNode.of(node).sort(compareServiceIds);
   }
 
   /** Instances of a service name, by node then service id. */
   instancesOf(serviceName: string): ServiceInstance[] {
-    return this.instancesUnordered(serviceName).sort((a, b) => compareText(a.node, b.node) || compareText(a.id, b.id));
+    return this.instancesUnordered(serviceName).sort(compareInstances);
   }
 
   /**
@@ -300,6 +300,16 @@ export function compareKeys(a: string, b: string): number {
 
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The order of a service's instances: by node, then ID. */
+export function compareInstances(a: ServiceInstance, b: ServiceInstance): number {
+  return compareText(a.node, b.node) || compareText(a.id, b.id);
+}
+
+/** The order of a node's services: by ID. */
+export function compareServiceIds(a: ServiceInstance, b: ServiceInstance): number {
+  return compareText(a.id, b.id);
 }
 
 function compareChecks(a: HealthCheck, b: HealthCheck): number {

@@ -14,6 +14,7 @@
  */
 import { gossipCheckId } from '../../domain/limits.ts';
 import type { ServiceInstance } from '../../domain/types.ts';
+import { compareInstances, compareServiceIds } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 
 export const consulServiceName = 'consul';
@@ -46,7 +47,7 @@ export function instancesWithConsul(api: ApiContext, name: string): ServiceInsta
   const made = [...st.nodes.keys()].map((node) => consulInstanceOn(api, node)).filter((s) => s !== undefined);
   const taken = new Set(registered.map((s) => st.serviceKey(s.node, s.id)));
   return [...made.filter((s) => !taken.has(st.serviceKey(s.node, s.id))), ...registered]
-    .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    .sort(compareInstances);
 }
 
 /** The services of `node`, with its `consul` instance first when it has one (by ID, as the others). */
@@ -55,5 +56,5 @@ export function servicesWithConsul(api: ApiContext, node: string): ServiceInstan
   const registered = st.servicesOfNode(node);
   const made = consulInstanceOn(api, node);
   if (made === undefined || registered.some((s) => s.id === made.id)) return registered;
-  return [made, ...registered].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return [made, ...registered].sort(compareServiceIds);
 }
