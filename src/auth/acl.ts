@@ -232,9 +232,10 @@ const routePermissions: readonly RoutePermission[] = [
   // acquires (read on the key).
   { path: '/v1/session/timer/', prefix: true, resource: 'session', access: 'read', name: 'byHandler' },
   { path: '/v1/lock/queue/', prefix: true, resource: 'key', access: 'read', name: 'rest' },
-  // A plain GET of the stream's path. The upgrade itself is checked in src/http/stream.ts: read on some
-  // service, node, session or key prefix, then each subscription against its topic's resource.
-  { path: '/v1/stream', prefix: false, resource: 'agent', access: 'read', name: '' },
+  // A plain GET of the stream's path answers what the upgrade would (routes/stream-probe.ts): the
+  // handler judges the token as the upgrade does (src/http/stream-upgrade.ts: read on some service, node,
+  // session or key prefix); each subscription is then checked against its topic's resource.
+  { path: '/v1/stream', prefix: false, resource: 'agent', access: 'read', name: 'byHandler' },
 ];
 
 const exactRoutes = new Map(routePermissions.filter((r) => !r.prefix).map((r) => [r.path, r]));

@@ -317,6 +317,13 @@ export const errorCatalogue = {
     kind: 'illegalRequest', message: (v) => `too many stream connections: at most ${v.max} per client`, details: (v) => ({ connectionsMax: v.max }),
     status: 429, consulStatus: 429, consulText: 'too many stream connections', headers: () => retryAfter(1),
   }),
+  // A plain GET of the stream's path whose token the upgrade would take: the stream is only a WebSocket.
+  streamUpgradeRequired: entry<{ version: string }>({
+    kind: 'illegalRequest', message: (v) => `the stream is a WebSocket: open it with an upgrade (Upgrade: websocket, Sec-WebSocket-Version: ${v.version})`,
+    details: (v) => ({ upgrade: 'websocket', version: v.version }), status: 426, consulStatus: 426,
+    consulText: (v) => `the stream is a WebSocket: upgrade with Sec-WebSocket-Version ${v.version}\n`,
+    headers: (v) => [['Upgrade', 'websocket'], ['Sec-WebSocket-Version', v.version]],
+  }),
   authenticationFailed: entry({ kind: 'unknown', message: 'authentication failed' }),
 
   // ------------------------------------------------------------ the log

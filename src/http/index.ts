@@ -12,6 +12,7 @@ import { monitorRoutes } from './routes/monitor.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { snapshotRoutes } from './routes/snapshot.ts';
+import { streamProbeRoutes } from './routes/stream-probe.ts';
 import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { Router } from './router.ts';
@@ -30,7 +31,7 @@ export type { Dialect } from './render.ts';
 /** The /v1 API and the dashboard's files: every route of the agent in one table. */
 export const apiRoutes = [
   ...sessionRoutes, ...kvRoutes, ...txnRoutes, ...agentRoutes, ...agentOpsRoutes, ...monitorRoutes, ...debugRoutes, ...maintenanceRoutes, ...operatorRoutes, ...snapshotRoutes,
-  ...healthRoutes, ...agentServiceRoutes, ...catalogRoutes, ...lockInfoRoutes, ...uiRoutes,
+  ...healthRoutes, ...agentServiceRoutes, ...catalogRoutes, ...lockInfoRoutes, ...streamProbeRoutes, ...uiRoutes,
 ];
 
 export function apiRouter(): Router<ApiContext> {

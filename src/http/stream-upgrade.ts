@@ -27,7 +27,7 @@ export interface UpgradeHost {
 }
 
 /** The only WebSocket version there is (RFC 6455), which a client must ask for. */
-const websocketVersion = '13';
+export const websocketVersion = '13';
 const upgradeRequired = 426;
 
 /** What the stream's topics show, by the resource their rules name. */
@@ -41,6 +41,15 @@ const streamResources = ['service', 'node', 'session', 'key'] as const;
 function mayOpen(identity: Identity): boolean {
   return identity.rules.some((r) => r.access !== 'deny' && (streamResources as readonly string[]).includes(r.resource)
     && allowed(identity, { resource: r.resource, name: r.prefix, access: 'read' }));
+}
+
+/**
+ * The upgrade's judgement of a verified token (`identity`; undefined without authentication): 403
+ * `streamForbidden` when its rules read nothing a topic shows, else undefined. A plain GET of the stream's
+ * path answers with it too (routes/stream-probe.ts), so a browser can learn why its upgrade failed.
+ */
+export function tokenRefusal(identity: Identity | undefined): RegistryError | undefined {
+  return identity !== undefined && !mayOpen(identity) ? new RegistryError('streamForbidden', { resources: streamResources }) : undefined;
 }
 
 /**
@@ -148,7 +157,8 @@ export class Upgrade {
   /** Why an authenticated (or open) attempt is refused: rules that read nothing shown, or a connection cap. */
   private refusal(identity: Identity | undefined, client: string): RegistryError | undefined {
     const o = this.host.o;
-    if (identity !== undefined && !mayOpen(identity)) return new RegistryError('streamForbidden', { resources: streamResources });
+    const refused = tokenRefusal(identity);
+    if (refused !== undefined) return refused;
     if (this.host.connections() >= o.connectionsMax) return new RegistryError('streamConnectionsFull', { max: o.connectionsMax });
     if (this.host.connectionsOf(client) >= o.connectionsPerClientMax) return new RegistryError('streamClientConnectionsFull', { max: o.connectionsPerClientMax });
     return undefined;
@@ -178,7 +188,7 @@ export class Upgrade {
   }
 
   private reject(w: Wire): void {
-    this.res.writeStatus(w.status === upgradeRequired ? `${upgradeRequired} Upgrade Required` : statusLine(w.status));
+    this.res.writeStatus(statusLine(w.status));
     for (const [k, v] of w.headers) this.res.writeHeader(k, v);
     this.res.end(w.body);
   }

@@ -46,7 +46,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   definitionNotObject: { what: 'service definition' }, checksNotArray: undefined, scriptChecksDisabled: { remote: true },
   uiNotBuilt: { dir: 'dist/ui' }, uiNoFile: { path: '/ui/x' }, uiPathEscapes: undefined,
   streamSubprotocolUnsupported: { use: 'registry.stream.v1', offered: ['x'] }, streamForbidden: { resources: ['key'] },
-  streamConnectionsFull: { max: 1 }, streamClientConnectionsFull: { max: 1 }, authenticationFailed: undefined,
+  streamConnectionsFull: { max: 1 }, streamClientConnectionsFull: { max: 1 }, streamUpgradeRequired: { version: '13' }, authenticationFailed: undefined,
   logOverloaded: undefined, diskFull: undefined, descriptorsShort: undefined, dataDirRemoved: undefined, logStreamGone: undefined, logStorageFull: undefined, answersBusy: undefined, stateQuotaExceeded: { stateBytes: 2048, stateBytesMax: 1024 }, logFailed: undefined, writeTimedOut: { timeoutMs: 30_000 }, internal: { why: 'w' },
   clusterBehind: { what: 'a transaction (PUT /v1/txn)', needs: 2, behind: [{ node: 'n2', level: 1, status: 'alive' }] },
 };
