@@ -203,6 +203,7 @@ function linkText(s: LinkState): string {
     case 'open': return 'connected · subscribing…';
     case 'live': return `live · index ${s.index}${s.refused > 0 ? ` · ${s.refused} of ${s.views} views refused` : ''}`;
     case 'refused': return `connected · every view refused (${s.views})`;
+    case 'denied': return `token refused by the stream: ${s.why}`;
     default: return `${s.why}; retrying in ${(s.inMs / 1000).toFixed(1)} s`;
   }
 }
@@ -212,6 +213,7 @@ function showLink(s: LinkState): void {
   el.dataset.state = s.kind;
   el.textContent = linkText(s);
   el.title = s.kind === 'refused' ? 'The agent accepted the connection but refuses this token every view the page asked for: set a token that may read them with the Token button.'
+    : s.kind === 'denied' ? 'The agent refuses this token the stream (GET /v1/stream says why). Nothing is retried until another token is set with the Token button.'
     : s.kind === 'live' && s.refused > 0 ? 'The agent refuses this token some views: the pages that need them say which.' : 'WebSocket stream /v1/stream';
 }
 
@@ -247,6 +249,7 @@ function wireToken(): void {
   const useToken = (value: string) => {
     setToken(value);
     form.hidden = true;
+    notice('');
     nodesSeenFor = '';
     stream.restart();
   };
@@ -289,8 +292,8 @@ function main(): void {
   const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
   stream = new StreamClient(`${scheme}//${location.host}/v1/stream`, token, (s) => {
     showLink(s);
-    if (s.kind === 'retrying' && token() === '') probeAuth();
-  }, (text) => notice(`Stream: ${text}`));
+    if (s.kind === 'denied') notice(`The agent refuses this token the stream (${s.why}). Set a token with the Token button.`);
+  }, (text) => notice(`Stream: ${text}`), streamVerdict);
   const into = (field: StreamField, sub: Pick<Subscription, 'topic' | 'key' | 'filter'>) => stream.add({ ...sub,
     onView: (items) => {
       record(field, items);
@@ -316,17 +319,18 @@ function main(): void {
   stream.start();
 }
 
-/** A refused upgrade looks like any lost connection in a browser: ask the API why, once per failure run. */
-let probing = false;
-function probeAuth(): void {
-  if (probing) return;
-  probing = true;
-  api('/v1/agent/self').then(
-    () => notice(''),
-    (err: unknown) => {
-      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) notice(`The agent wants a token (${err.message}). Set one with the Token button.`);
-    },
-  ).finally(() => { probing = false; });
+/**
+ * A refused upgrade looks like any lost connection in a browser: a plain GET of the stream's path answers
+ * the upgrade's verdict for the same token (401 or 403 when it refuses the token, 426 when it would let it
+ * in). The refusal in the agent's words, or undefined (426, or no answer) to keep retrying.
+ */
+async function streamVerdict(): Promise<string | undefined> {
+  try {
+    await api('/v1/stream');
+    return undefined;
+  } catch (err) {
+    return err instanceof ApiError && (err.status === 401 || err.status === 403) ? err.message : undefined;
+  }
 }
 
 main();

@@ -8,13 +8,15 @@
 /**
  * The link as the header shows it: connecting; open (connected, no subscription answered yet); live at
  * an index, with how many of the `views` subscribed the agent refused (or ended); refused (connected,
- * but every view refused: nothing will come until another token is set); retrying after a drop.
+ * but every view refused: nothing will come until another token is set); denied (the agent refuses the
+ * token the stream itself, `why` in its words: no retry until another token is set); retrying after a drop.
  */
 export type LinkState =
   | { kind: 'connecting' }
   | { kind: 'open' }
   | { kind: 'live'; index: number; refused: number; views: number }
   | { kind: 'refused'; views: number }
+  | { kind: 'denied'; why: string }
   | { kind: 'retrying'; inMs: number; why: string };
 
 export interface Subscription {
@@ -76,12 +78,19 @@ export class StreamClient {
   /** Whether anything has answered on this connection yet (a subscription's reply, a bookmark). */
   private answered = false;
   private stopped = false;
+  /** Counts connections begun: a verdict that arrives after another began is dropped. */
+  private attempt = 0;
 
+  /**
+   * `verdict` is asked once each time a connection fails to open (a browser does not show why an upgrade
+   * was refused): the agent's refusal of the token, or undefined to retry as after any drop.
+   */
   constructor(
     private readonly url: string,
     private readonly token: () => string,
     private readonly onState: (s: LinkState) => void,
     private readonly onError: (text: string) => void,
+    private readonly verdict?: () => Promise<string | undefined>,
   ) {}
 
   add(sub: Subscription): void {
@@ -118,6 +127,7 @@ export class StreamClient {
   }
 
   private close(): void {
+    this.attempt += 1;
     window.clearTimeout(this.retryTimer);
     window.clearTimeout(this.silenceTimer);
     const ws = this.ws;
@@ -137,7 +147,9 @@ export class StreamClient {
     const ws = new WebSocket(this.url, protocols);
     this.ws = ws;
     this.answered = false;
+    let opened = false;
     ws.onopen = () => {
+      opened = true;
       this.heard();
       this.onState({ kind: 'open' });
       for (const sub of this.subs.values()) this.subscribe(sub);
@@ -150,8 +162,21 @@ export class StreamClient {
     ws.onclose = (ev) => {
       if (this.ws !== ws) return;
       this.ws = undefined;
-      this.retry(closeReason(ev));
+      if (opened || this.verdict === undefined) return this.retry(closeReason(ev));
+      this.askVerdict(closeReason(ev));
     };
+  }
+
+  /** A connection that never opened: the agent says whether it refuses the token; if not, retry as usual. */
+  private askVerdict(why: string): void {
+    const attempt = ++this.attempt;
+    window.clearTimeout(this.silenceTimer);
+    this.verdict!().then((refusal) => refusal, () => undefined).then((refusal) => {
+      if (attempt !== this.attempt || this.stopped) return;
+      if (refusal === undefined) return this.retry(why);
+      // Nothing will change until another token is set (restart): no retry.
+      this.onState({ kind: 'denied', why: refusal });
+    });
   }
 
   private retry(why: string): void {
