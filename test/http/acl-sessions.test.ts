@@ -182,6 +182,10 @@ describe('lock queues and session timers', () => {
     expectError(hidden, 404, 1006);
     expect(hidden.json().message).toBe(unknown.json().message.replace('00000000-0000-0000-0000-000000000000', waiterId));
     expect((await call(seed.url, 'GET', `/v1/session/timer/${waiterId}`, undefined, bearer(seer))).json().ID).toBe(waiterId);
+    // The keys a session holds, with their LockIndex, as far as the token may read them.
+    expect((await call(seed.url, 'GET', `/v1/session/timer/${holderId}`, undefined, bearer(seer))).json().Holds).toEqual([{ Key: 'locks/q', LockIndex: 1 }]);
+    const elsewhere = await mint('elsewhere', [{ resource: 'key', prefix: 'other/', access: 'read' }, { resource: 'session', prefix: '', access: 'read' }]);
+    expect((await call(seed.url, 'GET', `/v1/session/timer/${holderId}`, undefined, bearer(elsewhere))).json().Holds).toEqual([]);
     expect((await call(seed.url, 'PUT', `/v1/kv/locks/q?release=${holderId}`, undefined, bearer(alice))).text).toBe('true');
     expect((await waiting).text).toBe('true');
   });

@@ -6,7 +6,9 @@
  *   entry's time), when its TTL runs out (`RenewBy`: renew before it), the latest it is invalidated
  *   unrenewed (`InvalidateBy`, 2 × TTL), `RemainingMs` until `RenewBy` on this agent's clock (negative
  *   once past; null without a TTL), and the keys it waits on in this agent's queues with its place in
- *   each (`WaitingOn`, 1 = next; keys the token may not read are left out). Needs session read on the
+ *   each (`WaitingOn`, 1 = next; keys the token may not read are left out), and the keys it holds with
+ *   their LockIndex (`Holds`, by key; keys the token may not read left out: the dashboard's session page
+ *   lists them when the stream refuses the token its view of every held key). Needs session read on the
  *   session's node, as `/v1/session/info` does.
  * * `GET /v1/lock/queue/<key>`: the acquires waiting on the key at this agent, next first, each with its
  *   session and that session's name and node. Needs key read on the key.
@@ -39,6 +41,9 @@ function sessionTimer(req: Request, api: ApiContext): Reply {
       const at = queues.queued(key).findIndex((w) => w.session === id);
       return at < 0 ? [] : [{ Key: key, Position: at + 1 }];
     });
+  const st = api.runtime.state;
+  const holds = [...st.locksBySession.get(id) ?? []].filter((key) => mayReadKey(req, key)).sort()
+    .map((key) => ({ Key: key, LockIndex: st.kv.get(key)?.lockIndex ?? 0 }));
   const ttl = s.ttlMs > 0;
   const iso = (ms: number) => new Date(ms).toISOString();
   return json({
@@ -47,6 +52,7 @@ function sessionTimer(req: Request, api: ApiContext): Reply {
     InvalidateBy: ttl ? iso(s.renewedAtMs + 2 * s.ttlMs) : null,
     RemainingMs: ttl ? s.renewedAtMs + s.ttlMs - Date.now() : null,
     WaitingOn: waitingOn,
+    Holds: holds,
   });
 }
 
