@@ -7,7 +7,8 @@ import type { CliContext } from './context.ts';
 import { shown } from './output.ts';
 
 interface Self {
-  Config: { NodeName: string; NodeID: string; Datacenter: string; Version: string };
+  /** Version is the server version the dialect reports (Consul's release in the consul dialect); RosterVersion is Roster's own. */
+  Config: { NodeName: string; NodeID: string; Datacenter: string; Version: string; RosterVersion?: string };
   DebugConfig?: { Dialect?: string };
   Stats: Record<string, Record<string, string>>;
 }
@@ -16,7 +17,8 @@ export async function info(ctx: CliContext): Promise<void> {
   const self = await ctx.client.ok<Self>(ctx.client.get('/v1/agent/self'));
   if (ctx.json) { ctx.outJson(self); return; }
   const agent: Record<string, string> = {
-    node_name: self.Config.NodeName, node_id: self.Config.NodeID, datacenter: self.Config.Datacenter, version: self.Config.Version,
+    node_name: self.Config.NodeName, node_id: self.Config.NodeID, datacenter: self.Config.Datacenter, version: self.Config.RosterVersion ?? self.Config.Version,
+    ...(self.Config.RosterVersion !== undefined && self.Config.RosterVersion !== self.Config.Version ? { consul_version: self.Config.Version } : {}),
     ...(self.DebugConfig?.Dialect !== undefined ? { dialect: self.DebugConfig.Dialect } : {}),
   };
   let text = '';

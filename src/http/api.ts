@@ -10,6 +10,7 @@ export interface ApiContext {
   nodeName: string;
   /** Smallest session TTL accepted (Consul's session_ttl_min). */
   sessionTtlMsMin: number;
+  /** Roster's own version (the consul dialect reports Consul's release as the server version: render.ts consulApiVersion). */
   version: string;
   /** host:port reported as the leader and the only peer by /v1/status. */
   serverAddress: string;

@@ -10,6 +10,21 @@ import type { Feed, IndexInfo, Reply } from './reply.ts';
 export type Dialect = 'seed' | 'consul';
 export const dialects: readonly Dialect[] = ['seed', 'consul'];
 
+/**
+ * The Consul release the consul dialect reports itself as (`/v1/agent/self` Config.Version, the `consul`
+ * service's `version` meta, the members' `build` tag): clients and tools gate features on it (Go's version comparisons, `>= 1.x`
+ * checks), and Roster's own version would make them see an ancient Consul. The dialect follows the HTTP API
+ * of Consul CE 1.16–1.21 (spec/consul-compat.md); 1.21.4 is the newest release of that line whose KV takes
+ * any key, as Roster's does (1.21.5 began refusing keys by their characters). Roster's own version stays in
+ * Config.RosterVersion.
+ */
+export const consulApiVersion = '1.21.4';
+
+/** The server version a dialect reports: Roster's own in the seed dialect, the Consul release followed in the consul one. */
+export function reportedVersion(dialect: Dialect, rosterVersion: string): string {
+  return dialect === 'consul' ? consulApiVersion : rosterVersion;
+}
+
 export interface Wire {
   status: number;
   headers: [string, string][];

@@ -1,6 +1,7 @@
 // Goal: `roster info` against a started agent prints the agent's figures in `consul info`'s layout — the
 // agent's own group, then raft, log and runtime, one `key = value` a line — whose indexes follow the
-// agent's writes; `--json` prints /v1/agent/self.
+// agent's writes; `--json` prints /v1/agent/self. Its version is Roster's in both dialects; against the consul
+// dialect it also shows the Consul release the agent reports (`consul_version`).
 import { describe, expect, test } from 'vitest';
 import { client, withAgent, type Agent } from '../support/agent.ts';
 import { roster } from './support.ts';
@@ -22,5 +23,20 @@ describe('roster info', () => {
     expect(r.stdout.trimEnd().split('\n').every((l) => /^\w+:$/.test(l) || /^\t\w+ = .*$/.test(l))).toBe(true);
     const json = await roster(['info', '--json'], { agent: agent.url });
     expect(JSON.parse(json.stdout)).toMatchObject({ Config: { NodeName: 'node1' }, Stats: { raft: { state: 'Leader' } } });
+  });
+});
+
+describe('roster info against the consul dialect', () => {
+  let consulAgent: Agent;
+  withAgent((a) => { consulAgent = a; }, { args: ['--dialect', 'consul'] });
+
+  test("version is Roster's own; consul_version the Consul release /v1/agent/self reports", async () => {
+    const self = (await client(consulAgent).get('/v1/agent/self')).json<{ Config: { Version: string; RosterVersion: string } }>();
+    const r = await roster(['info'], { agent: consulAgent.url });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^agent:\n\tconsul_version = (\S+)\n\tdatacenter = dc1\n\tdialect = consul\n/);
+    expect(r.stdout).toContain(`\tconsul_version = ${self.Config.Version}\n`);
+    expect(r.stdout).toContain(`\tversion = ${self.Config.RosterVersion}\n`);
+    expect(self.Config.Version).not.toBe(self.Config.RosterVersion);
   });
 });

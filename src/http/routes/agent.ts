@@ -13,6 +13,7 @@ import { requireAccess } from '../auth-gate.ts';
 import type { RegistryState } from '../../state/index.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
 import { checkDatacenter } from '../query.ts';
+import { consulApiVersion, reportedVersion } from '../render.ts';
 import { json, type Reply } from '../reply.ts';
 import { flag, param, type Request } from '../request.ts';
 import { memberSchema } from '../../filter/index.ts';
@@ -22,13 +23,17 @@ import { logStats, statusLeader, statusPeers } from './operator.ts';
 
 const memberStatus = { alive: 1, left: 3, failed: 4 } as const;
 
-/** A gossip member with Consul's field names and status numbers (1 alive, 3 left, 4 failed). */
+/** A gossip member with Consul's field names and status numbers (1 alive, 3 left, 4 failed); in the consul dialect its build is the Consul release followed. */
 function renderMember(api: ApiContext, m: Member): Record<string, unknown> {
   const self = m.name === api.nodeName;
   const [host = '127.0.0.1', port = '8300'] = (self ? api.serverAddress : m.http).split(/:(?=\d+$)/);
   return {
     Name: m.name, Addr: host, Port: Number(port),
-    Tags: { role: api.dialect === 'consul' ? 'consul' : 'roster', dc: api.datacenter, id: m.id, port, grpc: m.grpc },
+    Tags: {
+      role: api.dialect === 'consul' ? 'consul' : 'roster', dc: api.datacenter, id: m.id, port, grpc: m.grpc,
+      // Consul's `<version>:<revision>`, which `consul members` shows as the member's build ("< 0.3" without it).
+      ...(api.dialect === 'consul' ? { build: `${consulApiVersion}:` } : {}),
+    },
     Status: memberStatus[m.status], ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
   };
 }
@@ -62,7 +67,7 @@ function self(_req: Request, api: ApiContext): Reply {
   return json({
     Config: {
       Datacenter: api.datacenter, PrimaryDatacenter: api.datacenter, NodeName: api.nodeName, NodeID: api.runtime.nodeId,
-      Revision: '', Server: true, Version: api.version, BuildDate: '',
+      Revision: '', Server: true, Version: reportedVersion(api.dialect, api.version), BuildDate: '', RosterVersion: api.version,
     },
     DebugConfig: { Dialect: api.dialect, SessionTTLMin: `${api.sessionTtlMsMin / 1000}s` },
     Coord: null,

@@ -16,6 +16,7 @@ import { gossipCheckId } from '../../domain/limits.ts';
 import type { ServiceInstance } from '../../domain/types.ts';
 import { compareInstances, compareServiceIds } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
+import { consulApiVersion } from '../render.ts';
 
 export const consulServiceName = 'consul';
 
@@ -34,7 +35,7 @@ export function consulInstanceOn(api: ApiContext, node: string): ServiceInstance
   if (n === undefined || st.checkOf(node, gossipCheckId) === undefined) return undefined;
   return {
     node, id: consulServiceName, service: consulServiceName, kind: '', tags: [], address: '', port: httpPort(api, node),
-    meta: { non_voter: 'false', raft_version: '3', read_replica: 'false', serf_protocol_current: '2', serf_protocol_max: '5', serf_protocol_min: '1', version: api.version },
+    meta: { non_voter: 'false', raft_version: '3', read_replica: 'false', serf_protocol_current: '2', serf_protocol_max: '5', serf_protocol_min: '1', version: consulApiVersion },
     taggedAddresses: {}, weights: { Passing: 1, Warning: 1 }, enableTagOverride: false, createIndex: n.createIndex, modifyIndex: n.modifyIndex,
   };
 }
