@@ -106,7 +106,7 @@ export const errorCatalogue = {
   apiVersionInvalid: entry({ kind: 'invalidParameter', message: 'x-api-version must be a date written yyyyMMdd', details: () => rule('x-api-version', 'Format:must be yyyyMMdd') }),
   noEndpoint: entry<{ method: string; path: string }>({
     kind: 'notFound', message: (v) => `no endpoint at ${v.method} ${v.path}`, details: (v) => ({ path: v.path }),
-    consulText: (v) => (v.path.startsWith('/v1/')
+    consulText: (v) => (v.path.includes('/v1/')
       ? 'Invalid URL path: not a recognized HTTP API endpoint\n'
       : "Invalid URL path: if attempting to use the HTTP API, ensure the path starts with '/v1/'\n"),
   }),

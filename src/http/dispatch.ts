@@ -67,7 +67,8 @@ function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found:
   const match = d.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path, found ?? d.router.find(req.path));
   req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
   if (match.kind === 'none') {
-    if (req.method === 'OPTIONS') return renderReply({ t: 'options', allow: [] }, d.dialect);
+    // Consul answers a path it does not serve 404 whatever the method, OPTIONS too: no client takes it for an endpoint.
+    if (req.method === 'OPTIONS' && d.dialect === 'seed') return renderReply({ t: 'options', allow: [] }, d.dialect);
     throw new RegistryError('noEndpoint', { method: req.method, path: req.path });
   }
   if (match.kind === 'method') {
