@@ -1,8 +1,9 @@
 /**
  * Agent errors in the error catalogue (errors.ts spreads it in): following the agent's log
  * (`/v1/agent/monitor`), profiling it (`/v1/agent/debug/*`), what its checks' owners allow, and a write
- * its log gave up on without knowing whether it was stored, the stream refused to a page of another origin, and
- * the lookups of one of the agent's services (`/v1/agent/service/<id>`, `/v1/agent/health/service/*`).
+ * its log gave up on without knowing whether it was stored, the stream refused to a page of another origin,
+ * the lookups of one of the agent's services (`/v1/agent/service/<id>`, `/v1/agent/health/service/*`), and the
+ * agent caching options of the reads (`?cached`, the Cache-Control header).
  */
 import { entry, missingInPath, rule } from './error-kinds.ts';
 
@@ -66,5 +67,14 @@ export const agentErrorCatalogue = {
   agentHealthNameUnknown: entry<{ name: string }>({
     kind: 'notFound', message: (v) => `no service named "${v.name}" on this agent`, details: (v) => ({ service: v.name }),
     consulText: (v) => `ServiceName ${v.name} Not Found`,
+  }),
+  // Agent caching (`?cached`): the query option Consul refuses beside ?consistent, and the Cache-Control it reads.
+  cachedWithConsistent: entry({
+    kind: 'invalidParameter', message: 'cannot specify ?cached with ?consistent, conflicting semantics',
+    details: () => rule('cached', 'Conflict:cannot be combined with consistent'), consulText: 'Cannot specify ?cached with ?consistent, conflicting semantics.',
+  }),
+  cacheControlInvalid: entry<{ directive: 'max-age' | 'stale-if-error' }>({
+    kind: 'invalidParameter', message: (v) => `invalid Cache-Control header: ${v.directive} must be a whole number of seconds`,
+    details: (v) => rule('Cache-Control', `Format:${v.directive} must be a whole number of seconds`), consulText: 'Invalid Cache-Control header.',
   }),
 };

@@ -76,6 +76,7 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
   switch (reply.t) {
     case 'json': {
       const [status, headers] = [reply.status ?? 200, withIndexHeaders([jsonType, ...reply.headers ?? []], reply.index, leader)];
+      if (reply.cache === true) headers.push(['X-Cache', 'HIT'], ['Age', String(Math.max(0, Math.round(leader.lastContactMs / 1000)))]);
       if (reply.json !== undefined) {
         const w: Wire = { status, headers, body: reply.json };
         if (reply.tag !== undefined) w.tag = reply.tag;

@@ -23,9 +23,10 @@ export type Reply =
    * back by the exchange.
    */
   /** `status`: another status than 200 whose body is still the answer (the agent's health endpoints); `headers`: its own. */
+  /** `cache`: a read Consul's agent caches, asked with `?cached`: sent with X-Cache and Age (query.ts cachedAnswer). */
   | {
     t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean; bytesHint?: number; reservedBytes?: number;
-    status?: number; headers?: [string, string][];
+    status?: number; headers?: [string, string][]; cache?: boolean;
   }
   /** 200 with no body (Consul's PUT endpoints that return nothing). */
   | { t: 'empty' }

@@ -26,7 +26,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   noPage: { method: 'GET', path: '//' }, methodNotAllowed: { method: 'PUT', allowed: ['GET'] }, contentTypeMissing: undefined,
   mediaTypeUnsupported: { contentType: 'text/plain' }, bodyNotJson: { why: 'w' }, bodyNotObject: { got: 'array', goType: 'structs.Session' },
   fieldsInvalid: { fields: { TTL: ['Format:bad'] } }, indexInvalid: undefined, waitInvalid: rule,
-  maxStaleInvalid: { ...rule, value: 'x' }, staleWithConsistent: undefined, noPathToDatacenter: { dc: 'dc9' },
+  maxStaleInvalid: { ...rule, value: 'x' }, staleWithConsistent: undefined, cachedWithConsistent: undefined, cacheControlInvalid: { directive: 'max-age' }, noPathToDatacenter: { dc: 'dc9' },
   filterInvalid: { why: 'w' }, listParameterInvalid: { field: 'page', rule: 'Format', why: 'w' }, passingInvalid: { value: 'x' },
   segmentWithWan: undefined, metricsFormatInvalid: { format: 'xml' }, monitorLevelInvalid: { level: 'loud' }, monitorsFull: { max: 64 }, debugDisabled: undefined, profileSecondsInvalid: { text: 'x', max: 300 }, profileBusy: { kind: 'CPU' }, writeOutcomeUnknown: undefined, entryTooLarge: { bytes: 2, max: 1 }, streamOriginRefused: { origin: 'https://evil.example' }, checkIdReserved: { checkId: 'gossipHealth' }, checkOwnerDenied: { checkId: 'service:db' },
   agentServiceUnknown: { id: 's' }, agentHealthIdMissing: undefined, agentHealthNameMissing: undefined, agentHealthIdUnknown: { id: 's' }, agentHealthNameUnknown: { name: 's' }, kvKeyMissing: undefined, kvKeyNotFound: { key: 'k' },

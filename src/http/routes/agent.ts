@@ -12,7 +12,7 @@ import type { ApiContext } from '../api.ts';
 import { requireAccess } from '../auth-gate.ts';
 import type { RegistryState } from '../../state/index.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
-import { checkDatacenter } from '../query.ts';
+import { cachedAnswer, checkDatacenter } from '../query.ts';
 import { consulApiVersion, reportedVersion } from '../render.ts';
 import { json, type Reply } from '../reply.ts';
 import { flag, param, type Request } from '../request.ts';
@@ -53,8 +53,9 @@ function members(req: Request, api: ApiContext): Reply {
   return json(members.map((m) => renderMember(api, m)).filter(keep));
 }
 
-function datacenters(_req: Request, api: ApiContext): Reply {
-  return json([api.datacenter]);
+/** `?cached` marks the answer as Consul's agent marks it from its cache (query.ts cachedAnswer). */
+function datacenters(req: Request, api: ApiContext): Reply {
+  return cachedAnswer(json([api.datacenter]), req);
 }
 
 function memoryStats(): Record<string, string> {
@@ -254,7 +255,7 @@ export const agentRoutes: Route<ApiContext>[] = [
   { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
   { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics }, query: ['format'] },
   { path: '/v1/agent/members', prefix: false, methods: { GET: members }, query: ['dc', 'filter', 'wan', 'segment'] },
-  { path: '/v1/catalog/datacenters', prefix: false, methods: { GET: datacenters } },
+  { path: '/v1/catalog/datacenters', prefix: false, methods: { GET: datacenters }, query: ['cached'] },
   { path: '/v1/catalog/register', prefix: false, methods: { PUT: register }, query: ['dc'] },
   { path: '/v1/catalog/deregister', prefix: false, methods: { PUT: deregister }, query: ['dc'] },
 ];

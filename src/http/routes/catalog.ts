@@ -8,17 +8,20 @@ import { RegistryError } from '../../domain/errors.ts';
 import type { ServiceInstance } from '../../domain/types.ts';
 import { agentServiceSchema, catalogServiceSchema, checkSchema, healthEntrySchema, nodeSchema } from '../../filter/index.ts';
 import type { ApiContext } from '../api.ts';
-import { queryOptionParameters } from '../query.ts';
+import { cachedAnswer, queryOptionParameters } from '../query.ts';
 import { param, type Request } from '../request.ts';
-import type { Route } from '../router.ts';
+import type { Handler, Route } from '../router.ts';
 import { catalogAcl, catalogRead, checkVisible, nodeMetaFilter, required, serviceWatched } from './catalog-read.ts';
 import { consulServiceName, instancesWithConsul, servicesWithConsul } from './consul-service.ts';
 import { checksOfInstances, healthEntry, renderAgentService, renderCatalogService, renderCheck, renderHealthService, renderNode } from './catalog-render.ts';
 
 // ---------------------------------------------------------------- catalog
 
+/** A read Consul's agent caches (the services list, a service's nodes and health): `?cached` marks its answer. */
+const agentCached = (read: Handler<ApiContext>): Handler<ApiContext> => async (req, api) => cachedAnswer(await read(req, api), req);
+
 /** `/v1/catalog/services`: each name with the union of its instances' tags; `filter` keeps instances by their ServiceNode fields, as Consul's. */
-const catalogServices = catalogRead(catalogServiceSchema, (req, api, keep) => {
+const catalogServices = agentCached(catalogRead(catalogServiceSchema, (req, api, keep) => {
   const tags = new Map<string, Set<string>>();
   const { service } = catalogAcl(req);
   const st = api.runtime.state;
@@ -32,7 +35,7 @@ const catalogServices = catalogRead(catalogServiceSchema, (req, api, keep) => {
     tags.set(s.service, set);
   }
   return Object.fromEntries([...tags.keys()].sort().map((name) => [name, [...tags.get(name)!].sort()]));
-});
+}));
 
 /** Every `?tag` is among the instance's tags, compared without case, as Consul compares them. */
 function hasTags(s: ServiceInstance, req: Request): boolean {
@@ -42,14 +45,14 @@ function hasTags(s: ServiceInstance, req: Request): boolean {
   return wanted.every((t) => tags.includes(t.toLowerCase()));
 }
 
-const catalogService = catalogRead(catalogServiceSchema, (req, api, keep) => {
+const catalogService = agentCached(catalogRead(catalogServiceSchema, (req, api, keep) => {
   const name = required(req, 'serviceMissing');
   const st = api.runtime.state;
   const { node } = catalogAcl(req);
   const onNode = nodeMetaFilter(req, st);
   return instancesWithConsul(api, name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
     .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
-}, serviceWatched);
+}, serviceWatched));
 
 const catalogNodes = catalogRead(nodeSchema, (req, api, keep) => {
   const { node } = catalogAcl(req);
@@ -107,7 +110,7 @@ function parsePassing(req: Request): boolean {
   throw new RegistryError('passingInvalid', { value: v });
 }
 
-const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
+const healthService = agentCached(catalogRead(healthEntrySchema, (req, api, keep) => {
   const name = required(req, 'serviceMissing');
   const passingOnly = parsePassing(req);
   const st = api.runtime.state;
@@ -121,7 +124,7 @@ const healthService = catalogRead(healthEntrySchema, (req, api, keep) => {
     if (entry !== undefined && keep(entry)) entries.push(entry);
   }
   return entries;
-}, serviceWatched);
+}, serviceWatched));
 
 const states = new Set(['any', 'passing', 'warning', 'critical', 'fail']);
 const consulStates = new Set(['any', 'passing', 'warning', 'critical']);
