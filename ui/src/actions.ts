@@ -62,9 +62,9 @@ export function instanceActions(node: string, serviceId: string, checks: readonl
   return h('span', { class: 'actions tight' }, maintenance, deregister);
 }
 
-export function nodeMaintenanceAction(node: string): HTMLElement {
+/** `on`: the node's checks include the maintenance check. */
+export function nodeMaintenanceAction(node: string, on: boolean): HTMLElement {
   if (!local(node)) return elsewhere(node);
-  const on = data.checks.has(`${node}/${nodeMaintenanceId}`);
   return button(on ? 'End node maintenance' : 'Node maintenance', { class: on ? '' : 'quiet', 'data-action': 'node-maintenance', 'data-enabled': String(on) }, () =>
     confirmAction(on ? `Take the node ${node} out of maintenance?` : `Put the node ${node} in maintenance? Every service on it leaves the passing answers.`,
       on ? 'End maintenance' : 'Enable maintenance', async () => {

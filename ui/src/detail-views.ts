@@ -1,12 +1,15 @@
 /**
  * The service and node detail pages: what the stream shows of one service (its instances, their
  * checks with output, the recent transitions of those checks; from the page's own view of that service)
- * or one node (member status, checks, services, sessions), with the actions the agent allows.
+ * or one node (member status, checks, services over HTTP, sessions), with the actions the agent allows.
  */
-import { instanceActions, nodeMaintenanceAction } from './actions.ts';
+import { instanceActions, nodeMaintenanceAction, nodeMaintenanceId } from './actions.ts';
+import { api, errorText } from './api.ts';
 import { badge, chips, facts, h, link, section, table, uiPaths } from './dom.ts';
-import { checksOf, worst, type HealthEntry } from './model.ts';
-import { data, type Page } from './store.ts';
+import { checksOf, worst, type CatalogNode, type Check, type HealthEntry } from './model.ts';
+import { nodeChecks, refusedSection } from './node-sources.ts';
+import { poller } from './poll.ts';
+import { arrived, data, repaint, type Page } from './store.ts';
 import { checksTable, transitionsTable } from './tables.ts';
 import { transitions } from './timeline.ts';
 
@@ -50,38 +53,83 @@ export function servicePage(name: string): Page {
   return { title: `Service ${name}`, root, needs: ['service'], update };
 }
 
+interface CatalogService { ID: string; Service: string; Port?: number }
+interface CatalogNodeAnswer { Node: CatalogNode; Services: Record<string, CatalogService> }
+
+/**
+ * A node (`/v1/catalog/node/<node>`, read every 3 seconds and whenever its checks change: its address,
+ * meta and the services the token may read), its checks (node-sources.ts) and its sessions (the page's
+ * own `sessions` view of the node). Each part the agent refuses says so in its section; the rest shows.
+ */
 export function nodePage(name: string): Page {
   const root = h('div', { 'data-page': 'node', 'data-name': name });
+  const checksOf = nodeChecks();
+  let catalog: { node: CatalogNodeAnswer | null } | { error: string } | undefined;
+  const poll = poller(async () => {
+    try {
+      catalog = { node: await api<CatalogNodeAnswer | null>(`/v1/catalog/node/${encodeURIComponent(name)}`) };
+    } catch (err) {
+      catalog = { error: errorText(err) };
+    }
+    repaint.now();
+  }, 3000);
+  let checksSeen: string | undefined;
   const update = () => {
-    const checks = [...data.checks.values()].filter((c) => c.Node === name);
-    const entries = [...data.entries.values()].filter((e) => e.Node.Node === name);
-    const sessions = [...data.sessions.values()].filter((s) => s.Node === name);
-    const catalog = data.nodes.find((n) => n.Node === name);
-    const member = data.members.find((m) => m.Name === name);
-    if (catalog === undefined && checks.length === 0 && entries.length === 0) {
+    const checks = checksOf.of(name);
+    // A service registered or removed shows as a change of the node's checks, most often: read the services again.
+    const seen = (checks ?? []).map((c) => c.CheckID).sort().join(',');
+    if (seen !== checksSeen) {
+      checksSeen = seen;
+      poll.kick();
+    }
+    const answer = catalog !== undefined && 'node' in catalog ? catalog.node : undefined;
+    if (answer === null && (checks ?? []).length === 0) {
       root.replaceChildren(h('p', { class: 'panel', 'data-gone': '' }, `The node ${name} is not in the catalog.`), link('/ui/nodes', 'All nodes'));
       return;
     }
-    const status = worst(checks.filter((c) => c.ServiceID === '').map((c) => c.Status));
+    const node = answer?.Node ?? data.nodes.find((n) => n.Node === name);
+    const member = data.members.find((m) => m.Name === name);
+    const nodeLevel = (checks ?? []).filter((c) => c.ServiceID === '');
     const memberText = member === undefined ? h('span', { class: 'muted' }, 'not a member') : h('span', { class: `member ${memberStatus[member.Status] ?? ''}`, 'data-member': memberStatus[member.Status] ?? String(member.Status) }, memberStatus[member.Status] ?? String(member.Status));
     root.replaceChildren(
       facts([
-        ['Health', badge(status)], ['Address', h('span', { class: 'mono' }, catalog?.Address ?? entries[0]?.Node.Address ?? '')],
-        ['Member', memberText], ['Meta', chips(Object.entries(catalog?.Meta ?? {}).map(([k, v]) => `${k}=${v}`), 'chip meta')],
+        ['Health', checks === undefined ? h('span', { class: 'muted' }, '…') : badge(worst(nodeLevel.map((c) => c.Status)))], ['Address', h('span', { class: 'mono' }, node?.Address ?? '')],
+        ['Member', memberText], ['Meta', chips(Object.entries(node?.Meta ?? {}).map(([k, v]) => `${k}=${v}`), 'chip meta')],
       ]),
-      h('div', { class: 'actions' }, nodeMaintenanceAction(name)),
-      section('Checks', {}, checksTable('node-checks', checks, 'No checks on this node.')),
-      section('Services', {}, table('node-services', ['Health', 'Service', 'Instance', 'Port'], entries.map((e) =>
-        h('tr', { 'data-row': '', 'data-instance': e.Service.ID },
-          h('td', {}, badge(worst(e.Checks.map((c) => c.Status)))),
-          h('td', {}, link(uiPaths.service(e.Service.Service), e.Service.Service)),
-          h('td', { class: 'mono' }, e.Service.ID),
-          h('td', {}, e.Service.Port !== undefined ? String(e.Service.Port) : '—'))), 'No services on this node.')),
-      section('Sessions', {}, table('node-sessions', ['Session', 'Behavior', 'TTL'], sessions.map((s) =>
-        h('tr', { 'data-row': '', 'data-session': s.ID },
-          h('td', {}, link(uiPaths.session(s.ID), s.Name !== '' ? s.Name : s.ID)),
-          h('td', {}, s.Behavior),
-          h('td', {}, s.TTL !== '' ? s.TTL : '—'))), 'No sessions on this node.')));
+      h('div', { class: 'actions' }, nodeMaintenanceAction(name, (checks ?? []).some((c) => c.CheckID === nodeMaintenanceId))),
+      section('Checks', {}, checksOf.note(name) ?? '', checks === undefined ? waiting() : checksTable('node-checks', checks, 'No checks on this node.')),
+      section('Services', {}, catalog === undefined ? waiting() : 'error' in catalog
+        ? refusedSection('node-services', `this node and its services (GET /v1/catalog/node/${name})`, catalog.error)
+        : servicesTable(Object.values(answer?.Services ?? {}), checks ?? [])),
+      section('Sessions', {}, nodeSessions(name)));
   };
-  return { title: `Node ${name}`, root, needs: ['entries', 'checks', 'sessions'], update };
+  return { title: `Node ${name}`, root, needs: [], update, watches: () => ({ node: name }), close: () => { poll.stop(); checksOf.stop(); } };
+}
+
+function waiting(): HTMLElement {
+  return h('p', { class: 'muted', 'data-section-waiting': '' }, 'Reading…');
+}
+
+/** A node's services, each with the worst of its own checks and the node's. */
+function servicesTable(services: CatalogService[], checks: Check[]): HTMLElement {
+  const nodeLevel = checks.filter((c) => c.ServiceID === '').map((c) => c.Status);
+  return table('node-services', ['Health', 'Service', 'Instance', 'Port'], services.sort((a, b) => (a.ID < b.ID ? -1 : a.ID > b.ID ? 1 : 0)).map((s) =>
+    h('tr', { 'data-row': '', 'data-instance': s.ID },
+      h('td', {}, badge(worst([...nodeLevel, ...checks.filter((c) => c.ServiceID === s.ID).map((c) => c.Status)]))),
+      h('td', {}, link(uiPaths.service(s.Service), s.Service)),
+      h('td', { class: 'mono' }, s.ID),
+      h('td', {}, s.Port !== undefined && s.Port !== 0 ? String(s.Port) : '—'))), 'No services on this node.');
+}
+
+/** The node's sessions from the page's own view of them, or its refusal. */
+function nodeSessions(name: string): HTMLElement {
+  if (data.nodeSessionsOf === name && data.nodeSessionsError !== undefined) {
+    return refusedSection('node-sessions', `the sessions of this node (sessions ${JSON.stringify(name)})`, data.nodeSessionsError);
+  }
+  if (data.nodeSessionsOf !== name || !arrived.has('nodeSessions')) return waiting();
+  return table('node-sessions', ['Session', 'Behavior', 'TTL'], [...data.nodeSessions.values()].map((s) =>
+    h('tr', { 'data-row': '', 'data-session': s.ID },
+      h('td', {}, link(uiPaths.session(s.ID), s.Name !== '' ? s.Name : s.ID)),
+      h('td', {}, s.Behavior),
+      h('td', {}, s.TTL !== '' ? s.TTL : '—'))), 'No sessions on this node.');
 }

@@ -4,7 +4,8 @@
  * entries (`service_health` with the `""` subject), every check (`checks_in_state` `any`), every session
  * (`sessions` `""`), the held locks (`kv_prefix` `""` with the `lockedOnly` filter) and, on a KV page,
  * the entries under the folder or key shown (`kv_prefix` with that prefix), on a service's page that
- * service's health entries (`service_health` with its name). The node list and gossip
+ * service's health entries (`service_health` with its name), on a node's or a session's page that node's
+ * checks (`node_checks`) and sessions (`sessions` with the node). The node list and gossip
  * members have no topic: they are read over HTTP when the page connects and again whenever the stream
  * shows a node appear, leave, or change its node checks.
  */
@@ -17,7 +18,7 @@ import { buildPage, kvPrefixOf, refusedView } from './pages.ts';
 import { navOf, parseRoute } from './router.ts';
 import { applySort, nextSort, type SortState } from './sort.ts';
 import { StreamClient, type LinkState, type Subscription } from './stream.ts';
-import { arrived, data, refused, type Page, type StreamField } from './store.ts';
+import { arrived, data, refused, repaint, type Page, type StreamField } from './store.ts';
 import { record, recordLock, recordService } from './timeline.ts';
 import { applyFilter } from './views.ts';
 
@@ -72,8 +73,8 @@ async function refreshNodes(): Promise<void> {
 
 // ---------------------------------------------------------------- the page's own subscription
 
-/** Views a page watches for itself beside the shared ones: a KV folder or key, one service's health. */
-type PageField = 'kv' | 'service';
+/** Views a page watches for itself beside the shared ones: a KV folder or key, one service's health, one node's checks and sessions. */
+type PageField = 'kv' | 'service' | 'nodeChecks' | 'nodeSessions';
 
 interface PageView {
   topic: string;
@@ -101,10 +102,21 @@ const pageViews: Record<PageField, PageView> = {
     // Its checks' changes are the page's recent transitions when the all-checks view is refused.
     arrived: (key, items) => recordService(key, checksOf((items as typeof data.service).values()), refused.has('checks')),
   },
+  // A node's own views: the page shows a refusal inside the section it would fill, so it counts as arrived.
+  nodeChecks: {
+    topic: 'node_checks',
+    show: (key, items) => { data.nodeChecksOf = key; data.nodeChecks = items as typeof data.nodeChecks; },
+    refuse: (text) => { data.nodeChecksError = text; if (text !== undefined) arrived.add('nodeChecks'); },
+  },
+  nodeSessions: {
+    topic: 'sessions',
+    show: (key, items) => { data.nodeSessionsOf = key; data.nodeSessions = items as typeof data.nodeSessions; },
+    refuse: (text) => { data.nodeSessionsError = text; if (text !== undefined) arrived.add('nodeSessions'); },
+  },
 };
 
 let stream: StreamClient;
-const watching: Record<PageField, { key?: string; id?: string }> = { kv: {}, service: {} };
+const watching: Record<PageField, { key?: string; id?: string }> = { kv: {}, service: {}, nodeChecks: {}, nodeSessions: {} };
 let pageSubs = 0;
 
 /** Watches `key` (or nothing) over the stream for the page shown: one subscription of each kind at a time. */
@@ -162,6 +174,10 @@ function render(): void {
     watchForPage('service', route.page === 'service' ? route.name : undefined);
   }
   const page = mounted.page;
+  // A session page learns its node over HTTP: its views follow once it does.
+  const node = page.watches?.().node;
+  watchForPage('nodeChecks', node);
+  watchForPage('nodeSessions', node);
   const title = page.title ?? '';
   $('title').textContent = title;
   document.title = `${title} · Roster`;
@@ -306,6 +322,8 @@ function main(): void {
     // Kept by view rather than in the notice line, which a later successful read clears.
     onError: (text) => {
       refused.set(field, text);
+      // The node list is read over HTTP, whatever the stream refuses.
+      refreshNodesIfChanged();
       schedule();
     },
   });
@@ -314,6 +332,7 @@ function main(): void {
   into('sessions', { topic: 'sessions', key: '' });
   // Only the KV entries a session holds (the locks): the sessions view shows them beside their holders.
   into('locks', { topic: 'kv_prefix', key: '', filter: { lockedOnly: true } });
+  repaint.now = schedule;
   wire();
   render();
   stream.start();

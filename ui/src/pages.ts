@@ -8,10 +8,12 @@ import { api, errorText } from './api.ts';
 import { h, link, uiPaths } from './dom.ts';
 import { folderPage, keyPage } from './kv-view.ts';
 import { logPage } from './log-view.ts';
-import { checkRows, nodeRows, serviceRows, sessionRows } from './model.ts';
+import { checkRows, nodeRows, serviceRows, sessionRows, type Check } from './model.ts';
+import { refusedSection } from './node-sources.ts';
+import { poller } from './poll.ts';
 import type { ListName, Route } from './router.ts';
 import { lockPage, sessionPage } from './session-view.ts';
-import { data, refused, type Page, type StreamField } from './store.ts';
+import { arrived, data, refused, repaint, type Page, type StreamField } from './store.ts';
 import { transitionsTable } from './tables.ts';
 import { keptMs, transitions } from './timeline.ts';
 import { checksView, nodesView, servicesView, sessionsView } from './views.ts';
@@ -19,14 +21,13 @@ import { checksView, nodesView, servicesView, sessionsView } from './views.ts';
 export type Go = (path: string) => void;
 
 const listTitles: Record<ListName, string> = { services: 'Services', nodes: 'Nodes', checks: 'Checks', sessions: 'Sessions' };
-const listNeeds: Record<ListName, StreamField[]> = { services: ['entries'], nodes: ['entries', 'checks'], checks: ['checks'], sessions: ['sessions', 'locks'] };
+const listNeeds: Record<Exclude<ListName, 'nodes'>, StreamField[]> = { services: ['entries'], checks: ['checks'], sessions: ['sessions', 'locks'] };
 
-function listPage(list: ListName): Page {
+function listPage(list: Exclude<ListName, 'nodes'>): Page {
   const root = h('div', {});
   const view = () => list === 'services' ? servicesView(serviceRows(data.entries.values()))
-    : list === 'nodes' ? nodesView(nodeRows(data.nodes, data.members, data.checks.values(), data.entries.values()))
-      : list === 'checks' ? checksView(checkRows(data.checks.values()))
-        : sessionsView(sessionRows(data.sessions.values(), data.locks.values()));
+    : list === 'checks' ? checksView(checkRows(data.checks.values()))
+      : sessionsView(sessionRows(data.sessions.values(), data.locks.values()));
   const page: Page = { title: listTitles[list], root, needs: listNeeds[list], update: () => root.replaceChildren(view()) };
   return list === 'services' ? { ...page, whenRefused: readableServices() } : page;
 }
@@ -54,6 +55,62 @@ function readableServices(): () => HTMLElement {
   };
 }
 
+/** How often the Nodes list reads over HTTP what the stream refuses it. */
+const nodesEveryMs = 5000;
+
+/**
+ * The Nodes list: the nodes and members read over HTTP (main.ts), their services from the view of every
+ * service's health and their health from the view of every check. A view the stream refuses to the token
+ * says so above the table, and its columns show what the token may read instead, read over HTTP every 5
+ * seconds: each node's services (`/v1/catalog/node-services/<node>`), the checks (`/v1/health/state/any`).
+ */
+function nodesPage(): Page {
+  const root = h('div', {});
+  let services: Map<string, string[]> | { error: string } | undefined;
+  let checks: Check[] | { error: string } | undefined;
+  const poll = poller(async () => {
+    if (refused.has('entries')) {
+      try {
+        const lists = await Promise.all(data.nodes.map((n) => api<{ Services: { Service: string }[] | null }>(`/v1/catalog/node-services/${encodeURIComponent(n.Node)}`)
+          .then((a): [string, string[]] => [n.Node, [...new Set((a.Services ?? []).map((x) => x.Service))].sort()])));
+        services = new Map(lists);
+      } catch (err) {
+        services = { error: errorText(err) };
+      }
+    }
+    if (refused.has('checks')) {
+      try {
+        checks = await api<Check[]>('/v1/health/state/any');
+      } catch (err) {
+        checks = { error: errorText(err) };
+      }
+    }
+    repaint.now();
+  }, nodesEveryMs);
+  let asked = '';
+  const update = () => {
+    const waiting = (['entries', 'checks'] as const).some((f) => !arrived.has(f) && !refused.has(f));
+    if (waiting) return root.replaceChildren(h('p', { class: 'muted', 'data-waiting': '' }, 'Waiting for the stream…'));
+    // Read again at once when the refusals or the node list change, then every few seconds.
+    const ask = `${refused.has('entries')}|${refused.has('checks')}|${data.nodes.map((n) => n.Node).join(',')}`;
+    if (ask !== asked && (refused.has('entries') || refused.has('checks'))) {
+      asked = ask;
+      poll.kick();
+    }
+    const readChecks = !refused.has('checks') ? data.checks.values() : Array.isArray(checks) ? checks : [];
+    const rows = nodeRows(data.nodes, data.members, readChecks, refused.has('entries') ? [] : data.entries.values());
+    if (refused.has('entries') && services instanceof Map) for (const r of rows) r.services = services.get(r.name) ?? [];
+    const failed = (x: unknown) => (x !== undefined && !(x instanceof Map) && !Array.isArray(x) ? ` Reading them failed: ${(x as { error: string }).error}` : '');
+    root.replaceChildren(
+      refused.has('entries') ? refusedSection('entries', 'the health of every service (service_health "")', refused.get('entries')!,
+        `The Services column shows the services this token may read on each node, from GET /v1/catalog/node-services/<node> every ${nodesEveryMs / 1000} s.${failed(services)}`) : '',
+      refused.has('checks') ? refusedSection('checks', 'every check (checks_in_state any)', refused.get('checks')!,
+        `The Health and Checks columns count the checks this token may read, from GET /v1/health/state/any every ${nodesEveryMs / 1000} s.${failed(checks)}`) : '',
+      nodesView(rows));
+  };
+  return { title: 'Nodes', root, needs: [], update, close: () => poll.stop() };
+}
+
 function timelinePage(): Page {
   const root = h('div', { 'data-page': 'timeline' });
   return {
@@ -76,7 +133,7 @@ function notFoundPage(path: string): Page {
 
 export function buildPage(route: Route, go: Go): Page {
   switch (route.page) {
-    case 'list': return listPage(route.list);
+    case 'list': return route.list === 'nodes' ? nodesPage() : listPage(route.list);
     case 'folder': return { ...folderPage(route.prefix, go), title: route.prefix === '' ? 'Key/Value' : `Key/Value: ${route.prefix}` };
     case 'key': return { ...keyPage(route.key, go), title: 'Key' };
     case 'lock': return lockPage(route.key);
@@ -93,7 +150,7 @@ export function buildPage(route: Route, go: Go): Page {
 /** What each shared stream view holds, as a refusal names it. */
 const viewNames: Record<StreamField, string> = {
   entries: 'the health of every service', checks: 'every check', sessions: 'every session', locks: 'the locks held on every key', kv: 'the keys shown',
-  service: 'the health of this service',
+  service: 'the health of this service', nodeChecks: 'this node\'s checks', nodeSessions: 'this node\'s sessions',
 };
 
 /**

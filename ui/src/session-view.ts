@@ -1,6 +1,7 @@
 /**
  * The session and lock pages. A session: its facts, the locks it holds (with their LockIndex), the
- * checks it is bound to with their current status, and the Invalidate action. A lock key: its holder
+ * checks it is bound to with their current status, and the Invalidate action, each from what the token
+ * may read. A lock key: its holder
  * (session, name and node), LockIndex as the fencing token a holder passes to what it guards, and the
  * hand-offs this page saw.
  */
@@ -11,7 +12,8 @@ import { badge, facts, h, link, section, table, uiPaths } from './dom.ts';
 import { kvRefusal } from './kv-view.ts';
 import type { Session } from './model.ts';
 import { poller } from './poll.ts';
-import { data, type Page } from './store.ts';
+import { nodeChecks, refusedSection } from './node-sources.ts';
+import { arrived, data, refused, repaint, type Page } from './store.ts';
 import { transitionsTable } from './tables.ts';
 import { transitions } from './timeline.ts';
 
@@ -30,10 +32,14 @@ function sessionFacts(s: Session): HTMLElement {
   ]);
 }
 
-interface Timer { RenewedAt: string; RenewBy: string | null; InvalidateBy: string | null; RemainingMs: number | null; WaitingOn: { Key: string; Position: number }[] }
+interface Timer {
+  RenewedAt: string; RenewBy: string | null; InvalidateBy: string | null; RemainingMs: number | null; WaitingOn: { Key: string; Position: number }[];
+  /** The keys it holds that the token may read. */
+  Holds: { Key: string; LockIndex: number }[];
+}
 
 /** Reads the session's timer every few seconds (renewals are not on the stream) and counts down between reads. */
-function sessionTimer(id: string): { countdown: HTMLElement; waits: HTMLElement; kick(): void; stop(): void } {
+function sessionTimer(id: string): { countdown: HTMLElement; waits: HTMLElement; holds(): Timer['Holds'] | undefined; kick(): void; stop(): void } {
   const countdown = h('span', { class: 'countdown', id: 'session-countdown' }, '…');
   const waits = h('div', { id: 'session-waits' }, h('p', { class: 'muted' }, '…'));
   let last: { timer: Timer; at: number } | undefined;
@@ -53,7 +59,9 @@ function sessionTimer(id: string): { countdown: HTMLElement; waits: HTMLElement;
   const poll = poller(async () => {
     try {
       const timer = await api<Timer>(`/v1/session/timer/${encodePath(id)}`);
+      const held = JSON.stringify(last?.timer.Holds);
       last = { timer, at: performance.now() };
+      if (JSON.stringify(timer.Holds) !== held) repaint.now();
       waits.replaceChildren(timer.WaitingOn.length === 0 ? h('p', { class: 'muted' }, 'Waits on no key at this agent.')
         : h('ol', { class: 'waits' }, ...timer.WaitingOn.map((w) => h('li', { 'data-waits-on': w.Key, 'data-position': String(w.Position) },
           link(uiPaths.lock(w.Key), w.Key, { class: 'mono' }), ` — number ${w.Position} in the queue`))));
@@ -65,6 +73,7 @@ function sessionTimer(id: string): { countdown: HTMLElement; waits: HTMLElement;
   let ticker: number | undefined;
   return {
     countdown, waits,
+    holds: () => last?.timer.Holds,
     kick: () => {
       poll.kick();
       ticker ??= window.setInterval(tick, 250);
@@ -76,37 +85,66 @@ function sessionTimer(id: string): { countdown: HTMLElement; waits: HTMLElement;
   };
 }
 
+/**
+ * A session page reads the session over HTTP (`/v1/session/info/<id>`, which shows it only to a token that
+ * may read its node's sessions), then watches its node's sessions (whose change is its end) and checks
+ * (its bound checks' status; node-sources.ts). The locks it holds come from the view of every held key
+ * or, when the stream refuses that, from its timer's `Holds` (the keys the token may read). Each part the
+ * agent refuses says so in its section.
+ */
 export function sessionPage(id: string): Page {
   const root = h('div', { 'data-page': 'session', 'data-id': id });
   const timer = sessionTimer(id);
+  const checksOf = nodeChecks();
+  /** The session as read over HTTP: null when the agent shows none to this token, a string when the read failed. */
+  let info: Session | null | string | undefined;
+  api<Session[] | null>(`/v1/session/info/${encodePath(id)}`).then((list) => { info = list?.[0] ?? null; repaint.now(); },
+    (err: unknown) => { info = errorText(err); repaint.now(); });
   const update = () => {
-    const s = data.sessions.get(id);
+    if (info === undefined) return root.replaceChildren(h('p', { class: 'muted', 'data-section-waiting': '' }, 'Reading the session…'));
+    if (typeof info === 'string') return root.replaceChildren(refusedSection('session', `this session (GET /v1/session/info/${id})`, info));
+    const node = info?.Node;
+    const live = data.nodeSessionsOf === node && data.nodeSessionsError === undefined && arrived.has('nodeSessions');
+    const s = info === null ? undefined : live ? data.nodeSessions.get(id) : info;
     if (s === undefined) {
       timer.stop();
-      root.replaceChildren(h('p', { class: 'panel', 'data-gone': '' }, `There is no session ${id}: it was invalidated, or never existed.`), link('/ui/sessions', 'All sessions'));
+      root.replaceChildren(h('p', { class: 'panel', 'data-gone': '' }, `There is no session ${id}: it was invalidated, never existed, or this token may not read its node's sessions.`), link('/ui/sessions', 'All sessions'));
       return;
     }
-    const locks = [...data.locks.values()].filter((e) => e.Session === id).sort((a, b) => (a.Key < b.Key ? -1 : 1));
-    const bound = boundChecks(s);
+    const checks = checksOf.of(s.Node);
     timer.kick();
     root.replaceChildren(
       sessionFacts(s),
       facts([['TTL countdown', timer.countdown]]),
       h('div', { class: 'actions' }, invalidateAction(s)),
-      section('Locks held', {}, table('session-locks', ['Key', 'LockIndex (fencing token)'], locks.map((e) =>
-        h('tr', { 'data-row': '', 'data-lock': e.Key },
-          h('td', {}, link(uiPaths.lock(e.Key), e.Key, { class: 'mono' })),
-          h('td', { class: 'mono' }, String(e.LockIndex)))), 'Holds no lock.')),
-      section('Bound checks', {}, table('session-checks', ['Status', 'Check', 'Node'], bound.map(([node, check]) => {
-        const c = data.checks.get(`${node}/${check}`);
+      section('Locks held', {}, ...heldLocks(id, timer.holds())),
+      section('Bound checks', {}, checksOf.note(s.Node) ?? '', table('session-checks', ['Status', 'Check', 'Node'], boundChecks(s).map(([node, check]) => {
+        const c = checks?.find((k) => k.CheckID === check);
         return h('tr', { 'data-row': '', 'data-check': `${node}/${check}` },
-          h('td', {}, c === undefined ? h('span', { class: 'muted' }, 'not registered') : badge(c.Status)),
+          h('td', {}, checks === undefined ? h('span', { class: 'muted' }, '…') : c === undefined ? h('span', { class: 'muted' }, 'not registered, or not readable') : badge(c.Status)),
           h('td', { class: 'mono' }, check),
           h('td', {}, link(uiPaths.node(node), node)));
       }), 'Bound to no check.')),
       section('Waiting on', {}, h('p', { class: 'muted' }, 'Keys this session waits to acquire in this agent’s queues (`?acquire&wait=`); other agents queue their own.'), timer.waits));
   };
-  return { title: 'Session', root, needs: ['sessions', 'locks', 'checks'], update, close: () => timer.stop() };
+  const watches = () => ({ node: typeof info === 'object' && info !== null ? info.Node : undefined });
+  return { title: 'Session', root, needs: [], update, watches, close: () => { timer.stop(); checksOf.stop(); } };
+}
+
+/** The locks a session holds: from the view of every held key, or, when that is refused, its timer's `Holds`. */
+function heldLocks(id: string, holds: Timer['Holds'] | undefined): HTMLElement[] {
+  const locksTable = (locks: { Key: string; LockIndex: number }[]) => table('session-locks', ['Key', 'LockIndex (fencing token)'], locks.map((e) =>
+    h('tr', { 'data-row': '', 'data-lock': e.Key },
+      h('td', {}, link(uiPaths.lock(e.Key), e.Key, { class: 'mono' })),
+      h('td', { class: 'mono' }, String(e.LockIndex)))), 'Holds no lock.');
+  const why = refused.get('locks');
+  if (why !== undefined) {
+    return [refusedSection('session-locks', 'the view of every held key (kv_prefix "" with lockedOnly)', why,
+      'Shown instead: the locks of this session on keys this token may read, from GET /v1/session/timer every 3 s.'),
+    holds === undefined ? h('p', { class: 'muted', 'data-section-waiting': '' }, 'Reading…') : locksTable(holds)];
+  }
+  if (!arrived.has('locks')) return [h('p', { class: 'muted', 'data-section-waiting': '' }, 'Waiting for the stream…')];
+  return [locksTable([...data.locks.values()].filter((e) => e.Session === id).sort((a, b) => (a.Key < b.Key ? -1 : 1)))];
 }
 
 /**

@@ -20,13 +20,26 @@ export const data = {
   /** A service page's view: the health entries of the service `serviceName` (`service_health` with its name). */
   service: new Map() as ReadonlyMap<string, HealthEntry>,
   serviceName: undefined as string | undefined,
+  /**
+   * A node page's (or a session page's) own views of one node: its checks (`node_checks`) and its sessions
+   * (`sessions` with the node's name), with the stream's refusal of each (shown in the section it fills).
+   */
+  nodeChecks: new Map() as ReadonlyMap<string, Check>,
+  nodeChecksOf: undefined as string | undefined,
+  nodeChecksError: undefined as string | undefined,
+  nodeSessions: new Map() as ReadonlyMap<string, Session>,
+  nodeSessionsOf: undefined as string | undefined,
+  nodeSessionsError: undefined as string | undefined,
   /** This agent's node name (from /v1/agent/self): the agent endpoints act on it alone. */
   self: undefined as string | undefined,
   nodes: [] as CatalogNode[],
   members: [] as Member[],
 };
 
-export type StreamField = 'entries' | 'checks' | 'sessions' | 'locks' | 'kv' | 'service';
+export type StreamField = 'entries' | 'checks' | 'sessions' | 'locks' | 'kv' | 'service' | 'nodeChecks' | 'nodeSessions';
+
+/** Asks for a render (at most one per turn of the event loop): set by main.ts, called by pages whose HTTP reads answered. */
+export const repaint = { now: (): void => undefined };
 
 export const arrived = new Set<StreamField>();
 
@@ -46,6 +59,8 @@ export interface Page {
   update(): void;
   /** Shown under the refusal when a view it needs is refused: what the token may still reach from here. */
   whenRefused?(): HTMLElement;
+  /** The node whose own views (`nodeChecks`, `nodeSessions`) the page watches, once it knows it. */
+  watches?(): { node?: string };
   /** Called when the page is left (stops its timers). */
   close?(): void;
 }
