@@ -158,7 +158,7 @@ describe('accessFor', () => {
     ['GET', '/v1/status/leader', '', { resource: 'operator', name: '', access: 'read' }],
     ['GET', '/v1/status/peers', '', { resource: 'operator', name: '', access: 'read' }],
     ['GET', '/v1/operator/log', '', { resource: 'operator', name: '', access: 'read' }],
-    ['GET', '/v1/stream', '', { resource: 'agent', name: '', access: 'read' }],
+    ['GET', '/v1/stream', '', { resource: 'agent', name: '', access: 'read', byHandler: true }],
     // Unknown paths and OPTIONS
     ['GET', '/v1/acl/tokens', '', undefined],
     ['GET', '/v1/', '', undefined],
