@@ -206,7 +206,7 @@ function limitsApplier(httpOpts: HttpServerOptions<ApiContext>, stream: StreamSe
 function httpOptions(config: Config, logger: Logger, { ctx, metrics, stream, gate, rateLimit }: Front): HttpServerOptions<ApiContext> {
   const { runtime } = ctx;
   return {
-    host: config.httpHost, port: config.httpPort, router: apiRouter(), dialect: config.dialect, logger, ctx, observer: metrics,
+    host: config.httpHost, port: config.httpPort, router: apiRouter(config.dialect), dialect: config.dialect, logger, ctx, observer: metrics,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
     ...(gate ? { authorize: (req) => gate.check(req) } : {}),

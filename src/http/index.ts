@@ -15,6 +15,7 @@ import { snapshotRoutes } from './routes/snapshot.ts';
 import { streamProbeRoutes } from './routes/stream-probe.ts';
 import { txnRoutes } from './routes/txn.ts';
 import { uiRoutes } from './routes/ui.ts';
+import type { Dialect } from './render.ts';
 import { Router } from './router.ts';
 
 export type { AgentOperations, ApiContext, LogRedaction, LogSource, MonitorLevel, ProfileSource } from './api.ts';
@@ -34,8 +35,9 @@ export const apiRoutes = [
   ...healthRoutes, ...agentServiceRoutes, ...catalogRoutes, ...lockInfoRoutes, ...streamProbeRoutes, ...uiRoutes,
 ];
 
-export function apiRouter(): Router<ApiContext> {
-  const router = new Router<ApiContext>();
+/** The router of the /v1 API; the consul dialect keeps a final `/` in a route's parameter, as Consul's router does. */
+export function apiRouter(dialect: Dialect = 'seed'): Router<ApiContext> {
+  const router = new Router<ApiContext>({ slashEndsNames: dialect === 'seed' });
   for (const route of apiRoutes) router.add(route);
   return router;
 }

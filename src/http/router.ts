@@ -1,6 +1,11 @@
 /**
  * Routes: method, path, handler. A route is either exact or a prefix whose remainder is the trailing
  * parameter ("rest of the path", which may contain `/`). A matching path with another method is 405.
+ * A path with and without a final `/` names the same resource (http-conventions "Path rules" 3): an exact
+ * route takes both, and so does a prefix route whose parameter is a name (a session id, a node, a check
+ * id), unless the router keeps final slashes as Consul's does (the consul dialect, where the parameter is
+ * everything after the prefix). A name ending in `/` is still reached with the slash encoded (`%2F`).
+ * Where a final `/` is part of the parameter (a KV key, a dashboard file) the route says so (`rest: 'path'`).
  * Each route has a pattern (`/v1/kv/*` for the prefix `/v1/kv/`, the path itself for an exact route):
  * the label metrics and request logs use, from a fixed set, never a request's own path.
  */
@@ -23,6 +28,21 @@ export interface Route<Ctx> {
   query?: readonly string[];
   /** Largest request body the route takes, when it differs from the server's limit. @default the server's */
   bodyBytesMax?: number;
+  /**
+   * What a prefix route's trailing parameter is: `name`, which a final `/` of the path does not belong to,
+   * or `path` (a KV key, a file), of which a final `/` is part. @default 'name'
+   */
+  rest?: 'name' | 'path';
+}
+
+/** How a router reads paths. */
+export interface RouterOptions {
+  /**
+   * A final `/` after a prefix route's name parameter ends the path and is not part of the name. False in
+   * the consul dialect: Consul's router takes everything after the prefix, so `/v1/session/destroy/<id>/`
+   * names the session `<id>/` there. @default true
+   */
+  slashEndsNames?: boolean;
 }
 
 export type Match<Ctx> =
@@ -40,6 +60,8 @@ interface Entry<Ctx> {
   bare: string;
   /** The route's methods, for 405 and OPTIONS. */
   allow: string[];
+  /** A final `/` of the parameter is dropped (the parameter is a name; see RouterOptions). */
+  dropsSlash: boolean;
 }
 
 /** The route serving a path and its trailing parameter (still percent-encoded). */
@@ -51,9 +73,17 @@ export interface Found<Ctx> {
 export class Router<Ctx> {
   private readonly exact = new Map<string, Entry<Ctx>>();
   private readonly prefixes: Entry<Ctx>[] = [];
+  private readonly slashEndsNames: boolean;
+
+  constructor(options: RouterOptions = {}) {
+    this.slashEndsNames = options.slashEndsNames ?? true;
+  }
 
   add(route: Route<Ctx>): this {
-    const entry = { route, pattern: route.prefix ? `${route.path}*` : route.path, bare: route.path.slice(0, -1), allow: Object.keys(route.methods) };
+    const entry = {
+      route, pattern: route.prefix ? `${route.path}*` : route.path, bare: route.path.slice(0, -1), allow: Object.keys(route.methods),
+      dropsSlash: this.slashEndsNames && route.rest !== 'path',
+    };
     if (route.prefix) {
       this.prefixes.push(entry);
       this.prefixes.sort((a, b) => b.route.path.length - a.route.path.length);
@@ -91,7 +121,10 @@ export class Router<Ctx> {
     if (exact !== undefined) return { entry: exact, rest: '' };
     for (const entry of this.prefixes) {
       const prefix = entry.route.path;
-      if (path.startsWith(prefix)) return { entry, rest: path.slice(prefix.length) };
+      if (path.startsWith(prefix)) {
+        const rest = path.slice(prefix.length);
+        return { entry, rest: entry.dropsSlash && rest.endsWith('/') ? rest.slice(0, -1) : rest };
+      }
       // "/v1/kv" without the trailing slash: the parameter is empty (handlers answer "Missing ...").
       if (path === entry.bare) return { entry, rest: '' };
     }

@@ -258,7 +258,7 @@ async function del(req: Request, api: ApiContext): Promise<Reply> {
 
 export const kvRoutes: Route<ApiContext>[] = [
   {
-    path: '/v1/kv/', prefix: true, methods: { GET: get, PUT: put, DELETE: del },
+    path: '/v1/kv/', prefix: true, rest: 'path', methods: { GET: get, PUT: put, DELETE: del },
     query: [...queryOptionParameters, 'recurse', 'keys', 'separator', 'seperator', 'raw', 'flags', 'cas', 'acquire', 'release'],
   },
 ];

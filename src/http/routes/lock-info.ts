@@ -74,5 +74,5 @@ function lockQueue(req: Request, api: ApiContext): Reply {
 
 export const lockInfoRoutes: Route<ApiContext>[] = [
   { path: '/v1/session/timer/', prefix: true, methods: { GET: sessionTimer } },
-  { path: '/v1/lock/queue/', prefix: true, methods: { GET: lockQueue } },
+  { path: '/v1/lock/queue/', prefix: true, rest: 'path', methods: { GET: lockQueue } },
 ];

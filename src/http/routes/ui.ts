@@ -119,5 +119,5 @@ function home(req: Request): Reply {
 
 export const uiRoutes: Route<ApiContext>[] = [
   { path: '/', prefix: false, public: true, methods: { GET: home } },
-  { path: '/ui/', prefix: true, public: true, methods: { GET: serve } },
+  { path: '/ui/', prefix: true, rest: 'path', public: true, methods: { GET: serve } },
 ];
