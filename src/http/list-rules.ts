@@ -27,11 +27,15 @@ function namesMentioned(query: URLSearchParams): string[] {
   return [...names].filter((n) => n !== '');
 }
 
-/** The reply with the list rules applied, and the headers they add (Total-Count). */
+/**
+ * The reply with the list rules applied, and the headers they add (Total-Count). A list may come rendered
+ * in advance as well (`json`, with its `tag`: `?keys`): untouched it is sent as it was rendered; changed by
+ * the rules (paged, sorted, pretty) it is rendered again from its value.
+ */
 export function withListRules(req: Request, reply: Reply, reserved: readonly string[]): { reply: Reply; headers: [string, string][] } {
   if (reply.t !== 'json' || reply.value === undefined) return { reply, headers: [] };
   const pretty = req.query.has('pretty') && !['false', '0'].includes(req.query.get('pretty') ?? '');
-  if (!Array.isArray(reply.value)) return { reply: pretty ? { ...reply, pretty } : reply, headers: [] };
+  if (!Array.isArray(reply.value)) return { reply: pretty ? { ...unrendered(reply), pretty } : reply, headers: [] };
   // Most lists come without list parameters: do not look at their records at all then.
   if ([...req.query.keys()].every((k) => reserved.includes(k))) return { reply, headers: [] };
   const records = reply.value as Record<string, unknown>[];
@@ -47,5 +51,12 @@ export function withListRules(req: Request, reply: Reply, reserved: readonly str
   }
   if (query === undefined) return { reply, headers: [] };
   const applied = applyListQuery(records, query);
-  return { reply: { ...reply, value: applied.body, pretty: query.pretty }, headers: applied.headers };
+  return { reply: { ...unrendered(reply), value: applied.body, pretty: query.pretty }, headers: applied.headers };
+}
+
+/** The JSON reply without the rendering it came with, for a value the rules changed. */
+function unrendered(reply: Extract<Reply, { t: 'json' }>): Extract<Reply, { t: 'json' }> {
+  if (reply.json === undefined) return reply;
+  const { json, tag, ...rest } = reply;
+  return rest;
 }

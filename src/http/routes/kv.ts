@@ -10,7 +10,7 @@ import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { entityTag } from '../conditional.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64, queryOptionParameters, waits, type QueryOptions } from '../query.ts';
-import { jsonText, type Reply } from '../reply.ts';
+import type { Reply } from '../reply.ts';
 import { flag, nothingReadable, param, readableUnder, type Request } from '../request.ts';
 import { requireSessionUse } from '../session-access.ts';
 import type { Route } from '../router.ts';
@@ -117,7 +117,9 @@ async function getList(req: Request, api: ApiContext, q: QueryOptions): Promise<
     const keys = hidden ? [] : state().kvKeys(key, separator, readable);
     const index = { index: prefixIndex() };
     if (keys.length === 0 && key !== '') return { t: 'missing', index, failure: keyNotFound(key) };
-    return jsonText(JSON.stringify(keys), index);
+    // Rendered here, where JSON.stringify needs no replacer (no uint64 in a key list), and sent as is unless
+    // list parameters page or sort it (list-rules.ts renders it again from `value` then).
+    return { t: 'json', value: keys, json: JSON.stringify(keys), index };
   }
   await awaitQuery(req, api, q, { kind: 'prefix', prefix: key }, prefixIndex);
   // Only the entries the caller may read, as Consul filters lists by ACL.
