@@ -103,7 +103,7 @@ export const errorCatalogue = {
     kind: 'inputTooLong', message: (v) => `snapshot refused, nothing changed: it does not fit one log entry (${v.why})`, details: (v) => ({ body: [`Size:${v.why}`] }),
     consulText: (v) => `Error restoring snapshot: too large for one log entry (${v.why})`,
   }),
-  apiVersionInvalid: entry({ kind: 'invalidParameter', message: 'x-api-version must be a date written yyyyMMdd', details: () => rule('x-api-version', 'Format:must be yyyyMMdd') }),
+  apiVersionInvalid: entry({ kind: 'invalidParameter', message: 'x-api-version must be a calendar date written yyyyMMdd, such as 20240229', details: () => rule('x-api-version', 'Format:must be a calendar date yyyyMMdd') }),
   noEndpoint: entry<{ method: string; path: string }>({
     kind: 'notFound', message: (v) => `no endpoint at ${v.method} ${v.path}`, details: (v) => ({ path: v.path }),
     consulText: (v) => (v.path.includes('/v1/')

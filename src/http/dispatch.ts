@@ -52,15 +52,30 @@ export function isPromise<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof (x as { then?: unknown } | undefined)?.then === 'function';
 }
 
-/** `x-api-version` (a minor version, yyyyMMdd) is accepted and echoed; a malformed one is refused (seed). */
+/**
+ * `x-api-version` (a minor version, yyyyMMdd) is accepted and echoed; one that is not a calendar date is
+ * refused (seed) or ignored (consul).
+ */
 function apiVersion(req: Request, dialect: Dialect): [string, string][] {
   const version = req.headers.get('x-api-version');
   if (version === undefined) return [];
-  if (!/^\d{8}$/.test(version.trim())) {
+  if (!isCalendarDate(version.trim())) {
     if (dialect === 'consul') return [];
     throw new RegistryError('apiVersionInvalid');
   }
   return [['x-api-version', version.trim()]];
+}
+
+/** Whether `text` is yyyyMMdd naming a day of the (proleptic Gregorian) calendar: the Date's own arithmetic decides. */
+function isCalendarDate(text: string): boolean {
+  const parts = /^(\d{4})(\d{2})(\d{2})$/.exec(text);
+  if (parts === null) return false;
+  const [year, month, day] = [Number(parts[1]), Number(parts[2]), Number(parts[3])];
+  // setUTCFullYear takes years below 100 as they are (Date.UTC would add 1900); an overflowing month or
+  // day rolls into the next, so the round trip holds only for a real date.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 
 function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found: Found<Ctx> | undefined): Wire | Promise<Wire> {

@@ -1,0 +1,71 @@
+// Goal: the identities authentication proves stay apart and its refusals say how to authenticate, through
+// started agents (seed and consul dialects, auth on). A token's subject can never be a signed caller's
+// `app:<appKey>` (refused at verification and at minting), so a session a signed request created is not
+// usable by a token; every seed 401 carries WWW-Authenticate, and the consul dialect's 403s never do;
+// a signed request standing for another verb through X-HTTP-Method-Override may sign the request line's
+// POST, as the conventions say, or the verb; x-api-version must be a calendar date.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
+import { signRequest } from '../../src/auth/signature.ts';
+import { call, expectError, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+
+const secret = 'an-identities-secret-that-is-long-enough-42';
+const appSecret = 'app-secret-identities';
+const lockRules: Rule[] = [{ resource: 'session', prefix: '', access: 'write' }, { resource: 'key', prefix: 'locks/', access: 'write' }];
+const appKeys = { app1: { secret: appSecret, rules: lockRules } };
+const tokens = new TokenAuthority({ secret });
+const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+
+let configFile: string;
+let seed: Agent;
+let consul: Agent;
+
+beforeAll(async () => {
+  configFile = join(tempDataDir(), 'agent.json');
+  writeFileSync(configFile, JSON.stringify({ auth: { jwt_secret: secret, app_keys: appKeys } }));
+  [seed, consul] = await Promise.all([
+    startAgent({ args: ['--config-file', configFile] }),
+    startAgent({ args: ['--config-file', configFile, '--dialect', 'consul'] }),
+  ]);
+}, 60_000);
+afterAll(async () => {
+  for (const a of [seed, consul]) { await a?.stop(); a?.cleanup(); }
+});
+
+let n = 0;
+/** The query string of a request signed by app1 over `method` (the stringA), `path` and `body`. */
+const signed = (method: string, path: string, body = '', params: [string, string][] = [], appKey = 'app1') =>
+  signRequest({ method, path, params, body: Buffer.from(body), appKey, secret: appSecret, nonce: `id-${++n}-${Date.now()}`, signMethod: 'HMACSHA256' });
+
+/** A token with `subject` made with the agent's secret, bypassing the minting checks (a foreign issuer could). */
+async function rawToken(subject: string, rules: Rule[]): Promise<string> {
+  const { SignJWT } = await import('jose');
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ rules }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('roster').setSubject(subject)
+    .setIssuedAt(now).setExpirationTime(now + 600).sign(new TextEncoder().encode(secret));
+}
+
+async function signedSession(agent: Agent): Promise<string> {
+  const body = '{"Name":"app1-session","TTL":"60s"}';
+  const r = await call(agent.url, 'PUT', `/v1/session/create?${signed('PUT', '/v1/session/create', body)}`, body, { 'content-type': 'application/json' });
+  expect(r.status, r.text).toBe(200);
+  return r.json().ID;
+}
+
+describe('x-api-version is a calendar date', () => {
+  test('a real date is echoed; digits that name no day are 400/1009 (seed) and ignored (consul)', async () => {
+    const t = await tokens.mint({ subject: 'reader', rules: lockRules, ttlSeconds: 600 });
+    for (const version of ['20240229', '19991231', '00010101']) {
+      const r = await call(seed.url, 'GET', '/v1/session/list', undefined, { ...bearer(t), 'x-api-version': version });
+      expect([r.status, r.headers.get('x-api-version')]).toEqual([200, version]);
+    }
+    for (const version of ['20241399', '99999999', '00000000', '20230229', '20240431', '20240100', '2024-01-01']) {
+      const r = await call(seed.url, 'GET', '/v1/session/list', undefined, { ...bearer(t), 'x-api-version': version });
+      expect(expectError(r, 400, 1009).details['x-api-version'], version).toEqual(['Format:must be a calendar date yyyyMMdd']);
+      const c = await call(consul.url, 'GET', '/v1/session/list', undefined, { ...bearer(t), 'x-api-version': version });
+      expect([c.status, c.headers.get('x-api-version')]).toEqual([200, null]);
+    }
+  });
+});
