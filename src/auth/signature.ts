@@ -25,6 +25,9 @@
  * - Order: "ASCII order" is applied to the encoded names, which are pure ASCII; a repeated name is ordered by
  *   its encoded value.
  * - stringA upper-cases whatever method it gets (the spec names GET and POST; others are not refused here).
+ *   It is "the request method": for a POST carrying `X-HTTP-Method-Override`, the method on the request line,
+ *   POST (`sentMethod`), as the spec's "GET or POST" says. A signature over the overridden verb is accepted
+ *   too: that one also binds the verb, which the override header alone, like every header, does not.
  *   stringB is the path as it appears on the request line, without the query, neither decoded nor re-encoded.
  * - appKey, nonce, timestamp, signMethod and sign must each appear exactly once with a non-empty value;
  *   otherwise the request is `missing` them (a repeated one is ambiguous, which is no better than absent).
@@ -197,7 +200,7 @@ const timestampPattern = /^\d{1,12}$/;
  * The timestamp must be less than half the nonce window from `nowMs` (see the header comment).
  */
 export function verifySignedRequest(
-  req: { method: string; path: string; query: URLSearchParams; body: Buffer },
+  req: { method: string; sentMethod?: string | undefined; path: string; query: URLSearchParams; body: Buffer },
   secrets: ReadonlyMap<string, string>,
   nonces: NonceWindow,
   nowMs: number,
@@ -223,8 +226,12 @@ export function verifySignedRequest(
   if (req.query.has(contentMd5Name)) {
     throw new SignatureError('bad_signature', `${contentMd5Name} is computed from the body and must not be sent`);
   }
-  const expected = signature(signMethod, secret, canonicalString(req.method, req.path, [...req.query], req.body));
-  if (!hexEquals(expected, sign)) throw new SignatureError('bad_signature', 'signature does not match');
+  const methods = req.sentMethod === undefined || req.sentMethod === req.method ? [req.method] : [req.sentMethod, req.method];
+  const signedAs = (method: string) => hexEquals(signature(signMethod, secret, canonicalString(method, req.path, [...req.query], req.body)), sign);
+  if (!methods.some(signedAs)) {
+    throw new SignatureError('bad_signature', methods.length === 1 ? 'signature does not match'
+      : `signature does not match (stringA tried: ${methods.join(' and ')})`);
+  }
   const skewMs = nonces.windowMs / 2;
   if (!(Math.abs(nowMs - Number(timestamp) * 1000) < skewMs)) {
     throw new SignatureError('stale', `timestamp is not within ${Math.round(skewMs / 1000)} s of the server's clock`);

@@ -44,6 +44,7 @@ class ExchangeRequest implements Request {
   caller?: string;
   route?: string;
   queuedSeconds?: number;
+  sentMethod?: string;
 
   constructor(
     private readonly exchange: { signal(): StopSignal },
@@ -203,6 +204,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     const req = new ExchangeRequest(
       this, this.method, this.head.path, this.query, this.head.headers, body, this.s.dialect === 'seed', this.requestId, this.s.answers,
     );
+    if (this.head.sentMethod !== this.method) req.sentMethod = this.head.sentMethod;
     this.req = req;
     let answer: Wire | Promise<Wire>;
     try {

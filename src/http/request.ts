@@ -4,8 +4,10 @@ import { RegistryError } from '../domain/errors.ts';
 import type { StopSignal } from '../util/stop.ts';
 
 export interface Request {
-  /** Upper-case method. */
+  /** Upper-case method: the verb the request stands for (POST's `X-HTTP-Method-Override` applied). */
   method: string;
+  /** The method on the request line when `X-HTTP-Method-Override` replaced it (always POST); absent otherwise. */
+  sentMethod?: string;
   /** The raw (percent-encoded) path. */
   path: string;
   /** The route's trailing parameter, URL-decoded once (a key may contain `/` and `:`). */

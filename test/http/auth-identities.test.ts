@@ -54,6 +54,33 @@ async function signedSession(agent: Agent): Promise<string> {
   return r.json().ID;
 }
 
+describe('a signed request with X-HTTP-Method-Override', () => {
+  const override = (verb: string) => ({ 'x-http-method-override': verb });
+  const read = async (key: string) => (await call(seed.url, 'GET', `/v1/kv/${key}?${signed('GET', `/v1/kv/${key}`, '', [['raw', 'true']])}`)).text;
+
+  test('may sign the request line\'s POST, as the conventions\' stringA says, or the verb it stands for', async () => {
+    const path = '/v1/kv/locks/override';
+    const asPost = await call(seed.url, 'POST', `${path}?${signed('POST', path, 'by-post')}`, 'by-post', override('PUT'));
+    expect([asPost.status, asPost.text]).toEqual([200, 'true']);
+    expect(await read('locks/override')).toBe('by-post');
+    const asPut = await call(seed.url, 'POST', `${path}?${signed('PUT', path, 'by-put')}`, 'by-put', override('put'));
+    expect([asPut.status, asPut.text]).toEqual([200, 'true']);
+    expect(await read('locks/override')).toBe('by-put');
+    const deleted = await call(seed.url, 'POST', `${path}?${signed('POST', path)}`, undefined, override('DELETE'));
+    expect([deleted.status, deleted.text]).toEqual([200, 'true']);
+    expect((await call(seed.url, 'GET', `${path}?${signed('GET', path)}`)).status).toBe(404);
+  });
+
+  test('any other method in stringA is refused (400/1022) and changes nothing; without an override POST is no stand-in', async () => {
+    const path = '/v1/kv/locks/override-bad';
+    const asDelete = await call(seed.url, 'POST', `${path}?${signed('DELETE', path, 'x')}`, 'x', override('PUT'));
+    expect(expectError(asDelete, 400, 1022).message).toMatch(/POST and PUT/);
+    const plainPut = await call(seed.url, 'PUT', `${path}?${signed('POST', path, 'x')}`, 'x');
+    expectError(plainPut, 400, 1022);
+    expect((await call(seed.url, 'GET', `${path}?${signed('GET', path)}`)).status).toBe(404);
+  });
+});
+
 describe('x-api-version is a calendar date', () => {
   test('a real date is echoed; digits that name no day are 400/1009 (seed) and ignored (consul)', async () => {
     const t = await tokens.mint({ subject: 'reader', rules: lockRules, ttlSeconds: 600 });
