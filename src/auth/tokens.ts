@@ -1,9 +1,8 @@
 /**
  * Authentication by bearer token (http-conventions.md "Authentication › Bearer token"): the caller sends
  * `Authorization: Bearer <token>`; the token is an HS256 JWT signed with a shared secret, carrying the
- * subject and its rules. No identity → 401 (1002 missing, 1021 invalid, 1005 expired), with
- * WWW-Authenticate when the request carried an Authorization header; an identity whose rules do not
- * permit the request → 403 (1004).
+ * subject and its rules. No identity → 401 (1002 missing, 1021 invalid, 1005 expired), always with
+ * WWW-Authenticate; an identity whose rules do not permit the request → 403 (1004).
  *
  * Tokens are never logged nor echoed: no error message or property here contains one.
  */
@@ -169,10 +168,11 @@ export function bearerToken(authorization: string | undefined): string {
 }
 
 /**
- * The WWW-Authenticate value for a 401 (RFC 6750 §3); send it only when the request carried an
- * Authorization header, as http-conventions.md asks.
+ * The WWW-Authenticate value for a 401 (RFC 6750 §3), sent with every 401 (RFC 9110 §15.5.2; the
+ * conventions ask it when the request carried an Authorization header). Without a token error (none was
+ * sent, or the 401 refuses a signed request's app key) the challenge names the scheme and realm only.
  */
-export function wwwAuthenticate(err: AuthError, realm = issuerDefault): string {
-  if (err.kind === 'missing') return `Bearer realm="${realm}"`;
+export function wwwAuthenticate(err?: AuthError, realm = issuerDefault): string {
+  if (err === undefined || err.kind === 'missing') return `Bearer realm="${realm}"`;
   return `Bearer realm="${realm}", error="invalid_token", error_description="${err.message}"`;
 }

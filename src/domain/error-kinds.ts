@@ -47,8 +47,13 @@ export interface ErrorEntry<V> {
   status?: number;
   /** Consul's status. @default the class's consulStatus */
   consulStatus?: number | ((v: V) => number);
-  /** Response headers the error needs in both dialects (WWW-Authenticate, Retry-After, Allow). */
+  /** Response headers the error needs in both dialects (Retry-After, Allow). */
   headers?: (v: V) => [string, string][];
+  /**
+   * Response headers of the seed dialect only: a 401's WWW-Authenticate (Consul answers those refusals 403
+   * with no challenge).
+   */
+  seedHeaders?: (v: V) => [string, string][];
 }
 
 /** An entry whose texts are made of variables `V` (none by default); `vars` only carries the type. */
@@ -64,4 +69,20 @@ export type Reason = { reason: string };
 /** A path without its trailing parameter: `field` names it in the details, `what` in the message. */
 export const missingInPath = (field: string, consulText: string, what = field, required = 'must not be empty') => entry({
   kind: 'missingParameter', message: `missing ${what} in the path`, details: () => rule(field, `Required:${required}`), consulText,
+});
+
+/** A 401's WWW-Authenticate challenge: the seed dialect sends one with every 401 (RFC 9110 §15.5.2). */
+type Challenge = { challenge?: string };
+const challenged = (v: Challenge): [string, string][] => (v.challenge === undefined ? [] : [['WWW-Authenticate', v.challenge]]);
+
+/** A bearer token refused (401 in the seed dialect; Consul's 403 `ACL not found`). */
+export const tokenRefusal = (kind: ErrorKind) => entry<{ why: string; credentials: string } & Challenge>({
+  kind, message: (v) => v.why, details: (v) => ({ credentials: v.credentials }), consulStatus: 403, consulText: 'ACL not found',
+  seedHeaders: challenged,
+});
+
+/** A signed request refused (its class's status in the seed dialect; Consul's 403 `Permission denied`). */
+export const signatureRefusal = (kind: ErrorKind) => entry<{ why: string; signature: string } & Challenge>({
+  kind, message: (v) => `request signature refused: ${v.why}`, details: (v) => ({ signature: v.signature }), consulStatus: 403, consulText: 'Permission denied',
+  seedHeaders: challenged,
 });

@@ -10,7 +10,7 @@
  * The classes and the helpers entries are written with live in error-kinds.ts; the KV and transaction
  * entries in errors-kv.ts and the agent diagnostics' in errors-agent.ts, spread into the catalogue here.
  */
-import { entry, errorKinds, missingInPath, rule, text, type ErrorEntry, type ErrorKind, type FieldDetails, type Reason } from './error-kinds.ts';
+import { entry, errorKinds, missingInPath, rule, signatureRefusal, text, tokenRefusal, type ErrorEntry, type ErrorKind, type FieldDetails, type Reason } from './error-kinds.ts';
 import { agentErrorCatalogue } from './errors-agent.ts';
 import { kvErrorCatalogue } from './errors-kv.ts';
 
@@ -21,18 +21,9 @@ export type { TxnOpError } from './errors-kv.ts';
 const retryAfter = (seconds: number): [string, string][] => [['Retry-After', String(seconds)]];
 const invalid = (field: string, ruleText: string) => `invalid ${field}: ${ruleText.slice(ruleText.indexOf(':') + 1)}`;
 
-type Credentials = { why: string; credentials: string; challenge?: string };
-type SignatureRefusal = { why: string; signature: string };
 /** A field of `rule` with a Go-duration rule text (the rule is the duration parser's). */
 type DurationRule = { rule: string };
 
-const tokenRefusal = (kind: ErrorKind) => entry<Credentials>({
-  kind, message: (v) => v.why, details: (v) => ({ credentials: v.credentials }), consulStatus: 403, consulText: 'ACL not found',
-  headers: (v) => (v.challenge === undefined ? [] : [['WWW-Authenticate', v.challenge]]),
-});
-const signatureRefusal = (kind: ErrorKind) => entry<SignatureRefusal>({
-  kind, message: (v) => `request signature refused: ${v.why}`, details: (v) => ({ signature: v.signature }), consulStatus: 403, consulText: 'Permission denied',
-});
 /** A 503 asking to retry in a second. */
 const busy = (message: string, consulText: string) => entry({
   kind: 'remoteUnavailable', message, details: () => ({ retryAfterSeconds: 1 }), status: 503, consulStatus: 503, consulText, headers: () => retryAfter(1),
@@ -380,8 +371,10 @@ export class RegistryError<N extends ErrorName = ErrorName> extends Error {
   readonly status: number;
   readonly consulStatus: number;
   readonly consulText: string;
-  /** Response headers the error needs (WWW-Authenticate on a 401, Retry-After on a 429 or 503). */
+  /** Response headers the error needs in both dialects (Retry-After on a 429 or 503, Allow on a 405). */
   readonly headers: [string, string][];
+  /** Response headers of the seed dialect only (WWW-Authenticate on a 401). */
+  readonly seedHeaders: [string, string][];
 
   constructor(readonly error: N, ...args: VarsArgs<N>) {
     const e = errorCatalogue[error] as ErrorEntry<ErrorVars<N>>;
@@ -396,5 +389,6 @@ export class RegistryError<N extends ErrorName = ErrorName> extends Error {
     this.consulStatus = (typeof e.consulStatus === 'function' ? e.consulStatus(v) : e.consulStatus) ?? errorKinds[e.kind].consulStatus;
     this.consulText = text(e.consulText, v) ?? message;
     this.headers = e.headers?.(v) ?? [];
+    this.seedHeaders = e.seedHeaders?.(v) ?? [];
   }
 }

@@ -114,8 +114,7 @@ export class AuthGate {
       return await this.tokens.verify(jwt);
     } catch (err) {
       if (!(err instanceof AuthError)) throw err;
-      const challenged = authorization !== undefined || present(subprotocolToken) !== undefined;
-      throw new RegistryError(tokenErrors[err.kind], { why: err.message, credentials: err.kind, ...(challenged ? { challenge: wwwAuthenticate(err) } : {}) });
+      throw new RegistryError(tokenErrors[err.kind], { why: err.message, credentials: err.kind, challenge: wwwAuthenticate(err) });
     }
   }
 
@@ -129,7 +128,9 @@ export class AuthGate {
         const retryAfterSeconds = Math.max(1, Math.ceil(this.nonces.oldestLeftMs(Date.now()) / 1000));
         throw new RegistryError('signatureBusy', { why: err.message, retryAfterSeconds });
       }
-      throw new RegistryError(signatureErrors[err.kind], { why: err.message, signature: err.kind });
+      // The one 401 among them (an unknown app key) names the scheme a caller may authenticate with instead.
+      const challenge = err.kind === 'unknown_key' ? { challenge: wwwAuthenticate() } : {};
+      throw new RegistryError(signatureErrors[err.kind], { why: err.message, signature: err.kind, ...challenge });
     }
   }
 }

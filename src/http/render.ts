@@ -122,15 +122,17 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
   }
 }
 
-/** The error in the dialect's format; `more`: headers the transport adds (Connection: close). */
+/**
+ * The error in the dialect's format; `more`: headers the transport adds (Connection: close). A 401's
+ * challenge is the seed dialect's alone: Consul answers those refusals 403 without one.
+ */
 export function renderError(err: RegistryError, dialect: Dialect, more: [string, string][] = []): Wire {
-  const extra = [...err.headers, ...more];
   if (dialect === 'consul') {
-    return { status: err.consulStatus, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...extra], body: err.consulText };
+    return { status: err.consulStatus, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...err.headers, ...more], body: err.consulText };
   }
   const body: { code: number; message: string; details?: Record<string, unknown> } = { code: err.code, message: err.message };
   if (err.details !== undefined) body.details = err.details;
-  return { status: err.status, headers: [jsonType, ...extra], body: JSON.stringify(body) };
+  return { status: err.status, headers: [jsonType, ...err.headers, ...err.seedHeaders, ...more], body: JSON.stringify(body) };
 }
 
 /** The answer with `more` headers after its own. */

@@ -216,5 +216,6 @@ describe('bearerToken and WWW-Authenticate', () => {
       'Bearer realm="roster", error="invalid_token", error_description="token expired"',
     );
     expect(wwwAuthenticate(new AuthError('invalid'))).toContain('error="invalid_token"');
+    expect(wwwAuthenticate()).toBe('Bearer realm="roster"');
   });
 });

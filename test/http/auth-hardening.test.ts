@@ -238,7 +238,7 @@ describe('a blank Authorization header is no header', () => {
     }
     const none = await call(open.url, 'GET', '/v1/kv/blank-auth', undefined, { authorization: '' });
     expectError(none, 401, 1002);
-    expect(none.headers.get('www-authenticate')).toBeNull();
+    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="roster"');
   });
 });
 

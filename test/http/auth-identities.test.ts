@@ -39,20 +39,42 @@ let n = 0;
 const signed = (method: string, path: string, body = '', params: [string, string][] = [], appKey = 'app1') =>
   signRequest({ method, path, params, body: Buffer.from(body), appKey, secret: appSecret, nonce: `id-${++n}-${Date.now()}`, signMethod: 'HMACSHA256' });
 
-/** A token with `subject` made with the agent's secret, bypassing the minting checks (a foreign issuer could). */
-async function rawToken(subject: string, rules: Rule[]): Promise<string> {
-  const { SignJWT } = await import('jose');
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ rules }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('roster').setSubject(subject)
-    .setIssuedAt(now).setExpirationTime(now + 600).sign(new TextEncoder().encode(secret));
-}
+describe('every 401 carries a challenge (seed); Consul\'s 403s carry none', () => {
+  const realmOnly = 'Bearer realm="roster"';
 
-async function signedSession(agent: Agent): Promise<string> {
-  const body = '{"Name":"app1-session","TTL":"60s"}';
-  const r = await call(agent.url, 'PUT', `/v1/session/create?${signed('PUT', '/v1/session/create', body)}`, body, { 'content-type': 'application/json' });
-  expect(r.status, r.text).toBe(200);
-  return r.json().ID;
-}
+  test('no credentials, a blank Authorization header, an unknown app key: 401 with WWW-Authenticate', async () => {
+    for (const headers of [{}, { authorization: '' }, { authorization: ' ' }] as Record<string, string>[]) {
+      const r = await call(seed.url, 'GET', '/v1/kv/locks/x', undefined, headers);
+      expectError(r, 401, 1002);
+      expect(r.headers.get('www-authenticate')).toBe(realmOnly);
+    }
+    const unknownKey = `/v1/kv/locks/x?${signed('GET', '/v1/kv/locks/x', '', [], 'nobody')}`;
+    for (const headers of [{}, { authorization: 'Bearer junk' }] as Record<string, string>[]) {
+      const r = await call(seed.url, 'GET', unknownKey, undefined, headers);
+      expectError(r, 401, 1001);
+      expect(r.headers.get('www-authenticate')).toBe(realmOnly);
+    }
+    const junk = await call(seed.url, 'GET', '/v1/kv/locks/x', undefined, { 'x-consul-token': 'junk' });
+    expectError(junk, 401, 1021);
+    expect(junk.headers.get('www-authenticate')).toMatch(/^Bearer realm="roster", error="invalid_token"/);
+    // The stream's plain GET answers the upgrade's verdict, challenge included.
+    const stream = await call(seed.url, 'GET', '/v1/stream');
+    expectError(stream, 401, 1002);
+    expect(stream.headers.get('www-authenticate')).toBe(realmOnly);
+  });
+
+  test('the consul dialect answers those 403 with no WWW-Authenticate, as Consul does', async () => {
+    const refusals: [string, Record<string, string>, string][] = [
+      ['/v1/kv/locks/x', {}, 'ACL not found'],
+      ['/v1/kv/locks/x', { authorization: 'Bearer junk' }, 'ACL not found'],
+      [`/v1/kv/locks/x?${signed('GET', '/v1/kv/locks/x', '', [], 'nobody')}`, { authorization: 'Bearer junk' }, 'Permission denied'],
+    ];
+    for (const [path, headers, text] of refusals) {
+      const r = await call(consul.url, 'GET', path, undefined, headers);
+      expect([r.status, r.text, r.headers.get('www-authenticate')]).toEqual([403, text, null]);
+    }
+  });
+});
 
 describe('a signed request with X-HTTP-Method-Override', () => {
   const override = (verb: string) => ({ 'x-http-method-override': verb });

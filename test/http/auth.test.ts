@@ -28,10 +28,10 @@ beforeAll(async () => {
 afterAll(async () => { await agent?.stop(); agent?.cleanup(); });
 
 describe('bearer tokens', () => {
-  test('no credentials: 401 code 1002, no WWW-Authenticate (no Authorization header was sent)', async () => {
+  test('no credentials: 401 code 1002 with a bare challenge (every 401 carries one, RFC 9110 §15.5.2)', async () => {
     const r = await call(agent.url, 'GET', '/v1/kv/any');
     expectError(r, 401, 1002);
-    expect(r.headers.get('www-authenticate')).toBeNull();
+    expect(r.headers.get('www-authenticate')).toBe('Bearer realm="roster"');
   });
 
   test('an invalid token: 401 code 1021 with WWW-Authenticate; an expired one: 401 code 1005', async () => {
