@@ -100,6 +100,23 @@ export function isOperator(identity: Identity): boolean {
 }
 
 /**
+ * The subjects of signed requests: `app:<appKey>`. A session records its creator's subject as its owner,
+ * so token subjects and app identities must never meet: a token whose subject lies in this namespace is
+ * refused (tokens.ts), and an Owner `app:x` always means the signed caller with app key x.
+ */
+export const appSubjectPrefix = 'app:';
+
+/** The identity of a signed request made with `appKey`. */
+export function appSubject(appKey: string): string {
+  return `${appSubjectPrefix}${appKey}`;
+}
+
+/** Whether `subject` is in the signed callers' namespace (no token may carry it). */
+export function isAppSubject(subject: string): boolean {
+  return subject.startsWith(appSubjectPrefix);
+}
+
+/**
  * Whether `identity` may use a session as its owner does: renew or destroy it, acquire or release locks
  * with it. The identity that created it may, and an operator. A session without an owner (created while
  * authentication was off) is an operator's alone.

@@ -2,13 +2,14 @@
  * Authentication by bearer token (http-conventions.md "Authentication › Bearer token"): the caller sends
  * `Authorization: Bearer <token>`; the token is an HS256 JWT signed with a shared secret, carrying the
  * subject and its rules. No identity → 401 (1002 missing, 1021 invalid, 1005 expired), always with
- * WWW-Authenticate; an identity whose rules do not permit the request → 403 (1004).
+ * WWW-Authenticate; an identity whose rules do not permit the request → 403 (1004). A subject beginning
+ * with `app:` is refused (invalid): that namespace names signed-request callers (acl.ts appSubject).
  *
  * Tokens are never logged nor echoed: no error message or property here contains one.
  */
 import { SignJWT, errors, jwtVerify } from 'jose';
 import type { Clock } from '../ports/index.ts';
-import { parseRules, rulesPerIdentityMax, type Identity, type Rule } from './acl.ts';
+import { appSubjectPrefix, isAppSubject, parseRules, rulesPerIdentityMax, type Identity, type Rule } from './acl.ts';
 
 /**
  * The auth rows of the error catalogue of http-conventions.md. src/domain/errors.ts already holds 1004
@@ -25,14 +26,17 @@ export const authErrorCatalogue = {
 
 export type AuthErrorKind = 'missing' | 'invalid' | 'expired';
 
-/** No acceptable identity: always a 401. The message is the catalogue's, never the token. */
+/**
+ * No acceptable identity: always a 401. The message is the catalogue's, or a reason that says more
+ * (it also goes into WWW-Authenticate's error_description, so it holds no `"` nor backslash); never the token.
+ */
 export class AuthError extends Error {
   override readonly name = 'AuthError';
   readonly code: number;
   readonly status = 401;
 
-  constructor(readonly kind: AuthErrorKind) {
-    super(authErrorCatalogue[kind].message);
+  constructor(readonly kind: AuthErrorKind, reason?: string) {
+    super(reason ?? authErrorCatalogue[kind].message);
     this.code = authErrorCatalogue[kind].code;
   }
 }
@@ -71,6 +75,12 @@ export interface TokenAuthorityOptions {
   clock?: Pick<Clock, 'nowMs'>;
 }
 
+/**
+ * Why a token subject beginning with `app:` is refused, at minting and at verification: that namespace names
+ * signed-request callers (acl.ts appSubject), and a session owned by one must not be usable by a token.
+ */
+export const appSubjectRefusal = `invalid token: its subject must not begin with ${appSubjectPrefix}, which names signed-request callers (app keys)`;
+
 const systemClock: Pick<Clock, 'nowMs'> = { nowMs: () => Date.now() };
 
 export class TokenAuthority {
@@ -107,6 +117,7 @@ export class TokenAuthority {
    */
   async mint(o: { subject: string; rules: Rule[]; ttlSeconds: number }): Promise<string> {
     if (o.subject === '') throw new RangeError('token subject must not be empty');
+    if (isAppSubject(o.subject)) throw new RangeError(appSubjectRefusal);
     if (!Number.isFinite(o.ttlSeconds)) throw new RangeError('ttlSeconds must be finite');
     if (o.ttlSeconds > this.tokenLifetimeSecondsMax) {
       throw new RangeError(`ttlSeconds must be at most the token lifetime limit, ${this.tokenLifetimeSecondsMax} s`);
@@ -147,6 +158,7 @@ export class TokenAuthority {
     }
     const rules = parseRules(payload.rules);
     if (typeof payload.sub !== 'string' || payload.sub === '' || rules === undefined) throw new AuthError('invalid');
+    if (isAppSubject(payload.sub)) throw new AuthError('invalid', appSubjectRefusal);
     // jose has no option for "no audience": without configured audiences a token naming any is refused.
     if (this.audiences.length === 0 && payload.aud !== undefined) throw new AuthError('invalid');
     const lastSecond = Math.min(payload.exp as number, (payload.iat as number) + this.tokenLifetimeSecondsMax);

@@ -1,12 +1,13 @@
 /**
  * `npm run token -- --subject <name> --rules '<json>' [--ttl 1h]` (and `roster token`): mints a bearer
  * token with the agent's JWT secret (ROSTER_AUTH_SECRET, or `auth.jwt_secret` of --config-file) for
- * bootstrap. Rules: [{"resource":"key","prefix":"app/","access":"write"}, ...].
+ * bootstrap. Rules: [{"resource":"key","prefix":"app/","access":"write"}, ...]. A subject beginning with
+ * `app:` is refused: that namespace is the signed-request callers'.
  */
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parseRules, TokenAuthority, tokenLifetimeSecondsMaxDefault, type TokenAuthorityOptions } from '../auth/index.ts';
+import { appSubjectPrefix, isAppSubject, parseRules, TokenAuthority, tokenLifetimeSecondsMaxDefault, type TokenAuthorityOptions } from '../auth/index.ts';
 import { authSettings, ConfigError } from '../config.ts';
 import { parseGoDurationMs } from '../util/duration.ts';
 
@@ -55,6 +56,9 @@ function authorityOptions(configFile: string | undefined, env: NodeJS.ProcessEnv
 export async function mintToken(req: TokenRequest, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   const authority = authorityOptions(req.configFile, env);
   if (!req.subject) throw new TokenRequestError('--subject is required');
+  if (isAppSubject(req.subject)) {
+    throw new TokenRequestError(`--subject must not begin with ${appSubjectPrefix}: that namespace names signed-request callers (app keys), and the agent refuses such a token`);
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(req.rules ?? '[]');

@@ -4,7 +4,7 @@
  * `?token=`), or a signed request (`appKey`, `nonce`, `signMethod`, `sign`). Without credentials a
  * request is refused (default deny); the identity's rules decide each route's read or write.
  */
-import { accessFor, allowed, allowedPrefix, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type Access, type AccessRequest, type Identity, type Resource, type Rule } from '../auth/index.ts';
+import { accessFor, allowed, allowedPrefix, appSubject, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type Access, type AccessRequest, type Identity, type Resource, type Rule } from '../auth/index.ts';
 import { NonceWindow, nonceEntriesMaxDefault, SignatureError, timestampSkewMsDefault, verifySignedRequest } from '../auth/signature.ts';
 import { RegistryError, type ErrorName } from '../domain/errors.ts';
 import { tokenCaller } from './rate-limit.ts';
@@ -121,7 +121,7 @@ export class AuthGate {
   private signed(req: Request): Identity {
     try {
       const { appKey } = verifySignedRequest(req, this.secrets, this.nonces, Date.now());
-      return { subject: `app:${appKey}`, rules: this.settings.appKeys[appKey]!.rules };
+      return { subject: appSubject(appKey), rules: this.settings.appKeys[appKey]!.rules };
     } catch (err) {
       if (!(err instanceof SignatureError)) throw err;
       if (err.kind === 'busy') {

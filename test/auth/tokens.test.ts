@@ -184,6 +184,15 @@ describe('TokenAuthority', () => {
     expect(() => new TokenAuthority({ secret: 'x'.repeat(32) })).not.toThrow();
   });
 
+  test('a subject in the signed callers\' namespace (app:) is refused: verify → invalid, mint throws', async () => {
+    const authority = new TokenAuthority({ secret });
+    const appLike = await new SignJWT({ rules })
+      .setProtectedHeader({ alg: 'HS256' }).setIssuer('roster').setIssuedAt().setSubject('app:app1').setExpirationTime('1h').sign(new TextEncoder().encode(secret));
+    await expect(authority.verify(appLike)).rejects.toThrow(expect.objectContaining({ kind: 'invalid', code: 1021, message: expect.stringMatching(/must not begin with app:/) }));
+    await expect(authority.mint({ subject: 'app:app1', rules, ttlSeconds: 60 })).rejects.toThrow(RangeError);
+    expect((await authority.verify(await authority.mint({ subject: 'apps', rules, ttlSeconds: 60 }))).subject).toBe('apps');
+  });
+
   test('mint refuses an empty subject and malformed rules', async () => {
     const authority = new TokenAuthority({ secret });
     await expect(authority.mint({ subject: '', rules, ttlSeconds: 60 })).rejects.toThrow(RangeError);

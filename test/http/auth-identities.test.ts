@@ -39,6 +39,68 @@ let n = 0;
 const signed = (method: string, path: string, body = '', params: [string, string][] = [], appKey = 'app1') =>
   signRequest({ method, path, params, body: Buffer.from(body), appKey, secret: appSecret, nonce: `id-${++n}-${Date.now()}`, signMethod: 'HMACSHA256' });
 
+/** A token with `subject` made with the agent's secret, bypassing the minting checks (a foreign issuer could). */
+async function rawToken(subject: string, rules: Rule[]): Promise<string> {
+  const { SignJWT } = await import('jose');
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ rules }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('roster').setSubject(subject)
+    .setIssuedAt(now).setExpirationTime(now + 600).sign(new TextEncoder().encode(secret));
+}
+
+async function signedSession(agent: Agent): Promise<string> {
+  const body = '{"Name":"app1-session","TTL":"60s"}';
+  const r = await call(agent.url, 'PUT', `/v1/session/create?${signed('PUT', '/v1/session/create', body)}`, body, { 'content-type': 'application/json' });
+  expect(r.status, r.text).toBe(200);
+  return r.json().ID;
+}
+
+describe('token subjects never name a signed caller', () => {
+  test('a token whose subject is app:<appKey> is refused (401/1021): it cannot renew, lock with or destroy the app\'s session', async () => {
+    const id = await signedSession(seed);
+    const info = await call(seed.url, 'GET', `/v1/session/info/${id}?${signed('GET', `/v1/session/info/${id}`)}`);
+    expect(info.json()[0].Owner).toBe('app:app1');
+    const impostor = await rawToken('app:app1', lockRules);
+    const attempts: [string, string, string | undefined][] = [
+      ['PUT', `/v1/session/renew/${id}`, undefined], ['PUT', `/v1/kv/locks/a?acquire=${id}`, 'x'], ['PUT', `/v1/session/destroy/${id}`, undefined],
+    ];
+    for (const [method, path, body] of attempts) {
+      const r = await call(seed.url, method, path, body, bearer(impostor));
+      expect(expectError(r, 401, 1021).message).toMatch(/subject must not begin with app:/);
+      expect(r.headers.get('www-authenticate')).toMatch(/^Bearer realm="roster", error="invalid_token", error_description="[^"\\]*app:/);
+    }
+    // Another token with the same rules is refused as before (403), and nothing changed: the app still owns,
+    // renews and destroys its session, and the key was never locked.
+    expectError(await call(seed.url, 'PUT', `/v1/session/renew/${id}`, undefined, bearer(await tokens.mint({ subject: 'bob', rules: lockRules, ttlSeconds: 600 }))), 403, 1004);
+    const lock = await call(seed.url, 'GET', `/v1/kv/locks/a?${signed('GET', '/v1/kv/locks/a')}`);
+    expect(lock.status).toBe(404);
+    expect((await call(seed.url, 'PUT', `/v1/session/renew/${id}?${signed('PUT', `/v1/session/renew/${id}`)}`)).status).toBe(200);
+    expect((await call(seed.url, 'PUT', `/v1/session/destroy/${id}?${signed('PUT', `/v1/session/destroy/${id}`)}`)).text).toBe('true');
+  });
+
+  test('the consul dialect refuses such a token as Consul refuses an unknown one: 403 ACL not found', async () => {
+    const id = await signedSession(consul);
+    const r = await call(consul.url, 'PUT', `/v1/session/renew/${id}`, undefined, bearer(await rawToken('app:app1', lockRules)));
+    expect([r.status, r.text]).toEqual([403, 'ACL not found']);
+  });
+
+  test('a subject that only looks alike (APP:app1, xapp:app1) is an ordinary token subject, not the app', async () => {
+    const id = await signedSession(seed);
+    for (const subject of ['APP:app1', 'xapp:app1']) {
+      expectError(await call(seed.url, 'PUT', `/v1/session/renew/${id}`, undefined, bearer(await rawToken(subject, lockRules))), 403, 1004);
+    }
+  });
+
+  test('neither the token CLI nor TokenAuthority mints a token in the app: namespace', async () => {
+    const { mintToken, TokenRequestError } = await import('../../src/cli/token.ts');
+    const minted = mintToken({ subject: 'app:app1', rules: JSON.stringify(lockRules), configFile }, {});
+    await expect(minted).rejects.toBeInstanceOf(TokenRequestError);
+    await expect(minted).rejects.toThrow(/--subject must not begin with app:/);
+    await expect(tokens.mint({ subject: 'app:app1', rules: lockRules, ttlSeconds: 60 })).rejects.toThrow(/must not begin with app:/);
+    const ok = await mintToken({ subject: 'apps', rules: JSON.stringify(lockRules), configFile }, {});
+    expect((await call(seed.url, 'GET', '/v1/kv/locks/none', undefined, bearer(ok))).status).toBe(404);
+  });
+});
+
 describe('every 401 carries a challenge (seed); Consul\'s 403s carry none', () => {
   const realmOnly = 'Bearer realm="roster"';
 
