@@ -9,13 +9,13 @@
  * unchanged for an hour would be served from a browser's cache for six minutes, registrations unseen.
  * Answers that set their own (the dashboard's files) keep theirs.
  */
-import { crc32 } from 'node:zlib';
+import { hash } from 'node:crypto';
 import type { Wire } from './render.ts';
 import type { Request } from './request.ts';
 
 /**
- * The answer with its validators. A matching If-None-Match, or (without one) an If-Modified-Since not
- * older than Last-Modified, answers 304 without a body.
+ * The answer with its validators. A matching If-None-Match, or (without one) an If-Modified-Since at or
+ * after the modification, answers 304 without a body.
  */
 export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number) => number | undefined): Wire {
   if ((req.method !== 'GET' && req.method !== 'HEAD') || w.status !== 200 || w.feed !== undefined) return w;
@@ -24,26 +24,45 @@ export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number)
   const headers: [string, string][] = w.headers.slice();
   if (!headers.some(([k]) => k === 'Cache-Control')) headers.push(['Cache-Control', 'no-cache']);
   headers.push(['ETag', tag]);
-  if (modifiedMs !== undefined) headers.push(['Last-Modified', httpDate(modifiedMs)]);
+  if (modifiedMs !== undefined) headers.push(['Last-Modified', httpDate(Math.min(modifiedMs, dateFloorMs(Date.now())))]);
   const wanted = req.headers.get('if-none-match');
   if (wanted !== undefined) {
     const match = wanted.trim() === '*' || wanted.split(',').some((t) => t.trim().replace(/^W\//, '') === tag);
     return match ? notModified(headers) : { status: w.status, headers, body: w.body };
   }
   const since = parseHttpDate(req.headers.get('if-modified-since'));
-  // Last-Modified has whole seconds: compare at that precision.
-  if (since !== undefined && modifiedMs !== undefined && Math.floor(modifiedMs / 1000) * 1000 <= since) return notModified(headers);
+  // The modification's own time (ms), not Last-Modified's whole second: a key written at 12:00:00.200 and
+  // again at .700 shows 12:00:00 both times, and a client holding the first is not told the second is it.
+  if (since !== undefined && modifiedMs !== undefined && modifiedMs <= since) return notModified(headers);
   return { status: w.status, headers, body: w.body };
 }
 
 /**
- * The ETag of a representation: its length and crc32, computed natively in well under a microsecond for
- * small bodies (a sha256 object per read cost a sixth of a GET), and a change slipping past both is rare
- * enough for a cache validator; the registry index headers remain the exact change signal. A route that
- * keeps rendered bodies keeps their tags with them (Wire.tag).
+ * The ETag of a representation: the first 128 bits of its SHA-256, base64url. Whoever may write a value
+ * chooses a representation's bytes, so the tag must resist chosen collisions: with a checksum (a crc32) a
+ * writer could store a different value of the same tag and a revalidating reader would keep the old one.
+ * The one-shot `crypto.hash` costs about what the crc32 did on a small answer (no hash object per read)
+ * and SHA-256 runs on the CPU's SHA instructions; a route that keeps rendered bodies keeps their tags with
+ * them (Wire.tag), so a KV key read again is not hashed again.
  */
 export function entityTag(body: string | Buffer): string {
-  return `"${Buffer.byteLength(body).toString(36)}-${crc32(body).toString(36)}"`;
+  return `"${hash('sha256', body, 'base64url').slice(0, 22)}"`;
+}
+
+/**
+ * How far uWS's Date header may lag the clock: uWS writes it on every answer (a second Date cannot replace
+ * it) from a text it refreshes on a one-second timer of its loop, so it shows a second that began up to a
+ * second before its last refresh; half a second more covers a refresh delayed by a busy loop.
+ */
+const dateLagMsMax = 1500;
+
+/**
+ * The latest whole second the answer's Date can show, which Last-Modified must not be after (RFC 9110
+ * §8.8.2.1): a value written in the last second or two shows a slightly earlier Last-Modified, never a
+ * later one than the Date beside it. If-Modified-Since still compares with the modification's own time.
+ */
+function dateFloorMs(nowMs: number): number {
+  return Math.floor((nowMs - dateLagMsMax) / 1000) * 1000;
 }
 
 /** The time of the answer's registry index (X-Consul-Index), when it has one with a known time. */

@@ -87,12 +87,15 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
     }
     case 'empty':
       return { status: 200, headers: [], body: '' };
-    case 'raw':
-      return {
+    case 'raw': {
+      const w: Wire = {
         status: 200,
         headers: [['Content-Type', 'text/plain'], ['X-Content-Type-Options', 'nosniff'], ['Content-Security-Policy', 'sandbox'], ...indexHeaders(reply.index, leader)],
         body: reply.body,
       };
+      if (reply.tag !== undefined) w.tag = reply.tag;
+      return w;
+    }
     case 'text':
       return { status: reply.status ?? 200, headers: [['Content-Type', reply.contentType]], body: reply.body };
     case 'outcome':

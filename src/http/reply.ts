@@ -30,8 +30,8 @@ export type Reply =
   }
   /** 200 with no body (Consul's PUT endpoints that return nothing). */
   | { t: 'empty' }
-  /** Raw bytes (KV `?raw`). */
-  | { t: 'raw'; body: Buffer; index?: IndexInfo }
+  /** Raw bytes (KV `?raw`); `tag`: their ETag, when the handler keeps it (conditional.ts entityTag). */
+  | { t: 'raw'; body: Buffer; index?: IndexInfo; tag?: string }
   /** A text document of the agent's own with its media type (the Prometheus exposition format). */
   | { t: 'text'; body: string; contentType: string; status?: number }
   /** A conditional write: seed answers `true` or the error; consul answers `true`/`false` with 200. */

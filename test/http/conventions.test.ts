@@ -3,7 +3,7 @@
 // a trailing slash naming the same resource, OPTIONS listing the methods.
 import { request } from 'undici';
 import { describe, expect, test } from 'vitest';
-import { call, client, expectError, startAgent, withAgent, type Agent } from '../support/in-process.ts';
+import { call, client, expectError, sleep, startAgent, withAgent, type Agent } from '../support/in-process.ts';
 
 let agent: Agent;
 withAgent((a) => { agent = a; });
@@ -33,14 +33,17 @@ describe('caching', () => {
     const first = await c.get('/v1/kv/lm/a');
     const last = first.headers.get('last-modified')!;
     expect(new Date(last).toUTCString()).toBe(last);
-    const t = new Date(last);
+    // If-Modified-Since is compared with the write's own time (ms): a date from the next second is after it.
+    await sleep(1000 - (Date.now() % 1000) + 10);
+    const t = new Date(Date.now() - (Date.now() % 1000));
+    const since = t.toUTCString();
     const day = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'][t.getUTCDay()]!;
     const mon = t.toUTCString().slice(8, 11);
     const hms = t.toISOString().slice(11, 19);
     const dd = String(t.getUTCDate()).padStart(2, '0');
     const rfc850 = `${day}, ${dd}-${mon}-${String(t.getUTCFullYear()).slice(2)} ${hms} GMT`;
     const asctime = `${day.slice(0, 3)} ${mon} ${String(t.getUTCDate()).padStart(2, ' ')} ${hms} ${t.getUTCFullYear()}`;
-    for (const since of [last, rfc850, asctime]) expect((await c.get('/v1/kv/lm/a', { 'if-modified-since': since })).status, since).toBe(304);
+    for (const date of [since, rfc850, asctime]) expect((await c.get('/v1/kv/lm/a', { 'if-modified-since': date })).status, date).toBe(304);
     const earlier = new Date(t.getTime() - 60_000).toUTCString();
     expect((await c.get('/v1/kv/lm/a', { 'if-modified-since': earlier })).status).toBe(200);
     expect((await c.get('/v1/kv/lm/a', { 'if-modified-since': 'yesterday' })).status).toBe(200);

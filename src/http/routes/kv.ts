@@ -65,6 +65,22 @@ function renderedEntry(e: KvEntry): Rendered {
   return rendered;
 }
 
+/** The `?raw` answer's bytes. */
+function rawValue(e: KvEntry): Buffer {
+  return e.value === null ? Buffer.alloc(0) : Buffer.from(e.value, 'base64');
+}
+
+/** The `?raw` answers' ETags, per entry and its ModifyIndex (every change of the value moves it): hashed once per version. */
+const rawTags = new WeakMap<KvEntry, { modifyIndex: number; tag: string }>();
+
+function rawTag(e: KvEntry, bytes?: Buffer): string {
+  const kept = rawTags.get(e);
+  if (kept !== undefined && kept.modifyIndex === e.modifyIndex) return kept.tag;
+  const tag = entityTag(bytes ?? rawValue(e));
+  rawTags.set(e, { modifyIndex: e.modifyIndex, tag });
+  return tag;
+}
+
 function keyNotFound(key: string): RegistryError {
   return new RegistryError('kvKeyNotFound', { key });
 }
@@ -92,7 +108,8 @@ function keyReply(req: Request, api: ApiContext, key: string, keyIndex: number):
   const index = { index: keyIndex };
   if (entry === undefined) return { t: 'missing', index, failure: keyNotFound(key) };
   if (flag(req, 'raw')) {
-    return { t: 'raw', body: entry.value === null ? Buffer.alloc(0) : Buffer.from(entry.value, 'base64'), index };
+    const body = rawValue(entry);
+    return { t: 'raw', body, tag: rawTag(entry, body), index };
   }
   const rendered = renderedEntry(entry);
   return { t: 'json', json: rendered.body, tag: rendered.tag, index };
