@@ -152,9 +152,9 @@ export const errorCatalogue = {
   noPathToDatacenter: entry<{ dc: string }>({
     kind: 'remoteUnavailable', message: (v) => `no path to datacenter "${v.dc}"`, details: (v) => ({ dc: v.dc }), consulText: 'No path to datacenter',
   }),
-  filterInvalid: entry<{ why: string; position?: unknown; expected?: unknown }>({
-    kind: 'invalidParameter', message: (v) => v.why, consulStatus: 500, consulText: (v) => v.why,
-    details: (v) => ({ filter: [`Syntax:${v.why}`], ...(v.position ? { position: v.position } : {}), ...(v.expected ? { expected: v.expected } : {}) }),
+  /** `why`: the evaluator's text, which names the line, column and offset of a syntax error and what was expected there. */
+  filterInvalid: entry<{ why: string }>({
+    kind: 'invalidParameter', message: (v) => v.why, consulStatus: 500, consulText: (v) => v.why, details: (v) => rule('filter', `Syntax:${v.why}`),
   }),
   listParameterInvalid: entry<{ field: string; rule: string; why: string }>({
     kind: 'invalidParameter', message: (v) => `invalid ${v.field}: ${v.why}`, details: (v) => rule(v.field, `${v.rule}:${v.why}`),

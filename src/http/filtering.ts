@@ -11,7 +11,7 @@ export function filterOf(req: Request, schema: Schema): (value: unknown) => bool
     return compileFilter(expression, schema);
   } catch (err) {
     if (!(err instanceof FilterError)) throw err;
-    throw new RegistryError('filterInvalid', { why: err.message, position: err.position, expected: err.expected });
+    throw new RegistryError('filterInvalid', { why: err.message });
   }
 }
 
