@@ -33,6 +33,17 @@ export const kvErrorCatalogue = {
   lockNotReleased: entry<Reason>({ kind: 'conflict', message: 'did not release lock', details: (v) => ({ reason: v.reason }) }),
   kvWriteFailed: entry<Reason>({ kind: 'unknown', message: (v) => `write failed: ${v.reason}` }),
 
+  // ------------------------------------------------------------ write preconditions (src/http/preconditions.ts)
+  /** Code 1025 (an optimistic lock that failed is a concurrency conflict) with status 412; the conventions give 412 no code. */
+  preconditionFailed: entry<{ header: 'If-Match' | 'If-None-Match'; reason: string; why: string }>({
+    kind: 'conflict', status: 412, consulStatus: 412, message: (v) => `precondition failed, nothing changed: ${v.header} ${v.why}`,
+    details: (v) => ({ header: v.header, reason: v.reason }),
+  }),
+  preconditionUnsupported: entry<{ given: string }>({
+    kind: 'invalidParameter', message: (v) => `If-Match and If-None-Match cannot be combined with ${v.given}`,
+    details: (v) => rule(v.given, `Conflict:a write with ${v.given} takes no If-Match or If-None-Match`),
+  }),
+
   // ------------------------------------------------------------ transactions
   txnBodyInvalid: entry<{ why: string }>({
     kind: 'illegalJson', message: (v) => `the transaction is not a JSON array of operations: ${v.why}`, details: (v) => rule('body', `JSON:${v.why}`),

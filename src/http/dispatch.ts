@@ -8,6 +8,7 @@ import type { Logger } from '../ports/index.ts';
 import { isEntryTooLarge, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut } from '../wal/index.ts';
 import { streamedBytesMin, type AnswerBudget } from './large-answers.ts';
 import { withListRules } from './list-rules.ts';
+import { checkPreconditionsWithoutRepresentation } from './preconditions.ts';
 import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
 import type { Reply } from './reply.ts';
@@ -79,7 +80,8 @@ function isCalendarDate(text: string): boolean {
 }
 
 function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found: Found<Ctx> | undefined): Wire | Promise<Wire> {
-  const match = d.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path, found ?? d.router.find(req.path));
+  found ??= d.router.find(req.path);
+  const match = d.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path, found);
   req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
   if (match.kind === 'none') {
     // Consul answers a path it does not serve 404 whatever the method, OPTIONS too: no client takes it for an endpoint.
@@ -92,14 +94,19 @@ function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found:
   }
   req.rest = decodeOnce(match.rest);
   const authorize = match.public ? undefined : d.authorize;
-  if (authorize !== undefined) return authorize(req).then(() => authorized(d, req, admitter, match.handler));
-  return authorized(d, req, admitter, match.handler);
+  const ownPreconditions = found?.entry.route.preconditions === true;
+  if (authorize !== undefined) return authorize(req).then(() => authorized(d, req, admitter, match.handler, ownPreconditions));
+  return authorized(d, req, admitter, match.handler, ownPreconditions);
 }
 
-/** The caller counted against its rate limit, then the route's handler and the rendering of its reply. */
-function authorized<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, handler: Handler<Ctx>): Wire | Promise<Wire> {
+/**
+ * The caller counted against its rate limit, then the route's handler and the rendering of its reply; a
+ * write's If-Match refused first where the route judges no preconditions itself (preconditions.ts).
+ */
+function authorized<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, handler: Handler<Ctx>, ownPreconditions: boolean): Wire | Promise<Wire> {
   const limited = admitter.admit(req.caller);
   if (limited !== undefined) return limited;
+  if (!ownPreconditions) checkPreconditionsWithoutRepresentation(req, d.dialect);
   const reply = handler(req, d.ctx);
   return isPromise(reply) ? reply.then((r) => rendered(d, req, r)) : rendered(d, req, reply);
 }

@@ -29,6 +29,11 @@ export interface Route<Ctx> {
   /** Largest request body the route takes, when it differs from the server's limit. @default the server's */
   bodyBytesMax?: number;
   /**
+   * The route's handlers judge If-Match / If-None-Match on writes themselves, against the representation at
+   * their URL (preconditions.ts); on other routes If-Match on a write is refused 412 before the handler. @default false
+   */
+  preconditions?: boolean;
+  /**
    * What a prefix route's trailing parameter is: `name`, which a final `/` of the path does not belong to,
    * or `path` (a KV key, a file), of which a final `/` is part. @default 'name'
    */

@@ -9,6 +9,7 @@ import type { KvEntry } from '../../domain/types.ts';
 import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { entityTag } from '../conditional.ts';
+import { conditionalWrite, moved, preconditionsOf, type Preconditions, type Version } from '../preconditions.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions, parseUint64, queryOptionParameters, waits, type QueryOptions } from '../query.ts';
 import type { Reply } from '../reply.ts';
 import { flag, nothingReadable, param, readableUnder, type Request } from '../request.ts';
@@ -79,6 +80,18 @@ function rawTag(e: KvEntry, bytes?: Buffer): string {
   const tag = entityTag(bytes ?? rawValue(e));
   rawTags.set(e, { modifyIndex: e.modifyIndex, tag });
   return tag;
+}
+
+/**
+ * The key's version a conditional write replaces: its ModifyIndex, and its two representations' ETags (the
+ * JSON answer's and `?raw`'s). A caller that may not read the key matches no tag of it.
+ */
+function keyVersion(req: Request, api: ApiContext, key: string): Version | undefined {
+  const e = api.runtime.state.kvGet(key);
+  if (e === undefined) return undefined;
+  const readable = readableUnder(req, 'key', key);
+  const may = readable === undefined || readable(key);
+  return { index: e.modifyIndex, has: (tag) => may && (tag === renderedEntry(e).tag || tag === rawTag(e)) };
 }
 
 function keyNotFound(key: string): RegistryError {
@@ -226,6 +239,8 @@ function put(req: Request, api: ApiContext): Promise<Reply> {
   else if (release !== undefined) { cmd = { t: 'kv.release', key, value, flags, session: release }; op = 'release'; }
   else if (cas !== undefined) { cmd = { t: 'kv.cas', key, value, flags, cas }; op = 'cas'; }
   else { cmd = { t: 'kv.set', key, value, flags }; op = 'set'; }
+  const pre = preconditionsOf(req, api.dialect);
+  if (pre !== undefined) return putUnder(req, api, pre, { key, value, flags }, cas, acquire !== undefined ? 'acquire' : release !== undefined ? 'release' : undefined);
   // `?wait=` on an acquire: queue behind this node's earlier waiters until the lock is free (Roster's extension).
   const waitMs = op === 'acquire' && flag(req, 'wait') ? acquireWaitMs(req) : undefined;
   // Locking with a session is its owner's (or an operator's) right; the key's own rule was checked by the gate.
@@ -254,18 +269,56 @@ function putAnswer(result: Result, op: PutOp): Reply {
   return { t: 'outcome', ok: false, failure: err };
 }
 
+/**
+ * A PUT under If-Match / If-None-Match (preconditions.ts): a compare-and-set on the version the headers
+ * were judged on. With `?cas=` as well, both must hold: the headers are judged first (412), then `cas` must
+ * name that same version (else the compare-and-set's own refusal, as without the headers).
+ */
+function putUnder(
+  req: Request, api: ApiContext, pre: Preconditions, write: { key: string; value: string | null; flags: string }, cas: string | undefined,
+  locking: 'acquire' | 'release' | undefined,
+): Promise<Reply> {
+  if (locking !== undefined) throw new RegistryError('preconditionUnsupported', { given: locking });
+  return conditionalWrite<Reply>(pre, () => keyVersion(req, api, write.key), (index) => {
+    if (cas !== undefined && cas !== String(index)) return Promise.resolve(casRefused());
+    return api.runtime.propose({ t: 'kv.cas', ...write, cas: String(index) }).then((r) => (r.ok || r.reason !== 'cas-mismatch' ? putAnswer(r, 'cas') : moved));
+  });
+}
+
+function casRefused(): Reply {
+  return { t: 'outcome', ok: false, failure: new RegistryError('casMismatch', { reason: 'cas-mismatch' }) };
+}
+
+/**
+ * A DELETE under If-Match / If-None-Match: the key is deleted only while it is the version the headers
+ * were judged on (a transaction's check-index then delete, one entry); a key that is not there has nothing
+ * to delete (`true`, as every DELETE of a missing key). `?cas=` as with a PUT.
+ */
+function deleteUnder(req: Request, api: ApiContext, pre: Preconditions, key: string, cas: string | undefined): Promise<Reply> {
+  return conditionalWrite<Reply>(pre, () => keyVersion(req, api, key), async (index) => {
+    if (index === 0) return { t: 'outcome', ok: true };
+    if (cas !== undefined && cas !== String(index)) return casRefused();
+    const op = { key, value: null, flags: '0', index: String(index), session: '' };
+    const r = await api.runtime.propose({ t: 'txn.kv', ops: [{ ...op, verb: 'check-index' }, { ...op, verb: 'delete' }] });
+    return r.ok ? { t: 'outcome', ok: true } : moved;
+  });
+}
+
 // ---------------------------------------------------------------- DELETE
 
 async function del(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const key = req.rest;
   checkExclusive(req, deleteModes);
+  const pre = preconditionsOf(req, api.dialect);
+  if (pre !== undefined && flag(req, 'recurse')) throw new RegistryError('preconditionUnsupported', { given: 'recurse' });
   if (flag(req, 'recurse')) {
     await api.runtime.propose({ t: 'kv.deleteTree', prefix: key });
     return { t: 'outcome', ok: true };
   }
   if (key === '') throw new RegistryError('kvKeyMissing');
   const cas = uint64Param(req, 'cas');
+  if (pre !== undefined) return deleteUnder(req, api, pre, key, cas);
   if (cas === undefined) {
     await api.runtime.propose({ t: 'kv.delete', key });
     return { t: 'outcome', ok: true };
@@ -277,7 +330,7 @@ async function del(req: Request, api: ApiContext): Promise<Reply> {
 
 export const kvRoutes: Route<ApiContext>[] = [
   {
-    path: '/v1/kv/', prefix: true, rest: 'path', methods: { GET: get, PUT: put, DELETE: del },
+    path: '/v1/kv/', prefix: true, rest: 'path', methods: { GET: get, PUT: put, DELETE: del }, preconditions: true,
     query: [...queryOptionParameters, 'recurse', 'keys', 'separator', 'seperator', 'raw', 'flags', 'cas', 'acquire', 'release'],
   },
 ];
