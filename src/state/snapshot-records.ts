@@ -146,7 +146,10 @@ function identity(table: string, item: unknown): string {
   return named.length === 0 ? '' : ` (${named.join(' ')})`;
 }
 
-/** What the schema cannot say: one record per identity, references that resolve, bounds of text numbers. */
+/**
+ * What the schema cannot say: one record per identity, references that resolve, bounds of text numbers, and
+ * lock delays that end no later than the longest lock delay after the snapshot's time.
+ */
 function tablesProblem(d: SnapshotData): string | undefined {
   const keys = new Set<string>();
   for (const [i, e] of d.kv.entries()) {
@@ -165,6 +168,12 @@ function tablesProblem(d: SnapshotData): string | undefined {
   for (const [i, e] of d.kv.entries()) {
     if (e.session != null && !sessions.has(e.session)) {
       return `kv[${i}] (key ${JSON.stringify(e.key)}).session: the lock's session ${JSON.stringify(e.session)} is not in the snapshot`;
+    }
+  }
+  for (const [i, [key, untilMs]] of d.lockDelays.entries()) {
+    if (untilMs - d.atMs > lockDelayMsMax) {
+      return `lockDelays[${i}] (key ${JSON.stringify(key)}): ends ${untilMs - d.atMs} ms after the snapshot's time (atMs ${d.atMs}), `
+        + `more than the longest lock delay (${lockDelayMsMax} ms)`;
     }
   }
   const services = uniqueIds(d.services, (x) => `${x.node}\0${x.id}`, 'services', 'service', (x) => `service ${JSON.stringify(x.id)} of node ${JSON.stringify(x.node)}`);

@@ -64,6 +64,32 @@ const restoreCases: Case[] = [
   },
 ];
 
+/** The source's snapshot as a log an hour ahead would hold it, with lock delays `leftMs` from its time on `a` and `b`. */
+const hourAhead = (leftA: number, leftB: number) => {
+  const atMs = data.atMs + 3_600_000;
+  return { ...data, atMs, lockDelays: [['a', atMs + leftA], ['b', atMs + leftB]] as [string, number][] };
+};
+
+restoreCases.push({
+  name: 'times are re-based to the restore entry\'s: a file\'s time ahead is not taken, its lock delays keep what was left (at most 60 s)',
+  given: [set('old')],
+  when: { t: 'state.restore', data: hourAhead(4_000, 3_600_000) },
+  at: t0 + 5_000,
+  result: { ok: true },
+  effects: [
+    { t: 'sessions' }, { t: 'catalog' }, { t: 'kv', key: 'old' }, { t: 'kv', key: 'a' },
+    { t: 'session', id: 's1' }, { t: 'ttl.arm', id: 's1', renewIndex: 3, ttlMs: 10_000 }, ...catalogOfN1, ...catalogOfN1,
+  ],
+  then: (s) => {
+    expect(s.atMs).toBe(t0 + 5_000);
+    expect([...s.lockDelays]).toEqual([['a', t0 + 5_000 + 4_000], ['b', t0 + 5_000 + 60_000]]);
+    expect(s.sessions.get('s1')).toMatchObject({ renewedAtMs: t0 + 5_000 });
+    // The next entry, stamped by this log a second later, is a second later for the state too.
+    apply(s, { index: s.index + 1, atMs: t0 + 6_000, pid: 'p', cmd: set('after') });
+    expect(s.atMs).toBe(t0 + 6_000);
+  },
+});
+
 runTable('state table', { 'state.restore': restoreCases });
 
 describe('state.restore of data it cannot read', () => {

@@ -7,10 +7,18 @@
  * it is above the restore's (a snapshot of a longer log restored into a shorter one), LockIndex stays as saved. So every blocking query wakes (its index is below the restore's), a check-and-set or a
  * fencing token taken before the restore no longer matches, and a later write's index is above all of them.
  * Tombstones are folded into the floor at the restore's index: a key the restore removed reads at that index.
- * Sessions and TTL checks start their TTL afresh from the restore entry's time; locks their sessions hold stay held.
+ *
+ * Times are re-based the same way, to the restore entry's time, never taken from the file: the file's `atMs` is
+ * the time of the log that wrote it, on the clock of the node that stamped it (an hour ahead, a year behind, or
+ * edited). Taken as the state's time, an `atMs` ahead of this log would hold the state's time there, since
+ * apply keeps it from going back, and every lock delay measured on it would last until this log's entries
+ * caught up. So the state keeps this log's time; sessions and TTL checks start their TTL afresh from it; a
+ * critical check is critical since it; locks their sessions hold stay held; and a lock delay keeps what was
+ * left of it at the file's time, at most the longest lock delay (lockDelayMsMax), counted from it.
  */
 import type { StateRestore } from '../../domain/commands.ts';
 import type { RegistryState } from '../registry-state.ts';
+import { lockDelayMsMax } from '../../domain/limits.ts';
 import { checkedSnapshotData, loadSnapshotData, type SnapshotData } from '../snapshot.ts';
 import { ok, type Ctx, type Effect, type Handlers } from './types.ts';
 
@@ -18,8 +26,10 @@ const restore = (c: Ctx, cmd: StateRestore) => {
   const s = c.state;
   const before = touchedBy(s);
   const names = [...s.serviceIndexes.keys()];
-  loadSnapshotData(s, ownRecords(checkedSnapshotData(cmd.data)));
-  renumber(s, c.index, c.atMs);
+  const data = checkedSnapshotData(cmd.data);
+  loadSnapshotData(s, ownRecords(data));
+  renumber(s, c.index);
+  rebase(s, data.atMs, c.atMs);
   const after = touchedBy(s);
   c.effects.push({ t: 'sessions' }, { t: 'catalog' });
   for (const key of new Set([...before.keys, ...after.keys])) c.effects.push({ t: 'kv', key });
@@ -44,10 +54,9 @@ function ownRecords(d: SnapshotData): SnapshotData {
   };
 }
 
-/** Puts the restored state at the restore entry (see the file comment). */
-function renumber(s: RegistryState, index: number, atMs: number): void {
+/** Puts the restored state at the restore entry's index (see the file comment). */
+function renumber(s: RegistryState, index: number): void {
   s.index = index;
-  s.atMs = Math.max(s.atMs, atMs);
   s.kvIndex = index; s.sessionsIndex = index; s.catalogIndex = index;
   s.tombstones.clear();
   s.tombstoneFloor = index;
@@ -55,16 +64,29 @@ function renumber(s: RegistryState, index: number, atMs: number): void {
   for (const x of s.sessions.values()) {
     renumbered(x, index);
     x.renewIndex = index;
-    x.renewedAtMs = s.atMs;
   }
   for (const x of s.checks.values()) {
     renumbered(x, index);
     x.ttlUpdateIndex = index;
-    if (x.status === 'critical') x.criticalSinceMs = s.atMs;
   }
   for (const x of s.services.values()) renumbered(x, index);
   for (const name of s.serviceIndexes.keys()) s.serviceIndexes.set(name, index);
   for (const x of s.nodes.values()) renumbered(x, index);
+}
+
+/**
+ * Puts the restored state at the restore entry's time `atMs` (this log's time, from the entry alone), from
+ * the file's time `fileAtMs` (see the file comment).
+ */
+function rebase(s: RegistryState, fileAtMs: number, atMs: number): void {
+  s.atMs = atMs;
+  for (const x of s.sessions.values()) x.renewedAtMs = atMs;
+  for (const x of s.checks.values()) x.criticalSinceMs = x.status === 'critical' ? atMs : 0;
+  for (const [key, untilMs] of [...s.lockDelays]) {
+    const leftMs = Math.min(untilMs - fileAtMs, lockDelayMsMax);
+    if (leftMs > 0) s.lockDelays.set(key, atMs + leftMs);
+    else s.lockDelays.delete(key);
+  }
 }
 
 function renumbered(x: { createIndex: number; modifyIndex: number }, index: number): void {
