@@ -34,7 +34,7 @@ export interface Plan {
   drop?: SegmentRef[];
   /** Said in the log once the plan is applied. */
   warning?: { obj: Record<string, unknown>; msg: string };
-  /** Attachments that entries to replay (after the snapshot) name: they must be there. */
+  /** Attachments that the entries of the segments kept name (those after the snapshot must be there). */
   attachments?: NamedAttachment[];
 }
 
@@ -106,7 +106,7 @@ function planSegments(walDir: string, segments: SegmentRef[], snapIndex: number)
     next = scan.next;
     lastAtMs = scan.lastAtMs ?? lastAtMs;
     sizes.push(scan.goodBytes);
-    attachments.push(...(scan.attachments ?? []).filter((a) => a.index > snapIndex));
+    attachments.push(...(scan.attachments ?? []));
   }
   const last = segments.at(-1)!;
   if (tail?.kind === 'damaged') return planDamagedTail(walDir, segments, last, tail, next, snapIndex);

@@ -7,8 +7,9 @@
  * retried) rather than failing the log for good.
  *
  * WalLog composes the parts: recovery.ts (plan and apply at open, scan.ts reading each segment),
- * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts, replay.ts and
- * space-wait.ts. It keeps the commit queue, the log's phase and the decisions on a failed write.
+ * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts, replay.ts, space-wait.ts
+ * and attachments.ts (told each commit, and each snapshot's fallback: what a start may still replay).
+ * It keeps the commit queue, the log's phase and the decisions on a failed write.
  *
  * A data dir removed (`rm -rf` by mistake, a cleaner of temporary files), or the current segment cut
  * short (`: > wal/*.seg`, a truncate), is noticed by one fstat and a one-byte read of the current segment
@@ -123,7 +124,7 @@ export class WalLog implements ReplicatedLog {
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
     this.snapDir = join(opts.dir, 'snap');
-    this.attachments = new Attachments(opts.dir);
+    this.attachments = new Attachments(opts.dir, opts.logger ?? silentLogger);
     this.entryClock = new EntryClock(opts.clock);
     this.segmentBytesMax = opts.segmentBytesMax ?? 64 * MiB;
     if (!(this.segmentBytesMax > 0)) throw new RangeError(`${kind}: segmentBytesMax must be positive`);
@@ -150,9 +151,10 @@ export class WalLog implements ReplicatedLog {
     this.snapIndex = snapshot?.index ?? 0;
     const closedAt = await readCleanClose(this.snapDir);
     const plan = planRecovery(this.walDir, await listIndexed(this.walDir, segmentPattern), this.snapIndex, closedAt);
-    await this.attachments.check(plan.attachments ?? [], operatorChoices(this.walDir, this.snapIndex));
+    await this.attachments.check(plan.attachments ?? [], this.snapIndex, operatorChoices(this.walDir, this.snapIndex));
     await removeUnfinishedSnapshots(this.snapDir, this.logger);
     await applyPlan(this.walDir, plan, this.logger);
+    await this.attachments.prune();
     // Appends past the clean close follow: it no longer says the snapshot holds everything.
     await clearCleanClose(this.snapDir);
     const found = plan.recovered;
@@ -221,13 +223,9 @@ export class WalLog implements ReplicatedLog {
     return this.attachments.load(name);
   }
 
-  observe(observer: LogObserver): void {
-    this.observer = observer;
-  }
+  observe(observer: LogObserver): void { this.observer = observer; }
 
-  close(): Promise<void> {
-    return (this.closing ??= this.shutdown());
-  }
+  close(): Promise<void> { return (this.closing ??= this.shutdown()); }
 
   private async shutdown(): Promise<void> {
     if (this.phase === 'open') this.phase = 'closing';
@@ -370,6 +368,7 @@ export class WalLog implements ReplicatedLog {
   private publish(batch: Pending<EncodedProposal>[], entries: LogEntry[]): void {
     this.last = entries.at(-1)!.index;
     this.lastAtMs = entries.at(-1)!.atMs;
+    this.attachments.committed(entries);
     deliverCommit(batch, entries, this.stats, this.listener, (err, b) => this.fail(err, b));
   }
 
@@ -395,5 +394,6 @@ export class WalLog implements ReplicatedLog {
     // Only what the previous snapshot covers: if the newest one turns out unreadable, recovery falls back
     // to the previous one and needs the entries from there on.
     if (fallback !== undefined) await this.files!.compact(fallback);
+    await this.attachments.covered(fallback ?? 0);
   }
 }
