@@ -53,6 +53,8 @@ export interface RuntimeOptions {
   membershipGraceMs?: number;
   /** One of a cluster's nodes: see command-gate.ts for what it changes. @default false */
   clustered?: boolean;
+  /** A single agent: no node but this one is or will be a member (node-health.ts). @default true without `membership` */
+  alone?: boolean;
   /** How long a member must stay failed, in a view where a majority is alive, before it is reported. @default 2 s */
   failureConfirmMs?: number;
   /** Bounds of the ring of recent changes that stream subscribers resume from. */
@@ -122,10 +124,8 @@ export class Runtime {
       ...(o.observer ? { observer: o.observer } : {}),
     });
     this.ttl = new TtlOwner(o.clock, (id, renewIndex) => this.proposeExpire(id, renewIndex));
-    this.nodeHealth = new NodeHealthOwner({
-      clock: o.clock, logger: o.logger, nodeName: o.nodeName, membership: this.membership,
-      state: () => this.state, owns: (actor) => this.owns(actor), propose: (cmd) => this.propose(cmd), running: () => this.running,
-    }, { graceMs: this.membershipGraceMs, failureConfirmMs: o.failureConfirmMs ?? 2_000 });
+    this.nodeHealth = new NodeHealthOwner({ clock: o.clock, logger: o.logger, nodeName: o.nodeName, membership: this.membership, state: () => this.state, owns: (actor) => this.owns(actor), propose: (cmd) => this.propose(cmd), running: () => this.running },
+      { graceMs: this.membershipGraceMs, failureConfirmMs: o.failureConfirmMs ?? 2_000, alone: o.alone ?? o.membership === undefined });
     this.gate = {
       overQuota: (cmds) => this.quota.refusal(cmds, this.state), selfName: o.nodeName, members: () => this.membership.members(), submit: (cmds) => this.submitNow(cmds),
       heardOrGraceOver: () => (o.clustered === true ? this.nodeHealth.heardOrGraceOver() : Promise.resolve()),
@@ -314,8 +314,8 @@ export class Runtime {
       this.checkOwner.catalogChanged();
       this.serving.update(this.state, served);
     }
-    if (gossipChecks) this.nodeHealth.entriesChanged();
-    if (!this.stopped) this.snapshots.maybe(this.state);
+    if (served === undefined) this.nodeHealth.restored(); else if (gossipChecks) this.nodeHealth.entriesChanged();
+    if (!this.stopped) this.snapshots.maybe(this.state, served === undefined);
   }
 
   /** A restore entry with its snapshot's data, loaded from the log's attachment when it names one. */

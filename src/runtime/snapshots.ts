@@ -1,10 +1,11 @@
 /**
  * When a node snapshots its state into the log: every `everyEntries` entries (or as many bytes as the log
- * asks for, see bytesDue), one at a time, and once
- * more on a clean stop so the next start replays less. A save that fails is tried again after a pause
- * that doubles with each failure in a row (1 s up to a minute), not at the next applied entry: a log that
- * cannot take snapshots for a while (a full disk, an unreachable store) would otherwise be asked, and log
- * a warning, for every commit.
+ * asks for, see bytesDue), one at a time; right after a restore applies (its entry may name an attachment
+ * of the log, a file as large as the state that the log keeps until two snapshots lie past the entry, and
+ * replaying it costs a start as much as the restore did); and once more on a clean stop so the next start
+ * replays less. A save that fails is tried again after a pause that doubles with each failure in a row
+ * (1 s up to a minute), not at the next applied entry: a log that cannot take snapshots for a while (a full
+ * disk, an unreachable store) would otherwise be asked, and log a warning, for every commit.
  */
 import type { Clock } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
@@ -17,6 +18,8 @@ export const retryPauseMs = { first: 1_000, max: 60_000 };
 export class Snapshots {
   /** Index of the last snapshot saved or restored. */
   lastIndex = 0;
+  /** Index of the last restore applied: a snapshot is due while it is past lastIndex. */
+  private restoredIndex = 0;
   /** The log's bytes written when the last snapshot was saved (or this node started). */
   private bytesAtSnapshot = 0;
   private inFlight: Promise<void> | undefined;
@@ -33,14 +36,16 @@ export class Snapshots {
     });
   }
 
-  /** Starts a snapshot in the background when enough entries applied since the last. */
-  maybe(state: RegistryState): void {
+  /** Starts a snapshot in the background when enough entries applied since the last, or a restore (`restored`) did. */
+  maybe(state: RegistryState, restored = false): void {
+    if (restored) this.restoredIndex = state.index;
     if (this.inFlight !== undefined) return;
     // Every everyEntries entries, but never more often than once per state's worth of entries:
     // a snapshot costs time in proportion to the state, so this keeps its cost per entry bounded
     // (at 1M keys, a snapshot every 20,000 entries would write gigabytes while a client loads the keys).
     const stateItems = state.kv.size + state.sessions.size;
-    if (state.index - this.lastIndex < Math.max(this.everyEntries, stateItems) && !this.bytesDue(state)) return;
+    const due = this.restoredIndex > this.lastIndex || state.index - this.lastIndex >= Math.max(this.everyEntries, stateItems);
+    if (!due && !this.bytesDue(state)) return;
     if (this.clock.nowMs() < this.notBeforeMs) return;
     this.inFlight = this.save(state)
       .then(() => { this.failures = 0; }, (err: unknown) => {
