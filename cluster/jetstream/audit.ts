@@ -18,9 +18,9 @@
  * * of every message in a window of the stream this node digested differently from another node
  *   (digests.ts): a node that read from a copy of the stream that disagrees with the leader's stops.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from '../../src/ports/index.ts';
+import { sleepMs } from '../../src/util/index.ts';
 import { backoffMs, errorMessage, retryPauseMsMax } from './retry.ts';
 
 /** Messages read last that are remembered ([seq, message id]), and how many of them are checked after a client-side recreation. */
@@ -147,7 +147,7 @@ export class DivergenceAudit {
         return await this.holdsAll(recent);
       } catch (err) {
         this.ports.logger.warn({ stream: this.ports.stream, err: errorMessage(err) }, 'JetStream log: could not check the messages read last, retrying');
-        await sleep(backoffMs(attempt, retryPauseMsMax));
+        await sleepMs(backoffMs(attempt, retryPauseMsMax));
       }
     }
     return false;

@@ -18,6 +18,7 @@
  * the purging node reports it, so every node's status() shows it.
  */
 import type { Logger } from '../../src/ports/index.ts';
+import { setLongInterval, type LongTimer } from '../../src/util/index.ts';
 import type { NodeMarks, SeqIndex } from './progress.ts';
 import { errorMessage } from './retry.ts';
 
@@ -100,7 +101,7 @@ export class Compactor {
   compacted: SeqIndex | undefined;
   /** The marks of this node's last few purges, newest last. */
   readonly recent: SeqIndex[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: LongTimer | undefined;
   private running = false;
   private refusedOnce = false;
   /** The stream's first sequence at the last look for purges this cluster did not make. */
@@ -109,12 +110,11 @@ export class Compactor {
   constructor(private readonly ports: CompactorPorts) {}
 
   start(everyMs: number): void {
-    this.timer = setInterval(() => void this.runOnce(), everyMs);
-    this.timer.unref();
+    this.timer = setLongInterval(() => void this.runOnce(), everyMs);
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.timer?.clear();
   }
 
   /**

@@ -6,6 +6,7 @@
  * stops the consumer and starts a new one right after its cursor.
  */
 import type { ConsumerMessages } from '@nats-io/jetstream';
+import { setLongInterval } from '../../src/util/index.ts';
 
 /**
  * Heartbeat intervals without a word from the consumer's server after which the consumer is
@@ -41,12 +42,11 @@ export class ConsumerLiveness {
    */
   watchdog(heartbeatMs: number, stopped: () => boolean, onSilent: (silentMs: number) => void): () => void {
     this.alive();
-    const timer = setInterval(() => {
+    const timer = setLongInterval(() => {
       const silentMs = Date.now() - this.aliveAtMs;
       if (stopped() || silentMs < consumerSilentHeartbeatsMax * heartbeatMs) return;
       onSilent(silentMs);
     }, heartbeatMs);
-    timer.unref();
-    return () => clearInterval(timer);
+    return () => timer.clear();
   }
 }

@@ -5,7 +5,6 @@
  * stream's duplicate window and acknowledges it with the original sequence.
  */
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { NoRespondersError } from '@nats-io/transport-node';
 import type { PubAck } from '@nats-io/jetstream';
 import { outcomeUnknownError, unavailableError, type Logger, type LogObserver, type Proposal } from '../../src/ports/index.ts';
@@ -13,6 +12,7 @@ import { encodeProposal, type EncodedProposal, type Pending } from '../../src/lo
 import type { CommitSender } from './ack-inbox.ts';
 import { commitItemJson } from './format.ts';
 import { kind, type JetStreamLogStats } from './options.ts';
+import { sleepMs } from '../../src/util/index.ts';
 import { backoffMs, errorMessage, isTransient, retryPauseMsMax } from './retry.ts';
 import { isStorageExhausted, type StorageWatch } from './storage-full.ts';
 
@@ -112,7 +112,7 @@ export class Publisher {
         }
         ports.stats.publishRetries += 1;
         ports.logger.warn({ stream: ports.stream, msgID, attempt: attempt + 1, err: errorMessage(err) }, 'JetStream log: publish failed, retrying');
-        await sleep(pause);
+        await sleepMs(pause);
         continue;
       }
       if (ack.stream !== ports.stream) throw new Error(`${kind}: ${ports.subject} is stored by stream ${ack.stream}, not ${ports.stream}`);

@@ -12,7 +12,6 @@
  * the leader acknowledged) and nothing at all is delivered for `stallMs`, the reader replaces the
  * consumer, as it does a silent one; the new one may be placed on another server.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { LogEntry, Logger } from '../../src/ports/index.ts';
 import type { DivergenceAudit } from './audit.ts';
@@ -21,6 +20,7 @@ import { ConsumerLiveness } from './liveness.ts';
 import type { Marks } from './marks.ts';
 import { kind, type JetStreamLogStats } from './options.ts';
 import { backoffMs, errorMessage, retryPauseMsMax } from './retry.ts';
+import { setLongInterval, setLongTimeout, sleepMs, type LongTimer } from '../../src/util/index.ts';
 
 /** Messages one pull request of the consumer asks for. */
 export const consumerBatchMessages = 256;
@@ -75,7 +75,7 @@ export class Reader {
   private waiters: { seq: number; sinceMs: number; resolve(): void; reject(err: Error): void }[] = [];
   /** When the consumer last delivered a message (or was last replaced for delivering none). */
   private progressAtMs = 0;
-  private stallTimer: NodeJS.Timeout | undefined;
+  private stallTimer: LongTimer | undefined;
   /** Set while an entry waits for its attachments: the messages that came after it, in order. */
   private backlog: JsMsg[] | undefined;
 
@@ -87,13 +87,12 @@ export class Reader {
   start(): void {
     this.following = this.follow();
     const stallMs = this.ports.stallMs ?? consumerStallMsDefault;
-    this.stallTimer = setInterval(() => this.checkStalled(stallMs), Math.max(10, Math.floor(stallMs / 4)));
-    this.stallTimer.unref();
+    this.stallTimer = setLongInterval(() => this.checkStalled(stallMs), Math.max(10, Math.floor(stallMs / 4)));
   }
 
   /** Stops the consumer in use (the log has set stopped: no other starts). */
   stop(): void {
-    clearInterval(this.stallTimer);
+    this.stallTimer?.clear();
     this.messages?.stop();
   }
 
@@ -140,15 +139,15 @@ export class Reader {
   /** Resolves once the consumer has read up to `seq` (the stream's end when open() began), else rejects at `deadline`. */
   async catchUp(seq: number, deadline: number, openTimeoutMs: number): Promise<void> {
     const caught = this.waitFor(seq);
-    let timer: NodeJS.Timeout | undefined;
+    let timer: LongTimer | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${kind}.open: not caught up with stream ${this.ports.stream} `
-        + `(seq ${this.cursor.seq} of ${seq}) within ${openTimeoutMs} ms`)), Math.max(0, deadline - Date.now()));
+      timer = setLongTimeout(() => reject(new Error(`${kind}.open: not caught up with stream ${this.ports.stream} `
+        + `(seq ${this.cursor.seq} of ${seq}) within ${openTimeoutMs} ms`)), Math.max(0, deadline - Date.now()), false);
     });
     try {
       await Promise.race([caught, late]);
     } finally {
-      clearTimeout(timer);
+      timer?.clear();
     }
   }
 
@@ -162,7 +161,7 @@ export class Reader {
         if (ports.stopped()) break;
         ports.logger.warn({ stream: ports.stream, err: errorMessage(err), seq: this.cursor.seq }, 'JetStream log: consumer failed, restarting');
       }
-      if (!ports.stopped()) await sleep(backoffMs(attempt, retryPauseMsMax));
+      if (!ports.stopped()) await sleepMs(backoffMs(attempt, retryPauseMsMax));
     }
   }
 

@@ -2,12 +2,12 @@
  * Which failures the JetStream log retries, how long it waits between tries, and the time bounds it
  * puts around requests that nats.js may leave waiting without end.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AuthorizationError, ClosedConnectionError, DrainingConnectionError, InvalidArgumentError, PermissionViolationError,
 } from '@nats-io/transport-node';
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from '../../src/ports/index.ts';
+import { setLongTimeout, sleepMs, type LongTimer } from '../../src/util/index.ts';
 import { kind } from './options.ts';
 
 /** Pause between restarts of a consumer that stopped, and between retries of a setup step or a publish, at most. */
@@ -63,28 +63,28 @@ export function isTransient(err: unknown): boolean {
 
 /** `p`, or a rejection with `message` if it has not settled within `ms` (p's late outcome is ignored). */
 export async function withinMs<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+  let timer: LongTimer | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer = setLongTimeout(() => reject(new Error(message)), ms, false);
   });
   p.catch(() => undefined);
   try {
     return await Promise.race([p, late]);
   } finally {
-    clearTimeout(timer);
+    timer?.clear();
   }
 }
 
 /** True if `p` settled (either way) within `ms`. */
 export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
+  let timer: LongTimer | undefined;
   const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
+    timer = setLongTimeout(() => resolve(false), ms, false);
   });
   try {
     return await Promise.race([p.then(() => true, () => true), timeout]);
   } finally {
-    clearTimeout(timer);
+    timer?.clear();
   }
 }
 
@@ -113,7 +113,7 @@ export async function retrying<T>(
         throw new Error(`${kind}.open: ${what}: ${errorMessage(reported)}`, { cause: reported });
       }
       logger.warn({ step: what, err: errorMessage(err) }, 'JetStream log: setup step failed, retrying');
-      await sleep(Math.min(backoffMs(attempt, retryPauseMsMax), Math.max(0, deadline - Date.now())));
+      await sleepMs(Math.min(backoffMs(attempt, retryPauseMsMax), Math.max(0, deadline - Date.now())));
     }
   }
 }

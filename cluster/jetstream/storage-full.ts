@@ -13,6 +13,7 @@
  */
 import { JetStreamApiError } from '@nats-io/jetstream';
 import { unavailableError, type Logger } from '../../src/ports/index.ts';
+import { setLongTimeout, type LongTimer } from '../../src/util/index.ts';
 import { kind } from './options.ts';
 import { errorMessage } from './retry.ts';
 
@@ -38,7 +39,7 @@ export interface StorageWatchPorts {
 
 export class StorageWatch {
   private full = false;
-  private probeTimer: NodeJS.Timeout | undefined;
+  private probeTimer: LongTimer | undefined;
 
   constructor(private readonly ports: StorageWatchPorts) {}
 
@@ -60,7 +61,7 @@ export class StorageWatch {
   stored(): void {
     if (!this.full) return;
     this.full = false;
-    clearTimeout(this.probeTimer);
+    this.probeTimer?.clear();
     this.probeTimer = undefined;
     this.ports.logger.info({ stream: this.ports.stream }, 'JetStream log: the nats-servers store writes again');
     this.ports.tell(true);
@@ -68,13 +69,12 @@ export class StorageWatch {
 
   private scheduleProbe(): void {
     if (this.probeTimer !== undefined) return;
-    this.probeTimer = setTimeout(() => {
+    this.probeTimer = setLongTimeout(() => {
       this.probeTimer = undefined;
       if (!this.full || this.ports.stopped()) return;
       void this.ports.probe().finally(() => {
         if (this.full) this.scheduleProbe();
       });
     }, this.ports.probeEveryMs);
-    this.probeTimer.unref();
   }
 }

@@ -7,6 +7,7 @@
  */
 import { Session } from 'node:inspector/promises';
 import type { StopSignal } from '../util/stop.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 export type ProfileKind = 'cpu' | 'heap';
 
@@ -60,11 +61,11 @@ function waitFor(ms: number, stop: StopSignal): Promise<void> {
   return new Promise((resolve) => {
     if (stop.aborted) return resolve();
     const done = () => {
-      clearTimeout(timer);
+      timer.clear();
       stop.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = setLongTimeout(done, ms, false);
     stop.addEventListener('abort', done, { once: true });
   });
 }

@@ -14,6 +14,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import { agentBaseUrls, tokenOf, type ConnectionOptions } from './connection.ts';
 import { CliError } from './errors.ts';
 import { parseExactJson } from './output.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 /** A request that is not a blocking query gets this long for its answer. */
 export const requestTimeoutMs = 30_000;
@@ -130,7 +131,7 @@ export class AgentClient {
   private async send(method: string, path: string, o: RequestOptions, upTo: 'answer' | 'head'): Promise<Answer | IncomingMessage> {
     const timeoutMs = o.timeoutMs ?? requestTimeoutMs;
     const timeout = new AbortController();
-    const late = setTimeout(() => timeout.abort(), timeoutMs);
+    const late = setLongTimeout(() => timeout.abort(), timeoutMs, false);
     const signal = o.signal ? AbortSignal.any([timeout.signal, o.signal]) : timeout.signal;
     const tried: string[] = [];
     try {
@@ -150,7 +151,7 @@ export class AgentClient {
         }
       }
     } finally {
-      clearTimeout(late);
+      late.clear();
     }
   }
 

@@ -16,6 +16,7 @@ import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
 import { logLevelOption } from './monitor.ts';
 import { parseGoDurationMs } from '../util/duration.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 export interface DebugOptions {
   duration?: string;
@@ -141,8 +142,8 @@ async function captureMetrics(ctx: CliContext, plan: Plan, interrupted: AbortSig
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+    const timer = setLongTimeout(resolve, ms, false);
+    signal.addEventListener('abort', () => { timer.clear(); resolve(); }, { once: true });
   });
 }
 

@@ -7,6 +7,7 @@ import { failureOf, keyPath, requestTimeoutMs, type Answer } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError } from './errors.ts';
 import type { KvEntry } from './kv.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 /** The result of one look at a held claim: still ours (with the index to wait from), or lost and why. */
 export type Held = { held: true; index: number } | { held: false; reason: string };
@@ -39,8 +40,8 @@ export const semaphoreFlagValue = '16210313421097356768';
 const refusedPauseMs = 1_000;
 
 export const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve) => {
-  const t = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  const t = setLongTimeout(resolve, ms, false);
+  signal?.addEventListener('abort', () => { t.clear(); resolve(); }, { once: true });
 });
 
 /** `-n 1`: the key `<prefix>/.lock` taken with the agent's queued acquire, as `consul lock` does. */

@@ -12,7 +12,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import { parseGoDurationMs } from '../util/duration.ts';
-import { setLongTimeout, type LongTimer } from '../util/timer.ts';
+import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timer.ts';
 import { failureOf } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, exitCodes, usageError } from './errors.ts';
@@ -108,7 +108,7 @@ class LockRun {
   private signalled: Forwarded | undefined;
   private lostReason: string | undefined;
   private lastRenewMs = Date.now();
-  private renewTimer: NodeJS.Timeout | undefined;
+  private renewTimer: LongTimer | undefined;
   private renewing = false;
   /** When the wait for the lock ends (`--timeout` counted from the start, session create included). */
   private deadline = Number.POSITIVE_INFINITY;
@@ -163,7 +163,7 @@ class LockRun {
     const id = await this.createSession(name);
     if (id === undefined) return this.waitEnded();
     this.sessionId = id;
-    this.renewTimer = setInterval(() => void this.renew(), this.s.ttlMs / 2);
+    this.renewTimer = setLongInterval(() => void this.renew(), this.s.ttlMs / 2, false);
     try {
       await this.claim.enter(id, this.waiting.signal);
     } catch (err) {
@@ -313,7 +313,7 @@ class LockRun {
   }
 
   private stopKeeping(): void {
-    if (this.renewTimer !== undefined) clearInterval(this.renewTimer);
+    this.renewTimer?.clear();
     this.renewTimer = undefined;
     this.monitoring.abort();
   }

@@ -9,6 +9,7 @@
  */
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Logger } from '../runtime/index.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 export interface ConnectionLimits {
   /** Open connections of the agent. */
@@ -114,7 +115,8 @@ export class GrpcListener {
       socket.destroy();
       this.refuse(reason, client);
     };
-    const timer = setTimeout(() => fail('handshake-timeout'), this.limits.handshakeTimeoutMs);
+    // limits.grpc_handshake_timeout may pass Node's 32-bit timer limit: setLongTimeout waits it out in full.
+    const timer = setLongTimeout(() => fail('handshake-timeout'), this.limits.handshakeTimeoutMs);
     const onData = (chunk: Buffer) => {
       read = read.length === 0 ? chunk : Buffer.concat([read, chunk]);
       const seen = Math.min(read.length, clientPreface.length);
@@ -127,7 +129,7 @@ export class GrpcListener {
     };
     const onError = () => finish();
     const finish = () => {
-      clearTimeout(timer);
+      timer.clear();
       this.handshaking.delete(socket);
       socket.off('data', onData);
       socket.off('error', onError);

@@ -12,6 +12,7 @@ import { connectionLimitsDefault, http2SessionMemoryMb, http2StreamsMax, listEnt
 import { GrpcListener, type ConnectionLimits, type RefusalReason } from './listener.ts';
 import { healthServiceDefinition } from './proto.ts';
 import { ListenError } from '../util/listen-error.ts';
+import { setLongTimeout } from '../util/timer.ts';
 
 export interface GrpcHealthServerOptions {
   host: string;
@@ -84,13 +85,13 @@ async function shutdown(server: Server, listener: GrpcListener, health: HealthSe
   health.finishAll();
   const graceMs = o.shutdownGraceMs ?? shutdownGraceMsDefault;
   await new Promise<void>((resolve) => {
-    const force = setTimeout(() => {
+    const force = setLongTimeout(() => {
       o.logger.warn({ graceMs }, 'gRPC health server: calls still open after the grace, forcing shutdown');
       server.forceShutdown();
       resolve();
-    }, graceMs);
+    }, graceMs, false);
     server.tryShutdown((err) => {
-      clearTimeout(force);
+      force.clear();
       if (err) {
         o.logger.warn({ err }, 'gRPC health server: tryShutdown failed, forcing shutdown');
         server.forceShutdown();

@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import { listenErrorFor } from '../util/listen-error.ts';
+import { setLongTimeout, type LongTimer } from '../util/timer.ts';
 import { BindingUnavailable, bindingErrorMessage, hostPlatform } from './binding-error.ts';
 import type { AnswerBudget } from './large-answers.ts';
 import type { HttpServer } from './options.ts';
@@ -186,17 +187,18 @@ function holdRest(res: Uws.HttpResponse, written: string | Buffer, base: number,
   const body = typeof written === 'string' ? Buffer.from(written) : written;
   if (counted === 0) holding.answers.hold(body.length);
   let open = true;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: LongTimer | undefined;
   const settle = () => {
     if (!open) return;
     open = false;
-    clearTimeout(timer);
+    timer?.clear();
     if (counted > 0) holding.answers.release(counted);
     else holding.answers.releaseHeld(body.length);
   };
   const idle = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => { if (open) { settle(); res.close(); } }, holding.writeIdleMs);
+    timer?.clear();
+    // limits.http_write_idle_timeout may pass Node's 32-bit timer limit: setLongTimeout waits it out in full.
+    timer = setLongTimeout(() => { if (open) { settle(); res.close(); } }, holding.writeIdleMs);
   };
   // The handler registered last is the one uWS calls: the exchange has answered, so this one is all that remains.
   res.onAborted(settle);

@@ -8,6 +8,7 @@ import type { EntriesListener, LogEntry, Proposal } from '../ports/log.ts';
 import { overloadedError } from '../ports/log-errors.ts';
 import { encodeAppend, type EncodedProposal } from './commit-payload.ts';
 import { refusal, type Phase } from './limits.ts';
+import { setLongTimeout, type LongTimer } from '../util/timer.ts';
 
 /** Counters that make group commit visible: `commits` is the number of fdatasyncs (WAL). */
 export interface LogStats {
@@ -61,7 +62,7 @@ export class CommitQueue<T> {
   private lastAppends = 0;
   private lastStartMs = 0;
   /** Set while the next commit lingers for more appends (see `lingerMs`). */
-  private lingerTimer: NodeJS.Timeout | undefined;
+  private lingerTimer: LongTimer | undefined;
   private inFlight = 0;
   private pumpScheduled = false;
   private readonly idleWaiters: (() => void)[] = [];
@@ -127,7 +128,7 @@ export class CommitQueue<T> {
   rejectQueued(err: Error): void {
     this.queuedEntries = 0;
     this.queuedBytes = 0;
-    clearTimeout(this.lingerTimer);
+    this.lingerTimer?.clear();
     this.lingerTimer = undefined;
     for (const p of this.queue.splice(0)) p.reject(err);
     this.checkIdle();
@@ -156,10 +157,10 @@ export class CommitQueue<T> {
     const max = this.bounds.inFlightMax ?? 1;
     if (this.lingerTimer !== undefined) {
       if (!this.full()) return;
-      clearTimeout(this.lingerTimer);
+      this.lingerTimer.clear();
       this.lingerTimer = undefined;
     } else if (!lingered && this.queue.length > 0 && this.inFlight < max && this.concurrent() && !this.full()) {
-      this.lingerTimer = setTimeout(this.lingerEnded, this.bounds.lingerMs);
+      this.lingerTimer = setLongTimeout(this.lingerEnded, this.bounds.lingerMs ?? 0, false);
       return;
     }
     while (this.queue.length > 0 && this.inFlight < max) {

@@ -27,6 +27,7 @@ import { createHash } from 'node:crypto';
 import { lstatSync, lutimesSync, readFileSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { setLongInterval } from './timer.ts';
 
 export const lockFileName = 'LOCK';
 
@@ -149,13 +150,13 @@ export interface LockKeeping {
  */
 export function keepLock(lock: DataDirLock, keeping: LockKeeping, everyMs = 1000): void {
   let remaking = false;
-  const timer = setInterval(() => {
+  const timer = setLongInterval(() => {
     try {
       lock.reclaim();
       lock.beat();
     } catch (err) {
       if (err instanceof DataDirLocked) {
-        clearInterval(timer);
+        timer.clear();
         keeping.taken(err);
       } else if (keeping.gone !== undefined && !remaking) {
         remaking = true;
@@ -163,7 +164,6 @@ export function keepLock(lock: DataDirLock, keeping: LockKeeping, everyMs = 1000
       }
     }
   }, everyMs);
-  timer.unref();
 }
 
 function held(dir: string, path: string, text: string, o: LockOptions): DataDirLock {

@@ -1,8 +1,8 @@
-// Goal: setLongTimeout and the SystemClock wait out delays past Node's 32-bit timer limit in full (Node itself
+// Goal: setLongTimeout, setLongInterval, sleepMs and the SystemClock wait out delays past Node's 32-bit timer limit in full (Node itself
 // takes such a delay as 1 ms), and clearing stops them at any step. Fake timers stand in for weeks.
 import { afterEach, beforeEach, expect, test, vi } from 'vitest';
 import { SystemClock } from '../../src/ports/clock.ts';
-import { setLongTimeout, timerStepMsMax } from '../../src/util/timer.ts';
+import { setLongInterval, setLongTimeout, sleepMs, timerStepMsMax } from '../../src/util/timer.ts';
 
 beforeEach(() => { vi.useFakeTimers(); });
 afterEach(() => { vi.useRealTimers(); });
@@ -54,4 +54,29 @@ test('SystemClock.setTimer waits a 720h TTL in full and clearTimer cancels it', 
   vi.advanceTimersByTime(1);
   expect(fired).toHaveBeenCalledTimes(1);
   expect(cancelled).not.toHaveBeenCalled();
+});
+
+test('setLongInterval repeats a 30-day period in full each time, and clear stops it', () => {
+  const fn = vi.fn();
+  const t = setLongInterval(fn, 30 * day);
+  vi.advanceTimersByTime(30 * day - 1);
+  expect(fn).not.toHaveBeenCalled();
+  vi.advanceTimersByTime(1);
+  expect(fn).toHaveBeenCalledTimes(1);
+  vi.advanceTimersByTime(30 * day - 1);
+  expect(fn).toHaveBeenCalledTimes(1);
+  vi.advanceTimersByTime(1);
+  expect(fn).toHaveBeenCalledTimes(2);
+  t.clear();
+  vi.advanceTimersByTime(100 * day);
+  expect(fn).toHaveBeenCalledTimes(2);
+});
+
+test('sleepMs resolves after a delay past the 32-bit limit, not after 1 ms', async () => {
+  let done = false;
+  void sleepMs(30 * day).then(() => { done = true; });
+  await vi.advanceTimersByTimeAsync(timerStepMsMax + 1);
+  expect(done).toBe(false);
+  await vi.advanceTimersByTimeAsync(30 * day);
+  expect(done).toBe(true);
 });
