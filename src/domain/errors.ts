@@ -115,6 +115,12 @@ export const errorCatalogue = {
     kind: 'unsupportedMediaType', message: (v) => `unsupported media type ${JSON.stringify(v.contentType)}: this endpoint takes application/json;charset=utf-8`,
     details: (v) => ({ 'Content-Type': [`MediaType:${v.contentType}`], accepted: ['application/json;charset=utf-8'] }), consulText: 'Unsupported Media Type',
   }),
+  /** The request's Accept allows none of the media types of the answer (`offered`); never in the consul dialect, which ignores Accept. */
+  notAcceptable: entry<{ accept: string; offered: string[] }>({
+    kind: 'unsupportedMediaType', status: 406, consulStatus: 406, consulText: 'Not Acceptable',
+    message: (v) => `not acceptable: Accept ${JSON.stringify(v.accept)} allows none of ${v.offered.join(', ')}, the media types this answer has`,
+    details: (v) => ({ Accept: [`MediaType:${v.accept}`], offered: v.offered }),
+  }),
   bodyNotJson: entry<{ why: string }>({
     kind: 'illegalJson', message: (v) => `request body is not valid JSON: ${v.why}`, details: (v) => rule('body', `JSON:${v.why}`),
     consulText: (v) => `Request decode failed: ${v.why}`,

@@ -1,13 +1,14 @@
 /**
  * From an admitted request to its rendered answer: the API version header, routing (404, 405 and
- * OPTIONS answered here), authorization and the caller's rate limit, the route's handler, the list
- * rules, and every failure turned into the dialect's error.
+ * OPTIONS answered here, and the seed dialect's 406 for an Accept no answer meets), authorization and the
+ * caller's rate limit, the route's handler, the list rules, and every failure turned into the dialect's error.
  */
 import { RegistryError } from '../domain/errors.ts';
 import type { Logger } from '../ports/index.ts';
 import { isEntryTooLarge, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut } from '../wal/index.ts';
 import { streamedBytesMin, type AnswerBudget } from './large-answers.ts';
 import { withListRules } from './list-rules.ts';
+import { refusedAnswer, refuseUnacceptable } from './negotiation.ts';
 import { checkPreconditionsWithoutRepresentation } from './preconditions.ts';
 import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
@@ -93,6 +94,8 @@ function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found:
     return renderError(new RegistryError('methodNotAllowed', { method: req.method, allowed: match.allow }), d.dialect);
   }
   req.rest = decodeOnce(match.rest);
+  // Like 404 and 405, judged from the route table alone, before authentication and before anything runs.
+  if (d.dialect === 'seed') refuseUnacceptable(req, match.produces);
   const authorize = match.public ? undefined : d.authorize;
   const ownPreconditions = found?.entry.route.preconditions === true;
   if (authorize !== undefined) return authorize(req).then(() => authorized(d, req, admitter, match.handler, ownPreconditions));
@@ -112,6 +115,8 @@ function authorized<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, h
 }
 
 function rendered<Ctx>(d: Dispatcher<Ctx>, req: Request, reply: Reply): Wire {
+  const refused = d.dialect === 'seed' ? refusedAnswer(req, reply) : undefined;
+  if (refused !== undefined) return refused;
   // Only JSON lists have list rules or a size worth reserving: every write's answer is rendered at once.
   if (reply.t !== 'json') return renderReply(reply, d.dialect, d.leader?.());
   const listed = withListRules(req, reply, d.reserved);

@@ -10,6 +10,7 @@
  * the label metrics and request logs use, from a fixed set, never a request's own path.
  */
 import type { Request } from './request.ts';
+import { jsonOnly } from './negotiation.ts';
 import type { Reply } from './reply.ts';
 
 export type Handler<Ctx> = (req: Request, ctx: Ctx) => Promise<Reply> | Reply;
@@ -38,6 +39,14 @@ export interface Route<Ctx> {
    * or `path` (a KV key, a file), of which a final `/` is part. @default 'name'
    */
   rest?: 'name' | 'path';
+  /**
+   * The media types of a method's successful answers where they are not JSON alone (a method not named here
+   * answers `application/json`). The seed dialect refuses a request whose Accept allows none of them, 406
+   * before the handler runs (negotiation.ts); `[]` judges nothing then: the answers carry no body, or their
+   * type is known only once the handler has answered (a dashboard file), and the answer is judged on its
+   * own type. @default JSON for every method
+   */
+  produces?: Partial<Record<string, readonly string[]>>;
 }
 
 /** How a router reads paths. */
@@ -51,7 +60,7 @@ export interface RouterOptions {
 }
 
 export type Match<Ctx> =
-  | { kind: 'found'; handler: Handler<Ctx>; rest: string; allow: string[]; pattern: string; public: boolean }
+  | { kind: 'found'; handler: Handler<Ctx>; rest: string; allow: string[]; pattern: string; public: boolean; produces: readonly string[] }
   | { kind: 'method'; allow: string[]; pattern: string }
   | { kind: 'none' };
 
@@ -142,6 +151,6 @@ export class Router<Ctx> {
     const pattern = entry.pattern;
     return handler === undefined
       ? { kind: 'method', allow, pattern }
-      : { kind: 'found', handler, rest, allow, pattern, public: entry.route.public === true };
+      : { kind: 'found', handler, rest, allow, pattern, public: entry.route.public === true, produces: entry.route.produces?.[method] ?? jsonOnly };
   }
 }

@@ -24,7 +24,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   requestNotUtf8: { where: 'path' }, pathEncodingMalformed: { path: '/%zz' }, bodyTooLarge: { size: 2, max: 1 },
   bodyTimeout: { bodyTimeoutMs: 5 }, snapshotInvalid: { why: 'w' }, snapshotTooLarge: { why: 'w' }, apiVersionInvalid: undefined, noEndpoint: { method: 'GET', path: '/x' },
   noPage: { method: 'GET', path: '//' }, methodNotAllowed: { method: 'PUT', allowed: ['GET'] }, contentTypeMissing: undefined,
-  mediaTypeUnsupported: { contentType: 'text/plain' }, bodyNotJson: { why: 'w' }, bodyNotObject: { got: 'array', goType: 'structs.Session' },
+  mediaTypeUnsupported: { contentType: 'text/plain' }, notAcceptable: { accept: 'application/xml', offered: ['application/json'] }, bodyNotJson: { why: 'w' }, bodyNotObject: { got: 'array', goType: 'structs.Session' },
   fieldsInvalid: { fields: { TTL: ['Format:bad'] } }, indexInvalid: undefined, waitInvalid: rule,
   maxStaleInvalid: { ...rule, value: 'x' }, staleWithConsistent: undefined, cachedWithConsistent: undefined, cacheControlInvalid: { directive: 'max-age' }, noPathToDatacenter: { dc: 'dc9' },
   filterInvalid: { why: 'w' }, listParameterInvalid: { field: 'page', rule: 'Format', why: 'w' }, passingInvalid: { value: 'x' },

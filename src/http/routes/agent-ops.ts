@@ -9,6 +9,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import type { AgentOperations, ApiContext } from '../api.ts';
 import type { Reply } from '../reply.ts';
 import { flag, type Request } from '../request.ts';
+import { noBody } from '../negotiation.ts';
 import type { Route } from '../router.ts';
 
 function operations(api: ApiContext): AgentOperations {
@@ -38,7 +39,7 @@ function forceLeave(req: Request, api: ApiContext): Reply {
 }
 
 export const agentOpsRoutes: Route<ApiContext>[] = [
-  { path: '/v1/agent/reload', prefix: false, methods: { PUT: reload } },
-  { path: '/v1/agent/leave', prefix: false, methods: { PUT: leave } },
-  { path: '/v1/agent/force-leave/', prefix: true, methods: { PUT: forceLeave }, query: ['prune', 'wan'] },
+  { path: '/v1/agent/reload', prefix: false, methods: { PUT: reload }, produces: { PUT: noBody } },
+  { path: '/v1/agent/leave', prefix: false, methods: { PUT: leave }, produces: { PUT: noBody } },
+  { path: '/v1/agent/force-leave/', prefix: true, methods: { PUT: forceLeave }, query: ['prune', 'wan'], produces: { PUT: noBody } },
 ];

@@ -146,6 +146,6 @@ function healthByName(req: Request, api: ApiContext): Reply {
 
 export const agentServiceRoutes: Route<ApiContext>[] = [
   { path: '/v1/agent/service/', prefix: true, methods: { GET: agentService }, query: ['hash', 'wait'] },
-  { path: '/v1/agent/health/service/id/', prefix: true, methods: { GET: healthById }, query: ['format'] },
-  { path: '/v1/agent/health/service/name/', prefix: true, methods: { GET: healthByName }, query: ['format'] },
+  { path: '/v1/agent/health/service/id/', prefix: true, methods: { GET: healthById }, query: ['format'], produces: { GET: ['application/json', 'text/plain'] } },
+  { path: '/v1/agent/health/service/name/', prefix: true, methods: { GET: healthByName }, query: ['format'], produces: { GET: ['application/json', 'text/plain'] } },
 ];

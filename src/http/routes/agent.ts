@@ -18,6 +18,7 @@ import { json, type Reply } from '../reply.ts';
 import { flag, param, type Request } from '../request.ts';
 import { memberSchema } from '../../filter/index.ts';
 import { filterOf } from '../filtering.ts';
+import { prometheusText } from '../negotiation.ts';
 import type { Route } from '../router.ts';
 import { logStats, statusLeader, statusPeers } from './operator.ts';
 
@@ -253,7 +254,7 @@ export const agentRoutes: Route<ApiContext>[] = [
   { path: '/v1/status/leader', prefix: false, methods: { GET: statusLeader } },
   { path: '/v1/status/peers', prefix: false, methods: { GET: statusPeers } },
   { path: '/v1/agent/self', prefix: false, methods: { GET: self } },
-  { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics }, query: ['format'] },
+  { path: '/v1/agent/metrics', prefix: false, methods: { GET: metrics }, query: ['format'], produces: { GET: ['application/json', prometheusText] } },
   { path: '/v1/agent/members', prefix: false, methods: { GET: members }, query: ['dc', 'filter', 'wan', 'segment'] },
   { path: '/v1/catalog/datacenters', prefix: false, methods: { GET: datacenters }, query: ['cached'] },
   { path: '/v1/catalog/register', prefix: false, methods: { PUT: register }, query: ['dc'] },

@@ -18,6 +18,7 @@ import { parseCheck, parseService } from '../definitions.ts';
 import { checkDatacenter } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import { param, readableUnder, type Request } from '../request.ts';
+import { noBody } from '../negotiation.ts';
 import type { Route } from '../router.ts';
 import { catalogAcl, everything, required } from './catalog-read.ts';
 import { renderAgentService, renderCheck } from './catalog-render.ts';
@@ -146,13 +147,13 @@ async function serviceDeregister(req: Request, api: ApiContext): Promise<Reply> 
 
 export const healthRoutes: Route<ApiContext>[] = [
   { path: '/v1/agent/checks', prefix: false, methods: { GET: agentChecks }, query: ['dc', 'filter'] },
-  { path: '/v1/agent/check/register', prefix: false, methods: { PUT: checkRegister }, query: ['dc'] },
-  { path: '/v1/agent/check/deregister/', prefix: true, methods: { PUT: checkDeregister }, query: ['dc'] },
-  { path: '/v1/agent/check/pass/', prefix: true, methods: { PUT: ttlSetter('passing') }, query: ['dc', 'note'] },
-  { path: '/v1/agent/check/warn/', prefix: true, methods: { PUT: ttlSetter('warning') }, query: ['dc', 'note'] },
-  { path: '/v1/agent/check/fail/', prefix: true, methods: { PUT: ttlSetter('critical') }, query: ['dc', 'note'] },
-  { path: '/v1/agent/check/update/', prefix: true, methods: { PUT: checkUpdate }, query: ['dc'] },
+  { path: '/v1/agent/check/register', prefix: false, methods: { PUT: checkRegister }, query: ['dc'], produces: { PUT: noBody } },
+  { path: '/v1/agent/check/deregister/', prefix: true, methods: { PUT: checkDeregister }, query: ['dc'], produces: { PUT: noBody } },
+  { path: '/v1/agent/check/pass/', prefix: true, methods: { PUT: ttlSetter('passing') }, query: ['dc', 'note'], produces: { PUT: noBody } },
+  { path: '/v1/agent/check/warn/', prefix: true, methods: { PUT: ttlSetter('warning') }, query: ['dc', 'note'], produces: { PUT: noBody } },
+  { path: '/v1/agent/check/fail/', prefix: true, methods: { PUT: ttlSetter('critical') }, query: ['dc', 'note'], produces: { PUT: noBody } },
+  { path: '/v1/agent/check/update/', prefix: true, methods: { PUT: checkUpdate }, query: ['dc'], produces: { PUT: noBody } },
   { path: '/v1/agent/services', prefix: false, methods: { GET: agentServices }, query: ['dc', 'filter'] },
-  { path: '/v1/agent/service/register', prefix: false, methods: { PUT: serviceRegister }, query: ['dc', 'replace-existing-checks'] },
-  { path: '/v1/agent/service/deregister/', prefix: true, methods: { PUT: serviceDeregister }, query: ['dc'] },
+  { path: '/v1/agent/service/register', prefix: false, methods: { PUT: serviceRegister }, query: ['dc', 'replace-existing-checks'], produces: { PUT: noBody } },
+  { path: '/v1/agent/service/deregister/', prefix: true, methods: { PUT: serviceDeregister }, query: ['dc'], produces: { PUT: noBody } },
 ];

@@ -330,7 +330,7 @@ async function del(req: Request, api: ApiContext): Promise<Reply> {
 
 export const kvRoutes: Route<ApiContext>[] = [
   {
-    path: '/v1/kv/', prefix: true, rest: 'path', methods: { GET: get, PUT: put, DELETE: del }, preconditions: true,
+    path: '/v1/kv/', prefix: true, rest: 'path', methods: { GET: get, PUT: put, DELETE: del }, produces: { GET: ['application/json', 'text/plain'] }, preconditions: true,
     query: [...queryOptionParameters, 'recurse', 'keys', 'separator', 'seperator', 'raw', 'flags', 'cas', 'acquire', 'release'],
   },
 ];

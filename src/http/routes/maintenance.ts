@@ -16,6 +16,7 @@ import { requireOwnerWrite } from './check-acl.ts';
 import { checkDatacenter } from '../query.ts';
 import type { Reply } from '../reply.ts';
 import { param, type Request } from '../request.ts';
+import { noBody } from '../negotiation.ts';
 import type { Route } from '../router.ts';
 
 const nodeDefaultReason = 'Maintenance mode is enabled for this node, but no reason was provided. This is a default message.';
@@ -73,6 +74,6 @@ async function serviceMaintenance(req: Request, api: ApiContext): Promise<Reply>
 }
 
 export const maintenanceRoutes: Route<ApiContext>[] = [
-  { path: '/v1/agent/maintenance', prefix: false, methods: { PUT: nodeMaintenance }, query: ['dc', 'enable', 'reason'] },
-  { path: '/v1/agent/service/maintenance/', prefix: true, methods: { PUT: serviceMaintenance }, query: ['dc', 'enable', 'reason'] },
+  { path: '/v1/agent/maintenance', prefix: false, methods: { PUT: nodeMaintenance }, query: ['dc', 'enable', 'reason'], produces: { PUT: noBody } },
+  { path: '/v1/agent/service/maintenance/', prefix: true, methods: { PUT: serviceMaintenance }, query: ['dc', 'enable', 'reason'], produces: { PUT: noBody } },
 ];

@@ -108,5 +108,5 @@ function droppedLine(dropped: number, json: boolean): string {
 }
 
 export const monitorRoutes: Route<ApiContext>[] = [
-  { path: '/v1/agent/monitor', prefix: false, methods: { GET: monitor }, query: ['loglevel', 'logjson'] },
+  { path: '/v1/agent/monitor', prefix: false, methods: { GET: monitor }, query: ['loglevel', 'logjson'], produces: { GET: ['text/plain; charset=utf-8', 'application/x-ndjson'] } },
 ];

@@ -140,5 +140,8 @@ function scriptCheckIn(d: SnapshotData): string | undefined {
 }
 
 export const snapshotRoutes: Route<ApiContext>[] = [
-  { path: '/v1/snapshot', prefix: false, methods: { GET: save, PUT: restore }, query: ['dc', 'stale'], bodyBytesMax: snapshotBodyBytesMax },
+  {
+    path: '/v1/snapshot', prefix: false, methods: { GET: save, PUT: restore }, query: ['dc', 'stale'], bodyBytesMax: snapshotBodyBytesMax,
+    produces: { GET: ['application/gzip'] },
+  },
 ];

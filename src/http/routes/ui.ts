@@ -14,6 +14,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import type { ApiContext } from '../api.ts';
 import type { Reply } from '../reply.ts';
 import type { Request } from '../request.ts';
+import { noBody } from '../negotiation.ts';
 import type { Route } from '../router.ts';
 
 const contentTypes: Record<string, string> = {
@@ -118,6 +119,7 @@ function home(req: Request): Reply {
 }
 
 export const uiRoutes: Route<ApiContext>[] = [
-  { path: '/', prefix: false, public: true, methods: { GET: home } },
-  { path: '/ui/', prefix: true, rest: 'path', public: true, methods: { GET: serve } },
+  { path: '/', prefix: false, public: true, methods: { GET: home }, produces: { GET: noBody } },
+  // A file's type is known once it is found: the answer is judged on it (negotiation.ts); a redirect has none.
+  { path: '/ui/', prefix: true, rest: 'path', public: true, methods: { GET: serve }, produces: { GET: noBody } },
 ];
