@@ -134,7 +134,7 @@ function startRuntime(config: Config, parts: AgentParts, membership: Membership,
   const { log, clock, logger, nodeId } = parts;
   return new Runtime({
     log, clock, logger, nodeName: config.nodeName, nodeId, address: config.httpHost, membership,
-    membershipGraceMs: 2 * config.suspicionMs, clustered: config.nats.length > 0,
+    membershipGraceMs: 2 * config.suspicionMs, clustered: config.nats.length > 0, alone: config.nats.length === 0,
     snapshotEveryEntries: config.snapshotEveryEntries,
     // The config object is the one a reload updates in place.
     probeFor: probeFactory(() => config.enableScriptChecks || config.enableLocalScriptChecks),

@@ -15,8 +15,14 @@
  * After an entry changed a gossip check (`afterEntries`) it only corrects towards alive: a report that
  * got through anyway is undone by the owner, which sees the node alive, or by the node itself, which is
  * evidently running (only a report of the failure detector's, recognised by its output). New failure
- * reports come only from membership changes, so two nodes whose views disagree (an asymmetric
- * partition) cannot keep proposing against each other.
+ * reports come only from membership changes and restores, so two nodes whose views disagree (an
+ * asymmetric partition) cannot keep proposing against each other. A restore is judged as a membership
+ * change: it may bring Roster nodes of another cluster, which no member will ever be.
+ *
+ * A single agent (`alone`) is the whole cluster: no other node can become a member, so every other Roster
+ * node of its catalog (one a restore brought) is failed, judged at once, with no grace to wait for gossip
+ * and no majority to see (the agent is all of it). Nodes registered through the catalog without a gossip
+ * check (external nodes) are never judged, here or in a cluster.
  */
 import type { Command } from '../domain/commands.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed } from '../domain/limits.ts';
@@ -46,6 +52,8 @@ export interface NodeHealthOptions {
   graceMs: number;
   /** How long a member must stay failed, in a view where a majority is alive, before it is reported. */
   failureConfirmMs: number;
+  /** The node is the whole cluster (a single agent): no other node is or will be a member. @default false */
+  alone?: boolean;
 }
 
 /** One look at the cluster: the Roster nodes of the catalog against the membership. */
@@ -71,6 +79,8 @@ export class NodeHealthOwner {
   /** Nodes this node has seen failed, in a majority view, since when (its clock). */
   private readonly failureSince = new Map<string, number>();
   private confirmTimer: TimerHandle | undefined;
+  /** A restore was applied and its nodes not yet judged in a majority view (see restored). */
+  private restoreUnjudged = false;
 
   constructor(private readonly host: NodeHealthHost, private readonly o: NodeHealthOptions) {}
 
@@ -102,9 +112,31 @@ export class NodeHealthOwner {
     this.reconcile(false);
   }
 
-  /** An applied entry changed a gossip check: correct towards alive only. */
+  /** An applied entry changed a gossip check: correct towards alive only, unless a restore is still to be judged. */
   entriesChanged(): void {
-    if (this.watching && this.host.running()) this.reconcile(true);
+    if (!this.watching || !this.host.running()) return;
+    if (this.restoreUnjudged) this.judgeRestore();
+    else this.reconcile(true);
+  }
+
+  /**
+   * A restore replaced the catalog: its Roster nodes are judged as after a membership change, once this
+   * node's view holds a majority. Right after the restore it may not: the members register themselves
+   * again only then (a snapshot of another cluster holds none of them), each with an entry that comes
+   * back here through entriesChanged.
+   */
+  restored(): void {
+    this.restoreUnjudged = true;
+    if (this.watching && this.host.running()) this.judgeRestore();
+  }
+
+  private judgeRestore(): void {
+    if (!this.view().inMajority) {
+      this.reconcile(true);
+      return;
+    }
+    this.restoreUnjudged = false;
+    this.reconcile(false);
   }
 
   private reconcile(afterEntries: boolean): void {
@@ -116,15 +148,17 @@ export class NodeHealthOwner {
     const { host } = this;
     const state = host.state();
     const members = new Map(host.membership.members().map((m) => [m.name, m]));
-    const graceOver = host.clock.nowMs() - this.startedAtMs >= this.o.graceMs;
+    const alone = this.o.alone === true;
+    const graceOver = alone || host.clock.nowMs() - this.startedAtMs >= this.o.graceMs;
     const rosterNodes = [...state.nodes.values()].filter((node) => {
       const check = state.checkOf(node.node, gossipCheckId);
       return check !== undefined && check.source === 'catalog' && check.name === gossipCheckName;
     });
-    const counted = rosterNodes.filter((node) => node.node === host.nodeName || members.get(node.node)?.status !== 'left');
+    // Alone, the agent is every member there is; in a cluster a node not heard yet may be a member cut off.
+    const counted = rosterNodes.filter((node) => node.node === host.nodeName || (!alone && members.get(node.node)?.status !== 'left'));
     const aliveCount = counted.filter((node) => node.node === host.nodeName || members.get(node.node)?.status === 'alive').length;
     return {
-      members, rosterNodes, counted: counted.length, aliveCount, inMajority: 2 * aliveCount > counted.length,
+      members, rosterNodes, counted: counted.length, aliveCount, inMajority: alone || 2 * aliveCount > counted.length,
       graceOver, now: host.clock.nowMs(),
     };
   }

@@ -11,6 +11,8 @@ import { expiryRetryMs } from '../../src/runtime/ttl-owner.ts';
 import { gossipCheckId } from '../../src/domain/limits.ts';
 import type { Member, Membership, MembershipListener } from '../../src/ports/membership.ts';
 import { ownerOf } from '../../src/runtime/ownership.ts';
+import { toSnapshotData } from '../../src/state/index.ts';
+import { commandLevel } from '../../src/domain/command-level.ts';
 
 const quiet = silentLogger;
 const flush = async () => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
@@ -213,7 +215,7 @@ class HandMembership implements Membership {
   onChange(l: MembershipListener): () => void { this.listeners.add(l); return () => this.listeners.delete(l); }
   async stop(): Promise<void> {}
   set(statuses: Record<string, Member['status']>): void {
-    this.list = Object.entries(statuses).map(([name, status]) => ({ name, id: `id-${name}`, http: '', grpc: '', status, lastHeardMs: 0 }));
+    this.list = Object.entries(statuses).map(([name, status]) => ({ name, id: `id-${name}`, http: '', grpc: '', status, lastHeardMs: 0, commandLevel }));
     for (const l of [...this.listeners]) l(this.list);
   }
 }
@@ -255,6 +257,36 @@ describe('runtime node-health owner', () => {
     membership.set(statuses('alive'));
     await flush();
     expect(status(failed)).toBe('passing');
+  });
+
+  test('a restore of another cluster\'s snapshot: its node, never a member, is reported once the members are back in the catalog', async () => {
+    const names = ['n1', 'n2', 'n3'];
+    // A foreign node whose name n1 owns among the members: n1 is the one to report it.
+    const foreign = Array.from({ length: 50 }, (_, i) => `other${i}`).find((x) => ownerOf(`node:${x}`, names) === 'n1')!;
+    const otherClock = new ManualClock();
+    const other = new Runtime({ log: new MemoryLog({ clock: otherClock, store: createMemoryLogStore() }), clock: otherClock, logger: quiet, nodeName: foreign, nodeId: `id-${foreign}`, address: foreign });
+    await other.start();
+    await other.propose({ ...createTtl('s'), node: foreign, ttl: '', ttlMs: 0 });
+    expect(await other.propose({ t: 'kv.acquire', key: 'leader', value: null, flags: '0', session: 's' })).toMatchObject({ ok: true });
+    const data = toSnapshotData(other.state);
+    await other.stop();
+    const { clock, runtime, status } = await cluster(names);
+    clock.advance(1_000); // past the grace
+    expect(await runtime.propose({ t: 'state.restore', data })).toMatchObject({ ok: true });
+    // The other members register themselves again, as each does after applying a restore.
+    for (const node of ['n2', 'n3']) {
+      await runtime.propose({
+        t: 'catalog.register', node, id: `id-${node}`, address: node, meta: {},
+        checks: [{ checkId: gossipCheckId, name: 'Gossip Health Status', status: 'passing', notes: '', output: 'Agent alive and reachable' }],
+      });
+    }
+    await flush();
+    expect(status(foreign)).toBe('passing');
+    clock.advance(2_000);
+    await flush();
+    expect([status(foreign), status('n1'), status('n2'), status('n3')]).toEqual(['critical', 'passing', 'passing', 'passing']);
+    expect(runtime.state.sessions.has('s')).toBe(false);
+    expect(runtime.state.kvGet('leader')?.session).toBeUndefined();
   });
 
   test('a node that sees no majority alive reports nobody', async () => {
