@@ -37,7 +37,7 @@ import {
   appendTo, CommitQueue, checkAfterIndex, refusal, replayBatchEntriesMax, WritableListeners, type EncodedProposal, type Phase,
 } from '../../src/log/index.ts';
 import { AckInbox } from './ack-inbox.ts';
-import { Attachments } from './attachments.ts';
+import { attachmentsOf, type Attachments } from './attachments.ts';
 import { Committer } from './committer.ts';
 import { Compactor, firstIndexOf, purgeSafeSince, purgesSafely } from './compaction.ts';
 import { DivergenceAudit, storedMessageId } from './audit.ts';
@@ -106,7 +106,7 @@ export class JetStreamLog implements ReplicatedLog {
   constructor(private readonly opts: JetStreamLogOptions) {
     this.settings = settingsOf(opts);
     this.stream = this.settings.stream;
-    this.attachments = new Attachments(() => this.parts!.stores.store, this.stream, this.settings.publishTimeoutMs);
+    this.attachments = attachmentsOf(this.settings, () => this.parts!.stores);
     this.observer = opts.observer;
     this.ownIdPrefix = ownIdPrefixOf(opts.nodeName);
     this.progress = new ProgressBoard(this.settings.nodeName, () => ({

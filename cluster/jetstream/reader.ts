@@ -61,7 +61,7 @@ export interface ReaderPorts {
   /** Numbered entries, in order. */
   deliver(entries: LogEntry[]): void;
   /** Attachments entries name: fetched before those entries are delivered (see attachments.ts). */
-  attachments?: { missing(entries: readonly LogEntry[]): string[]; fetch(names: readonly string[]): Promise<void> };
+  attachments?: { missing(entries: readonly LogEntry[], seq: number): string[]; fetch(names: readonly string[]): Promise<void> };
 }
 
 export class Reader {
@@ -241,7 +241,7 @@ export class Reader {
     ports.audit.read(seq, msgID);
     ports.digests?.read(seq, msgID);
     ports.marks.push(mark);
-    const missing = ports.attachments?.missing(entries) ?? [];
+    const missing = ports.attachments?.missing(entries, seq) ?? [];
     if (missing.length > 0) {
       this.backlog = [];
       void this.fetchThenDeliver(missing, entries);
