@@ -8,8 +8,9 @@
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
+import { dataDirRecordStore } from './agent/definitions-record.ts';
 import { createLogger } from './agent/logger.ts';
-import { checkDataDirMode, markClusterDataDir, markEmbeddedDataDir } from './agent/data-dir-mode.ts';
+import { checkDataDirMode, checkDataDirPath, markClusterDataDir, markEmbeddedDataDir } from './agent/data-dir-mode.ts';
 import { nodeIdOf, writeNodeId } from './agent/node-id.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { handOverHangups, holdHangups, readingConfiguration } from './early-hangup.ts';
@@ -120,6 +121,7 @@ function toMultiaddr(address: string): string {
 
 /** Creates the data dir if need be; a path that cannot be one is the operator's to fix (exit 2). */
 function makeDataDir(dataDir: string): void {
+  checkDataDirPath(dataDir);
   try {
     makeDirs(dataDir);
   } catch (err) {
@@ -173,7 +175,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   const log = await openLog(config, dataDir, clock, logger, reclaim);
   let shutdown: (signal: string) => void = () => {};
   const agent = await assembleAgent(config, {
-    log, clock, nodeId, logger, logTap, reread,
+    log, clock, nodeId, logger, logTap, reread, definitionsStore: dataDirRecordStore(dataDir, logger),
     onFatal: () => process.exit(70),
     join: (self) => joinCluster(config, self, log, logger),
     onLeave: () => shutdown('leave'),

@@ -22,6 +22,7 @@ import { forceLeave } from './force-leave.ts';
 import type { LogTap } from './log-tap.ts';
 import { hostInfo } from './host-info.ts';
 import { Profiler } from './profiler.ts';
+import type { RecordStore } from './definitions-sync.ts';
 import { registerLocalDefinitions } from './local-definitions.ts';
 import { configReloader, type ReloadOutcome } from './reload.ts';
 
@@ -44,6 +45,8 @@ export interface AgentParts {
   onFatal(err: unknown): void;
   /** Cluster membership, joined once the listeners have their ports. @default this node alone */
   join?: (self: SelfAddresses) => Promise<Membership | undefined>;
+  /** Where the record of the config file's definitions is kept between starts (definitions-record.ts). @default nowhere: a start knows only the file */
+  definitionsStore?: RecordStore;
   /** Reads the settings again for a reload (throws a ConfigError when they do not validate). @default the start's settings */
   reread?: () => Config;
   /** `PUT /v1/agent/leave` was answered: the caller stops the agent (agent.stop) and exits. @default stop() */
@@ -71,7 +74,9 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   let http: HttpServer | undefined;
   const runtime = startRuntime(config, parts, membership, metrics, () => http?.close());
   await runtime.start();
-  const definitions = await registerLocalDefinitions(runtime, config);
+  // The file's new definitions are judged by the state quota at start as on a reload.
+  runtime.quota.setMax(config.limits.stateBytesMax);
+  const definitions = await registerLocalDefinitions(runtime, config, parts.definitionsStore);
   const ctx: ApiContext = {
     runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
     sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
@@ -101,7 +106,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   applyLimits(config.limits);
   const tap = parts.logTap;
   const reload = configReloader({
-    config, logger: parts.logger, runtime, ctx, definitions, applyLimits, ...(tap ? { setLogLevel: (level: string) => tap.setLevel(level) } : {}),
+    config, logger: parts.logger, runtime, ctx, definitions, ...(parts.definitionsStore ? { store: parts.definitionsStore } : {}), applyLimits, ...(tap ? { setLogLevel: (level: string) => tap.setLevel(level) } : {}),
     useCertificate: (tls) => server.useCertificate(tls),
   }, parts.reread ?? (() => ({ ...config })));
   metrics.track({

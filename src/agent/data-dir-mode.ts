@@ -14,7 +14,7 @@
  * registry as if nothing had ever been stored and grant locks that clients believe they hold.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
 import { segmentPattern, snapPattern, writeFileWhole } from '../wal/files.ts';
 
@@ -34,6 +34,18 @@ function embeddedLogFiles(dataDir: string, filled = false): number {
     }
   };
   return count('wal', segmentPattern) + count('snap', snapPattern);
+}
+
+/**
+ * Stops the start (ConfigError, exit 2) when a file stands where the data dir, or a directory above it, would
+ * be; judged without making anything, so `roster validate` judges it too.
+ */
+export function checkDataDirPath(dataDir: string): void {
+  let path = resolve(dataDir);
+  while (!existsSync(path) && dirname(path) !== path) path = dirname(path);
+  if (existsSync(path) && !statSync(path).isDirectory()) {
+    throw new ConfigError(`--data-dir ${dataDir}: cannot be used as the data dir: it, or a directory above it, is a file`);
+  }
 }
 
 /** Stops the start (ConfigError, exit 2) when the data dir belongs to the other kind of node. */

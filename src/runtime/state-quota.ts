@@ -16,16 +16,24 @@ export class StateQuota {
   private bytesMax = Number.POSITIVE_INFINITY;
 
   /** The limit, in estimated bytes (a reload changes it for the next writes). */
+  get max(): number {
+    return this.bytesMax;
+  }
+
+  /** Sets the limit. */
   setMax(bytes: number): void {
     this.bytesMax = bytes;
   }
 
-  /** The refusal of an append of `cmds` to `state`, or undefined when it may be proposed. */
-  refusal(cmds: readonly Command[], state: RegistryState): RegistryError<'stateQuotaExceeded'> | undefined {
-    if (this.bytesMax === Number.POSITIVE_INFINITY) return undefined;
+  /**
+   * The refusal of an append of `cmds` to `state`, or undefined when it may be proposed; `bytesMax` judges
+   * against another limit (a reloaded file's, before it is in force).
+   */
+  refusal(cmds: readonly Command[], state: RegistryState, bytesMax = this.bytesMax): RegistryError<'stateQuotaExceeded'> | undefined {
+    if (bytesMax === Number.POSITIVE_INFINITY) return undefined;
     const bytes = stateBytes(state);
-    if (bytes < this.bytesMax || !cmds.some((cmd) => grows(cmd, state))) return undefined;
-    return new RegistryError('stateQuotaExceeded', { stateBytes: bytes, stateBytesMax: this.bytesMax });
+    if (bytes < bytesMax || !cmds.some((cmd) => grows(cmd, state))) return undefined;
+    return new RegistryError('stateQuotaExceeded', { stateBytes: bytes, stateBytesMax: bytesMax });
   }
 }
 

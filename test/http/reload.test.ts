@@ -58,8 +58,11 @@ describe('reload', () => {
     await until(async () => (await services()).join() === 'api-1,cache-1,web-1', 'the services of the new file');
     expect(await checks()).toEqual(['mem']);
     expect((await c().get('/v1/agent/services')).json()['web-1'].Port).toBe(8080);
-    // The log level is debug now: a request is logged at debug level.
-    await until(() => /"level":20/.test(agent.output()), 'a debug line');
+    // The log level is debug now (set once the definitions went through): a request is logged at debug level.
+    await until(async () => {
+      await c().get('/v1/status/leader');
+      return /"level":20/.test(agent.output());
+    }, 'a debug line');
     expect(agent.proc.exitCode).toBeNull();
     expect((await c().get('/v1/kv/kept?raw')).text).toBe('value');
   }, 30_000);
