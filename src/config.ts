@@ -148,6 +148,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
   if (v.help) return 'help';
   const file = readConfigFile(settingPicker(v, env, {})('config-file', 'ROSTER_CONFIG_FILE'));
   const pick = settingPicker(v, env, file);
+  const pickList = listPicker(v, env, file);
   return {
     httpPort: port(pick('http-port', 'ROSTER_HTTP_PORT', 'ports.http') ?? '8500', 'http-port'),
     httpHost: pick('http-host', 'ROSTER_HTTP_HOST', 'client_addr') ?? '127.0.0.1',
@@ -169,10 +170,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     checkDeregisterMsMin: duration('check_deregister_min', fileText(file.check_deregister_min), 60_000),
     checkUpdateIntervalMs: checkUpdateInterval(fileText(file.check_update_interval)),
     streamBookmarkIntervalMs: duration('stream_bookmark_interval', fileText(file.stream_bookmark_interval), 30_000),
-    ...natsSettings(list(pick('nats', 'ROSTER_NATS', 'nats')), file.nats_auth, { password: env.ROSTER_NATS_PASSWORD, token: env.ROSTER_NATS_TOKEN }),
+    ...natsSettings(pickList('nats', 'ROSTER_NATS', 'nats') ?? [], file.nats_auth, { password: env.ROSTER_NATS_PASSWORD, token: env.ROSTER_NATS_TOKEN }),
     replicas: positive('replicas', pick('replicas', 'ROSTER_REPLICAS', 'replicas') ?? '3'),
     gossipListen: pick('gossip-listen', 'ROSTER_GOSSIP_LISTEN', 'gossip_listen') ?? '127.0.0.1:0',
-    join: v.join !== undefined ? v.join.flatMap(list) : list(env.ROSTER_JOIN ?? fileText(file.join)),
+    join: pickList('join', 'ROSTER_JOIN', 'join') ?? [],
     suspicionMs: suspicion(fileText(file.suspicion)),
     writeTimeoutMs: writeTimeout(fileText(file.write_timeout)),
     tls: tlsFiles(pick('tls-cert', 'ROSTER_TLS_CERT', 'cert_file'), pick('tls-key', 'ROSTER_TLS_KEY', 'key_file')),
@@ -204,18 +205,49 @@ function rateLimit(value: unknown): Config['rateLimit'] {
  * a node with a log of its own instead of the cluster's.
  */
 function settingPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>) {
+  const given = givenSetting(flags, env, file);
   return (flag: string, envName: string, fileKey?: string): string | undefined => {
-    const fromFile = fileKey?.split('.').reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), file);
-    const [text, source] = flags[flag] !== undefined ? [flags[flag] as string, `--${flag}`]
-      : env[envName] !== undefined ? [env[envName], `${envName} (for --${flag})`]
-      : [fileText(fromFile), `the config file's ${fileKey} (for --${flag})`];
+    const found = given(flag, envName, fileKey);
+    if (found === undefined) return undefined;
+    const [values, source] = found;
+    const text = values.join(',');
     if (text === '') throw new ConfigError(`${source} is empty: give it a value, or leave it out for the default`);
     return text;
   };
 }
 
-function list(text: string | undefined): string[] {
-  return (text ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+/**
+ * A list setting (`--join`, `--nats`): its items, from every `--<flag>` given (each may hold several,
+ * comma-separated), else its environment variable (comma-separated), else its config file key (a string or
+ * a list of strings). The same rule as settingPicker, item by item: a list with no item, or with an empty
+ * one (`ROSTER_JOIN=`, `--join=`, `"join": []`, `ROSTER_JOIN=$A,$B` with B unset), is refused rather than
+ * taken as fewer seeds, or as no cluster at all; an empty variable does not replace the file's list.
+ */
+function listPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>) {
+  const given = givenSetting(flags, env, file);
+  return (flag: string, envName: string, fileKey: string): string[] | undefined => {
+    const found = given(flag, envName, fileKey);
+    if (found === undefined) return undefined;
+    const [values, source] = found;
+    const items = values.flatMap((v) => v.split(',')).map((x) => x.trim());
+    if (items.every((x) => x === '')) throw new ConfigError(`${source} is empty: give it a value, or leave it out for the default`);
+    if (items.includes('')) throw new ConfigError(`${source} has an empty item in ${JSON.stringify(values.join(','))}: remove the stray comma, or give the missing value`);
+    return items;
+  };
+}
+
+/** Where a setting is given first (flag, environment, config file) and its values there, or undefined when nowhere. */
+function givenSetting(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>) {
+  return (flag: string, envName: string, fileKey?: string): [string[], string] | undefined => {
+    const flagged = flags[flag] as string | string[] | undefined;
+    if (flagged !== undefined) return [Array.isArray(flagged) ? flagged : [flagged], `--${flag}`];
+    const fromEnv = env[envName];
+    if (fromEnv !== undefined) return [[fromEnv], `${envName} (for --${flag})`];
+    const fromFile = fileKey?.split('.').reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), file);
+    if (fromFile === undefined) return undefined;
+    const values = Array.isArray(fromFile) ? (fromFile as unknown[]).map(String) : [String(fromFile)];
+    return [values.length === 0 ? [''] : values, `the config file's ${fileKey} (for --${flag})`];
+  };
 }
 
 function fileBool(file: Record<string, unknown>, key: string): boolean {

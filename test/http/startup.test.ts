@@ -166,11 +166,13 @@ describe('startup', () => {
     expect((await client(agent).get('/v1/catalog/nodes?dc=east_1')).status).toBe(200);
   });
 
-  test('an empty setting — flag, environment variable or config file key — exits 2 naming it, and nothing is written', () => {
+  test('an empty setting — flag, environment variable or config file key, a list with no or an empty item — exits 2 naming it, and nothing is written', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
     dirs.push(cwd);
     const ports = ['--http-port', '0', '--grpc-port', '0'];
-    const fileWith = (o: object) => { const f = join(cwd, 'agent.json'); writeFileSync(f, JSON.stringify(o)); return f; };
+    const fileWith = (o: object, name = 'agent.json') => { const f = join(cwd, name); writeFileSync(f, JSON.stringify(o)); return f; };
+    const seeds = fileWith({ join: ['10.0.0.1:8301'] }, 'join.json');
+    const d = ['--data-dir', join(cwd, 'd')];
     const cases: Array<[string[], Record<string, string>, RegExp]> = [
       // unset shell variables: the working directory as data dir, every interface, a dashboard of the
       // working directory's files, a node with a log of its own instead of the cluster's
@@ -180,14 +182,22 @@ describe('startup', () => {
       [[...ports, '--data-dir', join(cwd, 'd')], { ROSTER_NATS: '' }, /roster: ROSTER_NATS \(for --nats\) is empty/],
       [[...ports, '--data-dir='], {}, /roster: --data-dir is empty/],
       [[...ports, '--data-dir', join(cwd, 'd'), '--config-file', fileWith({ client_addr: '' })], {}, /roster: the config file's client_addr \(for --http-host\) is empty/],
+      // list settings: an empty ROSTER_JOIN must not replace the file's seeds with none
+      [[...ports, ...d, '--config-file', seeds], { ROSTER_JOIN: '' }, /roster: ROSTER_JOIN \(for --join\) is empty/],
+      [[...ports, ...d, '--join='], {}, /roster: --join is empty/],
+      [[...ports, ...d, '--join', '10.0.0.1:8301', '--join='], {}, /roster: --join has an empty item in "10.0.0.1:8301,"/],
+      [[...ports, ...d], { ROSTER_JOIN: '10.0.0.1:8301,' }, /roster: ROSTER_JOIN \(for --join\) has an empty item/],
+      [[...ports, ...d, '--config-file', fileWith({ join: [] }, 'join-none.json')], {}, /roster: the config file's join \(for --join\) is empty/],
+      [[...ports, ...d, '--config-file', fileWith({ nats: ['nats://127.0.0.1:4222', ''] }, 'nats.json')], {}, /roster: the config file's nats \(for --nats\) has an empty item/],
+      [[...ports, ...d], { ROSTER_NATS: ' , ' }, /roster: ROSTER_NATS \(for --nats\) is empty/],
     ];
     for (const [args, env, reason] of cases) {
       const r = runToExit(args, env, cwd);
       expect([r.status, r.stderr], JSON.stringify({ args, env })).toEqual([2, expect.stringMatching(reason)]);
     }
-    // the only file there is the test's own config file
-    expect(readdirSync(cwd)).toEqual(['agent.json']);
-  });
+    // the only files there are the test's own config files
+    expect(readdirSync(cwd).sort()).toEqual(['agent.json', 'join-none.json', 'join.json', 'nats.json']);
+  }, 120_000);
 
   test('a config value of the wrong type, a ports key Roster does not use, or a bound it cannot honour exits 2 naming the key, and nothing is written', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'roster-cwd-'));
