@@ -1,9 +1,11 @@
 // Goal: `roster validate <file>` judges a config file as the agent would, without starting one: a good file
-// (settings, services with checks) is valid (exit 0); a bad setting, an unknown key, a malformed service
-// definition, JSON that does not parse or a missing file exit 1 with the agent's own reason; so does a value of
+// (settings, services with checks) is valid (exit 0); a check naming a service the file does not define is
+// named as what the agent must hold (exit 0, not called valid); a data_dir that is a file, a bad setting, an
+// unknown key, a malformed service definition, JSON that does not parse or a missing file exit 1 with the
+// agent's own reason; so does a value of
 // the wrong type (never turned into text), a write_timeout too short to be of use and a kv_max_value_size
 // larger than a log entry carries; the environment's ROSTER_* settings do not mask the file's mistakes.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -56,6 +58,28 @@ describe('roster validate', () => {
     const missing = await roster(['validate', join(dir, 'missing.json')]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/cannot read .*missing\.json: ENOENT/);
+  });
+
+  test('a data_dir the agent cannot use is refused as the agent refuses it; a check naming a service outside the file is not called valid', async () => {
+    const aFile = file('a-file', '');
+    const dataDir = await roster(['validate', file('data-dir.json', JSON.stringify({ data_dir: aFile }))]);
+    expect([dataDir.code, dataDir.stderr]).toEqual([1, `roster: --data-dir ${aFile}: cannot be used as the data dir: it, or a directory above it, is a file\n`]);
+    const below = await roster(['validate', file('data-dir-below.json', JSON.stringify({ data_dir: join(aFile, 'data') }))]);
+    expect([below.code, below.stderr]).toEqual([1, `roster: --data-dir ${join(aFile, 'data')}: cannot be used as the data dir: it, or a directory above it, is a file\n`]);
+    const clusterDir = join(dir, 'cluster-node');
+    mkdirSync(clusterDir);
+    file('cluster-node/cluster', '');
+    const mode = await roster(['validate', file('data-dir-mode.json', JSON.stringify({ data_dir: clusterDir }))]);
+    expect([mode.code, mode.stderr]).toMatchObject([1, expect.stringMatching(/^roster: --data-dir .*cluster-node: it belongs to a cluster node/)]);
+    const foreign = await roster(['validate', file('foreign.json', JSON.stringify({
+      services: [{ id: 'web-1', name: 'web' }],
+      checks: [{ id: 'own', name: 'own', ttl: '10s', service_id: 'web-1' }, { id: 'x', name: 'x', ttl: '10s', service_id: 'nope' }],
+    }))]);
+    expect(foreign.code).toBe(0);
+    expect(foreign.stdout).not.toMatch(/Configuration is valid!/);
+    expect(foreign.stdout).toMatch(/^Configuration is valid if the agent holds what this file names but does not define; an agent without it refuses the file:\n/);
+    expect(foreign.stdout).toMatch(/check "x" needs a service with ID "nope" registered on the agent's node \(it is not in this file\)\n$/);
+    expect(foreign.stdout).not.toMatch(/"own"/);
   });
 
   test('a value of the wrong type is refused naming the key and the type it must be, never turned into text', async () => {
