@@ -77,6 +77,7 @@ export function stampMs(lastAtMs: number, nowMs: number): number {
 export const entryClockSlewFromMs = 1000;
 
 export class EntryClock {
+  /** The entry time this process last stamped or last saw in the log, and the interval clock's reading then. */
   private last: { exactMs: number; monotonicMs: number } | undefined;
 
   constructor(private readonly clock: Pick<Clock, 'nowMs' | 'monotonicMs'>) {}
@@ -89,7 +90,11 @@ export class EntryClock {
     if (mono === undefined) return stamped;
     let exactMs = stamped;
     if (this.last !== undefined) {
-      const base = Math.max(lastAtMs, this.last.exactMs);
+      // An entry later than this process's own reckoning (another node's, in a cluster) is taken as the
+      // time now: when it was read is not known, and counting the interval since this process's own last
+      // commit on top of it would move the log's time on by however long this process stayed idle.
+      if (lastAtMs > this.last.exactMs + (mono - this.last.monotonicMs)) this.last = { exactMs: lastAtMs, monotonicMs: mono };
+      const base = this.last.exactMs;
       const elapsed = Math.max(0, mono - this.last.monotonicMs);
       const carried = base + elapsed;
       if (carried - wall > entryClockSlewFromMs) exactMs = Math.max(wall, base + elapsed / 2);

@@ -290,4 +290,41 @@ describe.sequential('checker controls against real processes', () => {
     expect(releaseA.status, 'the woken holder cannot release: its session is gone').not.toBe(200);
     expect(locks.valid, summarize('mutex (lock-delay)', locks)).toBe(true);
   }, 120_000);
+
+  test('(c) lock-delay holds when the acquire goes through a node that stayed idle while another wrote', async () => {
+    // Entry time is stamped by whichever node commits; a node idle for a while must stamp the time now, not
+    // its last commit's time plus everything since on top of the other node's newest entry (which moved the
+    // log's time on by half the idle time and ended lock delays early).
+    const key = 'faults/control/idle-delay';
+    const lockDelayMs = 3_000;
+    const idleMs = 10_000;
+    const history = new HistoryRecorder();
+    const lockOp = lockCalls(history, key);
+    const writer = cluster.node('n1');
+    const idle = cluster.node('n3');
+    const ca = await http(writer.url, 'PUT', '/v1/session/create', { body: { Name: 'first-holder', LockDelay: `${lockDelayMs / 1000}s` } });
+    const sa = ca.json<{ ID: string }>().ID;
+    const cb = await http(idle.url, 'PUT', '/v1/session/create', { body: { Name: 'idle-node-holder', LockDelay: '0s' } });
+    const sb = cb.json<{ ID: string }>().ID;
+    expect((await lockOp('A', writer, 'acquire', sa)).text).toBe('true');
+    const idleUntil = now() + idleMs;
+    for (let k = 0; k < 1_000 && now() < idleUntil; k++) {
+      expect((await http(writer.url, 'PUT', `/v1/kv/faults/control/busy/${k % 10}`, { body: String(k) })).status).toBe(200);
+      await sleep(50);
+    }
+    const destroyCallMs = now();
+    const destroyed = history.invoke('A', key, 'invalidate', sa);
+    expect((await http(writer.url, 'PUT', `/v1/session/destroy/${sa}`)).status).toBe(200);
+    destroyed.ok(true);
+    const { acquired, refusals } = await acquireUntilGranted(lockOp, 'B', idle, sb);
+    expect(acquired, 'the idle node\'s session acquires once the delay is over').toBeDefined();
+    const delaySeenMs = acquired!.returnMs - destroyCallMs;
+    console.log(`[controls] (c) acquired through the idle node ${Math.round(delaySeenMs)} ms after the destroy was called `
+      + `(LockDelay ${lockDelayMs} ms); refusals ${JSON.stringify(Object.fromEntries(refusals))}`);
+    await lockOp('B', idle, 'release', sb);
+    expect(delaySeenMs, 'no acquire succeeds within LockDelay after the destroy').toBeGreaterThanOrEqual(lockDelayMs - 10);
+    expect(refusals.get('lock-delay') ?? 0).toBeGreaterThan(0);
+    const locks = checkLinearizable(history.ops(), makeMutex({ lockDelay: true }), { budgetMs: 30_000 });
+    expect(locks.valid, summarize('mutex (lock-delay)', locks)).toBe(true);
+  }, 120_000);
 });
