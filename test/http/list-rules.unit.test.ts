@@ -17,7 +17,7 @@ describe('reserved query parameters', () => {
       'index', 'wait', 'filter', 'dc', 'token', 'stale', 'consistent', 'leader', 'max_stale', 'recurse', 'keys', 'raw',
       'separator', 'seperator', 'passing', 'tag', 'near', 'node-meta', 'cas', 'flags', 'acquire', 'release', 'note',
       'replace-existing-checks', 'wan', 'segment', 'format', 'appKey', 'nonce', 'timestamp', 'signMethod', 'sign',
-      'enable', 'reason', 'prune', 'loglevel', 'logjson', 'seconds', 'hash',
+      'enable', 'reason', 'prune', 'loglevel', 'logjson', 'seconds', 'hash', 'cached',
     ]));
   });
 
