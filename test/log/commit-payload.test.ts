@@ -121,9 +121,9 @@ describe('commit payload', () => {
 
 describe('entry time across the nodes of a cluster', () => {
   /** Nodes on one true clock (wall and interval clock alike), committing to one log whose last entry time is `log`. */
-  function nodes(n: number) {
+  function nodes(n: number, offsetsMs: readonly number[] = []) {
     const t = { wall: 3_000_000, mono: 0, log: 0 };
-    const clocks = Array.from({ length: n }, () => new EntryClock({ nowMs: () => t.wall, monotonicMs: () => t.mono }));
+    const clocks = Array.from({ length: n }, (_, k) => new EntryClock({ nowMs: () => t.wall + (offsetsMs[k] ?? 0), monotonicMs: () => t.mono }));
     const commit = (k: number): number => (t.log = clocks[k]!.stamp(t.log));
     const pass = (ms: number) => { t.wall += ms; t.mono += ms; };
     return { t, commit, pass };
@@ -146,6 +146,17 @@ describe('entry time across the nodes of a cluster', () => {
       worstAheadMs = Math.max(worstAheadMs, t.log - t.wall);
     }
     expect(worstAheadMs).toBe(0);
+  });
+
+  it('with one node\'s clock 3 s ahead, the log\'s time is at most that far ahead of the others\' and does not run away', () => {
+    const { t, commit, pass } = nodes(3, [0, 0, 3_000]);
+    let worstAheadMs = 0;
+    for (let k = 0; k < 6_000; k++) {
+      pass(1 + ((k * 7919) % 1500));
+      commit((k * 31) % 3 === 0 ? 0 : (k % 2) + 1);
+      worstAheadMs = Math.max(worstAheadMs, t.log - t.wall);
+    }
+    expect(worstAheadMs).toBeLessThanOrEqual(3_000);
   });
 });
 
