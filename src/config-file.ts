@@ -1,12 +1,13 @@
 /**
- * The config file (`--config-file`): read, parsed as JSON, every key known and every value of the type its
- * setting takes, before any setting is read from it. A wrong type is refused, never turned into text: `"data_dir":
+ * The config file (`--config-file`): read, parsed as JSON, no key twice in one object, every key known and
+ * every value of the type its setting takes, before any setting is read from it. A wrong type is refused, never turned into text: `"data_dir":
  * {}` would otherwise name a directory `[object Object]`, `"node_name": 123` a node `123`. Nested objects
  * (`ports`, `limits`) refuse unknown keys as the top level does, Consul's keys that Roster has no use
  * for included, so that a setting never silently does nothing.
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './config-error.ts';
+import { duplicateKey } from './config-json.ts';
 import { limitKinds } from './config-limits.ts';
 
 /**
@@ -53,12 +54,15 @@ export function readConfigFile(path: string | undefined): Record<string, unknown
     throw new ConfigError(`--config-file: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`);
   }
   let parsed: unknown;
+  // A byte order mark (editors on Windows write one) is not JSON, but not a mistake either.
+  const json = text.startsWith('\uFEFF') ? text.slice(1) : text;
   try {
-    // A byte order mark (editors on Windows write one) is not JSON, but not a mistake either.
-    parsed = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
+    parsed = JSON.parse(json);
   } catch (err) {
     throw new ConfigError(`--config-file: ${path} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
+  const twice = duplicateKey(json);
+  if (twice !== undefined) throw new ConfigError(`--config-file: ${path} sets ${JSON.stringify(twice)} twice: keep one (JSON would take the last without a word)`);
   if (!isObject(parsed)) throw new ConfigError(`--config-file: ${path} must hold a JSON object`);
   checkShape(parsed, fileShape, '', ` in ${path}`);
   return parsed;

@@ -191,11 +191,10 @@ const defaultUiDir = resolve(import.meta.dirname, '../dist/ui');
 
 function rateLimit(value: unknown): Config['rateLimit'] {
   if (value === undefined) return undefined;
+  // Its keys' kinds are checked in config-file.ts: requests is a number, or its digits as a string.
   const o = value as { requests?: unknown; period?: unknown };
-  if (typeof o !== 'object' || o === null || typeof o.requests !== 'number' || !Number.isInteger(o.requests) || o.requests < 1) {
-    throw new ConfigError('--config-file: rate_limit needs requests (a positive integer) and period (a duration such as 1s)');
-  }
-  return { limit: o.requests, periodMs: duration('rate_limit.period', fileText(o.period), 1000) };
+  if (o.requests === undefined) throw new ConfigError('--config-file: rate_limit needs requests (a positive integer) and period (a duration such as 1s)');
+  return { limit: positive('rate_limit.requests', String(o.requests)), periodMs: duration('rate_limit.period', fileText(o.period), 1000) };
 }
 
 /**
