@@ -13,8 +13,14 @@
  */
 import { ConfigError } from '../config.ts';
 import type { CheckRegistration, Command } from '../domain/commands.ts';
+import type { ParsedService } from '../http/definitions.ts';
 import type { Runtime } from '../runtime/index.ts';
-import type { LocalDefinitions } from './local-definitions.ts';
+
+/** The config file's definitions, validated (local-definitions.ts parses them). */
+export interface LocalDefinitions {
+  services: ParsedService[];
+  checks: CheckRegistration[];
+}
 
 /**
  * What came from the config file, by ID: the definition as last registered (its JSON), or '' when it must

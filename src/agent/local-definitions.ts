@@ -5,16 +5,11 @@
  */
 import { ConfigError, type Config } from '../config.ts';
 import { RegistryError } from '../domain/errors.ts';
-import { parseCheck, parseService, type ParsedService } from '../http/definitions.ts';
-import type { CheckRegistration } from '../domain/commands.ts';
+import { parseCheck, parseService } from '../http/definitions.ts';
 import type { Runtime } from '../runtime/index.ts';
-import { judgeSync, planSync, recordOf, runSync, type DefinitionsRecord, type RecordStore } from './definitions-sync.ts';
+import { judgeSync, planSync, recordOf, runSync, type DefinitionsRecord, type LocalDefinitions, type RecordStore } from './definitions-sync.ts';
 
-/** The config file's definitions, validated. */
-export interface LocalDefinitions {
-  services: ParsedService[];
-  checks: CheckRegistration[];
-}
+export type { LocalDefinitions } from './definitions-sync.ts';
 
 /** Validates the config file's services and checks; a definition that does not validate throws a ConfigError with its reason. */
 export function parseLocalDefinitions(config: Config): LocalDefinitions {
