@@ -21,7 +21,7 @@ import { isWriteTimedOut } from './ports/log-errors.ts';
 import type { Membership } from './ports/membership.ts';
 import type { IdentityHolder, SharedIdentity } from '../cluster/identity-clash.ts';
 import { isLogDamaged, WalLog } from './wal/index.ts';
-import { DataDirLocked, DataDirUnusable, keepLock, lockDataDir } from './util/data-dir-lock.ts';
+import { DataDirLocked, DataDirUnusable, dataDirFault, keepLock, lockDataDir } from './util/data-dir-lock.ts';
 import { listenErrorFor } from './util/listen-error.ts';
 import { makeDirs } from './util/make-dirs.ts';
 
@@ -250,7 +250,11 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
     return;
   }
   // A reload reads the same flags and environment, and the config file again.
-  run(config, () => loadConfigOrThrow(argv, env, defaults)).catch((err: unknown) => {
+  const dataDir = config.dataDir;
+  run(config, () => loadConfigOrThrow(argv, env, defaults)).catch((failure: unknown) => {
+    // A filesystem error on a path inside the data dir (a file where the log keeps a directory, a segment
+    // the agent may not open) is the operator's to mend, as a lock it cannot take is.
+    const err = dataDirFault(failure, dataDir) ?? failure;
     printFailure(err);
     // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged
     // log, a native binding that does not load on this Node.js and C library).

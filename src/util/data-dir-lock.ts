@@ -27,7 +27,10 @@ import { createHash } from 'node:crypto';
 import { lstatSync, lutimesSync, readFileSync, readlinkSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { DataDirUnusable } from './data-dir-unusable.ts';
 import { setLongInterval } from './timer.ts';
+
+export { DataDirUnusable, dataDirFault } from './data-dir-unusable.ts';
 
 export const lockFileName = 'LOCK';
 
@@ -48,17 +51,6 @@ export class DataDirLocked extends Error {
   constructor(readonly dir: string, readonly holder: LockHolder) {
     super(`--data-dir ${dir}: in use by another roster agent (pid ${holder.pid}${holder.host ? ` on ${holder.host}` : ''}); `
       + 'stop that agent first, or give this one another --data-dir');
-  }
-}
-
-/** The data dir's lock cannot be taken for a reason of the filesystem's (read-only, permissions, a directory in its place). */
-export class DataDirUnusable extends Error {
-  constructor(readonly dir: string, readonly path: string, readonly code: string) {
-    const why: Record<string, string> = {
-      EROFS: 'the filesystem is read-only', EACCES: 'permission denied', EPERM: 'operation not permitted',
-      EISDIR: `${lockFileName} is a directory: remove it`, ENOSPC: 'no space left on the device', EDQUOT: 'disk quota exceeded',
-    };
-    super(`--data-dir ${dir}: cannot take its lock ${path}: ${why[code] ?? code}`);
   }
 }
 
