@@ -95,6 +95,17 @@ export interface View {
   /** What subscribers were last sent of each item, for a topic tracking fingerprints (see stream-views.ts). */
   fingerprints: Map<string, string> | undefined;
   subs: Set<Sub>;
+  /** The registry index from which `recent` holds every event the view's subscribers were sent (see Views.replay). */
+  since: number;
+  /** The items an event was sent about, in the order of their last event (the oldest first). */
+  recent: Map<string, Recent>;
+}
+
+/** What a view's subscribers were sent about one item: the index of the last event, and when it entered or left the view. */
+export interface Recent {
+  at: number;
+  /** Indexes (above the change ring's floor) at which the item entered or left the view, oldest first. */
+  moves: number[] | undefined;
 }
 
 /**

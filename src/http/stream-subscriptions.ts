@@ -7,7 +7,7 @@ import { allowed, allowedPrefix, type AccessRequest, type Identity } from '../au
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
 import type { RegistryState } from '../state/index.ts';
-import type { Out, StreamSettings, Sub, View } from './stream-conn.ts';
+import type { Out, Recent, StreamSettings, Sub, View } from './stream-conn.ts';
 import { fingerprint } from './stream-render.ts';
 import { makeView, type TopicView, type ViewFilter } from './stream-views.ts';
 
@@ -72,6 +72,15 @@ function mayWatch(identity: Identity, topic: string, key: string): boolean {
 /** What the views need of the stream's settings. */
 type ViewSettings = Pick<StreamSettings, 'snapshotFrameBytes' | 'viewIdleMs' | 'idleViewsMax'>;
 
+/** Items a view remembers its events about for resumes; past it the oldest go, and a resume from before them gets a reset. */
+const recentItemsMax = 10_000;
+
+/** What the live rule made of a candidate: nothing new, a changed item, or one that entered or left the view. */
+type Verdict = 'same' | 'changed' | 'entered' | 'left';
+
+/** Why a resume cannot be answered with a replay (the reason of the reset it gets instead). */
+export type NoReplay = 'index_too_old' | 'replay_too_large';
+
 /**
  * The views subscriptions read, by topic, key and filter. A view lives while it has subscribers and for
  * `viewIdleMs` after the last one left (at most `idleViewsMax` views so, the one left longest ago going
@@ -85,7 +94,8 @@ export class Views {
   private readonly idle = new Map<string, number>();
   private readonly locked: LockedKeys;
 
-  constructor(private readonly o: ViewSettings, state: () => RegistryState) {
+  /** `floor`: the change ring's (no resume asks for an index below it, so what is older is forgotten). */
+  constructor(private readonly o: ViewSettings, private readonly state: () => RegistryState, private readonly floor: () => number = () => 0) {
     this.locked = new LockedKeys(state);
   }
 
@@ -106,11 +116,49 @@ export class Views {
       const out: Out[] = [];
       for (const c of view.topic.candidates(change)) {
         const value = c.value();
-        if (!this.changed(view, c.key, value)) continue;
+        const verdict = this.changed(view, c.key, value);
+        if (verdict === 'same') continue;
+        this.remember(view, c.key, change.index, verdict);
         out.push({ op: value === undefined ? 'delete' : 'upsert', key: c.key, value });
       }
       if (out.length > 0) yield [view, out];
     }
+  }
+
+  /**
+   * A resume of `view` from `index`: what a subscriber that stayed connected since was sent, as the newest
+   * state of each item (`changes`: the ring's since `index`, whose candidates read the items' current JSON).
+   * The live rule's verdicts are read back from what `changes` wrote down, not judged again: an item no
+   * event was sent about since `index` is left out (a repeat, or another service's item), and a delete is
+   * sent only for an item the client held at `index`. A view built after `index` (a subscription from an
+   * HTTP list's index, or one whose view went idle and was dropped) knows nothing of what the client holds:
+   * it sends what its items are now, and the deletes only when its candidates are all readable
+   * (`candidatesReadable`); otherwise, or when the view forgot items past `index`, `index_too_old`.
+   */
+  replay(view: View, changes: readonly Change[], index: number, charsMax: number): Out[] | NoReplay {
+    const known = view.since <= index;
+    const out: Out[] = [];
+    const seen = new Set<string>();
+    let chars = 0;
+    for (const change of changes) {
+      for (const c of view.topic.candidates(change)) {
+        if (seen.has(c.key)) continue;
+        seen.add(c.key);
+        const recent = view.recent.get(c.key);
+        if (known && (recent === undefined || recent.at <= index)) continue;
+        const value = c.value();
+        if (value === undefined && (known ? !heldAt(recent!, index) : !view.topic.candidatesReadable)) {
+          if (known) continue;
+          return 'index_too_old';
+        }
+        out.push({ op: value === undefined ? 'delete' : 'upsert', key: c.key, value });
+        chars += c.key.length + (value?.length ?? 0);
+        if (chars > charsMax) return 'replay_too_large';
+      }
+    }
+    // Every item an event was sent about since `index` is among the candidates, or the replay would miss it.
+    if (known) for (const [key, recent] of view.recent) if (recent.at > index && !seen.has(key)) return 'index_too_old';
+    return out;
   }
 
   private viewFor(id: string, topic: TopicView): View {
@@ -119,7 +167,10 @@ export class Views {
       this.idle.delete(id);
       return known;
     }
-    const view: View = { id, topic, fingerprints: topic.tracking === 'fingerprints' ? this.fingerprintsOf(topic) : undefined, subs: new Set() };
+    const view: View = {
+      id, topic, fingerprints: topic.tracking === 'fingerprints' ? this.fingerprintsOf(topic) : undefined, subs: new Set(),
+      since: this.state().index, recent: new Map(),
+    };
     if (topic.tracking === 'locked') this.locked.join();
     this.views.set(id, view);
     return view;
@@ -155,19 +206,50 @@ export class Views {
     }
   }
 
-  /** Whether a candidate's current value is news for the view's subscribers (and remembers it). */
-  private changed(view: View, key: string, value: string | undefined): boolean {
+  /** Whether a candidate's current value is news for the view's subscribers, and how (and remembers it). */
+  private changed(view: View, key: string, value: string | undefined): Verdict {
     if (view.fingerprints !== undefined) {
+      const before = view.fingerprints.get(key);
       const next = value === undefined ? undefined : fingerprint(value);
-      if (next === view.fingerprints.get(key)) return false;
+      if (next === before) return 'same';
       if (next === undefined) view.fingerprints.delete(key);
       else view.fingerprints.set(key, next);
-      return true;
+      return before === undefined ? 'entered' : next === undefined ? 'left' : 'changed';
     }
     // A key a session holds is news; one no session holds any more is a delete only when one did.
-    if (view.topic.tracking === 'locked') return value !== undefined || this.locked.wasHeld(key);
-    return true;
+    if (view.topic.tracking === 'locked') {
+      const held = this.locked.wasHeld(key);
+      return value !== undefined ? (held ? 'changed' : 'entered') : held ? 'left' : 'same';
+    }
+    // Every KV write is news; whether it made the key (entered) is not known, so a resume takes it as held before.
+    return value === undefined ? 'left' : 'changed';
   }
+
+  /**
+   * Writes down an event sent about `key` at `index`, for resumes: the record moves to the end, and records
+   * no resume can ask for (at or below the ring's floor) go, as do the oldest past recentItemsMax (the view
+   * then knows only what came after them).
+   */
+  private remember(view: View, key: string, index: number, verdict: Verdict): void {
+    const floor = this.floor();
+    const known = view.recent.get(key);
+    view.recent.delete(key);
+    let moves = known?.moves?.filter((at) => at > floor);
+    if (verdict === 'entered' || verdict === 'left') (moves ??= []).push(index);
+    view.recent.set(key, { at: index, moves: moves !== undefined && moves.length > 0 ? moves : undefined });
+    for (const [oldest, r] of view.recent) {
+      if (r.at > floor && view.recent.size <= recentItemsMax) break;
+      view.recent.delete(oldest);
+      if (r.at > floor) view.since = Math.max(view.since, r.at);
+    }
+  }
+}
+
+/** Whether the client held an item at `index` that is not in the view now: it entered or left it an odd number of times since. */
+function heldAt(recent: Recent, index: number): boolean {
+  let moves = 0;
+  for (const at of recent.moves ?? []) if (at > index) moves++;
+  return moves % 2 === 1;
 }
 
 /**

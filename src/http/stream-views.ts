@@ -53,6 +53,13 @@ export interface TopicView {
   /** Items a change may have touched (a superset is fine when `tracking` drops unchanged items). */
   candidates(change: Change): Candidate[];
   tracking: Tracking;
+  /**
+   * Every candidate names an item of the subscription's own subject (a key under its prefix, a check of
+   * its node), so even the delete of one never in the view tells the subscriber nothing it may not read.
+   * False when candidates reach beyond it (the instances and checks of other services on a node): a resume
+   * that cannot tell which of them the client held then sends a reset rather than their deletes.
+   */
+  candidatesReadable: boolean;
 }
 
 export interface ViewFilter {
@@ -152,6 +159,7 @@ function serviceHealth(st: StateOf, name: string, passingOnly: boolean, dc: stri
   });
   return {
     tracking: 'fingerprints',
+    candidatesReadable: every,
     cursor: () => {
       let read: { of: ServiceInstance[]; checks: InstanceChecks } | undefined;
       const checksOf = (ahead: ServiceInstance[]) => () => (read?.of === ahead ? read : (read = { of: ahead, checks: checksOfInstances(st(), ahead) })).checks;
@@ -186,6 +194,7 @@ function serviceChecks(st: StateOf, name: string): TopicView {
   const keep = (c: { serviceName: string; serviceId: string }) => c.serviceId !== '' && c.serviceName === name;
   return {
     tracking: 'fingerprints',
+    candidatesReadable: false,
     cursor: () => listCursor(() => st().allChecks().filter(keep), (c) => checkCandidate(st, c.node, c.checkId, keep)),
     candidates: (change) => {
       const out = new Map<string, Candidate>();
@@ -201,6 +210,7 @@ function serviceChecks(st: StateOf, name: string): TopicView {
 function nodeChecks(st: StateOf, node: string): TopicView {
   return {
     tracking: 'fingerprints',
+    candidatesReadable: true,
     cursor: () => listCursor(() => st().checksOfNode(node), (c) => checkCandidate(st, c.node, c.checkId, () => true)),
     candidates: (change) => change.checks.filter((c) => c.node === node).map((c) => checkCandidate(st, c.node, c.checkId, () => true)),
   };
@@ -210,6 +220,7 @@ function checksInState(st: StateOf, state: string): TopicView {
   const keep = (c: { status: string }) => state === 'any' || c.status === state;
   return {
     tracking: 'fingerprints',
+    candidatesReadable: true,
     cursor: () => listCursor(() => st().allChecks().filter(keep), (c) => checkCandidate(st, c.node, c.checkId, keep)),
     candidates: (change) => change.checks.map((c) => checkCandidate(st, c.node, c.checkId, keep)),
   };
@@ -220,6 +231,7 @@ function servingStatus(st: StateOf, name: string, api: ApiContext): TopicView {
   const value = () => json({ status: name === '' ? (api.runtime.isStopping ? 'NOT_SERVING' : 'SERVING') : servingOf(st(), name) ?? 'SERVICE_UNKNOWN' });
   return {
     tracking: 'fingerprints',
+    candidatesReadable: true,
     cursor: () => listCursor(() => [name], (key) => ({ key, value })),
     candidates: (change) => (change.checks.length + change.services.length + change.nodes.length > 0 ? [{ key: name, value }] : []),
   };
@@ -235,6 +247,7 @@ function kvPrefix(st: StateOf, prefix: string, lockedOnly: boolean): TopicView {
   const keep = (e: { session?: string }) => !lockedOnly || e.session !== undefined;
   return {
     tracking: lockedOnly ? 'locked' : 'none',
+    candidatesReadable: true,
     cursor: () => kvCursor(st, prefix, keep),
     candidates: (change) => change.kv.filter((k) => k.startsWith(prefix)).map((key) => ({
       key,
@@ -279,6 +292,7 @@ function sessions(st: StateOf, node: string, dialect: ApiContext['dialect']): To
   });
   return {
     tracking: 'fingerprints',
+    candidatesReadable: node === '',
     cursor: () => listCursor(() => (node === '' ? st().sessionList() : st().sessionsOfNode(node)), (s) => sessionOf(s.id)),
     candidates: (change) => change.sessions.map(sessionOf),
   };

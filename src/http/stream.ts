@@ -39,7 +39,7 @@ export class StreamServer {
 
   constructor(private readonly api: ApiContext, options: StreamOptions = {}) {
     this.o = streamSettings(options);
-    this.views = new Views(this.o, () => api.runtime.state);
+    this.views = new Views(this.o, () => api.runtime.state, () => api.runtime.changes.floor);
     this.outflow = new Outflow(this.o, this.conns, (conn) => this.release(conn, true));
     this.upgradeHost = {
       dialect: api.dialect, o: this.o,
@@ -207,34 +207,16 @@ export class StreamServer {
     if (index > 0) {
       const epochMatches = epoch === undefined || epoch === this.epoch;
       const changes = epochMatches && index <= current ? this.api.runtime.changes.since(index) : undefined;
-      const replay = changes === undefined ? undefined : this.replay(sub, changes);
-      if (replay !== undefined) return this.resume(sub, replay, current);
-      const reason = !epochMatches ? 'epoch_changed' : index > current ? 'index_ahead' : changes === undefined ? 'index_too_old' : 'replay_too_large';
+      // The live path's verdicts decide the replay (see Views.replay): what a subscriber that stayed was sent.
+      const replay = changes === undefined ? undefined : this.views.replay(sub.view, changes, index, this.o.bufferedBytesHard / 2);
+      if (Array.isArray(replay)) return this.resume(sub, replay, current);
+      const reason = !epochMatches ? 'epoch_changed' : index > current ? 'index_ahead' : replay ?? 'index_too_old';
       this.outflow.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: false }));
       this.outflow.send(sub.conn, JSON.stringify({ type: 'reset', id: sub.id, reason }));
       return this.snapshot(sub, current);
     }
     this.outflow.send(sub.conn, JSON.stringify({ type: 'subscribed', id: sub.id, index: current, epoch: this.epoch, resumed: false }));
     this.snapshot(sub, current);
-  }
-
-  /**
-   * The newest state of everything that changed since a resume index, or undefined when it is larger
-   * than a connection may queue (the client then gets a reset and a paged snapshot instead).
-   */
-  private replay(sub: Sub, changes: Change[]): Out[] | undefined {
-    const seen = new Map<string, Out>();
-    let chars = 0;
-    for (const change of changes) {
-      for (const c of sub.view.topic.candidates(change)) {
-        if (seen.has(c.key)) continue;
-        const value = c.value();
-        seen.set(c.key, { op: value === undefined ? 'delete' : 'upsert', key: c.key, value });
-        chars += c.key.length + (value?.length ?? 0);
-        if (chars > this.o.bufferedBytesHard / 2) return undefined;
-      }
-    }
-    return [...seen.values()];
   }
 
   /** Everything the client missed, as one batch at the current index (newest state of each item). */

@@ -23,6 +23,7 @@ function countingTopic(): CountingTopic {
     reads: 0,
     topic: {
       tracking: 'fingerprints',
+      candidatesReadable: true,
       cursor: () => {
         t.reads += 1;
         return { next: () => ({ items: [['k', t.value]], chars: 1 + t.value.length, done: true }) };
