@@ -12,6 +12,7 @@ import { Metadata, status as GrpcStatus, type sendUnaryData, type ServerUnaryCal
 import { allowed, type Identity } from '../auth/index.ts';
 import { setLongTimeout } from '../util/timer.ts';
 import type { ServingStatus, ServingTracker } from '../runtime/index.ts';
+import type { CancelledCalls } from './cancelled-calls.ts';
 import { serviceNameBytesMax } from './limits.ts';
 import { undecodableReason } from './proto.ts';
 import { WatchStream, type HealthCheckRequest, type HealthCheckResponse, type WatchCall, type WatchStatus } from './watch-stream.ts';
@@ -76,7 +77,8 @@ export class HealthService {
   private readonly unsubscribe: () => void;
   private finished = false;
 
-  constructor(private readonly tracker: ServingTracker, private readonly listEntriesMax: number, private limits: WatchLimits, private readonly auth?: GrpcAuth) {
+  constructor(private readonly tracker: ServingTracker, private readonly listEntriesMax: number, private limits: WatchLimits,
+    private readonly cancelled: CancelledCalls, private readonly auth?: GrpcAuth) {
     this.unsubscribe = tracker.subscribe((name, status) => this.changed(name, status));
   }
 
@@ -163,10 +165,11 @@ export class HealthService {
     if (this.auth !== undefined && name !== '') {
       const admitted = await this.admitted(call.metadata, name);
       if ('refused' in admitted) return void call.emit('error', admitted.refused);
-      // The client may have gone while its token was checked: its 'cancelled' has been told already.
-      if (call.cancelled) return;
       identity = admitted.identity;
     }
+    // The client may have gone before this handler ran (grpc-js then never tells this call's stream) or
+    // while its token was checked (its 'cancelled' has been told already): nothing to file.
+    if (call.cancelled || this.cancelled.has(call.metadata)) return;
     const client = clientOf(call.getPeer());
     const refused = this.overLimit(client);
     if (refused) return void call.emit('error', refused);

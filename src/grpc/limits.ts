@@ -24,3 +24,17 @@ export const connectionLimitsDefault = { connsMax: 4096, connsMaxPerClient: 100,
  */
 export const http2StreamsMax = 100;
 export const http2SessionMemoryMb = 10;
+/**
+ * Keepalive of every gRPC connection: a PING after this long, the connection destroyed (its calls
+ * cancelled, its place under limits.grpc_max_conns(_per_client) freed) when no answer comes within the
+ * timeout. The listener cannot see a peer that has gone: once it hands a socket over, Node's http2 session
+ * reads it natively and no 'end' reaches JavaScript. And a session can stop reading for good while its
+ * peer is still connected: a client resetting streams faster than nghttp2's rate limit (about a thousand
+ * at once, then some thirty a second: cancels and short deadlines) is sent GOAWAY, after which nghttp2
+ * wants no more input, Node stops reading the socket, and the client's close is never read. Such a
+ * connection, and the Watch calls it carried, stayed open for good. Its PING is never sent or answered,
+ * so the timeout destroys it; a live client answers and keeps its connection. (max_connection_idle would
+ * not do: it counts only connections without calls, and these still hold theirs.)
+ */
+export const keepaliveTimeMs = 10_000;
+export const keepaliveTimeoutMs = 5_000;

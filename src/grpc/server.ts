@@ -7,8 +7,11 @@
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { Logger, ServingTracker } from '../runtime/index.ts';
+import { CancelledCalls } from './cancelled-calls.ts';
 import { HealthService, type GrpcAuth, type WatchLimits } from './health-service.ts';
-import { connectionLimitsDefault, http2SessionMemoryMb, http2StreamsMax, listEntriesMaxDefault, shutdownGraceMsDefault, watchLimitsDefault } from './limits.ts';
+import {
+  connectionLimitsDefault, http2SessionMemoryMb, http2StreamsMax, keepaliveTimeMs, keepaliveTimeoutMs, listEntriesMaxDefault, shutdownGraceMsDefault, watchLimitsDefault,
+} from './limits.ts';
 import { GrpcListener, type ConnectionLimits, type RefusalReason } from './listener.ts';
 import { healthServiceDefinition } from './proto.ts';
 import { ListenError } from '../util/listen-error.ts';
@@ -52,8 +55,14 @@ export interface GrpcHealthServer {
 
 export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise<GrpcHealthServer> {
   const definition = healthServiceDefinition();
-  const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault, o.watchLimits ?? watchLimitsDefault, o.auth);
-  const server = new Server({ 'grpc.max_concurrent_streams': http2StreamsMax, 'grpc-node.max_session_memory': http2SessionMemoryMb });
+  const cancelled = new CancelledCalls();
+  const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault, o.watchLimits ?? watchLimitsDefault, cancelled, o.auth);
+  const server = new Server({
+    'grpc.max_concurrent_streams': http2StreamsMax, 'grpc-node.max_session_memory': http2SessionMemoryMb,
+    // See limits.ts: a connection whose session has stopped reading is found by its unanswered ping and destroyed.
+    'grpc.keepalive_time_ms': keepaliveTimeMs, 'grpc.keepalive_timeout_ms': keepaliveTimeoutMs,
+    interceptors: [cancelled.interceptor],
+  });
   server.addService(definition, health.implementation());
   const injector = server.createConnectionInjector(ServerCredentials.createInsecure());
   const listener = new GrpcListener({
