@@ -24,9 +24,9 @@ import { hostInfo } from './host-info.ts';
 import { Profiler } from './profiler.ts';
 import type { RecordStore } from './definitions-sync.ts';
 import { registerLocalDefinitions } from './local-definitions.ts';
+import { rosterVersion } from '../version.ts';
 import { configReloader, type ReloadOutcome } from './reload.ts';
 
-const version = '0.1.0';
 /** How long `PUT /v1/agent/leave` leaves its answer to reach the client before the agent stops. */
 const leaveAnswerMs = 100;
 
@@ -79,7 +79,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   const definitions = await registerLocalDefinitions(runtime, config, parts.definitionsStore);
   const ctx: ApiContext = {
     runtime, dialect: config.dialect, datacenter: config.datacenter, nodeName: config.nodeName,
-    sessionTtlMsMin: config.sessionTtlMsMin, version, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
+    sessionTtlMsMin: config.sessionTtlMsMin, version: rosterVersion, startedAtMs: Date.now(), enableScriptChecks: config.enableScriptChecks,
     serverAddress: `${config.httpHost}:${config.httpPort}`, metrics, uiDir: config.uiDir,
     ...(parts.logTap ? { logs: parts.logTap } : {}),
     // The config object is the one a reload updates in place.

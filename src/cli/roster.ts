@@ -9,14 +9,13 @@
  * code is imported when that command runs, so `roster --help` loads no client code, a client command no
  * agent code (the agent's configuration, jose) and `roster agent` none of the client's.
  */
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { normaliseFlags, type FlagSpec } from './args.ts';
 import type { ClientFlags, CliContext } from './context.ts';
 import { defaultHttpAddr } from './defaults.ts';
 import { CliError, exitCodes } from './errors.ts';
+import { rosterVersion } from '../version.ts';
 
-const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 /** What an action resolves with: the exit code (most commands: 0 unless they threw). */
 type Action = Promise<number | void>;
@@ -41,7 +40,7 @@ async function ctxOf(cmd: Command): Promise<CliContext> {
 function buildProgram(run: Run): Command {
   const program = new Command('roster')
     .description('Sessions, distributed locks and health checks: the agent and its command-line client')
-    .version(version, '-v, --version')
+    .version(rosterVersion, '-v, --version')
     .enablePositionalOptions()
     .showHelpAfterError('(add --help for usage)');
 
