@@ -6,34 +6,21 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
-import { call, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { call } from '../support/agent.ts';
+import { dataDirAgents, largeKeys, largeValueOf } from '../support/data-dir-agents.ts';
 import { exitCodeOf } from '../faults/wal-crash-support.ts';
 
-const started: Agent[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const a of started.splice(0)) await a.kill9();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function agentOn(dataDir: string): Promise<Agent> {
-  const agent = await startAgent({ dataDir });
-  started.push(agent);
-  return agent;
-}
-
-/** Keys whose values take more than the 256 KiB a restore entry carries inline. */
-const keys = Array.from({ length: 80 }, (_, k) => `big/${k}`);
-const valueOf = (key: string) => `${key}:`.padEnd(4_000, 'v');
+const { dataDir: newDataDir, agentOn } = dataDirAgents('kill9');
+const keys = largeKeys;
+const valueOf = largeValueOf;
 
 /**
  * A data dir whose log ends with the restore of a large snapshot (stored as an attachment), left by a
  * SIGKILL before the log snapshot the restore makes due was written: the restore entry is still to replay.
  */
 async function restoredThenKilled(): Promise<{ dataDir: string; file: Buffer; attachment: string }> {
-  const dataDir = tempDataDir();
-  dirs.push(dataDir);
+  const dataDir = newDataDir();
   const agent = await agentOn(dataDir);
   for (const key of keys) expect((await call(agent.url, 'PUT', `/v1/kv/${key}`, valueOf(key))).status).toBe(200);
   const file = (await call(agent.url, 'GET', '/v1/snapshot')).body;

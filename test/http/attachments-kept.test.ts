@@ -2,27 +2,15 @@
 // could still need. Five large restores in a row, each followed by a write, then SIGKILL: the agent starts
 // again with every acknowledged write and the last restore's state. A restore makes a log snapshot due at
 // once, so the restore entry need not be replayed from its attachment for long.
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
-import { call, sleep, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { call, sleep, type Agent } from '../support/agent.ts';
+import { dataDirAgents, largeKeys, largeValueOf } from '../support/data-dir-agents.ts';
 
-const started: Agent[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const a of started.splice(0)) await a.kill9();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function agentOn(dataDir: string): Promise<Agent> {
-  const agent = await startAgent({ dataDir });
-  started.push(agent);
-  return agent;
-}
-
-/** Keys whose values take more than the 256 KiB a restore entry carries inline. */
-const keys = Array.from({ length: 80 }, (_, k) => `big/${k}`);
-const valueOf = (key: string) => `${key}:`.padEnd(4_000, 'v');
+const { dataDir: newDataDir, agentOn } = dataDirAgents('kill9');
+const keys = largeKeys;
+const valueOf = largeValueOf;
 
 /** Five distinct snapshot files of more than 256 KiB: the big keys, and `variant/<k>` for k up to its number. */
 async function largeSnapshots(agent: Agent): Promise<Buffer[]> {
@@ -41,8 +29,7 @@ const snapshotIndexes = (dataDir: string): number[] => readdirSync(join(dataDir,
 
 describe('attachments of large restores', () => {
   test('five large restores in a row, then SIGKILL: the agent starts with every acknowledged write', async () => {
-    const dataDir = tempDataDir();
-    dirs.push(dataDir);
+    const dataDir = newDataDir();
     const agent = await agentOn(dataDir);
     const files = await largeSnapshots(agent);
     for (const [k, file] of files.entries()) {
@@ -60,8 +47,7 @@ describe('attachments of large restores', () => {
   });
 
   test('a restore makes a log snapshot due at once, and the attachment goes once two snapshots lie past it', async () => {
-    const dataDir = tempDataDir();
-    dirs.push(dataDir);
+    const dataDir = newDataDir();
     const agent = await agentOn(dataDir);
     const [file] = await largeSnapshots(agent);
     const restored = await call(agent.url, 'PUT', '/v1/snapshot', file);

@@ -2,25 +2,19 @@
 // keeps a directory (`wal`, `snap`) — stops the start with exit code 2
 // and a message naming the path and what to do, as a lock it cannot take does; not a bare system error and
 // exit code 1.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
-import { startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { expect, test } from 'vitest';
+import { dataDirAgents } from '../support/data-dir-agents.ts';
 
-const started: Agent[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const a of started.splice(0)) await a.stop();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const { dataDir: newDataDir, agentOn } = dataDirAgents('stop');
 
 async function startOutcome(dataDir: string): Promise<string> {
-  return startAgent({ dataDir }).then(async (a) => { started.push(a); return 'started'; }, (err: Error) => err.message);
+  return agentOn(dataDir).then(() => 'started', (err: Error) => err.message);
 }
 
 function freshDataDir(): string {
-  const dataDir = join(tempDataDir(), 'data');
-  dirs.push(dataDir);
+  const dataDir = join(newDataDir(), 'data');
   mkdirSync(dataDir, { recursive: true });
   return dataDir;
 }
