@@ -51,12 +51,24 @@ interface Step { kind: 'service' | 'check'; id: string; json: string; cmd: Comma
 /** A sync's writes: deregistrations (checks, then services), then registrations (services, then checks). */
 export interface SyncPlan { node: string; removals: Step[]; registrations: Step[]; after: LocalDefinitions }
 
+/** The IDs of the services and checks registered on the node now. */
+export interface Registered { services: ReadonlySet<string>; checks: ReadonlySet<string> }
+
+export function registeredOn(runtime: Runtime, node: string): Registered {
+  const state = runtime.state;
+  return {
+    services: new Set(state.servicesOfNode(node).map((s) => s.id)),
+    checks: new Set(state.checksOfNode(node).map((c) => c.checkId)),
+  };
+}
+
 /**
  * Plans bringing the registry from `record` to `after`: definitions new in the file are registered, changed
  * ones registered again (a service replacing its checks, so a check of the file on a service registered
- * again is registered again too), and recorded ones no longer in the file deregistered.
+ * again is registered again too), unchanged ones missing from `registered` (deregistered through the API)
+ * registered again as Consul's reload does, and recorded ones no longer in the file deregistered.
  */
-export function planSync(node: string, record: DefinitionsRecord, after: LocalDefinitions): SyncPlan {
+export function planSync(node: string, record: DefinitionsRecord, after: LocalDefinitions, registered: Registered): SyncPlan {
   const services = new Set(after.services.map((s) => s.service.id));
   const checks = new Set(after.checks.map((c) => c.checkId));
   const removals: Step[] = [
@@ -68,10 +80,12 @@ export function planSync(node: string, record: DefinitionsRecord, after: LocalDe
   const serviceSteps = after.services.map((parsed): Step => ({
     kind: 'service', id: parsed.service.id, json: JSON.stringify(parsed),
     cmd: { t: 'service.register', node, service: parsed.service, checks: parsed.checks, replaceExistingChecks: true },
-  })).filter((step) => record.services.get(step.id) !== step.json);
-  const registered = new Set(serviceSteps.map((step) => step.id));
+  })).filter((step, i) => record.services.get(step.id) !== step.json || !registered.services.has(step.id)
+    || after.services[i]!.checks.some((check) => !registered.checks.has(check.checkId)));
+  const again = new Set(serviceSteps.map((step) => step.id));
   const checkSteps = after.checks
-    .filter((check) => record.checks.get(check.checkId) !== JSON.stringify(check) || registered.has(check.serviceId))
+    .filter((check) => record.checks.get(check.checkId) !== JSON.stringify(check) || again.has(check.serviceId)
+      || !registered.checks.has(check.checkId))
     .map((check): Step => ({ kind: 'check', id: check.checkId, json: JSON.stringify(check), cmd: { t: 'check.register', node, check } }));
   return { node, removals, registrations: [...serviceSteps, ...checkSteps], after };
 }

@@ -7,17 +7,29 @@ import { ConfigError, type Config } from '../config.ts';
 import { RegistryError } from '../domain/errors.ts';
 import { parseCheck, parseService } from '../http/definitions.ts';
 import type { Runtime } from '../runtime/index.ts';
-import { judgeSync, planSync, recordOf, runSync, type DefinitionsRecord, type LocalDefinitions, type RecordStore } from './definitions-sync.ts';
+import { judgeSync, planSync, recordOf, registeredOn, runSync, type DefinitionsRecord, type LocalDefinitions, type RecordStore } from './definitions-sync.ts';
 
 export type { LocalDefinitions } from './definitions-sync.ts';
 
 /** Validates the config file's services and checks; a definition that does not validate throws a ConfigError with its reason. */
 export function parseLocalDefinitions(config: Config): LocalDefinitions {
   const local = { scriptsAllowed: config.enableScriptChecks || config.enableLocalScriptChecks, origin: 'local' as const };
-  return {
+  const defs = {
     services: config.services.map((raw) => definition('service', () => parseService(raw, local))),
     checks: config.checks.map((raw) => definition('check', () => parseCheck(raw, local))),
   };
+  // One ID names one definition: a second one would silently replace the first.
+  once('service', defs.services.map((s) => s.service.id));
+  once('check', [...defs.services.flatMap((s) => s.checks), ...defs.checks].map((c) => c.checkId));
+  return defs;
+}
+
+function once(what: string, ids: string[]): void {
+  const seen = new Set<string>();
+  for (const id of ids) {
+    if (seen.has(id)) throw new ConfigError(`--config-file: ${what} ID "${id}" is defined more than once in the file`);
+    seen.add(id);
+  }
 }
 
 /**
@@ -34,7 +46,7 @@ export async function registerLocalDefinitions(runtime: Runtime, config: Config,
   const record = recordOf(store?.read());
   if (defs.services.length === 0 && defs.checks.length === 0 && record.services.size === 0 && record.checks.size === 0) return record;
   const register = () => runtime.onceWritable('the config file\'s services and checks', async () => {
-    const plan = planSync(config.nodeName, record, defs);
+    const plan = planSync(config.nodeName, record, defs, registeredOn(runtime, config.nodeName));
     judgeSync(runtime, plan, config.limits.stateBytesMax);
     await runSync(runtime, plan, record, store);
   });

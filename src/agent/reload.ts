@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { ConfigError, type Config, type Limits } from '../config.ts';
 import type { ApiContext } from '../http/index.ts';
 import type { Runtime } from '../runtime/index.ts';
-import { judgeSync, planSync, runSync, type DefinitionsRecord, type RecordStore, type SyncPlan } from './definitions-sync.ts';
+import { judgeSync, planSync, registeredOn, runSync, type DefinitionsRecord, type RecordStore, type SyncPlan } from './definitions-sync.ts';
 import { parseLocalDefinitions } from './local-definitions.ts';
 
 /** Settings a reload applies to the running agent. */
@@ -64,7 +64,7 @@ async function reloadOnce(target: ReloadTarget, reread: () => Config): Promise<R
   const { config, logger, runtime } = target;
   const next = reread();
   // The file's definitions judged whole, against the registry and the file's own state quota, before anything changes.
-  const plan = planSync(config.nodeName, target.definitions, parseLocalDefinitions(next));
+  const plan = planSync(config.nodeName, target.definitions, parseLocalDefinitions(next), registeredOn(runtime, config.nodeName));
   judgeSync(runtime, plan, next.limits.stateBytesMax);
   const restartNeeded: string[] = changedKeys(config, next).filter((key) => !liveKeys.has(key) || (key === 'rateLimit' && !rateLimitLive(config, next))
     || (key === 'tls' && (config.tls === undefined || next.tls === undefined)));

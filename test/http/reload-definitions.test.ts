@@ -73,6 +73,61 @@ describe('a reload whose definitions the registry would refuse', () => {
   }, 60_000);
 });
 
+describe('a reload of an unchanged file', () => {
+  const dataDir = tempDataDir();
+  let agent: Agent;
+  const checks = async () => Object.keys((await client(agent).get('/v1/agent/checks')).json()).sort();
+  beforeAll(async () => {
+    write({
+      services: [{ Name: 'web', ID: 'web', Check: { CheckID: 'web-ttl', TTL: '30s' } }, { Name: 'db', ID: 'db' }],
+      checks: [{ CheckID: 'disk', Name: 'disk', TTL: '30s' }],
+    });
+    agent = await startAgent({ dataDir, args: ['--config-file', file] });
+  }, 30_000);
+  afterAll(async () => {
+    await agent?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('registers again what was deregistered through the API, as Consul\'s reload does; what stayed is not written', async () => {
+    const c = client(agent);
+    expect((await c.put('/v1/agent/service/deregister/db')).status).toBe(200);
+    expect((await c.put('/v1/agent/check/deregister/disk')).status).toBe(200);
+    expect((await c.put('/v1/agent/check/deregister/web-ttl')).status).toBe(200);
+    expect((await c.put('/v1/agent/check/pass/web-ttl')).status).toBe(404);
+    expect(await services(agent)).toEqual(['web']);
+    expect(await checks()).toEqual([]);
+    const before = (await c.get('/v1/catalog/services')).headers.get('x-consul-index');
+    expect((await c.put('/v1/agent/reload')).status).toBe(200);
+    expect(await services(agent)).toEqual(['db', 'web']);
+    expect(await checks()).toEqual(['disk', 'web-ttl']);
+    expect((await c.put('/v1/agent/check/pass/web-ttl')).status).toBe(200);
+    const index = (await c.get('/v1/catalog/services')).headers.get('x-consul-index');
+    expect(Number(index)).toBeGreaterThan(Number(before));
+    // Nothing missing: a reload writes nothing.
+    expect((await c.put('/v1/agent/reload')).status).toBe(200);
+    expect((await c.get('/v1/catalog/services')).headers.get('x-consul-index')).toBe(index);
+  }, 60_000);
+
+  test('one ID defined twice in the file fails the reload, naming it, and changes nothing', async () => {
+    const c = client(agent);
+    for (const config of [
+      { services: [{ Name: 'web', ID: 'web' }, { Name: 'other', ID: 'web' }] },
+      { services: [{ Name: 'web', ID: 'web' }], checks: [{ CheckID: 'disk', Name: 'a', TTL: '9s' }, { CheckID: 'disk', Name: 'b', TTL: '9s' }] },
+      { services: [{ Name: 'web', ID: 'web', Check: { CheckID: 'disk', TTL: '9s' } }], checks: [{ CheckID: 'disk', Name: 'disk', TTL: '9s' }] },
+    ]) {
+      write(config);
+      const r = await c.put('/v1/agent/reload');
+      expect(r.status).toBe(500);
+      expect(r.json().message).toMatch(/(service|check) ID "(web|disk)" is defined more than once in the file/);
+      expect(await services(agent)).toEqual(['db', 'web']);
+      const validate = await roster(['validate', file]);
+      expect(validate.code).not.toBe(0);
+      expect(validate.stderr + validate.stdout).toMatch(/is defined more than once in the file/);
+    }
+  }, 60_000);
+});
+
 describe('a start', () => {
   test('deregisters the services and checks an earlier run registered from the file that it no longer defines', async () => {
     const dataDir = tempDataDir();
