@@ -12,6 +12,7 @@ import { dialects, type Dialect } from './http/render.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { ConfigError } from './config-error.ts';
 import { datacenter, nodeName } from './config-names.ts';
+import { nodeMeta } from './config-node-meta.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
 import { checkUpdateInterval, duration, sessionTtlMin, suspicion, writeTimeout } from './config-durations.ts';
@@ -30,6 +31,8 @@ export interface Config {
   dataDir: string;
   /** @default the host name */
   nodeName: string;
+  /** node_meta / --node-meta: this node's metadata in the catalog. @default {} */
+  nodeMeta: Record<string, string>;
   /** @default "seed" */
   dialect: Dialect;
   /** @default "dc1" */
@@ -98,6 +101,7 @@ const textFlags = [
 const options = {
   ...(Object.fromEntries(textFlags.map((name) => [name, { type: 'string' }])) as Record<typeof textFlags[number], { type: 'string' }>),
   join: { type: 'string', multiple: true },
+  'node-meta': { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -110,6 +114,7 @@ export const usage = `usage: roster agent [options]   (npm start -- [options])
   --grpc-port <n>          gRPC health service port             [ROSTER_GRPC_PORT, default 8502]
   --data-dir <path>        where the log and snapshots live     [ROSTER_DATA_DIR, default ./data]
   --node-name <name>       this node's name                     [ROSTER_NODE_NAME, default host name]
+  --node-meta <key:value> this node's metadata in the catalog (repeatable; node_meta in the file)
   --dialect seed|consul    wire dialect of the HTTP API         [ROSTER_DIALECT, default seed]
   --datacenter <name>      datacenter name                      [ROSTER_DATACENTER, default dc1]
   --session-ttl-min <dur>  smallest session TTL accepted        [ROSTER_SESSION_TTL_MIN, default 10s]
@@ -155,6 +160,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
     grpcPort: port(pick('grpc-port', 'ROSTER_GRPC_PORT', 'ports.grpc') ?? '8502', 'grpc-port'),
     dataDir: pick('data-dir', 'ROSTER_DATA_DIR', 'data_dir') ?? defaults.dataDir ?? './data',
     nodeName: nodeName(pick('node-name', 'ROSTER_NODE_NAME', 'node_name') ?? defaults.nodeName ?? hostname()),
+    nodeMeta: nodeMeta(v['node-meta'], file.node_meta),
     dialect: dialect(pick('dialect', 'ROSTER_DIALECT', 'dialect') ?? 'seed'),
     datacenter: datacenter(pick('datacenter', 'ROSTER_DATACENTER', 'datacenter') ?? 'dc1'),
     sessionTtlMsMin: sessionTtlMin(pick('session-ttl-min', 'ROSTER_SESSION_TTL_MIN', 'session_ttl_min'), sessionTtlMsMinDefault),

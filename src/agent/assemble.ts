@@ -25,6 +25,7 @@ import { Profiler } from './profiler.ts';
 import type { RecordStore } from './definitions-sync.ts';
 import { registerLocalDefinitions } from './local-definitions.ts';
 import { rosterVersion } from '../version.ts';
+import { consulApiVersion } from '../http/render.ts';
 import { configReloader, type ReloadOutcome } from './reload.ts';
 
 /** How long `PUT /v1/agent/leave` leaves its answer to reach the client before the agent stops. */
@@ -138,7 +139,7 @@ function agentOperations(reload: () => Promise<ReloadOutcome>, onLeave: () => vo
 function startRuntime(config: Config, parts: AgentParts, membership: Membership, metrics: AgentMetrics, closeHttp: () => void): Runtime {
   const { log, clock, logger, nodeId } = parts;
   return new Runtime({
-    log, clock, logger, nodeName: config.nodeName, nodeId, address: config.httpHost, membership,
+    log, clock, logger, nodeName: config.nodeName, nodeId, address: config.httpHost, nodeMeta: nodeMetaOf(config), membership,
     membershipGraceMs: 2 * config.suspicionMs, clustered: config.nats.length > 0, alone: config.nats.length === 0,
     snapshotEveryEntries: config.snapshotEveryEntries,
     // The config object is the one a reload updates in place.
@@ -158,6 +159,15 @@ function startRuntime(config: Config, parts: AgentParts, membership: Membership,
 }
 
 /** The gRPC port's authentication: the HTTP gate's bearer tokens, read from a call's metadata. */
+/**
+ * The node's metadata in the catalog: node_meta, and in the consul dialect the two keys a Consul agent
+ * adds to its own (its network segment, none, and the Consul version this dialect answers as).
+ */
+function nodeMetaOf(config: Config): Record<string, string> {
+  if (config.dialect !== 'consul') return config.nodeMeta;
+  return { ...config.nodeMeta, 'consul-network-segment': '', 'consul-version': consulApiVersion };
+}
+
 function grpcAuth(gate: AuthGate): GrpcAuth {
   const noQuery = new URLSearchParams();
   return {

@@ -8,6 +8,7 @@ import type { CheckRegistration, ServiceInput } from '../domain/commands.ts';
 import { RegistryError } from '../domain/errors.ts';
 import { checkOutputBytesMax } from '../domain/limits.ts';
 import type { CheckDefinition, CheckKind, CheckStatus } from '../domain/types.ts';
+import { metaProblem } from '../domain/meta-rules.ts';
 import { formatGoDuration, goDurationMaxText, goDurationRule, nsInRange, readGoDuration } from '../util/duration.ts';
 import { FieldErrors } from './body.ts';
 import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes/index.ts';
@@ -323,28 +324,9 @@ function parseWeights(value: unknown, errors: FieldErrors): { Passing: number; W
   return { Passing: passing, Warning: warning };
 }
 
-/** Consul's rules for service metadata: at most 64 pairs; keys of letters, digits, `_` and `-`, up to 128, not `consul-…`; values up to 512 bytes. */
-const metaPairsMax = 64;
-const metaKeyBytesMax = 128;
-const metaValueBytesMax = 512;
-
 function checkServiceMeta(meta: Record<string, string>, errors: FieldErrors): void {
-  const pairs = Object.entries(meta);
-  if (pairs.length > metaPairsMax) {
-    errors.broke('Meta', 'serviceMetaInvalid', { why: `Node metadata cannot contain more than ${metaPairsMax} key/value pairs` });
-    return;
-  }
-  for (const [key, value] of pairs) {
-    const why = key === '' ? 'Key cannot be blank'
-      : !/^[a-zA-Z0-9_-]+$/.test(key) ? 'Key contains invalid characters'
-      : key.length > metaKeyBytesMax ? `Key is too long (limit: ${metaKeyBytesMax} characters)`
-      : key.startsWith('consul-') ? "Key prefix 'consul-' is reserved for internal use"
-      : Buffer.byteLength(value) > metaValueBytesMax ? `Value is too long (limit: ${metaValueBytesMax} characters)` : undefined;
-    if (why !== undefined) {
-      errors.broke('Meta', 'serviceMetaInvalid', { why: `Couldn't load metadata pair ('${key}', '${value}'): ${why}` });
-      return;
-    }
-  }
+  const why = metaProblem(meta);
+  if (why !== undefined) errors.broke('Meta', 'serviceMetaInvalid', { why });
 }
 
 function parseTaggedAddresses(value: unknown, errors: FieldErrors): Record<string, { Address: string; Port: number }> {

@@ -41,6 +41,7 @@ export interface RuntimeOptions {
   nodeId: string;
   /** Address other nodes and clients reach this node at. */
   address: string;
+  /** This node's metadata in the catalog. @default {} */ nodeMeta?: Record<string, string>;
   /** Entries applied between two snapshots. @default 20000 */
   snapshotEveryEntries?: number;
   /** Called once when an entry cannot be applied; the node must stop. */
@@ -120,8 +121,7 @@ export class Runtime {
     this.membershipGraceMs = o.membershipGraceMs ?? 10_000;
     this.checkOwner = new CheckOwner({
       clock: o.clock, nodeName: o.nodeName, state: () => this.state, propose: (cmd) => this.propose(cmd),
-      probeFor: o.probeFor ?? (() => undefined), logger: o.logger, ...(o.random ? { random: o.random } : {}), ...o.checks,
-      ...(o.observer ? { observer: o.observer } : {}),
+      probeFor: o.probeFor ?? (() => undefined), logger: o.logger, ...(o.random ? { random: o.random } : {}), ...o.checks, ...(o.observer ? { observer: o.observer } : {}),
     });
     this.ttl = new TtlOwner(o.clock, (id, renewIndex) => this.proposeExpire(id, renewIndex));
     this.nodeHealth = new NodeHealthOwner({ clock: o.clock, logger: o.logger, nodeName: o.nodeName, membership: this.membership, state: () => this.state, owns: (actor) => this.owns(actor), propose: (cmd) => this.propose(cmd), running: () => this.running },
@@ -131,7 +131,7 @@ export class Runtime {
       heardOrGraceOver: () => (o.clustered === true ? this.nodeHealth.heardOrGraceOver() : Promise.resolve()),
     };
     this.registration = new SelfRegistration({
-      self: { name: o.nodeName, id: o.nodeId, address: o.address }, clock: o.clock, logger: o.logger, clustered: o.clustered === true,
+      self: { name: o.nodeName, id: o.nodeId, address: o.address, meta: o.nodeMeta ?? {} }, clock: o.clock, logger: o.logger, clustered: o.clustered === true,
       state: () => this.state, members: () => this.membership.members(), propose: (cmd) => this.propose(cmd),
       heardOrGraceOver: () => this.gate.heardOrGraceOver(), onceWritable: (w, write) => this.onceWritable(w, write), running: () => this.running,
     });

@@ -19,7 +19,7 @@ import type { Member } from '../ports/membership.ts';
 import type { RegistryState, Result } from '../state/index.ts';
 
 /** This agent's node as it registers it. */
-export interface Self { name: string; id: string; address: string }
+export interface Self { name: string; id: string; address: string; meta: Readonly<Record<string, string>> }
 
 /** What the registration needs from its node. */
 export interface SelfRegistrationHost {
@@ -133,7 +133,7 @@ export function selfRegistration(state: RegistryState, self: Self, logger: Logge
   }
   const replaces = reclaim ? holder : undefined;
   return {
-    t: 'catalog.register', node: self.name, id: self.id, address: self.address, meta: {}, ...(replaces !== undefined ? { replaces } : {}),
+    t: 'catalog.register', node: self.name, id: self.id, address: self.address, meta: { ...self.meta }, ...(replaces !== undefined ? { replaces } : {}),
     checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: 'passing', notes: '', output: gossipCheckOutputAlive }],
   };
 }
@@ -160,5 +160,11 @@ export async function registerSelf(host: { state(): RegistryState; propose(cmd: 
 /** Whether the catalog holds this agent's node as it registered it, with its gossip check (of any status). */
 export function selfRegistered(state: RegistryState, self: Self): boolean {
   const n = state.nodes.get(self.name);
-  return n !== undefined && n.id === self.id && n.address === self.address && state.checkOf(self.name, gossipCheckId) !== undefined;
+  return n !== undefined && n.id === self.id && n.address === self.address && sameMeta(n.meta, self.meta)
+    && state.checkOf(self.name, gossipCheckId) !== undefined;
+}
+
+function sameMeta(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 }

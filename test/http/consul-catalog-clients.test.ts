@@ -37,7 +37,7 @@ describe.each(dialects)('%s dialect', (dialect) => {
     url = a.url;
     c = client(a);
     k = new Consul({ host: '127.0.0.1', port: Number(new URL(a.url).port) });
-  }, { args: dialect === 'consul' ? ['--dialect', 'consul'] : [] });
+  }, { args: ['--node-meta', 'env:prod', '--node-meta', 'rack:r1', ...(dialect === 'consul' ? ['--dialect', 'consul'] : [])] });
   afterAll(() => (k as any)?.destroy());
 
   describe('PUT /v1/catalog/deregister', () => {
@@ -73,10 +73,8 @@ describe.each(dialects)('%s dialect', (dialect) => {
     let self: { Node: string; Address: string };
 
     beforeAll(async () => {
+      // The agent's node has the meta of its --node-meta flags.
       self = await get(c, '/v1/agent/self').then((s) => ({ Node: s.Config.NodeName, Address: s.Member.Addr }));
-      const node1 = (await get<{ Address: string }[]>(c, '/v1/catalog/nodes')).find((n: any) => n.Node === self.Node)!;
-      // The agent keeps its node's meta as a registration sets it (it registers its node again only when it is gone).
-      await registerNode(c, { Node: self.Node, Address: node1.Address, NodeMeta: { env: 'prod', rack: 'r1' } });
       await registerNode(c, { Node: 'nm-dev', Address: '10.0.1.1', NodeMeta: { env: 'dev', url: 'http://a:1' }, Check: { CheckID: 'nm-disk', Name: 'disk', Status: 'passing' } });
       await registerNode(c, { Node: 'nm-flag', Address: '10.0.1.2', NodeMeta: { flag: '' } });
       const r = await c.put('/v1/agent/service/register', { ID: 'nm-web-1', Name: 'nm-web', Tags: ['a'], Check: { TTL: '10m', Status: 'passing' } });

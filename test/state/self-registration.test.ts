@@ -10,7 +10,7 @@ import type { Member } from '../../src/ports/membership.ts';
 import { SelfRegistration, selfRegistered, type Self } from '../../src/runtime/self-registration.ts';
 import { apply, RegistryState } from '../../src/state/index.ts';
 
-const self: Self = { name: 'copy', id: 'id-1', address: '10.0.0.2' };
+const self: Self = { name: 'copy', id: 'id-1', address: '10.0.0.2', meta: {} };
 const member = (name: string, id: string, status: Member['status']): Member => ({ name, id, http: `${name}:8500`, grpc: `${name}:8502`, status, lastHeardMs: 0, commandLevel: 4 });
 
 /** A registry whose node `holder` holds id-1, and a registration over it; proposals apply at once. */
