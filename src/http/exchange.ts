@@ -150,7 +150,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     const { headers } = this.head;
     // A head whose framing or encoding is unusable is refused before anything else looks at it.
     const unusable = unusableHead(this.head);
-    if (unusable !== undefined) return this.send(renderError(unusable.error, this.s.dialect), unusable.close);
+    if (unusable !== undefined) return this.refuse(renderError(unusable.error, this.s.dialect), unusable.close);
     // Without authentication there is no identity to wait for: the address is counted before the body is read.
     const early = this.s.authorize === undefined ? this.admit(undefined) : undefined;
     if (early !== undefined) return this.send(early);
@@ -159,7 +159,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     // A route may take larger bodies than the server's limit (a snapshot to restore).
     const bodyBytesMax = this.found?.entry.route.bodyBytesMax ?? this.s.bodyBytesMax;
     const refusal = refusalBeforeBody(this.method, this.overCap, declared, this.s, bodyBytesMax, this);
-    if (refusal !== undefined) return this.send(renderError(refusal.error, this.s.dialect, refusal.more), refusal.close);
+    if (refusal !== undefined) return this.refuse(renderError(refusal.error, this.s.dialect, refusal.more), refusal.close);
     if (bodylessMethods.has(this.method) || (declared === 0 && !headers.has('transfer-encoding'))) return this.start(emptyBody);
     // A body trickled in slower than the deadline is cut off with an answer (uWS itself would drop
     // the connection silently about 10 s after the head).
@@ -173,6 +173,23 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
       deadline.clear();
       this.send(renderError(tooLarge(size, bodyBytesMax), this.s.dialect, [['Connection', 'close']]));
     });
+  }
+
+  /**
+   * A refusal before the body. One that closes the connection is sent a turn later: uWS parses on through
+   * the bytes it read with the request, and a close asked for inside its handler waits for the handler to
+   * return, so a request behind one whose framing is refused (two Content-Lengths: the client and uWS may
+   * not agree where its body ends) would be served. Until the refusal is sent this request is in flight,
+   * and uWS closes the connection at a request parsed behind it, unanswered (see `start`).
+   */
+  private refuse(w: Wire, closeConnection: boolean): void {
+    if (closeConnection) setImmediate(sendClosing, this, w);
+    else this.send(w);
+  }
+
+  /** The refusal's turn has come (see `refuse`), unless the client went away or uWS closed the connection. */
+  sendClosing(w: Wire): void {
+    this.send(w, true);
   }
 
   /**
@@ -273,4 +290,8 @@ const emptyBody = Buffer.alloc(0);
 
 function startWrite(exchange: { startWrite(body: Buffer): void }, body: Buffer): void {
   exchange.startWrite(body);
+}
+
+function sendClosing(exchange: { sendClosing(w: Wire): void }, w: Wire): void {
+  exchange.sendClosing(w);
 }

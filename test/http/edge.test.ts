@@ -38,6 +38,25 @@ describe('seed dialect', () => {
     expect(await missing('edge/cl')).toBe(true);
   });
 
+  test('two Content-Length headers that differ: a request behind the refused one in the same packet is never served', async () => {
+    // The second request sits inside the longer length's body: a client or proxy framing by that length
+    // sent one request, uWS framing by the first sees two. Its body is the next request's head if it waits.
+    const smuggled = `PUT /v1/kv/edge/smuggled HTTP/1.1\r\n${host}Content-Length: 8\r\n\r\nsmuggled`;
+    const capture = `PUT /v1/kv/edge/capture HTTP/1.1\r\n${host}Content-Length: 60\r\n\r\n`;
+    for (const behind of [smuggled, capture]) {
+      const front = `PUT /v1/kv/edge/front HTTP/1.1\r\n${host}Content-Length: 3\r\nContent-Length: ${3 + behind.length}\r\n\r\nabc`;
+      const r = await rawExchange(agent.url, front + behind, {
+        expect: 2, later: { afterMs: 100, bytes: `GET /v1/kv/secret HTTP/1.1\r\n${host}Authorization: Bearer victim\r\n\r\n` },
+      });
+      expect(r.timedOut).toBe(false);
+      expect(r.closed).toBe(true);
+      expect(r.answers.map((a) => a.status).filter((status) => status !== 400)).toEqual([]);
+    }
+    expect(await missing('edge/front')).toBe(true);
+    expect(await missing('edge/smuggled')).toBe(true);
+    expect(await missing('edge/capture')).toBe(true);
+  });
+
   test('a raw path that is not UTF-8 is refused 400, so two different byte strings never name one key', async () => {
     for (const bad of [[0xff], [0xfe], [0xc3]]) {
       const head = Buffer.concat([Buffer.from('PUT /v1/kv/edge/u'), Buffer.from(bad), Buffer.from(` HTTP/1.1\r\n${host}Content-Length: 1\r\n\r\nx`)]);
