@@ -9,7 +9,7 @@ import type { ApiContext } from './api.ts';
 import type { RegistryState } from '../state/index.ts';
 import type { Out, Recent, StreamSettings, Sub, View } from './stream-conn.ts';
 import { fingerprint } from './stream-render.ts';
-import { makeView, type TopicView, type ViewFilter } from './stream-views.ts';
+import { makeView, topicFilters, type TopicView, type ViewFilter } from './stream-views.ts';
 
 /** A subscription asked for, or why it is refused (an error code of watch.md §4 and its message). */
 export type SubscribeRequest =
@@ -18,28 +18,48 @@ export type SubscribeRequest =
 
 const refused = (id: unknown, code: string, message: string): SubscribeRequest => ({ ok: false, id, code, message });
 
-/** Checks a `subscribe` message against the connection's subscriptions and identity, and makes its topic view. */
+/**
+ * Checks a `subscribe` message against the connection's subscriptions and identity, and makes its topic view.
+ * Every field must be of its type (`id`, `topic` and `key` strings, `index` a non-negative integer, `epoch` a
+ * string, `filter` an object of the topic's own filters, each true or false): a field that is not is refused
+ * rather than read as something else, so a client never gets a view other than the one it asked for.
+ */
 export function subscribeRequest(msg: Record<string, unknown>, subs: ReadonlyMap<string, Sub>, subscriptionsMax: number,
   identity: Identity | undefined, api: ApiContext): SubscribeRequest {
   const { id, topic, key, index, epoch, filter } = msg;
   if (typeof id !== 'string' || id === '' || id.length > 128) return refused(id, 'bad_request', 'id must be a non-empty string of at most 128 characters');
   if (subs.has(id)) return refused(id, 'already_subscribed', `subscription "${id}" exists on this connection`);
   if (subs.size >= subscriptionsMax) return refused(id, 'too_many_subscriptions', `at most ${subscriptionsMax} subscriptions per connection`);
+  if (typeof topic !== 'string') return refused(id, 'bad_request', 'topic must be a string');
+  if (!topicFilters.has(topic)) return refused(id, 'unknown_topic', `unknown topic ${JSON.stringify(topic)}`);
   if (typeof key !== 'string') return refused(id, 'bad_key', 'key must be a string');
   if (index !== undefined && (typeof index !== 'number' || !Number.isSafeInteger(index) || index < 0)) return refused(id, 'bad_request', 'index must be a non-negative integer');
   if (epoch !== undefined && typeof epoch !== 'string') return refused(id, 'bad_request', 'epoch must be a string (the one a subscribed message carried)');
-  if (filter !== undefined && (filter === null || typeof filter !== 'object')) return refused(id, 'bad_request', 'filter must be an object');
-  const asked = filter as ViewFilter | undefined;
-  const viewFilter: ViewFilter = { passingOnly: asked?.passingOnly === true, lockedOnly: asked?.lockedOnly === true };
-  const made = makeView(String(topic), key, viewFilter, api);
-  if ('error' in made) return refused(id, made.error, made.error === 'unknown_topic' ? `unknown topic ${JSON.stringify(topic)}` : `bad key ${JSON.stringify(key)} for topic ${String(topic)}`);
-  if (identity !== undefined && !mayWatch(identity, String(topic), key)) {
-    return refused(id, 'forbidden', `permission denied: read on ${String(topic)} ${JSON.stringify(key)}`);
+  const viewFilter = viewFilterOf(topic, filter);
+  if (typeof viewFilter === 'string') return refused(id, 'bad_request', viewFilter);
+  const made = makeView(topic, key, viewFilter, api);
+  if ('error' in made) return refused(id, made.error, made.error === 'unknown_topic' ? `unknown topic ${JSON.stringify(topic)}` : `bad key ${JSON.stringify(key)} for topic ${topic}`);
+  if (identity !== undefined && !mayWatch(identity, topic, key)) {
+    return refused(id, 'forbidden', `permission denied: read on ${topic} ${JSON.stringify(key)}`);
   }
   return {
-    ok: true, id, topic: String(topic), key, index: typeof index === 'number' ? index : 0, epoch: typeof epoch === 'string' ? epoch : undefined,
+    ok: true, id, topic, key, index: typeof index === 'number' ? index : 0, epoch: typeof epoch === 'string' ? epoch : undefined,
     filter: viewFilter, view: made,
   };
+}
+
+/** The filter a subscription to a (known) topic asks for, or why it is refused: a misspelt or foreign filter would change nothing. */
+function viewFilterOf(topic: string, filter: unknown): ViewFilter | string {
+  if (filter === undefined) return {};
+  if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) return 'filter must be an object';
+  const takes: readonly string[] = topicFilters.get(topic) ?? [];
+  for (const [name, value] of Object.entries(filter)) {
+    if (!takes.includes(name)) return `filter.${name} is not a filter of ${topic} (it takes ${takes.length === 0 ? 'none' : takes.join(', ')})`;
+    if (typeof value !== 'boolean') return `filter.${name} must be true or false`;
+  }
+  // Every field is one of the topic's filters and a boolean.
+  const asked = filter as ViewFilter;
+  return { passingOnly: asked.passingOnly === true, lockedOnly: asked.lockedOnly === true };
 }
 
 /**

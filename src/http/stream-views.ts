@@ -69,6 +69,12 @@ export interface ViewFilter {
   lockedOnly?: boolean;
 }
 
+/** Every topic and the filters it takes (a subscribe naming another is refused: it would change nothing). */
+export const topicFilters: ReadonlyMap<string, readonly (keyof ViewFilter)[]> = new Map<string, (keyof ViewFilter)[]>([
+  ['service_health', ['passingOnly']], ['service_checks', []], ['node_checks', []], ['checks_in_state', []],
+  ['serving_status', []], ['kv_prefix', ['lockedOnly']], ['sessions', []],
+]);
+
 const checkStates = new Set(['any', 'passing', 'warning', 'critical']);
 
 /** Builds the view of a topic and key, or names what is wrong with them. */

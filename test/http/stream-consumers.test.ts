@@ -167,6 +167,34 @@ describe('bookmarks, unsubscribe, errors (§4.2, §4.5, §4.7)', () => {
     expect(await s.next(from, (m) => m.id === 'dup' && m.type === 'event', 'an event on the first subscription')).toMatchObject({ key: 'errs/x' });
   });
 
+  test('a field of the wrong type, or a filter the topic does not take, is refused bad_request naming it; nothing is subscribed', async () => {
+    await kvPut(c, 'typed/unlocked', 'x');
+    const s = await Stream.open(agent);
+    const kv = { topic: 'kv_prefix', key: 'typed/' };
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ ...kv, topic: ['kv_prefix'] }, /^topic must be a string/],
+      [{ ...kv, topic: 7 }, /^topic must be a string/],
+      [{ ...kv, filter: [] }, /^filter must be an object/],
+      [{ ...kv, filter: null }, /^filter must be an object/],
+      [{ ...kv, filter: 'lockedOnly' }, /^filter must be an object/],
+      [{ ...kv, filter: { lockedOnly: 'yes' } }, /^filter\.lockedOnly must be true or false/],
+      [{ ...kv, filter: { lockedOnly: 1 } }, /^filter\.lockedOnly must be true or false/],
+      [{ ...kv, filter: { lockedOnyl: true } }, /^filter\.lockedOnyl is not a filter of kv_prefix \(it takes lockedOnly\)/],
+      [{ ...kv, filter: { passingOnly: true } }, /^filter\.passingOnly is not a filter of kv_prefix/],
+      [{ topic: 'service_health', key: 'web', filter: { passingOnly: 'true' } }, /^filter\.passingOnly must be true or false/],
+      [{ topic: 'sessions', key: '', filter: { lockedOnly: true } }, /^filter\.lockedOnly is not a filter of sessions \(it takes none\)/],
+    ];
+    for (const [req, message] of cases) {
+      expect(await refused(s, { id: 'typed', ...req }), JSON.stringify(req)).toMatchObject({ type: 'error', id: 'typed', code: 'bad_request', message: expect.stringMatching(message) });
+    }
+    // An unknown topic is named as such whatever its filter.
+    expect(await refused(s, { id: 'typed', topic: 'kv_prefx', key: 'typed/', filter: { lockedOnly: true } })).toMatchObject({ code: 'unknown_topic' });
+    // The id was never taken; the filters as documented work: no session holds the key, so only the unfiltered view shows it.
+    expect((await subscribe(s, { id: 'typed', ...kv, filter: { lockedOnly: true } })).items).toEqual([]);
+    expect((await subscribe(s, { id: 'all', ...kv, filter: { lockedOnly: false } })).items.map((e) => e.Key)).toEqual(['typed/unlocked']);
+    expect((await subscribe(s, { id: 'none', ...kv, filter: {} })).items.map((e) => e.Key)).toEqual(['typed/unlocked']);
+  });
+
   for (const [what, text] of [['bad JSON', '{not json'], ['a JSON array', '[1,2]'], ['an unknown op', '{"op":"frobnicate","id":"x"}']] as const) {
     test(`${what} closes the connection with 1008`, async () => {
       const s = await Stream.open(agent);
