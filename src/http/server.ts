@@ -40,7 +40,8 @@ export function startHttpServer<Ctx>(o: HttpServerOptions<Ctx>): Promise<HttpSer
   const server = serverOf(o);
   const makeApp = (tls?: TlsPaths) => {
     const app = tls ? uws.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }) : uws.App();
-    for (const route of o.websockets ?? []) app.ws(route.path, route.behavior);
+    // A path with and without a final `/` names one endpoint (router.ts): the upgrade is served at both.
+    for (const route of o.websockets ?? []) for (const path of [route.path, `${route.path}/`]) app.ws(path, route.behavior);
     app.any('/*', (res, uwsReq) => new Exchange(server, res, uwsReq).run());
     return app;
   };

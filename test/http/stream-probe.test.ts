@@ -3,7 +3,8 @@
 // one is the upgrade's 401 (the consul dialect's 403 `ACL not found`), a token whose rules read nothing a
 // topic shows its 403 (1004, `Permission denied`), and a token the upgrade lets in (read on keys only,
 // without agent read) 426 Upgrade Required with `Upgrade: websocket`, saying to upgrade. Without
-// authentication the answer is 426, and 403 for a page of another origin, as the upgrade's is.
+// authentication the answer is 426, and 403 for a page of another origin, as the upgrade's is. `/v1/stream/`
+// (a final slash) is the same endpoint: its upgrade opens or is refused as `/v1/stream`'s, never a 426.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { TokenAuthority, type Rule } from '../../src/auth/index.ts';
@@ -29,8 +30,8 @@ afterAll(async () => {
 });
 
 /** The upgrade's answer: 101 when it opened (closed again at once), else the refusal's status. */
-function upgradeStatus(agent: Agent, headers: Record<string, string>): Promise<number> {
-  const ws = new WebSocket(`ws://127.0.0.1:${new URL(agent.url).port}/v1/stream`, [streamSubprotocol], { headers });
+function upgradeStatus(agent: Agent, headers: Record<string, string>, path = '/v1/stream'): Promise<number> {
+  const ws = new WebSocket(`ws://127.0.0.1:${new URL(agent.url).port}${path}`, [streamSubprotocol], { headers });
   ws.on('error', () => { /* reported through the outcome */ });
   return new Promise((resolve, reject) => {
     ws.once('open', () => { ws.close(); resolve(101); });
@@ -80,6 +81,16 @@ describe.each(['seed', 'consul'] as const)('with authentication on, %s dialect',
     const inQuery = await call(agent.url, 'GET', `/v1/stream?token=${headers.authorization.slice('Bearer '.length)}`);
     expect(inQuery.status).toBe(426);
   });
+
+  test('/v1/stream/ (a final slash) is the same endpoint: its upgrade opens, or is refused, as /v1/stream\'s', async () => {
+    const agent = agents[dialect]!;
+    const reader = await bearer([{ resource: 'key', prefix: 'app/', access: 'read' }]);
+    const nothing = await bearer([{ resource: 'agent', prefix: '', access: 'read' }]);
+    expect(await upgradeStatus(agent, reader, '/v1/stream/')).toBe(101);
+    expect(await upgradeStatus(agent, {}, '/v1/stream/')).toBe(refusedStatus);
+    expect(await upgradeStatus(agent, nothing, '/v1/stream/')).toBe(403);
+    expect((await call(agent.url, 'GET', '/v1/stream/', undefined, reader)).status).toBe(426);
+  });
 });
 
 describe('without authentication', () => {
@@ -92,5 +103,25 @@ describe('without authentication', () => {
     const foreign = { origin: 'https://elsewhere.example' };
     expect((await probe(agent, foreign)).status).toBe(403);
     expect(await upgradeStatus(agent, foreign)).toBe(403);
+  });
+
+  test('/v1/stream/ (a final slash) opens the stream, whose subscriptions are served as on /v1/stream', async () => {
+    const agent = agents.open!;
+    expect(await upgradeStatus(agent, { origin: 'https://elsewhere.example' }, '/v1/stream/')).toBe(403);
+    const ws = new WebSocket(`ws://127.0.0.1:${new URL(agent.url).port}/v1/stream/`, [streamSubprotocol]);
+    const types: string[] = [];
+    const ended = new Promise<void>((resolve, reject) => {
+      ws.on('message', (d) => {
+        const m = JSON.parse(d.toString()) as { type: string };
+        types.push(m.type);
+        if (m.type === 'end_of_snapshot') resolve();
+      });
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+      ws.once('error', reject);
+    });
+    ws.once('open', () => ws.send(JSON.stringify({ op: 'subscribe', id: 'self', topic: 'serving_status', key: '' })));
+    await ended;
+    ws.close();
+    expect(types).toEqual(['subscribed', 'snapshot', 'end_of_snapshot']);
   });
 });
