@@ -25,6 +25,14 @@ export const connectionLimitsDefault = { connsMax: 4096, connsMaxPerClient: 100,
 export const http2StreamsMax = 100;
 export const http2SessionMemoryMb = 10;
 /**
+ * The largest request message taken (grpc-js's default is 4 MiB). A health request holds one service
+ * name, at most 200 bytes that are served; the bound leaves room for longer ones to be refused by name
+ * (INVALID_ARGUMENT), and past it a call is RESOURCE_EXHAUSTED. grpc-js keeps a request's bytes until the
+ * message is whole, and the session memory bound above counts only what nghttp2 holds: without this one,
+ * a connection's 100 streams that each declare 4 MiB and never finish held 400 MB of the agent's memory.
+ */
+export const requestBytesMax = 4096;
+/**
  * Keepalive of every gRPC connection: a PING after this long, the connection destroyed (its calls
  * cancelled, its place under limits.grpc_max_conns(_per_client) freed) when no answer comes within the
  * timeout. The listener cannot see a peer that has gone: once it hands a socket over, Node's http2 session

@@ -10,7 +10,7 @@ import type { Logger, ServingTracker } from '../runtime/index.ts';
 import { CancelledCalls } from './cancelled-calls.ts';
 import { HealthService, type GrpcAuth, type WatchLimits } from './health-service.ts';
 import {
-  connectionLimitsDefault, http2SessionMemoryMb, http2StreamsMax, keepaliveTimeMs, keepaliveTimeoutMs, listEntriesMaxDefault, shutdownGraceMsDefault, watchLimitsDefault,
+  connectionLimitsDefault, http2SessionMemoryMb, http2StreamsMax, keepaliveTimeMs, keepaliveTimeoutMs, listEntriesMaxDefault, requestBytesMax, shutdownGraceMsDefault, watchLimitsDefault,
 } from './limits.ts';
 import { GrpcListener, type ConnectionLimits, type RefusalReason } from './listener.ts';
 import { healthServiceDefinition } from './proto.ts';
@@ -59,6 +59,7 @@ export async function startGrpcHealthServer(o: GrpcHealthServerOptions): Promise
   const health = new HealthService(o.tracker, o.listEntriesMax ?? listEntriesMaxDefault, o.watchLimits ?? watchLimitsDefault, cancelled, o.auth);
   const server = new Server({
     'grpc.max_concurrent_streams': http2StreamsMax, 'grpc-node.max_session_memory': http2SessionMemoryMb,
+    'grpc.max_receive_message_length': requestBytesMax,
     // See limits.ts: a connection whose session has stopped reading is found by its unanswered ping and destroyed.
     'grpc.keepalive_time_ms': keepaliveTimeMs, 'grpc.keepalive_timeout_ms': keepaliveTimeoutMs,
     interceptors: [cancelled.interceptor],
