@@ -105,7 +105,7 @@ export const errorCatalogue = {
   noPage: entry<{ method: string; path: string }>({ kind: 'notFound', message: (v) => `no endpoint at ${v.method} ${v.path}`, details: (v) => ({ path: v.path }) }),
   methodNotAllowed: entry<{ method: string; allowed: string[] }>({
     kind: 'methodNotAllowed', message: (v) => `method ${v.method} not allowed`, details: (v) => ({ allowed: v.allowed }),
-    consulText: (v) => `method ${v.method} not allowed`, headers: (v) => [['Allow', ['OPTIONS', ...v.allowed].join(',')]],
+    consulText: (v) => `method ${v.method} not allowed`, headers: (v) => [['Allow', v.allowed.join(',')]],
   }),
   contentTypeMissing: entry({
     kind: 'headerMissing', message: 'the Content-Type header is required: send application/json;charset=utf-8',

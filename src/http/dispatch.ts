@@ -86,7 +86,7 @@ function route<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter, found:
   req.route = match.kind === 'none' ? unmatchedPattern : match.pattern;
   if (match.kind === 'none') {
     // Consul answers a path it does not serve 404 whatever the method, OPTIONS too: no client takes it for an endpoint.
-    if (req.method === 'OPTIONS' && d.dialect === 'seed') return renderReply({ t: 'options', allow: [] }, d.dialect);
+    if (req.method === 'OPTIONS' && d.dialect === 'seed') return renderReply({ t: 'options', allow: ['OPTIONS'] }, d.dialect);
     throw new RegistryError('noEndpoint', { method: req.method, path: req.path });
   }
   if (match.kind === 'method') {

@@ -111,7 +111,7 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
       if (dialect === 'consul') return { status: 409, headers: [jsonType], body: reply.json };
       return renderError(reply.failure, dialect);
     case 'options':
-      return { status: 200, headers: [['Allow', ['OPTIONS', ...reply.allow].join(',')]], body: '' };
+      return { status: 200, headers: [['Allow', reply.allow.join(',')]], body: '' };
     case 'file':
       return {
         status: 200,

@@ -41,7 +41,7 @@ export type Reply =
   | { t: 'missing'; index: IndexInfo; failure: RegistryError }
   /** A transaction that did not apply: consul answers 409 with `json` (Consul's Results/Errors body), seed the error. */
   | { t: 'conflict'; json: string; failure: RegistryError }
-  /** OPTIONS: 200, empty body, Allow header. */
+  /** OPTIONS: 200, empty body, Allow header naming `allow` (OPTIONS among them). */
   | { t: 'options'; allow: string[] }
   /** A static file of the dashboard: its bytes, content type and caching rule, plus headers of its own (CSP). */
   | { t: 'file'; body: Buffer; contentType: string; cacheControl: string; headers?: [string, string][] }

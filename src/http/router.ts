@@ -72,7 +72,7 @@ interface Entry<Ctx> {
   pattern: string;
   /** A prefix route's path without its trailing slash (made once: `find` compares every path with it). */
   bare: string;
-  /** The route's methods, for 405 and OPTIONS. */
+  /** The methods the path answers, OPTIONS (every route answers it) first: the Allow of OPTIONS and of a 405, and the 405's details. */
   allow: string[];
   /** A final `/` of the parameter is dropped (the parameter is a name; see RouterOptions). */
   dropsSlash: boolean;
@@ -95,7 +95,7 @@ export class Router<Ctx> {
 
   add(route: Route<Ctx>): this {
     const entry = {
-      route, pattern: route.prefix ? `${route.path}*` : route.path, bare: route.path.slice(0, -1), allow: Object.keys(route.methods),
+      route, pattern: route.prefix ? `${route.path}*` : route.path, bare: route.path.slice(0, -1), allow: ['OPTIONS', ...Object.keys(route.methods)],
       dropsSlash: this.slashEndsNames && route.rest !== 'path',
     };
     if (route.prefix) {

@@ -23,7 +23,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   writesOverloaded: undefined, contentLengthsDiffer: undefined, transferEncodingUnsupported: { coding: 'gzip' },
   requestNotUtf8: { where: 'path' }, pathEncodingMalformed: { path: '/%zz' }, bodyTooLarge: { size: 2, max: 1 },
   bodyTimeout: { bodyTimeoutMs: 5 }, snapshotInvalid: { why: 'w' }, snapshotTooLarge: { why: 'w' }, apiVersionInvalid: undefined, noEndpoint: { method: 'GET', path: '/x' },
-  noPage: { method: 'GET', path: '//' }, methodNotAllowed: { method: 'PUT', allowed: ['GET'] }, contentTypeMissing: undefined,
+  noPage: { method: 'GET', path: '//' }, methodNotAllowed: { method: 'PUT', allowed: ['OPTIONS', 'GET'] }, contentTypeMissing: undefined,
   mediaTypeUnsupported: { contentType: 'text/plain' }, notAcceptable: { accept: 'application/xml', offered: ['application/json'] }, bodyNotJson: { why: 'w' }, bodyNotObject: { got: 'array', goType: 'structs.Session' },
   fieldsInvalid: { fields: { TTL: ['Format:bad'] } }, indexInvalid: undefined, waitInvalid: rule,
   maxStaleInvalid: { ...rule, value: 'x' }, staleWithConsistent: undefined, cachedWithConsistent: undefined, cacheControlInvalid: { directive: 'max-age' }, noPathToDatacenter: { dc: 'dc9' },
@@ -97,7 +97,7 @@ describe('throw sites render the same bytes as before the catalogue', () => {
       body: '{"code":1022,"message":"rate limit exceeded: retry in 7s","details":{"retryAfterSeconds":7}}',
     });
     expect(renderError(limited, 'consul')).toEqual({ status: 429, headers: [['Content-Type', 'text/plain; charset=utf-8'], ['Retry-After', '7']], body: 'rate limit exceeded' });
-    const method = new RegistryError('methodNotAllowed', { method: 'PUT', allowed: ['GET', 'HEAD'] });
+    const method = new RegistryError('methodNotAllowed', { method: 'PUT', allowed: ['OPTIONS', 'GET', 'HEAD'] });
     expect(renderError(method, 'consul')).toEqual({
       status: 405, headers: [['Content-Type', 'text/plain; charset=utf-8'], ['Allow', 'OPTIONS,GET,HEAD']], body: 'method PUT not allowed',
     });

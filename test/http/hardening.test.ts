@@ -1,4 +1,5 @@
-// Goal: the conventions' remaining request rules through started agents — 413 at the configured size, 428/1028 for a missing
+// Goal: the conventions' remaining request rules through started agents — 405 naming the same methods in Allow and its
+// details, 413 at the configured size, 428/1028 for a missing
 // Content-Type and 415 for another type on JSON bodies (seed dialect only), the per-client cap on
 // requests in flight (429), slow bodies answered 400/1015 and slow heads cut off, the stream upgrade
 // authenticated (header, X-Consul-Token, `bearer.` subprotocol), subscriptions checked against the
@@ -73,6 +74,20 @@ describe('body media type (seed dialect)', () => {
     const r = await call(consul.url, 'PUT', '/v1/session/create', '{"TTL":"30s"}', { 'content-type': 'text/plain' });
     expect(r.status).toBe(200);
     expect(r.json().ID).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('method not allowed', () => {
+  test('a 405 names the same methods in its Allow header and its details.allowed, as OPTIONS lists them', async () => {
+    const refused = await call(open.url, 'POST', '/v1/kv/methods/k', 'v');
+    const allow = refused.headers.get('allow');
+    expect(allow).toBe('OPTIONS,GET,PUT,DELETE');
+    expect(expectError(refused, 405, 1022).details).toEqual({ allowed: allow!.split(',') });
+    expect((await call(open.url, 'OPTIONS', '/v1/kv/methods/k')).headers.get('allow')).toBe(allow);
+    const session = await call(open.url, 'DELETE', '/v1/session/list');
+    expect(expectError(session, 405, 1022).details).toEqual({ allowed: ['OPTIONS', 'GET'] });
+    expect(session.headers.get('allow')).toBe('OPTIONS,GET');
+    expect((await call(consul.url, 'POST', '/v1/kv/methods/k', 'v')).headers.get('allow')).toBe(allow);
   });
 });
 
