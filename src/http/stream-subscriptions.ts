@@ -65,7 +65,7 @@ function viewFilterOf(topic: string, filter: unknown): ViewFilter | string {
 /**
  * The read a subscription needs, as the matching HTTP query would: a service's health or checks need
  * read on the service (every service's health: read on all of them) and, since they name their nodes,
- * on every node; its serving status read on the service; a node's checks read on the node and, since
+ * on every node; its serving status read on the service (the agent's own, `""`, nothing); a node's checks read on the node and, since
  * they include its service checks, on every service (HTTP's node health filters those instead),
  * checks by state read on every node and every service (the HTTP lists filter instead); a node's
  * sessions read on that node's sessions (every node's: read on all of them, as a prefix).
@@ -78,7 +78,8 @@ function mayWatch(identity: Identity, topic: string, key: string): boolean {
     // Instances and their checks name their nodes: read on every node too (the HTTP lists filter by node instead).
     case 'service_health': return (key === '' ? allowedPrefix(identity, need('service', '')) : allowed(identity, need('service', key))) && allowedPrefix(identity, need('node', ''));
     case 'service_checks': return allowed(identity, need('service', key)) && allowedPrefix(identity, need('node', ''));
-    case 'serving_status': return allowed(identity, need('service', key));
+    // `""` is the agent's own status, which names nothing: open to every caller, as gRPC's Check and Watch of `""` are.
+    case 'serving_status': return key === '' || allowed(identity, need('service', key));
     // A node's checks include the checks of its services: read on every service too.
     case 'node_checks': return allowed(identity, need('node', key)) && allowedPrefix(identity, need('service', ''));
     // Every node's checks, service checks among them: read on every node and every service, as prefixes.

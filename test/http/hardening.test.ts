@@ -268,6 +268,16 @@ describe('stream authentication', () => {
     withNodes.ws.close();
   });
 
+  test('serving_status "" (the agent itself, as gRPC\'s "") is open to every token that opened the stream; a service\'s needs read on it', async () => {
+    const s = await openStream(secured, [subprotocol], bearer(await mint([{ resource: 'service', prefix: 'web', access: 'read' }])));
+    for (const [id, key] of [['self', ''], ['web', 'web'], ['db', 'db']]) s.ws.send(JSON.stringify({ op: 'subscribe', id, topic: 'serving_status', key }));
+    expect(await answer(s, 'self')).toMatchObject({ type: 'end_of_snapshot' });
+    expect(s.msgs.find((m) => m.id === 'self' && m.type === 'snapshot')).toMatchObject({ keys: [''], items: [{ status: 'SERVING' }] });
+    expect(await answer(s, 'web')).toMatchObject({ type: 'end_of_snapshot' });
+    expect(await answer(s, 'db')).toMatchObject({ type: 'error', code: 'forbidden', message: 'permission denied: read on serving_status "db"' });
+    s.ws.close();
+  });
+
   test('the stream is closed with 4001 "token expired" when its token expires', async () => {
     // Issued 2 s in the past with the 5 s clock skew this agent allows: valid for at most three more seconds (one
     // was too short to open the stream on a loaded machine).
