@@ -131,18 +131,23 @@ export class SegmentFiles {
   /**
    * Rolls between commits, so every segment but the current one ends on a whole, synced frame: the
    * old segment's unused preallocated tail is cut off (durably) before the next segment, starting at
-   * entry `first`, exists.
+   * entry `first`, exists. The next segment is made only beside the current one, where the next start
+   * reads it: throws SegmentLost when the current one was removed, moved or cut short (checked before,
+   * and again when making the next file fails: its open in a dir removed meanwhile gets ENOENT). A roll
+   * in a dir moved away, or made again by someone else, would start a log without the segments before it.
    */
   async rollIfFull(first: number): Promise<void> {
     const old = this.active;
     if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
+    const loss = this.checkPathNext().lost();
+    if (loss !== undefined) throw this.lostError(loss);
     old.allocated = old.bytes;
     await old.fh.truncate(old.bytes);
     await old.fh.sync();
     // A truncate to a longer size fills with zeros: a segment cut short must not be sealed as if whole.
     if (!endsWhole(old, old.bytes)) throw this.cut(old);
     const path = join(this.walDir, segmentName(first));
-    const fh = await open(path, 'wx+');
+    const fh = await open(path, 'wx+').catch((err: unknown) => { throw this.lostOr(err); });
     const next: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
     try {
       await this.preallocate(next);
@@ -152,7 +157,7 @@ export class SegmentFiles {
       // Not rolled after all (a full disk is retried): the old segment stays current, the new file goes.
       await fh.close().catch(() => undefined);
       await rm(path, { force: true }).catch(() => undefined);
-      throw err;
+      throw this.lostOr(err);
     }
     this.active = next;
     this.segments.push({ first, path });
@@ -184,6 +189,19 @@ export class SegmentFiles {
   /** The error of a current segment lost as `lost()` found. */
   lostError(loss: SegmentLoss): SegmentLost {
     return new SegmentLost(dirname(this.walDir), loss, this.active.path);
+  }
+
+  /**
+   * `err`, a failed file operation of a roll, as the loss of the current segment when it is lost (the
+   * error only followed from it), else as it is.
+   */
+  private lostOr(err: unknown): unknown {
+    try {
+      const loss = this.checkPathNext().lost();
+      return loss === undefined ? err : this.lostError(loss);
+    } catch {
+      return err;
+    }
   }
 
   private cut(seg = this.active): SegmentLost {

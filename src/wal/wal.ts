@@ -25,7 +25,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Clock, TimerHandle } from '../ports/clock.ts';
+import type { TimerHandle } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
 import { failedError } from '../ports/log-errors.ts';
@@ -40,50 +40,16 @@ import { Attachments } from './attachments.ts';
 import { clearCleanClose, readCleanClose, recordCleanClose } from './clean-close.ts';
 import {
   kind, listIndexed, MiB, SegmentLost, segmentPattern, shortageError, shortageLog, shortageOf, snapName, syncDir, type SegmentLoss,
+  type WalShortage,
 } from './files.ts';
+import type { WalLogOptions } from './options.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, operatorChoices, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
 import { RetryTimer } from './space-wait.ts';
 import { loadSnapshot, pruneSnapshots, removeUnfinishedSnapshots, writeSnapshotFile } from './snapshots.ts';
 
-export interface WalLogOptions {
-  /** Data directory; `wal/` and `snap/` are created in it (recursively) on open. */
-  dir: string;
-  clock: Clock;
-  /** Roll to a new segment file, between commits, once the current one has reached this size. @default 64 MiB */
-  segmentBytesMax?: number;
-  /** Most entries in one commit (one frame, one write + one fdatasync); more wait for the next. @default 4096 */
-  batchEntriesMax?: number;
-  /**
-   * Most payload bytes in one commit, counted by the entries' size bounds; more wait for the next.
-   * At most 64 MiB, the largest commit frame; an append needing more than that is refused. @default 16 MiB
-   */
-  batchBytesMax?: number;
-  /**
-   * Most entries waiting for the next commit while one is in flight. An append that would pass it is
-   * rejected at once with an error whose `code` is 'LOG_OVERLOADED' (see `isLogOverloaded`); one
-   * larger than it with a RangeError. @default 65536
-   */
-  queuedEntriesMax?: number;
-  /** Receives recovery warnings (a torn last commit dropped) and write failures. @default silent */
-  logger?: Logger;
-  /** Told each commit's size and time (metrics); also settable later with `observe`. @default none */
-  observer?: LogObserver;
-  /**
-   * While the disk is full, how often the log tries again to reserve space ahead of its write position;
-   * appends are refused (LOG_UNAVAILABLE) until one try succeeds. @default 1000
-   */
-  spaceRetryMs?: number;
-  /** How often the log checks that its current segment is still at its path in the data dir. @default 1000 */
-  dirCheckMs?: number;
-  /**
-   * Called when the data dir is made again after it was removed while the log ran, once the dir exists
-   * and before the log writes anything in it: the agent takes its lock again and writes its node ID.
-   * Throwing (another agent holds the dir now) fails the log for good. @default nothing
-   */
-  reclaimDir?: () => Promise<void>;
-}
+export type { WalLogOptions } from './options.ts';
 
 export class WalLog implements ReplicatedLog {
   /** `commits` counts fdatasyncs of entry batches; `entries` counts entries they made durable. */
@@ -167,7 +133,7 @@ export class WalLog implements ReplicatedLog {
       await this.files!.preallocate();
     } catch (err) {
       // Opened on a full disk: the log is read (replay serves reads) and waits for space to write.
-      if (shortageOf(err) === undefined) throw err;
+      if (this.shortageOf(err) === undefined) throw err;
       await this.writeFailed(err, []);
     }
     return snapshot;
@@ -277,12 +243,13 @@ export class WalLog implements ReplicatedLog {
    * tries again to roll and reserve space. So is a current segment lost while the log ran (SegmentLost:
    * removed, moved, cut short): the retry writes the log afresh (afresh.ts). Any other error fails the log for good.
    */
-  private async writeFailed(err: unknown, batch: Pending<EncodedProposal>[]): Promise<void> {
-    let shortage = shortageOf(err);
-    if (shortage === undefined) {
-      this.fail(err, batch);
+  private async writeFailed(cause: unknown, batch: Pending<EncodedProposal>[]): Promise<void> {
+    const found = this.shortageOf(cause);
+    if (found === undefined) {
+      this.fail(cause, batch);
       return;
     }
+    let { err, shortage } = found;
     try {
       // A segment lost is left as it is: it is not read again, and writing it afresh deletes it.
       if (shortage !== 'files') await this.files!.restoreTail();
@@ -308,18 +275,44 @@ export class WalLog implements ReplicatedLog {
     if (this.phase === 'open') this.spaceRetry.schedule(delayMs);
   }
 
+  /**
+   * What a failed file operation leaves the log short of, with the error that says so; undefined when it
+   * fails the log for good. A file of the data dir that is not there (ENOENT: a roll's open, a file
+   * written while the log is written afresh) while the current segment is lost only follows from the
+   * loss: the dir was removed or moved (again, meanwhile), and is written afresh as for the loss itself.
+   */
+  private shortageOf(err: unknown): { err: unknown; shortage: WalShortage } | undefined {
+    const shortage = shortageOf(err);
+    if (shortage !== undefined) return { err, shortage };
+    if ((err as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT' || this.files === undefined) return undefined;
+    let loss: SegmentLoss | undefined;
+    try {
+      loss = this.filesLost();
+    } catch {
+      return undefined;
+    }
+    return loss === undefined ? undefined : { err: this.files.lostError(loss), shortage: 'files' };
+  }
+
   /** Tries again to roll if due and reserve the next MiB; no commit runs meanwhile (appends are refused). */
   private async retrySpace(): Promise<void> {
     if (this.noSpace === undefined || this.failure !== undefined || this.phase !== 'open') return;
     try {
       await this.commits.idle();
       const loss = this.filesLost() ?? this.loss;
-      if (loss !== undefined) await this.writeAfresh(loss);
+      if (loss !== undefined) {
+        await this.writeAfresh(loss);
+        this.loss = undefined;
+      }
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.preallocate();
     } catch (err) {
-      if (shortageOf(err) !== undefined) this.scheduleSpaceRetry();
-      else this.fail(err, []);
+      const found = this.shortageOf(err);
+      if (found === undefined) this.fail(err, []);
+      else {
+        if (found.err instanceof SegmentLost) this.loss ??= found.err.loss;
+        this.scheduleSpaceRetry();
+      }
       return;
     }
     this.noSpace = undefined;
