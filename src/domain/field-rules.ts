@@ -33,6 +33,10 @@ export const fieldRules = {
     rule: v.rule, text: v.text, consul: decodeFailed(`time: invalid duration ${JSON.stringify(v.value)}`),
   }),
   checkInvalid: (v: { text: string }) => invalidCheck(v.text),
+  /** Consul's text names the field as it does (MaxOutputMaxSize). */
+  outputMaxSizeNegative: (): BrokenRule => ({
+    rule: 'Range', text: "must not be negative (0 keeps the agent's cap)", consul: { status: 400, text: 'Invalid check: MaxOutputMaxSize must be positive' },
+  }),
   checkNameMissing: required('a check needs a name', 'Missing check name'),
   /** A check's Status: Consul words it differently for a check embedded in a service. */
   checkStatusBad: (v: { inService: boolean }): BrokenRule => ({

@@ -176,6 +176,8 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   const serviceId = o.service?.id ?? r.str('ServiceID');
   const definition = parseDefinition(r, errors);
   const type = kindOf(raw, definition, errors);
+  const outputMaxSize = raw.OutputMaxSize;
+  if (typeof outputMaxSize === 'number' && Number.isInteger(outputMaxSize) && outputMaxSize < 0) errors.broke('OutputMaxSize', 'outputMaxSizeNegative');
   if (type === 'http' && definition.http !== undefined) {
     const bad = validateHttpUrl(definition.http);
     if (bad !== undefined) errors.broke('HTTP', 'checkHttpInvalid', { why: bad });
@@ -204,8 +206,9 @@ function parseDefinition(r: Reader, errors: FieldErrors): CheckDefinition {
   const timeoutMs = r.durationMs('Timeout');
   const failuresBeforeCritical = r.int('FailuresBeforeCritical');
   const warningGiven = r.raw.FailuresBeforeWarning !== undefined && r.raw.FailuresBeforeWarning !== null;
-  const outputMaxSize = r.raw.OutputMaxSize === undefined ? checkOutputBytesMax : r.int('OutputMaxSize', 1);
-  if (outputMaxSize > checkOutputBytesMax) errors.add('OutputMaxSize', 'Range', `must be at most ${checkOutputBytesMax}`);
+  // As in Consul, OutputMaxSize only lowers the agent's cap: 0 (or none) keeps it, a larger value is held to it.
+  // A negative one is refused once the probe kind's rules are checked (parseCheck), where Consul refuses it.
+  const outputMaxSize = r.int('OutputMaxSize', -Infinity);
   const d: CheckDefinition = {
     intervalMs, timeoutMs, ttlMs: r.durationMs('TTL'),
     interval: intervalMs === 0 ? '' : formatGoDuration(intervalMs * 1e6),
@@ -214,7 +217,7 @@ function parseDefinition(r: Reader, errors: FieldErrors): CheckDefinition {
     successBeforePassing: r.int('SuccessBeforePassing'),
     failuresBeforeWarning: warningGiven ? r.int('FailuresBeforeWarning') : failuresBeforeCritical,
     failuresBeforeCritical,
-    outputMaxSize: Math.min(outputMaxSize, checkOutputBytesMax),
+    outputMaxSize: outputMaxSize > 0 ? Math.min(outputMaxSize, checkOutputBytesMax) : checkOutputBytesMax,
   };
   const optional = <K extends keyof CheckDefinition>(key: K, value: CheckDefinition[K] | '' | false | undefined) => {
     if (value !== undefined && value !== '' && value !== false) d[key] = value as CheckDefinition[K];

@@ -132,7 +132,7 @@ const goField = { goField: 'Interval' };
 /** Variables for every field rule: a new rule without a sample here does not compile. */
 const ruleSamples: { [N in FieldRuleName]: FieldRuleVars<N> } = {
   notString: goField, notBool: goField, notInteger: goField, notStrings: goField, notStringMap: goField, notHeaderMap: goField,
-  durationInvalid: { rule: 'Format', text: 'must be a duration', value: 'x' }, checkInvalid: { text: 't' }, checkNameMissing: undefined,
+  durationInvalid: { rule: 'Format', text: 'must be a duration', value: 'x' }, checkInvalid: { text: 't' }, outputMaxSizeNegative: undefined, checkNameMissing: undefined,
   checkStatusBad: { inService: true }, checkHttpInvalid: { why: 'w' }, checkTcpInvalid: { why: 'w' }, checkGrpcInvalid: { why: 'w' },
   serviceNameMissing: undefined, serviceAddressUnspecified: undefined, weightsInvalid: { why: 'w' }, serviceMetaInvalid: { why: 'w' }, nodeNameMissing: undefined,
   nodeAddressMissing: undefined, nodeIdInvalid: { why: 'uuid string is wrong length' }, sessionTtlNotString: undefined, sessionTtlInvalid: { tooLong: false, ttlMsMin: 10_000, value: 'x' },

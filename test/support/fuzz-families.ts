@@ -140,7 +140,7 @@ export function badCheck(nameRequired: boolean): fc.Arbitrary<Record<string, unk
     named(fc.constantFrom({ HTTP: 'http://127.0.0.1:1/' }, { TCP: '127.0.0.1:1' }, { GRPC: '127.0.0.1:1' }, { HTTP: 'ftp://x', Interval: '10s' },
       { HTTP: 'not a url', Interval: '10s' }, { AliasService: 'web', Interval: '10s' }, { TTL: '0s' }, { TTL: 'abc' }, { TTL: -5 }, {},
       { TTL: '10s', HTTP: 'http://127.0.0.1:1/' }, { UDP: '127.0.0.1:1', Interval: '10s' }, { H2PING: 'x', Interval: '10s' },
-      { TTL: '10s', OutputMaxSize: 0 }, { TTL: '10s', OutputMaxSize: 1e9 }, { TTL: '10s', SuccessBeforePassing: -1 }, { TTL: '10s', Interval: 'x' })),
+      { TTL: '10s', OutputMaxSize: -1 }, { TTL: '10s', OutputMaxSize: 1e300 }, { TTL: '10s', SuccessBeforePassing: -1 }, { TTL: '10s', Interval: 'x' })),
     named(fc.oneof(...Object.entries(invalidCheckField).map(([k, a]) => a.map((v) => ({ TTL: '10s', [k]: v }))))),
     named(fc.string({ maxLength: 8 }).map((s) => ({ TTL: '10s', [`zz${s}`]: 1 }))),
   ];
