@@ -13,6 +13,7 @@
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import { checkOutputBytesMax, lockDelayMsMax, sessionTtlMsMax } from '../domain/limits.ts';
+import { parseGoDurationNs } from '../util/duration.ts';
 import type { SnapshotData } from './snapshot.ts';
 
 const count = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
@@ -163,7 +164,8 @@ function tablesProblem(d: SnapshotData): string | undefined {
   if (typeof sessions === 'string') return sessions;
   for (const [i, x] of d.sessions.entries()) {
     if (!nodes.has(x.node)) return `sessions[${i}] (session ${JSON.stringify(x.id)}).node: node ${JSON.stringify(x.node)} is not in the snapshot`;
-    if ((x.ttl === '') !== (x.ttlMs === 0)) return `sessions[${i}] (session ${JSON.stringify(x.id)}).ttl: "${x.ttl}" does not match ttlMs ${x.ttlMs}`;
+    // No TTL is an empty text or one of a zero duration ("0s"), kept as the client gave it.
+    if ((x.ttl === '' || parseGoDurationNs(x.ttl) === 0) !== (x.ttlMs === 0)) return `sessions[${i}] (session ${JSON.stringify(x.id)}).ttl: "${x.ttl}" does not match ttlMs ${x.ttlMs}`;
   }
   for (const [i, e] of d.kv.entries()) {
     if (e.session != null && !sessions.has(e.session)) {

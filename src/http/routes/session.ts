@@ -66,7 +66,8 @@ function parseTtl(value: unknown, errors: FieldErrors, ttlMsMin: number): { ttl:
     errors.broke('TTL', 'sessionTtlInvalid', { tooLong, ttlMsMin, value });
     return { ttl: '', ttlMs: 0 };
   }
-  if (ns === 0) return { ttl: '', ttlMs: 0 };
+  // A zero duration ("0", "0s", "0ms", ...) is no TTL, and its text is kept as given, as Consul keeps it.
+  if (ns === 0) return { ttl: value, ttlMs: 0 };
   const ms = ns / nsPerMs;
   if (ms < ttlMsMin || ms > sessionTtlMsMax) {
     errors.broke('TTL', 'sessionTtlOutOfRange', { ttlMsMin, ns, minText: goDurationText(ttlMsMin) });
