@@ -192,7 +192,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    agent.stop().then(
+    agent.stop({ leaving: signal === 'leave' }).then(
       () => { logger.info('stopped'); logger.flush(); process.exit(0); },
       (err: unknown) => { logger.error({ err }, 'shutdown failed'); logger.flush(); process.exit(1); },
     );

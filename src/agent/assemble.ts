@@ -30,6 +30,8 @@ import { configReloader, type ReloadOutcome } from './reload.ts';
 
 /** How long `PUT /v1/agent/leave` leaves its answer to reach the client before the agent stops. */
 const leaveAnswerMs = 100;
+/** How long a leaving node waits for the log to record that it left before it stops without the record. */
+const leaveRecordMs = 5_000;
 
 /** How this node announces itself to the cluster. */
 export interface SelfAddresses { name: string; id: string; http: string; grpc: string }
@@ -63,8 +65,11 @@ export interface Agent {
   metrics: AgentMetrics;
   /** Reads the config file again and applies what can change live (src/agent/reload.ts). */
   reload(): Promise<ReloadOutcome>;
-  /** Closes the HTTP server, then gRPC (every status goes NOT_SERVING, watchers are told and their calls end), the runtime, the membership. */
-  stop(): Promise<void>;
+  /**
+   * Closes the HTTP server, then gRPC (every status goes NOT_SERVING, watchers are told and their calls end), the runtime, the membership.
+   * `leaving` (`PUT /v1/agent/leave`): a cluster node first records in the log that it left, so no node counts it towards the majority again.
+   */
+  stop(o?: { leaving?: boolean }): Promise<void>;
 }
 
 /** Starts the runtime (recovery, local definitions), the HTTP and gRPC listeners and the membership. */
@@ -117,23 +122,39 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     checkProbes: () => runtime.checkOwner.probeSlots.counts,
     lockQueueDepth: () => runtime.lockQueues.waiting, logLastIndex: () => logLastIndex(runtime), rateLimitCallers: () => rateLimit?.size ?? 0,
   });
-  const stop = async () => {
+  const stop = async (o: { leaving?: boolean } = {}) => {
     server.close();
     await grpc.stop();
+    if (o.leaving === true) await recordLeaving(runtime, parts.logger);
     await runtime.stop();
     await membership.stop();
   };
-  ctx.operations = agentOperations(reload, parts.onLeave ?? (() => void stop()), membership);
+  ctx.operations = agentOperations(reload, parts.onLeave ?? (() => void stop({ leaving: true })), membership, runtime);
   return { runtime, http: server, grpc, stream, membership, metrics, reload, stop };
 }
 
-function agentOperations(reload: () => Promise<ReloadOutcome>, onLeave: () => void, membership: Membership): AgentOperations {
+function agentOperations(reload: () => Promise<ReloadOutcome>, onLeave: () => void, membership: Membership, runtime: Runtime): AgentOperations {
   return {
     reload,
     // After the answer has been written: stopping closes the HTTP server.
     leave: () => void setTimeout(onLeave, leaveAnswerMs),
-    forceLeave: (node, prune) => forceLeave(membership, node, prune),
+    forceLeave: (node, prune) => forceLeave(membership, runtime.nodeHealth, node, prune),
   };
+}
+
+/** A leaving node's record that it left (NodeHealthOwner.leaving), waited for at most leaveRecordMs; the leave goes on without it. */
+async function recordLeaving(runtime: Runtime, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), leaveRecordMs); });
+  try {
+    if (await Promise.race([runtime.nodeHealth.leaving(), late]) === 'late') {
+      logger.warn({ waitedMs: leaveRecordMs }, 'the log did not record in time that this node left; the others record it when gossip tells them');
+    }
+  } catch (err) {
+    logger.warn({ err }, 'recording that this node left failed; the others record it when gossip tells them');
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function startRuntime(config: Config, parts: AgentParts, membership: Membership, metrics: AgentMetrics, closeHttp: () => void): Runtime {

@@ -43,3 +43,8 @@ export function canonicalCheckId(id: string): string {
 export const gossipCheckName = 'Gossip Health Status';
 export const gossipCheckOutputAlive = 'Agent alive and reachable';
 export const gossipCheckOutputFailed = 'Agent not live or unreachable';
+/**
+ * The output of a left node's gossip check (critical): the node said it leaves, or was force-left. The
+ * catalog keeps it, and with it the record that the node no longer counts towards the cluster's majority.
+ */
+export const gossipCheckOutputLeft = 'Agent left the cluster';

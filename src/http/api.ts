@@ -69,8 +69,11 @@ export interface AgentOperations {
   reload(): Promise<{ restartNeeded: string[] }>;
   /** Leaves the cluster and stops the agent, once the answer is on its way. */
   leave(): void;
-  /** Moves a failed member to left (`prune`: forgets it); `unknown` when no member has that name. */
-  forceLeave(node: string, prune: boolean): 'left' | 'alive' | 'unknown';
+  /**
+   * Moves a failed member to left (`prune`: forgets it) and records in the log that it left; `unknown` when
+   * neither a member nor a Roster node of the catalog has that name.
+   */
+  forceLeave(node: string, prune: boolean): Promise<'left' | 'alive' | 'unknown'>;
 }
 
 /** The agent's metrics, in the two forms /v1/agent/metrics serves. */

@@ -32,9 +32,9 @@ function leave(_req: Request, api: ApiContext): Reply {
   return { t: 'empty' };
 }
 
-function forceLeave(req: Request, api: ApiContext): Reply {
+async function forceLeave(req: Request, api: ApiContext): Promise<Reply> {
   const node = req.rest;
-  if (operations(api).forceLeave(node, flag(req, 'prune')) === 'unknown') throw new RegistryError('memberNotFound', { node });
+  if (await operations(api).forceLeave(node, flag(req, 'prune')) === 'unknown') throw new RegistryError('memberNotFound', { node });
   return { t: 'empty' };
 }
 
