@@ -28,9 +28,12 @@ export const fieldRules = {
   notStrings: goType('must be an array of strings', '[]string'),
   notStringMap: goType('must be an object of strings', 'map[string]string'),
   notHeaderMap: goType('must map header names to arrays of strings', 'map[string][]string'),
-  /** `rule` and `text` are the duration parser's (Range past the largest Go duration, else Format). */
-  durationInvalid: (v: { rule: string; text: string; value: string }): BrokenRule => ({
-    rule: v.rule, text: v.text, consul: decodeFailed(`time: invalid duration ${JSON.stringify(v.value)}`),
+  /**
+   * `rule` and `text` are the duration parser's (Range past the largest Go duration, else Format);
+   * `goError` what Go's time.ParseDuration says of the value (`time: missing unit in duration "20"`).
+   */
+  durationInvalid: (v: { rule: string; text: string; goError: string }): BrokenRule => ({
+    rule: v.rule, text: v.text, consul: decodeFailed(v.goError),
   }),
   checkInvalid: (v: { text: string }) => invalidCheck(v.text),
   /** Consul's text names the field as it does (MaxOutputMaxSize). */
@@ -68,12 +71,14 @@ export const fieldRules = {
     rule: 'Type', text: 'must be a duration string such as 30s',
     consul: decodeFailed('json: cannot unmarshal number into Go struct field Session.TTL of type string'),
   }),
-  sessionTtlInvalid: (v: { tooLong: boolean; ttlMsMin: number; value: string }): BrokenRule => ({
+  /** `goError`: what Go's time.ParseDuration says of the value. */
+  sessionTtlInvalid: (v: { tooLong: boolean; ttlMsMin: number; value: string; goError: string }): BrokenRule => ({
     rule: v.tooLong ? 'Range' : 'Format', text: v.tooLong ? `must be between ${v.ttlMsMin / 1000}s and 24h` : 'must be a duration such as 30s',
-    consul: { status: 500, text: `Session TTL '${v.value}' invalid: time: invalid duration ${JSON.stringify(v.value)}` },
+    consul: { status: 500, text: `Session TTL '${v.value}' invalid: ${v.goError}` },
   }),
-  lockDelayInvalid: (v: { value: string }): BrokenRule => ({
-    rule: 'Format', text: 'must be a duration such as 15s, or a number of nanoseconds', consul: decodeFailed(`time: invalid duration ${JSON.stringify(v.value)}`),
+  /** `goError`: what Go's time.ParseDuration says of the value. */
+  lockDelayInvalid: (v: { goError: string }): BrokenRule => ({
+    rule: 'Format', text: 'must be a duration such as 15s, or a number of nanoseconds', consul: decodeFailed(v.goError),
   }),
   /** `minText`: the smallest TTL as Go prints a duration. */
   sessionTtlOutOfRange: (v: { ttlMsMin: number; ns: number; minText: string }): BrokenRule => ({

@@ -9,7 +9,7 @@ import { RegistryError } from '../domain/errors.ts';
 import { checkOutputBytesMax } from '../domain/limits.ts';
 import type { CheckDefinition, CheckKind, CheckStatus } from '../domain/types.ts';
 import { metaProblem } from '../domain/meta-rules.ts';
-import { formatGoDuration, goDurationMaxText, goDurationRule, nsInRange, readGoDuration } from '../util/duration.ts';
+import { formatGoDuration, goDurationMaxText, goDurationRule, goInvalidDuration, nsInRange, readGoDuration, type GoDuration } from '../util/duration.ts';
 import { FieldErrors } from './body.ts';
 import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes/index.ts';
 
@@ -97,11 +97,12 @@ class Reader {
   durationMs(field: string): number {
     const v = this.raw[field];
     if (v === undefined || v === null || v === '') return 0;
-    const read = typeof v === 'number' ? (nsInRange(v) ? { ns: v } : { problem: 'range' as const })
-      : typeof v === 'string' ? readGoDuration(v) : { problem: 'format' as const };
+    const read: GoDuration = typeof v === 'string' ? readGoDuration(v)
+      : typeof v === 'number' && nsInRange(v) ? { ns: v }
+      : { problem: typeof v === 'number' ? 'range' : 'format', goError: goInvalidDuration(String(v)) };
     if ('problem' in read) {
       const [rule, text] = read.problem === 'range' ? ['Range', `must be at most ${goDurationMaxText}`] : ['Format', goDurationRule];
-      this.errors.broke(this.name(field), 'durationInvalid', { rule, text, value: String(v) });
+      this.errors.broke(this.name(field), 'durationInvalid', { rule, text, goError: read.goError });
       return 0;
     }
     const ns = read.ns;

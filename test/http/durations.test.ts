@@ -89,6 +89,31 @@ describe('consul dialect', () => {
     expect(r.status).toBe(400);
     expect(r.text).toBe('Request decode failed: time: invalid duration "1000000000h"');
   });
+
+  const decodeFailed = (goError: string) => `Request decode failed: ${goError}`;
+  const session = (path: string) => ['/v1/session/create', path] as const;
+  const check = (path: string) => ['/v1/agent/check/register', path] as const;
+  // Each duration the consul dialect reads, with a text of each kind Go's time.ParseDuration refuses, and its words.
+  test.each([
+    [...session('TTL'), { TTL: '20' }, 500, 'Session TTL \'20\' invalid: time: missing unit in duration "20"'],
+    [...session('TTL'), { TTL: '5x' }, 500, 'Session TTL \'5x\' invalid: time: unknown unit "x" in duration "5x"'],
+    [...session('TTL'), { TTL: 'soon' }, 500, 'Session TTL \'soon\' invalid: time: invalid duration "soon"'],
+    [...session('TTL'), { TTL: '99999999999h' }, 500, 'Session TTL \'99999999999h\' invalid: time: invalid duration "99999999999h"'],
+    [...session('LockDelay'), { LockDelay: '1500000000' }, 400, decodeFailed('time: missing unit in duration "1500000000"')],
+    [...session('LockDelay'), { LockDelay: '5 s' }, 400, decodeFailed('time: unknown unit " s" in duration "5 s"')],
+    [...session('LockDelay'), { LockDelay: '.s' }, 400, decodeFailed('time: invalid duration ".s"')],
+    [...check('Interval'), { Name: 'd', HTTP: 'http://127.0.0.1:1/', Interval: '10' }, 400, decodeFailed('time: missing unit in duration "10"')],
+    [...check('Interval'), { Name: 'd', HTTP: 'http://127.0.0.1:1/', Interval: '\u0663s' }, 400, decodeFailed('time: invalid duration "\\xd9\\xa3s"')],
+    [...check('Timeout'), { Name: 'd', TCP: '127.0.0.1:1', Interval: '10s', Timeout: '3q' }, 400, decodeFailed('time: unknown unit "q" in duration "3q"')],
+    [...check('TTL'), { Name: 'd', TTL: '1.5' }, 400, decodeFailed('time: missing unit in duration "1.5"')],
+    [...check('DeregisterCriticalServiceAfter'), { Name: 'd', TTL: '10s', DeregisterCriticalServiceAfter: '90 m' }, 400,
+      decodeFailed('time: unknown unit " m" in duration "90 m"')],
+    ['/v1/agent/service/register', 'a service check\'s Interval', { Name: 'd', Check: { HTTP: 'http://127.0.0.1:1/', Interval: '10' } }, 400,
+      decodeFailed('time: missing unit in duration "10"')],
+  ] as const)('%s %s: Go\'s own words (%j)', async (path, _field, body, status, text) => {
+    const r = await call(agent.url, 'PUT', path, body);
+    expect([r.status, r.text]).toEqual([status, text]);
+  });
 });
 
 describe('configuration durations', () => {

@@ -9,7 +9,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import { canonicalCheckId, gossipCheckId, lockDelayMsDefault, lockDelayMsMax, sessionTtlMsMax } from '../../domain/limits.ts';
 import type { Session } from '../../domain/types.ts';
 import type { RegistryState, Result } from '../../state/index.ts';
-import { nsInRange, parseGoDurationNs, readGoDuration } from '../../util/duration.ts';
+import { goInvalidDuration, nsInRange, readGoDuration, type GoDuration } from '../../util/duration.ts';
 import type { ApiContext } from '../api.ts';
 import { field, FieldErrors, jsonObject } from '../body.ts';
 import { awaitQuery, checkDatacenter, parseQueryOptions, queryOptionParameters } from '../query.ts';
@@ -38,13 +38,14 @@ const nsPerMs = 1e6;
 // ---------------------------------------------------------------- create
 
 function parseLockDelay(value: unknown, errors: FieldErrors, dialect: ApiContext['dialect']): number {
-  let ns: number | undefined;
-  if (typeof value === 'number' && nsInRange(value)) ns = Math.trunc(value);
-  else if (typeof value === 'string') ns = parseGoDurationNs(value);
-  if (ns === undefined) {
-    errors.broke('LockDelay', 'lockDelayInvalid', { value: String(value) });
+  const read: GoDuration = typeof value === 'string' ? readGoDuration(value)
+    : typeof value === 'number' && nsInRange(value) ? { ns: Math.trunc(value) }
+    : { problem: 'format', goError: goInvalidDuration(String(value)) };
+  if ('problem' in read) {
+    errors.broke('LockDelay', 'lockDelayInvalid', { goError: read.goError });
     return 0;
   }
+  let ns = read.ns;
   // Consul reads values below 1µs as seconds ("20" means 20s), a compatibility rule kept in both dialects.
   if (Math.abs(ns) < 1000) ns *= 1e9;
   if (dialect === 'seed' && (ns < 0 || ns > lockDelayMsMax * nsPerMs)) {
@@ -60,12 +61,11 @@ function parseTtl(value: unknown, errors: FieldErrors, ttlMsMin: number): { ttl:
     return { ttl: '', ttlMs: 0 };
   }
   const read = readGoDuration(value);
-  const ns = 'ns' in read ? read.ns : undefined;
-  if (ns === undefined) {
-    const tooLong = 'problem' in read && read.problem === 'range';
-    errors.broke('TTL', 'sessionTtlInvalid', { tooLong, ttlMsMin, value });
+  if ('problem' in read) {
+    errors.broke('TTL', 'sessionTtlInvalid', { tooLong: read.problem === 'range', ttlMsMin, value, goError: read.goError });
     return { ttl: '', ttlMs: 0 };
   }
+  const ns = read.ns;
   // A zero duration ("0", "0s", "0ms", ...) is no TTL, and its text is kept as given, as Consul keeps it.
   if (ns === 0) return { ttl: value, ttlMs: 0 };
   const ms = ns / nsPerMs;
