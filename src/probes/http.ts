@@ -77,11 +77,17 @@ interface Hop {
   body: string | undefined;
   /** Host header override; kept across a redirect only to a relative Location, as Go does. */
   host: string | undefined;
+  /** Whether the check's credential headers (credentialHeaders) go with this request (see redirectHop). */
+  credentials: boolean;
 }
+
+/** The headers Go's http.Client sends on a redirect only to the first request's host or a subdomain of it. */
+const credentialHeaders = new Set(['authorization', 'www-authenticate', 'cookie', 'cookie2']);
 
 async function exchange(o: HttpProbeOptions, method: string, deadline: Deadline): Promise<ProbeResult> {
   const op = urlErrorOp(method);
-  let hop: Hop = { url: new URL(o.url), urlText: o.url, method, body: o.body || undefined, host: hostHeader(o.header) };
+  const first = new URL(o.url);
+  let hop: Hop = { url: first, urlText: o.url, method, body: o.body || undefined, host: hostHeader(o.header), credentials: true };
   for (let redirects = 0; ; ) {
     let res: http.IncomingMessage;
     try {
@@ -98,7 +104,7 @@ async function exchange(o: HttpProbeOptions, method: string, deadline: Deadline)
     res.destroy();
     redirects += 1;
     if (redirects >= httpRedirectsMax) return critical(`${op} "${location}": stopped after ${httpRedirectsMax} redirects`);
-    const next = redirectHop(hop, res.statusCode ?? 0, location);
+    const next = redirectHop(hop, res.statusCode ?? 0, location, first);
     if (typeof next === 'string') return critical(`${op} "${location}": ${next}`);
     hop = next;
   }
@@ -121,8 +127,13 @@ function hostHeader(header: Record<string, string[]> | undefined): string | unde
   return entry?.[1][0] || undefined;
 }
 
-/** Go's redirectBehavior: 301/302/303 turn into a bodiless GET (HEAD stays HEAD), 307/308 repeat method and body. */
-function redirectHop(hop: Hop, status: number, location: string): Hop | string {
+/**
+ * Go's redirectBehavior: 301/302/303 turn into a bodiless GET (HEAD stays HEAD), 307/308 repeat method and
+ * body. Every header of the check goes to the next hop too, except the credential headers: as in Go's
+ * http.Client, they stop at the first hop whose host is neither the first request's host nor a subdomain of
+ * it (ports aside), and are not sent again on that exchange even if a later hop comes back.
+ */
+function redirectHop(hop: Hop, status: number, location: string, first: URL): Hop | string {
   let url: URL;
   try {
     url = new URL(location, hop.url);
@@ -134,7 +145,20 @@ function redirectHop(hop: Hop, status: number, location: string): Hop | string {
   const keepsMethod = status === 307 || status === 308;
   const method = keepsMethod || hop.method === 'HEAD' ? hop.method : 'GET';
   const relative = !/^[a-z][a-z0-9+.-]*:/i.test(location) && !location.startsWith('//');
-  return { url, urlText: url.href, method, body: keepsMethod ? hop.body : undefined, host: relative ? hop.host : undefined };
+  const credentials = hop.credentials && isDomainOrSubdomain(bareHost(url), bareHost(first));
+  return { url, urlText: url.href, method, body: keepsMethod ? hop.body : undefined, host: relative ? hop.host : undefined, credentials };
+}
+
+/** The URL's host name without the brackets of an IPv6 address (Go's URL.Hostname). */
+function bareHost(url: URL): string {
+  return url.hostname.replace(/^\[(.*)\]$/, '$1');
+}
+
+/** `sub` is `parent` or ends in `.parent`; never for an IP address with a colon or a zone. */
+function isDomainOrSubdomain(sub: string, parent: string): boolean {
+  if (sub === parent) return true;
+  if (sub.includes(':') || sub.includes('%')) return false;
+  return sub.endsWith(`.${parent}`);
 }
 
 function requestHeaders(o: HttpProbeOptions, hop: Hop): http.OutgoingHttpHeaders {
@@ -143,6 +167,7 @@ function requestHeaders(o: HttpProbeOptions, hop: Hop): http.OutgoingHttpHeaders
   const names = new Set<string>();
   for (const [name, values] of Object.entries(o.header ?? {})) {
     if (name.toLowerCase() === 'host' || values.length === 0) continue;
+    if (!hop.credentials && credentialHeaders.has(name.toLowerCase())) continue;
     headers[name] = values.length === 1 ? values[0] : [...values];
     names.add(name.toLowerCase());
   }
@@ -154,7 +179,7 @@ function requestHeaders(o: HttpProbeOptions, hop: Hop): http.OutgoingHttpHeaders
 }
 
 function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<http.IncomingMessage> {
-  const hostname = hop.url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const hostname = bareHost(hop.url);
   const options: https.RequestOptions = {
     method: hop.method,
     headers: requestHeaders(o, hop),
