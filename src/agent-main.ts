@@ -173,7 +173,9 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   });
   await checkAddressesFree(config);
   const log = await openLog(config, dataDir, clock, logger, reclaim);
-  let shutdown: (signal: string) => void = () => {};
+  // A leave asked before the shutdown below is in place is carried out once it is.
+  let asked: string | undefined;
+  let shutdown: (signal: string) => void = (signal) => { asked = signal; };
   const agent = await assembleAgent(config, {
     log, clock, nodeId, logger, logTap, reread, definitionsStore: dataDirRecordStore(dataDir, logger),
     onFatal: () => process.exit(70),
@@ -187,22 +189,14 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   } else {
     await markEmbeddedDataDir(dataDir).catch((err: unknown) => logger.warn({ err, dataDir }, 'could not mark the data dir as holding the embedded log; a start that finds it gone will not be refused'));
   }
-  let stopping = false;
-  shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    agent.stop({ leaving: signal === 'leave' }).then(
-      () => { logger.info('stopped'); logger.flush(); process.exit(0); },
-      (err: unknown) => { logger.error({ err }, 'shutdown failed'); logger.flush(); process.exit(1); },
-    );
-  };
+  shutdown = shutdownOf(agent, logger);
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   // Announced only now: a supervisor that stops the agent as soon as it reads this line must find the
   // signal handled (before process.on, SIGTERM's default action ends the process with no exit code).
   // Written at every log level but silent: it is what a supervisor or a person waits for.
   logTap.always((l) => l.info({ dataDir, dialect: config.dialect, index: runtime.state.index, cluster: config.nats.length > 0 }, `roster listening http=${http.url} grpc=${grpc.address}`));
+  if (asked !== undefined) shutdown(asked);
   // A reload that fails leaves the agent running as it was; the reason is logged.
   const reload = (why: string) => {
     logger.info({ signal: 'SIGHUP' }, why);
@@ -215,6 +209,20 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   } else if (early.beforeRead > 0) {
     logger.info({ signal: 'SIGHUP' }, 'SIGHUP came while the agent started, before it read its configuration: the configuration read is in effect');
   }
+}
+
+/** Stops the agent once, on a signal or a leave, and exits 0 (1 when the stop failed). */
+function shutdownOf(agent: { stop(o?: { leaving?: boolean }): Promise<void> }, logger: ReturnType<typeof createLogger>['logger']): (signal: string) => void {
+  let stopping = false;
+  return (signal) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    agent.stop({ leaving: signal === 'leave' }).then(
+      () => { logger.info('stopped'); logger.flush(); process.exit(0); },
+      (err: unknown) => { logger.error({ err }, 'shutdown failed'); logger.flush(); process.exit(1); },
+    );
+  };
 }
 
 /**

@@ -92,6 +92,9 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     profiler: new Profiler(() => config.enableDebug),
     host: () => hostInfo(resolve(config.dataDir)),
   };
+  // The HTTP server answers before the agent has joined its cluster: reload, leave and force-leave wait for that.
+  let assembled: (ops: AgentOperations) => void = () => {};
+  ctx.operations = onceAssembled(new Promise((resolve) => { assembled = resolve; }));
   const gate = config.auth ? new AuthGate(config.auth) : undefined;
   // One limiter for the HTTP API and the stream's upgrades: a caller's requests and upgrades share its window.
   const rateLimit = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
@@ -129,7 +132,7 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
     await runtime.stop();
     await membership.stop();
   };
-  ctx.operations = agentOperations(reload, parts.onLeave ?? (() => void stop({ leaving: true })), membership, runtime);
+  assembled(agentOperations(reload, parts.onLeave ?? (() => void stop({ leaving: true })), membership, runtime));
   return { runtime, http: server, grpc, stream, membership, metrics, reload, stop };
 }
 
@@ -139,6 +142,19 @@ function agentOperations(reload: () => Promise<ReloadOutcome>, onLeave: () => vo
     // After the answer has been written: stopping closes the HTTP server.
     leave: () => void setTimeout(onLeave, leaveAnswerMs),
     forceLeave: (node, prune) => forceLeave(membership, runtime.nodeHealth, node, prune),
+  };
+}
+
+/**
+ * The operations as the HTTP server offers them from its first answer: each waits until the agent is
+ * assembled (its membership joined, its reload ready), which takes about two seconds in a cluster. A leave
+ * asked meanwhile is answered at once and stops the agent once it is assembled.
+ */
+function onceAssembled(ops: Promise<AgentOperations>): AgentOperations {
+  return {
+    reload: async () => (await ops).reload(),
+    leave: () => void ops.then((o) => o.leave()),
+    forceLeave: async (node, prune) => (await ops).forceLeave(node, prune),
   };
 }
 
