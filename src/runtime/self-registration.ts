@@ -126,16 +126,27 @@ function liveHolder(state: RegistryState, members: readonly Member[], self: Self
  */
 export function selfRegistration(state: RegistryState, self: Self, logger: Logger, reclaim: boolean): CatalogRegister {
   const holder = state.nodeHoldingId(self.id, self.name)?.node;
-  if (holder !== undefined) {
-    logger.warn({ id: self.id, holder }, reclaim
-      ? 'this node\'s ID was held by another node: that node is removed from the catalog'
-      : 'this node\'s ID is also held by another node (is one data dir copied?); both are kept');
-  }
+  if (holder !== undefined && reclaim) warnReplaced(state, self.id, holder, logger);
+  if (holder !== undefined && !reclaim) logger.warn({ id: self.id, holder }, 'this node\'s ID is also held by another node (is one data dir copied?); both are kept');
   const replaces = reclaim ? holder : undefined;
   return {
     t: 'catalog.register', node: self.name, id: self.id, address: self.address, meta: { ...self.meta }, ...(replaces !== undefined ? { replaces } : {}),
     checks: [{ checkId: gossipCheckId, name: gossipCheckName, status: 'passing', notes: '', output: gossipCheckOutputAlive }],
   };
+}
+
+/**
+ * What replacing the holder of this node's ID ends (catalog.ts removes the node): its services with their
+ * checks, and every session on it, bound to checks or not, each applying its Behavior to the locks it holds.
+ */
+function warnReplaced(state: RegistryState, id: string, holder: string, logger: Logger): void {
+  const sessions = state.sessionsOfNode(holder);
+  const locks = sessions.reduce((n, s) => n + (state.locksBySession.get(s.id)?.size ?? 0), 0);
+  const services = state.servicesOfNode(holder).length;
+  logger.warn({ id, holder, services, sessions: sessions.length, locks },
+    `this node's ID was held by another node: that node is removed from the catalog (node ${holder}, not running: this node's former name, or the node whose data dir this one was copied from): `
+    + `its ${services} service(s) with their checks go, and its ${sessions.length} session(s) are invalidated, every one, bound to checks or not, `
+    + `releasing or deleting (by each session's Behavior) the ${locks} lock(s) they hold`);
 }
 
 /**

@@ -4,7 +4,8 @@
 // changes. An ID moved from a node that is not live renames it, as in Consul: the old node goes with its
 // checks and the sessions bound to them. An agent whose node a client deregisters, or whose address or
 // gossip check a client changes, registers itself again; one restarted under a new name on its data dir
-// replaces its old node instead of leaving it behind. The data dir's node-id file: written whole on a
+// replaces its old node instead of leaving it behind, which ends every session of the old name (bound to a
+// check or not, its locks released) and says in its log how many sessions, locks and services it ended. The data dir's node-id file: written whole on a
 // first start; an empty one (lost to a crash) is replaced; one holding something else than a UUID stops
 // the start (exit 2, naming the file) and is left as it is.
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -96,17 +97,28 @@ describe('an agent owns its node', () => {
     }
   });
 
-  test('restarted under a new name on its data dir, it replaces its old node', async () => {
+  test('restarted under a new name on its data dir, it replaces its old node, ending every session of the old name and saying how many', async () => {
     const first = await startAgent();
     try {
       expect(await nodeNamed(first, 'node1')).toMatchObject({ ID: idOf(first) });
+      // Sessions of the old name, one bound to no check at all, holding a lock, and a service.
+      const unbound = (await call(first.url, 'PUT', '/v1/session/create', { NodeChecks: [], TTL: '3600s' })).json<{ ID: string }>().ID;
+      const bound = (await call(first.url, 'PUT', '/v1/session/create', {})).json<{ ID: string }>().ID;
+      expect((await call(first.url, 'PUT', `/v1/kv/jobs/U?acquire=${unbound}`, 'x')).text).toBe('true');
+      expect((await call(first.url, 'PUT', '/v1/agent/service/register', { ID: 'web-1', Name: 'web' })).status).toBe(200);
       await first.stop();
       const renamed = await startAgent({ dataDir: first.dataDir, args: ['--node-name', 'node9'] });
       try {
         const all = await nodes(renamed);
         expect(all.map((n) => [n.Node, n.ID])).toEqual([['node9', idOf(renamed)]]);
         expect(idOf(renamed)).toBe(idOf(first));
-        expect(renamed.output()).toContain('this node\'s ID was held by another node: that node is removed from the catalog');
+        const sessions = (await call(renamed.url, 'GET', '/v1/session/list')).json<{ ID: string }[]>().map((x) => x.ID);
+        expect(sessions.filter((id) => id === unbound || id === bound)).toEqual([]);
+        expect((await call(renamed.url, 'GET', '/v1/kv/jobs/U')).json<{ Session?: string }[]>()[0]?.Session).toBeUndefined();
+        const warning = renamed.output().split('\n').find((l) => l.includes('this node\'s ID was held by another node: that node is removed from the catalog'));
+        expect(warning).toBeDefined();
+        expect(JSON.parse(warning!)).toMatchObject({ holder: 'node1', services: 1, sessions: 2, locks: 1 });
+        expect(warning).toContain('its 2 session(s) are invalidated, every one, bound to checks or not');
       } finally { await renamed.stop(); }
     } finally { first.cleanup(); }
   });
