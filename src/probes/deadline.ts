@@ -1,6 +1,8 @@
 /** One signal that fires on the probe's own timeout or on the caller's abort, remembering which. */
-import { setLongTimeout } from '../util/timer.ts';
+import { setLongTimeout, type LongTimer } from '../util/timer.ts';
 import { formatGoDuration } from './go-text.ts';
+import { probeStopGraceMs } from './limits.ts';
+import { critical, type Probe, type ProbeResult } from './types.ts';
 
 export type StopReason = 'timeout' | 'canceled';
 
@@ -46,4 +48,33 @@ export function startDeadline(timeoutMs: number | undefined, outer: AbortSignal 
 export function stoppedRunText(reason: StopReason, timeoutMs: number | undefined, output: string): string {
   const head = reason === 'timeout' ? `Timed out (${formatGoDuration(timeoutMs ?? 0)}) running check` : 'Canceled running check';
   return output === '' ? head : `${head}\n\n${output}`;
+}
+
+/**
+ * The probe, settled in time whatever it does: each probe stops at its deadline and settles with its own
+ * text, and if it has not settled probeStopGraceMs after its timeout (or after the caller's abort) it is
+ * settled for it, critical `Timed out (10s) running check` (`Canceled running check`). So a probe that a
+ * target keeps waiting in a way it does not see (an answer the probe never hears end) still ends, and
+ * with it whatever it holds for its caller (a probe slot). timeoutMs undefined: no timeout of its own,
+ * only the caller's abort ends it.
+ */
+export function settledInTime(probe: Probe, timeoutMs: number | undefined): Probe {
+  return (signal) => {
+    let timer: LongTimer | undefined;
+    let onAbort = () => {};
+    const forced = new Promise<ProbeResult>((resolve) => {
+      const arm = (ms: number, reason: StopReason) => {
+        timer?.clear();
+        timer = setLongTimeout(() => resolve(critical(stoppedRunText(reason, timeoutMs, ''))), ms, false);
+      };
+      if (timeoutMs !== undefined) arm(timeoutMs + probeStopGraceMs, 'timeout');
+      onAbort = () => arm(probeStopGraceMs, 'canceled');
+    });
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    return Promise.race([probe(signal), forced]).finally(() => {
+      timer?.clear();
+      signal?.removeEventListener('abort', onAbort);
+    });
+  };
 }

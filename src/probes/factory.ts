@@ -2,8 +2,10 @@
 import type { HealthCheck } from '../domain/types.ts';
 import type { Probe, ProbeFactory } from '../ports/probe.ts';
 import { containerExecProbe } from './container-exec.ts';
+import { settledInTime } from './deadline.ts';
 import { grpcProbe } from './grpc.ts';
 import { httpProbe } from './http.ts';
+import { grpcTimeoutMsDefault, httpTimeoutMsDefault, scriptTimeoutMsDefault, tcpTimeoutMsDefault } from './limits.ts';
 import { scriptProbe } from './script.ts';
 import { tcpProbe } from './tcp.ts';
 
@@ -22,7 +24,25 @@ export function probeFactory(scriptsAllowed: () => boolean): ProbeFactory {
   return (check) => ((check.type === 'script' || check.type === 'docker') && !scriptsAllowed() ? scriptsDisabled : probeFor(check));
 }
 
+/** The probe of a check, settled by its timeout whatever it does (settledInTime); undefined for kinds nothing probes. */
 export function probeFor(check: HealthCheck): Probe | undefined {
+  const probe = probeOf(check);
+  return probe === undefined ? undefined : settledInTime(probe, timeoutOf(check));
+}
+
+/** The timeout a check's probe runs with: its own, else its kind's default (none for container exec). */
+function timeoutOf(check: HealthCheck): number | undefined {
+  if (check.definition.timeoutMs > 0) return check.definition.timeoutMs;
+  switch (check.type) {
+    case 'http': return httpTimeoutMsDefault;
+    case 'tcp': return tcpTimeoutMsDefault;
+    case 'grpc': return grpcTimeoutMsDefault;
+    case 'script': return scriptTimeoutMsDefault;
+    default: return undefined;
+  }
+}
+
+function probeOf(check: HealthCheck): Probe | undefined {
   const d = check.definition;
   const timeout = d.timeoutMs > 0 ? { timeoutMs: d.timeoutMs } : {};
   const outputBytesMax = d.outputMaxSize;

@@ -8,6 +8,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import type { Duplex, Readable } from 'node:stream';
 import type { CheckDefinition } from '../domain/types.ts';
 import { startDeadline, type Deadline, type StopReason } from './deadline.ts';
 import { dialErrorText, isDialError, systemError, urlErrorOp, type SystemError } from './go-text.ts';
@@ -89,19 +90,20 @@ async function exchange(o: HttpProbeOptions, method: string, deadline: Deadline)
   const first = new URL(o.url);
   let hop: Hop = { url: first, urlText: o.url, method, body: o.body || undefined, host: hostHeader(o.header), credentials: true };
   for (let redirects = 0; ; ) {
-    let res: http.IncomingMessage;
+    let answer: Answer;
     try {
-      res = await send(hop, o, deadline.signal);
+      answer = await send(hop, o, deadline.signal);
     } catch (err) {
       const why = deadline.reason !== undefined ? stoppedText(deadline.reason) : transportErrorText(err, hop.url);
       return critical(`${op} "${hop.urlText}": ${why}`);
     }
+    const { res } = answer;
     const location = res.headers.location;
     if (o.disableRedirects || !redirectStatuses.has(res.statusCode ?? 0) || !location) {
-      const body = await readTail(res, o.outputBytesMax ?? outputBytesMaxDefault, deadline.signal);
+      const body = await readTail(answer, o.outputBytesMax ?? outputBytesMaxDefault, deadline.signal);
       return { status: statusForHttp(res.statusCode ?? 0), output: `HTTP ${method} ${o.url}: ${statusLine(res)} Output: ${body.text()}` };
     }
-    res.destroy();
+    answer.body.destroy();
     redirects += 1;
     if (redirects >= httpRedirectsMax) return critical(`${op} "${location}": stopped after ${httpRedirectsMax} redirects`);
     const next = redirectHop(hop, res.statusCode ?? 0, location, first);
@@ -178,7 +180,23 @@ function requestHeaders(o: HttpProbeOptions, hop: Hop): http.OutgoingHttpHeaders
   return headers;
 }
 
-function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<http.IncomingMessage> {
+/**
+ * The final answer to one request and where its body is read from: the response itself, or, for a 101
+ * Switching Protocols (and any answer to CONNECT), the connection it hands over, as Go's transport gives it
+ * as the body. `head` is what arrived after the answer's headers on that connection.
+ */
+interface Answer {
+  res: http.IncomingMessage;
+  body: Readable;
+  head?: Buffer;
+}
+
+/**
+ * Sends one request; settles on every way it can end. Node ends a request in one of 'response', 'upgrade'
+ * (a 101), 'connect' (CONNECT) or 'error', and, when it closes the connection of a 101 or a CONNECT
+ * nothing listens for, in 'close' alone: that one rejects here as a connection closed before an answer.
+ */
+function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<Answer> {
   const hostname = bareHost(hop.url);
   const options: https.RequestOptions = {
     method: hop.method,
@@ -191,29 +209,37 @@ function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<http.
   };
   return new Promise((resolve, reject) => {
     const request = hop.url.protocol === 'https:' ? https.request(hop.url, options) : http.request(hop.url, options);
-    request.once('response', resolve);
+    const switched = (res: http.IncomingMessage, socket: Duplex, head: Buffer) => resolve({ res, body: socket, head });
+    request.once('response', (res: http.IncomingMessage) => resolve({ res, body: res }));
+    request.once('upgrade', switched);
+    request.once('connect', switched);
     request.once('error', reject);
+    request.once('close', () => reject(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })));
     request.end(hop.body);
   });
 }
 
 /**
- * Reads the body into a TailBuffer. A body cut short (timeout, reset) still gives what arrived: Go's
- * check logs the read error and reports the status with the partial body.
+ * Reads the body into a TailBuffer, and closes its connection once read. A body cut short (timeout, reset)
+ * still gives what arrived: Go's check logs the read error and reports the status with the partial body.
  */
-function readTail(res: http.IncomingMessage, bytesMax: number, signal: AbortSignal): Promise<TailBuffer> {
+function readTail(answer: Answer, bytesMax: number, signal: AbortSignal): Promise<TailBuffer> {
+  const { body, head } = answer;
   const tail = new TailBuffer(bytesMax);
+  if (head !== undefined && head.length > 0) tail.push(head);
   return new Promise((resolve) => {
-    const stop = () => res.destroy();
+    const stop = () => body.destroy();
     const finish = () => {
       signal.removeEventListener('abort', stop);
+      body.destroy();
       resolve(tail);
     };
-    res.on('data', (chunk: Buffer) => tail.push(chunk));
-    res.once('end', finish);
-    res.once('close', finish);
-    res.on('error', () => {});
-    if (signal.aborted) stop();
+    body.on('data', (chunk: Buffer) => tail.push(chunk));
+    body.once('end', finish);
+    body.once('close', finish);
+    body.on('error', () => {});
+    if (body.destroyed) finish();
+    else if (signal.aborted) stop();
     else signal.addEventListener('abort', stop, { once: true });
   });
 }

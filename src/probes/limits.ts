@@ -7,6 +7,12 @@ export const grpcTimeoutMsDefault = 10_000;
 /** registry.md Limits: script check timeout 30 seconds. Container exec has none by default (Consul's docker check). */
 export const scriptTimeoutMsDefault = 30_000;
 
+/**
+ * How long a probe may go on past its timeout (or its caller's abort) before it is settled for it
+ * (settledInTime): time for a probe that stopped at its deadline to report its own result.
+ */
+export const probeStopGraceMs = 1000;
+
 /** registry.md Limits "script check output 4 KB"; consul-compat.md §4 Output cap (check_output_max_size 4096). */
 export const outputBytesMaxDefault = 4096;
 

@@ -183,21 +183,22 @@ export class CheckOwner {
     if (check === undefined || check.generation !== runner.generation || runner.abort.signal.aborted) return;
     const probe = this.o.probeFor(check);
     if (probe !== undefined) {
-      if (!(await this.probeSlots.acquire(runner.abort.signal))) return;
       const startedMs = performance.now();
-      let result;
-      try {
-        result = await probe(runner.abort.signal);
-      } finally {
-        this.probeSlots.release();
-      }
-      if (runner.abort.signal.aborted) return;
+      const signal = runner.abort.signal;
+      // A probe never throws; should one, its check reads critical rather than stop being probed.
+      const result = await this.probeSlots.run(signal, () => probe(signal).catch((err: unknown) => this.probeFailed(check, err)));
+      if (result === undefined || signal.aborted) return;
       this.o.observer?.checkRan?.(check.type, result.status, (performance.now() - startedMs) / 1000);
       await this.inTurn(runner, () => this.proposeResult(checkId, runner, result.status, result.output));
     }
     if (this.runners.get(checkId) === runner && !runner.abort.signal.aborted) {
       this.schedule(checkId, runner, Math.max(check.definition.intervalMs, this.intervalMsMin));
     }
+  }
+
+  private probeFailed(check: HealthCheck, err: unknown): { status: CheckStatus; output: string } {
+    this.o.logger.warn({ err, checkId: check.checkId }, 'check probe failed');
+    return { status: 'critical', output: `probe failed: ${err instanceof Error ? err.message : String(err)}` };
   }
 
   /** Runs `write` after the runner's writes before it. */

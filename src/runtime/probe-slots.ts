@@ -45,6 +45,25 @@ export class ProbeSlots {
     });
   }
 
+  /**
+   * Runs `work` in a slot: waits for one, then holds it until `work` settles or `signal` aborts, whichever
+   * comes first, so a caller that gives up on its work (a check deregistered or replaced) frees the slot at
+   * once, whatever the work goes on doing. Resolves undefined when `signal` aborted first; rejects as `work` does.
+   */
+  async run<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T | undefined> {
+    if (!(await this.acquire(signal))) return undefined;
+    let onAbort = () => {};
+    const aborted = new Promise<undefined>((resolve) => { onAbort = () => resolve(undefined); });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await Promise.race([work(), aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      this.release();
+    }
+  }
+
   release(): void {
     this.running--;
     this.wake();
