@@ -3,7 +3,9 @@
 // key, session and check equals the source's, every ModifyIndex is the restore entry's and later writes go
 // above it; blocking queries wake; a damaged or truncated file is refused with nothing changed; the restored
 // state survives SIGKILL and a restart (replay of the log). A snapshot too large for one log entry travels as
-// a file beside the WAL and restores the same way.
+// a file beside the WAL and restores the same way. Fencing tokens (an acquire's X-Consul-Index) grow within
+// one log, a restore into it included; a restore into another log continues from that log's index, below the
+// tokens the file's log handed out, which is why fenced resources are reset after such a move.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -144,5 +146,35 @@ describe('restore into a fresh agent', () => {
     target = await startAgent({ dataDir: target.dataDir });
     const got = await Promise.all(lists.slice(0, 2).map((p) => listed(target, p)));
     expect(got).toEqual(expected);
+  }, 60_000);
+});
+
+describe('fencing tokens across a restore', () => {
+  /** An acquire of `key` through `agent` with a new session; its fencing token (the acquire's X-Consul-Index). */
+  async function tokenOf(agent: Agent, key: string): Promise<number> {
+    const c = client(agent);
+    const r = await c.put(`/v1/kv/${key}?acquire=${await c.session({ Name: 'fenced', LockDelay: '0s' })}`, 'x');
+    expect(r.text).toBe('true');
+    return Number(r.headers.get('x-consul-index'));
+  }
+
+  test('they grow within one log, a restore into it included; restored into another log they start from its index, below the file\'s', async () => {
+    const highest = await tokenOf(source, 'fenced/a');
+    const file = (await client(source).get('/v1/snapshot')).body;
+    // Another log: a fresh agent, far behind the source's.
+    const fresh = await startAgent();
+    try {
+      const restored = (await client(fresh).put('/v1/snapshot', file)).json<{ Index: number }>().Index;
+      const there = await tokenOf(fresh, 'fenced/b');
+      expect(there).toBeGreaterThan(restored);
+      expect(there).toBeLessThan(highest);
+    } finally {
+      await fresh.stop();
+      fresh.cleanup();
+    }
+    // The same log: the restore entry and every acquire after it are above every token it gave.
+    const back = (await client(source).put('/v1/snapshot', file)).json<{ Index: number }>().Index;
+    expect(back).toBeGreaterThan(highest);
+    expect(await tokenOf(source, 'fenced/c')).toBeGreaterThan(back);
   }, 60_000);
 });
