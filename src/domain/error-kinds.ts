@@ -66,6 +66,21 @@ export const text = <V>(t: ErrorText<V> | undefined, v: V): string | undefined =
 export const rule = (field: string, r: string): Record<string, unknown> => ({ [field]: [r] });
 export type Reason = { reason: string };
 
+/**
+ * A body's field rules gathered (FieldErrors in src/http), answered as `kind`: their details, a message
+ * naming the field and its first rule (`invalid TTL: …`) or every field (`missing fields: Node, Address`),
+ * and Consul's text and status, those of the first rule broken that has one.
+ */
+export const fieldRefusal = (kind: ErrorKind, word: 'invalid' | 'missing') => entry<{ fields: FieldDetails; consul?: { status: number; text: string } }>({
+  kind, details: (v) => v.fields,
+  message: (v) => {
+    const names = Object.keys(v.fields);
+    const first = v.fields[names[0]!]![0]!;
+    return names.length === 1 ? `${word} ${names[0]}: ${first.slice(first.indexOf(':') + 1)}` : `${word} fields: ${names.join(', ')}`;
+  },
+  consulStatus: (v) => v.consul?.status ?? 400, consulText: (v) => v.consul?.text ?? `Request decode failed: invalid ${Object.keys(v.fields)[0]}`,
+});
+
 /** A path without its trailing parameter: `field` names it in the details, `what` in the message. */
 export const missingInPath = (field: string, consulText: string, what = field, required = 'must not be empty') => entry({
   kind: 'missingParameter', message: `missing ${what} in the path`, details: () => rule(field, `Required:${required}`), consulText,

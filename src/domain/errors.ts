@@ -4,13 +4,13 @@
  * `errorCatalogue` names every error the agent answers with: its class, and both dialects' texts (the
  * seed message with its `details`, and Consul's plain-text body and status where they differ from the
  * class's), each a function of the error's own variables. A throw site names the error and passes its
- * variables only: `throw new RegistryError('kvKeyNotFound', { key })`. The field rules a 1009 answer
- * gathers, with Consul's text for each, are the catalogue's other table (field-rules.ts).
+ * variables only: `throw new RegistryError('kvKeyNotFound', { key })`. The field rules a 1008 or 1009
+ * answer gathers, with Consul's text for each, are the catalogue's other table (field-rules.ts).
  * Expected failures ("did not acquire lock") are values of this type; broken invariants are assertions.
  * The classes and the helpers entries are written with live in error-kinds.ts; the KV and transaction
  * entries in errors-kv.ts and the agent diagnostics' in errors-agent.ts, spread into the catalogue here.
  */
-import { entry, errorKinds, missingInPath, rule, signatureRefusal, text, tokenRefusal, type ErrorEntry, type ErrorKind, type FieldDetails, type Reason } from './error-kinds.ts';
+import { entry, errorKinds, fieldRefusal, missingInPath, rule, signatureRefusal, text, tokenRefusal, type ErrorEntry, type ErrorKind, type Reason } from './error-kinds.ts';
 import { agentErrorCatalogue } from './errors-agent.ts';
 import { kvErrorCatalogue } from './errors-kv.ts';
 
@@ -19,7 +19,6 @@ export type { ErrorEntry, ErrorKind, ErrorText, FieldDetails } from './error-kin
 export type { TxnOpError } from './errors-kv.ts';
 
 const retryAfter = (seconds: number): [string, string][] => [['Retry-After', String(seconds)]];
-const invalid = (field: string, ruleText: string) => `invalid ${field}: ${ruleText.slice(ruleText.indexOf(':') + 1)}`;
 
 /** A field of `rule` with a Go-duration rule text (the rule is the duration parser's). */
 type DurationRule = { rule: string };
@@ -130,15 +129,10 @@ export const errorCatalogue = {
     kind: 'illegalJson', message: 'request body must be a JSON object', details: () => rule('body', 'Type:must be a JSON object'),
     consulText: (v) => `Request decode failed: json: cannot unmarshal ${v.got} into Go value of type ${v.goType}`,
   }),
-  /** Rules broken by fields of a body, gathered (FieldErrors); Consul's text and status are those of the first that has one. */
-  fieldsInvalid: entry<{ fields: FieldDetails; consul?: { status: number; text: string } }>({
-    kind: 'invalidParameter', details: (v) => v.fields,
-    message: (v) => {
-      const names = Object.keys(v.fields);
-      return names.length === 1 ? invalid(names[0]!, v.fields[names[0]!]![0]!) : `invalid fields: ${names.join(', ')}`;
-    },
-    consulStatus: (v) => v.consul?.status ?? 400, consulText: (v) => v.consul?.text ?? `Request decode failed: invalid ${Object.keys(v.fields)[0]}`,
-  }),
+  /** A body's fields, one given with a value breaking a rule: illegal (1009); the details name missing fields too. */
+  fieldsInvalid: fieldRefusal('invalidParameter', 'invalid'),
+  /** A body's fields whose only fault is `Required` ones left out: incomplete (1008). */
+  fieldsMissing: fieldRefusal('missingParameter', 'missing'),
 
   // ------------------------------------------------------------ query parameters
   indexInvalid: entry({

@@ -1,8 +1,9 @@
 /**
  * The field rules of the error catalogue whose breach Consul answers with a text of its own: each gives
- * the rule and text of the 1009 detail (`<Rule>:<text>`) and Consul's status and plain-text body, as
+ * the rule and text of the detail (`<Rule>:<text>`) and Consul's status and plain-text body, as
  * functions of the rule's variables. A body's broken rules are gathered (FieldErrors in src/http) and
- * answered together as `fieldsInvalid`; Consul's answer is that of the first rule broken that has one.
+ * answered together as `fieldsInvalid` (1009), or `fieldsMissing` (1008) when each is a `Required` field
+ * left out; Consul's answer is that of the first rule broken that has one.
  * A rule that Consul does not name (a range, an unsupported field) is added by its rule and text alone.
  */
 

@@ -60,14 +60,19 @@ export function field(obj: Record<string, unknown> | undefined, name: string): {
   return { present: false, value: undefined };
 }
 
-/** Collects per-field rule violations and throws them together as one 1009. */
+/**
+ * Collects per-field rule violations and throws them together: 1008 (parameters incomplete) when the only
+ * fault is that required fields are missing, else 1009 (illegal parameter), the details naming every field.
+ */
 export class FieldErrors {
   private readonly fields: FieldDetails = {};
   private consul: { status: number; text: string } | undefined;
+  private illegal = false;
 
   /** A rule broken on `fieldName` that Consul has no text of its own for. */
   add(fieldName: string, rule: string, text: string): void {
     (this.fields[fieldName] ??= []).push(`${rule}:${text}`);
+    if (rule !== 'Required') this.illegal = true;
   }
 
   /** A rule of the catalogue (src/domain/field-rules.ts) broken on `fieldName`. */
@@ -79,6 +84,6 @@ export class FieldErrors {
 
   throwIfAny(): void {
     if (Object.keys(this.fields).length === 0) return;
-    throw new RegistryError('fieldsInvalid', { fields: this.fields, ...(this.consul ? { consul: this.consul } : {}) });
+    throw new RegistryError(this.illegal ? 'fieldsInvalid' : 'fieldsMissing', { fields: this.fields, ...(this.consul ? { consul: this.consul } : {}) });
   }
 }

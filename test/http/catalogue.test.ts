@@ -25,7 +25,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   bodyTimeout: { bodyTimeoutMs: 5 }, snapshotInvalid: { why: 'w' }, snapshotTooLarge: { why: 'w' }, apiVersionInvalid: undefined, noEndpoint: { method: 'GET', path: '/x' },
   noPage: { method: 'GET', path: '//' }, methodNotAllowed: { method: 'PUT', allowed: ['OPTIONS', 'GET'] }, contentTypeMissing: undefined,
   mediaTypeUnsupported: { contentType: 'text/plain' }, notAcceptable: { accept: 'application/xml', offered: ['application/json'] }, bodyNotJson: { why: 'w' }, bodyNotObject: { got: 'array', goType: 'structs.Session' },
-  fieldsInvalid: { fields: { TTL: ['Format:bad'] } }, indexInvalid: undefined, waitInvalid: rule,
+  fieldsInvalid: { fields: { TTL: ['Format:bad'] } }, fieldsMissing: { fields: { Name: ['Required:x'] } }, indexInvalid: undefined, waitInvalid: rule,
   maxStaleInvalid: { ...rule, value: 'x' }, staleWithConsistent: undefined, cachedWithConsistent: undefined, cacheControlInvalid: { directive: 'max-age' }, noPathToDatacenter: { dc: 'dc9' },
   filterInvalid: { why: 'w' }, listParameterInvalid: { field: 'page', rule: 'Format', why: 'w' }, passingInvalid: { value: 'x' },
   segmentWithWan: undefined, metricsFormatInvalid: { format: 'xml' }, monitorLevelInvalid: { level: 'loud' }, monitorsFull: { max: 64 }, debugDisabled: undefined, profileSecondsInvalid: { text: 'x', max: 300 }, profileBusy: { kind: 'CPU' }, writeOutcomeUnknown: undefined, entryTooLarge: { bytes: 2, max: 1 }, streamOriginRefused: { origin: 'https://evil.example' }, checkIdReserved: { checkId: 'gossipHealth' }, checkOwnerDenied: { checkId: 'service:db' },

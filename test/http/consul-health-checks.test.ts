@@ -98,7 +98,7 @@ describe.each(dialects)('%s dialect', (dialect) => {
           viaClient: null,
           raw: { method: 'PUT', path: '/v1/agent/check/register', body: { ID: 'ac-bad-name', TTL: ttl } },
           consul: { status: 400, text: 'Missing check name' },
-          seed: { status: 400, code: 1009, details: 'Name' },
+          seed: { status: 400, code: 1008, details: 'Name' },
         },
         {
           what: 'a script check without enable_script_checks',

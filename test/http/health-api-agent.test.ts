@@ -171,10 +171,11 @@ describe('health API on one agent', () => {
       expectError(await c.put('/v1/agent/check/update/no-such-check', { Status: 'passing' }), 404, 1006);
     });
 
-    test('validation errors → 400 1009 with details naming the field', async () => {
+    test('validation errors → 400 1009 with details naming the field; a missing Name alone → 400 1008', async () => {
+      const missing = expectError(await c.put('/v1/agent/check/register', { ID: 'v0', TTL: ttl }), 400, 1008);
+      expect(missing.details).toEqual({ Name: ['Required:a check needs a name'] });
       const cases: [string, Record<string, unknown>, string[]][] = [
         ['unknown field', { Name: 'v1', TTL: ttl, Script: 'echo hi' }, ['Script']],
-        ['missing Name', { TTL: ttl }, ['Name']],
         ['bad Status', { Name: 'v2', TTL: ttl, Status: 'sideways' }, ['Status']],
         ['Interval with TTL', { Name: 'v3', TTL: ttl, Interval: '10s' }, ['Interval', 'TTL']],
         ['HTTP without Interval', { Name: 'v4', HTTP: 'http://127.0.0.1:1/' }, ['Interval']],
@@ -308,8 +309,8 @@ describe('health API on one agent', () => {
       expectError(await c.put('/v1/agent/service/deregister/no-such-service'), 404, 1006);
     });
 
-    test('validation errors → 400 1009 (missing Name, Address 0.0.0.0, Weights.Passing 0, a bad check inside); nothing registered', async () => {
-      expectInvalid(await c.put('/v1/agent/service/register', { ID: 'bad-noname', Port: 1 }), 'Name');
+    test('validation errors → 400 1009 (Address 0.0.0.0, Weights.Passing 0, a bad check inside), a missing Name → 400 1008; nothing registered', async () => {
+      expect(expectError(await c.put('/v1/agent/service/register', { ID: 'bad-noname', Port: 1 }), 400, 1008).details).toEqual({ Name: ['Required:a service needs a name'] });
       expectInvalid(await c.put('/v1/agent/service/register', { Name: 'bad-addr', Address: '0.0.0.0' }), 'Address');
       expectInvalid(await c.put('/v1/agent/service/register', { Name: 'bad-weights', Weights: { Passing: 0, Warning: 1 } }), 'Weights');
       expectInvalid(await c.put('/v1/agent/service/register', { Name: 'bad-check', Check: { TTL: ttl, Interval: '10s' } }));
