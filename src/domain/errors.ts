@@ -8,11 +8,13 @@
  * answer gathers, with Consul's text for each, are the catalogue's other table (field-rules.ts).
  * Expected failures ("did not acquire lock") are values of this type; broken invariants are assertions.
  * The classes and the helpers entries are written with live in error-kinds.ts; the KV and transaction
- * entries in errors-kv.ts and the agent diagnostics' in errors-agent.ts, spread into the catalogue here.
+ * entries in errors-kv.ts, the agent diagnostics' in errors-agent.ts and the log's in errors-log.ts, spread
+ * into the catalogue here.
  */
 import { entry, errorKinds, fieldRefusal, missingInPath, rule, signatureRefusal, text, tokenRefusal, type ErrorEntry, type ErrorKind, type Reason } from './error-kinds.ts';
 import { agentErrorCatalogue } from './errors-agent.ts';
 import { kvErrorCatalogue } from './errors-kv.ts';
+import { logErrorCatalogue } from './errors-log.ts';
 
 export { errorKinds } from './error-kinds.ts';
 export type { ErrorEntry, ErrorKind, ErrorText, FieldDetails } from './error-kinds.ts';
@@ -174,6 +176,7 @@ export const errorCatalogue = {
 
   ...kvErrorCatalogue,
   ...agentErrorCatalogue,
+  ...logErrorCatalogue,
 
   // ------------------------------------------------------------ sessions
   sessionIdMissing: missingInPath('session', 'Missing session', 'session id', 'a session id is required'),
@@ -317,9 +320,7 @@ export const errorCatalogue = {
   }),
   authenticationFailed: entry({ kind: 'unknown', message: 'authentication failed' }),
 
-  // ------------------------------------------------------------ the log
-  logOverloaded: busy('the log is overloaded; retry shortly', 'log overloaded'),
-  diskFull: busy('the agent cannot store writes now: no space left on its disk; retry later', 'cannot store writes now: no space left on disk'),
+  // ------------------------------------------------------------ capacity (the log's own refusals: errors-log.ts)
   // No Retry-After: only deletes (or a higher limit) make room, not time.
   stateQuotaExceeded: entry<{ stateBytes: number; stateBytesMax: number }>({
     kind: 'remoteUnavailable', status: 503, consulStatus: 503, consulText: 'state quota exceeded',
@@ -327,22 +328,6 @@ export const errorCatalogue = {
     details: (v) => ({ stateBytes: v.stateBytes, stateBytesMax: v.stateBytesMax }),
   }),
   answersBusy: busy('too many large answers are being sent; retry shortly', 'too many large answers in flight'),
-  dataDirRemoved: busy('the agent cannot store writes now: its data dir was removed or moved and it is writing its state there afresh; retry shortly', 'cannot store writes now: data dir removed'),
-  // No Retry-After: time does not bring a deleted stream back.
-  logStreamGone: entry({
-    kind: 'remoteUnavailable', status: 503, consulStatus: 503, consulText: 'cannot store writes now: log stream deleted',
-    message: 'the agent cannot store writes now: the cluster\'s JetStream stream was deleted on the nats-servers; reads answer from the state this node holds (see the agent\'s log)',
-  }),
-  logStorageFull: busy('the agent cannot store writes now: the cluster\'s nats-servers have no JetStream storage left for its log; retry later',
-    'cannot store writes now: JetStream storage full'),
-  descriptorsShort: busy('the agent cannot store writes now: it is out of file descriptors; retry later', 'cannot store writes now: out of file descriptors'),
-  logFailed: entry({ kind: 'unknown', message: 'internal error: the agent\'s log has failed and accepts no writes; see the agent\'s log, then restart it' }),
-  // No Retry-After: the write may still take effect, so a blind retry could apply it twice; read it back first.
-  writeTimedOut: entry<{ timeoutMs: number }>({
-    kind: 'remoteUnavailable', status: 503, consulStatus: 500,
-    message: (v) => `the write was not confirmed within ${v.timeoutMs} ms (write_timeout): it may still take effect; read it back before retrying`,
-    details: (v) => ({ timeoutMs: v.timeoutMs, outcome: 'unknown' }), consulText: 'timed out enqueuing operation',
-  }),
   internal: entry<{ why: string }>({ kind: 'unknown', message: (v) => `internal error: ${v.why}` }),
   // A node that does not know a command would stop on it: refused until every node runs a release that applies it.
   clusterBehind: entry<{ what: string; needs: number; behind: { node: string; level: number; status: string }[] }>({

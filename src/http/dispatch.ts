@@ -17,7 +17,9 @@ import { unmatchedPattern, type Found, type Handler, type Router } from './route
 import type { LogShortage } from '../ports/log-errors.ts';
 
 /** The 503 a write gets while the log cannot store writes, by what it is short of. */
-const shortageErrors = { space: 'diskFull', descriptors: 'descriptorsShort', files: 'dataDirRemoved', stream: 'logStreamGone', storage: 'logStorageFull' } as const satisfies Record<LogShortage, string>;
+const shortageErrors = {
+  space: 'diskFull', descriptors: 'descriptorsShort', files: 'dataDirRemoved', dir: 'dataDirUnusable', stream: 'logStreamGone', storage: 'logStorageFull',
+} as const satisfies Record<LogShortage, string>;
 
 /** Counts a request against a caller (undefined: its address); the 429 answer when that caller is past its limit. */
 export interface Admitter {

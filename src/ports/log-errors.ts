@@ -45,10 +45,11 @@ export function unavailableError(kind: string, why: string, shortage: LogShortag
 
 /**
  * What a log that cannot store writes for now is short of: disk space, file descriptors, its files (its
- * data dir was removed while it ran, and is being written afresh), its stream (a cluster's JetStream
- * stream deleted on the nats-servers), or the nats-servers' JetStream storage (full).
+ * data dir was removed while it ran, and is being written afresh), a data dir it can use (its permissions
+ * taken away, a file where a directory of it goes), its stream (a cluster's JetStream stream deleted on the
+ * nats-servers), or the nats-servers' JetStream storage (full).
  */
-export type LogShortage = 'space' | 'descriptors' | 'files' | 'stream' | 'storage';
+export type LogShortage = 'space' | 'descriptors' | 'files' | 'dir' | 'stream' | 'storage';
 
 /** The error every append gets once the log has failed for good; `cause` is the write or sync error. */
 export function failedError(kind: string, cause: unknown): Error {

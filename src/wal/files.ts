@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import { open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { unavailableError, type LogShortage } from '../ports/log-errors.ts';
+import { dataDirFault } from '../util/data-dir-unusable.ts';
 
 /** What the WAL can be short of (a stream is the cluster log's). */
 export type WalShortage = Exclude<LogShortage, 'stream' | 'storage'>;
@@ -104,6 +105,20 @@ export async function writeAside(path: string, write: (fh: FileHandle) => Promis
   }
 }
 
+/**
+ * The file `path` names, or undefined when it names none: nothing there (ENOENT), or a file where one of
+ * its directories goes (ENOTDIR: the dir moved away and a file put at its path). Any other error (EACCES:
+ * a directory of it the agent may no longer search) throws: whether a file is there is not known.
+ */
+export function namedFile(path: string): fs.Stats | undefined {
+  try {
+    return fs.statSync(path, { throwIfNoEntry: false });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+    throw err;
+  }
+}
+
 /** Makes created, renamed or deleted names durable. */
 export async function syncDir(path: string): Promise<void> {
   const fh = await open(path, 'r');
@@ -118,14 +133,17 @@ export async function syncDir(path: string): Promise<void> {
  * What a failed file operation ran short of, when it is a shortage the log waits out instead of failing
  * for good: the disk or the user's quota full (ENOSPC, EDQUOT), or file descriptors, of the process or of
  * the system (EMFILE, ENFILE), which connections held open elsewhere in the agent can use up. Both pass:
- * space is freed, connections close. Undefined for any other error.
+ * space is freed, connections close. With `dir`, the data dir: also a data dir the agent cannot use for a
+ * reason of the filesystem's that an operator mends (dataDirFault: EACCES, EPERM, ENOTDIR, EEXIST, EROFS on
+ * a path inside it: its permissions taken away, a file where a directory of it goes). Undefined for any
+ * other error, and for an error of a write to a file already open (no path), which fails the log.
  */
-export function shortageOf(err: unknown): WalShortage | undefined {
+export function shortageOf(err: unknown, dir?: string): WalShortage | undefined {
   if (err instanceof SegmentLost) return 'files';
   switch ((err as NodeJS.ErrnoException | undefined)?.code) {
     case 'ENOSPC': case 'EDQUOT': return 'space';
     case 'EMFILE': case 'ENFILE': return 'descriptors';
-    default: return undefined;
+    default: return dir !== undefined && dataDirFault(err, dir) !== undefined ? 'dir' : undefined;
   }
 }
 
@@ -134,6 +152,7 @@ export const shortageText: Record<WalShortage, string> = {
   space: 'no space left on the disk of the data dir',
   descriptors: 'the agent is out of file descriptors',
   files: 'the data dir was removed or damaged; the agent is writing its state there afresh',
+  dir: 'the agent cannot use its data dir (see its log for the path and what to mend)',
 };
 
 /**
@@ -144,11 +163,19 @@ export function shortageError(shortage: WalShortage): Error {
   return unavailableError(kind, shortageText[shortage], shortage);
 }
 
-/** The line logged once when appends start being refused (a lost segment's: afresh.ts, lossLog). */
-export const shortageLog: Record<Exclude<WalShortage, 'files'>, string> = {
+/**
+ * The line logged once when appends start being refused (a lost segment's: afresh.ts, lossLog; an unusable
+ * data dir's: dirFaultLog).
+ */
+export const shortageLog: Record<Exclude<WalShortage, 'files' | 'dir'>, string> = {
   space: 'WAL: out of disk space; writes are refused until space is back',
   descriptors: 'WAL: out of file descriptors; writes are refused until descriptors are free again (see ulimit -n and the connections held)',
 };
+
+/** The line logged when appends are refused for a data dir the agent cannot use (`err`: see shortageOf). */
+export function dirFaultLog(err: unknown, dir: string): string {
+  return `WAL: ${dataDirFault(err, dir)?.message ?? String(err)}; writes are refused until the agent can use it again`;
+}
 
 /**
  * How the current segment was lost from outside while the log ran: removed (with its data dir, or alone),

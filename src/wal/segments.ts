@@ -4,11 +4,11 @@
  * commits after a failed write, and older segments deleted once a snapshot covers them; and the checks
  * that the current segment still holds what was written to it (`lost`).
  */
-import { fstatSync, readSync, statSync } from 'node:fs';
+import { fstatSync, readSync } from 'node:fs';
 import { open, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { EntriesListener } from '../ports/log.ts';
-import { segmentName, SegmentLost, syncDir, writeAllSync, type ActiveSegment, type SegmentLoss, type SegmentRef } from './files.ts';
+import { namedFile, segmentName, SegmentLost, syncDir, writeAllSync, type ActiveSegment, type SegmentLoss, type SegmentRef } from './files.ts';
 import { preallocate } from './preallocation.ts';
 import { commitPayloadEnd } from './record.ts';
 import type { Recovered } from './recovery.ts';
@@ -67,8 +67,9 @@ export class SegmentFiles {
    * while it does. Removed: it has no name left (its data dir or the file was removed). Cut: the last byte
    * of its acknowledged commits is not there any more (the file was truncated below them, and perhaps
    * written past again: its size alone would not tell). Moved, when a path check is due (checkPathNext):
-   * its path names another file or none (the dir was moved or renamed). One fstat and a one-byte read
-   * (none with `endReadBack`); with the path check, one stat of the path too.
+   * its path names another file or none (the dir was moved or renamed, or a file put where a directory of
+   * it goes). One fstat and a one-byte read (none with `endReadBack`); with the path check, one stat of the
+   * path too, which throws when the path cannot be looked at (EACCES: see namedFile).
    */
   lost(endReadBack = false): SegmentLoss | undefined {
     const byPath = this.pathCheckDue;
@@ -78,7 +79,7 @@ export class SegmentFiles {
     // Right after `write`, which read the end back itself, the one-byte read is spared.
     if (!endReadBack && !endsWhole(this.active, this.active.bytes)) return 'cut';
     if (!byPath) return undefined;
-    const named = statSync(this.active.path, { throwIfNoEntry: false });
+    const named = namedFile(this.active.path);
     return named === undefined || named.ino !== open.ino || named.dev !== open.dev ? 'moved' : undefined;
   }
 
@@ -103,7 +104,9 @@ export class SegmentFiles {
    * ('cut') when the commits before it are gone: the byte before the frame, the last of the commits
    * acknowledged before it, is read back once the frame is synced (a file cut short, before or during the
    * write, has zeros there: a write past its end makes it long again, so its size would not tell). The
-   * frame is then not acknowledged, and the log is written afresh from the state.
+   * frame is then not acknowledged, and the log is written afresh from the state. So when the segment was
+   * removed or moved meanwhile (`lost`: SegmentLost), or its path cannot be looked at (`lost` throws).
+   * The frame counts as written only once all of that passed: after a throw, `restoreTail` cuts it.
    */
   async write(buf: Buffer): Promise<void> {
     const seg = this.active;
@@ -113,6 +116,8 @@ export class SegmentFiles {
     writeAllSync(seg.fh.fd, buf, seg.bytes);
     await seg.fh.datasync();
     if (!endsWhole(seg, seg.bytes)) throw this.cut();
+    const loss = this.lost(true);
+    if (loss !== undefined) throw this.lostError(loss);
     seg.bytes += buf.length;
     this.written += buf.length;
     seg.allocated = Math.max(seg.allocated, seg.bytes);

@@ -3,50 +3,43 @@
  * commit (format in record.ts); one write and one fdatasync per commit before anything in it is
  * acknowledged; snapshots that let old segments go; recovery that truncates a torn last commit and
  * refuses every other kind of damage (unless a snapshot holds it), deciding before it changes anything;
- * a full disk, or a process out of file descriptors, waited out (appends refused as unavailable,
- * retried) rather than failing the log for good.
+ * a full disk, a process out of file descriptors or a data dir it cannot use, waited out (appends refused
+ * as unavailable, retried) rather than failing the log for good.
  *
  * WalLog composes the parts: recovery.ts (plan and apply at open, scan.ts reading each segment),
  * segments.ts (writing, rolling, compacting; preallocation.ts), snapshots.ts, replay.ts, space-wait.ts
  * and attachments.ts (told each commit, and each snapshot's fallback: what a start may still replay).
  * It keeps the commit queue, the log's phase and the decisions on a failed write.
  *
- * A data dir removed (`rm -rf` by mistake, a cleaner of temporary files), or the current segment cut
- * short (`: > wal/*.seg`, a truncate), is noticed by one fstat and a one-byte read of the current segment
- * after each commit's write and once a second while idle; a data dir moved, by a stat of its path once a
- * second (in the next commit's check, or the idle one). That commit is refused (its entries went to a file
- * no longer there, or damaged), writes are refused meanwhile, and the retry writes the log afresh
- * (afresh.ts): the dir made again if need be, the agent's lock and node ID (`reclaimDir`), a snapshot of
- * the state as of the last acknowledged commit (from `snapshotSource`), and a new segment after it. Every
- * acknowledged write is in that snapshot.
+ * A data dir removed or moved, or the current segment cut short, is noticed after each commit's write
+ * and once a second while idle (SegmentFiles.lost): that commit is refused, writes are refused meanwhile,
+ * and the retry writes the log afresh (afresh.ts) from the state as of the last acknowledged commit.
  *
  * A clean close with a snapshot at the last index is recorded (clean-close.ts): the next open may start from it.
  */
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TimerHandle } from '../ports/clock.ts';
 import { silentLogger, type Logger } from '../ports/logger.ts';
 import type { EntriesListener, LogEntry, LogStatus, Proposal, ReplicatedLog, Snapshot } from '../ports/log.ts';
-import { failedError } from '../ports/log-errors.ts';
+import { failedError, outcomeUnknownError } from '../ports/log-errors.ts';
 import type { LogObserver } from '../ports/observer.ts';
 import {
   appendTo, checkAfterIndex, CommitQueue, commitBytesMax, deliverCommit, positiveIntOption, queuedEntriesMaxDefault,
   EntryClock, refusal, snapshotRefusal, stampBatch, WritableListeners, type EncodedProposal, type LogStats, type Pending,
   type Phase,
 } from '../log/index.ts';
-import { lossLog, startAfresh } from './afresh.ts';
+import { startAfresh } from './afresh.ts';
 import { Attachments } from './attachments.ts';
 import { clearCleanClose, readCleanClose, recordCleanClose } from './clean-close.ts';
 import {
-  kind, listIndexed, MiB, SegmentLost, segmentPattern, shortageError, shortageLog, shortageOf, snapName, syncDir, type SegmentLoss,
-  type WalShortage,
+  kind, listIndexed, MiB, namedFile, SegmentLost, segmentPattern, snapName, syncDir, type SegmentLoss,
 } from './files.ts';
 import type { WalLogOptions } from './options.ts';
 import { encodeFrame, frameBytesMax } from './record.ts';
 import { applyPlan, operatorChoices, planRecovery } from './recovery.ts';
 import { SegmentFiles } from './segments.ts';
-import { RetryTimer } from './space-wait.ts';
+import { Refusal, RetryTimer, type Shortage } from './space-wait.ts';
 import { loadSnapshot, pruneSnapshots, removeUnfinishedSnapshots, writeSnapshotFile } from './snapshots.ts';
 
 export type { WalLogOptions } from './options.ts';
@@ -71,9 +64,9 @@ export class WalLog implements ReplicatedLog {
   private snapIndex = 0;
   /** Snapshot saves run one at a time: each prunes files that the next must not race on. */
   private snapshots: Promise<void> = Promise.resolve();
-  /** Set while the disk is full or descriptors are short: appends are refused with it until a retry succeeds. */
-  private noSpace: Error | undefined;
-  /** Tries again while the disk is full or descriptors are short. */
+  /** Appends refused while the log is short of something (space, descriptors, its files, a usable dir). */
+  private readonly refusal: Refusal;
+  /** Tries again while the log is short of something. */
   private readonly spaceRetry: RetryTimer;
   private readonly writable = new WritableListeners();
   private readonly attachments: Attachments;
@@ -81,11 +74,11 @@ export class WalLog implements ReplicatedLog {
   private readonly entryClock: EntryClock;
   /** The state as of the last entry applied, for starting afresh in a data dir made again. */
   private source: (() => Snapshot) | undefined;
-  /** How the current segment was lost, while writes are refused for it (the retry writes the log afresh). */
-  private loss: SegmentLoss | undefined;
   /** True while a commit writes (the idle check leaves a commit's segment to that commit's own check). */
   private committing = false;
   private dirCheck: TimerHandle | undefined;
+  /** The last cut of the current segment's tail after a failed write (retries wait for it). */
+  private cutting: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: WalLogOptions) {
     this.walDir = join(opts.dir, 'wal');
@@ -95,6 +88,7 @@ export class WalLog implements ReplicatedLog {
     this.segmentBytesMax = opts.segmentBytesMax ?? 64 * MiB;
     if (!(this.segmentBytesMax > 0)) throw new RangeError(`${kind}: segmentBytesMax must be positive`);
     this.logger = opts.logger ?? silentLogger;
+    this.refusal = new Refusal(opts.dir, this.logger);
     this.observer = opts.observer;
     const bounds = {
       entriesMax: positiveIntOption(kind, 'batchEntriesMax', opts.batchEntriesMax, 4096),
@@ -133,7 +127,7 @@ export class WalLog implements ReplicatedLog {
       await this.files!.preallocate();
     } catch (err) {
       // Opened on a full disk: the log is read (replay serves reads) and waits for space to write.
-      if (this.shortageOf(err) === undefined) throw err;
+      if (this.classify(err) === undefined) throw err;
       await this.writeFailed(err, []);
     }
     return snapshot;
@@ -148,7 +142,8 @@ export class WalLog implements ReplicatedLog {
   }
 
   append(proposals: readonly Proposal[]): Promise<void> {
-    if (this.noSpace !== undefined && this.failure === undefined && this.phase === 'open') return Promise.reject(this.noSpace);
+    const refused = this.refusal.error;
+    if (refused !== undefined && this.failure === undefined && this.phase === 'open') return Promise.reject(refused);
     return appendTo(kind, this.phase, this.failure, this.commits, proposals);
   }
 
@@ -181,7 +176,7 @@ export class WalLog implements ReplicatedLog {
 
   /** Bytes too large for an entry, as a file of the data dir (see attachments.ts); refused while appends are. */
   storeAttachment(bytes: Buffer, sha256: string): Promise<string> {
-    const refused = refusal(kind, this.phase, this.failure) ?? this.noSpace;
+    const refused = refusal(kind, this.phase, this.failure) ?? this.refusal.error;
     return refused === undefined ? this.attachments.store(bytes, sha256) : Promise.reject(refused);
   }
 
@@ -213,15 +208,15 @@ export class WalLog implements ReplicatedLog {
     let entries: LogEntry[];
     const startedMs = this.observer === undefined ? 0 : performance.now();
     this.committing = true;
+    let framed = false;
     try {
       const stamped = stampBatch(batch, this.last, this.entryClock.stamp(this.lastAtMs));
       entries = stamped.entries;
       await this.files!.rollIfFull(this.last + 1);
+      framed = true;
       await this.files!.write(encodeFrame(stamped.payload, frameBytesMax));
-      const loss = this.files!.lost(true);
-      if (loss !== undefined) throw this.files!.lostError(loss);
     } catch (err) {
-      await this.writeFailed(err, batch);
+      await this.writeFailed(err, batch, framed);
       return;
     } finally {
       this.committing = false;
@@ -237,86 +232,84 @@ export class WalLog implements ReplicatedLog {
   }
 
   /**
-   * A full disk (ENOSPC, EDQUOT) or a shortage of file descriptors (EMFILE, ENFILE: a segment roll opens
-   * a file) is waited out: the bytes past the last acknowledged commit are cut (a partly written frame
-   * must not stay behind the next one), the batch and the queue are refused as unavailable, and a retry
-   * tries again to roll and reserve space. So is a current segment lost while the log ran (SegmentLost:
-   * removed, moved, cut short): the retry writes the log afresh (afresh.ts). Any other error fails the log for good.
+   * A full disk (ENOSPC, EDQUOT), a shortage of file descriptors (EMFILE, ENFILE: a segment roll opens a
+   * file) or a data dir the agent cannot use (EACCES, ENOTDIR, ...: see shortageOf) is waited out: the
+   * batch and the queue are refused as unavailable, and a retry tries again to roll and reserve space. So is
+   * a current segment lost while the log ran (SegmentLost: removed, moved, cut short): the retry writes the
+   * log afresh (afresh.ts). Any other error fails the log for good.
+   *
+   * Nothing of a batch answered as refused or failed stays where the next start reads it: the bytes past the
+   * last acknowledged commit (a frame partly written, or written and synced before a check failed) are cut,
+   * durably, through the open file (no access to the dir needed), before the batch is answered. A removed
+   * segment has no name left, one cut short is deleted when the log is written afresh, one moved away is cut
+   * where it can be. A frame (`framed`: its write began) that cannot be cut back may still be read by the
+   * next start: its batch's outcome is unknown, and it is answered so (OUTCOME_UNKNOWN), never as failed.
    */
-  private async writeFailed(cause: unknown, batch: Pending<EncodedProposal>[]): Promise<void> {
-    const found = this.shortageOf(cause);
-    if (found === undefined) {
-      this.fail(cause, batch);
-      return;
-    }
-    let { err, shortage } = found;
-    try {
-      // A segment lost is left as it is: it is not read again, and writing it afresh deletes it.
-      if (shortage !== 'files') await this.files!.restoreTail();
-    } catch (again) {
-      if (!(again instanceof SegmentLost)) {
-        this.fail(again, batch);
-        return;
+  private async writeFailed(cause: unknown, batch: Pending<EncodedProposal>[], framed = false): Promise<void> {
+    let found = this.classify(cause);
+    // Appends are refused from here on, before anything is awaited: no commit starts while the tail is cut.
+    if (found === undefined) this.fail(cause);
+    else this.refuse(found);
+    const loss = found?.err instanceof SegmentLost ? found.err.loss : undefined;
+    let uncut: unknown;
+    if (loss !== 'removed' && loss !== 'cut') {
+      try {
+        await (this.cutting = this.files!.restoreTail());
+      } catch (again) {
+        if (found !== undefined && loss === undefined && again instanceof SegmentLost) this.refuse(found = { err: again, shortage: 'files' });
+        else if (loss === undefined) uncut = again;
       }
-      [err, shortage] = [again, 'files'];
     }
-    if (err instanceof SegmentLost) this.loss ??= err.loss;
-    const first = this.noSpace === undefined;
-    this.noSpace ??= shortageError(shortage);
-    for (const p of batch) p.reject(this.noSpace);
-    this.commits.rejectQueued(this.noSpace);
-    if (first) this.logger.error({ err, dir: this.opts.dir }, shortage === 'files' ? lossLog[this.loss ?? 'removed'].refused : shortageLog[shortage]);
+    if (uncut !== undefined) this.fail(found?.err ?? cause);
+    // Its cause (`uncut`) is logged with the writers' answer.
+    const answer = uncut === undefined || !framed ? this.failure ?? this.refusal.error!
+      : outcomeUnknownError(`${kind}: a commit was written and could not be cut back after its write failed: it may still take effect`, uncut);
+    for (const p of batch) p.reject(answer);
+  }
+
+  /** Appends are refused for `found` until a retry succeeds (logged once, and when what they wait for changes). */
+  private refuse(found: Shortage): void {
+    this.commits.rejectQueued(this.refusal.refuse(found));
     this.writable.tell(false);
     // A lost segment is written afresh at once: until then, the acknowledged writes it held are in memory only.
-    this.scheduleSpaceRetry(shortage === 'files' ? 0 : undefined);
+    this.scheduleSpaceRetry(found.shortage === 'files' ? 0 : undefined);
   }
 
   private scheduleSpaceRetry(delayMs?: number): void {
     if (this.phase === 'open') this.spaceRetry.schedule(delayMs);
   }
 
-  /**
-   * What a failed file operation leaves the log short of, with the error that says so; undefined when it
-   * fails the log for good. A file of the data dir that is not there (ENOENT: a roll's open, a file
-   * written while the log is written afresh) while the current segment is lost only follows from the
-   * loss: the dir was removed or moved (again, meanwhile), and is written afresh as for the loss itself.
-   */
-  private shortageOf(err: unknown): { err: unknown; shortage: WalShortage } | undefined {
-    const shortage = shortageOf(err);
-    if (shortage !== undefined) return { err, shortage };
-    if ((err as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT' || this.files === undefined) return undefined;
-    let loss: SegmentLoss | undefined;
-    try {
-      loss = this.filesLost();
-    } catch {
-      return undefined;
-    }
-    return loss === undefined ? undefined : { err: this.files.lostError(loss), shortage: 'files' };
+  /** What a failed file operation leaves the log short of (Refusal.classify); undefined: it fails the log. */
+  private classify(err: unknown): Shortage | undefined {
+    return this.refusal.classify(err, () => {
+      const loss = this.files === undefined ? undefined : this.filesLost();
+      return loss === undefined ? undefined : this.files!.lostError(loss);
+    });
   }
 
   /** Tries again to roll if due and reserve the next MiB; no commit runs meanwhile (appends are refused). */
   private async retrySpace(): Promise<void> {
-    if (this.noSpace === undefined || this.failure !== undefined || this.phase !== 'open') return;
+    if (this.refusal.error === undefined || this.failure !== undefined || this.phase !== 'open') return;
     try {
       await this.commits.idle();
-      const loss = this.filesLost() ?? this.loss;
+      await this.cutting.catch(() => undefined);
+      const loss = this.filesLost() ?? this.refusal.loss;
       if (loss !== undefined) {
         await this.writeAfresh(loss);
-        this.loss = undefined;
+        this.refusal.loss = undefined;
       }
       await this.files!.rollIfFull(this.last + 1);
       await this.files!.preallocate();
     } catch (err) {
-      const found = this.shortageOf(err);
-      if (found === undefined) this.fail(err, []);
+      const found = this.classify(err);
+      if (found === undefined) this.fail(err);
       else {
-        if (found.err instanceof SegmentLost) this.loss ??= found.err.loss;
+        this.refusal.refuse(found);
         this.scheduleSpaceRetry();
       }
       return;
     }
-    this.noSpace = undefined;
-    this.loss = undefined;
+    this.refusal.clear();
     this.logger.info({ dir: this.opts.dir }, 'WAL: writes are accepted again');
     this.writable.tell(true);
   }
@@ -328,17 +321,27 @@ export class WalLog implements ReplicatedLog {
   private filesLost(): SegmentLoss | undefined {
     const loss = this.files!.checkPathNext().lost();
     if (loss !== undefined) return loss;
-    return this.snapIndex > 0 && !existsSync(join(this.snapDir, snapName(this.snapIndex))) ? 'removed' : undefined;
+    return this.snapIndex > 0 && namedFile(join(this.snapDir, snapName(this.snapIndex))) === undefined ? 'removed' : undefined;
   }
 
-  /** Once a second while the log is open: an idle log notices a lost segment before its next write. */
+  /**
+   * Once a second while the log is open: an idle log notices a lost segment, or a data dir it cannot look
+   * at (EACCES), before its next write. Nothing thrown here escapes the timer: it is a write failure.
+   */
   private scheduleDirCheck(): void {
     this.dirCheck = this.opts.clock.setTimer(this.opts.dirCheckMs ?? 1000, () => {
       if (this.phase !== 'open') return;
-      this.files?.checkPathNext();
-      const loss = !this.committing && this.noSpace === undefined && this.failure === undefined ? this.filesLost() : undefined;
-      if (loss !== undefined) void this.writeFailed(this.files!.lostError(loss), []);
       this.scheduleDirCheck();
+      this.files?.checkPathNext();
+      if (this.committing || this.refusal.error !== undefined || this.failure !== undefined) return;
+      let failed: unknown;
+      try {
+        const loss = this.filesLost();
+        if (loss !== undefined) failed = this.files!.lostError(loss);
+      } catch (err) {
+        failed = err;
+      }
+      if (failed !== undefined) this.writeFailed(failed, []).catch((err: unknown) => this.fail(err));
     });
   }
 
@@ -365,12 +368,17 @@ export class WalLog implements ReplicatedLog {
     deliverCommit(batch, entries, this.stats, this.listener, (err, b) => this.fail(err, b));
   }
 
-  /** Never acknowledge after a failed write: reject this batch and everything queued, refuse the rest. */
-  private fail(cause: unknown, batch: Pending<EncodedProposal>[]): void {
-    this.failure ??= failedError(kind, cause);
-    this.noSpace = undefined;
+  /**
+   * Never acknowledge after a failed write: reject this batch and everything queued, refuse the rest. The
+   * failure is logged once, with its cause.
+   */
+  private fail(cause: unknown, batch: Pending<EncodedProposal>[] = []): void {
+    if (this.failure === undefined) {
+      this.failure = failedError(kind, cause);
+      this.logger.error({ err: cause, dir: this.opts.dir }, 'WAL failed');
+    }
+    this.refusal.clear();
     this.writable.tell(false);
-    this.logger.error({ err: cause, dir: this.opts.dir }, 'WAL failed');
     for (const p of batch) p.reject(this.failure);
     this.commits.rejectQueued(this.failure);
   }
