@@ -92,6 +92,33 @@ export function isDialError(error: unknown): boolean {
   return e.syscall === 'connect' || e.syscall === 'getaddrinfo' || e.syscall === 'getaddrinfo_r';
 }
 
+const unknownAuthorityCodes = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
+
+/** Go's crypto/tls text for a TLS failure (a certificate that does not verify, a handshake OpenSSL refused); undefined for other errors. */
+export function tlsErrorText(e: SystemError): string | undefined {
+  const verify = 'tls: failed to verify certificate: x509:';
+  if (e.code !== undefined && unknownAuthorityCodes.has(e.code)) return `${verify} certificate signed by unknown authority`;
+  if (e.code === 'CERT_HAS_EXPIRED' || e.code === 'CERT_NOT_YET_VALID') return `${verify} certificate has expired or is not yet valid`;
+  if (e.code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${verify} ${altNameText(e)}`;
+  if (e.code?.startsWith('ERR_SSL_') || e.library === 'SSL routines') return `tls: ${e.reason ?? e.message}`;
+  return undefined;
+}
+
+/** Go: `certificate is valid for localhost, not example.test`. */
+function altNameText(e: SystemError & { host?: string; cert?: { subjectaltname?: string } }): string {
+  const names = (e.cert?.subjectaltname ?? '')
+    .split(', ')
+    .map((entry) => entry.replace(/^(DNS|IP Address):/, ''))
+    .filter((name) => name !== '');
+  return names.length > 0 ? `certificate is valid for ${names.join(', ')}, not ${e.host}` : `certificate is not valid for ${e.host}`;
+}
+
 /** Go's url.Error Op for a method: `Get`, `Post`, `Delete`. */
 export function urlErrorOp(method: string): string {
   if (method === '') return 'Get';

@@ -1,14 +1,14 @@
 /**
- * gRPC check (consul-compat.md §4 gRPC): one unary grpc.health.v1.Health/Check on a fresh channel,
- * closed after the answer. A fresh channel per probe (as Consul dials per check) costs a connection
- * every interval but leaves nothing to evict or leak between probes; its own subchannel pool makes
- * the close really close the connection.
+ * gRPC check (consul-compat.md §4 gRPC): one unary grpc.health.v1.Health/Check on a connection of its own
+ * (grpc-call.ts), as Consul dials per check, destroyed when the probe ends whatever state it is in. The
+ * outputs are grpc-go's texts: `rpc error: code = <Code> desc = <text>`, with no time or other detail
+ * that changes from one probe to the next, so a target failing the same way gives the same output.
  */
-import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { startDeadline, type StopReason } from './deadline.ts';
-import { dialErrorText } from './go-text.ts';
-import { grpcTimeoutMsDefault } from './limits.ts';
+import { dialErrorText, isDialError, splitHostPort, tlsErrorText, type SystemError } from './go-text.ts';
+import { grpcCode, unaryCall, type CallOutcome, type CallPhase } from './grpc-call.ts';
+import { grpcReplyBytesMax, grpcTimeoutMsDefault } from './limits.ts';
 import { validateHostPort } from './tcp.ts';
 import { critical, passing, type Probe } from './types.ts';
 
@@ -24,7 +24,7 @@ export interface GrpcProbeOptions {
 }
 
 interface HealthCheckResponse {
-  status?: string;
+  status?: string | number;
 }
 
 /** The Check method as grpc-health-check loads it from the health.proto it ships. */
@@ -36,12 +36,6 @@ const goCodeNames = [
   'ResourceExhausted', 'FailedPrecondition', 'Aborted', 'OutOfRange', 'Unimplemented', 'Internal', 'Unavailable',
   'DataLoss', 'Unauthenticated',
 ];
-
-const channelOptions: grpc.ChannelOptions = {
-  'grpc.use_local_subchannel_pool': 1,
-  'grpc.service_config_disable_resolution': 1,
-  'grpc.enable_retries': 0,
-};
 
 /** Why `target` is not `host:port[/service]` (validateHostPort's rules), or undefined when it is. */
 export function validateGrpcTarget(target: string): string | undefined {
@@ -59,63 +53,70 @@ export function grpcProbe(o: GrpcProbeOptions): Probe {
   const server = slash < 0 ? o.target : o.target.slice(0, slash);
   const service = slash < 0 ? '' : o.target.slice(slash + 1);
   return async (signal) => {
+    const address = splitHostPort(server);
+    if (typeof address === 'string') return critical(rpcError(grpcCode.unavailable, transportText('dial', undefined, server, `dial tcp: ${address}`)));
     const deadline = startDeadline(timeoutMs, signal);
-    let client: grpc.Client | undefined;
     try {
-      client = new grpc.Client(server, credentials(o), channelOptions);
-      const response = await callCheck(client, service, timeoutMs, deadline.signal);
-      if (response.status === 'SERVING') return passing(`gRPC check ${o.target}: success`);
-      return critical(`gRPC ${o.target} serving status: ${response.status ?? 'UNKNOWN'}`);
-    } catch (err) {
-      return critical(rpcErrorText(err, deadline.reason, server));
+      const outcome = await unaryCall({
+        // An empty host dials the local system, as Go's does.
+        host: address.host || 'localhost', port: address.port, authority: server, path: check.path,
+        message: (check.requestSerialize as (value: { service: string }) => Buffer)({ service }),
+        ...(o.useTls ? { tls: { verify: !o.tlsSkipVerify } } : {}),
+        timeoutMs, signal: deadline.signal, replyBytesMax: grpcReplyBytesMax,
+      });
+      return resultOf(outcome, o.target, server, deadline.reason);
     } finally {
-      client?.close();
       deadline.dispose();
     }
   };
 }
 
-function credentials(o: GrpcProbeOptions): grpc.ChannelCredentials {
-  if (!o.useTls) return grpc.credentials.createInsecure();
-  return grpc.credentials.createSsl(null, null, null, o.tlsSkipVerify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {});
+function resultOf(outcome: CallOutcome, target: string, server: string, reason: StopReason | undefined) {
+  switch (outcome.kind) {
+    case 'stopped':
+      return critical(reason === 'timeout' ? rpcError(4, 'context deadline exceeded') : rpcError(1, 'context canceled'));
+    case 'status':
+      return critical(rpcError(outcome.code, outcome.message));
+    case 'transport':
+      return critical(rpcError(grpcCode.unavailable, transportText(outcome.phase, outcome.error, server)));
+    case 'reply': {
+      let response: HealthCheckResponse;
+      try {
+        response = (check.responseDeserialize as (bytes: Buffer) => HealthCheckResponse)(outcome.message);
+      } catch (err) {
+        return critical(rpcError(grpcCode.internal, `grpc: failed to unmarshal the received message: ${err instanceof Error ? err.message : String(err)}`));
+      }
+      if (response.status === 'SERVING') return passing(`gRPC check ${target}: success`);
+      return critical(`gRPC ${target} serving status: ${response.status ?? 'UNKNOWN'}`);
+    }
+  }
 }
 
-function callCheck(client: grpc.Client, service: string, timeoutMs: number, signal: AbortSignal): Promise<HealthCheckResponse> {
-  return new Promise((resolve, reject) => {
-    const call = client.makeUnaryRequest<{ service: string }, HealthCheckResponse>(
-      check.path,
-      check.requestSerialize as (value: { service: string }) => Buffer,
-      check.responseDeserialize as (bytes: Buffer) => HealthCheckResponse,
-      { service },
-      { deadline: Date.now() + timeoutMs },
-      (err, response) => (err ? reject(err) : resolve(response ?? {})),
-    );
-    const cancel = () => call.cancel();
-    if (signal.aborted) cancel();
-    else signal.addEventListener('abort', cancel, { once: true });
-  });
+/** Go's status error text, `rpc error: code = NotFound desc = unknown service foo`. */
+function rpcError(code: number, desc: string): string {
+  return `rpc error: code = ${goCodeNames[code] ?? `Code(${code})`} desc = ${desc}`;
 }
 
 /**
- * Go's status error text, `rpc error: code = NotFound desc = unknown service foo`. Our own deadline or
- * cancel reads as Go's context errors; a failed connect as grpc-go's transport error around the dial text.
+ * grpc-go's text for a connection that failed, by where it was: dialing (`transport: Error while dialing:
+ * dial tcp …: connect: connection refused`), the TLS handshake, waiting for the server's HTTP/2 preface
+ * (a server that is not HTTP/2 answers text, which Go reads as a frame too large), or during the call.
  */
-function rpcErrorText(error: unknown, reason: StopReason | undefined, server: string): string {
-  if (reason === 'timeout') return 'rpc error: code = DeadlineExceeded desc = context deadline exceeded';
-  if (reason === 'canceled') return 'rpc error: code = Canceled desc = context canceled';
-  const e = error as Partial<grpc.ServiceError>;
-  if (typeof e.code !== 'number') return error instanceof Error ? error.message : String(error);
-  const code = goCodeNames[e.code] ?? `Code(${e.code})`;
-  if (e.code === grpc.status.DEADLINE_EXCEEDED) return `rpc error: code = ${code} desc = context deadline exceeded`;
-  const desc = e.code === grpc.status.UNAVAILABLE ? unavailableDesc(e.details ?? '', server) : (e.details ?? '');
-  return `rpc error: code = ${code} desc = ${desc}`;
+function transportText(phase: CallPhase, e: SystemError | undefined, server: string, dialText?: string): string {
+  if (phase === 'dial' || (e !== undefined && isDialError(e))) {
+    return `connection error: desc = "transport: Error while dialing: ${dialText ?? dialErrorText('tcp', server, e ?? new Error('connection closed'))}"`;
+  }
+  if (phase === 'handshake') return `connection error: desc = "transport: authentication handshake failed: ${(e && tlsErrorText(e)) ?? readErrorText(e)}"`;
+  if (phase === 'preface') return `connection error: desc = "error reading server preface: ${readErrorText(e)}"`;
+  const reset = /NGHTTP2_([A-Z_]+)/.exec(e?.message ?? '');
+  if (e?.code === 'ERR_HTTP2_STREAM_ERROR' && reset) return `stream terminated by RST_STREAM with error code: ${reset[1]}`;
+  return `error reading from server: ${readErrorText(e)}`;
 }
 
-/** grpc-js: `No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1 (<time>)`. */
-function unavailableDesc(details: string, server: string): string {
-  const connect = /connect (E[A-Z]+) (\S+):(\d+)/.exec(details);
-  if (!connect) return details;
-  const [, code, address, port] = connect;
-  const dial = dialErrorText('tcp', server, Object.assign(new Error(details), { code, syscall: 'connect', address, port: Number(port) }));
-  return `connection error: desc = "transport: Error while dialing: ${dial}"`;
+/** Go's text for a read that failed: EOF for a close, the errno's text for a reset, HTTP/2's for a protocol error. */
+function readErrorText(e: SystemError | undefined): string {
+  if (e === undefined || (e.code === 'ECONNRESET' && /hang up|disconnected/.test(e.message))) return 'EOF';
+  if (e.code === 'ECONNRESET') return 'read: connection reset by peer';
+  if (e.code === 'ERR_HTTP2_ERROR' || e.code === 'ERR_HTTP2_SESSION_ERROR') return 'http2: frame too large';
+  return e.message;
 }

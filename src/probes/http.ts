@@ -11,7 +11,7 @@ import { isIP } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import type { CheckDefinition } from '../domain/types.ts';
 import { startDeadline, type Deadline, type StopReason } from './deadline.ts';
-import { dialErrorText, isDialError, systemError, urlErrorOp, type SystemError } from './go-text.ts';
+import { dialErrorText, isDialError, systemError, tlsErrorText, urlErrorOp } from './go-text.ts';
 import { httpRedirectsMax, httpTimeoutMsDefault, outputBytesMaxDefault } from './limits.ts';
 import { TailBuffer } from './tail-buffer.ts';
 import { critical, type CheckStatus, type Probe, type ProbeResult } from './types.ts';
@@ -248,34 +248,14 @@ function stoppedText(reason: StopReason): string {
   return reason === 'timeout' ? 'context deadline exceeded (Client.Timeout exceeded while awaiting headers)' : 'context canceled';
 }
 
-const unknownAuthorityCodes = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-]);
-
 /** Go's transport error text for a Node request error. */
 function transportErrorText(error: unknown, url: URL): string {
   const e = systemError(error);
   if (isDialError(e)) return dialErrorText('tcp', url.host, e);
-  const verify = 'tls: failed to verify certificate: x509:';
-  if (e.code !== undefined && unknownAuthorityCodes.has(e.code)) return `${verify} certificate signed by unknown authority`;
-  if (e.code === 'CERT_HAS_EXPIRED' || e.code === 'CERT_NOT_YET_VALID') return `${verify} certificate has expired or is not yet valid`;
-  if (e.code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${verify} ${altNameText(e)}`;
+  const tlsText = tlsErrorText(e);
+  if (tlsText !== undefined) return tlsText;
   if (e.code === 'ECONNRESET' && e.message === 'socket hang up') return 'EOF';
   if (e.code === 'ECONNRESET') return 'read: connection reset by peer';
   if (e.code?.startsWith('HPE_')) return 'net/http: HTTP/1.x transport connection broken: malformed HTTP response';
-  if (e.code?.startsWith('ERR_SSL_') || e.library === 'SSL routines') return `tls: ${e.reason ?? e.message}`;
   return e.message;
-}
-
-/** Go: `certificate is valid for localhost, not example.test`. */
-function altNameText(e: SystemError & { host?: string; cert?: { subjectaltname?: string } }): string {
-  const names = (e.cert?.subjectaltname ?? '')
-    .split(', ')
-    .map((entry) => entry.replace(/^(DNS|IP Address):/, ''))
-    .filter((name) => name !== '');
-  return names.length > 0 ? `certificate is valid for ${names.join(', ')}, not ${e.host}` : `certificate is not valid for ${e.host}`;
 }

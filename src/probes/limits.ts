@@ -16,6 +16,9 @@ export const probeStopGraceMs = 1000;
 /** registry.md Limits "script check output 4 KB"; consul-compat.md §4 Output cap (check_output_max_size 4096). */
 export const outputBytesMaxDefault = 4096;
 
+/** A gRPC health reply larger than this is refused (a Check reply is a few bytes; grpc-go takes up to 4 MiB). */
+export const grpcReplyBytesMax = 64 * 1024;
+
 /** Go's http.Client default policy, which Consul's HTTP check keeps: stop at the 10th redirect. */
 export const httpRedirectsMax = 10;
 

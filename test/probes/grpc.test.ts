@@ -1,6 +1,7 @@
-// Goal: the gRPC probe speaks grpc.health.v1.Health/Check to a real grpc-js server and maps SERVING, NOT_SERVING, unknown services, refused connections, deadlines and TLS to Consul's texts.
+// Goal: the gRPC probe speaks grpc.health.v1.Health/Check to a real grpc-js server and maps SERVING, NOT_SERVING, unknown services, refused connections, deadlines, TLS and servers that are not gRPC to Consul's (grpc-go's) texts.
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
+import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { grpcProbe } from '../../src/probes/index.ts';
@@ -80,4 +81,33 @@ test('the caller aborting cancels the call', async () => {
   const pending = grpcProbe({ target: `127.0.0.1:${silentPort}/db` })(controller.signal);
   setTimeout(() => controller.abort(), 100);
   expect(await pending).toEqual({ status: 'critical', output: 'rpc error: code = Canceled desc = context canceled' });
+});
+
+test('a server that is not HTTP/2, or closes at once, fails reading the server preface', async () => {
+  const text = await listen(net.createServer((s) => s.once('data', () => s.end('HTTP/1.1 400 Bad Request\r\n\r\n'))));
+  const closing = await listen(net.createServer((s) => s.destroy()));
+  try {
+    expect(await grpcProbe({ target: `127.0.0.1:${text.port}`, timeoutMs: 2000 })()).toEqual({
+      status: 'critical', output: 'rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: http2: frame too large"',
+    });
+    expect(await grpcProbe({ target: `127.0.0.1:${closing.port}`, timeoutMs: 2000 })()).toEqual({
+      status: 'critical', output: 'rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: EOF"',
+    });
+  } finally {
+    await text.close();
+    await closing.close();
+  }
+});
+
+test('an HTTP/2 server that is not gRPC: its HTTP status and content type, as grpc-go reports them', async () => {
+  const server = http2.createServer((req, res) => res.writeHead(404, { 'content-type': 'text/plain' }).end('no'));
+  const { port, close } = await listen(server as unknown as net.Server);
+  try {
+    expect(await grpcProbe({ target: `127.0.0.1:${port}`, timeoutMs: 2000 })()).toEqual({
+      status: 'critical',
+      output: 'rpc error: code = Unimplemented desc = unexpected HTTP status code received from server: 404 (Not Found); transport: received unexpected content-type "text/plain"',
+    });
+  } finally {
+    await close();
+  }
 });
