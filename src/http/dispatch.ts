@@ -163,8 +163,9 @@ export function errorWire(d: Pick<Dispatcher<unknown>, 'dialect' | 'logger'>, er
     return renderError(new RegistryError('writeOutcomeUnknown'), d.dialect);
   }
   if (isLogFailed(err)) {
-    // The cause (with paths) is in the agent's log, not in the answer.
-    d.logger.error({ err, reqId }, 'request failed: the log has failed');
+    // The cause (with paths) is in the agent's log, logged once by the log when it failed, not in the answer;
+    // each write refused for it afterwards is only noted (the request line records its 500).
+    d.logger.debug({ reqId, why: err.message }, 'request refused: the log has failed');
     return renderError(new RegistryError('logFailed'), d.dialect);
   }
   d.logger.error({ err, reqId }, 'request failed');

@@ -263,7 +263,7 @@ export class WalLog implements ReplicatedLog {
     if (uncut !== undefined) this.fail(found?.err ?? cause);
     // Its cause (`uncut`) is logged with the writers' answer.
     const answer = uncut === undefined || !framed ? this.failure ?? this.refusal.error!
-      : outcomeUnknownError(`${kind}: a commit was written and could not be cut back after its write failed: it may still take effect`, uncut);
+      : outcomeUnknownError(`${kind}: a commit whose write failed could not be cut back from its segment: it may still take effect`, uncut);
     for (const p of batch) p.reject(answer);
   }
 
