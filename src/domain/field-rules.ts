@@ -54,6 +54,23 @@ export const fieldRules = {
   checkGrpcInvalid: (v: { why: string }): BrokenRule => ({
     rule: 'Format', text: `${v.why}: give host:port or host:port/service`, consul: { status: 400, text: `Invalid check: GRPC ${v.why}` },
   }),
+  /** An HTTP check's request that Go's client would not send; `go…` are the texts as Go quotes them in its refusal. */
+  checkMethodInvalid: (v: { method: string; goMethod: string }): BrokenRule => ({
+    rule: 'Format', text: `${v.method} is not an HTTP method: a token of letters, digits and !#$%&'*+-.^_\`|~, such as GET`,
+    consul: { status: 400, text: `Invalid check: net/http: invalid method ${v.goMethod}` },
+  }),
+  checkHeaderNameInvalid: (v: { name: string; goName: string }): BrokenRule => ({
+    rule: 'Format', text: `header name ${v.name} is not a token of letters, digits and !#$%&'*+-.^_\`|~`,
+    consul: { status: 400, text: `Invalid check: net/http: invalid header field name ${v.goName}` },
+  }),
+  checkHeaderValueInvalid: (v: { name: string; goName: string }): BrokenRule => ({
+    rule: 'Format', text: `a value of header ${v.name} holds a control character (CR, LF, NUL, ...): only tab is allowed`,
+    consul: { status: 400, text: `Invalid check: net/http: invalid header field value for ${v.goName}` },
+  }),
+  checkHeaderValueNotAscii: (v: { name: string; goName: string }): BrokenRule => ({
+    rule: 'Format', text: `a value of header ${v.name} holds a character outside ASCII, which this agent does not send (percent-encode it)`,
+    consul: { status: 400, text: `Invalid check: header field value for ${v.goName} holds a character outside ASCII, which this agent does not send` },
+  }),
   serviceNameMissing: required('a service needs a name', 'Missing service name'),
   serviceAddressUnspecified: (): BrokenRule => ({
     rule: 'Invalid', text: 'a service address cannot be an unspecified address', consul: { status: 400, text: 'Invalid service address' },

@@ -11,6 +11,7 @@ import type { CheckDefinition, CheckKind, CheckStatus } from '../domain/types.ts
 import { metaProblem } from '../domain/meta-rules.ts';
 import { formatGoDuration, goDurationMaxText, goDurationRule, goInvalidDuration, nsInRange, readGoDuration, type GoDuration } from '../util/duration.ts';
 import { FieldErrors } from './body.ts';
+import { checkHttpRequest } from './check-request.ts';
 import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes/index.ts';
 
 type Raw = Record<string, unknown>;
@@ -182,6 +183,7 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   if (type === 'http' && definition.http !== undefined) {
     const bad = validateHttpUrl(definition.http);
     if (bad !== undefined) errors.broke('HTTP', 'checkHttpInvalid', { why: bad });
+    checkHttpRequest(definition.method ?? '', definition.header, errors);
   }
   if (type === 'tcp' && definition.tcp !== undefined) {
     const bad = validateHostPort(definition.tcp);

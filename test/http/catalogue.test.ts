@@ -48,7 +48,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   uiNotBuilt: { dir: 'dist/ui' }, uiNoFile: { path: '/ui/x' }, uiPathEscapes: undefined,
   streamSubprotocolUnsupported: { use: 'registry.stream.v1', offered: ['x'] }, streamForbidden: { resources: ['key'] },
   streamConnectionsFull: { max: 1 }, streamClientConnectionsFull: { max: 1 }, streamUpgradeRequired: { version: '13' }, authenticationFailed: undefined,
-  logOverloaded: undefined, diskFull: undefined, descriptorsShort: undefined, dataDirRemoved: undefined, dataDirUnusable: undefined, logStreamGone: undefined, logStorageFull: undefined, answersBusy: undefined, stateQuotaExceeded: { stateBytes: 2048, stateBytesMax: 1024 }, logFailed: undefined, writeTimedOut: { timeoutMs: 30_000 }, internal: { why: 'w' },
+  logOverloaded: undefined, diskFull: undefined, descriptorsShort: undefined, dataDirRemoved: undefined, dataDirUnusable: undefined, logStreamGone: undefined, logStorageFull: undefined, answersBusy: undefined, stateQuotaExceeded: { stateBytes: 2048, stateBytesMax: 1024 }, logFailed: undefined, writeTimedOut: { timeoutMs: 30_000 }, snapshotBarrierRefused: { refusal: { message: 'm', consulText: 'c', headers: [['Retry-After', '1']] } }, internal: { why: 'w' },
   clusterBehind: { what: 'a transaction (PUT /v1/txn)', needs: 2, behind: [{ node: 'n2', level: 1, status: 'alive' }] },
 };
 
@@ -134,6 +134,8 @@ const ruleSamples: { [N in FieldRuleName]: FieldRuleVars<N> } = {
   notString: goField, notBool: goField, notInteger: goField, notStrings: goField, notStringMap: goField, notHeaderMap: goField,
   durationInvalid: { rule: 'Format', text: 'must be a duration', goError: 'time: invalid duration "x"' }, checkInvalid: { text: 't' }, outputMaxSizeNegative: undefined, checkNameMissing: undefined,
   checkStatusBad: { inService: true }, checkHttpInvalid: { why: 'w' }, checkTcpInvalid: { why: 'w' }, checkGrpcInvalid: { why: 'w' },
+  checkMethodInvalid: { method: '"G T"', goMethod: '"G T"' }, checkHeaderNameInvalid: { name: '"X Y"', goName: '"X Y"' },
+  checkHeaderValueInvalid: { name: '"X"', goName: '"X"' }, checkHeaderValueNotAscii: { name: '"X"', goName: '"X"' },
   serviceNameMissing: undefined, serviceAddressUnspecified: undefined, weightsInvalid: { why: 'w' }, serviceMetaInvalid: { why: 'w' }, nodeNameMissing: undefined,
   nodeAddressMissing: undefined, nodeIdInvalid: { why: 'uuid string is wrong length' }, sessionTtlNotString: undefined, sessionTtlInvalid: { tooLong: false, ttlMsMin: 10_000, value: 'x', goError: 'time: invalid duration "x"' },
   lockDelayInvalid: { goError: 'time: invalid duration "x"' }, sessionTtlOutOfRange: { ttlMsMin: 10_000, ns: 5, minText: '10s' },

@@ -1,0 +1,48 @@
+// Goal: a check definition that could never run as written is refused when it is registered, on a started agent,
+// in both dialects (seed: 400 naming the field; consul: Consul's 400 text, or one in its words where Consul has
+// none), and nothing is registered; what Go's client and Consul take is still taken.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { call, expectError, startAgent, type Agent } from '../support/agent.ts';
+
+let seed: Agent;
+let consul: Agent;
+beforeAll(async () => { [seed, consul] = await Promise.all([startAgent(), startAgent({ args: ['--dialect', 'consul'] })]); });
+afterAll(async () => { for (const a of [seed, consul]) { await a?.stop(); a?.cleanup(); } });
+
+const register = (agent: Agent, body: unknown) => call(agent.url, 'PUT', '/v1/agent/check/register', body);
+const checks = async (agent: Agent) => (await call(agent.url, 'GET', '/v1/agent/checks')).json<Record<string, Record<string, unknown>>>();
+const http = (id: string, extra: Record<string, unknown>) => ({ ID: id, Name: id, HTTP: 'http://127.0.0.1:1/', Interval: '30s', ...extra });
+
+describe("an HTTP check's Method and Header", () => {
+  test.each([
+    ['a method with a space', { Method: 'G T' }, 'Method', 'Invalid check: net/http: invalid method "G T"'],
+    ['a method with a slash', { Method: 'GET/1' }, 'Method', 'Invalid check: net/http: invalid method "GET/1"'],
+    ['a header name with a space', { Header: { 'X Bad': ['1'] } }, 'Header', 'Invalid check: net/http: invalid header field name "X Bad"'],
+    ['an empty header name', { Header: { '': ['1'] } }, 'Header', 'Invalid check: net/http: invalid header field name ""'],
+    ['a header name with a colon', { Header: { 'X:Y': ['1'] } }, 'Header', 'Invalid check: net/http: invalid header field name "X:Y"'],
+    ['a header value with CR LF', { Header: { 'X-Ok': ['a\r\nInjected: 1'] } }, 'Header', 'Invalid check: net/http: invalid header field value for "X-Ok"'],
+    ['a header value with NUL', { Header: { 'X-Ok': ['fine', 'a\u0000b'] } }, 'Header', 'Invalid check: net/http: invalid header field value for "X-Ok"'],
+    ['a header value with DEL', { Header: { 'X-Ok': ['a\u007f'] } }, 'Header', 'Invalid check: net/http: invalid header field value for "X-Ok"'],
+    ['a header value outside ASCII', { Header: { 'X-Name': ['café'] } }, 'Header',
+      'Invalid check: header field value for "X-Name" holds a character outside ASCII, which this agent does not send'],
+  ])('%s is refused at registration, in both dialects', async (_what, extra, field, consulText) => {
+    const id = `bad-${Math.random().toString(36).slice(2, 8)}`;
+    const s = await register(seed, http(id, extra));
+    const body = expectError(s, 400, 1009);
+    expect(Object.keys(body.details)).toEqual([field]);
+    expect(body.details[field][0]).toMatch(/^Format:/);
+    expect(s.text).not.toContain('Injected');
+    const c = await register(consul, http(id, extra));
+    expect([c.status, c.text]).toEqual([400, consulText]);
+    for (const agent of [seed, consul]) expect(await checks(agent)).not.toHaveProperty(id);
+  });
+
+  test('every token method, a tab inside a value and printable ASCII are taken', async () => {
+    const extra = { Method: "PURGE-x.1_~!#$%&'*+^`|", Header: { 'X-Ok': ['a\tb', ' !~'], 'x_under.score': [], Host: ['example.test'] } };
+    for (const agent of [seed, consul]) {
+      const r = await register(agent, http('fine-request', extra));
+      expect(r.status, r.text).toBe(200);
+      expect(await checks(agent)).toHaveProperty('fine-request');
+    }
+  });
+});
