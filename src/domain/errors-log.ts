@@ -34,4 +34,13 @@ export const logErrorCatalogue = {
     message: (v) => `the write was not confirmed within ${v.timeoutMs} ms (write_timeout): it may still take effect; read it back before retrying`,
     details: (v) => ({ timeoutMs: v.timeoutMs, outcome: 'unknown' }), consulText: 'timed out enqueuing operation',
   }),
+  // A snapshot save's barrier is a write: refused as writes are (`refusal`: that 503, rendered), it says that
+  // `?stale` saves without it.
+  snapshotBarrierRefused: entry<{ refusal: { message: string; consulText: string; details?: Record<string, unknown>; headers: [string, string][] } }>({
+    kind: 'remoteUnavailable', status: 503, consulStatus: 503, headers: (v) => v.refusal.headers,
+    message: (v) => `${v.refusal.message}, or save the snapshot without the write it starts with (its barrier) with ?stale `
+      + '(roster snapshot save --stale): this node\'s state as it is (in a cluster it may lag writes acknowledged through other nodes)',
+    details: (v) => ({ ...v.refusal.details, stale: 'saves without the barrier write' }),
+    consulText: (v) => `${v.refusal.consulText}; use ?stale to save a snapshot without its barrier write`,
+  }),
 };

@@ -17,7 +17,7 @@ import { unmatchedPattern, type Found, type Handler, type Router } from './route
 import type { LogShortage } from '../ports/log-errors.ts';
 
 /** The 503 a write gets while the log cannot store writes, by what it is short of. */
-const shortageErrors = {
+export const shortageErrors = {
   space: 'diskFull', descriptors: 'descriptorsShort', files: 'dataDirRemoved', dir: 'dataDirUnusable', stream: 'logStreamGone', storage: 'logStorageFull',
 } as const satisfies Record<LogShortage, string>;
 

@@ -23,8 +23,10 @@ import {
 } from '../../state/index.ts';
 import { snapshotRecordsProblem } from '../../state/snapshot-records.ts';
 import { allowedPrefix, type Resource } from '../../auth/index.ts';
+import { isLogUnavailable } from '../../ports/log-errors.ts';
 import type { ApiContext } from '../api.ts';
 import { denied } from '../auth-gate.ts';
+import { shortageErrors } from '../dispatch.ts';
 import { checkDatacenter } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
 import { flag, type Request } from '../request.ts';
@@ -56,13 +58,23 @@ function requireReadAll(req: Request): void {
 async function save(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   requireReadAll(req);
-  if (!flag(req, 'stale')) await api.runtime.barrier();
+  if (!flag(req, 'stale')) await api.runtime.barrier().catch((err: unknown) => { throw staleAdvised(err); });
   const data = detachedSnapshot(api.runtime.state);
   const { file, meta } = await encodeSnapshotFile(data, api.nodeName, Date.now());
   return {
     t: 'file', body: file, contentType: 'application/gzip', cacheControl: 'no-store',
     headers: [['X-Consul-Index', String(meta.index)], ['Content-Disposition', `attachment; filename="roster-${meta.index}.snap"`]],
   };
+}
+
+/**
+ * A barrier the log refuses for now (a full disk, a data dir being written afresh): the 503 a write gets
+ * then, saying that `?stale` saves the snapshot without it. Any other failure as it is.
+ */
+function staleAdvised(err: unknown): unknown {
+  if (!isLogUnavailable(err)) return err;
+  const refusal = new RegistryError(shortageErrors[err.shortage]);
+  return new RegistryError('snapshotBarrierRefused', { refusal });
 }
 
 /**
