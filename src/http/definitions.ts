@@ -12,6 +12,7 @@ import { metaProblem } from '../domain/meta-rules.ts';
 import { formatGoDuration, goDurationMaxText, goDurationRule, goInvalidDuration, nsInRange, readGoDuration, type GoDuration } from '../util/duration.ts';
 import { FieldErrors } from './body.ts';
 import { checkHttpRequest } from './check-request.ts';
+import type { Dialect } from './render.ts';
 import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes/index.ts';
 
 type Raw = Record<string, unknown>;
@@ -152,6 +153,8 @@ export interface CheckParseOptions {
   scriptsAllowed: boolean;
   /** From where: the HTTP API ("remote") or the config file ("local"), for the refusal text. */
   origin: 'remote' | 'local';
+  /** The request's wire dialect; the config file's definitions are read as the seed dialect reads them. @default 'seed' */
+  dialect?: Dialect;
   /** For service-embedded checks: the service's id and name, and the default CheckID. */
   service?: { id: string; name: string; defaultCheckId: string };
 }
@@ -177,6 +180,11 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   const notes = r.str('Notes');
   const serviceId = o.service?.id ?? r.str('ServiceID');
   const definition = parseDefinition(r, errors);
+  if (definition.args?.length === 0) {
+    // As Consul's IsScript has it, an empty Args makes no script check there, and the other fields decide the kind.
+    if (o.dialect === 'consul') delete definition.args;
+    else errors.add('Args', 'Required', 'must name the command to run: the program, then its arguments');
+  }
   const type = kindOf(raw, definition, errors);
   const outputMaxSize = raw.OutputMaxSize;
   if (typeof outputMaxSize === 'number' && Number.isInteger(outputMaxSize) && outputMaxSize < 0) errors.broke('OutputMaxSize', 'outputMaxSizeNegative');

@@ -1,12 +1,20 @@
 // Goal: a check definition that could never run as written is refused when it is registered, on a started agent,
 // in both dialects (seed: 400 naming the field; consul: Consul's 400 text, or one in its words where Consul has
 // none), and nothing is registered; what Go's client and Consul take is still taken.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, expectError, startAgent, type Agent } from '../support/agent.ts';
+import { call, expectError, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 
 let seed: Agent;
 let consul: Agent;
-beforeAll(async () => { [seed, consul] = await Promise.all([startAgent(), startAgent({ args: ['--dialect', 'consul'] })]); });
+beforeAll(async () => {
+  // Script checks allowed, so that a script check is judged on its own fields.
+  const file = join(tempDataDir(), 'agent.json');
+  writeFileSync(file, JSON.stringify({ enable_script_checks: true }));
+  const args = ['--config-file', file];
+  [seed, consul] = await Promise.all([startAgent({ args }), startAgent({ args: [...args, '--dialect', 'consul'] })]);
+});
 afterAll(async () => { for (const a of [seed, consul]) { await a?.stop(); a?.cleanup(); } });
 
 const register = (agent: Agent, body: unknown) => call(agent.url, 'PUT', '/v1/agent/check/register', body);
@@ -44,5 +52,26 @@ describe("an HTTP check's Method and Header", () => {
       expect(r.status, r.text).toBe(200);
       expect(await checks(agent)).toHaveProperty('fine-request');
     }
+  });
+});
+
+describe('a script check without a command', () => {
+  test('Args [] is refused (seed: 400/1008 on Args; consul: no script check, so Consul\'s text for a check without a kind)', async () => {
+    for (const args of [{ Args: [] }, { ScriptArgs: [] }, { script_args: [] }]) {
+      const body = { ID: 'no-command', Name: 'no command', Interval: '10s', ...args };
+      const s = expectError(await register(seed, body), 400, 1008);
+      expect(s.details).toEqual({ Args: [expect.stringMatching(/^Required:/)] });
+      const c = await register(consul, body);
+      expect([c.status, c.text]).toEqual([400, 'Invalid check: TTL must be > 0 for TTL checks']);
+    }
+    for (const agent of [seed, consul]) expect(await checks(agent)).not.toHaveProperty('no-command');
+  });
+
+  test('beside another kind, an empty Args is refused in the seed dialect and ignored in the consul dialect, as by Consul', async () => {
+    const body = { ID: 'empty-args-ttl', Name: 'empty args ttl', TTL: '30s', Args: [] };
+    expect(expectError(await register(seed, body), 400, 1009).details.Args).toEqual([expect.stringMatching(/^Required:/)]);
+    const c = await register(consul, body);
+    expect(c.status, c.text).toBe(200);
+    expect((await checks(consul))['empty-args-ttl']).toMatchObject({ Type: 'ttl' });
   });
 });

@@ -51,7 +51,7 @@ function agentChecks(req: Request, api: ApiContext): Reply {
 
 async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const reg = parseCheck(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote' });
+  const reg = parseCheck(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote', dialect: api.dialect });
   requireCheckRegistration(req, api, reg.checkId, reg.serviceId);
   await proposeOk(api, { t: 'check.register', node: api.nodeName, check: reg });
   return { t: 'empty' };
@@ -121,7 +121,7 @@ function agentServices(req: Request, api: ApiContext): Reply {
 async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const replace = param(req, 'replace-existing-checks');
-  const parsed = parseService(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote' });
+  const parsed = parseService(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote', dialect: api.dialect });
   requireAccess(req, 'service', parsed.service.service, 'write');
   // Registering over an instance of another name replaces that service: the caller must be able to write it too.
   const st = api.runtime.state;
