@@ -55,7 +55,11 @@ interface Runner {
   outputWrittenMs: number;
   /** The latest probe result, held back because it changes only the output. */
   deferred: Deferred | undefined;
+  /** The held-back result that was latest when a write began, shown until that write has applied. */
+  writing: Held | undefined;
 }
+
+interface Held { status: CheckStatus; output: string }
 
 /** A held-back result, and its wait: `draw` × the interval (`intervalMs`, as when the wait was set) after the last write. */
 interface Deferred { status: CheckStatus; output: string; timer: TimerHandle; draw: number; intervalMs: number }
@@ -99,7 +103,9 @@ export class CheckOwner {
    */
   latest(check: HealthCheck): HealthCheck {
     const runner = this.runners.get(check.checkId);
-    const held = runner !== undefined && runner.generation === check.generation && check.node === this.o.nodeName ? runner.deferred : undefined;
+    const mine = runner !== undefined && runner.generation === check.generation && check.node === this.o.nodeName;
+    // While a write is applying, what was held back before it is still newer than the check's written output.
+    const held = mine ? (runner.deferred ?? runner.writing) : undefined;
     return held === undefined || held.status !== check.status ? check : { ...check, output: held.output };
   }
 
@@ -150,7 +156,7 @@ export class CheckOwner {
   private startRunner(check: HealthCheck): void {
     const runner: Runner = {
       generation: check.generation, ttlUpdateIndex: -1, timer: undefined, abort: new AbortController(),
-      queue: Promise.resolve(), outputWrittenMs: -Infinity, deferred: undefined,
+      queue: Promise.resolve(), outputWrittenMs: -Infinity, deferred: undefined, writing: undefined,
     };
     this.runners.set(check.checkId, runner);
     if (check.type === 'ttl') this.armTtl(check, runner);
@@ -219,10 +225,11 @@ export class CheckOwner {
     if (current === undefined || current.generation !== runner.generation || runner.abort.signal.aborted) return;
     const change = probeResultChange(current, status, output);
     if (change === 'output' && this.holdBack(checkId, runner, status, output)) return;
+    const held = runner.deferred;
     if (change !== 'counters') this.dropDeferred(runner);
     if (change === 'none') return;
     if (change !== 'counters') runner.outputWrittenMs = this.nowMs();
-    await this.propose({ t: 'check.update', node: this.o.nodeName, checkId, generation: runner.generation, via: 'probe', status, output });
+    await this.writeShowing(runner, change === 'counters' ? undefined : held, { t: 'check.update', node: this.o.nodeName, checkId, generation: runner.generation, via: 'probe', status, output });
   }
 
   /**
@@ -254,7 +261,18 @@ export class CheckOwner {
     if (held === undefined || current === undefined || current.generation !== runner.generation || runner.abort.signal.aborted) return;
     if (probeResultChange(current, held.status, held.output) !== 'output') return;
     runner.outputWrittenMs = this.nowMs();
-    await this.propose({ t: 'check.update', node: this.o.nodeName, checkId, generation: runner.generation, via: 'probe', status: held.status, output: held.output });
+    await this.writeShowing(runner, held, { t: 'check.update', node: this.o.nodeName, checkId, generation: runner.generation, via: 'probe', status: held.status, output: held.output });
+  }
+
+  /**
+   * Proposes a probe result's write while latest() still shows `held` (the result held back before it), so the
+   * agent's own view never goes back to the older written output while the write applies.
+   */
+  private async writeShowing(runner: Runner, held: Held | undefined, cmd: Command): Promise<void> {
+    runner.writing = held === undefined ? undefined : { status: held.status, output: held.output };
+    const writing = runner.writing;
+    await this.propose(cmd);
+    if (runner.writing === writing) runner.writing = undefined;
   }
 
   private dropDeferred(runner: Runner): void {
