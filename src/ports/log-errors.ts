@@ -51,10 +51,14 @@ export function unavailableError(kind: string, why: string, shortage: LogShortag
  */
 export type LogShortage = 'space' | 'descriptors' | 'files' | 'dir' | 'stream' | 'storage';
 
-/** The error every append gets once the log has failed for good; `cause` is the write or sync error. */
+/**
+ * The error every append gets once the log has failed for good; `cause` is the write or sync error, which
+ * its message names. It is not attached as the error's `cause` as well: a logger prints a cause after the
+ * message, which would name it twice (the log logs the cause itself, with its stack, when it fails).
+ */
 export function failedError(kind: string, cause: unknown): Error {
   const msg = cause instanceof Error ? cause.message : String(cause);
-  return Object.assign(new Error(`${kind} failed, no further appends are accepted: ${msg}`, { cause }), { code: logFailedCode });
+  return Object.assign(new Error(`${kind} failed, no further appends are accepted: ${msg}`), { code: logFailedCode });
 }
 
 /** The error for a write not confirmed within `timeoutMs`; the log may still commit it later. */

@@ -1,7 +1,8 @@
 // Goal: a log that fails for good (here its filesystem turned read-only under it: ext4 aborted) says so once.
 // The failure is logged once at error level with its cause, said once; each write refused for it afterwards
 // answers 500 (the first, whose commit could not be cut back, may answer that its outcome is unknown) and is
-// noted only by its request line, without another error line or stack. gRPC "" is NOT_SERVING.
+// noted only by its request line, without another error line or stack. gRPC "" is NOT_SERVING. A clean stop,
+// whose snapshot the failed log refuses, names the failure with its cause once too.
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { call, startAgent, type Agent } from '../support/agent.ts';
@@ -40,5 +41,9 @@ describe.skipIf(disk === undefined)('a log failed for good', () => {
     const failed = errorLines(output).find((l) => l.includes('"msg":"WAL failed"'))!;
     expect(failed).toMatch(/EROFS/);
     expect(output).not.toMatch(/(EROFS[^"\\]*): \1/);
+    // A clean stop meets the failure too (its snapshot cannot be written): named with its cause once.
+    expect(await agent.stop()).toBe(0);
+    expect(agent.output()).toMatch(/shutdown snapshot failed/);
+    expect(agent.output()).not.toMatch(/(EROFS[^"\\]*): \1/);
   }, 60_000);
 });
