@@ -9,7 +9,7 @@ import { open, rm, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { EntriesListener } from '../ports/log.ts';
 import { namedFile, segmentName, SegmentLost, syncDir, writeAllSync, type ActiveSegment, type SegmentLoss, type SegmentRef } from './files.ts';
-import { preallocate } from './preallocation.ts';
+import { hasReserve, preallocate, reserveBytesMin } from './preallocation.ts';
 import { commitPayloadEnd } from './record.ts';
 import type { Recovered } from './recovery.ts';
 import { replay } from './replay.ts';
@@ -33,8 +33,10 @@ export class SegmentFiles {
     const fh = await open(current.path, 'r+');
     const active = { ...current, fh, bytes: found.activeBytes, allocated: found.activeBytes };
     try {
-      // Recovery left only zeros past activeBytes, so the whole file counts as allocated.
-      active.allocated = Math.max(found.activeBytes, (await fh.stat()).size);
+      // Recovery left only zeros past activeBytes, so the whole file counts as allocated, unless some of them
+      // are a hole (`restoreTail` leaves one on a full disk): those are written for real before a commit goes there.
+      const { size, blocks } = await fh.stat();
+      active.allocated = blocks * 512 >= size ? Math.max(found.activeBytes, size) : found.activeBytes;
     } catch (err) {
       await fh.close();
       throw err;
@@ -52,7 +54,7 @@ export class SegmentFiles {
     const fh = await open(path, 'wx+');
     const active: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
     try {
-      await preallocate(active, segmentBytesMax);
+      await preallocate(active);
       await syncDir(walDir);
     } catch (err) {
       await fh.close().catch(() => undefined);
@@ -110,6 +112,8 @@ export class SegmentFiles {
    */
   async write(buf: Buffer): Promise<void> {
     const seg = this.active;
+    // Zeros past the frame's end first, synced: a crash that tears it leaves them after it (cut-evidence.ts).
+    if (!hasReserve(seg, buf.length)) await this.preallocate(seg, buf.length);
     // The write only copies into the page cache (tens of microseconds for a commit): done in place, it
     // spares a thread-pool round trip that cost about 0.4 ms per commit under load. The fdatasync,
     // which waits for the disk, stays off the event loop.
@@ -124,40 +128,43 @@ export class SegmentFiles {
   }
 
   /**
-   * Keeps zero-filled, synced space ahead of the write position of `seg` (the current segment). Throws
-   * SegmentLost ('cut') when its commits are gone after it: zeros written past the end of a file cut short
-   * would make it long again.
+   * Keeps zero-filled, synced space ahead of the write position of `seg` (the current segment), room for a
+   * frame of `frameBytes` and `reserveBytesMin` after it. Throws SegmentLost ('cut') when its commits are
+   * gone after it: zeros written past the end of a file cut short would make it long again.
    */
-  async preallocate(seg = this.active): Promise<void> {
-    await preallocate(seg, this.segmentBytesMax);
+  async preallocate(seg = this.active, frameBytes = 0): Promise<void> {
+    await preallocate(seg, frameBytes);
     if (!endsWhole(seg, seg.bytes)) throw this.cut(seg);
   }
 
   /**
-   * Rolls between commits, so every segment but the current one ends on a whole, synced frame: the
-   * old segment's unused preallocated tail is cut off (durably) before the next segment, starting at
-   * entry `first`, exists. The next segment is made only beside the current one, where the next start
-   * reads it: throws SegmentLost when the current one was removed, moved or cut short (checked before,
-   * and again when making the next file fails: its open in a dir removed meanwhile gets ENOENT). A roll
-   * in a dir moved away, or made again by someone else, would start a log without the segments before it.
+   * Rolls between commits, so every segment but the current one ends on a whole, synced frame. The next
+   * segment, starting at entry `first`, is made first, preallocated and its name durable; only then is the
+   * old segment sealed, its unused preallocated tail cut off (durably). Recovery reads a sealed segment that
+   * is last, or an empty one after a sealed one, as a log cut short (cut-evidence.ts); a crash in between
+   * leaves the new segment empty beside an old one that still has its zeros, and recovery drops it.
+   * The next segment is made only beside the current one, where the next start reads it: throws
+   * SegmentLost when the current one was removed, moved or cut short (checked before, and again when
+   * making the next file fails: its open in a dir removed meanwhile gets ENOENT). A roll in a dir moved
+   * away, or made again by someone else, would start a log without the segments before it.
    */
   async rollIfFull(first: number): Promise<void> {
     const old = this.active;
     if (old.bytes === 0 || old.bytes < this.segmentBytesMax) return;
     const loss = this.checkPathNext().lost();
     if (loss !== undefined) throw this.lostError(loss);
-    old.allocated = old.bytes;
-    await old.fh.truncate(old.bytes);
-    await old.fh.sync();
-    // A truncate to a longer size fills with zeros: a segment cut short must not be sealed as if whole.
-    if (!endsWhole(old, old.bytes)) throw this.cut(old);
     const path = join(this.walDir, segmentName(first));
     const fh = await open(path, 'wx+').catch((err: unknown) => { throw this.lostOr(err); });
     const next: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
     try {
       await this.preallocate(next);
-      // The new name must be durable before an entry in it is acknowledged.
+      // The new name must be durable before the old segment is sealed, and before an entry in it is acknowledged.
       await syncDir(this.walDir);
+      old.allocated = old.bytes;
+      await old.fh.truncate(old.bytes);
+      await old.fh.sync();
+      // A truncate to a longer size fills with zeros: a segment cut short must not be sealed as if whole.
+      if (!endsWhole(old, old.bytes)) throw this.cut(old);
     } catch (err) {
       // Not rolled after all (a full disk is retried): the old segment stays current, the new file goes.
       await fh.close().catch(() => undefined);
@@ -169,12 +176,17 @@ export class SegmentFiles {
     await old.fh.close();
   }
 
-  /** Cuts the current segment back to its acknowledged commits (durably); the reserve is made again later. */
+  /**
+   * Cuts the current segment back to its acknowledged commits (durably), with `reserveBytesMin` of zeros
+   * after them again as a hole (made without disk space): recovery reads a last segment without them as cut
+   * short. The reserve is written for real later, when there is space.
+   */
   async restoreTail(): Promise<void> {
     const seg = this.active;
     // Lowered first: `lost` never sees the file shorter than what is counted as written.
     seg.allocated = seg.bytes;
     await seg.fh.truncate(seg.bytes);
+    await seg.fh.truncate(seg.bytes + reserveBytesMin);
     await seg.fh.sync();
     if (!endsWhole(seg, seg.bytes)) throw this.cut(seg);
   }

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/ports/clock.ts';
 import { isLogUnavailable } from '../../src/wal/index.ts';
+import { reserveBytesMin } from '../../src/wal/preallocation.ts';
 import { fileHandlePrototype, proposals, usedBytes, WalFixture } from './wal-fixture.ts';
 
 describe('WalLog write failures', () => {
@@ -50,8 +51,12 @@ describe('WalLog write failures', () => {
     // Refused at once meanwhile, without touching the disk; nothing was delivered.
     expect(isLogUnavailable(await log.append(proposals(5, 1)).catch((e: unknown) => e))).toBe(true);
     expect(delivered).toEqual([]);
-    // The partial frame is gone: the file ends at the last acknowledged commit.
-    expect((await readFile(seg!)).length).toBe(before);
+    // The partial frame is gone: the last acknowledged commit, then only the zeros the WAL keeps past it
+    // (made again without disk space, as a hole), so that a crash now leaves a log recovery opens.
+    const cut = await readFile(seg!);
+    expect(cut.length).toBe(before + reserveBytesMin);
+    expect(usedBytes(cut)).toBe(before);
+    expect(cut.subarray(before).every((b) => b === 0)).toBe(true);
     vi.restoreAllMocks();
     clock.advance(1000);
     await vi.waitFor(() => expect(writable).toEqual([false, true]));

@@ -1,11 +1,12 @@
 // Goal: the WAL's segment files and preallocation on their own: zeros reserved ahead of the write
-// position within the segment size, a roll that cuts the old segment to its commits, compaction.
+// position, at least 512 KiB past the last commit and past a commit before it is written; a roll that
+// makes the next segment before it cuts the old one to its commits; compaction.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { preallocate, preallocBytes } from '../../src/wal/preallocation.ts';
+import { preallocate, preallocBytes, reserveBytesMin } from '../../src/wal/preallocation.ts';
 import { SegmentFiles } from '../../src/wal/segments.ts';
 import { commitFrame, pad } from './wal-fixture.ts';
 
@@ -29,27 +30,42 @@ describe('WAL segment files', () => {
     return files;
   }
 
-  it('reserves zeros ahead of the write position, never past the segment size, and not again while half the reserve is left', async () => {
+  it('reserves zeros ahead of the write position, a frame and half the reserve after it at least, and not again while that is left', async () => {
     const path = join(walDir, 'x');
     writeFileSync(path, Buffer.alloc(0));
     const fh = await open(path, 'r+');
     try {
       const seg = { first: 1, path, fh, bytes: 0, allocated: 0 };
-      await preallocate(seg, 64 * preallocBytes);
+      await preallocate(seg);
       expect([seg.allocated, statSync(path).size]).toEqual([preallocBytes, preallocBytes]);
-      seg.bytes = preallocBytes / 2 - 1;
-      await preallocate(seg, 64 * preallocBytes);
+      seg.bytes = preallocBytes - reserveBytesMin;
+      await preallocate(seg);
       expect(seg.allocated).toBe(preallocBytes);
-      seg.bytes = preallocBytes / 2 + 1;
-      await preallocate(seg, preallocBytes + 100);
-      expect([seg.allocated, statSync(path).size]).toEqual([preallocBytes + 100, preallocBytes + 100]);
+      seg.bytes += 1;
+      await preallocate(seg);
+      expect([seg.allocated, statSync(path).size]).toEqual([seg.bytes + preallocBytes, seg.bytes + preallocBytes]);
+      // Before a frame larger than what is left: room for it, and the reserve past its end.
+      const frame = 3 * preallocBytes;
+      await preallocate(seg, frame);
+      expect(seg.allocated).toBe(seg.bytes + frame + preallocBytes);
     } finally {
       await fh.close();
     }
     expect(readFileSync(path).every((b) => b === 0)).toBe(true);
   });
 
-  it('rolls once the current segment is full: the old one cut to its commits, the new one preallocated', async () => {
+  it('writes a commit larger than the zeros ahead with the reserve past it, whatever the segment size', async () => {
+    const files = await fresh(40);
+    const big = commitFrame(1, 20_000);
+    expect(big.length).toBeGreaterThan(preallocBytes);
+    await files.write(big);
+    const buf = readFileSync(join(walDir, `${pad(1)}.seg`));
+    expect(buf.subarray(0, big.length)).toEqual(big);
+    expect(buf.length - big.length).toBeGreaterThanOrEqual(reserveBytesMin);
+    expect(buf.subarray(big.length).every((b) => b === 0)).toBe(true);
+  });
+
+  it('rolls once the current segment is full: the next one made and preallocated, then the old one cut to its commits', async () => {
     const first = commitFrame(1);
     expect(first.length).toBeGreaterThan(40);
     const files = await fresh(40);
@@ -60,7 +76,7 @@ describe('WAL segment files', () => {
     await files.rollIfFull(2);
     expect(readdirSync(walDir).sort()).toEqual([`${pad(1)}.seg`, `${pad(2)}.seg`]);
     expect(readFileSync(join(walDir, `${pad(1)}.seg`))).toEqual(first);
-    expect(statSync(join(walDir, `${pad(2)}.seg`)).size).toBe(40);
+    expect(statSync(join(walDir, `${pad(2)}.seg`)).size).toBe(preallocBytes);
     await files.write(commitFrame(2));
     expect(readFileSync(join(walDir, `${pad(2)}.seg`)).subarray(0, commitFrame(2).length)).toEqual(commitFrame(2));
   });

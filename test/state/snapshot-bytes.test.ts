@@ -43,7 +43,8 @@ test('large values written and deleted: the log is compacted by its bytes, not o
   // saved, as soon as it is done; a segment goes once two snapshots lie past it: the log's files stay within
   // what a few snapshots' time of writes take (a few MiB here, where writes are as fast as snapshots).
   const written = rounds * 64 * KiB;
-  expect(most).toBeLessThan(written / 3);
+  // Besides: the zeros the current segment keeps ahead of its commits (1 MiB, four of these small segments).
+  expect(most).toBeLessThan(written / 3 + 1024 * KiB);
   await runtime.stop();
   runtime = await boot(dir);
   const kept = [...runtime.state.kv.keys()].filter((k) => k.startsWith('big/')).sort();
