@@ -54,6 +54,10 @@ export const fieldRules = {
   checkGrpcInvalid: (v: { why: string }): BrokenRule => ({
     rule: 'Format', text: `${v.why}: give host:port or host:port/service`, consul: { status: 400, text: `Invalid check: GRPC ${v.why}` },
   }),
+  /** Probe kinds given together (`http and tcp`), which Consul takes, running one of them. */
+  checkKindsConflict: (v: { kinds: string }): BrokenRule => ({
+    rule: 'Conflict', text: `give one probe kind, not ${v.kinds}`, consul: { status: 400, text: `Invalid check: give one probe kind, not ${v.kinds}` },
+  }),
   /** An HTTP check's request that Go's client would not send; `go…` are the texts as Go quotes them in its refusal. */
   checkMethodInvalid: (v: { method: string; goMethod: string }): BrokenRule => ({
     rule: 'Format', text: `${v.method} is not an HTTP method: a token of letters, digits and !#$%&'*+-.^_\`|~, such as GET`,

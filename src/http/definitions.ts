@@ -185,7 +185,7 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
     if (o.dialect === 'consul') delete definition.args;
     else errors.add('Args', 'Required', 'must name the command to run: the program, then its arguments');
   }
-  const type = kindOf(raw, definition, errors);
+  const type = kindOf(definition, errors);
   const outputMaxSize = raw.OutputMaxSize;
   if (typeof outputMaxSize === 'number' && Number.isInteger(outputMaxSize) && outputMaxSize < 0) errors.broke('OutputMaxSize', 'outputMaxSizeNegative');
   if (type === 'http' && definition.http !== undefined) {
@@ -251,34 +251,35 @@ function parseDefinition(r: Reader, errors: FieldErrors): CheckDefinition {
   return d;
 }
 
-/** Decides the kind from the fields present and checks the kind's rules (Consul's CheckType.Validate). */
-function kindOf(raw: Raw, d: CheckDefinition, errors: FieldErrors): CheckKind {
-  const kinds: CheckKind[] = [];
-  if (d.ttlMs > 0 || (typeof raw.TTL === 'string' && raw.TTL !== '')) kinds.push('ttl');
-  if (d.http !== undefined) kinds.push('http');
-  if (d.tcp !== undefined) kinds.push('tcp');
-  if (d.grpc !== undefined) kinds.push('grpc');
-  if (d.args !== undefined || d.runtimeContainerId !== undefined) kinds.push(d.runtimeContainerId !== undefined ? 'docker' : 'script');
-  if (d.aliasService !== undefined || d.aliasNode !== undefined) kinds.push('alias');
-  if (kinds.length === 0) {
-    // With no probe kind a check is taken as a TTL check without a TTL, as in Consul's CheckType.Validate.
-    invalidCheck(errors, 'TTL', 'TTL must be > 0 for TTL checks');
-    return '';
-  }
-  if (kinds.length > 1 && !(kinds.length === 2 && kinds.includes('ttl') && d.intervalMs > 0)) {
-    errors.add('check', 'Conflict', `give one probe kind, not ${kinds.join(' and ')}`);
-  }
-  const kind = kinds[0]!;
-  if (kind === 'ttl') {
-    if (d.intervalMs > 0) invalidCheck(errors, 'Interval', 'Interval and TTL cannot both be specified');
-    if (d.ttlMs <= 0) invalidCheck(errors, 'TTL', 'TTL must be > 0 for TTL checks');
-  } else if (kind === 'alias') {
-    if (d.intervalMs > 0) invalidCheck(errors, 'Interval', 'Interval cannot be set for Alias checks');
-  } else if (d.intervalMs <= 0) {
-    invalidCheck(errors, 'Interval', 'Interval must be > 0 for Script, HTTP, H2PING, TCP, UDP or OSService checks');
-  }
-  if (kind === 'docker' && d.args === undefined) errors.add('Args', 'Required', 'container checks need Args (the command to run)');
-  return kind;
+/**
+ * Decides the kind from the fields present and checks the kind's rules: Consul's CheckType.Validate, in
+ * its order, so the first rule broken gives the consul dialect's text, then Roster's own.
+ */
+function kindOf(d: CheckDefinition, errors: FieldErrors): CheckKind {
+  // The kinds that probe every Interval (Consul's intervalCheck).
+  const probes: CheckKind[] = [];
+  if (d.http !== undefined) probes.push('http');
+  if (d.tcp !== undefined) probes.push('tcp');
+  if (d.grpc !== undefined) probes.push('grpc');
+  if (d.args !== undefined || d.runtimeContainerId !== undefined) probes.push(d.runtimeContainerId !== undefined ? 'docker' : 'script');
+  // A TTL of 0 is none, as in Go.
+  const ttl = d.ttlMs > 0;
+  const alias = d.aliasService !== undefined || d.aliasNode !== undefined;
+  const interval = d.intervalMs > 0;
+  const broken: [string, string] | undefined = interval && ttl ? ['Interval', 'Interval and TTL cannot both be specified']
+    : probes.length > 0 && !interval ? ['Interval', 'Interval must be > 0 for Script, HTTP, H2PING, TCP, UDP or OSService checks']
+    : probes.length > 0 && alias ? ['Interval', 'Interval cannot be set for Alias checks']
+    : alias && ttl ? ['TTL', 'TTL must be not be set for Alias checks']
+    : probes.length === 0 && !alias && !ttl ? ['TTL', 'TTL must be > 0 for TTL checks']
+    // Consul takes an Interval on an alias check and never uses it; here it is refused.
+    : alias && interval ? ['Interval', 'Interval cannot be set for Alias checks']
+    : undefined;
+  if (broken !== undefined) invalidCheck(errors, ...broken);
+  const kinds: CheckKind[] = [...(ttl ? ['ttl' as const] : []), ...probes, ...(alias ? ['alias' as const] : [])];
+  // Consul runs one of several kinds given together and drops the others without a word; here they are refused.
+  if (kinds.length > 1) errors.broke('check', 'checkKindsConflict', { kinds: kinds.join(' and ') });
+  if (kinds.includes('docker') && d.args === undefined) errors.add('Args', 'Required', 'container checks need Args (the command to run)');
+  return kinds[0] ?? '';
 }
 
 // ---------------------------------------------------------------- services

@@ -134,7 +134,7 @@ const ruleSamples: { [N in FieldRuleName]: FieldRuleVars<N> } = {
   notString: goField, notBool: goField, notInteger: goField, notStrings: goField, notStringMap: goField, notHeaderMap: goField,
   durationInvalid: { rule: 'Format', text: 'must be a duration', goError: 'time: invalid duration "x"' }, checkInvalid: { text: 't' }, outputMaxSizeNegative: undefined, checkNameMissing: undefined,
   checkStatusBad: { inService: true }, checkHttpInvalid: { why: 'w' }, checkTcpInvalid: { why: 'w' }, checkGrpcInvalid: { why: 'w' },
-  checkMethodInvalid: { method: '"G T"', goMethod: '"G T"' }, checkHeaderNameInvalid: { name: '"X Y"', goName: '"X Y"' },
+  checkKindsConflict: { kinds: 'http and tcp' }, checkMethodInvalid: { method: '"G T"', goMethod: '"G T"' }, checkHeaderNameInvalid: { name: '"X Y"', goName: '"X Y"' },
   checkHeaderValueInvalid: { name: '"X"', goName: '"X"' }, checkHeaderValueNotAscii: { name: '"X"', goName: '"X"' },
   serviceNameMissing: undefined, serviceAddressUnspecified: undefined, weightsInvalid: { why: 'w' }, serviceMetaInvalid: { why: 'w' }, nodeNameMissing: undefined,
   nodeAddressMissing: undefined, nodeIdInvalid: { why: 'uuid string is wrong length' }, sessionTtlNotString: undefined, sessionTtlInvalid: { tooLong: false, ttlMsMin: 10_000, value: 'x', goError: 'time: invalid duration "x"' },

@@ -75,3 +75,33 @@ describe('a script check without a command', () => {
     expect((await checks(consul))['empty-args-ttl']).toMatchObject({ Type: 'ttl' });
   });
 });
+
+describe('probe kinds that do not go together', () => {
+  const alias = { AliasService: 'web' };
+  const probe = { HTTP: 'http://127.0.0.1:1/' };
+  // Consul's CheckType.Validate, in its order: the first rule broken gives the text.
+  test.each([
+    ['Alias and TTL', { ...alias, TTL: '30s' }, 'TTL', 'TTL must be not be set for Alias checks'],
+    ['Alias, HTTP and Interval', { ...alias, ...probe, Interval: '10s' }, 'Interval', 'Interval cannot be set for Alias checks'],
+    ['Alias and HTTP without Interval', { ...alias, ...probe }, 'Interval', 'Interval must be > 0 for Script, HTTP, H2PING, TCP, UDP or OSService checks'],
+    ['HTTP and TTL without Interval', { ...probe, TTL: '30s' }, 'Interval', 'Interval must be > 0 for Script, HTTP, H2PING, TCP, UDP or OSService checks'],
+    ['HTTP, TTL and Interval', { ...probe, TTL: '30s', Interval: '10s' }, 'Interval', 'Interval and TTL cannot both be specified'],
+    ['Alias, TTL and Interval', { ...alias, TTL: '30s', Interval: '10s' }, 'Interval', 'Interval and TTL cannot both be specified'],
+    ['TCP and Args', { TCP: '127.0.0.1:1', Args: ['true'], Interval: '10s' }, 'check', 'give one probe kind, not tcp and script'],
+  ])('%s: consul dialect "Invalid check: …" with Consul\'s text, seed 400/1009 naming the field', async (_what, extra, field, text) => {
+    const body = { ID: 'two-kinds', Name: 'two kinds', ...extra };
+    const c = await register(consul, body);
+    expect([c.status, c.text]).toEqual([400, `Invalid check: ${text}`]);
+    const s = expectError(await register(seed, body), 400, 1009);
+    expect(s.details[field]).toContain(`${field === 'check' ? 'Conflict' : 'Invalid'}:${text}`);
+    for (const agent of [seed, consul]) expect(await checks(agent)).not.toHaveProperty('two-kinds');
+  });
+
+  test('a TTL of 0s is no TTL, as in Consul: beside HTTP and an Interval the check is an HTTP check', async () => {
+    for (const agent of [seed, consul]) {
+      const r = await register(agent, { ID: 'zero-ttl', Name: 'zero ttl', ...probe, Interval: '30s', TTL: '0s' });
+      expect(r.status, r.text).toBe(200);
+      expect((await checks(agent))['zero-ttl']).toMatchObject({ Type: 'http' });
+    }
+  });
+});
