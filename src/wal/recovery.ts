@@ -1,9 +1,10 @@
 /**
  * Recovery at open(): first read everything and decide (plan), touching nothing; only a log it has
- * decided to open is then changed on disk (apply): a torn last commit cut, an empty last segment
- * dropped, or the log restarted after a snapshot that holds a damaged last commit, or that holds every
- * entry of a log closed cleanly (clean-close.ts) whose segments are damaged or missing. A refusal leaves
- * the data dir byte for byte as it was, and its message says what the operator can do.
+ * decided to open is then changed on disk (apply): a torn last commit cut, an empty last segment left
+ * by a roll a crash interrupted dropped, or the log restarted after a snapshot that holds a damaged last commit, or that holds every
+ * entry of a log closed cleanly (clean-close.ts) whose segments are damaged or missing. A log whose end
+ * was cut while the agent was stopped (cut-evidence.ts) is damage too. A refusal leaves the data dir byte
+ * for byte as it was, and its message says what the operator can do.
  */
 import { statSync } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
@@ -11,7 +12,9 @@ import { join } from 'node:path';
 import type { Logger } from '../ports/logger.ts';
 import { damagedError, isLogDamaged } from '../ports/log-errors.ts';
 import { kind, segmentName, syncDir, type SegmentRef } from './files.ts';
-import { scanSegment, type NamedAttachment, type Tail } from './scan.ts';
+import { judgeEnd } from './cut-evidence.ts';
+import { zeroFill } from './preallocation.ts';
+import { scanSegment, type NamedAttachment, type Scan, type Tail } from './scan.ts';
 
 /** What scanning the segments at open() established. */
 export interface Recovered {
@@ -24,8 +27,8 @@ export interface Recovered {
 /** What recovery will change on disk once it has decided to open, in this order. */
 export interface Plan {
   recovered: Recovered;
-  /** A torn last commit (never acknowledged) to cut. */
-  cut?: { path: string; goodBytes: number; torn: Torn };
+  /** A torn last commit (never acknowledged) to cut: bytes [goodBytes, end) zeroed, the zeros after them kept. */
+  cut?: { path: string; goodBytes: number; end: number; torn: Torn };
   /** A last segment that holds no entry, to delete. */
   dropEmpty?: string;
   /** The log starts afresh after the snapshot: this segment is created (emptied, if it is there), then `drop` are deleted. */
@@ -96,30 +99,32 @@ function planSegments(walDir: string, segments: SegmentRef[], snapIndex: number)
   }
   let next = oldest.first;
   let lastAtMs = 0;
-  const sizes: number[] = [];
-  const attachments: NamedAttachment[] = [];
-  let tail: Tail | undefined;
+  const scans: Scan[] = [];
   for (const [k, seg] of segments.entries()) {
     if (seg.first !== next) throw damagedError(`${kind}: index gap at ${seg.path}: expected a segment starting at ${next}; refusing to open`);
     const scan = scanSegment(seg, k === segments.length - 1);
-    tail = scan.tail;
+    scans.push(scan);
     next = scan.next;
     lastAtMs = scan.lastAtMs ?? lastAtMs;
-    sizes.push(scan.goodBytes);
-    attachments.push(...(scan.attachments ?? []));
   }
   const last = segments.at(-1)!;
+  const tail = scans.at(-1)!.tail;
   if (tail?.kind === 'damaged') return planDamagedTail(walDir, segments, last, tail, next, snapIndex);
   if (next - 1 < snapIndex) throw damagedError(`${kind}: the log ends at ${next - 1}, before the snapshot at ${snapIndex}; refusing to open`);
-  const plan: Plan = { recovered: { segments: [...segments], last: next - 1, lastAtMs, activeBytes: sizes.at(-1)! } };
+  const end = judgeEnd(segments, scans, snapIndex);
+  const plan: Plan = { recovered: { segments: [...segments], last: next - 1, lastAtMs, activeBytes: scans.at(-1)!.goodBytes } };
+  const attachments = scans.flatMap((s) => s.attachments ?? []);
   if (attachments.length > 0) plan.attachments = attachments;
-  if (tail !== undefined) plan.cut = { path: last.path, goodBytes: tail.offset, torn: tail };
-  // An empty last segment (a crash right after a roll, or a tail torn to nothing) holds no entry.
-  // Appending to its predecessor instead keeps the last entry, and with it atMs, in the current
-  // segment, which compaction never deletes.
-  if (segments.length >= 2 && sizes.at(-1) === 0) {
+  if (tail !== undefined) {
+    const scan = scans.at(-1)!;
+    plan.cut = { path: last.path, goodBytes: tail.offset, end: scan.size - scan.trailingZeros, torn: tail };
+  }
+  // A last segment that holds no entry beside one that still has its zeros: a crash during a roll, before
+  // it sealed the older one. Appending to that one instead keeps the last entry, and with it atMs, in the
+  // current segment, which compaction never deletes.
+  if (end === 'drop-last') {
     plan.dropEmpty = plan.recovered.segments.pop()!.path;
-    plan.recovered.activeBytes = sizes.at(-2)!;
+    plan.recovered.activeBytes = scans.at(-2)!.goodBytes;
   }
   return plan;
 }
@@ -137,7 +142,10 @@ function planDamagedTail(walDir: string, segments: SegmentRef[], last: SegmentRe
   if (!covered) {
     const err = damagedError(`${kind}: corrupt commit frame in ${where}: ${tail.reason}; it is the last commit, `
       + `complete on disk, so it was acknowledged (${entries}); refusing to open, acknowledged entries would be lost`);
-    throw Object.assign(err, { choice: `accept losing ${entries} by truncating ${last.path} to ${tail.offset} bytes` });
+    throw Object.assign(err, {
+      choice: `accept losing ${entries} by cutting ${last.path} to ${tail.offset} bytes with zeros after them: `
+        + `truncate -s ${tail.offset} ${last.path} && truncate -s +1M ${last.path}`,
+    });
   }
   const restart = { first: snapIndex + 1, path: join(walDir, segmentName(snapIndex + 1)) };
   return {
@@ -162,7 +170,7 @@ function restartedAfterSnapshot(segments: SegmentRef[], snapIndex: number): Plan
 }
 
 export async function applyPlan(walDir: string, plan: Plan, logger: Logger): Promise<void> {
-  if (plan.cut !== undefined) await truncateTail(plan.cut.path, plan.cut.goodBytes, plan.cut.torn, logger);
+  if (plan.cut !== undefined) await cutTornTail(plan.cut, logger);
   if (plan.dropEmpty !== undefined) {
     await unlink(plan.dropEmpty);
     await syncDir(walDir);
@@ -184,16 +192,19 @@ export async function applyPlan(walDir: string, plan: Plan, logger: Logger): Pro
   if (plan.warning !== undefined) logger.warn(plan.warning.obj, plan.warning.msg);
 }
 
-async function truncateTail(path: string, goodBytes: number, torn: Torn, logger: Logger): Promise<void> {
-  const fh = await open(path, 'r+');
+/**
+ * Cuts a torn commit by zeroing its bytes in place: the zeros the WAL keeps after the last commit stay, and
+ * with them the evidence recovery reads (cut-evidence.ts), at every step, should a crash come meanwhile.
+ */
+async function cutTornTail(cut: NonNullable<Plan['cut']>, logger: Logger): Promise<void> {
+  const fh = await open(cut.path, 'r+');
   try {
-    await fh.truncate(goodBytes);
-    await fh.sync();
+    await zeroFill(fh, cut.goodBytes, cut.end);
   } finally {
     await fh.close();
   }
   logger.warn({
-    file: path, offset: goodBytes, droppedBytes: torn.bytes, droppedEntries: torn.entries, reason: torn.reason,
+    file: cut.path, offset: cut.goodBytes, droppedBytes: cut.torn.bytes, droppedEntries: cut.torn.entries, reason: cut.torn.reason,
   }, 'WAL: truncated a torn last commit left by a crash (never acknowledged)');
 }
 

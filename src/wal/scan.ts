@@ -14,6 +14,13 @@ export interface Scan {
   lastAtMs: number | undefined;
   /** Offset just past the last whole commit frame. */
   goodBytes: number;
+  /** The file's size. */
+  size: number;
+  /**
+   * Zero bytes the file ends with: all of it after goodBytes when nothing else follows the commits (in a
+   * segment before the last, only then), else those after a torn or damaged last commit's bytes.
+   */
+  trailingZeros: number;
   /** Set when bytes after goodBytes in the last segment are no whole commit: a torn or a damaged last commit. */
   tail?: Tail;
   /** The attachments its restore entries name (attachments.ts), with their indexes; absent when none does. */
@@ -31,11 +38,14 @@ export interface Tail {
   /** torn: its write never finished, so it was never acknowledged; damaged: complete on disk, then damaged. */
   kind: 'torn' | 'damaged';
   offset: number;
+  /** From `offset` to the zeros the file ends with. */
   bytes: number;
   /** Entries recognisable in the dropped bytes: a lower bound, damage may have erased some. */
   entries: number;
   /** The highest entry index recognisable in them (at least the first one's), if any. */
   highest: number | undefined;
+  /** Where its frame ends by the length in its header, when that header is one the WAL writes. */
+  frameEnd: number | undefined;
   reason: string;
 }
 
@@ -47,6 +57,8 @@ export interface Tail {
  * torn by a crash, and then anywhere inside it: sectors of an unsynced write reach the disk in any
  * order. A damaged frame with an intact one after it, or in an earlier segment, was acknowledged:
  * refuse to open. A damaged last frame is judged by `judgeTail`: torn (cut) or damaged (refused).
+ * Zeros after the last commit are read as unused space in any segment: whether a segment may end in
+ * them, and how many the last one must end in, is recovery's to judge (recovery.ts, cut-evidence.ts).
  */
 export function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
   const file = new RecordFile(seg.path);
@@ -55,20 +67,24 @@ export function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
     let next = seg.first;
     let lastAtMs: number | undefined;
     const attachments: NamedAttachment[] = [];
+    const found = (zeros: number, tail?: Tail): Scan => ({
+      next, lastAtMs, goodBytes: offset, size: file.size, trailingZeros: zeros, ...(tail === undefined ? {} : { tail }), ...named(attachments),
+    });
     for (let frame = file.at(offset); frame !== undefined; frame = file.at(offset)) {
       if (!frame.ok) {
+        // Unused space (the preallocated zeros of the current segment, or of one a roll left unsealed).
+        if (file.zeroFrom(offset)) return found(file.size - offset);
         if (!isLast) throw corrupt(seg.path, offset, next, frame.reason);
-        // The preallocated space of the current segment: nothing was ever written there.
-        if (file.zeroFrom(offset)) return { next, lastAtMs, goodBytes: offset, ...named(attachments) };
         const intact = intactFrameAfter(file, offset);
         if (intact !== undefined) {
           throw corrupt(seg.path, offset, next, `${frame.reason}, and an intact commit follows at offset ${intact}`);
         }
         const seen = entriesIn(file, offset, next);
-        const tail: Tail = {
-          kind: judgeTail(file, offset, next), offset, bytes: file.size - offset, entries: seen.count, highest: seen.highest, reason: frame.reason,
-        };
-        return { next, lastAtMs, goodBytes: offset, tail, ...named(attachments) };
+        const zeros = trailingZeros(file, offset);
+        return found(zeros, {
+          kind: judgeTail(file, offset, next), offset, bytes: file.size - zeros - offset, entries: seen.count, highest: seen.highest,
+          frameEnd: frameEndAt(file, offset), reason: frame.reason,
+        });
       }
       // A frame whose crc matches was written whole: bad content in it is not a crash artifact.
       const entries = parseCommit(frame.payload, next);
@@ -80,10 +96,31 @@ export function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
       lastAtMs = entries.at(-1)!.atMs;
       offset = frame.end;
     }
-    return { next, lastAtMs, goodBytes: offset, ...named(attachments) };
+    return found(0);
   } finally {
     file.close();
   }
+}
+
+/** Where the frame at `offset` ends by its header's length, when that length is one the WAL writes. */
+function frameEndAt(file: RecordFile, offset: number): number | undefined {
+  const head = file.bytes(offset, headerBytes);
+  if (head.length < headerBytes) return undefined;
+  const len = head.readUInt32LE(0);
+  return len > 0 && len <= frameBytesMax ? offset + headerBytes + len : undefined;
+}
+
+/** How many zero bytes the file ends with, counted back to `from` at most. */
+function trailingZeros(file: RecordFile, from: number): number {
+  for (let end = file.size; end > from;) {
+    const start = Math.max(from, end - sectorBytes * 128);
+    const chunk = file.bytes(start, end - start);
+    let k = chunk.length;
+    while (k > 0 && chunk[k - 1] === 0) k -= 1;
+    if (k > 0) return file.size - (start + k);
+    end = start;
+  }
+  return file.size - from;
 }
 
 function named(attachments: NamedAttachment[]): Pick<Scan, 'attachments'> {

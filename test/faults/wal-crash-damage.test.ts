@@ -85,21 +85,19 @@ function ghostCommit(index: number, bytes: number): Buffer {
 
 // A whole commit on disk with flipped bytes is not what a crash leaves: recovery takes it as an
 // acknowledged commit damaged afterwards and refuses (the flipped-bytes test below covers the last commit).
-type TornKind = 'truncated inside the last commit' | 'unacknowledged commit cut short' | 'unacknowledged commit with a lost page';
-const tornKinds: TornKind[] = ['truncated inside the last commit', 'unacknowledged commit cut short', 'unacknowledged commit with a lost page'];
+// Nor is a file that ends inside a commit: the WAL writes its zeros past a commit before the commit, so a
+// crash leaves them after it; the truncation test below is refused.
+type TornKind = 'unacknowledged commit cut short' | 'unacknowledged commit with a lost page';
+const tornKinds: TornKind[] = ['unacknowledged commit cut short', 'unacknowledged commit with a lost page'];
 
 /** Puts a torn tail on the segment; returns the offset recovery must cut at and the keys that must vanish. */
-function tear(path: string, base: WalBase, kind: TornKind, rng: Rng, inHeader: boolean): { cutAt: number; dropped: string[]; detail: string } {
+function tear(path: string, base: WalBase, kind: TornKind, rng: Rng): { cutAt: number; dropped: string[]; detail: string } {
   const last = base.frames.at(-1)!;
-  if (kind === 'truncated inside the last commit') {
-    // At least one byte of the commit stays: a cut at its very start leaves no torn commit to find.
-    const at = rng.int(last.start + 1, inHeader ? last.start + 7 : last.end - 1);
-    truncateSync(path, at);
-    return { cutAt: last.start, dropped: last.keys, detail: `truncated at ${at} (frame ${last.start}..${last.end})` };
-  }
-  // A commit in flight at a crash: written (in part) after the last acknowledged one, over the preallocated zeros.
-  const buf = readFileSync(path);
+  // A commit in flight at a crash: written (in part) after the last acknowledged one, over the zeros the WAL
+  // wrote and synced before it, past its end too (the file grown as the WAL grows it for a large commit).
   const ghost = ghostCommit(last.last + 1, rng.int(9000, 20000));
+  const file = readFileSync(path);
+  const buf = Buffer.concat([file, Buffer.alloc(Math.max(0, last.end + ghost.length + 1024 * 1024 - file.length))]);
   let detail: string;
   if (kind === 'unacknowledged commit cut short') {
     const n = rng.int(1, ghost.length - 1);
@@ -126,7 +124,7 @@ describe('damage on disk is detected, never applied', () => {
       for (const kind of tornKinds) {
         const dir = copyOf(base);
         const seg = join(dir, base.seg);
-        const { cutAt, dropped, detail } = tear(seg, base, kind, rng.child(`${n}-${kind}`), n === 0);
+        const { cutAt, dropped, detail } = tear(seg, base, kind, rng.child(`${n}-${kind}`));
         const agent = await start(dir);
         const why = `${kind}: ${detail} (seed ${seed})`;
         // Recovery says what it cut, where: the start of the torn commit, nothing before it.
@@ -146,6 +144,27 @@ describe('damage on disk is detected, never applied', () => {
     }
     report('torn tail', { seed, cases, commitsInBase: base.frames.length });
   }, budgetMs(20_000, 3 * 4_000, damageCases));
+
+  test('a segment truncated inside its last commit: the agent refuses to start (exit 2), naming file and offset, and leaves it alone', async () => {
+    const rng = root.child('truncated');
+    const base = await buildWalBase();
+    for (let n = 0; n < damageCases; n++) {
+      const dir = copyOf(base);
+      const seg = join(dir, base.seg);
+      const last = base.frames.at(-1)!;
+      // At least one byte of the commit stays (every other case inside its header): a cut at its very start
+      // is a commit boundary, refused as well (test/http/log-end-cut.test.ts).
+      const at = rng.int(last.start + 1, n % 2 === 0 ? last.start + 7 : last.end - 1);
+      truncateSync(seg, at);
+      const why = `truncated at ${at} (frame ${last.start}..${last.end}, seed ${seed})`;
+      const err: unknown = await startAgent({ dataDir: dir }).then(async (a) => { track(a); return undefined; }, (e: unknown) => e);
+      expect(exitCodeOf(err), why).toBe(2);
+      expect((err as Error).message, why).toContain(`the last segment ${seg} ends inside a commit at offset ${last.start}`);
+      expect(readFileSync(seg).length, why).toBe(at);
+      report('truncated last commit', { at, frame: `${last.start}..${last.end}`, exit: 2 });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, budgetMs(20_000, 4_000, damageCases));
 
   test('flipped bytes in an acknowledged commit: the agent refuses to start, naming file and offset, and leaves the file alone', async () => {
     const rng = root.child('flipped');

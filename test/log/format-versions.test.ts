@@ -13,7 +13,7 @@ import {
 } from '../../src/log/index.ts';
 import { commitItemJson, parseCommitMessage, parseSnapshotRecord } from '../../cluster/jetstream/format.ts';
 import { checkedSnapshotData, encodeSnapshotFile, readSnapshotFile, RegistryState, toSnapshotData } from '../../src/state/index.ts';
-import { commitsIn, frame, frameOffsets, pad, proposals, WalFixture } from './wal-fixture.ts';
+import { commitsIn, frame, frameOffsets, pad, proposals, WalFixture, withZeros } from './wal-fixture.ts';
 
 const newer = logFormatVersion + 1;
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
@@ -123,7 +123,7 @@ describe('log format versions: a WAL data dir', () => {
     const commits = commitsIn(buf) as unknown as Record<string, unknown>[][];
     expect(frameOffsets(buf)).toHaveLength(commits.length);
     commits.forEach((c, k) => c.forEach((e) => edit(e, k)));
-    await writeFile(seg!, Buffer.concat(commits.map((c) => frame(JSON.stringify(c)))));
+    await writeFile(seg!, withZeros(Buffer.concat(commits.map((c) => frame(JSON.stringify(c))))));
   }
 
   it('replays segments written without versions and appends after them', async () => {

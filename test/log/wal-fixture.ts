@@ -50,6 +50,12 @@ export function commitsIn(buf: Buffer): { i: number; t: number; p: string }[][] 
 /** One frame as the WAL writes it: `[u32 LE length][u32 LE crc32][payload]` (the fault tests' encoder). */
 export { encodeFrame as frame } from '../faults/wal-crash-support.ts';
 
+/** The zeros the WAL keeps past the current segment's last commit, as it writes them (1 MiB; recovery wants 512 KiB at least). */
+export const reserveZeros = (): Buffer => Buffer.alloc(1024 * 1024);
+
+/** A segment as the WAL leaves its current one: `commits`, then the zeros it keeps past them. */
+export const withZeros = (commits: Buffer): Buffer => Buffer.concat([commits, reserveZeros()]);
+
 /** A commit frame of barrier entries `from`..`to`, all stamped `atMs`. */
 export function commitFrame(from: number, to = from, atMs = 10): Buffer {
   const entries = Array.from({ length: to - from + 1 }, (_, k) => ({ i: from + k, t: atMs, p: `n1-${from + k}`, c: { t: 'barrier' } }));

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isLogDamaged } from '../../src/ports/index.ts';
 import { applyPlan, planRecovery } from '../../src/wal/recovery.ts';
 import { scanSegment } from '../../src/wal/scan.ts';
-import { capture, commitFrame, pad } from './wal-fixture.ts';
+import { capture, commitFrame, pad, reserveZeros, withZeros } from './wal-fixture.ts';
 
 describe('planRecovery', () => {
   let walDir: string;
@@ -40,7 +40,7 @@ describe('planRecovery', () => {
 
   it('keeps whole commits across segments: last index, entry time and the current segment\'s size', () => {
     const second = Buffer.concat([commitFrame(3, 3, 20), commitFrame(4, 6, 30)]);
-    const segs = segments([[1, commitFrame(1, 2)], [3, Buffer.concat([second, Buffer.alloc(4096)])]]);
+    const segs = segments([[1, commitFrame(1, 2)], [3, withZeros(second)]]);
     const plan = planRecovery(walDir, segs, 0);
     expect(plan.recovered).toEqual({ segments: segs, last: 6, lastAtMs: 30, activeBytes: second.length });
     expect([plan.cut, plan.dropEmpty, plan.restart, plan.drop]).toEqual([undefined, undefined, undefined, undefined]);
@@ -49,20 +49,40 @@ describe('planRecovery', () => {
   it('plans to cut a torn last commit, and deciding leaves the file as it was', () => {
     const whole = commitFrame(1, 2);
     const torn = commitFrame(3, 3).subarray(0, 20);
-    const segs = segments([[1, Buffer.concat([whole, torn])]]);
+    const segs = segments([[1, withZeros(Buffer.concat([whole, torn]))]]);
     const before = contents();
     const plan = planRecovery(walDir, segs, 0);
     expect(plan.recovered.last).toBe(2);
-    expect(plan.cut).toMatchObject({ path: segs[0]!.path, goodBytes: whole.length, torn: { bytes: torn.length, reason: 'short payload' } });
+    expect(plan.cut).toMatchObject({ path: segs[0]!.path, goodBytes: whole.length, end: whole.length + torn.length, torn: { bytes: torn.length, reason: 'crc mismatch' } });
     expect(contents()).toEqual(before);
   });
 
-  it('drops an empty last segment and appends to the one before it', () => {
+  it('drops an empty last segment beside one a roll did not seal yet, and appends to that one', () => {
     const first = commitFrame(1, 4);
-    const segs = segments([[1, first], [5, Buffer.alloc(0)]]);
+    const segs = segments([[1, withZeros(first)], [5, Buffer.alloc(0)]]);
     const plan = planRecovery(walDir, segs, 0);
     expect(plan.dropEmpty).toBe(segs[1]!.path);
     expect(plan.recovered).toMatchObject({ segments: [segs[0]], last: 4, activeBytes: first.length });
+  });
+
+  it('keeps an empty last segment with its zeros after a sealed one, and refuses one without them', () => {
+    const kept = segments([[1, commitFrame(1, 4)], [5, reserveZeros()]]);
+    const plan = planRecovery(walDir, kept, 0);
+    expect(plan.dropEmpty).toBeUndefined();
+    expect(plan.recovered).toMatchObject({ segments: kept, last: 4, activeBytes: 0 });
+    const emptied = segments([[1, commitFrame(1, 4)], [5, Buffer.alloc(100)]]);
+    expect(() => planRecovery(walDir, emptied, 0)).toThrow(/holds no commit and 100 bytes.*00001\.seg is sealed/);
+  });
+
+  it('refuses a last segment without the zeros past its commits, and a segment before the last that kept them', () => {
+    expect(() => planRecovery(walDir, segments([[1, commitFrame(1, 4)]]), 0)).toThrow(/ends at offset \d+, right after its last commit \(index 4\)/);
+    const unsealed = segments([[1, withZeros(commitFrame(1, 2))], [3, withZeros(commitFrame(3, 3))]]);
+    expect(() => planRecovery(walDir, unsealed, 0)).toThrow(/00001\.seg ends in 1048576 bytes of zeros after its last commit/);
+  });
+
+  it('takes an empty segment right after the snapshot as a log restarted there', () => {
+    const restarted = segments([[6, Buffer.alloc(0)]]);
+    expect(planRecovery(walDir, restarted, 5).recovered).toMatchObject({ segments: restarted, last: 5, activeBytes: 0 });
   });
 
   it('refuses a gap between segments and entries missing before the oldest one', () => {
@@ -100,11 +120,12 @@ describe('planRecovery', () => {
 
   it('applies a plan: the torn commit is cut and said in the log, the empty segment deleted', async () => {
     const whole = commitFrame(1, 2);
-    const segs = segments([[1, Buffer.concat([whole, commitFrame(3, 3).subarray(0, 30)])]]);
+    const segs = segments([[1, withZeros(Buffer.concat([whole, commitFrame(3, 3).subarray(0, 30)]))]]);
     const logger = capture();
     await applyPlan(walDir, planRecovery(walDir, segs, 0), logger);
-    expect(readFileSync(segs[0]!.path)).toEqual(whole);
-    expect(logger.warns).toEqual([expect.objectContaining({ offset: whole.length, droppedEntries: 1, reason: 'short payload' })]);
+    // Zeroed in place: the zeros the WAL keeps past the last commit are still there.
+    expect(readFileSync(segs[0]!.path)).toEqual(withZeros(Buffer.concat([whole, Buffer.alloc(30)])));
+    expect(logger.warns).toEqual([expect.objectContaining({ offset: whole.length, droppedBytes: 30, droppedEntries: 1, reason: 'crc mismatch' })]);
   });
 });
 
@@ -123,7 +144,9 @@ describe('scanSegment', () => {
 
   it('reads preallocated zeros after the last commit as unused space', () => {
     const whole = commitFrame(1, 3, 7);
-    expect(scan(Buffer.concat([whole, Buffer.alloc(1000)]))).toEqual({ next: 4, lastAtMs: 7, goodBytes: whole.length });
+    expect(scan(Buffer.concat([whole, Buffer.alloc(1000)]))).toEqual({
+      next: 4, lastAtMs: 7, goodBytes: whole.length, size: whole.length + 1000, trailingZeros: 1000,
+    });
   });
 
   it('judges a last commit whose write stopped part way as torn, one complete but altered as damaged', () => {

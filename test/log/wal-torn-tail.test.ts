@@ -1,9 +1,11 @@
 // Goal: recovery cuts a commit that a crash tore (never acknowledged) and nothing else: what was
-// acknowledged replays, appends continue after it, and the preallocated zeros read as unused space.
-import { readFile, truncate, writeFile } from 'node:fs/promises';
+// acknowledged replays, appends continue after it, and the preallocated zeros read as unused space. A torn
+// commit lies inside the zeros the WAL keeps past its last commit (it writes them before the commit), and
+// they stay after it is cut; a roll a crash interrupted leaves an empty segment that is dropped.
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { capture, commitsIn, frame, frameOffsets, pad, proposals, usedBytes, WalFixture } from './wal-fixture.ts';
+import { capture, commitsIn, frame, frameOffsets, pad, proposals, reserveZeros, usedBytes, WalFixture, withZeros } from './wal-fixture.ts';
 
 describe('WalLog recovery of a torn last commit', () => {
   const fx = WalFixture.use();
@@ -36,13 +38,18 @@ describe('WalLog recovery of a torn last commit', () => {
     return { seg: seg!, buf, last: frameOffsets(buf).at(-1)! };
   }
 
-  it('cuts a commit torn short at the tail of the last segment', async () => {
+  it('cuts a commit whose last bytes never landed (zeros where they go, then the zeros kept past it)', async () => {
     await seed(5);
     const [seg] = await segments();
     const buf = await readUsed(seg!);
-    await truncate(seg!, buf.length - 3);
+    buf.fill(0, buf.length - 3);
+    await writeFile(seg!, withZeros(buf));
     const warn = await expectRecovered(4);
-    expect(warn).toMatchObject({ droppedEntries: 1, reason: 'short payload' });
+    expect(warn).toMatchObject({ droppedEntries: 1, reason: 'crc mismatch' });
+    // Cut in place: the segment keeps its size, the append after the recovery took the torn commit's place.
+    const after = await readFile(seg!);
+    expect(after.length).toBe(buf.length + reserveZeros().length);
+    expect(commitsIn(after).map((c) => c[0]!.p)).toEqual(['n1-1', 'n1-2', 'n1-3', 'n1-4', 'n1-100']);
   });
 
   it('cuts the whole last commit when a page in its middle is lost but the entries after it look intact', async () => {
@@ -52,7 +59,7 @@ describe('WalLog recovery of a torn last commit', () => {
     expect(page).toBeGreaterThan(last + 8);
     expect(buf.length).toBeGreaterThan(page + 2 * 4096);
     buf.fill(0, page, page + 4096);
-    await writeFile(seg!, buf);
+    await writeFile(seg!, withZeros(buf));
     // Past the hole the bytes still read as whole entries: judged entry by entry they would be kept.
     const whole = buf.subarray(page + 4096).toString('utf8').match(/\{"i":\d+,"t":\d+,"p":"n1-\d+","c":\{[^}]*\},"v":\d+\}/g) ?? [];
     expect(whole.length).toBeGreaterThan(20);
@@ -67,7 +74,7 @@ describe('WalLog recovery of a torn last commit', () => {
     const { seg, buf, last } = await seedWithBigLastCommit(5, 200);
     const firstPageEnd = Math.ceil((last + 9) / 4096) * 4096;
     buf.fill(0, last, firstPageEnd);
-    await writeFile(seg!, buf);
+    await writeFile(seg!, withZeros(buf));
     const warn = await expectRecovered(5);
     expect(warn).toMatchObject({ offset: last, droppedBytes: buf.length - last, reason: 'implausible length 0' });
   });
@@ -75,15 +82,25 @@ describe('WalLog recovery of a torn last commit', () => {
   it.each([
     ['empty', Buffer.alloc(0)],
     ['zero-filled, not yet written', Buffer.alloc(64 * 1024)],
-  ])('drops an %s last segment left by a crash right after a roll', async (_, content) => {
+  ])('drops an %s last segment left by a crash during a roll, before it sealed the segment before', async (_, content) => {
     await seed(3);
-    // A roll cuts the old segment to its commits before the new one exists.
-    await readUsed((await segments())[0]!);
+    // A roll makes the new segment first, then cuts the old one's zeros: here the old one still has them.
     await writeFile(join(fx.dir, 'wal', `${pad(4)}.seg`), content);
     const { log, entries } = await reopen();
     expect(entries).toHaveLength(3);
     await log.append(proposals(4, 1));
     expect(log.lastIndex()).toBe(4);
+  });
+
+  it('keeps an empty last segment with its zeros after a sealed one (a roll that finished before any commit)', async () => {
+    await seed(3);
+    await readUsed((await segments())[0]!);
+    await writeFile(join(fx.dir, 'wal', `${pad(4)}.seg`), reserveZeros());
+    const { log, entries } = await reopen();
+    expect(entries).toHaveLength(3);
+    await log.append(proposals(4, 1));
+    await log.close();
+    expect(commitsIn(await readFile(join(fx.dir, 'wal', `${pad(4)}.seg`))).map((c) => c[0]!.i)).toEqual([4]);
   });
 
   it('reads the zeros past the last commit as unused space: a reopen warns of nothing and appends after the last commit', async () => {
