@@ -261,7 +261,7 @@ function httpOptions(config: Config, logger: Logger, { ctx, metrics, stream, gat
     host: config.httpHost, port: config.httpPort, router: apiRouter(config.dialect), dialect: config.dialect, logger, ctx, observer: metrics,
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
-    ...(gate ? { authorize: (req) => gate.check(req) } : {}),
+    ...(gate ? { authorize: (req) => gate.check(req), identify: (headers, query) => gate.identify(headers, query) } : {}),
     ...(rateLimit ? { rateLimit } : {}),
     overloaded: () => runtime.inFlight >= config.writesInFlightMax,
     requestsInFlightPerClientMax: config.limits.httpMaxConnsPerClient,

@@ -34,6 +34,9 @@ const signatureErrors = {
 /** The query parameters that carry credentials: a bearer token, or a signed request's. */
 export const credentialParameters = ['token', 'appKey', 'nonce', 'timestamp', 'signMethod', 'sign'] as const;
 
+/** Whether a request is signed (app keys): its signature parameters decide, whatever bearer token it carries. */
+const isSigned = (query: URLSearchParams) => query.has('appKey') || query.has('sign');
+
 /** A header or parameter that is absent, empty or blank is no credential at all. */
 function present(value: string | undefined | null): string | undefined {
   return value === undefined || value === null || value.trim() === '' ? undefined : value;
@@ -86,8 +89,9 @@ export class AuthGate {
    * write on the prefix and on every rule below it (a protected subtree cannot be deleted from above).
    */
   async check(req: Request): Promise<void> {
-    const signed = req.query.has('appKey') || req.query.has('sign');
-    const identity = signed ? this.signed(req) : await this.bearer(req.headers, req.query);
+    const signed = isSigned(req.query);
+    // Proven from the head before the body was read (`identify`), or proven now.
+    const identity = req.identity ?? (signed ? this.signed(req) : await this.bearer(req.headers, req.query));
     req.identity = identity;
     req.caller = signed ? identity.subject : tokenCaller(identity.subject);
     const method = req.method === 'HEAD' ? 'GET' : req.method;
@@ -99,6 +103,15 @@ export class AuthGate {
     if (kvList) return;
     const recursiveDelete = need.resource === 'key' && method === 'DELETE' && req.query.has('recurse');
     if (!(recursiveDelete ? allowedPrefix(identity, need) : allowed(identity, need))) throw denied(need);
+  }
+
+  /**
+   * The identity a request's head proves, before its body is read: a request without credentials, or with a
+   * bearer token that fails, is refused (401) without waiting for a body. Undefined for a signed request: its
+   * signature covers the body, so it is judged by `check` once the body is in.
+   */
+  identify(headers: Map<string, string>, query: URLSearchParams): Promise<Identity> | undefined {
+    return isSigned(query) ? undefined : this.bearer(headers, query);
   }
 
   /**

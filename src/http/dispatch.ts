@@ -3,12 +3,13 @@
  * OPTIONS answered here, and the seed dialect's 406 for an Accept no answer meets), authorization and the
  * caller's rate limit, the route's handler, the list rules, and every failure turned into the dialect's error.
  */
+import type { Identity } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 import type { Logger } from '../ports/index.ts';
 import { isEntryTooLarge, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut } from '../wal/index.ts';
 import { streamedBytesMin, type AnswerBudget } from './large-answers.ts';
 import { withListRules } from './list-rules.ts';
-import { refusedAnswer, refuseUnacceptable } from './negotiation.ts';
+import { acceptedBy, refusedAnswer, refuseUnacceptable } from './negotiation.ts';
 import { checkPreconditionsWithoutRepresentation } from './preconditions.ts';
 import { renderError, renderReply, withHeaders, type Dialect, type LeaderView, type Wire } from './render.ts';
 import { decodeOnce, type Request } from './request.ts';
@@ -34,6 +35,11 @@ export interface Dispatcher<Ctx> {
   logger: Logger;
   leader?: () => LeaderView;
   authorize?: (req: Request) => Promise<void>;
+  /**
+   * The identity a request's head proves, judged before its body is read (`headIdentity`); undefined when it
+   * can be judged only with the body (a signed request). Left on the request, `authorize` takes it as proven.
+   */
+  identify?: (headers: Map<string, string>, query: URLSearchParams) => Promise<Identity> | undefined;
   /** The query parameters the list rules leave alone (list-rules.ts reservedParameters). */
   reserved: readonly string[];
   /** Bytes of large answers in flight (large-answers.ts); asked before a large list is rendered. */
@@ -50,6 +56,31 @@ export function handle<Ctx>(d: Dispatcher<Ctx>, req: Request, admitter: Admitter
   const w = route(d, req, admitter, found);
   if (versionHeaders.length === 0) return w;
   return isPromise(w) ? w.then((x) => withHeaders(x, versionHeaders)) : withHeaders(w, versionHeaders);
+}
+
+/** What judging a request before its body looks at. */
+export interface RequestHead {
+  /** The method the request stands for (effectiveMethod). */
+  method: string;
+  path: string;
+  headers: Map<string, string>;
+  query: URLSearchParams;
+}
+
+/**
+ * The identity a request's head proves, which the exchange waits for before it reads the body: a request
+ * without credentials, or with a bearer token that fails, is refused (401) at once, not after a body it may
+ * never send (up to the body timeout and the body limit). Undefined where nothing is judged before the body:
+ * authentication off; a request the route table answers before authentication (404, 405, OPTIONS, the seed
+ * dialect's 406), which it does after the body as before; a public route; a signed request, whose signature
+ * covers the body. The identity is to be left on the request (`identity`) for `authorize`.
+ */
+export function headIdentity<Ctx>(d: Dispatcher<Ctx>, head: RequestHead, found: Found<Ctx> | undefined): Promise<Identity> | undefined {
+  if (d.identify === undefined) return undefined;
+  const match = d.router.match(head.method === 'HEAD' ? 'GET' : head.method, head.path, found);
+  if (match.kind !== 'found' || match.public) return undefined;
+  if (d.dialect === 'seed' && !acceptedBy(head.headers, match.produces)) return undefined;
+  return d.identify(head.headers, head.query);
 }
 
 export function isPromise<T>(x: T | Promise<T>): x is Promise<T> {

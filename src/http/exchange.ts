@@ -9,7 +9,7 @@ import { setLongTimeout } from '../util/timer.ts';
 import { bodylessMethods, effectiveMethod, refusalBeforeBody, tooLarge, unusableHead, type InFlight, type InFlightRequest, type Limits } from './admission.ts';
 import { conditional } from './conditional.ts';
 import { streamedBytesMin, type AnswerBudget } from './large-answers.ts';
-import { errorWire, handle, isPromise, type Admitter, type Dispatcher } from './dispatch.ts';
+import { errorWire, handle, headIdentity, isPromise, type Admitter, type Dispatcher } from './dispatch.ts';
 import type { HttpObserver } from '../ports/observer.ts';
 import { addressCaller, addressKey, Admission, type RateLimiter } from './rate-limit.ts';
 import { renderError, withHeaders, type Wire } from './render.ts';
@@ -82,6 +82,8 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
   /** The route serving the path, looked up once for the body limit, dispatching and the metrics label. */
   private readonly found: Found<Ctx> | undefined;
   private req: Request | undefined;
+  /** The identity the head proved before the body was read (dispatch.ts headIdentity), left on the request. */
+  private identity: Request['identity'];
   private abort: Stop | undefined;
   private aborted = false;
   private done = false;
@@ -166,9 +168,20 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     const deadline = setLongTimeout(() => {
       this.send(renderError(new RegistryError('bodyTimeout', { bodyTimeoutMs: this.s.bodyTimeoutMs }), this.s.dialect), true);
     }, this.s.bodyTimeoutMs, false);
+    // Credentials are judged on the head while the body comes: a request that fails them is refused at once,
+    // its connection closed, without waiting for a body it may never send.
+    const proven = headIdentity(this.s, { method: this.method, path: this.head.path, headers, query: this.query }, this.found)?.then((identity) => {
+      this.identity = identity;
+      return true;
+    }, (err: unknown) => {
+      deadline.clear();
+      this.send(this.admit(undefined) ?? errorWire(this.s, err, this.requestId), true);
+      return false;
+    });
     readBody(this.res, bodyBytesMax, (body) => {
       deadline.clear();
-      this.start(body);
+      if (proven === undefined) this.start(body);
+      else void proven.then((ok) => { if (ok) this.start(body); });
     }, (size) => {
       deadline.clear();
       this.send(renderError(tooLarge(size, bodyBytesMax), this.s.dialect, [['Connection', 'close']]));
@@ -222,6 +235,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
       this, this.method, this.head.path, this.query, this.head.headers, body, this.s.dialect === 'seed', this.requestId, this.s.answers,
     );
     if (this.head.sentMethod !== this.method) req.sentMethod = this.head.sentMethod;
+    if (this.identity !== undefined) req.identity = this.identity;
     this.req = req;
     let answer: Wire | Promise<Wire>;
     try {

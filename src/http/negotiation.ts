@@ -27,8 +27,8 @@ export const noBody: readonly string[] = [];
 export const prometheusText = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** The request's Accept when it limits anything: undefined for none, an empty one and `*\/*`. */
-function limitingAccept(req: Request): string | undefined {
-  const accept = req.headers.get('accept')?.trim();
+function limitingAccept(headers: ReadonlyMap<string, string>): string | undefined {
+  const accept = headers.get('accept')?.trim();
   return accept === undefined || accept === '' || accept === '*/*' ? undefined : accept;
 }
 
@@ -41,9 +41,20 @@ function acceptsSome(accept: string, types: readonly string[]): boolean {
  * `[]` (an answer without a body) is never refused.
  */
 export function refuseUnacceptable(req: Request, types: readonly string[]): void {
-  const accept = limitingAccept(req);
-  if (accept === undefined || types.length === 0 || acceptsSome(accept, types)) return;
+  const accept = limitingAccept(req.headers);
+  if (accept === undefined || acceptable(accept, types)) return;
   throw new RegistryError('notAcceptable', { accept, offered: [...types] });
+}
+
+/** Whether a request with these headers is served by a method answering with `types`, as far as its Accept goes (refuseUnacceptable). */
+export function acceptedBy(headers: ReadonlyMap<string, string>, types: readonly string[]): boolean {
+  const accept = limitingAccept(headers);
+  return accept === undefined || acceptable(accept, types);
+}
+
+/** `[]` (an answer without a body) is never refused. */
+function acceptable(accept: string, types: readonly string[]): boolean {
+  return types.length === 0 || acceptsSome(accept, types);
 }
 
 /** The media type of the body a reply is sent with; undefined for one without a body, or an error's. */
@@ -69,7 +80,7 @@ function answerType(reply: Reply): string | undefined {
  * keeps the bytes the reply took from the budget of large answers, for the exchange to give back.
  */
 export function refusedAnswer(req: Request, reply: Reply): Wire | undefined {
-  const accept = limitingAccept(req);
+  const accept = limitingAccept(req.headers);
   const type = accept === undefined ? undefined : answerType(reply);
   if (accept === undefined || type === undefined || acceptsSome(accept, [type])) return undefined;
   const w = renderError(new RegistryError('notAcceptable', { accept, offered: [type] }), 'seed');

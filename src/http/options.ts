@@ -1,5 +1,6 @@
 /** The HTTP server's options and handle (server.ts starts it). */
 import type * as Uws from 'uWebSockets.js';
+import type { Identity } from '../auth/index.ts';
 import type { Logger } from '../ports/index.ts';
 import type { HttpObserver } from '../ports/observer.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -39,6 +40,8 @@ export interface HttpServerOptions<Ctx> {
   overloaded?: () => boolean;
   /** Authentication and authorization of every routed request (absent: open, as without ACLs). */
   authorize?: (req: Request) => Promise<void>;
+  /** The identity a request's head proves, judged before its body is read (dispatch.ts headIdentity). @default none */
+  identify?: (headers: Map<string, string>, query: URLSearchParams) => Promise<Identity> | undefined;
   /** HTTPS: PEM certificate and key files (both, or neither for plain HTTP). */
   tls?: { certFile: string; keyFile: string };
   /** Entry time of a registry index, for Last-Modified (undefined when no longer known). */
