@@ -15,6 +15,11 @@ export const requestBodyBytesMax = 512 * 1024;
 
 /** Consul's check_output_max_size default: the most of a check's output kept. */
 export const checkOutputBytesMax = 4096;
+/**
+ * A probe's recorded output may exceed its check's output size by this much: room for the words the probe
+ * writes around what it captured (an HTTP check's method, URL and status line; `Captured … of … bytes`).
+ */
+export const checkOutputFramingBytesMax = 512;
 
 /** Operations in one transaction (Consul's maxTxnOps). */
 export const txnOpsMax = 64;

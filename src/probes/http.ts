@@ -9,6 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
+import { checkOutputFramingBytesMax } from '../domain/limits.ts';
 import type { CheckDefinition } from '../domain/types.ts';
 import { startDeadline, type Deadline, type StopReason } from './deadline.ts';
 import { dialErrorText, isDialError, systemError, tlsErrorText, urlErrorOp } from './go-text.ts';
@@ -100,8 +101,9 @@ async function exchange(o: HttpProbeOptions, method: string, deadline: Deadline)
     const { res } = answer;
     const location = res.headers.location;
     if (o.disableRedirects || !redirectStatuses.has(res.statusCode ?? 0) || !location) {
-      const body = await readTail(answer, o.outputBytesMax ?? outputBytesMaxDefault, deadline.signal);
-      return { status: statusForHttp(res.statusCode ?? 0), output: `HTTP ${method} ${o.url}: ${statusLine(res)} Output: ${body.text()}` };
+      const head = `HTTP ${method} ${o.url}: ${statusLine(res)} Output: `;
+      const body = await readTail(answer, bodyBytesMax(o.outputBytesMax ?? outputBytesMaxDefault, Buffer.byteLength(head)), deadline.signal);
+      return { status: statusForHttp(res.statusCode ?? 0), output: `${head}${body.text()}` };
     }
     answer.body.destroy();
     redirects += 1;
@@ -110,6 +112,17 @@ async function exchange(o: HttpProbeOptions, method: string, deadline: Deadline)
     if (typeof next === 'string') return critical(`${op} "${location}": ${next}`);
     hop = next;
   }
+}
+
+/**
+ * How much of the body's end the output keeps: the output size, as Consul, while the words before it fit in
+ * the room a recorded output has beside it (checkOutputFramingBytesMax); less after a longer URL or status
+ * line, so that the output is recorded whole. Words longer than that room alone are cut when recorded
+ * (the output keeps its last bytes), so the body then keeps the whole size.
+ */
+function bodyBytesMax(size: number, headBytes: number): number {
+  const room = size + checkOutputFramingBytesMax - headBytes;
+  return room > 0 ? Math.min(size, room) : size;
 }
 
 /** 2xx passing, 429 warning, anything else critical (consul-compat.md §4 HTTP). */

@@ -5,7 +5,6 @@
  * reaps (conditional on the time the check became critical). Apply decides what they change.
  */
 import type { Command } from '../domain/commands.ts';
-import { checkOutputBytesMax } from '../domain/limits.ts';
 import type { CheckStatus, HealthCheck } from '../domain/types.ts';
 import type { Clock, TimerHandle } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
@@ -13,6 +12,8 @@ import type { RuntimeObserver } from '../ports/observer.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
 import { systemRandom, type Random } from '../ports/random.ts';
 import { probeResultChange, type RegistryState, type Result } from '../state/index.ts';
+import { aliasState } from './alias-state.ts';
+import { outputBytesOf, recordedProbeOutput } from './check-output.ts';
 import { EntryTimeEstimate } from './entry-time.ts';
 import { ProbeSlots } from './probe-slots.ts';
 
@@ -220,9 +221,10 @@ export class CheckOwner {
    * check_update_interval ago, and written when that wait ends, unless a later result was written first
    * (one that only moves a threshold counter writes no output: what is held back stays, the agent's latest).
    */
-  private async proposeResult(checkId: string, runner: Runner, status: CheckStatus, output: string): Promise<void> {
+  private async proposeResult(checkId: string, runner: Runner, status: CheckStatus, probeOutput: string): Promise<void> {
     const current = this.o.state().checkOf(this.o.nodeName, checkId);
     if (current === undefined || current.generation !== runner.generation || runner.abort.signal.aborted) return;
+    const output = recordedProbeOutput(probeOutput, outputBytesOf(current));
     const change = probeResultChange(current, status, output);
     if (change === 'output' && this.holdBack(checkId, runner, status, output)) return;
     const held = runner.deferred;
@@ -338,58 +340,4 @@ export class CheckOwner {
       if (!this.stopped) this.o.logger.warn({ err, cmd: cmd.t }, 'check proposal failed; the next run retries');
     }
   }
-}
-
-interface Watched { name: string; status: CheckStatus; output: string }
-
-/**
- * Consul's alias semantics and outputs (consul-compat.md §4 Alias), computed from the checks that are not
- * aliases. An alias check among those watched stands for what it watches in turn, followed through any
- * number of aliases (each watched once), rather than for its own last status and output: so no alias
- * depends on another's last update, aliases of each other cannot keep one another critical or keep
- * updating each other, and an output names the check that failed, not a chain of aliases. The output is
- * kept to the check's output size (its first bytes).
- */
-export function aliasState(state: RegistryState, check: HealthCheck, selfNode: string): { status: CheckStatus; output: string } {
-  const node = check.definition.aliasNode || selfNode;
-  const serviceId = check.definition.aliasService ?? '';
-  if (serviceId !== '' && !state.services.has(state.serviceKey(node, serviceId))) {
-    return { status: 'critical', output: missingService(serviceId, node) };
-  }
-  const watched = aliasClosure(state, check, node);
-  if (watched.length === 0) return { status: 'passing', output: 'No checks found.' };
-  const worst = watched.find((c) => c.status === 'critical') ?? watched.find((c) => c.status === 'warning');
-  if (worst === undefined) return { status: 'passing', output: 'All checks passing.' };
-  return { status: worst.status, output: headBytes(`Aliased check "${worst.name}" failing: ${worst.output}`, check.definition.outputMaxSize || checkOutputBytesMax) };
-}
-
-const missingService = (serviceId: string, node: string) => `Service ${serviceId} could not be found on node ${node}`;
-
-/** The checks that are not aliases which `check` watches, directly first, then through the aliases it watches. */
-function aliasClosure(state: RegistryState, check: HealthCheck, node: string): Watched[] {
-  const found: Watched[] = [];
-  const seen = new Set([state.checkKey(check.node, check.checkId)]);
-  const queue: Array<{ alias: HealthCheck; node: string }> = [{ alias: check, node }];
-  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-    const serviceId = next.alias.definition.aliasService ?? '';
-    if (next.alias !== check && serviceId !== '' && !state.services.has(state.serviceKey(next.node, serviceId))) {
-      found.push({ name: next.alias.name, status: 'critical', output: missingService(serviceId, next.node) });
-      continue;
-    }
-    for (const c of state.checksOfNode(next.node)) {
-      const key = state.checkKey(c.node, c.checkId);
-      if ((c.serviceId !== '' && c.serviceId !== serviceId) || seen.has(key)) continue;
-      seen.add(key);
-      if (c.type === 'alias') queue.push({ alias: c, node: c.definition.aliasNode || c.node });
-      else found.push(c);
-    }
-  }
-  return found;
-}
-
-/** The first `max` bytes of `text` as UTF-8 (a character cut in two is dropped). */
-function headBytes(text: string, max: number): string {
-  const bytes = Buffer.from(text);
-  if (bytes.length <= max) return text;
-  return bytes.subarray(0, max).toString().replace(/\uFFFD$/, '');
 }
