@@ -8,13 +8,13 @@
  */
 import { statSync } from 'node:fs';
 import { open, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Logger } from '../ports/logger.ts';
 import { damagedError, isLogDamaged } from '../ports/log-errors.ts';
 import { kind, segmentName, syncDir, type SegmentRef } from './files.ts';
 import { judgeEnd } from './cut-evidence.ts';
 import { zeroFill } from './preallocation.ts';
-import { scanSegment, type NamedAttachment, type Scan, type Tail } from './scan.ts';
+import { highestIntactIndex, scanSegment, type NamedAttachment, type Scan, type Tail } from './scan.ts';
 
 /** What scanning the segments at open() established. */
 export interface Recovered {
@@ -50,9 +50,17 @@ export function planRecovery(walDir: string, segments: SegmentRef[], snapIndex: 
     return planSegments(walDir, segments, snapIndex);
   } catch (err) {
     if (!isLogDamaged(err)) throw err;
-    if (snapIndex > 0 && closedAt === snapIndex) return planAfterCleanClose(walDir, segments, snapIndex, err.message);
+    let stale = '';
+    if (snapIndex > 0 && closedAt === snapIndex) {
+      // The record holds only while nothing contradicts it: a whole commit past its index was appended after
+      // the close, which the next open removes the record before it allows (a record left or planted by hand).
+      const past = Math.max(0, ...segments.map((s) => highestIntactIndex(s) ?? 0));
+      if (past <= closedAt) return planAfterCleanClose(walDir, segments, snapIndex, err.message);
+      stale = `; the record of a clean close at ${closedAt} (${join(dirname(walDir), 'snap', 'closed')}) does not hold: `
+        + `the segments hold whole commits up to index ${past} past it, so what they lost was acknowledged`;
+    }
     const choices = operatorChoices(walDir, snapIndex, (err as { choice?: string }).choice);
-    throw damagedError(`${err.message}. ${choices[0]!.toUpperCase()}${choices.slice(1)}`);
+    throw damagedError(`${err.message}${stale}. ${choices[0]!.toUpperCase()}${choices.slice(1)}`);
   }
 }
 

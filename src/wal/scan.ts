@@ -177,6 +177,28 @@ function intactFrameAfter(file: RecordFile, damaged: number): number | undefined
   return undefined;
 }
 
+/**
+ * The highest entry index of a whole commit (crc matching, entries parsing) anywhere in the segment, found
+ * as `intactFrameAfter` finds one, whatever damage lies before it; undefined when there is none.
+ */
+export function highestIntactIndex(seg: SegmentRef): number | undefined {
+  const file = new RecordFile(seg.path);
+  try {
+    let highest: number | undefined;
+    for (const { at, following } of file.find(commitPayloadStart, headerBytes, 17)) {
+      const first = Number(/^\d+/.exec(following.toString('latin1'))?.[0]);
+      if (!Number.isSafeInteger(first)) continue;
+      const frame = file.at(at - headerBytes);
+      if (frame?.ok !== true) continue;
+      const entries = parseCommit(frame.payload, first);
+      if (typeof entries !== 'string') highest = Math.max(highest ?? 0, entries.at(-1)!.index);
+    }
+    return highest;
+  } finally {
+    file.close();
+  }
+}
+
 /** Distinct entries from index `next` on still recognisable in bytes `from`.., and the highest of them (for the log). */
 function entriesIn(file: RecordFile, from: number, next: number): { count: number; highest: number | undefined } {
   const seen = new Set<number>();
