@@ -238,10 +238,6 @@ export const errorCatalogue = {
     kind: 'invalidParameter', message: (v) => `invalid check status: ${JSON.stringify(v.status ?? '')}`, details: () => rule('Status', 'Enum:must be passing, warning or critical'),
     consulText: (v) => `Invalid check status: '${typeof v.status === 'string' ? v.status : ''}'`,
   }),
-  checkOutputNotString: entry({
-    kind: 'invalidParameter', message: 'Output must be a string', details: () => rule('Output', 'Type:must be a string'),
-    consulText: 'Request decode failed: json: cannot unmarshal into Go struct field Output of type string',
-  }),
   checkStateUnknown: entry<{ state: string }>({
     kind: 'invalidParameter', message: (v) => `unknown check state "${v.state}"`, details: () => rule('state', 'Enum:must be any, passing, warning, critical or fail'),
   }),

@@ -28,6 +28,10 @@ export const fieldRules = {
   notInteger: goType('must be an integer', 'int'),
   notStrings: goType('must be an array of strings', '[]string'),
   notStringMap: goType('must be an object of strings', 'map[string]string'),
+  /** A value that is not a string, where Go's type error names the value's kind: `goField` is `<struct>.<field>`. */
+  valueNotString: (v: { goField: string; got: string }): BrokenRule => ({
+    rule: 'Type', text: 'must be a string', consul: decodeFailed(`json: cannot unmarshal ${v.got} into Go struct field ${v.goField} of type string`),
+  }),
   notHeaderMap: goType('must map header names to arrays of strings', 'map[string][]string'),
   /**
    * `rule` and `text` are the duration parser's (Range past the largest Go duration, else Format);

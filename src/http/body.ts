@@ -51,6 +51,13 @@ export function jsonObject(req: Request, goType: string): Record<string, unknown
   return value as Record<string, unknown>;
 }
 
+/** A JSON value's kind as Go's decoder names it in a type error (`cannot unmarshal number into ...`). */
+export function goJsonKind(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'boolean') return 'bool';
+  return typeof value === 'number' || typeof value === 'string' ? typeof value : 'object';
+}
+
 /** Finds a field by name, ignoring case, as Go's decoder does (`ttl`, `TTL` and `Ttl` are one field). */
 export function field(obj: Record<string, unknown> | undefined, name: string): { present: boolean; value: unknown } {
   if (obj === undefined) return { present: false, value: undefined };

@@ -41,7 +41,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   serviceIdMissing: undefined, serviceMissing: undefined, nodeMissing: undefined, checkStateMissing: undefined,
   checkNotFound: { id: 'c' }, serviceNotFound: { id: 's' }, checkServiceNotFound: { id: 's' }, registrationFailed: reason,
   maintenanceEnableMissing: undefined, maintenanceEnableInvalid: { value: 'yes' }, reloadFailed: reason, memberNotFound: { node: 'n' },
-  checkNotTtl: { checkId: 'c', type: 'http' }, checkStatusInvalid: { status: 'up' }, checkOutputNotString: undefined,
+  checkNotTtl: { checkId: 'c', type: 'http' }, checkStatusInvalid: { status: 'up' },
   checkStateUnknown: { state: 'up' }, deregisterNodeMissing: undefined, nodeNameReserved: { node: 'n1', id: 'a', holderId: 'b', holder: 'N1', address: '10.0.0.1' }, nodeIdTaken: { id: 'a', holder: 'n2' }, nodeIdHeld: { id: 'a', holder: 'n2', address: '10.0.0.1' }, deregisterCheckIdNotString: undefined,
   deregisterServiceUnsupported: undefined, definitionFieldUnknown: { field: 'Foo', what: 'check definition' },
   definitionNotObject: { what: 'service definition' }, checksNotArray: undefined, scriptChecksDisabled: { remote: true },
@@ -131,7 +131,7 @@ describe('throw sites render the same bytes as before the catalogue', () => {
 const goField = { goField: 'Interval' };
 /** Variables for every field rule: a new rule without a sample here does not compile. */
 const ruleSamples: { [N in FieldRuleName]: FieldRuleVars<N> } = {
-  notString: goField, notBool: goField, notInteger: goField, notStrings: goField, notStringMap: goField, notHeaderMap: goField,
+  notString: goField, notBool: goField, notInteger: goField, notStrings: goField, notStringMap: goField, notHeaderMap: goField, valueNotString: { goField: 'checkUpdate.Status', got: 'number' },
   durationInvalid: { rule: 'Format', text: 'must be a duration', goError: 'time: invalid duration "x"' }, checkInvalid: { text: 't' }, outputMaxSizeNegative: undefined, checkNameMissing: undefined,
   checkStatusBad: { inService: true }, checkHttpInvalid: { why: 'w' }, checkTcpInvalid: { why: 'w' }, checkGrpcInvalid: { why: 'w' },
   checkKindsConflict: { kinds: 'http and tcp' }, checkMethodInvalid: { method: '"G T"', goMethod: '"G T"' }, checkHeaderNameInvalid: { name: '"X Y"', goName: '"X Y"' },

@@ -105,3 +105,32 @@ describe('probe kinds that do not go together', () => {
     }
   });
 });
+
+describe('a TTL check update body', () => {
+  const update = (agent: Agent, body: unknown) => call(agent.url, 'PUT', '/v1/agent/check/update/upd-ttl', body);
+  beforeAll(async () => {
+    for (const agent of [seed, consul]) expect((await register(agent, { ID: 'upd-ttl', Name: 'upd ttl', TTL: '300s', Status: 'passing' })).status).toBe(200);
+  });
+  const status = async (agent: Agent) => (await checks(agent))['upd-ttl'];
+
+  test.each([
+    ['a number Status', { Status: 1 }, 'json: cannot unmarshal number into Go struct field checkUpdate.Status of type string'],
+    ['a bool Status', { Status: true, Output: 'x' }, 'json: cannot unmarshal bool into Go struct field checkUpdate.Status of type string'],
+    ['an object Output', { Status: 'critical', Output: { a: 1 } }, 'json: cannot unmarshal object into Go struct field checkUpdate.Output of type string'],
+    ['an array Output before a number Status', { Output: ['x'], Status: 2 }, 'json: cannot unmarshal array into Go struct field checkUpdate.Output of type string'],
+  ])('%s is Go\'s decode error in the consul dialect, 400/1009 naming the field in the seed dialect; the check is unchanged', async (_what, body, goError) => {
+    const c = await update(consul, body);
+    expect([c.status, c.text]).toEqual([400, `Request decode failed: ${goError}`]);
+    const s = expectError(await update(seed, body), 400, 1009);
+    expect(Object.values(s.details).flat()).toContain('Type:must be a string');
+    for (const agent of [seed, consul]) expect(await status(agent)).toMatchObject({ Status: 'passing', Output: '' });
+  });
+
+  test('a null Output leaves it empty, as Go reads null into a string', async () => {
+    for (const agent of [seed, consul]) {
+      expect((await update(agent, { Status: 'warning', Output: null })).status).toBe(200);
+      expect(await status(agent)).toMatchObject({ Status: 'warning', Output: '' });
+      expect((await update(agent, { Status: 'passing' })).status).toBe(200);
+    }
+  });
+});

@@ -12,7 +12,7 @@ import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { requireAccess } from '../auth-gate.ts';
 import { requireCheckRegistration, requireOwnerWrite, requireReplacedOwnerWrite } from './check-acl.ts';
-import { jsonBody, jsonObject, field } from '../body.ts';
+import { FieldErrors, goJsonKind, jsonBody, jsonObject } from '../body.ts';
 import { checkOutputBytesMax } from '../../domain/limits.ts';
 import { parseCheck, parseService } from '../definitions.ts';
 import { checkDatacenter } from '../query.ts';
@@ -95,17 +95,32 @@ async function ttlUpdate(req: Request, api: ApiContext, status: CheckStatus, out
 
 const ttlSetter = (status: CheckStatus) => (req: Request, api: ApiContext) => ttlUpdate(req, api, status, param(req, 'note') ?? '');
 
+const checkStatuses = new Set(['passing', 'warning', 'critical']);
+/** The fields of Consul's checkUpdate, by their names lower-cased. */
+const updateFields = new Map<string, 'Status' | 'Output'>([['status', 'Status'], ['output', 'Output']]);
+
+/**
+ * The update body read as Go's decoder reads it into Consul's checkUpdate: a key names its field without
+ * regard to case, the last one given wins, and a null changes nothing (a field not given is empty); a value that is not a string
+ * is refused, the first in the body giving the consul dialect's text.
+ */
+function readCheckUpdate(req: Request): { Status: string; Output: string } {
+  const read = { Status: '', Output: '' };
+  const errors = new FieldErrors();
+  for (const [key, value] of Object.entries(jsonObject(req, 'agent.checkUpdate') ?? {})) {
+    const name = updateFields.get(key.toLowerCase());
+    if (name === undefined || value === null) continue;
+    if (typeof value === 'string') read[name] = value;
+    else errors.broke(name, 'valueNotString', { goField: `checkUpdate.${name}`, got: goJsonKind(value) });
+  }
+  errors.throwIfAny();
+  return read;
+}
+
 async function checkUpdate(req: Request, api: ApiContext): Promise<Reply> {
-  const body = jsonObject(req, 'agent.checkUpdate');
-  const status = field(body, 'Status').value;
-  const output = field(body, 'Output').value;
-  if (typeof status !== 'string' || !['passing', 'warning', 'critical'].includes(status)) {
-    throw new RegistryError('checkStatusInvalid', { status });
-  }
-  if (output !== undefined && output !== null && typeof output !== 'string') {
-    throw new RegistryError('checkOutputNotString');
-  }
-  return ttlUpdate(req, api, status as CheckStatus, (output as string | undefined) ?? '');
+  const { Status: status, Output: output } = readCheckUpdate(req);
+  if (!checkStatuses.has(status)) throw new RegistryError('checkStatusInvalid', { status });
+  return ttlUpdate(req, api, status as CheckStatus, output);
 }
 
 // ---------------------------------------------------------------- agent services
