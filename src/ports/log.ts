@@ -55,9 +55,11 @@ export interface ReplicatedLog {
   /** Index of the last committed entry (0 when empty). */
   lastIndex(): number;
   /**
-   * Bytes of entries this log has written since it opened (a count that may start again from 0 when the
-   * log's files are made afresh), and how many bytes written since the last snapshot call for the next:
-   * what a snapshot lets the log drop grows with the bytes, not only with the entries. Absent: not counted.
+   * Bytes of entries this log holds past the snapshot it opened from (what a start reads back) and has written
+   * since it opened (a count that may start again from 0 when the log's files are made afresh), and how many
+   * bytes past the last snapshot call for the next: what a snapshot lets the log drop grows with the bytes, not
+   * only with the entries, and a log that restarts often must not grow by what each process wrote alone.
+   * Absent: not counted.
    */
   written?(): { bytes: number; snapshotDueBytes: number };
   /** Flushes and releases resources; pending appends are committed or rejected, never lost silently. */

@@ -20,7 +20,10 @@ export class Snapshots {
   lastIndex = 0;
   /** Index of the last restore applied: a snapshot is due while it is past lastIndex. */
   private restoredIndex = 0;
-  /** The log's bytes written when the last snapshot was saved (or this node started). */
+  /**
+   * The log's count of bytes (`written`) when the last snapshot was saved; 0 at start, when the log's count is
+   * what it holds past the snapshot it opened from (a start after a crash counts what the last process wrote).
+   */
   private bytesAtSnapshot = 0;
   private inFlight: Promise<void> | undefined;
   /** Failed saves in a row, and when the next may start (clock ms). */

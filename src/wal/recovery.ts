@@ -22,6 +22,11 @@ export interface Recovered {
   last: number;
   lastAtMs: number;
   activeBytes: number;
+  /**
+   * Bytes of the commits holding entries past the snapshot recovery started from: what a start replays, and
+   * what counts toward the next snapshot as much as bytes written after the start do.
+   */
+  bytesPastSnapshot: number;
 }
 
 /** What recovery will change on disk once it has decided to open, in this order. */
@@ -81,7 +86,7 @@ export function operatorChoices(walDir: string, snapIndex: number, choice?: stri
 function planAfterCleanClose(walDir: string, segments: SegmentRef[], snapIndex: number, reason: string): Plan {
   const restart = { first: snapIndex + 1, path: join(walDir, segmentName(snapIndex + 1)) };
   return {
-    recovered: { segments: [restart], last: snapIndex, lastAtMs: 0, activeBytes: 0 },
+    recovered: { segments: [restart], last: snapIndex, lastAtMs: 0, activeBytes: 0, bytesPastSnapshot: 0 },
     restart,
     drop: segments.filter((s) => s.path !== restart.path),
     warning: {
@@ -96,7 +101,7 @@ function planSegments(walDir: string, segments: SegmentRef[], snapIndex: number)
     // A brand-new log, or one whose snapshot is at 0. Segments vanishing behind a snapshot is damage.
     if (snapIndex > 0) throw damagedError(`${kind}: snapshot at ${snapIndex} but no segment in ${walDir}; refusing to open`);
     const first = { first: 1, path: join(walDir, segmentName(1)) };
-    return { recovered: { segments: [first], last: 0, lastAtMs: 0, activeBytes: 0 }, restart: first };
+    return { recovered: { segments: [first], last: 0, lastAtMs: 0, activeBytes: 0, bytesPastSnapshot: 0 }, restart: first };
   }
   const restarted = restartedAfterSnapshot(segments, snapIndex);
   if (restarted !== undefined) return restarted;
@@ -110,7 +115,7 @@ function planSegments(walDir: string, segments: SegmentRef[], snapIndex: number)
   const scans: Scan[] = [];
   for (const [k, seg] of segments.entries()) {
     if (seg.first !== next) throw damagedError(`${kind}: index gap at ${seg.path}: expected a segment starting at ${next}; refusing to open`);
-    const scan = scanSegment(seg, k === segments.length - 1);
+    const scan = scanSegment(seg, k === segments.length - 1, snapIndex);
     scans.push(scan);
     next = scan.next;
     lastAtMs = scan.lastAtMs ?? lastAtMs;
@@ -120,7 +125,8 @@ function planSegments(walDir: string, segments: SegmentRef[], snapIndex: number)
   if (tail?.kind === 'damaged') return planDamagedTail(walDir, segments, last, tail, next, snapIndex);
   if (next - 1 < snapIndex) throw damagedError(`${kind}: the log ends at ${next - 1}, before the snapshot at ${snapIndex}; refusing to open`);
   const end = judgeEnd(segments, scans, snapIndex);
-  const plan: Plan = { recovered: { segments: [...segments], last: next - 1, lastAtMs, activeBytes: scans.at(-1)!.goodBytes } };
+  const bytesPastSnapshot = scans.reduce((sum, s) => sum + s.bytesAfter, 0);
+  const plan: Plan = { recovered: { segments: [...segments], last: next - 1, lastAtMs, activeBytes: scans.at(-1)!.goodBytes, bytesPastSnapshot } };
   const attachments = scans.flatMap((s) => s.attachments ?? []);
   if (attachments.length > 0) plan.attachments = attachments;
   if (tail !== undefined) {
@@ -157,7 +163,7 @@ function planDamagedTail(walDir: string, segments: SegmentRef[], last: SegmentRe
   }
   const restart = { first: snapIndex + 1, path: join(walDir, segmentName(snapIndex + 1)) };
   return {
-    recovered: { segments: [restart], last: snapIndex, lastAtMs: 0, activeBytes: 0 },
+    recovered: { segments: [restart], last: snapIndex, lastAtMs: 0, activeBytes: 0, bytesPastSnapshot: 0 },
     restart,
     drop: segments,
     warning: {
@@ -174,7 +180,7 @@ function planDamagedTail(walDir: string, segments: SegmentRef[], last: SegmentRe
 function restartedAfterSnapshot(segments: SegmentRef[], snapIndex: number): Plan | undefined {
   const newest = segments.at(-1)!;
   if (snapIndex === 0 || segments.length < 2 || newest.first !== snapIndex + 1 || statSync(newest.path).size !== 0) return undefined;
-  return { recovered: { segments: [newest], last: snapIndex, lastAtMs: 0, activeBytes: 0 }, drop: segments.slice(0, -1) };
+  return { recovered: { segments: [newest], last: snapIndex, lastAtMs: 0, activeBytes: 0, bytesPastSnapshot: 0 }, drop: segments.slice(0, -1) };
 }
 
 export async function applyPlan(walDir: string, plan: Plan, logger: Logger): Promise<void> {

@@ -21,6 +21,8 @@ export interface Scan {
    * segment before the last, only then), else those after a torn or damaged last commit's bytes.
    */
   trailingZeros: number;
+  /** Bytes of the commit frames holding an entry past the index `scanSegment` was given (the snapshot's). */
+  bytesAfter: number;
   /** Set when bytes after goodBytes in the last segment are no whole commit: a torn or a damaged last commit. */
   tail?: Tail;
   /** The attachments its restore entries name (attachments.ts), with their indexes; absent when none does. */
@@ -59,16 +61,18 @@ export interface Tail {
  * refuse to open. A damaged last frame is judged by `judgeTail`: torn (cut) or damaged (refused).
  * Zeros after the last commit are read as unused space in any segment: whether a segment may end in
  * them, and how many the last one must end in, is recovery's to judge (recovery.ts, cut-evidence.ts).
+ * `after`: the snapshot's index, for `bytesAfter`.
  */
-export function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
+export function scanSegment(seg: SegmentRef, isLast: boolean, after = 0): Scan {
   const file = new RecordFile(seg.path);
   try {
     let offset = 0;
     let next = seg.first;
     let lastAtMs: number | undefined;
+    let bytesAfter = 0;
     const attachments: NamedAttachment[] = [];
     const found = (zeros: number, tail?: Tail): Scan => ({
-      next, lastAtMs, goodBytes: offset, size: file.size, trailingZeros: zeros, ...(tail === undefined ? {} : { tail }), ...named(attachments),
+      next, lastAtMs, goodBytes: offset, size: file.size, trailingZeros: zeros, bytesAfter, ...(tail === undefined ? {} : { tail }), ...named(attachments),
     });
     for (let frame = file.at(offset); frame !== undefined; frame = file.at(offset)) {
       if (!frame.ok) {
@@ -92,6 +96,7 @@ export function scanSegment(seg: SegmentRef, isLast: boolean): Scan {
       for (const { index, cmd } of entries) {
         if (cmd.t === 'state.restore' && cmd.attachment !== undefined) attachments.push({ index, name: cmd.attachment.name, sha256: cmd.attachment.sha256 });
       }
+      if (entries.at(-1)!.index > after) bytesAfter += frame.end - offset;
       next += entries.length;
       lastAtMs = entries.at(-1)!.atMs;
       offset = frame.end;

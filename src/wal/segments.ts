@@ -16,7 +16,10 @@ import { replay } from './replay.ts';
 
 export class SegmentFiles {
   private pathCheckDue = false;
-  /** Bytes of frames written since these files were opened. */
+  /**
+   * Bytes of frames past the newest snapshot when these files were opened (recovery counts them), then also
+   * those written since: what calls for the next snapshot (WalLog.written).
+   */
   written = 0;
 
   private constructor(
@@ -41,7 +44,9 @@ export class SegmentFiles {
       await fh.close();
       throw err;
     }
-    return new SegmentFiles(walDir, segmentBytesMax, found.segments, active);
+    const files = new SegmentFiles(walDir, segmentBytesMax, found.segments, active);
+    files.written = found.bytesPastSnapshot;
+    return files;
   }
 
   /**

@@ -149,7 +149,7 @@ export class WalLog implements ReplicatedLog {
 
   snapshotSource(source: () => Snapshot): void { this.source = source; }
 
-  /** Bytes written since the log opened (or was written afresh); a snapshot is due after two segments' worth. */
+  /** Bytes of the log past the snapshot it opened from and written since (or since it was written afresh); a snapshot is due after two segments' worth. */
   written(): { bytes: number; snapshotDueBytes: number } { return { bytes: this.files?.written ?? 0, snapshotDueBytes: 2 * this.segmentBytesMax }; }
 
   /** Tells `listener` each time the log stops (disk full) or starts again (space back) storing appends. */

@@ -30,7 +30,7 @@ describe('planRecovery', () => {
 
   it('starts a brand-new log with a first segment to create', () => {
     const plan = planRecovery(walDir, [], 0);
-    expect(plan.recovered).toEqual({ segments: [{ first: 1, path: join(walDir, `${pad(1)}.seg`) }], last: 0, lastAtMs: 0, activeBytes: 0 });
+    expect(plan.recovered).toEqual({ segments: [{ first: 1, path: join(walDir, `${pad(1)}.seg`) }], last: 0, lastAtMs: 0, activeBytes: 0, bytesPastSnapshot: 0 });
     expect(plan.restart).toEqual(plan.recovered.segments[0]);
   });
 
@@ -42,7 +42,9 @@ describe('planRecovery', () => {
     const second = Buffer.concat([commitFrame(3, 3, 20), commitFrame(4, 6, 30)]);
     const segs = segments([[1, commitFrame(1, 2)], [3, withZeros(second)]]);
     const plan = planRecovery(walDir, segs, 0);
-    expect(plan.recovered).toEqual({ segments: segs, last: 6, lastAtMs: 30, activeBytes: second.length });
+    expect(plan.recovered).toEqual({ segments: segs, last: 6, lastAtMs: 30, activeBytes: second.length, bytesPastSnapshot: commitFrame(1, 2).length + second.length });
+    // Past a snapshot at 3: the commits holding 4..6 only.
+    expect(planRecovery(walDir, segs, 3).recovered.bytesPastSnapshot).toBe(commitFrame(4, 6, 30).length);
     expect([plan.cut, plan.dropEmpty, plan.restart, plan.drop]).toEqual([undefined, undefined, undefined, undefined]);
   });
 
@@ -101,7 +103,7 @@ describe('planRecovery', () => {
     const plan = planRecovery(walDir, segs, 5);
     expect(plan.restart).toEqual({ first: 6, path: join(walDir, `${pad(6)}.seg`) });
     expect(plan.drop).toEqual(segs);
-    expect(plan.recovered).toEqual({ segments: [plan.restart], last: 5, lastAtMs: 0, activeBytes: 0 });
+    expect(plan.recovered).toEqual({ segments: [plan.restart], last: 5, lastAtMs: 0, activeBytes: 0, bytesPastSnapshot: 0 });
     expect(plan.warning?.obj).toMatchObject({ firstIndex: 3, lastIndexSeen: 5, snapshot: 5 });
   });
 
@@ -115,7 +117,7 @@ describe('planRecovery', () => {
   it('finishes an interrupted restart: an empty segment right after the snapshot makes the older ones droppable', () => {
     const segs = segments([[1, commitFrame(1, 5)], [6, Buffer.alloc(0)]]);
     const plan = planRecovery(walDir, segs, 5);
-    expect(plan).toEqual({ recovered: { segments: [segs[1]], last: 5, lastAtMs: 0, activeBytes: 0 }, drop: [segs[0]] });
+    expect(plan).toEqual({ recovered: { segments: [segs[1]], last: 5, lastAtMs: 0, activeBytes: 0, bytesPastSnapshot: 0 }, drop: [segs[0]] });
   });
 
   it('applies a plan: the torn commit is cut and said in the log, the empty segment deleted', async () => {
@@ -145,7 +147,7 @@ describe('scanSegment', () => {
   it('reads preallocated zeros after the last commit as unused space', () => {
     const whole = commitFrame(1, 3, 7);
     expect(scan(Buffer.concat([whole, Buffer.alloc(1000)]))).toEqual({
-      next: 4, lastAtMs: 7, goodBytes: whole.length, size: whole.length + 1000, trailingZeros: 1000,
+      next: 4, lastAtMs: 7, goodBytes: whole.length, size: whole.length + 1000, trailingZeros: 1000, bytesAfter: whole.length,
     });
   });
 

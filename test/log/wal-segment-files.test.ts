@@ -25,7 +25,7 @@ describe('WAL segment files', () => {
   async function fresh(segmentBytesMax: number): Promise<SegmentFiles> {
     const path = join(walDir, `${pad(1)}.seg`);
     writeFileSync(path, Buffer.alloc(0));
-    const files = await SegmentFiles.open(walDir, segmentBytesMax, { segments: [{ first: 1, path }], last: 0, lastAtMs: 0, activeBytes: 0 });
+    const files = await SegmentFiles.open(walDir, segmentBytesMax, { segments: [{ first: 1, path }], last: 0, lastAtMs: 0, activeBytes: 0, bytesPastSnapshot: 0 });
     opened.push(files);
     return files;
   }
