@@ -28,6 +28,10 @@ export const fieldRules = {
   notInteger: goType('must be an integer', 'int'),
   notStrings: goType('must be an array of strings', '[]string'),
   notStringMap: goType('must be an object of strings', 'map[string]string'),
+  /** A key of the body that names no field of Consul's struct, refused as Consul's decoder refuses it. */
+  fieldUnknown: (v: { field: string }): BrokenRule => ({
+    rule: 'Unknown', text: 'this field is not part of the definition', consul: decodeFailed(`json: unknown field ${JSON.stringify(v.field)}`),
+  }),
   /** A value that is not a string, where Go's type error names the value's kind: `goField` is `<struct>.<field>`. */
   valueNotString: (v: { goField: string; got: string }): BrokenRule => ({
     rule: 'Type', text: 'must be a string', consul: decodeFailed(`json: cannot unmarshal ${v.got} into Go struct field ${v.goField} of type string`),

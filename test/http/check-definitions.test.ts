@@ -126,6 +126,20 @@ describe('a TTL check update body', () => {
     for (const agent of [seed, consul]) expect(await status(agent)).toMatchObject({ Status: 'passing', Output: '' });
   });
 
+  test('an unknown field is refused as at registration: seed 400/1009 naming it, consul Go\'s decode error; the check is unchanged', async () => {
+    for (const [body, field] of [[{ Status: 'critical', Note: 'x' }, 'Note'], [{ status: 'critical', output: 'o', Outputs: 'x' }, 'Outputs']] as const) {
+      const s = expectError(await update(seed, body), 400, 1009);
+      expect(s.details).toEqual({ [field]: ['Unknown:this field is not part of the definition'] });
+      const c = await update(consul, body);
+      expect([c.status, c.text]).toEqual([400, `Request decode failed: json: unknown field "${field}"`]);
+    }
+    // Go reports the first fault in the body.
+    const c = await update(consul, { Bogus: 1, Status: 2 });
+    expect([c.status, c.text]).toEqual([400, 'Request decode failed: json: unknown field "Bogus"']);
+    expect(Object.keys(expectError(await update(seed, { Bogus: 1, Status: 2 }), 400, 1009).details)).toEqual(['Bogus', 'Status']);
+    for (const agent of [seed, consul]) expect(await status(agent)).toMatchObject({ Status: 'passing', Output: '' });
+  });
+
   test('a null Output leaves it empty, as Go reads null into a string', async () => {
     for (const agent of [seed, consul]) {
       expect((await update(agent, { Status: 'warning', Output: null })).status).toBe(200);

@@ -101,16 +101,18 @@ const updateFields = new Map<string, 'Status' | 'Output'>([['status', 'Status'],
 
 /**
  * The update body read as Go's decoder reads it into Consul's checkUpdate: a key names its field without
- * regard to case, the last one given wins, and a null changes nothing (a field not given is empty); a value that is not a string
- * is refused, the first in the body giving the consul dialect's text.
+ * regard to case, the last one given wins, and a null changes nothing (a field not given is empty). An
+ * unknown key, as Consul's decoder refuses them here as in its register bodies, or a value that is not a
+ * string is refused, the first in the body giving the consul dialect's text.
  */
 function readCheckUpdate(req: Request): { Status: string; Output: string } {
   const read = { Status: '', Output: '' };
   const errors = new FieldErrors();
   for (const [key, value] of Object.entries(jsonObject(req, 'agent.checkUpdate') ?? {})) {
     const name = updateFields.get(key.toLowerCase());
-    if (name === undefined || value === null) continue;
-    if (typeof value === 'string') read[name] = value;
+    if (name === undefined) errors.broke(key, 'fieldUnknown', { field: key });
+    else if (value === null) continue;
+    else if (typeof value === 'string') read[name] = value;
     else errors.broke(name, 'valueNotString', { goField: `checkUpdate.${name}`, got: goJsonKind(value) });
   }
   errors.throwIfAny();
