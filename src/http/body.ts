@@ -58,13 +58,16 @@ export function goJsonKind(value: unknown): string {
   return typeof value === 'number' || typeof value === 'string' ? typeof value : 'object';
 }
 
-/** Finds a field by name, ignoring case, as Go's decoder does (`ttl`, `TTL` and `Ttl` are one field). */
+/**
+ * Finds a field by name, ignoring case, as Go's decoder does (`ttl`, `TTL` and `Ttl` are one field): the
+ * last key given wins, as each key Go reads replaces what an earlier one set.
+ */
 export function field(obj: Record<string, unknown> | undefined, name: string): { present: boolean; value: unknown } {
-  if (obj === undefined) return { present: false, value: undefined };
-  if (name in obj) return { present: true, value: obj[name] };
+  let found: { present: boolean; value: unknown } = { present: false, value: undefined };
+  if (obj === undefined) return found;
   const lower = name.toLowerCase();
-  for (const k of Object.keys(obj)) if (k.toLowerCase() === lower) return { present: true, value: obj[k] };
-  return { present: false, value: undefined };
+  for (const k of Object.keys(obj)) if (k.toLowerCase() === lower) found = { present: true, value: obj[k] };
+  return found;
 }
 
 /**

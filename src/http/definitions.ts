@@ -17,44 +17,59 @@ import { validateGrpcTarget, validateHostPort, validateHttpUrl } from '../probes
 
 type Raw = Record<string, unknown>;
 
-/** Canonical field → every accepted spelling, compared lower-cased with underscores removed. */
+/**
+ * Canonical field → its spellings, lower-cased: first Consul's own (Go's decoder matches it without regard
+ * to case), then the twins Consul reads only when that one holds no value (`service_id`, `args`,
+ * `script_args`; DockerContainerID for Roster's RuntimeContainerID). A key is matched to a field without
+ * regard to case or underscores.
+ */
 const checkFields: Record<string, string[]> = {
-  ID: ['id', 'checkid'], Name: ['name'], Notes: ['notes'], Status: ['status'], ServiceID: ['serviceid'],
+  ID: ['id', 'checkid'], Name: ['name'], Notes: ['notes'], Status: ['status'], ServiceID: ['serviceid', 'service_id'],
   TTL: ['ttl'], HTTP: ['http'], Method: ['method'], Header: ['header'], Body: ['body'],
-  TLSSkipVerify: ['tlsskipverify'], TLSServerName: ['tlsservername'], DisableRedirects: ['disableredirects'],
-  TCP: ['tcp'], GRPC: ['grpc'], GRPCUseTLS: ['grpcusetls'], Args: ['args', 'scriptargs'],
-  RuntimeContainerID: ['runtimecontainerid', 'dockercontainerid'], Shell: ['shell'],
+  TLSSkipVerify: ['tlsskipverify', 'tls_skip_verify'], TLSServerName: ['tlsservername', 'tls_server_name'], DisableRedirects: ['disableredirects'],
+  TCP: ['tcp'], GRPC: ['grpc'], GRPCUseTLS: ['grpcusetls', 'grpc_use_tls'], Args: ['scriptargs', 'args', 'script_args'],
+  RuntimeContainerID: ['runtimecontainerid', 'dockercontainerid', 'runtime_container_id', 'docker_container_id'], Shell: ['shell'],
   AliasService: ['aliasservice'], AliasNode: ['aliasnode'], Interval: ['interval'], Timeout: ['timeout'],
-  DeregisterCriticalServiceAfter: ['deregistercriticalserviceafter'],
+  DeregisterCriticalServiceAfter: ['deregistercriticalserviceafter', 'deregister_critical_service_after'],
   SuccessBeforePassing: ['successbeforepassing'], FailuresBeforeWarning: ['failuresbeforewarning'],
   FailuresBeforeCritical: ['failuresbeforecritical'], OutputMaxSize: ['outputmaxsize'],
-  H2PING: ['h2ping'], H2PingUseTLS: ['h2pingusetls'], UDP: ['udp'], OSService: ['osservice'], TCPUseTLS: ['tcpusetls'],
-  Node: ['node'], Definition: ['definition'], Type: ['type'], ExposedPort: ['exposedport'], CheckType: [],
+  H2PING: ['h2ping'], H2PingUseTLS: ['h2pingusetls', 'h2ping_use_tls'], UDP: ['udp'], OSService: ['osservice'], TCPUseTLS: ['tcpusetls'],
+  Node: ['node'], Definition: ['definition'], Type: ['type'], ExposedPort: ['exposedport'], CheckType: ['checktype'],
 };
 
 const serviceFields: Record<string, string[]> = {
   ID: ['id'], Name: ['name', 'service'], Tags: ['tags'], Address: ['address'], Port: ['port'], Meta: ['meta'],
-  TaggedAddresses: ['taggedaddresses'], EnableTagOverride: ['enabletagoverride'], Weights: ['weights'],
-  Kind: ['kind'], Check: ['check'], Checks: ['checks'], Proxy: ['proxy'], Connect: ['connect'],
+  TaggedAddresses: ['taggedaddresses', 'tagged_addresses'], EnableTagOverride: ['enabletagoverride', 'enable_tag_override'],
+  Weights: ['weights'], Kind: ['kind'], Check: ['check'], Checks: ['checks'], Proxy: ['proxy'], Connect: ['connect'],
   SocketPath: ['socketpath'], Namespace: ['namespace'], Partition: ['partition'], Locality: ['locality'],
 };
 
 const norm = (k: string) => k.toLowerCase().replace(/_/g, '');
+/** Whether a value fills its field, so that Consul reads no twin of it. */
+const holdsValue = (v: unknown) => v !== undefined && v !== null && v !== '' && v !== false && !(Array.isArray(v) && v.length === 0);
 
-/** Maps a raw object's keys to canonical names; an unknown key is a decode error, like Go's decoder. */
+/**
+ * Maps a raw object's keys to canonical names; an unknown key is a decode error, like Go's decoder. A key
+ * goes where Go's decoder would send it: keys that differ only in case fill one field, the last one given
+ * winning, and of a field's spellings the first that holds a value is read.
+ */
 function canonical(raw: Raw, fields: Record<string, string[]>, what: string): Raw {
   const index = new Map<string, string>();
-  for (const [name, spellings] of Object.entries(fields)) for (const s of [norm(name), ...spellings]) index.set(s, name);
-  // When a field is spelt more than once, the first spelling is kept.
-  const out = new Map<string, unknown>();
+  for (const [name, spellings] of Object.entries(fields)) for (const s of spellings) index.set(norm(s), name);
+  // Per field, the value given last under each spelling (a spelling Consul does not have comes after its own).
+  const given = new Map<string, Map<number, unknown>>();
   for (const [k, v] of Object.entries(raw)) {
     const name = index.get(norm(k));
-    if (name === undefined) {
-      throw new RegistryError('definitionFieldUnknown', { field: k, what });
-    }
-    if (!out.has(name)) out.set(name, v);
+    if (name === undefined) throw new RegistryError('definitionFieldUnknown', { field: k, what });
+    const spellings = fields[name]!;
+    const at = spellings.indexOf(k.toLowerCase());
+    const bySpelling = given.get(name) ?? new Map<number, unknown>();
+    given.set(name, bySpelling.set(at < 0 ? spellings.length : at, v));
   }
-  return Object.fromEntries(out);
+  return Object.fromEntries([...given].map(([name, bySpelling]) => {
+    const values = [...bySpelling].sort(([a], [b]) => a - b).map(([, v]) => v);
+    return [name, values.find(holdsValue) ?? values[0]];
+  }));
 }
 
 function asObject(value: unknown, what: string): Raw {

@@ -17,7 +17,9 @@ beforeAll(async () => {
 });
 afterAll(async () => { for (const a of [seed, consul]) { await a?.stop(); a?.cleanup(); } });
 
-const register = (agent: Agent, body: unknown) => call(agent.url, 'PUT', '/v1/agent/check/register', body);
+const json = { 'content-type': 'application/json' };
+/** `body` as an object, or as JSON text (to give a key twice). */
+const register = (agent: Agent, body: unknown) => call(agent.url, 'PUT', '/v1/agent/check/register', body, json);
 const checks = async (agent: Agent) => (await call(agent.url, 'GET', '/v1/agent/checks')).json<Record<string, Record<string, unknown>>>();
 const http = (id: string, extra: Record<string, unknown>) => ({ ID: id, Name: id, HTTP: 'http://127.0.0.1:1/', Interval: '30s', ...extra });
 
@@ -145,6 +147,46 @@ describe('a TTL check update body', () => {
       expect((await update(agent, { Status: 'warning', Output: null })).status).toBe(200);
       expect(await status(agent)).toMatchObject({ Status: 'warning', Output: '' });
       expect((await update(agent, { Status: 'passing' })).status).toBe(200);
+    }
+  });
+});
+
+describe('a field given twice under spellings that differ in case', () => {
+  test('the last one wins, as in Go\'s decoder: "TTL":"10s","ttl":"bad" is refused, "TTL":"bad","ttl":"10s" taken', async () => {
+    const bad = '{"ID":"twice-ttl","Name":"twice","TTL":"10s","ttl":"bad"}';
+    expect(expectError(await register(seed, bad), 400, 1009).details.TTL[0]).toMatch(/^Format:/);
+    const c = await register(consul, bad);
+    expect([c.status, c.text]).toEqual([400, 'Request decode failed: time: invalid duration "bad"']);
+    for (const agent of [seed, consul]) {
+      expect(await checks(agent)).not.toHaveProperty('twice-ttl');
+      const r = await register(agent, '{"ID":"twice-ttl","Name":"twice","TTL":"bad","Ttl":"20s","ttl":"10s"}');
+      expect(r.status, r.text).toBe(200);
+    }
+  });
+
+  test('of Consul\'s snake_case twins the CamelCase field wins when it holds a value, whatever the order, as in Consul', async () => {
+    for (const agent of [seed, consul]) {
+      for (const id of ['svc-a', 'svc-b']) {
+        expect((await call(agent.url, 'PUT', '/v1/agent/service/register', { Name: id })).status).toBe(200);
+      }
+      expect((await register(agent, '{"ID":"twin-1","Name":"t","TTL":"30s","service_id":"svc-b","ServiceID":"svc-a"}')).status).toBe(200);
+      expect((await register(agent, '{"ID":"twin-2","Name":"t","TTL":"30s","ServiceID":"svc-a","service_id":"svc-b"}')).status).toBe(200);
+      expect((await register(agent, '{"ID":"twin-3","Name":"t","TTL":"30s","ServiceID":"","service_id":"svc-b"}')).status).toBe(200);
+      const all = await checks(agent);
+      expect([all['twin-1']?.ServiceID, all['twin-2']?.ServiceID, all['twin-3']?.ServiceID]).toEqual(['svc-a', 'svc-a', 'svc-b']);
+    }
+  });
+
+  test('a session body and a service body read the last spelling too', async () => {
+    const s = await call(seed.url, 'PUT', '/v1/session/create', '{"TTL":"10s","ttl":"bad"}', json);
+    expect(expectError(s, 400, 1009).details).toHaveProperty('TTL');
+    const c = await call(consul.url, 'PUT', '/v1/session/create', '{"TTL":"10s","ttl":"bad"}');
+    expect([c.status, c.text]).toEqual([500, 'Session TTL \'bad\' invalid: time: invalid duration "bad"']);
+    for (const agent of [seed, consul]) {
+      const r = await call(agent.url, 'PUT', '/v1/agent/service/register', '{"Name":"first","ID":"twice-svc","name":"last"}', json);
+      expect(r.status, r.text).toBe(200);
+      const svc = (await call(agent.url, 'GET', '/v1/agent/services')).json()['twice-svc'];
+      expect(svc.Service).toBe('last');
     }
   });
 });
