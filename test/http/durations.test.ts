@@ -60,6 +60,18 @@ describe('seed dialect', () => {
     expect(checks[`over-${fieldName}`]).toBeUndefined();
   });
 
+  test('Go\'s largest duration is taken, and one nanosecond more (however written) refused naming the maximum', async () => {
+    const c = client(agent);
+    expect((await c.put('/v1/agent/check/register', { ID: 'max-ttl', Name: 'max', TTL: goMax })).status).toBe(200);
+    expect((await c.get('/v1/agent/checks')).json<Record<string, unknown>>()).toHaveProperty('max-ttl');
+    // 16.8547759s is 93 ns past the maximum, and was taken when the text was read through a float.
+    for (const over of ['2562047h47m16.854775808s', '2562047h47m16.8547759s', '9223372036854775808ns', '2562047h47m17s']) {
+      const r = await c.put('/v1/agent/check/register', { ID: 'over-max', Name: 'over', TTL: over });
+      expect(expectError(r, 400, 1009).details.TTL, over).toContain(`Range:must be at most ${goMax}`);
+    }
+    expect((await c.get('/v1/agent/checks')).json<Record<string, unknown>>()).not.toHaveProperty('over-max');
+  });
+
   test('a duration given as nanoseconds beyond the maximum is refused too', async () => {
     const r = await client(agent).put('/v1/agent/check/register', { ID: 'over-ns', Name: 'over', TTL: 1e30 });
     expect(expectError(r, 400, 1009).details.TTL).toContain(`Range:must be at most ${goMax}`);
@@ -88,6 +100,15 @@ describe('consul dialect', () => {
     const r = await call(agent.url, 'PUT', '/v1/agent/check/register', { Name: 'over', HTTP: 'http://127.0.0.1:1/', Interval: '1000000000h' });
     expect(r.status).toBe(400);
     expect(r.text).toBe('Request decode failed: time: invalid duration "1000000000h"');
+  });
+
+  test('Go\'s largest duration is taken, one nanosecond more is Go\'s invalid duration', async () => {
+    const taken = await call(agent.url, 'PUT', '/v1/agent/check/register', { ID: 'max-ttl', Name: 'max', TTL: goMax });
+    expect(taken.status, taken.text).toBe(200);
+    for (const over of ['2562047h47m16.854775808s', '2562047h47m16.8547759s']) {
+      const r = await call(agent.url, 'PUT', '/v1/agent/check/register', { Name: 'over', TTL: over });
+      expect([r.status, r.text]).toEqual([400, `Request decode failed: time: invalid duration "${over}"`]);
+    }
   });
 
   const decodeFailed = (goError: string) => `Request decode failed: ${goError}`;
