@@ -1,6 +1,7 @@
-// Goal: a check definition that could never run as written is refused when it is registered, on a started agent,
-// in both dialects (seed: 400 naming the field; consul: Consul's 400 text, or one in its words where Consul has
-// none), and nothing is registered; what Go's client and Consul take is still taken.
+// Goal: a check definition that could never run as written, or whose probe kinds do not go together, is refused
+// when it is registered, on a started agent, in both dialects (seed: 400 naming the field; consul: Consul's 400
+// text, or one in its words where Consul has none), and nothing is registered; what Go's client and Consul take
+// is still taken. A TTL update's body and a key given twice are read as Go's decoder reads them for Consul.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
