@@ -7,22 +7,12 @@
 import { execSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
-import { call, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { describe, expect, test } from 'vitest';
+import { call, type Agent } from '../support/agent.ts';
+import { dataDirAgents } from '../support/data-dir-agents.ts';
 import { encodeFrame, exitCodeOf, logLines, readFrames, segmentPaths } from '../faults/wal-crash-support.ts';
 
-const started: Agent[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const a of started.splice(0)) await a.kill9();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function agentOn(dataDir: string): Promise<Agent> {
-  const agent = await startAgent({ dataDir });
-  started.push(agent);
-  return agent;
-}
+const { dataDir: newDataDir, agentOn } = dataDirAgents('kill9');
 
 /** The refused start's `roster:` line, after checking it exited 2. */
 async function refusal(dataDir: string): Promise<string> {
@@ -40,8 +30,7 @@ function contents(dataDir: string): Map<string, string> {
 
 /** A data dir with `n` keys written one commit each (`cut/<k>` = `v<k>`) by an agent, and the agent. */
 async function written(n: number): Promise<{ dataDir: string; agent: Agent }> {
-  const dataDir = tempDataDir();
-  dirs.push(dataDir);
+  const dataDir = newDataDir();
   const agent = await agentOn(dataDir);
   for (let k = 0; k < n; k++) expect((await call(agent.url, 'PUT', `/v1/kv/cut/${k}`, `v${k}`)).text).toBe('true');
   return { dataDir, agent };

@@ -6,31 +6,15 @@
 // logged once, naming the nodes the operator can force-leave; and a node that marked itself left while
 // still heard alive is not set passing again by the owner until a membership change.
 import { describe, expect, test } from 'vitest';
-import { commandLevel } from '../../src/domain/command-level.ts';
 import { gossipCheckId, gossipCheckOutputLeft } from '../../src/domain/limits.ts';
 import { ManualClock } from '../../src/ports/clock.ts';
 import { silentLogger, type Logger } from '../../src/ports/logger.ts';
-import type { Member, Membership, MembershipListener } from '../../src/ports/membership.ts';
+import { HandMembership } from '../support/hand-membership.ts';
 import { Runtime } from '../../src/runtime/index.ts';
 import { ownerOf } from '../../src/runtime/ownership.ts';
 import { createMemoryLogStore, MemoryLog } from '../../src/wal/index.ts';
 
 const flush = async () => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
-
-/** A membership the test sets by hand: the members named, with their statuses; any other node is unheard. */
-class HandMembership implements Membership {
-  private list: Member[] = [];
-  private readonly listeners = new Set<MembershipListener>();
-  async start(): Promise<void> {}
-  members(): Member[] { return this.list; }
-  alive(): string[] { return this.list.filter((m) => m.status === 'alive').map((m) => m.name).sort(); }
-  onChange(l: MembershipListener): () => void { this.listeners.add(l); return () => this.listeners.delete(l); }
-  async stop(): Promise<void> {}
-  set(statuses: Record<string, Member['status']>): void {
-    this.list = Object.entries(statuses).map(([name, status]) => ({ name, id: `id-${name}`, http: '', grpc: '', status, lastHeardMs: 0, commandLevel }));
-    for (const l of [...this.listeners]) l(this.list);
-  }
-}
 
 /** A name whose node n1 owns among `alive` (rendezvous hashing): n1 is the one to report it. */
 function ownedByN1(prefix: string, alive: string[]): string {

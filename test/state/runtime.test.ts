@@ -9,10 +9,10 @@ import { Runtime } from '../../src/runtime/index.ts';
 import { createMemoryLogStore, MemoryLog } from '../../src/wal/index.ts';
 import { expiryRetryMs } from '../../src/runtime/ttl-owner.ts';
 import { gossipCheckId } from '../../src/domain/limits.ts';
-import type { Member, Membership, MembershipListener } from '../../src/ports/membership.ts';
+import type { Member } from '../../src/ports/membership.ts';
+import { HandMembership } from '../support/hand-membership.ts';
 import { ownerOf } from '../../src/runtime/ownership.ts';
 import { toSnapshotData } from '../../src/state/index.ts';
-import { commandLevel } from '../../src/domain/command-level.ts';
 
 const quiet = silentLogger;
 const flush = async () => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
@@ -204,21 +204,6 @@ describe('runtime queued acquires (LockQueues on the runtime clock)', () => {
     expect(runtime.lockQueues.queued('l')).toEqual([]);
   });
 });
-
-/** A membership the test sets by hand. */
-class HandMembership implements Membership {
-  private readonly listeners = new Set<MembershipListener>();
-  constructor(private list: Member[]) {}
-  async start(): Promise<void> {}
-  members(): Member[] { return this.list; }
-  alive(): string[] { return this.list.filter((m) => m.status === 'alive').map((m) => m.name).sort(); }
-  onChange(l: MembershipListener): () => void { this.listeners.add(l); return () => this.listeners.delete(l); }
-  async stop(): Promise<void> {}
-  set(statuses: Record<string, Member['status']>): void {
-    this.list = Object.entries(statuses).map(([name, status]) => ({ name, id: `id-${name}`, http: '', grpc: '', status, lastHeardMs: 0, commandLevel }));
-    for (const l of [...this.listeners]) l(this.list);
-  }
-}
 
 describe('runtime node-health owner', () => {
   async function cluster(names: string[]) {
