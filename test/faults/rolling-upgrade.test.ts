@@ -1,5 +1,6 @@
 // Goal: a rolling upgrade of a three-node cluster loses nothing. Three nats-servers and three nodes of an
-// older release (the tree of commit `oldCommit`, run from the sources with today's node_modules) take a
+// older release (the tree of commit `oldCommit`, run from the sources with today's node_modules, which keep
+// among the dev dependencies what only that release imports: parse-duration) take a
 // lock and write load; each node in turn is stopped (SIGTERM) and started again from the current code on
 // the same data dir and ports, the load running throughout. Then: every acknowledged write reads back
 // from every node, no lock was definitely held by two sessions at once (test/checker/mutex-intervals.ts),
