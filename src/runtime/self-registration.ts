@@ -41,10 +41,20 @@ export interface SelfRegistrationHost {
 const what = 'this node\'s registration';
 /** While a live node holds this node's ID, how often it is looked at again. */
 const holderLookMs = 1_000;
+/**
+ * The least time between two registrations of this node again. Two agents given one node name on one log,
+ * whose gossip does not join them, each write their own ID over the other's: without it they did so
+ * thousands of times a second, growing the log without end; now once a second each, with a warning.
+ */
+export const againSpacingMs = 1_000;
 
 export class SelfRegistration {
   /** Set while the start waits for a live holder of this node's ID: nothing registers this node meanwhile. */
   private waitingForId = false;
+  /** When this node was last registered again (entriesApplied), and whether a later turn is awaited. */
+  private againAtMs = -Infinity;
+  private againWaiting = false;
+  private warnedShared = false;
   /** Resolves once the start registered this node (see `done`). */
   private markDone: () => void = () => {};
   /**
@@ -78,10 +88,29 @@ export class SelfRegistration {
     this.markDone();
   }
 
-  /** After applied entries that touched this node or restored the state: registers it again if it is missing. */
+  /**
+   * After applied entries that touched this node or restored the state: registers it again if it is
+   * missing or changed, at most once every `againSpacingMs` (a later need waits for its turn).
+   */
   entriesApplied(): void {
     const { host } = this;
-    if (this.waitingForId || !host.running() || selfRegistered(host.state(), host.self)) return;
+    if (this.againWaiting || this.waitingForId || !host.running() || selfRegistered(host.state(), host.self)) return;
+    const waitMs = this.againAtMs + againSpacingMs - host.clock.nowMs();
+    if (waitMs > 0) {
+      this.againWaiting = true;
+      host.clock.setTimer(waitMs, () => {
+        this.againWaiting = false;
+        this.entriesApplied();
+      });
+      return;
+    }
+    this.againAtMs = host.clock.nowMs();
+    const holder = host.state().nodes.get(host.self.name);
+    if (holder !== undefined && holder.id.toLowerCase() !== host.self.id.toLowerCase() && !this.warnedShared) {
+      this.warnedShared = true;
+      host.logger.warn({ node: host.self.name, id: host.self.id, other: holder.id },
+        'another agent registers this node name with its own ID on the same log: give each agent its own node name (--node-name); this node registers itself again at most once a second');
+    }
     host.onceWritable(what, () => this.register(false))
       .catch((err: unknown) => host.logger.warn({ err }, 'registering this node again failed'));
   }
