@@ -3,7 +3,7 @@
  * of letters, digits, `_` and `-`, up to 128 characters, not starting `consul-` (Consul's own keys);
  * values up to 512 bytes.
  */
-export const metaPairsMax = 64;
+const metaPairsMax = 64;
 const metaKeyBytesMax = 128;
 const metaValueBytesMax = 512;
 

@@ -46,7 +46,7 @@ const holderLookMs = 1_000;
  * whose gossip does not join them, each write their own ID over the other's: without it they did so
  * thousands of times a second, growing the log without end; now once a second each, with a warning.
  */
-export const againSpacingMs = 1_000;
+const againSpacingMs = 1_000;
 
 export class SelfRegistration {
   /** Set while the start waits for a live holder of this node's ID: nothing registers this node meanwhile. */
