@@ -119,10 +119,10 @@ function altNameText(e: SystemError & { host?: string; cert?: { subjectaltname?:
   return names.length > 0 ? `certificate is valid for ${names.join(', ')}, not ${e.host}` : `certificate is not valid for ${e.host}`;
 }
 
-/** Go's url.Error Op for a method: `Get`, `Post`, `Delete`. */
+/** Go's url.Error Op for a method: its first letter as given, the rest lower-cased (`Get`, `Post`, `post`). */
 export function urlErrorOp(method: string): string {
   if (method === '') return 'Get';
-  return method[0]!.toUpperCase() + method.slice(1).toLowerCase();
+  return method[0]! + method.slice(1).toLowerCase();
 }
 
 /** Go's time.Duration String() for a whole or fractional number of milliseconds: 500ms, 1.5s, 1m30s, 1h0m0s. */

@@ -18,7 +18,7 @@ import { TailBuffer } from './tail-buffer.ts';
 import { critical, type CheckStatus, type Probe, type ProbeResult } from './types.ts';
 
 /**
- * The request fields are the check definition's own: `method` (default GET, sent upper-cased), `header`
+ * The request fields are the check definition's own: `method` (default GET, sent as given, as Go sends it), `header`
  * (each name with its values; a Host entry sets the Host header, its first value), `body` (default none),
  * `tlsSkipVerify` (accept any server certificate; default false), `tlsServerName` (sent as SNI and checked
  * against the certificate; default the URL's host name, none for an IP) and `disableRedirects` (report a
@@ -57,7 +57,7 @@ function schemeError(url: URL): string | undefined {
 }
 
 export function httpProbe(o: HttpProbeOptions): Probe {
-  const method = (o.method || 'GET').toUpperCase();
+  const method = o.method || 'GET';
   const timeoutMs = o.timeoutMs ?? httpTimeoutMsDefault;
   return async (signal) => {
     const invalid = validateHttpUrl(o.url);
@@ -82,6 +82,9 @@ interface Hop {
   /** Whether the check's credential headers (credentialHeaders) go with this request (see redirectHop). */
   credentials: boolean;
 }
+
+/** The methods whose bodiless request Go still sends with `Content-Length: 0`; the names match exactly, as in Go. */
+const emptyBodyLengthMethods = new Set(['POST', 'PUT', 'PATCH']);
 
 /** The headers Go's http.Client sends on a redirect only to the first request's host or a subdomain of it. */
 const credentialHeaders = new Set(['authorization', 'www-authenticate', 'cookie', 'cookie2']);
@@ -190,6 +193,7 @@ function requestHeaders(o: HttpProbeOptions, hop: Hop): http.OutgoingHttpHeaders
   if (!names.has('accept')) headers['Accept'] = acceptDefault;
   if (hop.host !== undefined) headers['Host'] = hop.host;
   if (hop.body !== undefined) headers['Content-Length'] = Buffer.byteLength(hop.body);
+  else if (emptyBodyLengthMethods.has(hop.method)) headers['Content-Length'] = 0;
   return headers;
 }
 
@@ -212,8 +216,6 @@ interface Answer {
 function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<Answer> {
   const hostname = bareHost(hop.url);
   const options: https.RequestOptions = {
-    method: hop.method,
-    headers: requestHeaders(o, hop),
     agent: false,
     signal,
     rejectUnauthorized: !o.tlsSkipVerify,
@@ -228,6 +230,17 @@ function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<Answe
     request.once('connect', switched);
     request.once('error', reject);
     request.once('close', () => reject(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })));
+    // Node upper-cases the method it is given; Go sends it as it is, and so does this probe. The answer is
+    // read by the method as sent too: the answer to a `head` has a body, as in Go. Node would frame a
+    // bodiless request by the upper-cased name; requestHeaders gives its length as Go does instead.
+    request.method = hop.method;
+    request.useChunkedEncodingByDefault = false;
+    try {
+      for (const [name, value] of Object.entries(requestHeaders(o, hop))) request.setHeader(name, value!);
+    } catch (err) {
+      request.destroy(err as Error);
+      return;
+    }
     request.end(hop.body);
   });
 }

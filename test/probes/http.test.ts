@@ -86,7 +86,7 @@ describe('the request', () => {
   test('method, header arrays, Host, body and overridden defaults are sent', async () => {
     const result = await httpProbe({
       url: `${base}/echo`,
-      method: 'post',
+      method: 'POST',
       header: { Host: ['example.test'], 'X-Multi': ['one', 'two'], 'user-agent': ['mine/1'], Accept: ['application/json'] },
       body: '{"ping":true}',
     })();
