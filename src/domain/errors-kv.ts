@@ -39,6 +39,11 @@ export const kvErrorCatalogue = {
     kind: 'conflict', status: 412, consulStatus: 412, message: (v) => `precondition failed, nothing changed: ${v.header} ${v.why}`,
     details: (v) => ({ header: v.header, reason: v.reason }),
   }),
+  /** A read's If-Match or If-Unmodified-Since that does not hold on its answer (conditional.ts): the writes' 412 and code. */
+  readPreconditionFailed: entry<{ header: 'If-Match' | 'If-Unmodified-Since'; reason: string; why: string }>({
+    kind: 'conflict', status: 412, consulStatus: 412, message: (v) => `precondition failed: ${v.header} ${v.why}`,
+    details: (v) => ({ header: v.header, reason: v.reason }),
+  }),
   preconditionUnsupported: entry<{ given: string }>({
     kind: 'invalidParameter', message: (v) => `If-Match and If-None-Match cannot be combined with ${v.given}`,
     details: (v) => rule(v.given, `Conflict:a write with ${v.given} takes no If-Match or If-None-Match`),

@@ -1,7 +1,8 @@
 /**
  * Conditional answers (http-conventions.md "Caching"): validators on successful reads — an ETag over the
- * representation and, when the answer's registry index has a known time, Last-Modified — and the 304
- * for a request whose If-None-Match or If-Modified-Since still holds.
+ * representation and, when the answer's registry index has a known time, Last-Modified — the 412 for a
+ * read whose If-Match or If-Unmodified-Since does not hold (seed dialect), and the 304 for one whose
+ * If-None-Match or If-Modified-Since still holds, judged in the order of RFC 9110 §13.2.2.
  *
  * An API answer also says `Cache-Control: no-cache`: a cache (a browser, a proxy) may keep it but must ask
  * again before each use, which the validators make cheap. Without it, an answer with Last-Modified and no
@@ -10,17 +11,26 @@
  * Answers that set their own (the dashboard's files) keep theirs.
  */
 import { hash } from 'node:crypto';
-import type { Wire } from './render.ts';
+import { RegistryError } from '../domain/errors.ts';
+import { tagList } from './preconditions.ts';
+import { renderError, type Dialect, type Wire } from './render.ts';
 import type { Request } from './request.ts';
 
 /**
- * The answer with its validators. A matching If-None-Match, or (without one) an If-Modified-Since at or
- * after the modification, answers 304 without a body.
+ * The answer with its validators. An If-Match naming none of its tags, or (without If-Match) an
+ * If-Unmodified-Since before its modification, answers 412 in the seed dialect; the consul dialect ignores
+ * both, as Consul does. Then a matching If-None-Match, or (without one) an If-Modified-Since at or after the
+ * modification, answers 304 without a body. Only a 200 is judged: any other answer is the one the request
+ * would have had without its preconditions (RFC 9110 §13.2.1).
  */
-export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number) => number | undefined): Wire {
-  if ((req.method !== 'GET' && req.method !== 'HEAD') || w.status !== 200 || w.feed !== undefined) return w;
-  const tag = w.tag ?? entityTag(w.body);
-  const modifiedMs = timeOfIndex === undefined ? undefined : modifiedAt(w.headers, timeOfIndex);
+export function conditional(req: Request, w: Wire, dialect: Dialect, timeOfIndex?: (index: number) => number | undefined): Wire {
+  if ((req.method !== 'GET' && req.method !== 'HEAD') || w.status !== 200) return w;
+  // A feed (a streamed log) has no representation a tag or a date could name.
+  const tag = w.feed !== undefined ? undefined : w.tag ?? entityTag(w.body);
+  const modifiedMs = timeOfIndex === undefined || w.feed !== undefined ? undefined : modifiedAt(w.headers, timeOfIndex);
+  const refused = dialect === 'consul' ? undefined : readPreconditionFailure(req, tag, modifiedMs);
+  if (refused !== undefined) return renderError(refused, dialect);
+  if (tag === undefined) return w;
   const headers: [string, string][] = w.headers.slice();
   if (!headers.some(([k]) => k === 'Cache-Control')) headers.push(['Cache-Control', 'no-cache']);
   headers.push(['ETag', tag]);
@@ -35,6 +45,26 @@ export function conditional(req: Request, w: Wire, timeOfIndex?: (index: number)
   // again at .700 shows 12:00:00 both times, and a client holding the first is not told the second is it.
   if (since !== undefined && modifiedMs !== undefined && modifiedMs <= since) return notModified(headers);
   return { status: w.status, headers, body: w.body };
+}
+
+/**
+ * The 412 of a read (RFC 9110 §13.2.2 steps 1 and 2): If-Match holds when it is `*` or names the answer's
+ * tag, compared strongly (a `W/` tag never matches); without If-Match, If-Unmodified-Since holds when the
+ * modification is at or before its date. The date is compared with the modification's own time (ms), as
+ * If-Modified-Since is: a date of the second a value was written cannot tell it from a later write in the
+ * same second, and a read is refused rather than said unmodified when it may not be. A date that does not
+ * parse, or an answer without a known modification time, leaves If-Unmodified-Since unjudged (§13.1.4).
+ */
+function readPreconditionFailure(req: Request, tag: string | undefined, modifiedMs: number | undefined): RegistryError | undefined {
+  const ifMatch = req.headers.get('if-match');
+  if (ifMatch !== undefined) {
+    const tags = tagList(ifMatch);
+    if (tags === '*' || (tag !== undefined && tags.includes(tag))) return undefined;
+    return new RegistryError('readPreconditionFailed', { header: 'If-Match', reason: 'not-matched', why: 'names none of the current representations' });
+  }
+  const since = parseHttpDate(req.headers.get('if-unmodified-since'));
+  if (since === undefined || modifiedMs === undefined || modifiedMs <= since) return undefined;
+  return new RegistryError('readPreconditionFailed', { header: 'If-Unmodified-Since', reason: 'modified', why: 'names a time before the last change' });
 }
 
 /**

@@ -248,7 +248,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
   }
 
   private answer(req: Request, w: Wire): void {
-    this.send(conditional(req, w, this.s.timeOfIndex), false, w.reservedBytes ?? 0);
+    this.send(conditional(req, w, this.s.dialect, this.s.timeOfIndex), false, w.reservedBytes ?? 0);
   }
 
   /**

@@ -52,7 +52,8 @@ export function preconditionsOf(req: Request, dialect: Dialect): Preconditions |
   return p;
 }
 
-function tagList(value: string): '*' | string[] {
+/** An If-Match or If-None-Match value: `*`, or its entity tags as sent. */
+export function tagList(value: string): '*' | string[] {
   if (value.trim() === '*') return '*';
   return value.split(',').map((t) => t.trim()).filter((t) => t !== '');
 }

@@ -33,7 +33,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   kvUint64Invalid: { name: 'cas', text: 'x' }, kvSessionMissing: { name: 'acquire' },
   kvFlagsConflict: { given: ['cas', 'acquire'], exclusive: ['cas', 'acquire', 'release'], query: 'acquire=s&cas=1' },
   kvSessionInvalid: { session: 's' }, casMismatch: reason, lockNotAcquired: reason, lockNotReleased: reason, kvWriteFailed: reason,
-  preconditionFailed: { header: 'If-Match', reason: 'not-matched', why: 'w' }, preconditionUnsupported: { given: 'acquire' },
+  preconditionFailed: { header: 'If-Match', reason: 'not-matched', why: 'w' }, readPreconditionFailed: { header: 'If-Unmodified-Since', reason: 'modified', why: 'w' }, preconditionUnsupported: { given: 'acquire' },
   txnBodyInvalid: { why: 'w' }, txnOpsTooMany: { count: 65, max: 64 },
   txnOpNotKv: { opIndex: 0, kind: 'Node' }, txnFailed: { errors: [{ opIndex: 0, what: 'w' }] },
   sessionIdMissing: undefined, sessionMissing: undefined, sessionNotFound: { id: 's' }, sessionNodeUnknown: { node: 'n' },
