@@ -81,6 +81,8 @@ interface Hop {
   host: string | undefined;
   /** Whether the check's credential headers (credentialHeaders) go with this request (see redirectHop). */
   credentials: boolean;
+  /** The Referer Go's client adds on a redirect (refererFor); none on the first request. */
+  referer: string | undefined;
 }
 
 /** The methods whose bodiless request Go still sends with `Content-Length: 0`; the names match exactly, as in Go. */
@@ -92,7 +94,7 @@ const credentialHeaders = new Set(['authorization', 'www-authenticate', 'cookie'
 async function exchange(o: HttpProbeOptions, method: string, deadline: Deadline): Promise<ProbeResult> {
   const op = urlErrorOp(method);
   const first = new URL(o.url);
-  let hop: Hop = { url: first, urlText: o.url, method, body: o.body || undefined, host: hostHeader(o.header), credentials: true };
+  let hop: Hop = { url: first, urlText: o.url, method, body: o.body || undefined, host: hostHeader(o.header), credentials: true, referer: undefined };
   for (let redirects = 0; ; ) {
     let answer: Answer;
     try {
@@ -147,9 +149,10 @@ function hostHeader(header: Record<string, string[]> | undefined): string | unde
 
 /**
  * Go's redirectBehavior: 301/302/303 turn into a bodiless GET (HEAD stays HEAD), 307/308 repeat method and
- * body. Every header of the check goes to the next hop too, except the credential headers: as in Go's
- * http.Client, they stop at the first hop whose host is neither the first request's host nor a subdomain of
- * it (ports aside), and are not sent again on that exchange even if a later hop comes back.
+ * body, and the next hop carries a Referer (refererFor). Every header of the check goes to it too, except the
+ * credential headers: as in Go's http.Client, they stop at the first hop whose host is neither the first
+ * request's host nor a subdomain of it (ports aside), and are not sent again on that exchange even if a
+ * later hop comes back.
  */
 function redirectHop(hop: Hop, status: number, location: string, first: URL): Hop | string {
   let url: URL;
@@ -164,7 +167,23 @@ function redirectHop(hop: Hop, status: number, location: string, first: URL): Ho
   const method = keepsMethod || hop.method === 'HEAD' ? hop.method : 'GET';
   const relative = !/^[a-z][a-z0-9+.-]*:/i.test(location) && !location.startsWith('//');
   const credentials = hop.credentials && isDomainOrSubdomain(bareHost(url), bareHost(first));
-  return { url, urlText: url.href, method, body: keepsMethod ? hop.body : undefined, host: relative ? hop.host : undefined, credentials };
+  return {
+    url, urlText: url.href, method, body: keepsMethod ? hop.body : undefined, host: relative ? hop.host : undefined, credentials,
+    referer: refererFor(hop, url),
+  };
+}
+
+/**
+ * Go's Referer on a redirect: the URL of the request redirected, without its user and password, none from
+ * https to http. Go writes that URL with URL.String, which gives the check's URL as it was written and a
+ * resolved Location in its resolved form; a text holding anything but visible ASCII is written resolved,
+ * which percent-encodes it as Go does. A Referer among the check's own headers is sent instead, on every
+ * request, as Go keeps a Referer set by its caller.
+ */
+function refererFor(from: Hop, to: URL): string | undefined {
+  if (from.url.protocol === 'https:' && to.protocol === 'http:') return undefined;
+  const text = /^[\x21-\x7e]+$/.test(from.urlText) ? from.urlText : from.url.href;
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)(?:[^/?#]*@)?/i, (_all, scheme: string) => scheme.toLowerCase());
 }
 
 /** The URL's host name without the brackets of an IPv6 address (Go's URL.Hostname). */
@@ -191,6 +210,7 @@ function requestHeaders(o: HttpProbeOptions, hop: Hop): http.OutgoingHttpHeaders
   }
   if (!names.has('user-agent')) headers['User-Agent'] = userAgent;
   if (!names.has('accept')) headers['Accept'] = acceptDefault;
+  if (hop.referer !== undefined && !names.has('referer')) headers['Referer'] = hop.referer;
   if (hop.host !== undefined) headers['Host'] = hop.host;
   if (hop.body !== undefined) headers['Content-Length'] = Buffer.byteLength(hop.body);
   else if (emptyBodyLengthMethods.has(hop.method)) headers['Content-Length'] = 0;
