@@ -56,6 +56,10 @@ export const agentErrorCatalogue = {
     kind: 'insufficientPermission', message: (v) => `permission denied: check ${JSON.stringify(v.checkId)} belongs to a service this token may not write`,
     details: (v) => ({ resource: 'service', checkId: v.checkId, access: 'write' }), consulText: 'Permission denied',
   }),
+  nodeServiceDenied: entry<{ node: string }>({
+    kind: 'insufficientPermission', message: (v) => `permission denied: node ${JSON.stringify(v.node)} holds a service this token may not write`,
+    details: (v) => ({ resource: 'service', node: v.node, access: 'write' }), consulText: 'Permission denied',
+  }),
   agentServiceUnknown: entry<{ id: string }>({
     kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulText: (v) => `unknown service ID: ${v.id}`,
   }),

@@ -2,7 +2,7 @@
  * Status, agent and catalog-node endpoints the core needs: who leads (`/v1/status/*`, answered in
  * operator.ts), who this agent is (`/v1/agent/self`), its metrics (`/v1/agent/metrics`, JSON or `?format=prometheus`), and registering/deregistering nodes and their node-level checks through the
  * catalog (`/v1/catalog/register|deregister`), which is how a node's check goes critical or disappears
- * and so invalidates the sessions bound to it.
+ * and so invalidates the sessions bound to it. Who may make those writes: catalog-acl.ts.
  */
 import type { CatalogCheck, CatalogRegister } from '../../domain/commands.ts';
 import { RegistryError } from '../../domain/errors.ts';
@@ -20,6 +20,7 @@ import { memberSchema } from '../../filter/index.ts';
 import { filterOf } from '../filtering.ts';
 import { prometheusText } from '../negotiation.ts';
 import type { Route } from '../router.ts';
+import { requireCatalogCheckRemoval, requireCatalogCheckWrite, requireNodeRemoval } from './catalog-acl.ts';
 import { logStats, statusLeader, statusPeers } from './operator.ts';
 
 const memberStatus = { alive: 1, left: 3, failed: 4 } as const;
@@ -194,7 +195,8 @@ async function register(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const cmd = parseRegister(jsonObject(req, 'structs.RegisterRequest'), api);
   requireAccess(req, 'node', cmd.node, 'write');
-  claimNodeId(req, api.runtime.state, cmd);
+  for (const check of cmd.checks) requireCatalogCheckWrite(req, api, cmd.node, check.checkId);
+  claimNodeId(req, api, cmd);
   const result = await api.runtime.propose(cmd);
   if (!result.ok) throw new RegistryError('nodeIdTaken', { id: cmd.id, holder: result.detail });
   return json(true);
@@ -203,11 +205,12 @@ async function register(req: Request, api: ApiContext): Promise<Reply> {
 /**
  * A node ID names one node. An ID new to the node that another node holds makes the registration a
  * rename, as in Consul: that node goes (with its services, checks and sessions), so the caller must be
- * able to write it too. Neither an ID nor a name (compared without regard to case) can be taken from a
+ * able to write it and its services too (catalog-acl.ts). Neither an ID nor a name (compared without regard to case) can be taken from a
  * live node, one whose gossip check is not critical: a registration cannot take over a running agent's
  * node (Consul refuses the name; it would rename the ID's node away).
  */
-function claimNodeId(req: Request, state: RegistryState, cmd: CatalogRegister): void {
+function claimNodeId(req: Request, api: ApiContext, cmd: CatalogRegister): void {
+  const state = api.runtime.state;
   if (cmd.id === '' || state.nodes.get(cmd.node)?.id.toLowerCase() === cmd.id.toLowerCase()) return;
   const holder = state.nodeHoldingId(cmd.id, cmd.node);
   if (holder !== undefined && live(state, holder.node)) throw new RegistryError('nodeIdHeld', { id: cmd.id, holder: holder.node, address: holder.address });
@@ -218,6 +221,7 @@ function claimNodeId(req: Request, state: RegistryState, cmd: CatalogRegister): 
   }
   if (holder === undefined) return;
   requireAccess(req, 'node', holder.node, 'write');
+  requireNodeRemoval(req, api, holder.node);
   cmd.replaces = holder.node;
 }
 
@@ -246,7 +250,13 @@ async function deregister(req: Request, api: ApiContext): Promise<Reply> {
     throw new RegistryError('deregisterServiceUnsupported');
   }
   // Deregistering what is not there is a no-op success, as in Consul.
-  await api.runtime.propose(typeof checkId === 'string' && checkId !== '' ? { t: 'catalog.deregister', node, checkId: canonicalCheckId(checkId) } : { t: 'catalog.deregister', node });
+  if (typeof checkId === 'string' && checkId !== '') {
+    requireCatalogCheckRemoval(req, api, node, canonicalCheckId(checkId));
+    await api.runtime.propose({ t: 'catalog.deregister', node, checkId: canonicalCheckId(checkId) });
+  } else {
+    requireNodeRemoval(req, api, node);
+    await api.runtime.propose({ t: 'catalog.deregister', node });
+  }
   return json(true);
 }
 

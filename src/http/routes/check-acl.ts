@@ -32,13 +32,18 @@ export function refuseAgentOwnCheckId(checkId: string): void {
  * or the node when `serviceId` is empty. A service the caller may not read is answered as unknown.
  */
 export function requireOwnerWrite(req: Request, api: ApiContext, serviceId: string, unknown: () => RegistryError): void {
+  requireOwnerWriteOn(req, api, api.nodeName, serviceId, unknown);
+}
+
+/** requireOwnerWrite for a check of any node (the catalog's writes name theirs). */
+export function requireOwnerWriteOn(req: Request, api: ApiContext, node: string, serviceId: string, unknown: () => RegistryError): void {
   if (req.identity === undefined) return;
   if (serviceId === '') {
-    requireAccess(req, 'node', api.nodeName, 'write');
+    requireAccess(req, 'node', node, 'write');
     return;
   }
   const st = api.runtime.state;
-  const service = st.services.get(st.serviceKey(api.nodeName, serviceId))?.service;
+  const service = st.services.get(st.serviceKey(node, serviceId))?.service;
   if (service === undefined) return;
   if (!allowed(req.identity, { resource: 'service', name: service, access: 'read' })) throw unknown();
   requireAccess(req, 'service', service, 'write');
