@@ -55,7 +55,11 @@ function probeOf(check: HealthCheck): Probe | undefined {
         ...(d.disableRedirects ? { disableRedirects: true } : {}),
       });
     case 'tcp': return tcpProbe({ address: d.tcp!, ...timeout });
-    case 'grpc': return grpcProbe({ target: d.grpc!, ...timeout, ...(d.grpcUseTls ? { useTls: true } : {}), ...(d.tlsSkipVerify ? { tlsSkipVerify: true } : {}) });
+    case 'grpc':
+      return grpcProbe({
+        target: d.grpc!, ...timeout, ...(d.grpcUseTls ? { useTls: true } : {}), ...(d.tlsSkipVerify ? { tlsSkipVerify: true } : {}),
+        ...(d.tlsServerName ? { tlsServerName: d.tlsServerName } : {}),
+      });
     case 'script': return scriptProbe({ args: d.args!, ...timeout, outputBytesMax });
     case 'docker':
       return containerExecProbe({ containerId: d.runtimeContainerId!, ...(d.args ? { args: d.args } : {}), ...(d.shell ? { shell: d.shell } : {}), ...timeout, outputBytesMax });

@@ -8,7 +8,7 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
-import { systemError, type SystemError } from './go-text.ts';
+import { joinHostPort, systemError, type SystemError } from './go-text.ts';
 
 export interface UnaryCallOptions {
   host: string;
@@ -19,8 +19,11 @@ export interface UnaryCallOptions {
   path: string;
   /** The serialized request message. */
   message: Buffer;
-  /** TLS, and whether the server's certificate must verify; plaintext when absent. */
-  tls?: { verify: boolean };
+  /**
+   * TLS, and whether the server's certificate must verify; plaintext when absent. `serverName` is the name sent
+   * as SNI and that the certificate must hold, as Go's tls.Config.ServerName. @default host
+   */
+  tls?: { verify: boolean; serverName?: string };
   /** Sent as grpc-timeout; the deadline itself is `signal`'s. */
   timeoutMs: number;
   signal: AbortSignal;
@@ -75,14 +78,15 @@ class Call {
     this.o.signal.addEventListener('abort', this.onAbort, { once: true });
     const { host, port } = this.o;
     const socket = this.o.tls
-      ? tls.connect({ host, port, ALPNProtocols: ['h2'], rejectUnauthorized: this.o.tls.verify, ...(net.isIP(host) ? {} : { servername: host }) })
+      ? tls.connect({ host, port, ALPNProtocols: ['h2'], rejectUnauthorized: this.o.tls.verify, ...serverNameOptions(this.o.tls.serverName || host) })
       : net.connect({ host, port });
     this.socket = socket;
     socket.once('connect', () => { this.phase = this.o.tls ? 'handshake' : 'preface'; });
     if (this.o.tls) socket.once('secureConnect', () => { this.phase = 'preface'; });
     socket.on('error', (err) => this.fail(err));
     socket.once('close', () => this.end());
-    const session = http2.connect(`http://${this.o.authority}`, { createConnection: () => socket, settings: { enablePush: false } });
+    // The URL names the peer only; the :authority of the call is set on its stream.
+    const session = http2.connect(`http://${joinHostPort(host, port)}`, { createConnection: () => socket, settings: { enablePush: false } });
     this.session = session;
     session.once('remoteSettings', () => { this.phase = 'stream'; });
     session.on('error', (err) => this.fail(err));
@@ -151,6 +155,15 @@ class Call {
     this.socket?.destroy();
     this.resolve(outcome);
   }
+}
+
+/**
+ * The server's name as Go's crypto/tls uses it: sent as SNI when it is a host name (never an IP address), and
+ * the name the certificate must hold in either case.
+ */
+function serverNameOptions(name: string): tls.ConnectionOptions {
+  if (!net.isIP(name)) return { servername: name };
+  return { checkServerIdentity: (_host, cert) => tls.checkServerIdentity(name, cert) };
 }
 
 /** grpc-go's code for an HTTP status that is not 200 (HTTPStatusConvTab); Unknown for the others. */

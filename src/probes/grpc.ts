@@ -19,6 +19,11 @@ export interface GrpcProbeOptions {
   useTls?: boolean;
   /** With useTls, accept any server certificate. @default false */
   tlsSkipVerify?: boolean;
+  /**
+   * With useTls, the server's name: sent as SNI, checked against its certificate and sent as the call's
+   * :authority, as grpc-go takes it from Consul's TLS config. @default the target's host (its host:port as authority)
+   */
+  tlsServerName?: string;
   /** The RPC deadline. @default grpcTimeoutMsDefault (10 s) */
   timeoutMs?: number;
 }
@@ -59,9 +64,9 @@ export function grpcProbe(o: GrpcProbeOptions): Probe {
     try {
       const outcome = await unaryCall({
         // An empty host dials the local system, as Go's does.
-        host: address.host || 'localhost', port: address.port, authority: server, path: check.path,
+        host: address.host || 'localhost', port: address.port, authority: (o.useTls && o.tlsServerName) || server, path: check.path,
         message: (check.requestSerialize as (value: { service: string }) => Buffer)({ service }),
-        ...(o.useTls ? { tls: { verify: !o.tlsSkipVerify } } : {}),
+        ...(o.useTls ? { tls: { verify: !o.tlsSkipVerify, ...(o.tlsServerName ? { serverName: o.tlsServerName } : {}) } } : {}),
         timeoutMs, signal: deadline.signal, replyBytesMax: grpcReplyBytesMax,
       });
       return resultOf(outcome, o.target, server, deadline.reason);
