@@ -49,6 +49,11 @@ export const fieldRules = {
   outputMaxSizeNegative: (): BrokenRule => ({
     rule: 'Range', text: "must not be negative (0 keeps the agent's cap)", consul: { status: 400, text: 'Invalid check: MaxOutputMaxSize must be positive' },
   }),
+  /** A warning threshold past the critical one (`critical`: FailuresBeforeCritical), which Consul refuses. */
+  failuresBeforeWarningAboveCritical: (v: { critical: number }): BrokenRule => ({
+    rule: 'Range', text: `must not be higher than FailuresBeforeCritical (${v.critical})`,
+    consul: { status: 400, text: "Invalid check: FailuresBeforeWarning can't be higher than FailuresBeforeCritical" },
+  }),
   checkNameMissing: required('a check needs a name', 'Missing check name'),
   /** A check's Status: Consul words it differently for a check embedded in a service. */
   checkStatusBad: (v: { inService: boolean }): BrokenRule => ({

@@ -203,6 +203,10 @@ export function parseCheck(value: unknown, o: CheckParseOptions): CheckRegistrat
   const type = kindOf(definition, errors);
   const outputMaxSize = raw.OutputMaxSize;
   if (typeof outputMaxSize === 'number' && Number.isInteger(outputMaxSize) && outputMaxSize < 0) errors.broke('OutputMaxSize', 'outputMaxSizeNegative');
+  // Consul's last rule of CheckType.Validate; a FailuresBeforeWarning of 0 (or none) is FailuresBeforeCritical by now.
+  if (definition.failuresBeforeWarning > definition.failuresBeforeCritical) {
+    errors.broke('FailuresBeforeWarning', 'failuresBeforeWarningAboveCritical', { critical: definition.failuresBeforeCritical });
+  }
   if (type === 'http' && definition.http !== undefined) {
     const bad = validateHttpUrl(definition.http);
     if (bad !== undefined) errors.broke('HTTP', 'checkHttpInvalid', { why: bad });
@@ -231,7 +235,6 @@ function parseDefinition(r: Reader, errors: FieldErrors): CheckDefinition {
   const intervalMs = r.durationMs('Interval');
   const timeoutMs = r.durationMs('Timeout');
   const failuresBeforeCritical = r.int('FailuresBeforeCritical');
-  const warningGiven = r.raw.FailuresBeforeWarning !== undefined && r.raw.FailuresBeforeWarning !== null;
   // As in Consul, OutputMaxSize only lowers the agent's cap: 0 (or none) keeps it, a larger value is held to it.
   // A negative one is refused once the probe kind's rules are checked (parseCheck), where Consul refuses it.
   const outputMaxSize = r.int('OutputMaxSize', -Infinity);
@@ -241,7 +244,8 @@ function parseDefinition(r: Reader, errors: FieldErrors): CheckDefinition {
     timeout: timeoutMs === 0 ? '' : formatGoDuration(timeoutMs * 1e6),
     deregisterCriticalServiceAfterMs: r.durationMs('DeregisterCriticalServiceAfter'),
     successBeforePassing: r.int('SuccessBeforePassing'),
-    failuresBeforeWarning: warningGiven ? r.int('FailuresBeforeWarning') : failuresBeforeCritical,
+    // As in Consul's agent, 0 is no threshold of its own: warning comes with critical.
+    failuresBeforeWarning: r.int('FailuresBeforeWarning') || failuresBeforeCritical,
     failuresBeforeCritical,
     outputMaxSize: outputMaxSize > 0 ? Math.min(outputMaxSize, checkOutputBytesMax) : checkOutputBytesMax,
   };

@@ -132,7 +132,8 @@ const goField = { goField: 'Interval' };
 /** Variables for every field rule: a new rule without a sample here does not compile. */
 const ruleSamples: { [N in FieldRuleName]: FieldRuleVars<N> } = {
   notString: goField, notBool: goField, notInteger: goField, notStrings: goField, notStringMap: goField, notHeaderMap: goField, valueNotString: { goField: 'checkUpdate.Status', got: 'number' }, fieldUnknown: { field: 'Note' },
-  durationInvalid: { rule: 'Format', text: 'must be a duration', goError: 'time: invalid duration "x"' }, checkInvalid: { text: 't' }, outputMaxSizeNegative: undefined, checkNameMissing: undefined,
+  durationInvalid: { rule: 'Format', text: 'must be a duration', goError: 'time: invalid duration "x"' }, checkInvalid: { text: 't' }, outputMaxSizeNegative: undefined,
+  failuresBeforeWarningAboveCritical: { critical: 2 }, checkNameMissing: undefined,
   checkStatusBad: { inService: true }, checkHttpInvalid: { why: 'w' }, checkTcpInvalid: { why: 'w' }, checkGrpcInvalid: { why: 'w' },
   checkKindsConflict: { kinds: 'http and tcp' }, checkMethodInvalid: { method: '"G T"', goMethod: '"G T"' }, checkHeaderNameInvalid: { name: '"X Y"', goName: '"X Y"' },
   checkHeaderValueInvalid: { name: '"X"', goName: '"X"' }, checkHeaderValueNotAscii: { name: '"X"', goName: '"X"' },

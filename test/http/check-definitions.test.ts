@@ -109,6 +109,47 @@ describe('probe kinds that do not go together', () => {
   });
 });
 
+describe('failure thresholds', () => {
+  const higher = "FailuresBeforeWarning can't be higher than FailuresBeforeCritical";
+  test.each([
+    ['3 before warning, 2 before critical', { FailuresBeforeWarning: 3, FailuresBeforeCritical: 2 }, 2],
+    ['1 before warning, none before critical', { FailuresBeforeWarning: 1 }, 0],
+  ])('%s is refused, as by Consul\'s CheckType.Validate: consul its text, seed 400/1009 on FailuresBeforeWarning', async (_what, extra, critical) => {
+    const body = { ID: 'thresholds', Name: 'thresholds', TTL: '30s', ...extra };
+    const c = await register(consul, body);
+    expect([c.status, c.text]).toEqual([400, `Invalid check: ${higher}`]);
+    const s = expectError(await register(seed, body), 400, 1009);
+    expect(s.details).toEqual({ FailuresBeforeWarning: [`Range:must not be higher than FailuresBeforeCritical (${critical})`] });
+    for (const agent of [seed, consul]) expect(await checks(agent)).not.toHaveProperty('thresholds');
+  });
+
+  test('it is Consul\'s last rule: a broken kind rule or a negative OutputMaxSize is answered first', async () => {
+    const thresholds = { FailuresBeforeWarning: 3, FailuresBeforeCritical: 1 };
+    const kind = await register(consul, { ID: 'th-kind', Name: 'k', TTL: '30s', Interval: '10s', ...thresholds });
+    expect([kind.status, kind.text]).toEqual([400, 'Invalid check: Interval and TTL cannot both be specified']);
+    const size = await register(consul, { ID: 'th-size', Name: 's', TTL: '30s', OutputMaxSize: -1, ...thresholds });
+    expect([size.status, size.text]).toEqual([400, 'Invalid check: MaxOutputMaxSize must be positive']);
+  });
+
+  test('a check inside a service is refused the same way, and the service with it', async () => {
+    const body = { Name: 'th-svc', Check: { TTL: '30s', FailuresBeforeWarning: 2, FailuresBeforeCritical: 1 } };
+    const c = await call(consul.url, 'PUT', '/v1/agent/service/register', body);
+    expect([c.status, c.text]).toEqual([400, `Invalid check: ${higher}`]);
+    expect(expectError(await call(seed.url, 'PUT', '/v1/agent/service/register', body), 400, 1009).details)
+      .toEqual({ FailuresBeforeWarning: ['Range:must not be higher than FailuresBeforeCritical (1)'] });
+    for (const agent of [seed, consul]) expect((await call(agent.url, 'GET', '/v1/agent/services')).json()).not.toHaveProperty('th-svc');
+  });
+
+  test('equal thresholds, and a FailuresBeforeWarning of 0 (which is FailuresBeforeCritical, as in Consul), are taken', async () => {
+    for (const agent of [seed, consul]) {
+      for (const [id, extra] of [['th-equal', { FailuresBeforeWarning: 2, FailuresBeforeCritical: 2 }], ['th-zero', { FailuresBeforeWarning: 0, FailuresBeforeCritical: 3 }]] as const) {
+        const r = await register(agent, { ID: id, Name: id, TTL: '30s', ...extra });
+        expect(r.status, r.text).toBe(200);
+      }
+    }
+  });
+});
+
 describe('a TTL check update body', () => {
   const update = (agent: Agent, body: unknown) => call(agent.url, 'PUT', '/v1/agent/check/update/upd-ttl', body);
   beforeAll(async () => {

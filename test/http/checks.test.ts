@@ -208,4 +208,12 @@ describe.concurrent('Thresholds (counters start at the threshold)', () => {
     await checkUntil(c, id, { Status: 'critical', Output: `HTTP GET ${t.url}: 500 Internal Server Error Output: boom` });
     expect(t.hits).toBeGreaterThanOrEqual(4);
   });
+
+  test('FailuresBeforeWarning 0 is FailuresBeforeCritical, as in Consul\'s agent: no warning before critical', async () => {
+    const t = target(uniq('thr-zero'), [200, 500, 500]);
+    const { id } = await serviceCheck('thr-zero', { HTTP: t.url, Interval: '1s', FailuresBeforeWarning: 0, FailuresBeforeCritical: 2 });
+    const seen: (string | undefined)[] = [];
+    for (let k = 1; k <= 3; k++) seen.push(await statusAfterProbe(c, id, t, k));
+    expect(seen).toEqual(['passing', 'passing', 'critical']);
+  });
 });
