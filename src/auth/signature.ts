@@ -22,8 +22,11 @@
  * - Encoding: names and values are UTF-8 and percent-encoded except the RFC 3986 unreserved set
  *   `A-Z a-z 0-9 - . _ ~`; hex is upper-case and space is `%20` (never `+`). Encoding bytes (not
  *   encodeURIComponent) also encodes `! ' ( ) *` and turns a lone surrogate into U+FFFD as URLSearchParams does.
- * - Order: "ASCII order" is applied to the encoded names, which are pure ASCII; a repeated name is ordered by
- *   its encoded value.
+ * - Order: "ASCII order" is applied to the encoded names, which are pure ASCII. The spec sorts by name only:
+ *   a repeated name keeps the order its values were sent in (a stable sort). The server uses a repeated
+ *   parameter's first value (the conventions' recommendation), so that order is part of the request's
+ *   meaning, and signing it means a reordered request no longer matches its signature. A client that
+ *   sorts whole `name=value` pairs agrees with this when it sends repeated values in that order.
  * - stringA upper-cases whatever method it gets (the spec names GET and POST; others are not refused here).
  *   It is "the request method": for a POST carrying `X-HTTP-Method-Override`, the method on the request line,
  *   POST (`sentMethod`), as the spec's "GET or POST" says. A signature over the overridden verb is accepted
@@ -88,12 +91,15 @@ function md5Hex(data: Buffer | string): string {
   return createHash('md5').update(data).digest('hex');
 }
 
-/** stringC: non-empty parameters other than `sign`, plus content-md5 of a non-empty body, encoded and sorted. */
+/**
+ * stringC: non-empty parameters other than `sign`, plus content-md5 of a non-empty body, encoded and sorted
+ * by name; the values of a repeated name stay in the order sent (Array.prototype.sort is stable).
+ */
 function canonicalQuery(params: [string, string][], body: Buffer): string {
   const kept = params.filter(([name, value]) => value !== '' && name !== 'sign');
   if (body.length > 0) kept.push([contentMd5Name, md5Hex(body)]);
   const encoded = kept.map(([name, value]) => [percentEncode(name), percentEncode(value)] as const);
-  encoded.sort(([a, av], [b, bv]) => (a < b ? -1 : a > b ? 1 : av < bv ? -1 : av > bv ? 1 : 0));
+  encoded.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return encoded.map(([name, value]) => `${name}=${value}`).join('&');
 }
 

@@ -29,10 +29,11 @@ function refEncode(s: string): string {
 function refSign(method: string, path: string, params: [string, string][], body: Buffer, secret: string, how: SignMethod): string {
   const stringA = `${method.toUpperCase()}\n`;
   const stringB = `${path || '/'}\n`;
-  const list = params.filter(([, v]) => v.length > 0).map(([k, v]) => `${refEncode(k)}=${refEncode(v)}`);
-  if (body.length > 0) list.push(`content-md5=${createHash('md5').update(body).digest('hex')}`);
-  list.sort(); // no name here is a prefix of another, so sorting whole pairs sorts by name, then value
-  const stringD = stringA + stringB + list.join('&');
+  const list = params.filter(([, v]) => v.length > 0).map(([k, v]) => [refEncode(k), refEncode(v)]);
+  if (body.length > 0) list.push(['content-md5', createHash('md5').update(body).digest('hex')]);
+  // Sorted by name alone, stably: a repeated name's values stay in the order given (they are sent so).
+  list.sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0));
+  const stringD = stringA + stringB + list.map(([k, v]) => `${k}=${v}`).join('&');
   if (how === 'MD5') return createHash('md5').update(secret + stringD + secret).digest('hex');
   const algorithm = { HMACSHA256: 'sha256', HMACSHA512: 'sha512', HMACMD5: 'md5' }[how];
   return createHmac(algorithm, secret).update(stringD).digest('hex');
@@ -91,6 +92,11 @@ describe('stringD (steps 1–4) against a literal', () => {
       .toBe('GET\n/\nappKey=k1&nonce=n1&q=a%20b%2F%C3%BC&signMethod=MD5');
   });
 
+  test('a repeated name keeps its values in the order sent, whatever they are', () => {
+    expect(canonicalString('GET', '/v1/x', [['tag', 'b'], ['a', '1'], ['tag', 'a'], ['tag', 'c']], Buffer.alloc(0)))
+      .toBe('GET\n/v1/x\na=1&tag=b&tag=a&tag=c');
+  });
+
   test('a body adds content-md5 (lower-case hex) into the sorted list', () => {
     const body = Buffer.from('hello');
     expect(canonicalString('POST', '/v1/x', [['z', '1'], ['a', '2']], body))
@@ -135,6 +141,16 @@ describe('bad_signature', () => {
     const added = goodRequest();
     added.query.append('admin', 'true');
     expectKind(() => verify(added), 'bad_signature');
+  });
+
+  test('the values of a repeated parameter reordered (the first one is the one served)', () => {
+    const query = new URLSearchParams(signRequest({
+      method: 'PUT', path: '/v1/kv/x', params: [['flags', '1'], ['flags', '2']], body: Buffer.alloc(0), appKey: 'k1', secret: 's3cret', nonce: 'n-r', signMethod: 'HMACSHA256', timestampSeconds: ts0,
+    }));
+    const sent = { method: 'PUT', path: '/v1/kv/x', query, body: Buffer.alloc(0) };
+    expect(verify(sent)).toEqual({ appKey: 'k1' });
+    const reordered = new URLSearchParams(query.toString().replace('flags=1&flags=2', 'flags=2&flags=1'));
+    expectKind(() => verify({ ...sent, query: reordered }), 'bad_signature');
   });
 
   test('tampered, removed or added body', () => {

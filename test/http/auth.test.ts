@@ -1,6 +1,7 @@
 // Goal: authentication and authorization through a started agent with auth enabled — default deny,
 // bearer JWTs (also as X-Consul-Token), rules by resource and prefix, 401 codes with WWW-Authenticate,
-// 403 changing nothing, signed requests accepted, tampered or replayed ones refused, and the token CLI.
+// 403 changing nothing, signed requests accepted, tampered (a repeated parameter reordered among them) or
+// replayed ones refused, and the token CLI.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -78,6 +79,20 @@ describe('signed requests', () => {
     expect([read.status, read.text]).toEqual([200, 'body-1']);
     const unknown = signRequest({ method: 'GET', path: '/v1/kv/signed/a', params: [], body: Buffer.alloc(0), appKey: 'nobody', secret: 'x', nonce: 'n', signMethod: 'MD5' });
     expectError(await call(agent.url, 'GET', `/v1/kv/signed/a?${unknown}`), 401, 1001);
+  });
+
+  test('a repeated parameter is signed in the order it is sent, which decides what is served: reordered, the signature fails', async () => {
+    const path = '/v1/kv/signed/dup';
+    const flagsOf = async (nonce: string) =>
+      (await call(agent.url, 'GET', `${path}?${signed('GET', path, '', nonce)}`)).json<{ Flags: number }[]>()[0]!.Flags;
+    const meant = signed('PUT', path, 'v', 'nonce-5', [['flags', '1'], ['flags', '2']]);
+    expect(meant).toContain('flags=1&flags=2');
+    // The first occurrence is used (http-conventions: repeated query parameter), so the order is meaning.
+    expectError(await call(agent.url, 'PUT', `${path}?${meant.replace('flags=1&flags=2', 'flags=2&flags=1')}`, 'v'), 400, 1022);
+    expect((await call(agent.url, 'PUT', `${path}?${meant}`, 'v')).text).toBe('true');
+    expect(await flagsOf('nonce-6')).toBe(1);
+    expect((await call(agent.url, 'PUT', `${path}?${signed('PUT', path, 'v', 'nonce-7', [['flags', '2'], ['flags', '1']])}`, 'v')).text).toBe('true');
+    expect(await flagsOf('nonce-8')).toBe(2);
   });
 
   test('a signed caller is held to its rules', async () => {
