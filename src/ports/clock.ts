@@ -17,6 +17,18 @@ export interface Clock {
 export interface TimerHandle { readonly id: number }
 
 /**
+ * The interval clock's reading, in ms from an arbitrary origin: `clock.monotonicMs()`, or `nowMs()` for a
+ * clock without one (the manual clock of unit tests); without a clock, the process's own monotonic clock.
+ * Local waits, windows and ages — a blocking query's deadline, a rate-limit window, how long a member has
+ * been silent — are measured on it, so a wall clock set back or forward neither stretches nor cuts them.
+ * Times that are stored, replicated or shown (entry times, timestamps, token expiries) stay on `nowMs`.
+ */
+export function intervalMs(clock?: Pick<Clock, 'nowMs' | 'monotonicMs'>): number {
+  if (clock === undefined) return performance.now();
+  return clock.monotonicMs?.() ?? clock.nowMs();
+}
+
+/**
  * The real clock. Timers are unref'd so a pending TTL timer never keeps a stopping process alive, and
  * delays beyond Node's 32-bit limit (check TTLs and intervals of weeks) are waited for in full.
  */

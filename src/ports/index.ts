@@ -4,7 +4,7 @@ export {
   logOverloadedCode, logUnavailableCode, outcomeUnknownError, overloadedError, unavailableError, writeTimedOutError,
 } from './log-errors.ts';
 export type { Clock, TimerHandle } from './clock.ts';
-export { SystemClock, ManualClock } from './clock.ts';
+export { intervalMs, SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';
 export type { Member, MemberStatus, Membership, MembershipListener } from './membership.ts';
 export { MembershipSlot, StaticMembership } from './membership.ts';

@@ -17,7 +17,7 @@
  * that retry on their own, still compete; the queue orders only this node's queued requests.
  */
 import type { Command, KvAcquire, KvRelease } from '../domain/commands.ts';
-import type { Clock } from '../ports/clock.ts';
+import { intervalMs, type Clock } from '../ports/clock.ts';
 import type { RegistryState, Result } from '../state/index.ts';
 import { EntryTimeEstimate } from './entry-time.ts';
 import { SlotSet } from '../util/slot-set.ts';
@@ -100,7 +100,7 @@ export class LockQueues {
    * queue is written to `timing.queuedSeconds` (the HTTP front end keeps it out of service time).
    */
   async acquire(cmd: KvAcquire, waitMs: number, signal?: StopSignal, timing?: { queuedSeconds?: number }): Promise<Result> {
-    const deadline = this.host.clock.nowMs() + waitMs;
+    const deadline = intervalMs(this.host.clock) + waitMs;
     const queue = this.queues.get(cmd.key);
     // Nobody queued: try at once, like a plain acquire. Otherwise no barging past the queue.
     if (queue === undefined || queue.length === 0) {
@@ -109,7 +109,7 @@ export class LockQueues {
     }
     const waiter = this.enqueue(cmd, signal);
     const stop = waiter.stop;
-    const queuedAtMs = this.host.clock.nowMs();
+    const queuedAtMs = intervalMs(this.host.clock);
     let last: Result = { ok: false, reason: 'held-by-other' };
     try {
       const giveUp = this.until(deadline, stop);
@@ -123,7 +123,7 @@ export class LockQueues {
           if (last.ok || !waitable.has(last.reason)) return last;
         }
         if (waiter.sessionEnded) break;
-        if (deadline - this.host.clock.nowMs() <= 0 || stop.aborted || this.host.stopping()) return last;
+        if (deadline - intervalMs(this.host.clock) <= 0 || stop.aborted || this.host.stopping()) return last;
         const state = this.host.state();
         const entry = state.kv.get(cmd.key);
         if ((entry?.session === undefined || entry.session === cmd.session) && this.delayLeft(cmd.key) <= 0) {
@@ -134,7 +134,7 @@ export class LockQueues {
         }
         // Until the key's lock state changes (any write to it), its lock delay ends, or the session ends.
         const index = this.host.state().kvKeyIndex(cmd.key);
-        const left = deadline - this.host.clock.nowMs();
+        const left = deadline - intervalMs(this.host.clock);
         const delayLeft = this.delayLeft(cmd.key);
         if (left <= 0) continue;
         waiter.parked = true;
@@ -145,7 +145,7 @@ export class LockQueues {
       return last;
     } finally {
       this.dequeue(cmd.key, waiter);
-      const seconds = (this.host.clock.nowMs() - queuedAtMs) / 1000;
+      const seconds = (intervalMs(this.host.clock) - queuedAtMs) / 1000;
       if (timing !== undefined) timing.queuedSeconds = seconds;
       this.host.queued?.(seconds, last.ok);
     }
@@ -267,7 +267,7 @@ export class LockQueues {
     let cancel!: () => void;
     const reached = new Promise<void>((resolve) => {
       const clock = this.host.clock;
-      const timer = clock.setTimer(Math.max(0, deadline - clock.nowMs()), done);
+      const timer = clock.setTimer(Math.max(0, deadline - intervalMs(clock)), done);
       function done(): void {
         clock.clearTimer(timer);
         signal?.removeEventListener('abort', done);

@@ -7,7 +7,7 @@
 import { hasEffect, stepSession } from '../../machines/index.ts';
 import type { Command, StateRestore } from '../domain/commands.ts';
 import { gossipCheckId } from '../domain/limits.ts';
-import type { Clock } from '../ports/clock.ts';
+import { intervalMs, type Clock } from '../ports/clock.ts';
 import type { Leadership, LogEntry, LogStatus, ReplicatedLog } from '../ports/log.ts';
 import type { Logger } from '../ports/logger.ts';
 import { StaticMembership, type Membership } from '../ports/membership.ts';
@@ -217,9 +217,9 @@ export class Runtime {
    * re-reads afterwards; an early wake with the same data is allowed, as in Consul.
    */
   async waitForIndex(interest: Interest, indexOf: () => number, minIndex: number, waitMs: number, signal?: StopSignal): Promise<void> {
-    const deadline = this.clock.nowMs() + waitMs;
+    const deadline = intervalMs(this.clock) + waitMs;
     while (indexOf() <= minIndex && !this.stopped && !signal?.aborted) {
-      const left = deadline - this.clock.nowMs();
+      const left = deadline - intervalMs(this.clock);
       if (left <= 0) return;
       await this.watches.wait(interest, left, signal);
     }

@@ -12,6 +12,7 @@ import { allowed } from '../../auth/index.ts';
 import { blockingJitterDivisor } from '../../domain/limits.ts';
 import { RegistryError } from '../../domain/errors.ts';
 import type { HealthCheck, ServiceInstance } from '../../domain/types.ts';
+import { intervalMs } from '../../ports/clock.ts';
 import type { ApiContext } from '../api.ts';
 import { parseWaitMs } from '../query.ts';
 import type { Reply } from '../reply.ts';
@@ -54,10 +55,10 @@ async function agentService(req: Request, api: ApiContext): Promise<Reply> {
   };
   let current = read();
   const hash = param(req, 'hash') ?? '';
-  const deadline = Date.now() + waitMs + Math.random() * (waitMs / blockingJitterDivisor);
+  const deadline = intervalMs() + waitMs + Math.random() * (waitMs / blockingJitterDivisor);
   const runtime = api.runtime;
   while (hash !== '' && current.hash === hash && !req.signal.aborted && !runtime.isStopping) {
-    const left = deadline - Date.now();
+    const left = deadline - intervalMs();
     if (left <= 0) break;
     const seen = runtime.state.catalogIndex;
     await runtime.waitForIndex({ kind: 'catalog' }, () => runtime.state.catalogIndex, seen, left, req.signal);

@@ -1,0 +1,56 @@
+// Goal: what an agent waits for is measured on the monotonic clock, so a wall clock stepped while it waits
+// (an NTP step; libfaketime here, which leaves the monotonic clock alone) neither stretches the wait by the
+// step nor cuts it. Set back an hour: a blocking read, a `?hash` wait on an agent service and a queued
+// acquire answer after their `wait`, not after the hour.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { call, client, sleep, type HttpResult } from '../support/agent.ts';
+import { startSteppedAgent, type SteppedAgent } from '../support/stepped-agent.ts';
+
+/** Bound of every request that waits: well past its `wait`, far short of the step. */
+const answeredWithinMs = 10_000;
+
+/** A request that fails the test rather than hang for the length of a step. */
+function bounded(on: SteppedAgent, method: string, path: string, body?: unknown): Promise<HttpResult & { tookMs: number }> {
+  const started = Date.now();
+  return call(on.agent.url, method, path, body, {}, AbortSignal.timeout(answeredWithinMs))
+    .then((r) => ({ ...r, tookMs: Date.now() - started }));
+}
+
+describe('an agent whose wall clock is stepped while requests wait', () => {
+  let stepped: SteppedAgent;
+  /** The agent's offset from the true time, in hours: each test steps from where the last one left it. */
+  let offsetH = 0;
+  const stepBy = (hours: number) => {
+    offsetH += hours;
+    stepped.step(`${offsetH >= 0 ? '+' : ''}${offsetH}h`);
+  };
+
+  beforeAll(async () => {
+    stepped = await startSteppedAgent();
+  }, 60_000);
+
+  afterAll(async () => {
+    await stepped?.stop();
+  });
+
+  test('set back an hour: a blocking read, a ?hash wait and a queued acquire answer after their wait, not the hour', async () => {
+    const c = client(stepped.agent);
+    expect((await c.put('/v1/kv/waits/read', 'v')).status).toBe(200);
+    const index = (await c.get('/v1/kv/waits/read')).headers.get('x-consul-index');
+    expect((await c.put('/v1/agent/service/register', { ID: 'waited', Name: 'waited' })).status).toBe(200);
+    const hash = (await c.get('/v1/agent/service/waited')).json().ContentHash;
+    const holder = await c.session({ LockDelay: '0s' });
+    const waiter = await c.session({ LockDelay: '0s' });
+    expect((await c.put(`/v1/kv/waits/lock?acquire=${holder}`, 'held')).text).toBe('true');
+    const read = bounded(stepped, 'GET', `/v1/kv/waits/read?index=${index}&wait=2s`);
+    const service = bounded(stepped, 'GET', `/v1/agent/service/waited?hash=${hash}&wait=2s`);
+    const acquire = bounded(stepped, 'PUT', `/v1/kv/waits/lock?acquire=${waiter}&wait=2s`, 'mine');
+    await sleep(300);
+    stepBy(-1);
+    const [r, s, a] = await Promise.all([read, service, acquire]);
+    expect([r.status, r.headers.get('x-consul-index')]).toEqual([200, index]);
+    expect([s.status, s.json().ContentHash]).toEqual([200, hash]);
+    expect([a.status, a.json().details.reason]).toEqual([409, 'held-by-other']);
+    for (const answered of [r, s, a]) expect(answered.tookMs).toBeGreaterThanOrEqual(1_900);
+  }, 30_000);
+});
