@@ -60,6 +60,11 @@ export const agentErrorCatalogue = {
     kind: 'insufficientPermission', message: (v) => `permission denied: node ${JSON.stringify(v.node)} holds a service this token may not write`,
     details: (v) => ({ resource: 'service', node: v.node, access: 'write' }), consulText: 'Permission denied',
   }),
+  aliasServiceDenied: entry<{ serviceId: string; node: string }>({
+    kind: 'insufficientPermission',
+    message: (v) => `permission denied: an alias check of service ID ${JSON.stringify(v.serviceId)} on node ${JSON.stringify(v.node)} needs read on its service`,
+    details: (v) => ({ resource: 'service', serviceId: v.serviceId, node: v.node, access: 'read' }), consulText: 'Permission denied',
+  }),
   agentServiceUnknown: entry<{ id: string }>({
     kind: 'notFound', message: (v) => `unknown service ID "${v.id}"`, details: (v) => ({ serviceId: v.id }), consulText: (v) => `unknown service ID: ${v.id}`,
   }),

@@ -7,18 +7,18 @@
  * on its own or inside a service, replacing a check of the same id, TTL updates and deregistration.
  *
  * The node's own gossip check (`gossipHealth`, Consul's `serfHealth`) is the agent's: no client
- * registers a check of that id.
+ * registers a check of that id. An alias check also takes read on what it watches (requireAliasRead).
  *
  * A name the caller may not read is not told: a refusal over a service the token cannot see answers as
  * an unknown id would, or (a check of it replaced) without the service's name.
  */
 import { gossipCheckId } from '../../domain/limits.ts';
 import { RegistryError } from '../../domain/errors.ts';
-import type { HealthCheck } from '../../domain/types.ts';
+import type { CheckDefinition, HealthCheck } from '../../domain/types.ts';
 import type { ApiContext } from '../api.ts';
 import { requireAccess } from '../auth-gate.ts';
 import type { Request } from '../request.ts';
-import { allowed } from '../../auth/index.ts';
+import { allowed, allowedPrefix } from '../../auth/index.ts';
 
 /** Check ids a client may not register: the node's gossip check, in Roster's name and in Consul's. */
 const agentOwnCheckIds = new Set([gossipCheckId, 'serfHealth']);
@@ -69,4 +69,27 @@ export function requireReplacedOwnerWrite(req: Request, api: ApiContext, checkId
   if (replaced !== undefined && replaced.serviceId !== serviceId) {
     requireOwnerWrite(req, api, replaced.serviceId, () => new RegistryError('checkOwnerDenied', { checkId }));
   }
+}
+
+/**
+ * An alias check shows the health of what it watches, and its checks' output, to whoever may read the alias
+ * (consul-compat.md §4 Alias; Consul runs its query with the registering token, whose ACLs filter it):
+ * registering one takes read on what it watches, as a health read of it would: the node (`AliasNode`, else
+ * this agent's) and the service of the `AliasService` instance. An instance that is not registered has no
+ * name to judge: it is refused as a denied one is, so the answer does not tell whether it exists, unless the
+ * token may read every service.
+ */
+export function requireAliasRead(req: Request, api: ApiContext, definition: CheckDefinition): void {
+  const identity = req.identity;
+  if (identity === undefined || (definition.aliasService === undefined && definition.aliasNode === undefined)) return;
+  const node = definition.aliasNode || api.nodeName;
+  requireAccess(req, 'node', node, 'read');
+  const serviceId = definition.aliasService ?? '';
+  if (serviceId === '') return;
+  const st = api.runtime.state;
+  const service = st.services.get(st.serviceKey(node, serviceId))?.service;
+  const readable = service === undefined
+    ? allowedPrefix(identity, { resource: 'service', name: '', access: 'read' })
+    : allowed(identity, { resource: 'service', name: service, access: 'read' });
+  if (!readable) throw new RegistryError('aliasServiceDenied', { serviceId, node });
 }

@@ -11,7 +11,7 @@ import { filterOf } from '../filtering.ts';
 import type { Result } from '../../state/index.ts';
 import type { ApiContext } from '../api.ts';
 import { requireAccess } from '../auth-gate.ts';
-import { requireCheckRegistration, requireOwnerWrite, requireReplacedOwnerWrite } from './check-acl.ts';
+import { requireAliasRead, requireCheckRegistration, requireOwnerWrite, requireReplacedOwnerWrite } from './check-acl.ts';
 import { FieldErrors, goJsonKind, jsonBody, jsonObject } from '../body.ts';
 import { checkOutputBytesMax } from '../../domain/limits.ts';
 import { parseCheck, parseService } from '../definitions.ts';
@@ -53,6 +53,7 @@ async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const reg = parseCheck(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote', dialect: api.dialect });
   requireCheckRegistration(req, api, reg.checkId, reg.serviceId);
+  requireAliasRead(req, api, reg.definition);
   await proposeOk(api, { t: 'check.register', node: api.nodeName, check: reg });
   return { t: 'empty' };
 }
@@ -144,7 +145,10 @@ async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
   const st = api.runtime.state;
   const replaced = st.services.get(st.serviceKey(api.nodeName, parsed.service.id))?.service;
   if (replaced !== undefined && replaced !== parsed.service.service) requireAccess(req, 'service', replaced, 'write');
-  for (const check of parsed.checks) requireReplacedOwnerWrite(req, api, check.checkId, parsed.service.id);
+  for (const check of parsed.checks) {
+    requireReplacedOwnerWrite(req, api, check.checkId, parsed.service.id);
+    requireAliasRead(req, api, check.definition);
+  }
   await proposeOk(api, {
     t: 'service.register', node: api.nodeName, service: parsed.service, checks: parsed.checks,
     replaceExistingChecks: replace !== undefined && (replace === '' || replace === 'true'),
