@@ -63,6 +63,8 @@ interface Waiter {
 /** Refusals worth waiting out: someone else holds the lock, or its lock delay runs. */
 const waitable = new Set(['held-by-other', 'lock-delay']);
 
+/** After an acquire refused for a lock delay the estimate saw as over, the next try comes this long after it at least (ms). */
+const delayRetryMsMin = 50;
 /** Hand-offs in a row on one key before a plain release lets other nodes' waiters compete. */
 const handOffsInARowMax = 4;
 /** Hand-off runs kept before the first sweep of those whose key is no longer held. */
@@ -126,16 +128,18 @@ export class LockQueues {
         if (deadline - intervalMs(this.host.clock) <= 0 || stop.aborted || this.host.stopping()) return last;
         const state = this.host.state();
         const entry = state.kv.get(cmd.key);
+        let retryMs = 0;
         if ((entry?.session === undefined || entry.session === cmd.session) && this.delayLeft(cmd.key) <= 0) {
           last = await this.host.propose(cmd);
           if (last.ok || !waitable.has(last.reason)) return last;
+          if (last.reason === 'lock-delay') retryMs = this.delayRetryMs(cmd.key);
         } else if (!state.sessions.has(cmd.session)) {
           break;
         }
         // Until the key's lock state changes (any write to it), its lock delay ends, or the session ends.
         const index = this.host.state().kvKeyIndex(cmd.key);
         const left = deadline - intervalMs(this.host.clock);
-        const delayLeft = this.delayLeft(cmd.key);
+        const delayLeft = Math.max(this.delayLeft(cmd.key), retryMs);
         if (left <= 0) continue;
         waiter.parked = true;
         await this.host.waitForKey(cmd.key, index, delayLeft > 0 ? Math.min(left, delayLeft + 1) : left, stop);
@@ -256,6 +260,19 @@ export class LockQueues {
   /** How long the key's lock delay lasts yet, on the log's time (apply decides on its acquire's entry). */
   private delayLeft(key: string): number {
     return (this.host.state().lockDelays.get(key) ?? 0) - this.entryTime.nowMs();
+  }
+
+  /**
+   * How long to wait before trying again after apply refused an acquire for the key's lock delay, which
+   * the estimate saw as over (a wall clock set forward runs ahead of entry time): two thirds of the delay
+   * left on the log's time after the refusal, as entry time runs at up to one and a half times the
+   * interval clock while it catches up with such a clock (EntryClock), and at least delayRetryMsMin.
+   * Without it the waiter would park until the key changed, for its whole wait.
+   */
+  private delayRetryMs(key: string): number {
+    const state = this.host.state();
+    const left = (state.lockDelays.get(key) ?? 0) - state.atMs;
+    return Math.max(delayRetryMsMin, Math.ceil((left * 2) / 3));
   }
 
   private isHead(key: string, waiter: Waiter): boolean {

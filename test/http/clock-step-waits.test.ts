@@ -1,7 +1,9 @@
 // Goal: what an agent waits for is measured on the monotonic clock, so a wall clock stepped while it waits
 // (an NTP step; libfaketime here, which leaves the monotonic clock alone) neither stretches the wait by the
 // step nor cuts it. Set back an hour: a blocking read, a `?hash` wait on an agent service and a queued
-// acquire answer after their `wait`, not after the hour.
+// acquire answer after their `wait`, not after the hour. Set forward: a queued acquire on a key under a lock
+// delay gets the lock once the delay is over, where the estimate of the log's time saw it over at once and,
+// refused, the waiter parked for its whole wait.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, client, sleep, type HttpResult } from '../support/agent.ts';
 import { startSteppedAgent, type SteppedAgent } from '../support/stepped-agent.ts';
@@ -52,5 +54,18 @@ describe('an agent whose wall clock is stepped while requests wait', () => {
     expect([s.status, s.json().ContentHash]).toEqual([200, hash]);
     expect([a.status, a.json().details.reason]).toEqual([409, 'held-by-other']);
     for (const answered of [r, s, a]) expect(answered.tookMs).toBeGreaterThanOrEqual(1_900);
+  }, 30_000);
+
+  test('set forward an hour: a queued acquire on a key under a lock delay gets the lock once the delay is over', async () => {
+    const c = client(stepped.agent);
+    stepBy(+1);
+    await sleep(200);
+    const holder = await c.session({ LockDelay: '3s' });
+    expect((await c.put(`/v1/kv/waits/delayed?acquire=${holder}`, 'held')).text).toBe('true');
+    expect((await c.put(`/v1/session/destroy/${holder}`)).status).toBe(200);
+    const next = await c.session({ LockDelay: '0s' });
+    const r = await bounded(stepped, 'PUT', `/v1/kv/waits/delayed?acquire=${next}&wait=8s`, 'mine');
+    expect([r.status, r.text]).toEqual([200, 'true']);
+    expect(r.tookMs).toBeLessThan(7_000); // the delay (2 to 6 s while entry time catches up), not the whole wait
   }, 30_000);
 });
