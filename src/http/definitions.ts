@@ -290,8 +290,7 @@ function kindOf(d: CheckDefinition, errors: FieldErrors): CheckKind {
     : probes.length > 0 && alias ? ['Interval', 'Interval cannot be set for Alias checks']
     : alias && ttl ? ['TTL', 'TTL must be not be set for Alias checks']
     : probes.length === 0 && !alias && !ttl ? ['TTL', 'TTL must be > 0 for TTL checks']
-    // Consul takes an Interval on an alias check and never uses it; here it is refused.
-    : alias && interval ? ['Interval', 'Interval cannot be set for Alias checks']
+    // An Interval on an alias check alone breaks none of them: it is taken and never used, as in Consul.
     : undefined;
   if (broken !== undefined) invalidCheck(errors, ...broken);
   const kinds: CheckKind[] = [...(ttl ? ['ttl' as const] : []), ...probes, ...(alias ? ['alias' as const] : [])];

@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { call, expectError, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
+import { call, expectError, sleep, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 
 let seed: Agent;
 let consul: Agent;
@@ -98,6 +98,20 @@ describe('probe kinds that do not go together', () => {
     const s = expectError(await register(seed, body), 400, 1009);
     expect(s.details[field]).toContain(`${field === 'check' ? 'Conflict' : 'Invalid'}:${text}`);
     for (const agent of [seed, consul]) expect(await checks(agent)).not.toHaveProperty('two-kinds');
+  });
+
+  test('an Interval on an alias check alone is taken and never used, as by Consul: the alias follows its target at once', async () => {
+    for (const agent of [seed, consul]) {
+      const svc = await call(agent.url, 'PUT', '/v1/agent/service/register', { Name: 'aliased', Check: { TTL: '300s', Status: 'warning', Notes: 'n' } });
+      expect(svc.status, svc.text).toBe(200);
+      const r = await register(agent, { ID: 'alias-interval', Name: 'alias interval', AliasService: 'aliased', Interval: '1h' });
+      expect(r.status, r.text).toBe(200);
+      // The aliased service's checks (and the node's, which are critical here) decide it within moments, not an hour.
+      let check: Record<string, unknown> | undefined;
+      for (let deadline = Date.now() + 5000; Date.now() < deadline && !check?.Output; await sleep(100)) check = (await checks(agent))['alias-interval'];
+      expect(check).toMatchObject({ Type: 'alias', Interval: '1h0m0s', Output: expect.stringMatching(/^Aliased check ".+" failing: /) });
+      expect((await call(agent.url, 'PUT', '/v1/agent/check/deregister/alias-interval')).status).toBe(200);
+    }
   });
 
   test('a TTL of 0s is no TTL, as in Consul: beside HTTP and an Interval the check is an HTTP check', async () => {

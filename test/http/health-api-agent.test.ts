@@ -182,7 +182,6 @@ describe('health API on one agent', () => {
         ['TCP without Interval', { Name: 'v5', TCP: '127.0.0.1:1' }, ['Interval']],
         ['GRPC without Interval', { Name: 'v6', GRPC: '127.0.0.1:1' }, ['Interval']],
         ['Args without Interval', { Name: 'v7', Args: ['true'] }, ['Interval']],
-        ['Alias with Interval', { Name: 'v8', AliasService: 'chk-host', Interval: '10s' }, ['Interval']],
         ['no kind', { Name: 'v9' }, []],
         ['non-http(s) URL', { Name: 'v10', HTTP: 'ftp://127.0.0.1/x', Interval: '10s' }, ['HTTP']],
         ['bad TTL duration', { Name: 'v11', TTL: 'abc' }, ['TTL']],

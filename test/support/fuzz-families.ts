@@ -138,7 +138,7 @@ export function badCheck(nameRequired: boolean): fc.Arbitrary<Record<string, unk
     named(fc.record({ TTL: fc.constantFrom('10s', '1m'), Interval: fc.constantFrom('10s', '1s', '5m') })),
     named(fc.record({ TTL: fc.constantFrom('10s'), Status: fc.oneof(anyText.filter((s) => !['', 'passing', 'warning', 'critical'].includes(s)), nonString) })),
     named(fc.constantFrom({ HTTP: 'http://127.0.0.1:1/' }, { TCP: '127.0.0.1:1' }, { GRPC: '127.0.0.1:1' }, { HTTP: 'ftp://x', Interval: '10s' },
-      { HTTP: 'not a url', Interval: '10s' }, { AliasService: 'web', Interval: '10s' }, { TTL: '0s' }, { TTL: 'abc' }, { TTL: -5 }, {},
+      { HTTP: 'not a url', Interval: '10s' }, { AliasService: 'web', TTL: '10s' }, { TTL: '0s' }, { TTL: 'abc' }, { TTL: -5 }, {},
       { TTL: '10s', HTTP: 'http://127.0.0.1:1/' }, { UDP: '127.0.0.1:1', Interval: '10s' }, { H2PING: 'x', Interval: '10s' },
       { TTL: '10s', OutputMaxSize: -1 }, { TTL: '10s', OutputMaxSize: 1e300 }, { TTL: '10s', SuccessBeforePassing: -1 }, { TTL: '10s', Interval: 'x' })),
     named(fc.oneof(...Object.entries(invalidCheckField).map(([k, a]) => a.map((v) => ({ TTL: '10s', [k]: v }))))),
