@@ -145,10 +145,11 @@ export interface Conn {
   pending: Map<string, Map<string, PendingEvent>>;
   pendingItems: number;
   pendingBytes: number;
+  /** When a message was last written (the interval clock, intervalMs()): an idle connection gets a bookmark. */
   lastSentMs: number;
   /** Nothing more is written or queued: the socket is closed or ended, or waits to drain before its close (`closing`). */
   closed: boolean;
-  /** A close whose frame waits until uWS has written out what it buffers for the socket (see Outflow.slowConsumer). */
+  /** A close whose frame waits until uWS has written out what it buffers for the socket (see Outflow.slowConsumer), since `sinceMs` (interval clock). */
   closing: { code: number; reason: string; sinceMs: number } | undefined;
   /** Whose connection this is, for the per-client cap. */
   client: string;

@@ -9,6 +9,7 @@
  * uWS build: no writable event follows), so a reader's flushed batch would wait for the next bookmark.
  * The callback only marks the connection; the writes follow in a setImmediate.
  */
+import { intervalMs } from '../ports/clock.ts';
 import { closeCodes, closeDrainWaitMsMax, endConn, type Conn, type Out, type SnapshotJob, type StreamSettings, type Sub } from './stream-conn.ts';
 import type { SnapshotCursor } from './stream-views.ts';
 import { render, renderBatch } from './stream-render.ts';
@@ -89,11 +90,11 @@ export class Outflow {
   private slowConsumer(conn: Conn): void {
     if (conn.closed) return;
     conn.closed = true;
-    conn.closing = { code: closeCodes.slowConsumer, reason: 'slow consumer', sinceMs: Date.now() };
+    conn.closing = { code: closeCodes.slowConsumer, reason: 'slow consumer', sinceMs: intervalMs() };
     this.release(conn);
     this.closing.add(conn);
     if (this.closing.size > this.o.connectionsMax) this.endClosing(this.closing.values().next().value!);
-    this.endDrained(conn, Date.now());
+    this.endDrained(conn, intervalMs());
   }
 
   /** A waiting close is ended once nothing is buffered for its socket, or once it waited long enough. */
@@ -141,7 +142,7 @@ export class Outflow {
     const drained = [...this.drained];
     this.drained.clear();
     for (const conn of drained) {
-      if (conn.closing !== undefined) this.endDrained(conn, Date.now());
+      if (conn.closing !== undefined) this.endDrained(conn, intervalMs());
       else this.pump(conn);
     }
     this.wakeWaiting();
@@ -243,7 +244,7 @@ export class Outflow {
   /** Writes one message; a dropped one (2) would break the delta stream, so the connection is ended. */
   private write(conn: Conn, text: string): void {
     if (conn.closed) return;
-    conn.lastSentMs = Date.now();
+    conn.lastSentMs = intervalMs();
     if (conn.ws.send(text, false) === 2) this.slowConsumer(conn);
   }
 }

@@ -207,7 +207,8 @@ export class Views {
     }
   }
 
-  leave(sub: Sub, nowMs = Date.now()): void {
+  /** The subscription ends; its view, left without one, is dropped after viewIdleMs (`nowMs`: the interval clock, performance.now()). */
+  leave(sub: Sub, nowMs = performance.now()): void {
     const view = sub.view;
     view.subs.delete(sub);
     if (view.subs.size > 0) return;

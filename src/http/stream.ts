@@ -14,6 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type * as Uws from 'uWebSockets.js';
+import { intervalMs } from '../ports/clock.ts';
 import type { Change } from '../runtime/index.ts';
 import type { ApiContext } from './api.ts';
 import { closeCodes, endConn, nativePayloadBytesMax, Queue, streamSettings, type Conn, type ConnData, type Out, type StreamOptions, type StreamSettings, type Sub } from './stream-conn.ts';
@@ -49,7 +50,7 @@ export class StreamServer {
     this.unsubscribeChanges = api.runtime.changes.subscribe((change) => this.onChange(change));
     // Bookmarks, and snapshots waiting for the agent's budget when no drain came to wake them; closes
     // that waited long enough for their socket to drain. Views idle past their time go too.
-    this.bookmarkTimer = setInterval(() => { this.bookmarks(); this.outflow.wakeWaiting(); this.outflow.sweepClosing(Date.now()); this.views.sweep(Date.now()); }, Math.max(100, Math.min(1000, this.o.bookmarkIntervalMs / 4)));
+    this.bookmarkTimer = setInterval(() => { this.bookmarks(); this.outflow.wakeWaiting(); const now = intervalMs(); this.outflow.sweepClosing(now); this.views.sweep(now); }, Math.max(100, Math.min(1000, this.o.bookmarkIntervalMs / 4)));
     this.bookmarkTimer.unref();
   }
 
@@ -103,7 +104,7 @@ export class StreamServer {
     const { client, caller, identity } = ws.getUserData();
     const conn: Conn = {
       ws, subs: new Map(), outbox: new Queue(), outboxBytes: 0, snapshotInFlight: 0, pending: new Map(), pendingItems: 0, pendingBytes: 0,
-      lastSentMs: Date.now(), closed: false, closing: undefined, client, caller, identity, expiry: undefined,
+      lastSentMs: intervalMs(), closed: false, closing: undefined, client, caller, identity, expiry: undefined,
     };
     ws.getUserData().conn = conn;
     this.conns.add(conn);
@@ -267,7 +268,7 @@ export class StreamServer {
   }
 
   private bookmarks(): void {
-    const now = Date.now();
+    const now = intervalMs();
     const index = this.api.runtime.state.index;
     for (const conn of this.conns) {
       if (conn.closed || conn.pending.size > 0 || conn.outbox.length > 0 || now - conn.lastSentMs < this.o.bookmarkIntervalMs) continue;

@@ -1,12 +1,13 @@
 // Goal: what an agent waits for is measured on the monotonic clock, so a wall clock stepped while it waits
 // (an NTP step; libfaketime here, which leaves the monotonic clock alone) neither stretches the wait by the
 // step nor cuts it. Set back an hour: a blocking read, a `?hash` wait on an agent service and a queued
-// acquire answer after their `wait`, not after the hour. Set forward: a queued acquire on a key under a lock
-// delay gets the lock once the delay is over, where the estimate of the log's time saw it over at once and,
-// refused, the waiter parked for its whole wait.
+// acquire answer after their `wait`, not after the hour; stream bookmarks keep coming. Set forward: a queued
+// acquire on a key under a lock delay gets the lock once the delay is over, where the estimate of the log's
+// time saw it over at once and, refused, the waiter parked for its whole wait.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, client, sleep, type HttpResult } from '../support/agent.ts';
 import { startSteppedAgent, type SteppedAgent } from '../support/stepped-agent.ts';
+import { Stream, subscribe } from '../support/stream.ts';
 
 /** Bound of every request that waits: well past its `wait`, far short of the step. */
 const answeredWithinMs = 10_000;
@@ -28,7 +29,7 @@ describe('an agent whose wall clock is stepped while requests wait', () => {
   };
 
   beforeAll(async () => {
-    stepped = await startSteppedAgent();
+    stepped = await startSteppedAgent({ stream_bookmark_interval: '1s' });
   }, 60_000);
 
   afterAll(async () => {
@@ -67,5 +68,19 @@ describe('an agent whose wall clock is stepped while requests wait', () => {
     const r = await bounded(stepped, 'PUT', `/v1/kv/waits/delayed?acquire=${next}&wait=8s`, 'mine');
     expect([r.status, r.text]).toEqual([200, 'true']);
     expect(r.tookMs).toBeLessThan(7_000); // the delay (2 to 6 s while entry time catches up), not the whole wait
+  }, 30_000);
+
+  test('set back an hour: an idle stream subscriber still gets a bookmark every interval', async () => {
+    const s = await Stream.open(stepped.agent);
+    try {
+      await subscribe(s, { id: 'idle', topic: 'kv_prefix', key: 'waits/none/' });
+      await s.next(s.mark, (m) => m.type === 'bookmark', 'a bookmark before the step', 5_000);
+      stepBy(-2);
+      const from = s.mark;
+      await sleep(3_500);
+      expect(s.since(from).filter((m) => m.type === 'bookmark').length).toBeGreaterThanOrEqual(2);
+    } finally {
+      s.end();
+    }
   }, 30_000);
 });
