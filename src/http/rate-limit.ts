@@ -8,6 +8,7 @@
  * so a caller's requests and upgrades count against the same window.
  */
 import { RegistryError } from '../domain/errors.ts';
+import { intervalMs } from '../ports/clock.ts';
 import { renderError, type Dialect, type Wire } from './render.ts';
 
 export interface RateLimitOptions {
@@ -36,7 +37,12 @@ export class RateLimiter {
     this.identitiesMax = o.identitiesMax ?? 100_000;
   }
 
-  take(identity: string, nowMs: number): RateDecision {
+  /**
+   * Counts one request of `identity`. Windows are measured on the interval clock (`nowMs` is its reading),
+   * and so are the seconds left that Retry-After and X-Rate-Limit-Reset give: a wall clock set back or
+   * forward neither holds a window open for the length of the step nor ends it early.
+   */
+  take(identity: string, nowMs: number = intervalMs()): RateDecision {
     let w = this.windows.get(identity);
     if (w === undefined || nowMs - w.startMs >= this.o.periodMs) {
       this.windows.delete(identity);
@@ -96,7 +102,7 @@ export class Admission {
 
   /** Counts the request against `caller` unless it was counted already; the 429 when it is past its limit. */
   admit(caller: string): Wire | undefined {
-    if (!this.counted) this.decision = this.limiter?.take(caller, Date.now());
+    if (!this.counted) this.decision = this.limiter?.take(caller);
     this.counted = true;
     return this.decision === undefined || this.decision.allowed ? undefined : rateLimited(this.decision, this.dialect);
   }

@@ -189,7 +189,7 @@ export class StreamServer {
    * counts as one request against the connection's caller, in the window its HTTP requests use.
    */
   private subscribe(conn: Conn, msg: Record<string, unknown>): void {
-    const rate = this.o.rateLimit?.take(conn.caller, Date.now());
+    const rate = this.o.rateLimit?.take(conn.caller);
     if (rate !== undefined && !rate.allowed) {
       const retryAfterSeconds = rate.retryAfterSeconds;
       return this.refuse(conn, msg.id, 'rate_limited', `rate limit exceeded: retry in ${retryAfterSeconds}s`, { retryAfterSeconds });

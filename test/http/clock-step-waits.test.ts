@@ -1,9 +1,11 @@
-// Goal: what an agent waits for is measured on the monotonic clock, so a wall clock stepped while it waits
-// (an NTP step; libfaketime here, which leaves the monotonic clock alone) neither stretches the wait by the
-// step nor cuts it. Set back an hour: a blocking read, a `?hash` wait on an agent service and a queued
-// acquire answer after their `wait`, not after the hour; stream bookmarks keep coming. Set forward: a queued
-// acquire on a key under a lock delay gets the lock once the delay is over, where the estimate of the log's
-// time saw it over at once and, refused, the waiter parked for its whole wait.
+// Goal: what an agent waits for, and the windows it counts in, are measured on the monotonic clock, so a
+// wall clock stepped while they run (an NTP step; libfaketime here, which leaves the monotonic clock alone)
+// neither stretches them by the step nor cuts them. Set back an hour: a blocking read, a `?hash` wait on an
+// agent service and a queued acquire answer after their `wait`, not after the hour; stream bookmarks keep
+// coming; a rate-limit window still ends after its period, and Retry-After and X-Rate-Limit-Reset count its
+// seconds left. Set forward: a queued acquire on a key under a lock delay gets the lock once the delay is
+// over, where the estimate of the log's time saw it over at once and, refused, the waiter parked for its
+// whole wait.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, client, sleep, type HttpResult } from '../support/agent.ts';
 import { startSteppedAgent, type SteppedAgent } from '../support/stepped-agent.ts';
@@ -82,5 +84,35 @@ describe('an agent whose wall clock is stepped while requests wait', () => {
     } finally {
       s.end();
     }
+  }, 30_000);
+});
+
+describe('a rate-limited agent whose wall clock is set back an hour', () => {
+  let stepped: SteppedAgent;
+
+  beforeAll(async () => {
+    stepped = await startSteppedAgent({ rate_limit: { requests: 5, period: '1s' } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await stepped?.stop();
+  });
+
+  test('the window still ends after its period, and Retry-After and X-Rate-Limit-Reset count its seconds left', async () => {
+    const c = client(stepped.agent);
+    expect((await c.get('/v1/kv/limited')).status).toBe(404);
+    stepped.step('-1h');
+    let limited: HttpResult | undefined;
+    for (let i = 0; i < 20 && limited === undefined; i++) {
+      const r = await c.get('/v1/kv/limited');
+      expect(Number(r.headers.get('x-rate-limit-reset'))).toBeLessThanOrEqual(1);
+      if (r.status === 429) limited = r;
+    }
+    expect(limited).toBeDefined();
+    expect(Number(limited!.headers.get('retry-after'))).toBe(1);
+    await sleep(1_100);
+    const after = await c.get('/v1/kv/limited');
+    expect(after.status).toBe(404);
+    expect(after.headers.get('x-rate-limit-remaining')).toBe('4');
   }, 30_000);
 });
