@@ -2,7 +2,7 @@
  * What a caller may do with a session once authentication is on. Session rules name nodes, as Consul's
  * `session "<node prefix>"` does, never session ids: create needs write on the new session's node,
  * info and lists show only sessions on nodes the caller may read, renew and destroy need write on the
- * session's node. Renew, destroy, and acquire or release with a session also need its owner (the
+ * session's node (and answer a session on a node the caller may not read as an unknown one). Renew, destroy, and acquire or release with a session also need its owner (the
  * identity that created it) or an operator (acl.ts mayUseSession). Without authentication all pass.
  *
  * The checks read the session from local state before proposing. That is sound because a session's id
@@ -33,10 +33,14 @@ export function maySeeSession(req: Request, s: Session): boolean {
  * given (renew, destroy), and ownership or the operator rule. An id this node does not know yet (a
  * session created through another node of a cluster) is looked up again after a barrier; one that still
  * does not exist passes, and the command answers as for an unknown session.
+ *
+ * With `nodeAccess`, a session on a node the caller may not read is one it cannot see (as info and the
+ * lists leave it out): false, and the caller answers as for an unknown session, without proposing
+ * anything, so the answer names no node and does not tell the session exists. True otherwise.
  */
-export async function requireSessionUse(req: Request, api: ApiContext, id: string, nodeAccess?: Access): Promise<void> {
+export async function requireSessionUse(req: Request, api: ApiContext, id: string, nodeAccess?: Access): Promise<boolean> {
   const identity = req.identity;
-  if (identity === undefined) return;
+  if (identity === undefined) return true;
   let session = api.runtime.state.sessions.get(id);
   if (session === undefined) {
     // A barrier is a log entry: a caller who could never pass the node check gets no write out of it.
@@ -45,10 +49,14 @@ export async function requireSessionUse(req: Request, api: ApiContext, id: strin
     }
     await api.runtime.barrier();
     session = api.runtime.state.sessions.get(id);
-    if (session === undefined) return;
+    if (session === undefined) return true;
   }
-  if (nodeAccess !== undefined) requireSessionNode(req, session.node, nodeAccess);
+  if (nodeAccess !== undefined) {
+    if (!maySeeSession(req, session)) return false;
+    requireSessionNode(req, session.node, nodeAccess);
+  }
   if (!mayUseSession(identity, session)) throw notOwner(identity, session);
+  return true;
 }
 
 function notOwner(identity: Identity, s: Session): RegistryError {

@@ -144,9 +144,16 @@ describe('session rules name nodes', () => {
     const id = await createSession(seed, alice);
     // Same subject, so ownership is not what refuses it: the rule names an id, not a node.
     const byId = await mint('alice', [{ resource: 'session', prefix: id.slice(0, 8), access: 'write' }]);
-    expectError(await call(seed.url, 'PUT', `/v1/session/renew/${id}`, undefined, bearer(byId)), 403, 1004);
-    expectError(await call(seed.url, 'PUT', `/v1/session/destroy/${id}`, undefined, bearer(byId)), 403, 1004);
+    // It may not read node1's sessions: the session is unknown to it, as to info.
+    expectError(await call(seed.url, 'PUT', `/v1/session/renew/${id}`, undefined, bearer(byId)), 404, 1006);
+    expect((await call(seed.url, 'PUT', `/v1/session/destroy/${id}`, undefined, bearer(byId))).text).toBe('true');
     expect((await call(seed.url, 'GET', `/v1/session/info/${id}`, undefined, bearer(byId))).json()).toEqual([]);
+    expect((await call(seed.url, 'GET', `/v1/session/info/${id}`, undefined, bearer(alice))).json()).toHaveLength(1);
+    // One that may read them but not write them is refused, naming the node.
+    const reader = await mint('alice', [{ resource: 'session', prefix: '', access: 'read' }, { resource: 'session', prefix: id.slice(0, 8), access: 'write' }]);
+    const refused = await call(seed.url, 'PUT', `/v1/session/renew/${id}`, undefined, bearer(reader));
+    expectError(refused, 403, 1004);
+    expect(refused.text).toContain('node1');
 
     const otherNode = await mint('o', [{ resource: 'session', prefix: 'web-', access: 'read' }]);
     expect((await call(seed.url, 'GET', `/v1/session/info/${id}`, undefined, bearer(otherNode))).json()).toEqual([]);
@@ -157,6 +164,25 @@ describe('session rules name nodes', () => {
     expect((await call(seed.url, 'GET', `/v1/session/info/${id}`, undefined, bearer(thisNode))).json()[0].ID).toBe(id);
     expect((await call(seed.url, 'GET', '/v1/session/list', undefined, bearer(thisNode))).json().map((s: { ID: string }) => s.ID)).toContain(id);
     expect((await call(seed.url, 'GET', '/v1/session/node/node1', undefined, bearer(thisNode))).json().map((s: { ID: string }) => s.ID)).toContain(id);
+  });
+});
+
+describe('a session on a node the token may not read is unknown to renew and destroy', () => {
+  test('they answer as for an unknown id, naming no node, and change nothing', async () => {
+    const nodeAdmin = await mint('node-admin', [{ resource: 'node', prefix: '', access: 'write' }]);
+    expect((await call(seed.url, 'PUT', '/v1/catalog/register', { Node: 'hidden-vault-7', Address: '10.3.3.3' }, bearer(nodeAdmin))).status).toBe(200);
+    const id = await createSession(seed, admin, { Node: 'hidden-vault-7', NodeChecks: [], TTL: '60s' });
+    const eve = await mint('eve', [{ resource: 'session', prefix: 'web-', access: 'write' }]);
+    const unknown = '00000000-0000-4000-8000-00000000000f';
+    const renew = await call(seed.url, 'PUT', `/v1/session/renew/${id}`, undefined, bearer(eve));
+    expectError(renew, 404, 1006);
+    expect(renew.text).not.toContain('hidden-vault');
+    const renewUnknown = await call(seed.url, 'PUT', `/v1/session/renew/${unknown}`, undefined, bearer(eve));
+    expect(renew.text.replaceAll(id, '<id>')).toBe(renewUnknown.text.replaceAll(unknown, '<id>'));
+    const destroy = await call(seed.url, 'PUT', `/v1/session/destroy/${id}`, undefined, bearer(eve));
+    expect([destroy.status, destroy.text]).toEqual([200, 'true']);
+    const info = await call(seed.url, 'GET', `/v1/session/info/${id}`, undefined, bearer(admin));
+    expect(info.json()).toMatchObject([{ ID: id, Node: 'hidden-vault-7' }]);
   });
 });
 

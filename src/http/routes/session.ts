@@ -196,15 +196,15 @@ function sessionId(req: Request): string {
 async function destroy(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const id = sessionId(req);
-  await requireSessionUse(req, api, id, 'write');
-  await api.runtime.propose({ t: 'session.destroy', id });
+  // A session the caller may not see is destroyed as an unknown one is: nothing, and true, as in Consul.
+  if (await requireSessionUse(req, api, id, 'write')) await api.runtime.propose({ t: 'session.destroy', id });
   return json(true);
 }
 
 async function renew(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   const id = sessionId(req);
-  await requireSessionUse(req, api, id, 'write');
+  if (!(await requireSessionUse(req, api, id, 'write'))) throw new RegistryError('sessionNotFound', { id });
   const result = await api.runtime.propose({ t: 'session.renew', id });
   if (!result.ok || result.session === undefined) {
     throw new RegistryError('sessionNotFound', { id });
