@@ -25,7 +25,7 @@ const portKinds = { http: 'number', grpc: 'number' } as const;
 
 /** Keys of the config file this agent understands, with their kinds; any other key is refused, so a typo is not silent. */
 const fileShape: Shape = {
-  node_name: 'text', node_meta: 'object', datacenter: 'text', data_dir: 'text', client_addr: 'text', ports: portKinds, dialect: 'text',
+  node_name: 'text', node_meta: 'object', datacenter: 'text', data_dir: 'text', client_addr: 'text', http_allowed_hosts: 'list', ports: portKinds, dialect: 'text',
   log_level: 'text', log_format: 'text', session_ttl_min: 'text',
   enable_script_checks: 'bool', enable_local_script_checks: 'bool', enable_debug: 'bool',
   check: 'object', checks: 'array', service: 'object', services: 'array',

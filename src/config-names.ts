@@ -1,5 +1,6 @@
-/** The names the agent is given at start: its node name and its datacenter's. */
+/** The names the agent is given at start: its node name, its datacenter's and the hosts it answers to. */
 import { ConfigError } from './config-error.ts';
+import { isAllowedHostName } from './http/allowed-hosts.ts';
 
 function nonEmpty(name: string, text: string): string {
   if (text.trim() === '') throw new ConfigError(`--${name} must not be empty`);
@@ -25,4 +26,17 @@ export function datacenter(text: string): string {
     throw new ConfigError(`--datacenter: "${text}" may hold only letters, digits, "-" and "_" (it is lowercased), at most 64 of them`);
   }
   return name;
+}
+
+/**
+ * http_allowed_hosts (--http-allowed-hosts): the host names requests may name (allowed-hosts.ts), each
+ * `*`, a name, or `.domain` for a domain and the names under it; without a port (any port is accepted).
+ */
+export function allowedHosts(names: string[] | undefined): string[] | undefined {
+  if (names === undefined) return undefined;
+  const wrong = names.find((n) => !isAllowedHostName(n));
+  if (wrong !== undefined) {
+    throw new ConfigError(`--http-allowed-hosts: "${wrong}" is not a host name: give names such as roster.example.com, .example.com for a domain and the names under it, or * for every host, without a port`);
+  }
+  return names;
 }

@@ -11,7 +11,7 @@ import { sessionTtlMsMinDefault } from './domain/limits.ts';
 import { dialects, type Dialect } from './http/render.ts';
 import type { AuthSettings } from './http/auth-gate.ts';
 import { ConfigError } from './config-error.ts';
-import { datacenter, nodeName } from './config-names.ts';
+import { allowedHosts, datacenter, nodeName } from './config-names.ts';
 import { nodeMeta } from './config-node-meta.ts';
 import type { NatsAuth } from '../cluster/index.ts';
 import { authSettings, gossipKey, natsSettings } from './config-secrets.ts';
@@ -25,6 +25,8 @@ export interface Config {
   httpPort: number;
   /** @default "127.0.0.1" */
   httpHost: string;
+  /** http_allowed_hosts: the Host names requests may name (allowed-hosts.ts). @default by the listen address */
+  httpAllowedHosts: string[] | undefined;
   /** gRPC health service port (0 picks a free one). @default 8502 */
   grpcPort: number;
   /** @default "./data" */
@@ -96,6 +98,7 @@ export interface Config {
 const textFlags = [
   'http-port', 'http-host', 'grpc-port', 'data-dir', 'node-name', 'dialect', 'datacenter', 'session-ttl-min',
   'log-level', 'log-format', 'snapshot-every', 'config-file', 'nats', 'replicas', 'gossip-listen', 'tls-cert', 'tls-key', 'ui-dir',
+  'http-allowed-hosts',
 ] as const;
 
 const options = {
@@ -111,6 +114,11 @@ export const agentFlagNames: readonly string[] = Object.keys(options);
 export const usage = `usage: roster agent [options]   (npm start -- [options])
   --http-port <n>          HTTP port (0 picks a free one)       [ROSTER_HTTP_PORT, default 8500]
   --http-host <addr>       HTTP and gRPC bind address           [ROSTER_HTTP_HOST, default 127.0.0.1]
+  --http-allowed-hosts <name,...>
+                           Host names served besides IP addresses and localhost
+                           (.example.com: the domain and its subdomains; * any name)
+                           [ROSTER_HTTP_ALLOWED_HOSTS; default: the machine's host name when
+                           --http-host is loopback, any name otherwise]
   --grpc-port <n>          gRPC health service port             [ROSTER_GRPC_PORT, default 8502]
   --data-dir <path>        where the log and snapshots live     [ROSTER_DATA_DIR, default ./data]
   --node-name <name>       this node's name                     [ROSTER_NODE_NAME, default host name]
@@ -157,6 +165,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
   return {
     httpPort: port(pick('http-port', 'ROSTER_HTTP_PORT', 'ports.http') ?? '8500', 'http-port'),
     httpHost: pick('http-host', 'ROSTER_HTTP_HOST', 'client_addr') ?? '127.0.0.1',
+    httpAllowedHosts: allowedHosts(pickList('http-allowed-hosts', 'ROSTER_HTTP_ALLOWED_HOSTS', 'http_allowed_hosts')),
     grpcPort: port(pick('grpc-port', 'ROSTER_GRPC_PORT', 'ports.grpc') ?? '8502', 'grpc-port'),
     dataDir: pick('data-dir', 'ROSTER_DATA_DIR', 'data_dir') ?? defaults.dataDir ?? './data',
     nodeName: nodeName(pick('node-name', 'ROSTER_NODE_NAME', 'node_name') ?? defaults.nodeName ?? hostname()),

@@ -10,7 +10,7 @@ import { ConfigError, type Config, type Limits } from '../config.ts';
 import { startGrpcHealthServer, type ConnectionLimits, type GrpcAuth, type GrpcHealthServer, type WatchLimits } from '../grpc/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 import { AuthGate } from '../http/auth-gate.ts';
-import { apiRouter, RateLimiter, startHttpServer, StreamServer, type AgentOperations, type ApiContext, type HttpServer, type HttpServerOptions } from '../http/index.ts';
+import { apiRouter, hostCheck, RateLimiter, startHttpServer, StreamServer, type AgentOperations, type ApiContext, type HttpServer, type HttpServerOptions } from '../http/index.ts';
 import { AgentMetrics } from '../metrics/index.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { ReplicatedLog } from '../ports/log.ts';
@@ -259,6 +259,7 @@ function httpOptions(config: Config, logger: Logger, { ctx, metrics, stream, gat
   const { runtime } = ctx;
   return {
     host: config.httpHost, port: config.httpPort, router: apiRouter(config.dialect), dialect: config.dialect, logger, ctx, observer: metrics,
+    hostAllowed: hostCheck(config.httpAllowedHosts, config.httpHost),
     websockets: [{ path: '/v1/stream', behavior: stream.behavior(), closeAll: () => stream.closeAll() }],
     timeOfIndex: (index) => runtime.changes.timeOf(index),
     ...(gate ? { authorize: (req) => gate.check(req), identify: (headers, query) => gate.identify(headers, query) } : {}),

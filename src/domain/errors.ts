@@ -60,6 +60,12 @@ export const errorCatalogue = {
     consulText: 'Your IP is issuing too many concurrent connections, please rate limit your calls\n', headers: () => retryAfter(1),
   }),
   writesOverloaded: busy('too many writes in flight; retry shortly', 'server overloaded'),
+  hostNotAllowed: entry<{ host: string }>({
+    kind: 'illegalRequest', status: 421, consulStatus: 421,
+    message: (v) => `this agent does not answer to the host ${JSON.stringify(v.host.slice(0, 200))}: reach it by an IP address or localhost, or add the name to http_allowed_hosts (--http-allowed-hosts)`,
+    details: (v) => ({ host: v.host.slice(0, 200), setting: 'http_allowed_hosts' }),
+    consulText: (v) => `Host ${JSON.stringify(v.host.slice(0, 200))} is not allowed: add it to http_allowed_hosts\n`,
+  }),
 
   // ------------------------------------------------------------ the request's head and body
   contentLengthsDiffer: entry({

@@ -24,6 +24,7 @@ export { startHttpServer, loadUws } from './server.ts';
 export { BindingUnavailable } from './binding-error.ts';
 export { StreamServer, streamSubprotocol } from './stream.ts';
 export { RateLimiter } from './rate-limit.ts';
+export { hostCheck } from './allowed-hosts.ts';
 export type { StreamOptions } from './stream.ts';
 export type { HttpServer, HttpServerOptions } from './server.ts';
 export { dialects } from './render.ts';

@@ -1,6 +1,7 @@
 /** The HTTP server's options and handle (server.ts starts it). */
 import type * as Uws from 'uWebSockets.js';
 import type { Identity } from '../auth/index.ts';
+import type { HostCheck } from './allowed-hosts.ts';
 import type { Logger } from '../ports/index.ts';
 import type { HttpObserver } from '../ports/observer.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -42,6 +43,11 @@ export interface HttpServerOptions<Ctx> {
   authorize?: (req: Request) => Promise<void>;
   /** The identity a request's head proves, judged before its body is read (dispatch.ts headIdentity). @default none */
   identify?: (headers: Map<string, string>, query: URLSearchParams) => Promise<Identity> | undefined;
+  /**
+   * Whether a request naming this Host is served (allowed-hosts.ts); one that is not is answered 421 before
+   * anything counts it, WebSocket upgrades included. @default every Host
+   */
+  hostAllowed?: HostCheck;
   /** HTTPS: PEM certificate and key files (both, or neither for plain HTTP). */
   tls?: { certFile: string; keyFile: string };
   /** Entry time of a registry index, for Last-Modified (undefined when no longer known). */

@@ -40,7 +40,7 @@ export interface Wire {
 const statusText: Record<number, string> = {
   200: 'OK', 201: 'Created', 204: 'No Content', 301: 'Moved Permanently', 302: 'Found', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized',
   403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 406: 'Not Acceptable', 409: 'Conflict', 412: 'Precondition Failed', 413: 'Payload Too Large',
-  408: 'Request Timeout', 415: 'Unsupported Media Type', 426: 'Upgrade Required', 428: 'Precondition Required', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  408: 'Request Timeout', 415: 'Unsupported Media Type', 421: 'Misdirected Request', 426: 'Upgrade Required', 428: 'Precondition Required', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };
 
 export function statusLine(status: number): string {

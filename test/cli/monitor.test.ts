@@ -38,7 +38,7 @@ describe('roster monitor', () => {
     // A client that sends the key's bytes as they are: the agent takes them, and logs the path it got.
     const path = '/v1/kv/evil\u009b2J\u007f\u202eX';
     const answer = await new Promise<string>((resolve, reject) => {
-      const s = connect(Number(new URL(agent.url).port), '127.0.0.1', () => s.write(Buffer.from(`PUT ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nv`)));
+      const s = connect(Number(new URL(agent.url).port), '127.0.0.1', () => s.write(Buffer.from(`PUT ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n\r\nv`)));
       s.once('data', (d) => { resolve(d.toString()); s.end(); });
       s.once('error', reject);
     });

@@ -111,7 +111,7 @@ describe('many blocking queries', () => {
     /** One keep-alive connection per query: each answer is read for its index and the query asked again. */
     const park = (address: string) => {
       const s = net.connect({ host: '127.0.0.1', port, localAddress: address });
-      const ask = (at: string) => s.write(`GET /v1/kv/exhaustion/watched?index=${at}&wait=60s HTTP/1.1\r\nHost: x\r\n\r\n`);
+      const ask = (at: string) => s.write(`GET /v1/kv/exhaustion/watched?index=${at}&wait=60s HTTP/1.1\r\nHost: localhost\r\n\r\n`);
       s.on('error', () => { /* refused by a per-client cap, or cut at the end */ });
       s.on('data', (d: Buffer) => {
         answers++;

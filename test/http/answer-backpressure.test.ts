@@ -45,7 +45,7 @@ function pipelineWithoutReading(count: number): Promise<void> {
   const s = connect(Number(port), hostname);
   sockets.push(s);
   s.pause();
-  const request = 'GET /v1/kv/bigone HTTP/1.1\r\nHost: x\r\n\r\n';
+  const request = 'GET /v1/kv/bigone HTTP/1.1\r\nHost: localhost\r\n\r\n';
   return new Promise((resolve) => {
     s.on('error', () => resolve());
     s.on('close', () => resolve());

@@ -58,7 +58,7 @@ function exchange(agent: Agent, text: string, ms = 5_000): Promise<Answer | unde
   });
 }
 
-const put = (path: string, headers: string) => `PUT ${path} HTTP/1.1\r\nHost: x\r\n${headers}`;
+const put = (path: string, headers: string) => `PUT ${path} HTTP/1.1\r\nHost: localhost\r\n${headers}`;
 
 describe('refused on its credentials before its body (seed dialect)', () => {
   test.each([

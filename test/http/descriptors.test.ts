@@ -45,7 +45,7 @@ async function takeDescriptors(agent: Agent): Promise<number> {
     const k = answered.push(false) - 1;
     s.on('error', () => {});
     s.on('data', () => { answered[k] = true; });
-    s.on('connect', () => s.write('GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n\r\n'));
+    s.on('connect', () => s.write('GET /v1/status/leader HTTP/1.1\r\nHost: localhost\r\n\r\n'));
   }
   await expect.poll(() => answered.filter(Boolean).length, { timeout: 10_000 }).toBeGreaterThan(descriptorsMax / 2);
   await new Promise((r) => setTimeout(r, 500));

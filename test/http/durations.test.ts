@@ -152,7 +152,7 @@ describe('configuration durations', () => {
     let data = Buffer.alloc(0);
     socket.on('data', (d: Buffer) => { data = Buffer.concat([data, d]); });
     await new Promise((r) => socket.once('connect', r));
-    socket.write('PUT /v1/kv/late/body HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\n');
+    socket.write('PUT /v1/kv/late/body HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\n\r\n');
     // An overflowed deadline fired after 1 ms and answered 400/1015 before the body came.
     await sleep(200);
     socket.write('late');

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { call, client, expectError, startAgent, withAgent, type Agent } from '../support/in-process.ts';
 import { rawExchange } from '../support/raw-http.ts';
 
-const host = 'Host: roster.test\r\n';
+const host = 'Host: localhost\r\n';
 
 describe('seed dialect', () => {
   let agent: Agent;

@@ -148,7 +148,7 @@ function rawConnection(url: string): { socket: net.Socket; received: () => strin
 describe('slow requests', () => {
   test('a body trickling in past limits.request_body_timeout is answered 400 code 1015, the connection closed, nothing stored', async () => {
     const c = rawConnection(open.url);
-    c.socket.write('PUT /v1/kv/slow/body HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n');
+    c.socket.write('PUT /v1/kv/slow/body HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n');
     const trickle = setInterval(() => c.socket.write('a'), 200);
     const tookMs = await c.closed;
     clearInterval(trickle);
@@ -161,7 +161,7 @@ describe('slow requests', () => {
 
   test('a request head trickling in is cut off (uWS drops the connection about 10 s after it opened)', async () => {
     const c = rawConnection(open.url);
-    c.socket.write('GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n');
+    c.socket.write('GET /v1/status/leader HTTP/1.1\r\nHost: localhost\r\n');
     const trickle = setInterval(() => c.socket.write('X-Slow: 1\r\n'), 500);
     const tookMs = await c.closed;
     clearInterval(trickle);

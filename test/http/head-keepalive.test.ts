@@ -71,7 +71,7 @@ class Connection {
   }
 }
 
-const request = (method: string, path: string) => `${method} ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+const request = (method: string, path: string) => `${method} ${path} HTTP/1.1\r\nHost: localhost\r\n\r\n`;
 
 test('HEAD answers with the GET\'s Content-Length and no body', async () => {
   const get = await client(agent).get('/v1/kv/head/k');

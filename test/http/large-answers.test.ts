@@ -31,7 +31,7 @@ async function stalledReader(): Promise<{ resume: () => void; closed: Promise<nu
   const closed = new Promise<number>((res) => s.once('close', () => res(received)));
   const begun = new Promise<void>((res) => s.once('data', () => { s.pause(); res(); }));
   s.on('data', (d: Buffer) => { received += d.length; });
-  s.on('connect', () => s.write('GET /v1/kv/big/?recurse HTTP/1.1\r\nHost: x\r\n\r\n'));
+  s.on('connect', () => s.write('GET /v1/kv/big/?recurse HTTP/1.1\r\nHost: localhost\r\n\r\n'));
   await begun;
   return { resume: () => s.resume(), closed };
 }

@@ -52,7 +52,7 @@ test('a large answer is written whole to a client that starts reading it 2 s lat
   s.on('error', () => {});
   s.pause();
   await new Promise<void>((res) => s.once('connect', () => res()));
-  s.write('GET /v1/kv/big/?recurse HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  s.write('GET /v1/kv/big/?recurse HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
   await sleep(2000);
   const chunks: Buffer[] = [];
   s.on('data', (d: Buffer) => chunks.push(d));

@@ -163,7 +163,7 @@ describe('/v1/agent/monitor', () => {
   test('a client that stops reading loses lines, not the agent\'s memory, and is told how many once it reads again', async () => {
     const sock = connect(new URL(a.agent.url).port as unknown as number, '127.0.0.1');
     await new Promise((r) => sock.once('connect', r));
-    sock.write(`GET /v1/agent/monitor?loglevel=debug HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
+    sock.write(`GET /v1/agent/monitor?loglevel=debug HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
     sock.pause();
     // About 24 MB of request lines (each names its 8 KB path), far more than the socket's buffers hold.
     const path = `/v1/kv/${'p'.repeat(8 * 1024)}`;

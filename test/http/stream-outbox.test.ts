@@ -53,7 +53,7 @@ async function stalledSocket(agent: Agent): Promise<{ socket: net.Socket; readAl
   const socket = net.connect(Number(new URL(agent.url).port), '127.0.0.1');
   socket.on('error', () => { /* seen as the end of the data */ });
   await new Promise<void>((res) => socket.once('connect', () => res()));
-  socket.write('GET /v1/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n'
+  socket.write('GET /v1/stream HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n'
     + `Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ${subprotocol}\r\n\r\n`);
   const head = await new Promise<Buffer>((res) => socket.once('data', res));
   expect(head.toString().split('\r\n')[0]).toBe('HTTP/1.1 101 Switching Protocols');

@@ -65,7 +65,7 @@ describe('upgrade (§4.1)', () => {
 
   test.each([['8', 'Sec-WebSocket-Version: 8\r\n'], ['14', 'Sec-WebSocket-Version: 14\r\n'], ['none', '']])(
     'a Sec-WebSocket-Version other than 13 (%s) gets 426 with Sec-WebSocket-Version: 13, nothing upgraded', async (_what, header) => {
-      const head = 'GET /v1/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'
+      const head = 'GET /v1/stream HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'
         + `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${header}Sec-WebSocket-Protocol: ${subprotocol}\r\n\r\n`;
       const got = await rawExchange(agent.url, head);
       expect(got.timedOut).toBe(false);

@@ -33,7 +33,7 @@ async function stalledReader(): Promise<void> {
   held.push(s);
   s.on('error', () => {});
   const begun = new Promise<void>((res) => s.once('data', () => { s.pause(); res(); }));
-  s.on('connect', () => s.write('GET /v1/kv/big/?recurse HTTP/1.1\r\nHost: x\r\n\r\n'));
+  s.on('connect', () => s.write('GET /v1/kv/big/?recurse HTTP/1.1\r\nHost: localhost\r\n\r\n'));
   await begun;
 }
 

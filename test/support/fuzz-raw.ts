@@ -29,7 +29,7 @@ export interface RawCase {
   uwsMayAnswer?: boolean;
 }
 
-export const rawHost = 'Host: fuzz.test\r\n';
+export const rawHost = 'Host: localhost\r\n';
 export const rawReadPaths = ['/v1/status/leader', '/v1/status/peers', '/v1/kv/fuzz/a', '/v1/kv/fuzz?keys', '/v1/kv/fuzz/?recurse', '/v1/kv/nope',
   '/v1/agent/checks', '/v1/agent/services', '/v1/agent/self', '/v1/session/list', '/v1/session/info/nope', '/v1/catalog/nodes',
   '/v1/catalog/services', '/v1/health/state/any', '/v1/health/service/web', '/v1/kv/fuzz/sp%20ace%25', '/v1/kv/%E2%98%83', '/v1/nope'];
@@ -76,7 +76,7 @@ export const refusedCase: fc.Arbitrary<RawCase> = fc.oneof(
 export const uwsAnswersCase: fc.Arbitrary<RawCase> = fc.oneof(
   fc.constantFrom(
     ['HTTP/1.0', `GET /v1/status/leader HTTP/1.0\r\n\r\n`],
-    ['absolute-form target', `GET http://fuzz.test/v1/status/leader HTTP/1.1\r\n${rawHost}\r\n`],
+    ['absolute-form target', `GET http://localhost/v1/status/leader HTTP/1.1\r\n${rawHost}\r\n`],
     ['* target', `OPTIONS * HTTP/1.1\r\n${rawHost}\r\n`],
     ['LF-only lines', `GET /v1/status/leader HTTP/1.1\n${rawHost.trim()}\n\n`],
     ['HTTP/2.0 version', `GET /v1/status/leader HTTP/2.0\r\n${rawHost}\r\n`],
