@@ -293,7 +293,7 @@ export const errorCatalogue = {
     kind: 'notFound', message: (v) => `no dashboard file at ${v.path}`, details: (v) => ({ path: v.path }), consulText: (v) => `no dashboard file at ${v.path}\n`,
   }),
   uiPathEscapes: entry({
-    kind: 'illegalRequest', message: 'the path leaves the dashboard directory', details: () => rule('path', 'Path:no ".." segments, backslashes or NUL'),
+    kind: 'illegalRequest', message: 'the path leaves the dashboard directory', details: () => rule('path', 'Path:no ".." segments'),
     consulText: 'invalid dashboard path\n',
   }),
 

@@ -3,17 +3,20 @@
  * redirects Consul answers (`/` and `/ui` to `/ui/`). The files are public, as Consul's UI is: the page
  * holds no data, and the API calls it makes carry the token the user gives it.
  *
- * Only regular files under that directory are served: a path with a `..` segment, a backslash or a NUL
- * is refused before the file system is asked, and the resolved file must still lie under the directory.
- * A path that names no file gets index.html (the page routes on the client), except under `assets/`,
- * where a missing script or style sheet is a 404 rather than HTML the browser would then misread.
+ * Only regular files under that directory are served. The path is split into segments as sent and each is
+ * decoded on its own, so an encoded `/` stays inside its segment: `/ui/services/a%2F..%2Fb` is the page of
+ * the service `a/../b`. A segment that is `..` once decoded is refused before the file system is asked; a
+ * segment holding what no file name here can (`/`, a backslash, NUL) names no file; and the resolved file
+ * must still lie under the directory. A path that names no file gets index.html (the page routes on the
+ * client), except under `assets/`, where a missing script or style sheet is a 404 rather than HTML the
+ * browser would then misread.
  */
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { extname, resolve, sep } from 'node:path';
 import { RegistryError } from '../../domain/errors.ts';
 import type { ApiContext } from '../api.ts';
 import type { Reply } from '../reply.ts';
-import type { Request } from '../request.ts';
+import { decodeOnce, type Request } from '../request.ts';
 import { noBody } from '../negotiation.ts';
 import type { Route } from '../router.ts';
 
@@ -50,13 +53,19 @@ function noFile(path: string): RegistryError {
   return new RegistryError('uiNoFile', { path });
 }
 
-/** The dashboard's relative path, or a refusal when it would leave the directory. */
-function relativePath(rest: string): string {
-  const segments = rest.split('/');
-  if (rest.includes('\0') || rest.includes('\\') || segments.some((s) => s === '..')) {
-    throw new RegistryError('uiPathEscapes');
-  }
-  return segments.filter((s) => s !== '' && s !== '.').join('/');
+/**
+ * The decoded segments of the raw path after `/ui/`, without empty and `.` ones; a refusal when one is `..`
+ * (also encoded: `%2E%2E`), which would leave the directory.
+ */
+function pathSegments(raw: string): string[] {
+  const segments = raw.split('/').map(decodeOnce);
+  if (segments.some((s) => s === '..')) throw new RegistryError('uiPathEscapes');
+  return segments.filter((s) => s !== '' && s !== '.');
+}
+
+/** A segment that may be a file's name here: none holds a separator of any platform or NUL. */
+function isFileName(segment: string): boolean {
+  return !/[/\\\0]/.test(segment);
 }
 
 async function isFile(file: string): Promise<boolean> {
@@ -94,14 +103,17 @@ async function serve(req: Request, api: ApiContext): Promise<Reply> {
   if (dir === undefined) throw notBuilt('dist/ui');
   // The dir itself may be a link (the build links dist/server/dist/ui to the built dashboard).
   const root = await realpath(resolve(dir)).catch(() => resolve(dir));
-  const rel = relativePath(req.rest);
+  const segments = pathSegments(req.path.slice(uiPrefix.length));
   const index = resolve(root, 'index.html');
-  if (rel !== '') {
-    const file = resolve(root, rel);
-    if (!file.startsWith(root + sep)) throw noFile(req.path);
-    const real = await fileWithin(root, file);
-    if (real !== undefined) return fileReply(real, rel.startsWith('assets/') ? immutable : revalidate);
-    if (rel.startsWith('assets/')) throw noFile(req.path);
+  if (segments.length > 0) {
+    const assets = segments.length > 1 && segments[0] === 'assets';
+    if (segments.every(isFileName)) {
+      const file = resolve(root, segments.join('/'));
+      if (!file.startsWith(root + sep)) throw noFile(req.path);
+      const real = await fileWithin(root, file);
+      if (real !== undefined) return fileReply(real, assets ? immutable : revalidate);
+    }
+    if (assets) throw noFile(req.path);
   }
   if (!(await isFile(index))) throw notBuilt(dir);
   return fileReply(index, revalidate);
@@ -118,8 +130,11 @@ function home(req: Request): Reply {
   return { t: 'redirect', location: '/ui/', status: 301 };
 }
 
+/** The dashboard's route: the raw path after it is split into segments before they are decoded. */
+const uiPrefix = '/ui/';
+
 export const uiRoutes: Route<ApiContext>[] = [
   { path: '/', prefix: false, public: true, methods: { GET: home }, produces: { GET: noBody } },
   // A file's type is known once it is found: the answer is judged on it (negotiation.ts); a redirect has none.
-  { path: '/ui/', prefix: true, rest: 'path', public: true, methods: { GET: serve }, produces: { GET: noBody } },
+  { path: uiPrefix, prefix: true, rest: 'path', public: true, methods: { GET: serve }, produces: { GET: noBody } },
 ];
