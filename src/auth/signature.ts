@@ -39,7 +39,9 @@
  *   bad_signature → stale → replayed → busy. The nonce is recorded only after the signature and the
  *   timestamp check out, so unsigned traffic can neither fill the memory nor burn a caller's nonces.
  * - Restarts: a process remembers only the nonces it accepted itself, so a request stamped before the
- *   second its memory began (sinceMs) is stale: one captured before a restart cannot be replayed after it.
+ *   second its memory began is stale: one captured before a restart cannot be replayed after it. That second
+ *   is reckoned back from the wall clock now by the memory's age on the interval clock (ageMs), so a clock
+ *   corrected after the start (one that ran an hour ahead) does not put it an hour in the future.
  * - Memory: at most entriesMax nonces. A nonce is never forgotten before its window has passed (that would
  *   let its request be replayed): when the memory is full of live nonces a new signed request is refused
  *   (busy) until the oldest expire. Only callers holding a valid secret can fill it.
@@ -132,18 +134,18 @@ export interface NonceWindowOptions {
   /** Most (appKey, nonce) pairs remembered; when all are live, new ones are refused. @default 200_000 (nonceEntriesMaxDefault) */
   entriesMax: number;
   /**
-   * When this memory began (ms since the epoch): a request stamped before that second may have been
-   * accepted by a process whose nonces are gone, so it is refused as stale. @default 0 (remembers all)
+   * How long this memory has existed (ms, read on the interval clock, which a wall-clock step does not
+   * move): a request stamped before the second it began, reckoned back from `nowMs`, may have been accepted
+   * by a process whose nonces are gone, so it is refused as stale. @default none (remembers all)
    */
-  sinceMs?: number;
+  ageMs?: () => number;
 }
 
 /** Remembers accepted nonces for windowMs, bounded by entriesMax. Time is an input. */
 export class NonceWindow {
   readonly windowMs: number;
   readonly entriesMax: number;
-  /** Requests stamped before this second (in ms) are older than the memory. */
-  readonly sinceSecondMs: number;
+  readonly #ageMs: (() => number) | undefined;
   /** Pair key → time first accepted; Map order is insertion order, so the oldest entries come first. */
   readonly #acceptedAtMs = new Map<string, number>();
 
@@ -153,7 +155,12 @@ export class NonceWindow {
     }
     this.windowMs = o.windowMs;
     this.entriesMax = o.entriesMax;
-    this.sinceSecondMs = Math.floor((o.sinceMs ?? 0) / 1000) * 1000;
+    this.#ageMs = o.ageMs;
+  }
+
+  /** The second (in ms on the wall clock that reads `nowMs`) this memory began: requests stamped before it are older. */
+  sinceSecondMs(nowMs: number): number {
+    return this.#ageMs === undefined ? 0 : Math.floor((nowMs - this.#ageMs()) / 1000) * 1000;
   }
 
   /** Pairs currently remembered (never more than entriesMax). */
@@ -242,8 +249,9 @@ export function verifySignedRequest(
   if (!(Math.abs(nowMs - Number(timestamp) * 1000) < skewMs)) {
     throw new SignatureError('stale', `timestamp is not within ${Math.round(skewMs / 1000)} s of the server's clock`);
   }
-  if (Number(timestamp) * 1000 < nonces.sinceSecondMs) {
-    throw new SignatureError('stale', `timestamp is older than the agent's memory of nonces (it started at ${new Date(nonces.sinceSecondMs).toISOString()}): sign the request again`);
+  const sinceSecondMs = nonces.sinceSecondMs(nowMs);
+  if (Number(timestamp) * 1000 < sinceSecondMs) {
+    throw new SignatureError('stale', `timestamp is older than the agent's memory of nonces (it started at ${new Date(sinceSecondMs).toISOString()}): sign the request again`);
   }
   const recorded = nonces.record(appKey, nonce, nowMs);
   if (recorded === 'replayed') throw new SignatureError('replayed', 'nonce already used');

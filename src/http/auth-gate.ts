@@ -7,6 +7,7 @@
 import { accessFor, allowed, allowedPrefix, appSubject, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type Access, type AccessRequest, type Identity, type Resource, type Rule } from '../auth/index.ts';
 import { NonceWindow, nonceEntriesMaxDefault, SignatureError, timestampSkewMsDefault, verifySignedRequest } from '../auth/signature.ts';
 import { RegistryError, type ErrorName } from '../domain/errors.ts';
+import { intervalMs } from '../ports/clock.ts';
 import { tokenCaller } from './rate-limit.ts';
 import type { Request } from './request.ts';
 
@@ -73,7 +74,10 @@ export class AuthGate {
     });
     // Nonces live twice the timestamp skew: as long as any request carrying them could be accepted.
     // This process's nonces begin now: a request stamped before may have been accepted by an earlier one.
-    this.nonces = new NonceWindow({ windowMs: 2 * (settings.signatureSkewMs ?? timestampSkewMsDefault), entriesMax: nonceEntriesMaxDefault, sinceMs: Date.now() });
+    const beganMs = intervalMs();
+    this.nonces = new NonceWindow({
+      windowMs: 2 * (settings.signatureSkewMs ?? timestampSkewMsDefault), entriesMax: nonceEntriesMaxDefault, ageMs: () => intervalMs() - beganMs,
+    });
     this.secrets = new Map(Object.entries(settings.appKeys).map(([k, v]) => [k, v.secret]));
   }
 

@@ -2,11 +2,13 @@
 // wall clock stepped while they run (an NTP step; libfaketime here, which leaves the monotonic clock alone)
 // neither stretches them by the step nor cuts them. Set back an hour: a blocking read, a `?hash` wait on an
 // agent service and a queued acquire answer after their `wait`, not after the hour; stream bookmarks keep
-// coming; a rate-limit window still ends after its period, and Retry-After and X-Rate-Limit-Reset count its
-// seconds left. Set forward: a queued acquire on a key under a lock delay gets the lock once the delay is
-// over, where the estimate of the log's time saw it over at once and, refused, the waiter parked for its
-// whole wait.
+// coming; a rate-limit window still ends after its period, and Retry-After and X-Rate-Limit-Reset count
+// its seconds left. Set forward: a queued acquire on a key under a lock delay gets the lock once the delay
+// is over, where the estimate of the log's time saw it over at once and, refused, the waiter parked for its
+// whole wait. Started an hour ahead and then corrected, the agent takes signed requests stamped with the
+// right time, where its memory of nonces seemed to begin an hour in the future.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { signRequest } from '../../src/auth/signature.ts';
 import { call, client, sleep, type HttpResult } from '../support/agent.ts';
 import { startSteppedAgent, type SteppedAgent } from '../support/stepped-agent.ts';
 import { Stream, subscribe } from '../support/stream.ts';
@@ -114,5 +116,34 @@ describe('a rate-limited agent whose wall clock is set back an hour', () => {
     const after = await c.get('/v1/kv/limited');
     expect(after.status).toBe(404);
     expect(after.headers.get('x-rate-limit-remaining')).toBe('4');
+  }, 30_000);
+});
+
+describe('an agent started with its clock an hour ahead, then corrected', () => {
+  const appSecret = 'app-secret-1';
+  let stepped: SteppedAgent;
+
+  beforeAll(async () => {
+    const auth = { jwt_secret: 'a-test-secret-that-is-long-enough-0123456789', app_keys: { app1: { secret: appSecret, rules: [{ resource: 'key', prefix: '', access: 'write' }] } } };
+    stepped = await startSteppedAgent({ auth }, '+1h');
+  }, 60_000);
+
+  afterAll(async () => {
+    await stepped?.stop();
+  });
+
+  test('takes a request signed at the right time: its memory of nonces began when it started, not an hour from now', async () => {
+    stepped.step('+0');
+    const path = '/v1/kv/signed';
+    const qs = signRequest({ method: 'PUT', path, params: [], body: Buffer.from('v'), appKey: 'app1', secret: appSecret, nonce: `n-${Date.now()}`, signMethod: 'HMACSHA256' });
+    const r = await call(stepped.agent.url, 'PUT', `${path}?${qs}`, 'v');
+    expect([r.status, r.text]).toEqual([200, 'true']);
+    // The same request again is a replay; one stamped before the agent started is older than its memory.
+    expect((await call(stepped.agent.url, 'PUT', `${path}?${qs}`, 'v')).json().code).toBe(1023);
+    const before = signRequest({
+      method: 'PUT', path, params: [], body: Buffer.from('v'), appKey: 'app1', secret: appSecret, nonce: `early-${Date.now()}`,
+      signMethod: 'HMACSHA256', timestampSeconds: Math.floor(Date.now() / 1000) - 120,
+    });
+    expect((await call(stepped.agent.url, 'PUT', `${path}?${before}`, 'v')).json().message).toMatch(/older than the agent's memory of nonces/);
   }, 30_000);
 });
