@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Command } from '../domain/commands.ts';
-import type { Clock, TimerHandle } from '../ports/clock.ts';
+import { intervalMs, type Clock, type TimerHandle } from '../ports/clock.ts';
 import { writeTimedOutError } from '../ports/log-errors.ts';
 import type { Proposal, ReplicatedLog } from '../ports/log.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
@@ -20,7 +20,7 @@ interface Pending {
   appended: boolean;
   /** Apply's result, held until the append resolves. */
   result?: Result;
-  /** When it is given up on (clock ms). */
+  /** When it is given up on (the interval clock's ms: a wall clock set back does not stretch the write timeout). */
   deadlineMs: number;
 }
 
@@ -50,7 +50,7 @@ export class Proposals {
 
   /** Appends the commands as one batch; each promise settles with apply's result for its entry. */
   submit(cmds: readonly Command[]): Promise<Result>[] {
-    const deadlineMs = this.clock.nowMs() + this.writeTimeoutMs;
+    const deadlineMs = intervalMs(this.clock) + this.writeTimeoutMs;
     const proposals: Proposal[] = [];
     const results: Promise<Result>[] = [];
     for (const cmd of cmds) {
@@ -107,7 +107,7 @@ export class Proposals {
   /** Gives up on the proposals past their deadline (the oldest come first), and checks again while any wait. */
   private readonly expire = (): void => {
     this.sweep = undefined;
-    const now = this.clock.nowMs();
+    const now = intervalMs(this.clock);
     this.pending.scan((seq, waiter) => {
       if (waiter.deadlineMs > now) return false;
       this.reject(seq, writeTimedOutError(this.writeTimeoutMs));
