@@ -19,7 +19,7 @@ import { preSharedKey } from '@libp2p/pnet';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  silentLogger, SystemClock, type Clock, type Logger, type Member, type Membership, type MembershipListener,
+  intervalMs, silentLogger, SystemClock, type Clock, type Logger, type Member, type Membership, type MembershipListener,
   type TimerHandle,
 } from '../src/ports/index.ts';
 import { commandLevel } from '../src/domain/index.ts';
@@ -142,7 +142,7 @@ export class GossipMembership implements Membership {
   async start(): Promise<void> {
     if (this.node !== undefined || this.stopped) throw new Error('membership: start() is called once');
     this.inc = this.clock.nowMs();
-    this.seedWatch = new SeedWatch({ logger: this.logger, aloneWarnMs: 2 * this.suspicionMs }, this.inc);
+    this.seedWatch = new SeedWatch({ logger: this.logger, aloneWarnMs: 2 * this.suspicionMs }, intervalMs(this.clock));
     const self = { name: this.self.name, id: this.self.id, inc: this.inc, http: this.self.http };
     const taken = this.opts.identityTaken;
     this.clashes = (['name', 'id', 'both'] as const).map((shared) => new IdentityClash({
@@ -163,7 +163,7 @@ export class GossipMembership implements Membership {
   }
 
   members(): Member[] {
-    return this.table.members(this.clock.nowMs());
+    return this.table.members(intervalMs(this.clock));
   }
 
   alive(): string[] {
@@ -222,7 +222,7 @@ export class GossipMembership implements Membership {
 
   private scheduleSweep(): void {
     if (this.stopped) return;
-    if (this.table.sweep(this.clock.nowMs(), this.suspicionMs)) this.changed();
+    if (this.table.sweep(intervalMs(this.clock), this.suspicionMs)) this.changed();
     const everyMs = Math.max(1, Math.floor(this.heartbeatMs / sweepsPerHeartbeat));
     this.timers.sweep = this.clock.setTimer(everyMs, () => this.scheduleSweep());
   }
@@ -238,9 +238,9 @@ export class GossipMembership implements Membership {
       this.foreign(hb, fromPeer);
       return;
     }
-    for (const clash of this.clashes) clash.heard(hb, fromPeer, this.clock.nowMs());
+    for (const clash of this.clashes) clash.heard(hb, fromPeer, intervalMs(this.clock));
     if (fromPeer !== undefined) for (const a of hb.addrs ?? []) this.peerAt.set(a, fromPeer);
-    const heard = this.table.heard(hb, this.clock.nowMs());
+    const heard = this.table.heard(hb, intervalMs(this.clock));
     const forced = hb.forceLeave !== undefined && hb.forceLeave.name !== this.self.name && this.table.forceLeave(hb.forceLeave.name, hb.forceLeave.prune);
     if (heard || forced) this.changed();
   }
@@ -274,7 +274,7 @@ export class GossipMembership implements Membership {
       await Promise.all(targets.slice(0, dialsPerRoundMax).map((ma) => this.dial(ma)));
       const own = new Set(this.addresses());
       const seeds = this.seeds.map(String).filter((k) => !own.has(k) && this.peerAt.get(k) !== this.node?.peerId.toString());
-      this.seedWatch?.round(this.clock.nowMs(), this.table.alive().length > 1, seeds);
+      this.seedWatch?.round(intervalMs(this.clock), this.table.alive().length > 1, seeds);
     } catch (err) {
       this.logger.warn({ err }, 'membership: redial round failed');
     } finally {

@@ -1,6 +1,7 @@
 /**
  * Who has been heard from, and their status: the pure core of GossipMembership. It never reads a
- * clock; the caller passes `nowMs`, so tests drive it with plain numbers.
+ * clock; the caller passes `nowMs`, so tests drive it with plain numbers. GossipMembership passes the
+ * interval clock's reading (intervalMs): how long a member has been silent is not moved by a wall-clock step.
  */
 import { commandLevel } from '../src/domain/index.ts';
 import type { Member, MemberStatus } from '../src/ports/index.ts';

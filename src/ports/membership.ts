@@ -3,6 +3,8 @@
  * gossip heartbeats (cluster/gossip-membership.ts). The runtime uses it to decide which live member
  * owns each timer, and to notice failed nodes.
  */
+import { intervalMs } from './clock.ts';
+
 export type MemberStatus = 'alive' | 'failed' | 'left';
 
 export interface Member {
@@ -15,7 +17,7 @@ export interface Member {
   /** host:port of the node's gRPC health service. */
   grpc: string;
   status: MemberStatus;
-  /** Wall-clock ms of the last heartbeat heard (the own node: now). */
+  /** The interval clock's ms (intervalMs in clock.ts) of the last heartbeat heard (the own node: now); an age, never shown. */
   lastHeardMs: number;
   /**
    * The command level of the member's release (src/domain/command-level.ts), as its heartbeat says;
@@ -47,7 +49,7 @@ export class StaticMembership implements Membership {
   async start(): Promise<void> {}
 
   members(): Member[] {
-    return [{ ...this.self, status: 'alive', lastHeardMs: Date.now() }];
+    return [{ ...this.self, status: 'alive', lastHeardMs: intervalMs() }];
   }
 
   alive(): string[] {

@@ -39,7 +39,7 @@ import {
   gossipCheckId, gossipCheckName, gossipCheckOutputAlive, gossipCheckOutputFailed, gossipCheckOutputLeft,
 } from '../domain/limits.ts';
 import type { CatalogNode, HealthCheck } from '../domain/types.ts';
-import type { Clock, TimerHandle } from '../ports/clock.ts';
+import { intervalMs, type Clock, type TimerHandle } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
 import type { Member, Membership } from '../ports/membership.ts';
 import type { RegistryState, Result } from '../state/index.ts';
@@ -77,6 +77,7 @@ interface View {
   aliveCount: number;
   inMajority: boolean;
   graceOver: boolean;
+  /** The interval clock's reading (intervalMs). */
   now: number;
 }
 
@@ -112,7 +113,7 @@ export class NodeHealthOwner {
   private leavingNow = false;
   /** Nodes whose gossip check update this node has proposed and not yet seen applied. */
   private readonly inFlight = new Set<string>();
-  /** Nodes this node has seen failed, in a majority view, since when (its clock). */
+  /** Nodes this node has seen failed, in a majority view, since when (its interval clock: a wall-clock step neither delays nor hastens the report). */
   private readonly failureSince = new Map<string, number>();
   /** Failed nodes whose report this owner withholds for want of a majority, warned about once. */
   private readonly withheld = new Set<string>();
@@ -126,7 +127,7 @@ export class NodeHealthOwner {
 
   /** The grace for unheard members counts from here. */
   start(): void {
-    this.startedAtMs = this.host.clock.nowMs();
+    this.startedAtMs = intervalMs(this.host.clock);
   }
 
   /** From here on, entries that change a gossip check are looked at (`entriesChanged`). */
@@ -234,7 +235,7 @@ export class NodeHealthOwner {
     const state = host.state();
     const members = new Map(host.membership.members().map((m) => [m.name, m]));
     const alone = this.o.alone === true;
-    const graceOver = alone || host.clock.nowMs() - this.startedAtMs >= this.o.graceMs;
+    const graceOver = alone || intervalMs(host.clock) - this.startedAtMs >= this.o.graceMs;
     const rosterNodes = [...state.nodes.values()].filter((node) => gossipCheckOf(state, node.node) !== undefined);
     // Alone, the agent is every member there is; in a cluster a node not heard yet may be a member cut off,
     // while one that left, by gossip or by the log's record, is not a member any more unless heard alive again.
@@ -246,7 +247,7 @@ export class NodeHealthOwner {
     const aliveCount = counted.filter((node) => node.node === host.nodeName || members.get(node.node)?.status === 'alive').length;
     return {
       members, rosterNodes, counted, aliveCount, inMajority: alone || 2 * aliveCount > counted.length,
-      graceOver, now: host.clock.nowMs(),
+      graceOver, now: intervalMs(host.clock),
     };
   }
 

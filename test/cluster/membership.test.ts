@@ -1,10 +1,12 @@
 // Goal: three GossipMembership nodes seeded by plain addresses see each other alive; a clean stop is seen as `left` at once, a SIGKILLed member as `failed` after about suspicionMs, and alive again when it restarts on its port.
+// A node whose wall clock is set back an hour just after a member dies still sees it failed after about suspicionMs (silence is measured on the monotonic clock).
 import { afterAll, describe, expect, test } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GossipMembership, type GossipMembershipOptions } from '../../cluster/gossip-membership.ts';
 import type { Member, MemberStatus } from '../../src/ports/membership.ts';
+import { SteppedSystemClock } from '../support/stepped-clock.ts';
 
 const heartbeatMs = 250;
 const suspicionMs = 1_500;
@@ -148,6 +150,19 @@ describe('GossipMembership, three nodes on 127.0.0.1', () => {
     expect(a.alive()).toEqual(['a']);
     expect(a.members().map((m) => [m.name, m.status])).toEqual([['a', 'alive'], ['b', 'left'], ['c', 'left']]);
   }, 40_000);
+
+  test('a node whose wall clock is set back an hour just after a member dies sees it failed after about suspicionMs', async () => {
+    const clock = new SteppedSystemClock();
+    const s = new GossipMembership({ ...options('s', []), clock });
+    inProcess.push(s);
+    await s.start();
+    const d = await ChildMember.start(options('d', s.addresses()));
+    children.push(d);
+    await until('d alive at s', () => statusOf(s.members(), 'd') === 'alive' || undefined);
+    await d.kill('SIGKILL');
+    clock.step(-3_600_000);
+    await until('d failed at s', () => statusOf(s.members(), 'd') === 'failed' || undefined, suspicionMs + failMarginMs);
+  }, 30_000);
 
   test('no seeds: addresses published through a hook and discovered from it (as NATS key-value would)', async () => {
     const registry = new Map<string, string[]>();

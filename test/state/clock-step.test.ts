@@ -1,11 +1,16 @@
 // Goal: the runtime's local deadlines are measured on the interval clock, so a wall clock stepped while they
 // run (an NTP step) neither stretches them by the step nor ends them early. A write its log never confirms
-// is answered as timed out after write_timeout, also when the wall clock is set back an hour meanwhile.
+// is answered as timed out after write_timeout, also when the wall clock is set back an hour meanwhile; and
+// the owner of a node that failed reports it after its confirmation time when the wall clock is set back an
+// hour just after the failure, where the hour was added to the confirmation (a dead node kept its lock).
 import { describe, expect, test } from 'vitest';
+import { gossipCheckId } from '../../src/domain/limits.ts';
 import { isWriteTimedOut } from '../../src/ports/log-errors.ts';
 import { silentLogger } from '../../src/ports/logger.ts';
 import { Runtime } from '../../src/runtime/index.ts';
+import { ownerOf } from '../../src/runtime/ownership.ts';
 import { createMemoryLogStore, MemoryLog } from '../../src/wal/index.ts';
+import { HandMembership } from '../support/hand-membership.ts';
 import { SteppedManualClock } from '../support/stepped-clock.ts';
 
 const flush = async () => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
@@ -26,6 +31,37 @@ describe('a runtime whose wall clock is set back an hour', () => {
     clock.advance(2_500);
     await flush();
     expect(isWriteTimedOut(outcome)).toBe(true);
+    await runtime.stop();
+  });
+
+  test('the owner of a failed node reports it after the confirmation time', async () => {
+    const holder = Array.from({ length: 100 }, (_, i) => `h${i}`).find((x) => ownerOf(`node:${x}`, ['n1', 'n2']) === 'n1')!;
+    const clock = new SteppedManualClock();
+    const membership = new HandMembership();
+    membership.set({ n1: 'alive', n2: 'alive', [holder]: 'alive' });
+    const runtime = new Runtime({
+      log: new MemoryLog({ clock, store: createMemoryLogStore() }), clock, logger: silentLogger, nodeName: 'n1', nodeId: 'id-n1',
+      address: 'n1', membership, membershipGraceMs: 1_000, failureConfirmMs: 2_000,
+    });
+    await runtime.start();
+    for (const node of ['n2', holder]) {
+      await runtime.propose({
+        t: 'catalog.register', node, id: `id-${node}`, address: node, meta: {},
+        checks: [{ checkId: gossipCheckId, name: 'Gossip Health Status', status: 'passing', notes: '', output: 'Agent alive and reachable' }],
+      });
+    }
+    await runtime.propose({
+      t: 'session.create', id: 's', node: holder, name: '', lockDelayNs: 0, behavior: 'release', ttl: '', ttlMs: 0, nodeChecks: [gossipCheckId], serviceChecks: null,
+    });
+    expect(await runtime.propose({ t: 'kv.acquire', key: 'jobs/X', value: null, flags: '0', session: 's' })).toMatchObject({ ok: true });
+    clock.advance(1_000);
+    membership.set({ n1: 'alive', n2: 'alive', [holder]: 'failed' });
+    await flush();
+    clock.step(-hourMs);
+    clock.advance(2_000);
+    await flush();
+    expect(runtime.state.checkOf(holder, gossipCheckId)?.status).toBe('critical');
+    expect(runtime.state.kvGet('jobs/X')?.session).toBeUndefined();
     await runtime.stop();
   });
 });
