@@ -92,13 +92,16 @@ export function cachedAnswer(reply: Reply, req: Request): Reply {
   return { ...reply, cache: true };
 }
 
-/** `wait`: a Go duration, at most 10 min (longer is cut to it); 5 min when absent or empty. */
+/**
+ * `wait`: a Go duration, at most 10 min (longer is cut to it); 5 min when absent, empty, 0 or negative, as
+ * Consul's servers take a wait of 0 or less (RPCQueryTimeout): a client passing `wait=0` blocks, not spins.
+ */
 export function parseWaitMs(req: Request): number {
   const waitText = param(req, 'wait');
   if (waitText === undefined || waitText === '') return blockingWaitMsDefault;
   const parsed = parseGoDurationMs(waitText);
-  if (parsed === undefined || parsed < 0) throw new RegistryError('waitInvalid', { rule: goDurationRule });
-  return Math.min(parsed, blockingWaitMsMax);
+  if (parsed === undefined) throw new RegistryError('waitInvalid', { rule: goDurationRule });
+  return parsed <= 0 ? blockingWaitMsDefault : Math.min(parsed, blockingWaitMsMax);
 }
 
 export function checkDatacenter(req: Request, api: ApiContext): void {

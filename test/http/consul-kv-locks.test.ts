@@ -1,5 +1,6 @@
 // Goal: blocking reads, consistency and the lock recipe (consul-compat §3, §6) written once and run in both
 // dialects — the consul dialect driven by the real npm `consul` 2.0.1 client, the seed dialect over raw HTTP.
+// A wait of 0 or less is the default wait in both, as in Consul (RPCQueryTimeout), not an answer at once.
 import { describe, expect, test } from 'vitest';
 import { expectError, sleep } from '../support/in-process.ts';
 import { type Raw, type Entry, lockFlags, type Driver, expectText, expectJson, expectIndexHeaders, rawFlags, until, dialects, consulKvSuite } from '../support/consul-kv.ts';
@@ -39,6 +40,22 @@ describe.each(dialects)('%s dialect', (dialect) => {
       await sleep(300);
       expect(w.changes.length).toBe(seen);
       expect(w.errors).toEqual([]);
+    });
+
+    test('a wait of 0, 0s or -1s is the default wait (5 min), as Consul takes a wait of 0 or less: the GET stays parked until a write wakes it', async () => {
+      const key = uniq('wait-zero');
+      expect((await d.set(key, 'a')).ok).toBe(true);
+      for (const wait of ['0', '0s', '-1s']) {
+        const i0 = expectIndexHeaders(await raw.get(`/v1/kv/${key}`));
+        let answered = false;
+        const parked = raw.get(`/v1/kv/${key}?index=${i0}&wait=${wait}`).then((r) => { answered = true; return r; });
+        await sleep(400);
+        expect(answered, `wait=${wait}`).toBe(false);
+        expect((await d.set(key, wait)).ok).toBe(true);
+        const woke = await parked;
+        expect(woke.status).toBe(200);
+        expect(expectIndexHeaders(woke)).toBeGreaterThan(i0);
+      }
     });
 
     test('raw blocking GET: wakes on a write with the new index; times out with the same index', async () => {
