@@ -18,15 +18,26 @@ export type SubscribeRequest =
 
 const refused = (id: unknown, code: string, message: string): SubscribeRequest => ({ ok: false, id, code, message });
 
+/** The fields a `subscribe` message has (watch.md §4.2); any other is refused. */
+const subscribeFields: readonly string[] = ['op', 'id', 'topic', 'key', 'index', 'epoch', 'filter'];
+/** Characters of an unknown field's name quoted back in the refusal. */
+const fieldNameShownMax = 64;
+
 /**
  * Checks a `subscribe` message against the connection's subscriptions and identity, and makes its topic view.
  * Every field must be of its type (`id`, `topic` and `key` strings, `index` a non-negative integer, `epoch` a
  * string, `filter` an object of the topic's own filters, each true or false): a field that is not is refused
- * rather than read as something else, so a client never gets a view other than the one it asked for.
+ * rather than read as something else, so a client never gets a view other than the one it asked for. A field
+ * the message does not have is refused too, first, as a filter the topic does not take is: a misspelt `index`
+ * or `filter` (`Index`, `filters`) would be left out and the client sent a snapshot or items it did not ask for.
  */
 export function subscribeRequest(msg: Record<string, unknown>, subs: ReadonlyMap<string, Sub>, subscriptionsMax: number,
   identity: Identity | undefined, api: ApiContext): SubscribeRequest {
   const { id, topic, key, index, epoch, filter } = msg;
+  const unknown = Object.keys(msg).find((name) => !subscribeFields.includes(name));
+  if (unknown !== undefined) {
+    return refused(id, 'bad_request', `unknown field ${JSON.stringify(unknown.slice(0, fieldNameShownMax))}: a subscribe takes ${subscribeFields.join(', ')}`);
+  }
   if (typeof id !== 'string' || id === '' || id.length > 128) return refused(id, 'bad_request', 'id must be a non-empty string of at most 128 characters');
   if (subs.has(id)) return refused(id, 'already_subscribed', `subscription "${id}" exists on this connection`);
   if (subs.size >= subscriptionsMax) return refused(id, 'too_many_subscriptions', `at most ${subscriptionsMax} subscriptions per connection`);

@@ -195,6 +195,27 @@ describe('bookmarks, unsubscribe, errors (§4.2, §4.5, §4.7)', () => {
     expect((await subscribe(s, { id: 'none', ...kv, filter: {} })).items.map((e) => e.Key)).toEqual(['typed/unlocked']);
   });
 
+  test('a field a subscribe does not have is refused bad_request naming it, misspellings of its own fields too; nothing is subscribed', async () => {
+    await kvPut(c, 'unknown/locked-or-not', 'x');
+    const s = await Stream.open(agent);
+    const kv = { topic: 'kv_prefix', key: 'unknown/' };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...kv, filters: { lockedOnly: true } }, 'filters'], [{ ...kv, Index: 1 }, 'Index'], [{ ...kv, idx: 0 }, 'idx'],
+      [{ ...kv, Topic: 'kv_prefix' }, 'Topic'], [{ ...kv, token: 'secret' }, 'token'],
+    ];
+    for (const [req, name] of cases) {
+      expect(await refused(s, { id: 'extra', ...req }), name).toMatchObject({
+        type: 'error', id: 'extra', code: 'bad_request', message: `unknown field "${name}": a subscribe takes op, id, topic, key, index, epoch, filter`,
+      });
+    }
+    // A misspelt id is named rather than taken for a missing one.
+    const from = s.mark;
+    s.send({ op: 'subscribe', ID: 'extra', ...kv });
+    expect(await s.next(from, (m) => m.type === 'error', 'the refusal')).toMatchObject({ id: null, code: 'bad_request', message: expect.stringMatching(/^unknown field "ID"/) });
+    // Nothing was subscribed under the id: it is free, and the fields as documented work.
+    expect((await subscribe(s, { id: 'extra', ...kv, filter: { lockedOnly: true }, index: 0 })).items).toEqual([]);
+  });
+
   for (const [what, text] of [['bad JSON', '{not json'], ['a JSON array', '[1,2]'], ['an unknown op', '{"op":"frobnicate","id":"x"}']] as const) {
     test(`${what} closes the connection with 1008`, async () => {
       const s = await Stream.open(agent);
