@@ -6,7 +6,7 @@
  */
 import type { Command } from '../domain/commands.ts';
 import type { CheckStatus, HealthCheck } from '../domain/types.ts';
-import type { Clock, TimerHandle } from '../ports/clock.ts';
+import { intervalMs, type Clock, type TimerHandle } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
 import type { RuntimeObserver } from '../ports/observer.ts';
 import type { ProbeFactory } from '../ports/probe.ts';
@@ -284,7 +284,7 @@ export class CheckOwner {
   }
 
   private nowMs(): number {
-    return this.o.clock.monotonicMs?.() ?? this.o.clock.nowMs();
+    return intervalMs(this.o.clock);
   }
 
   private armTtl(check: HealthCheck, runner: Runner): void {

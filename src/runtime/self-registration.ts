@@ -13,7 +13,7 @@
 import type { CatalogRegister, Command } from '../domain/commands.ts';
 import { RegistryError } from '../domain/errors.ts';
 import { gossipCheckId, gossipCheckName, gossipCheckOutputAlive } from '../domain/limits.ts';
-import type { Clock } from '../ports/clock.ts';
+import { intervalMs, type Clock } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
 import type { Member } from '../ports/membership.ts';
 import type { RegistryState, Result } from '../state/index.ts';
@@ -51,7 +51,7 @@ const againSpacingMs = 1_000;
 export class SelfRegistration {
   /** Set while the start waits for a live holder of this node's ID: nothing registers this node meanwhile. */
   private waitingForId = false;
-  /** When this node was last registered again (entriesApplied), and whether a later turn is awaited. */
+  /** When this node was last registered again (entriesApplied; the interval clock's ms), and whether a later turn is awaited. */
   private againAtMs = -Infinity;
   private againWaiting = false;
   private warnedShared = false;
@@ -95,7 +95,7 @@ export class SelfRegistration {
   entriesApplied(): void {
     const { host } = this;
     if (this.againWaiting || this.waitingForId || !host.running() || selfRegistered(host.state(), host.self)) return;
-    const waitMs = this.againAtMs + againSpacingMs - host.clock.nowMs();
+    const waitMs = this.againAtMs + againSpacingMs - intervalMs(host.clock);
     if (waitMs > 0) {
       this.againWaiting = true;
       host.clock.setTimer(waitMs, () => {
@@ -104,7 +104,7 @@ export class SelfRegistration {
       });
       return;
     }
-    this.againAtMs = host.clock.nowMs();
+    this.againAtMs = intervalMs(host.clock);
     const holder = host.state().nodes.get(host.self.name);
     if (holder !== undefined && holder.id.toLowerCase() !== host.self.id.toLowerCase() && !this.warnedShared) {
       this.warnedShared = true;

@@ -7,7 +7,7 @@
  * (1 s up to a minute), not at the next applied entry: a log that cannot take snapshots for a while (a full
  * disk, an unreachable store) would otherwise be asked, and log a warning, for every commit.
  */
-import type { Clock } from '../ports/clock.ts';
+import { intervalMs, type Clock } from '../ports/clock.ts';
 import type { Logger } from '../ports/logger.ts';
 import type { ReplicatedLog } from '../ports/log.ts';
 import { stateBytes, toSnapshotData, type RegistryState } from '../state/index.ts';
@@ -26,7 +26,7 @@ export class Snapshots {
    */
   private bytesAtSnapshot = 0;
   private inFlight: Promise<void> | undefined;
-  /** Failed saves in a row, and when the next may start (clock ms). */
+  /** Failed saves in a row, and when the next may start (the interval clock's ms). */
   private failures = 0;
   private notBeforeMs = 0;
 
@@ -49,12 +49,12 @@ export class Snapshots {
     const stateItems = state.kv.size + state.sessions.size;
     const due = this.restoredIndex > this.lastIndex || state.index - this.lastIndex >= Math.max(this.everyEntries, stateItems);
     if (!due && !this.bytesDue(state)) return;
-    if (this.clock.nowMs() < this.notBeforeMs) return;
+    if (intervalMs(this.clock) < this.notBeforeMs) return;
     this.inFlight = this.save(state)
       .then(() => { this.failures = 0; }, (err: unknown) => {
         const pauseMs = Math.min(retryPauseMs.first * 2 ** this.failures, retryPauseMs.max);
         this.failures += 1;
-        this.notBeforeMs = this.clock.nowMs() + pauseMs;
+        this.notBeforeMs = intervalMs(this.clock) + pauseMs;
         this.logger.warn({ err, failuresInARow: this.failures, retryInMs: pauseMs }, 'snapshot failed; will retry later');
       })
       .finally(() => { this.inFlight = undefined; });

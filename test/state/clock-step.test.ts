@@ -1,8 +1,9 @@
 // Goal: the runtime's local deadlines are measured on the interval clock, so a wall clock stepped while they
 // run (an NTP step) neither stretches them by the step nor ends them early. A write its log never confirms
-// is answered as timed out after write_timeout, also when the wall clock is set back an hour meanwhile; and
+// is answered as timed out after write_timeout, also when the wall clock is set back an hour meanwhile;
 // the owner of a node that failed reports it after its confirmation time when the wall clock is set back an
-// hour just after the failure, where the hour was added to the confirmation (a dead node kept its lock).
+// hour just after the failure, where the hour was added to the confirmation (a dead node kept its lock);
+// and an agent whose node is removed from the catalog registers it again within its spacing of a second.
 import { describe, expect, test } from 'vitest';
 import { gossipCheckId } from '../../src/domain/limits.ts';
 import { isWriteTimedOut } from '../../src/ports/log-errors.ts';
@@ -31,6 +32,24 @@ describe('a runtime whose wall clock is set back an hour', () => {
     clock.advance(2_500);
     await flush();
     expect(isWriteTimedOut(outcome)).toBe(true);
+    await runtime.stop();
+  });
+
+  test('an agent whose node is deregistered registers it again within a second, not after the hour', async () => {
+    const clock = new SteppedManualClock();
+    const runtime = new Runtime({ log: new MemoryLog({ clock, store: createMemoryLogStore() }), clock, logger: silentLogger, nodeName: 'n1', nodeId: 'id-n1', address: 'n1' });
+    await runtime.start();
+    await flush();
+    expect(runtime.state.nodes.has('n1')).toBe(true);
+    await runtime.propose({ t: 'catalog.deregister', node: 'n1' });
+    await flush();
+    expect(runtime.state.nodes.has('n1')).toBe(true);
+    clock.step(-hourMs);
+    await runtime.propose({ t: 'catalog.deregister', node: 'n1' });
+    await flush();
+    clock.advance(1_500);
+    await flush();
+    expect(runtime.state.nodes.has('n1')).toBe(true);
     await runtime.stop();
   });
 
