@@ -50,20 +50,19 @@ export class SegmentFiles {
   }
 
   /**
-   * Starts afresh in an empty `walDir`: one new segment whose first entry is `first` (the entries before
-   * it are in a snapshot), created, preallocated and its name made durable.
+   * Starts afresh on the only segment of `walDir`, which the caller created empty and made durable, its
+   * first entry `first` (the entries before it are in a snapshot): opened and preallocated. A failure leaves
+   * it there, empty or partly zeroed, as a start takes it.
    */
   static async start(walDir: string, segmentBytesMax: number, first: number): Promise<SegmentFiles> {
     const path = join(walDir, segmentName(first));
     // Read as well as written: `lost` reads back the last byte of its commits.
-    const fh = await open(path, 'wx+');
+    const fh = await open(path, 'r+');
     const active: ActiveSegment = { first, path, fh, bytes: 0, allocated: 0 };
     try {
       await preallocate(active);
-      await syncDir(walDir);
     } catch (err) {
       await fh.close().catch(() => undefined);
-      await rm(path, { force: true }).catch(() => undefined);
       throw err;
     }
     return new SegmentFiles(walDir, segmentBytesMax, [{ first, path }], active);
