@@ -1,7 +1,8 @@
 // Goal: the dashboard's detail pages in Debian's Chromium against a started agent, reached by their
 // links. A service: its instances, its checks with output, and the recent transitions of those checks
 // with the output each had (seen live). A node: member status, checks, services, sessions. A session:
-// the locks it holds with their LockIndex and the checks it is bound to. A lock key: its holder and
+// the locks it holds with their LockIndex and the checks it is bound to; a TTL of `0s` (kept as sent)
+// shown as no TTL, as a session without one is. A lock key: its holder and
 // LockIndex (the fencing token), and the hand-offs seen live. Unknown /ui/ addresses get the not-found
 // view, and a detail page of something that went away says so.
 import { describe, expect, test } from 'vitest';
@@ -71,6 +72,31 @@ describe('detail pages', () => {
       await ok(ui.c.put(`/v1/session/destroy/${sid}`), 'destroy');
       await page.waitForSelector('[data-gone]');
     });
+  });
+
+  test('a session TTL of "0s" or "0" (kept as sent) reads as no TTL, as one without TTL does, in the lists and on its page', async () => {
+    const zero = await ui.c.session({ Name: 'ttl-zero', TTL: '0s' });
+    const bare = await ui.c.session({ Name: 'ttl-bare', TTL: '0' });
+    const none = await ui.c.session({ Name: 'ttl-none' });
+    const timed = await ui.c.session({ Name: 'ttl-timed', TTL: '90s' });
+    const ttlCell = (view: string, sid: string) => `[data-view="${view}"] tr[data-session="${sid}"] td >> nth=${view === 'sessions' ? 3 : 2}`;
+    await ui.withPage('/ui/sessions', async (page) => {
+      await page.waitForSelector(`[data-view="sessions"] tr[data-session="${timed}"]`);
+      const shown = [];
+      for (const sid of [zero, bare, none, timed]) shown.push(await page.textContent(ttlCell('sessions', sid)));
+      expect(shown).toEqual(['—', '—', '—', '90s']);
+    });
+    await ui.withPage('/ui/nodes/node1', async (page) => {
+      await page.waitForSelector(`[data-view="node-sessions"] tr[data-session="${timed}"]`);
+      expect([await page.textContent(ttlCell('node-sessions', zero)), await page.textContent(ttlCell('node-sessions', timed))]).toEqual(['—', '90s']);
+    });
+    for (const sid of [zero, none]) {
+      await ui.withPage(`/ui/sessions/${sid}`, async (page) => {
+        await page.waitForSelector('dl.facts');
+        const facts = await page.$$eval('dl.facts dt', (dts) => dts.map((dt) => [dt.textContent, dt.nextElementSibling?.textContent]));
+        expect(facts).toContainEqual(['TTL', 'none (lives until destroyed or a bound check fails)']);
+      });
+    }
   });
 
   test('a lock key: holder, LockIndex as the fencing token, and the hand-offs seen live', async () => {

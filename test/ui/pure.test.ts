@@ -1,14 +1,15 @@
 // Goal: the dashboard's pure parts, case by case: addresses to pages (router.ts; anything unknown is the
 // not-found view), a KV folder's listing and crumbs, a value's text/JSON/base64 views and the way back to
-// bytes with its refusals, uint64 flags, the timeline's transitions from successive stream views, and
-// what a refused API call was (permission denied, a failed condition, or another error) in both dialects.
+// bytes with its refusals, uint64 flags, the timeline's transitions from successive stream views, what a
+// refused API call was (permission denied, a failed condition, or another error) in both dialects, and
+// which session TTLs are no TTL.
 import { describe, expect, test } from 'vitest';
 import { byteSize, crumbs, exactFlags, folderRows, naturalMode, parseFlags, parseValue, showValue, type KvItem } from '../../ui/src/kv-model.ts';
 import { hasDotSegment, keyFromAddress, keyToAddress } from '../../ui/src/addresses.ts';
 import { explained, failureOf } from '../../ui/src/refusals.ts';
 import { parseRoute } from '../../ui/src/router.ts';
 import { record, transitions } from '../../ui/src/timeline.ts';
-import type { Check, KvEntry } from '../../ui/src/model.ts';
+import { sessionTtl, type Check, type KvEntry } from '../../ui/src/model.ts';
 
 const b64 = (s: string | Uint8Array) => Buffer.from(s).toString('base64');
 const item = (Key: string, value = 'v', Session?: string): KvItem => ({ Key, Value: b64(value), Flags: '0', LockIndex: Session ? 1 : 0, CreateIndex: 1, ModifyIndex: 1, ...(Session ? { Session } : {}) });
@@ -148,5 +149,13 @@ describe('refusals', () => {
     expect(explained(new TypeError('Failed to fetch'), attempt).message).toBe('Not saved: Failed to fetch');
     expect(explained(failureOf(403, 'Permission denied'), { outcome: 'Cannot edit', access: 'read', on: 'k' }).message)
       .toBe('Cannot edit: permission denied: this token may not read k. (403: Permission denied)');
+  });
+});
+
+describe('session TTL', () => {
+  test('a zero duration is no TTL, as an empty one is; a term under a nanosecond counts as zero, as in Go', () => {
+    const shown = (TTL: string) => sessionTtl({ TTL });
+    for (const TTL of ['', '0', '0s', '0ms', '0m0s', '0.0s', '0.5ns', '0.0000000001s']) expect(shown(TTL), TTL).toBeUndefined();
+    for (const TTL of ['10s', '90s', '1m30s', '1.5ns', '0.000000001s', '0.5h', '24h']) expect(shown(TTL), TTL).toBe(TTL);
   });
 });

@@ -6,7 +6,7 @@
 import { instanceActions, nodeMaintenanceAction, nodeMaintenanceId } from './actions.ts';
 import { api, errorText } from './api.ts';
 import { badge, chips, facts, h, link, section, table, uiPaths } from './dom.ts';
-import { checksOf, worst, type CatalogNode, type Check, type HealthEntry } from './model.ts';
+import { checksOf, sessionTtl, worst, type CatalogNode, type Check, type HealthEntry } from './model.ts';
 import { nodeChecks, refusedSection } from './node-sources.ts';
 import { poller } from './poll.ts';
 import { arrived, data, repaint, type Page } from './store.ts';
@@ -131,5 +131,5 @@ function nodeSessions(name: string): HTMLElement {
     h('tr', { 'data-row': '', 'data-session': s.ID },
       h('td', {}, link(uiPaths.session(s.ID), s.Name !== '' ? s.Name : s.ID)),
       h('td', {}, s.Behavior),
-      h('td', {}, s.TTL !== '' ? s.TTL : '—'))), 'No sessions on this node.');
+      h('td', {}, sessionTtl(s) ?? '—'))), 'No sessions on this node.');
 }

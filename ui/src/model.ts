@@ -34,6 +34,19 @@ export interface Session {
   ServiceChecks: { ID: string }[] | null;
 }
 
+/** Nanoseconds of each unit of a Go duration. */
+const unitNs: Record<string, number> = { ns: 1, us: 1e3, '\u00b5s': 1e3, '\u03bcs': 1e3, ms: 1e6, s: 1e9, m: 6e10, h: 3.6e12 };
+
+/**
+ * A session's TTL as shown, or undefined when it has none: the agent keeps the duration as it was sent, and
+ * a zero one (`0s`, `0`, `0m0s`; a term under a nanosecond is dropped, as Go drops it) means no TTL, as an
+ * empty one does. The agent took it, so it is a Go duration: its terms are a number and a unit each.
+ */
+export function sessionTtl(s: Pick<Session, 'TTL'>): string | undefined {
+  const terms = [...s.TTL.matchAll(/([0-9.]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/g)];
+  return terms.some(([, n, unit]) => Number(n) * unitNs[unit!]! >= 1) ? s.TTL : undefined;
+}
+
 export interface KvEntry {
   Key: string;
   Session?: string;

@@ -10,7 +10,7 @@ import { hasDotSegment } from './addresses.ts';
 import { api, encodePath, errorText } from './api.ts';
 import { badge, facts, h, link, section, table, uiPaths } from './dom.ts';
 import { kvRefusal } from './kv-view.ts';
-import type { Session } from './model.ts';
+import { sessionTtl, type Session } from './model.ts';
 import { poller } from './poll.ts';
 import { nodeChecks, refusedSection } from './node-sources.ts';
 import { arrived, data, refused, repaint, type Page } from './store.ts';
@@ -27,7 +27,7 @@ function sessionFacts(s: Session): HTMLElement {
     ['Name', s.Name !== '' ? s.Name : '(unnamed)'],
     ['Node', link(uiPaths.node(s.Node), s.Node)],
     ['Behavior', s.Behavior],
-    ['TTL', s.TTL !== '' ? s.TTL : 'none (lives until destroyed or a bound check fails)'],
+    ['TTL', sessionTtl(s) ?? 'none (lives until destroyed or a bound check fails)'],
     ['LockDelay', `${s.LockDelay / 1e9} s`],
   ]);
 }

@@ -3,7 +3,7 @@
  * `tr[data-row]`: the filter box hides and counts those.
  */
 import { badge, chips, h, link, table, uiPaths } from './dom.ts';
-import { worst, type Check, type NodeRow, type ServiceRow, type SessionRow } from './model.ts';
+import { sessionTtl, worst, type Check, type NodeRow, type ServiceRow, type SessionRow } from './model.ts';
 
 export function servicesView(rows: ServiceRow[]): HTMLElement {
   return table('services', ['Health', 'Service', 'Instances', 'Tags'], rows.map((r) => {
@@ -55,7 +55,7 @@ export function sessionsView(rows: SessionRow[]): HTMLElement {
       h('td', {}, h('div', { class: 'name' }, link(uiPaths.session(s.ID), s.Name !== '' ? s.Name : '(unnamed)')), h('div', { class: 'muted mono' }, s.ID)),
       h('td', {}, link(uiPaths.node(s.Node), s.Node)),
       h('td', {}, s.Behavior),
-      h('td', {}, s.TTL !== '' ? s.TTL : '—'),
+      h('td', {}, sessionTtl(s) ?? '—'),
       h('td', {}, locks.length > 0
         ? h('span', { class: 'chips' }, ...locks.map((l) => link(uiPaths.lock(l.Key), l.Key, { class: 'chip lock', 'data-lock': l.Key, title: `LockIndex ${l.LockIndex}` })))
         : h('span', { class: 'muted' }, 'none')),
