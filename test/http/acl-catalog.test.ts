@@ -95,8 +95,12 @@ describe('agent registrations are judged on the service or check they name', () 
   test('a denied service name cannot be registered, nor registered over', async () => {
     expectDenied(await put('/v1/agent/service/register', { Name: 'db', ID: 'db-1' }, fenced), 'service', 'db');
     expect((await put('/v1/agent/service/register', { Name: 'db', ID: 'db-2' }, admin)).status).toBe(200);
-    // Same id, another name: it would replace the db instance.
-    expectDenied(await put('/v1/agent/service/register', { Name: 'web', ID: 'db-2' }, fenced), 'service', 'db');
+    // Same id, another name: it would replace the db instance. A token that may not read db is not told
+    // the name behind the id; one that may read it is.
+    const hidden = await put('/v1/agent/service/register', { Name: 'web', ID: 'db-2' }, fenced);
+    expectDenied(hidden, 'service ID', 'db-2');
+    expect(hidden.text).not.toContain('"db"');
+    expectDenied(await put('/v1/agent/service/register', { Name: 'web', ID: 'db-2' }, reader), 'service', '"db"');
     expect(Object.keys(await get('/v1/agent/services'))).toEqual(['db-2']);
     expect((await put('/v1/agent/service/register', { Name: 'web', ID: 'web-1' }, narrow)).status).toBe(200);
   });

@@ -41,12 +41,12 @@ async function proposeOk(api: ApiContext, cmd: Command): Promise<void> {
 
 // ---------------------------------------------------------------- agent checks
 
-function agentChecks(req: Request, api: ApiContext): Reply {
+async function agentChecks(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const keep = filterOf(req, checkSchema);
+  const filter = filterOf(req, checkSchema);
   const readable = readableUnder(req, 'check', '') ?? everything;
   const rendered = localChecks(api).filter((c) => readable(c.checkId)).map((c) => [c.checkId, renderCheck(c, true)] as const);
-  return json(Object.fromEntries(rendered.filter(([, check]) => keep(check))));
+  return json(Object.fromEntries(await filter.keep(rendered, ([, check]) => check)));
 }
 
 async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
@@ -128,12 +128,12 @@ async function checkUpdate(req: Request, api: ApiContext): Promise<Reply> {
 
 // ---------------------------------------------------------------- agent services
 
-function agentServices(req: Request, api: ApiContext): Reply {
+async function agentServices(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const keep = filterOf(req, agentServiceSchema);
+  const filter = filterOf(req, agentServiceSchema);
   const { service } = catalogAcl(req);
   const rendered = api.runtime.state.servicesOfNode(api.nodeName).filter((s) => service(s.service)).map((s) => [s.id, renderAgentService(s, api.datacenter)] as const);
-  return json(Object.fromEntries(rendered.filter(([, service]) => keep(service))));
+  return json(Object.fromEntries(await filter.keep(rendered, ([, service]) => service)));
 }
 
 async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
@@ -141,10 +141,13 @@ async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
   const replace = param(req, 'replace-existing-checks');
   const parsed = parseService(jsonBody(req) ?? {}, { scriptsAllowed: api.enableScriptChecks, origin: 'remote', dialect: api.dialect });
   requireAccess(req, 'service', parsed.service.service, 'write');
-  // Registering over an instance of another name replaces that service: the caller must be able to write it too.
+  // Registering over an instance of another name replaces that service: the caller must be able to write it
+  // too, and is not told its name when it may not read it.
   const st = api.runtime.state;
   const replaced = st.services.get(st.serviceKey(api.nodeName, parsed.service.id))?.service;
-  if (replaced !== undefined && replaced !== parsed.service.service) requireAccess(req, 'service', replaced, 'write');
+  if (replaced !== undefined && replaced !== parsed.service.service) {
+    requireOwnerWrite(req, api, parsed.service.id, () => new RegistryError('serviceIdDenied', { id: parsed.service.id }));
+  }
   for (const check of parsed.checks) {
     requireReplacedOwnerWrite(req, api, check.checkId, parsed.service.id);
     requireAliasRead(req, api, check.definition);
