@@ -17,7 +17,7 @@ export interface StreamSeen {
   firstSeq: number;
   lastSeq: number;
   messages: number;
-  /** Date.now() of the last answered request. */
+  /** The interval clock's ms (performance.now()) of the last answered request. */
   askedAtMs: number;
 }
 
@@ -70,6 +70,6 @@ export class LeadershipWatch {
     replicas.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     // Read defensively: the sequence range is for display only and must never break the leadership.
     const state: Partial<StreamInfo['state']> = info.state ?? {};
-    this.stream = { replicas, firstSeq: state.first_seq ?? 0, lastSeq: state.last_seq ?? 0, messages: state.messages ?? 0, askedAtMs: Date.now() };
+    this.stream = { replicas, firstSeq: state.first_seq ?? 0, lastSeq: state.last_seq ?? 0, messages: state.messages ?? 0, askedAtMs: performance.now() };
   }
 }

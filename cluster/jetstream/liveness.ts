@@ -17,12 +17,12 @@ export const consumerSilentHeartbeatsMax = 4;
 const aliveSignals: ReadonlySet<string> = new Set(['heartbeat', 'discard', 'debug', 'flow_control', 'ordered_consumer_recreated']);
 
 export class ConsumerLiveness {
-  /** When the server last showed the consumer is alive (a message, a heartbeat, an expired pull). */
+  /** When the server last showed the consumer is alive (a message, a heartbeat, an expired pull): the interval clock's ms. */
   private aliveAtMs = 0;
 
   /** A sign of life: a message was delivered. */
   alive(): void {
-    this.aliveAtMs = Date.now();
+    this.aliveAtMs = performance.now();
   }
 
   /**
@@ -43,7 +43,7 @@ export class ConsumerLiveness {
   watchdog(heartbeatMs: number, stopped: () => boolean, onSilent: (silentMs: number) => void): () => void {
     this.alive();
     const timer = setLongInterval(() => {
-      const silentMs = Date.now() - this.aliveAtMs;
+      const silentMs = performance.now() - this.aliveAtMs;
       if (stopped() || silentMs < consumerSilentHeartbeatsMax * heartbeatMs) return;
       onSilent(silentMs);
     }, heartbeatMs);

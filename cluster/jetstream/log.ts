@@ -120,7 +120,7 @@ export class JetStreamLog implements ReplicatedLog {
   async open(): Promise<Snapshot | undefined> {
     if (this.phase !== 'new' || this.opening) throw new Error(`${kind}.open: already opened`);
     this.opening = true;
-    const deadline = Date.now() + this.settings.openTimeoutMs;
+    const deadline = performance.now() + this.settings.openTimeoutMs;
     // Waited for until the deadline, as the steps after it are: the nats-servers may start after the node.
     const nc = await retrying(this.settings.logger, `connecting to the nats-servers ${this.settings.servers.join(',')}`, deadline,
       () => connectNats(this.settings.servers, this.settings.nodeName, this.settings.auth), this.settings.openTimeoutMs);
@@ -229,7 +229,7 @@ export class JetStreamLog implements ReplicatedLog {
       stream: {
         name: this.stream, leader: this.leadershipWatch.current().leader, replicas: seen.replicas,
         firstSeq: seen.firstSeq, lastSeq: seen.lastSeq, messages: seen.messages,
-        server: this.serverName(), askedAgoMs: seen.askedAtMs === 0 ? 0 : Math.max(0, Date.now() - seen.askedAtMs),
+        server: this.serverName(), askedAgoMs: seen.askedAtMs === 0 ? 0 : Math.max(0, performance.now() - seen.askedAtMs),
       },
       nodes: this.progress.nodes(),
     };
@@ -308,7 +308,7 @@ export class JetStreamLog implements ReplicatedLog {
     this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info, watchSettings(s, s.logger, stores.stream.differs));
     if (s.compactEveryMs > 0) this.startCompactor(compactor, nc.info?.version);
     // Catching up gets a full open timeout of its own: reading a snapshot may have used the first.
-    await reader.catchUp(info.state.last_seq, Math.max(deadline, Date.now() + s.openTimeoutMs), s.openTimeoutMs);
+    await reader.catchUp(info.state.last_seq, Math.max(deadline, performance.now() + s.openTimeoutMs), s.openTimeoutMs);
     if (reader.cursor.index < reader.skipThrough) {
       throw new Error(`${kind}: stream ${s.stream} ends at index ${reader.cursor.index}, before the snapshot at ${reader.skipThrough}`);
     }

@@ -125,7 +125,7 @@ export class ProgressBoard {
   }
 
   /** Every node heard from in the last `progressForgetMs`, this node first-hand, sorted by name. */
-  nodes(nowMs = Date.now()): NodeProgress[] {
+  nodes(nowMs = performance.now()): NodeProgress[] {
     const { server, appliedIndex, digests } = this.own();
     const out: NodeProgress[] = [withWindow({ name: this.nodeName, server, appliedIndex, ageMs: 0 }, digests)];
     for (const [name, h] of this.live(nowMs)) {
@@ -135,7 +135,7 @@ export class ProgressBoard {
   }
 
   /** The marks of every node heard from in the last `progressForgetMs`, this node first-hand, sorted by name. */
-  marks(nowMs = Date.now()): NodeMarks[] {
+  marks(nowMs = performance.now()): NodeMarks[] {
     const { startFrom, compacted, serverVersion } = this.own();
     const out: NodeMarks[] = [{ name: this.nodeName, startFrom, compacted, serverVersion, ageMs: 0 }];
     for (const [name, h] of this.live(nowMs)) {
@@ -159,7 +159,7 @@ export class ProgressBoard {
     const p = decodeProgress(data);
     if (p === undefined || (!this.heard.has(p.name) && this.heard.size >= progressNodesMax)) return;
     const { name, ...heard } = p;
-    this.heard.set(name, { ...heard, atMs: Date.now() });
+    this.heard.set(name, { ...heard, atMs: performance.now() });
     if (name !== this.nodeName && p.digests !== undefined) this.digestsHeard?.(name, p.digests);
   }
 }

@@ -92,7 +92,7 @@ export class Publisher {
    */
   async publish(payload: string, msgID: string): Promise<PubAck> {
     const { ports } = this;
-    const started = Date.now();
+    const started = performance.now();
     for (let attempt = 0; ; attempt += 1) {
       let ack: PubAck;
       try {
@@ -105,7 +105,7 @@ export class Publisher {
         const full = ports.storage !== undefined && isStorageExhausted(err) ? ports.storage.refused(err) : undefined;
         if (full !== undefined && attempt === 0) throw full;
         const pause = backoffMs(attempt, retryPauseMsMax);
-        const spent = Date.now() - started;
+        const spent = performance.now() - started;
         if (full !== undefined || !isTransient(err) || ports.failed() || spent + pause > ports.publishRetryMsMax) {
           throw outcomeUnknownError(`${kind}: publishing commit ${msgID} failed after ${attempt + 1} attempts in ${spent} ms `
             + `(it may still have been stored: outcome unknown): ${errorMessage(err)}`, err);

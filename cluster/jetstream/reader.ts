@@ -107,7 +107,7 @@ export class Reader {
     if (this.cursor.seq >= seq) return Promise.resolve();
     const failure = this.ports.failure();
     if (failure !== undefined) return Promise.reject(failure);
-    return new Promise((resolve, reject) => this.waiters.push({ seq, sinceMs: Date.now(), resolve, reject }));
+    return new Promise((resolve, reject) => this.waiters.push({ seq, sinceMs: performance.now(), resolve, reject }));
   }
 
   /**
@@ -117,7 +117,7 @@ export class Reader {
   private checkStalled(stallMs: number): void {
     const oldest = this.waiters[0];
     if (oldest === undefined || this.ports.stopped() || this.consumer === undefined) return;
-    const now = Date.now();
+    const now = performance.now();
     if (now - Math.max(this.progressAtMs, oldest.sinceMs) < stallMs) return;
     this.progressAtMs = now;
     this.ports.stats.consumerStalls += 1;
@@ -136,13 +136,13 @@ export class Reader {
     for (const w of this.waiters.splice(0)) w.reject(err);
   }
 
-  /** Resolves once the consumer has read up to `seq` (the stream's end when open() began), else rejects at `deadline`. */
+  /** Resolves once the consumer has read up to `seq` (the stream's end when open() began), else rejects at `deadline` (performance.now()). */
   async catchUp(seq: number, deadline: number, openTimeoutMs: number): Promise<void> {
     const caught = this.waitFor(seq);
     let timer: LongTimer | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setLongTimeout(() => reject(new Error(`${kind}.open: not caught up with stream ${this.ports.stream} `
-        + `(seq ${this.cursor.seq} of ${seq}) within ${openTimeoutMs} ms`)), Math.max(0, deadline - Date.now()), false);
+        + `(seq ${this.cursor.seq} of ${seq}) within ${openTimeoutMs} ms`)), Math.max(0, deadline - performance.now()), false);
     });
     try {
       await Promise.race([caught, late]);
@@ -202,7 +202,7 @@ export class Reader {
   private onMessage(m: JsMsg): void {
     if (this.ports.stopped()) return;
     this.liveness.alive();
-    this.progressAtMs = Date.now();
+    this.progressAtMs = performance.now();
     if (this.backlog !== undefined) this.backlog.push(m);
     else this.read(m);
   }

@@ -101,19 +101,19 @@ export async function retrying<T>(
   // The last failure that was an answer: reported instead of a timeout of the last, shortened attempt.
   let lastAnswer: unknown;
   for (let attempt = 0; ; attempt += 1) {
-    const attemptMs = Math.max(1, Math.min(attemptMsMax, deadline - Date.now()));
+    const attemptMs = Math.max(1, Math.min(attemptMsMax, deadline - performance.now()));
     const noAnswer = `${what}: no answer within ${attemptMs} ms`;
     try {
       return await withinMs(step(), attemptMs, noAnswer);
     } catch (err) {
       const timedOut = err instanceof Error && err.message === noAnswer;
       if (!timedOut) lastAnswer = err;
-      if (!isTransient(err) || Date.now() >= deadline) {
+      if (!isTransient(err) || performance.now() >= deadline) {
         const reported = timedOut && lastAnswer !== undefined ? lastAnswer : err;
         throw new Error(`${kind}.open: ${what}: ${errorMessage(reported)}`, { cause: reported });
       }
       logger.warn({ step: what, err: errorMessage(err) }, 'JetStream log: setup step failed, retrying');
-      await sleepMs(Math.min(backoffMs(attempt, retryPauseMsMax), Math.max(0, deadline - Date.now())));
+      await sleepMs(Math.min(backoffMs(attempt, retryPauseMsMax), Math.max(0, deadline - performance.now())));
     }
   }
 }

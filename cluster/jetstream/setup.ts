@@ -173,7 +173,7 @@ export async function settledStream(adopted: AdoptedStream, deadline: number, re
     await sleep(settleGapMs);
     const next = await read();
     if (next.created === info.created && knownCreation(next.created)) return { ...adopted, info: next };
-    if (Date.now() > deadline) throw new Error(`${kind}: the creation time of stream ${next.config.name} did not settle before the open deadline`);
+    if (performance.now() > deadline) throw new Error(`${kind}: the creation time of stream ${next.config.name} did not settle before the open deadline`);
     info = next;
   }
 }

@@ -97,7 +97,7 @@ export class SnapshotStore {
     const { logger, openTimeoutMs, stream } = this.ports;
     const complete = info.state.messages === 0 || info.state.first_seq <= 1;
     const budgetMs = complete ? Math.ceil(openTimeoutMs / 2) : openTimeoutMs;
-    const until = Math.min(deadline, Date.now() + budgetMs);
+    const until = Math.min(deadline, performance.now() + budgetMs);
     try {
       // A snapshot can be large: one attempt may take the whole budget.
       const record = await retrying(logger, 'snapshot', until, () => this.load(info), budgetMs);

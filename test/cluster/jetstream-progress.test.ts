@@ -1,7 +1,8 @@
 // Goal: what the JetStream log's status() is made of: the progress table (a node reports itself at once
 // and every second, keeps the newest report per other node with its age, ignores what is not a report,
 // forgets a node unheard for progressForgetMs) and the stream's copies as the leadership watch records
-// them (the leader first-hand, each replica's current flag, last seen in ms, lag in messages).
+// them (the leader first-hand, each replica's current flag, last seen in ms, lag in messages). A wall clock
+// set forward forgets no node: ages are measured on the monotonic clock.
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { StreamInfo } from '@nats-io/jetstream';
@@ -46,13 +47,26 @@ describe('progress reports', () => {
     vi.advanceTimersByTime(progressReportMs);
     expect(published).toHaveLength(2);
     deliver(encode({ name: 'c', server: 'n3', applied: 4 }));
-    const now = Date.now();
+    const now = performance.now();
     expect(board.nodes(now)).toEqual([
       { name: 'a', server: 'n1', appliedIndex: 4, ageMs: 0 },
       { name: 'b', server: 'n2', appliedIndex: 2, ageMs: progressReportMs },
       { name: 'c', server: 'n3', appliedIndex: 4, ageMs: 0 },
     ]);
     expect(board.nodes(now + progressForgetMs + 1).map((n) => n.name)).toEqual(['a']);
+    board.stop();
+  });
+});
+
+describe('progress reports across a wall-clock step', () => {
+  test('a wall clock set forward an hour forgets no node: ages are measured on the monotonic clock', () => {
+    vi.useFakeTimers();
+    const board = new ProgressBoard('a', () => ({ server: 'n1', appliedIndex: 1 }));
+    const { nc, deliver } = loopback();
+    board.start(nc, progressSubject('ROSTER_LOG'));
+    deliver(encode({ name: 'b', server: 'n2', applied: 1 }));
+    vi.setSystemTime(Date.now() + 3_600_000);
+    expect(board.marks().map((m) => [m.name, m.ageMs])).toEqual([['a', 0], ['b', 0]]);
     board.stop();
   });
 });
