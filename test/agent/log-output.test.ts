@@ -1,0 +1,79 @@
+// Goal: the agent's standard output never holds it. A log reader slower than the lines come (here the test
+// stops reading the agent's stdout pipe) costs lines, not memory: past the bound they are dropped, the agent
+// keeps answering, and once the reader catches up the agent logs how many it dropped.
+// Each agent is a real process whose stdout is a pipe the test reads slowly or not at all.
+import net from 'node:net';
+import { afterEach, describe, expect, test } from 'vitest';
+import { logBacklogMax } from '../../src/agent/log-output.ts';
+import { startAgent, type Agent } from '../support/agent.ts';
+import { until } from '../support/until.ts';
+
+const agents: Agent[] = [];
+afterEach(async () => {
+  for (const a of agents.splice(0)) { await a.kill9(); a.cleanup(); }
+});
+
+/** An agent logging every request (debug), whose stdout the test has stopped reading. */
+async function agentWithStalledReader(): Promise<{ agent: Agent; stdout: () => string; stderr: () => string }> {
+  const agent = await startAgent({ args: ['--log-level', 'debug'] });
+  agents.push(agent);
+  let out = '';
+  let err = '';
+  agent.proc.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  agent.proc.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
+  agent.proc.stdout!.pause();
+  return { agent, stdout: () => out, stderr: () => err };
+}
+
+/**
+ * `count` GETs of an absent key whose ~1,000-character name each request line carries (~1.2 KB of log each),
+ * over 8 connections, 25 pipelined at a time. Resolves with the number of answers read (each a 404).
+ */
+async function logHeavyRequests(base: string, count: number): Promise<number> {
+  const { port } = new URL(base);
+  const key = 'k'.repeat(1000);
+  const perSocket = Math.ceil(count / 8);
+  const depth = 25;
+  const one = (s: number) => new Promise<number>((resolve, reject) => {
+    const socket = net.connect(Number(port), '127.0.0.1');
+    let sent = 0;
+    let answers = 0;
+    const send = () => {
+      const n = Math.min(depth, perSocket - sent);
+      socket.write(Array.from({ length: n }, (_, i) => `GET /v1/kv/${key}${s}-${sent + i} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`).join(''));
+      sent += n;
+    };
+    socket.once('connect', send);
+    socket.setTimeout(20_000, () => socket.destroy(new Error('no answers for 20 s')));
+    socket.on('data', (d: Buffer) => {
+      answers += d.toString('latin1').split('HTTP/1.1 404 ').length - 1;
+      if (answers >= perSocket) { socket.destroy(); resolve(answers); } else if (answers === sent) send();
+    });
+    socket.on('error', reject);
+  });
+  const counts = await Promise.all(Array.from({ length: 8 }, (_, s) => one(s)));
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+// 6,000 lines of ~1.2 KB: about 7 MB, well past the bound.
+const requests = 6000;
+
+describe('a log reader slower than the lines', () => {
+  test('costs lines, not memory: the agent keeps answering and logs how many it dropped once the reader catches up', async () => {
+    const { agent, stdout } = await agentWithStalledReader();
+    expect(await logHeavyRequests(agent.url, requests)).toBe(requests);
+    const leader = await fetch(`${agent.url}/v1/status/leader`, { signal: AbortSignal.timeout(10_000) });
+    expect(leader.status).toBe(200);
+    // The reader catches up: it gets at most what the agent queued (the bound, plus what the pipe holds).
+    agent.proc.stdout!.resume();
+    await until('the line counting the dropped lines', async () => (stdout().includes('log lines dropped: the log reader is too slow') ? true : undefined));
+    const line = stdout().split('\n').find((l) => l.includes('log lines dropped'))!;
+    const dropped = (JSON.parse(line) as { dropped: number }).dropped;
+    expect(dropped).toBeGreaterThan(0);
+    const before = stdout().slice(0, stdout().indexOf(line));
+    const requestLines = before.split('\n').filter((l) => l.includes('"msg":"request"')).length;
+    expect(requestLines + dropped).toBeGreaterThanOrEqual(requests);
+    expect(before.length).toBeLessThan(logBacklogMax + 1024 * 1024);
+    expect(await agent.stop()).toBe(0);
+  }, 90_000);
+});
