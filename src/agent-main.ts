@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
 import { dataDirRecordStore } from './agent/definitions-record.ts';
+import { LogOutput } from './agent/log-output.ts';
 import { createLogger } from './agent/logger.ts';
 import { checkDataDirMode, checkDataDirPath, markClusterDataDir, markEmbeddedDataDir } from './agent/data-dir-mode.ts';
 import { nodeIdOf, writeNodeId } from './agent/node-id.ts';
@@ -148,7 +149,7 @@ async function remakeClusterDataDir(dataDir: string, reclaim: () => Promise<void
 }
 
 async function run(config: Config, reread: () => Config): Promise<void> {
-  const { logger, tap: logTap } = createLogger(config);
+  const { logger, tap: logTap, output } = createLogger(config);
   loadUws(); // fail now, with a clear message, if the native binding does not load
   const dataDir = resolve(config.dataDir);
   makeDataDir(dataDir);
@@ -189,7 +190,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   } else {
     await markEmbeddedDataDir(dataDir).catch((err: unknown) => logger.warn({ err, dataDir }, 'could not mark the data dir as holding the embedded log; a start that finds it gone will not be refused'));
   }
-  shutdown = shutdownOf(agent, logger);
+  shutdown = shutdownOf(agent, logger, output);
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   // Announced only now: a supervisor that stops the agent as soon as it reads this line must find the
@@ -211,16 +212,29 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   }
 }
 
-/** Stops the agent once, on a signal or a leave, and exits 0 (1 when the stop failed). */
-function shutdownOf(agent: { stop(o?: { leaving?: boolean }): Promise<void> }, logger: ReturnType<typeof createLogger>['logger']): (signal: string) => void {
+/**
+ * Stops the agent once, on a signal or a leave, and exits 0 (1 when the stop failed) once the log reader
+ * has taken the lines still queued, or `logDrainMsMax` has passed (what it had not taken is lost, and
+ * standard error says so). A second SIGTERM or SIGINT while it stops ends the process at once, with 1.
+ */
+function shutdownOf(agent: { stop(o?: { leaving?: boolean }): Promise<void> }, logger: Logger, output: LogOutput): (signal: string) => void {
   let stopping = false;
+  const exit = async (code: number) => {
+    const held = await output.settle();
+    if (held > 0) process.stderr.write(LogOutput.lostText(held));
+    process.exit(code);
+  };
   return (signal) => {
-    if (stopping) return;
+    if (stopping) {
+      if (signal === 'leave') return;
+      process.stderr.write(`roster: ${signal} while stopping: exiting now, without waiting for the stop to finish\n`);
+      process.exit(1);
+    }
     stopping = true;
     logger.info({ signal }, 'shutting down');
     agent.stop({ leaving: signal === 'leave' }).then(
-      () => { logger.info('stopped'); logger.flush(); process.exit(0); },
-      (err: unknown) => { logger.error({ err }, 'shutdown failed'); logger.flush(); process.exit(1); },
+      () => { logger.info('stopped'); return exit(0); },
+      (err: unknown) => { logger.error({ err }, 'shutdown failed'); return exit(1); },
     );
   };
 }
