@@ -127,14 +127,14 @@ function captureLog(ctx: CliContext, plan: Plan, interrupted: AbortSignal): { fo
 async function captureMetrics(ctx: CliContext, plan: Plan, interrupted: AbortSignal): Promise<Outcome> {
   const file = 'metrics';
   await mkdir(join(plan.dir, file));
-  const started = Date.now();
+  const started = performance.now();
   const errors: string[] = [];
   for (let n = 0; ; n++) {
     const saved = await saveGet(ctx, plan, '/v1/agent/metrics?format=prometheus', join(file, `${n}.prom`));
     if ('error' in saved) errors.push(saved.error);
     const nextAt = started + (n + 1) * plan.intervalMs;
     if (interrupted.aborted || nextAt > started + plan.durationMs) break;
-    await pause(nextAt - Date.now(), interrupted);
+    await pause(nextAt - performance.now(), interrupted);
     if (interrupted.aborted) break;
   }
   return errors.length === 0 ? { file } : { file, error: errors[0]! };

@@ -65,7 +65,7 @@ export class KeyLock implements Claim {
   }
 
   async tryAcquire(waitMs: number, signal: AbortSignal): Promise<number | undefined> {
-    const started = Date.now();
+    const started = performance.now();
     const a = await this.ctx.client.put(`/v1/kv/${keyPath(this.what)}`, {
       query: { acquire: this.session, flags: lockFlagValue, wait: `${Math.round(waitMs)}ms` },
       timeoutMs: waitMs + requestTimeoutMs, signal,
@@ -73,7 +73,7 @@ export class KeyLock implements Claim {
     if (a.status === 200 && a.text.trim() === 'true') return a.index ?? 0;
     const refused = (a.status === 200 && a.text.trim() === 'false') || a.status === 409;
     if (!refused) throw new CliError(`could not acquire lock "${this.what}": ${failureOf(a).message}`);
-    const left = waitMs - (Date.now() - started);
+    const left = waitMs - (performance.now() - started);
     if (left > waitMs / 2) await sleep(Math.min(refusedPauseMs, left), signal);
     return undefined;
   }

@@ -107,10 +107,11 @@ class LockRun {
   private child: ChildProcess | undefined;
   private signalled: Forwarded | undefined;
   private lostReason: string | undefined;
-  private lastRenewMs = Date.now();
+  /** When a renew last got through (performance.now(): a wall clock set back must not hide a lost session). */
+  private lastRenewMs = performance.now();
   private renewTimer: LongTimer | undefined;
   private renewing = false;
-  /** When the wait for the lock ends (`--timeout` counted from the start, session create included). */
+  /** When the wait for the lock ends (`--timeout` counted from the start, session create included; performance.now()). */
   private deadline = Number.POSITIVE_INFINITY;
   private timedOut = false;
   /** The wait ended before the lock was ours (a timeout, a signal, a lost session). */
@@ -154,7 +155,7 @@ class LockRun {
   /** With `--timeout`, ends the wait at its deadline, counted from now. */
   private startDeadline(): LongTimer | undefined {
     if (this.s.timeoutMs === 0) return undefined;
-    this.deadline = Date.now() + this.s.timeoutMs;
+    this.deadline = performance.now() + this.s.timeoutMs;
     return setLongTimeout(() => { this.timedOut = true; this.waiting.abort(); }, this.s.timeoutMs);
   }
 
@@ -232,12 +233,12 @@ class LockRun {
     this.renewing = true;
     try {
       const a = await this.ctx.client.put(`/v1/session/renew/${encodeURIComponent(this.sessionId)}`, { timeoutMs: this.s.ttlMs / 2 });
-      if (a.status === 200) this.lastRenewMs = Date.now();
+      if (a.status === 200) this.lastRenewMs = performance.now();
       else if (a.status === 404) this.lose(`session ${this.sessionId} was invalidated`);
     } catch { /* the agent did not answer: counted below */ } finally {
       this.renewing = false;
     }
-    if (Date.now() - this.lastRenewMs > this.s.ttlMs) this.lose(`the session could not be renewed for ${this.s.ttl}`);
+    if (performance.now() - this.lastRenewMs > this.s.ttlMs) this.lose(`the session could not be renewed for ${this.s.ttl}`);
   }
 
   /** Waits for the lock; its index (the fencing token), or 'signalled' when interrupted first. */
@@ -247,7 +248,7 @@ class LockRun {
     try {
       for (;;) {
         if (this.waiting.signal.aborted) return this.waitEnded();
-        const waitMs = Math.max(0, Math.min(deadline - Date.now(), acquireWaitChunkMs));
+        const waitMs = Math.max(0, Math.min(deadline - performance.now(), acquireWaitChunkMs));
         let index: number | undefined;
         try {
           index = await this.claim.tryAcquire(waitMs, this.waiting.signal);
@@ -256,7 +257,7 @@ class LockRun {
           throw err;
         }
         if (index !== undefined) return index;
-        if (Date.now() >= deadline) {
+        if (performance.now() >= deadline) {
           this.timedOut = true;
           return this.waitEnded();
         }

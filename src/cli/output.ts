@@ -138,10 +138,10 @@ export interface Spinner {
 /** A one-line spinner with the elapsed time on stderr, only when stderr is a terminal (else silent). */
 export function spinner(text: string, stream: NodeJS.WriteStream = process.stderr): Spinner {
   if (stream.isTTY !== true) return { stop: () => {} };
-  const started = Date.now();
+  const started = performance.now();
   let frame = 0;
   const draw = () => {
-    const seconds = Math.floor((Date.now() - started) / 1000);
+    const seconds = Math.floor((performance.now() - started) / 1000);
     stream.write(`\r\u001b[2K${spinnerFrames[frame++ % spinnerFrames.length]} ${text} ${seconds}s`);
   };
   draw();
