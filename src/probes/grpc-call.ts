@@ -9,6 +9,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import { joinHostPort, systemError, type SystemError } from './go-text.ts';
+import { serverNameOptions } from './tls-name.ts';
 
 export interface UnaryCallOptions {
   host: string;
@@ -155,15 +156,6 @@ class Call {
     this.socket?.destroy();
     this.resolve(outcome);
   }
-}
-
-/**
- * The server's name as Go's crypto/tls uses it: sent as SNI when it is a host name (never an IP address), and
- * the name the certificate must hold in either case.
- */
-function serverNameOptions(name: string): tls.ConnectionOptions {
-  if (!net.isIP(name)) return { servername: name };
-  return { checkServerIdentity: (_host, cert) => tls.checkServerIdentity(name, cert) };
 }
 
 /** grpc-go's code for an HTTP status that is not 200 (HTTPStatusConvTab); Unknown for the others. */

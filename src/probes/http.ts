@@ -7,7 +7,6 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import { checkOutputFramingBytesMax } from '../domain/limits.ts';
 import type { CheckDefinition } from '../domain/types.ts';
@@ -15,13 +14,14 @@ import { startDeadline, type Deadline, type StopReason } from './deadline.ts';
 import { dialErrorText, isDialError, systemError, tlsErrorText, urlErrorOp } from './go-text.ts';
 import { httpRedirectsMax, httpTimeoutMsDefault, outputBytesMaxDefault } from './limits.ts';
 import { TailBuffer } from './tail-buffer.ts';
+import { serverNameOptions } from './tls-name.ts';
 import { critical, type CheckStatus, type Probe, type ProbeResult } from './types.ts';
 
 /**
  * The request fields are the check definition's own: `method` (default GET, sent as given, as Go sends it), `header`
  * (each name with its values; a Host entry sets the Host header, its first value), `body` (default none),
- * `tlsSkipVerify` (accept any server certificate; default false), `tlsServerName` (sent as SNI and checked
- * against the certificate; default the URL's host name, none for an IP) and `disableRedirects` (report a
+ * `tlsSkipVerify` (accept any server certificate; default false), `tlsServerName` (checked against the
+ * certificate and sent as SNI, unless an IP address; default the URL's host name) and `disableRedirects` (report a
  * 3xx answer as it is; default false: follow, at most httpRedirectsMax).
  */
 export interface HttpProbeOptions
@@ -239,8 +239,8 @@ function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<Answe
     agent: false,
     signal,
     rejectUnauthorized: !o.tlsSkipVerify,
-    // Like Go: SNI is the configured name or the URL's host name, never the Host header; none for an IP.
-    servername: o.tlsServerName || (isIP(hostname) ? '' : hostname),
+    // Like Go: the server's name is the configured one or the URL's host name, never the Host header.
+    ...serverNameOptions(o.tlsServerName || hostname),
   };
   return new Promise((resolve, reject) => {
     const request = hop.url.protocol === 'https:' ? https.request(hop.url, options) : http.request(hop.url, options);
