@@ -50,10 +50,10 @@ export function conditional(req: Request, w: Wire, dialect: Dialect, timeOfIndex
 /**
  * The 412 of a read (RFC 9110 §13.2.2 steps 1 and 2): If-Match holds when it is `*` or names the answer's
  * tag, compared strongly (a `W/` tag never matches); without If-Match, If-Unmodified-Since holds when the
- * modification is at or before its date. The date is compared with the modification's own time (ms), as
- * If-Modified-Since is: a date of the second a value was written cannot tell it from a later write in the
- * same second, and a read is refused rather than said unmodified when it may not be. A date that does not
- * parse, or an answer without a known modification time, leaves If-Unmodified-Since unjudged (§13.1.4).
+ * modification's second, the one Last-Modified names, is at or before its date: a client sending back the
+ * Last-Modified it was given is answered. HTTP dates cannot tell two writes within one second apart; the
+ * ETag with If-Match is the exact validator. A date that does not parse, or an answer without a known
+ * modification time, leaves If-Unmodified-Since unjudged (§13.1.4).
  */
 function readPreconditionFailure(req: Request, tag: string | undefined, modifiedMs: number | undefined): RegistryError | undefined {
   const ifMatch = req.headers.get('if-match');
@@ -63,7 +63,7 @@ function readPreconditionFailure(req: Request, tag: string | undefined, modified
     return new RegistryError('readPreconditionFailed', { header: 'If-Match', reason: 'not-matched', why: 'names none of the current representations' });
   }
   const since = parseHttpDate(req.headers.get('if-unmodified-since'));
-  if (since === undefined || modifiedMs === undefined || modifiedMs <= since) return undefined;
+  if (since === undefined || modifiedMs === undefined || Math.floor(modifiedMs / 1000) * 1000 <= since) return undefined;
   return new RegistryError('readPreconditionFailed', { header: 'If-Unmodified-Since', reason: 'modified', why: 'names a time before the last change' });
 }
 

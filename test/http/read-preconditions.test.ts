@@ -58,6 +58,16 @@ describe('If-Unmodified-Since on reads (seed dialect)', () => {
     expect((await get('/v1/kv/readpre/ius?raw', { 'if-unmodified-since': 'yesterday' })).status).toBe(200);
   });
 
+  test('the Last-Modified an answer gave, sent back, holds; a date one second before it is 412', async () => {
+    await call(agent.url, 'PUT', '/v1/kv/readpre/ius-echo', 'v');
+    // Past the first 1.5 s after a change, when Last-Modified may name an earlier second than the change.
+    await new Promise((r) => setTimeout(r, 1600));
+    const lastModified = (await get('/v1/kv/readpre/ius-echo')).headers.get('last-modified')!;
+    expect((await get('/v1/kv/readpre/ius-echo', { 'if-unmodified-since': lastModified })).status).toBe(200);
+    const before = new Date(Date.parse(lastModified) - 1000).toUTCString();
+    expectError(await get('/v1/kv/readpre/ius-echo', { 'if-unmodified-since': before }), 412, 1025);
+  });
+
   test('judged before If-None-Match: a failed date is 412 even when the tag matches; a held one leaves the 304', async () => {
     await call(agent.url, 'PUT', '/v1/kv/readpre/ius-order', 'v');
     const tag = (await get('/v1/kv/readpre/ius-order')).headers.get('etag')!;
