@@ -72,6 +72,10 @@ export const errorCatalogue = {
     kind: 'illegalRequest', message: 'the request has Content-Length headers that differ', details: () => rule('Content-Length', 'Conflict:send one Content-Length'),
     consulText: 'conflicting Content-Length headers',
   }),
+  credentialHeaderRepeated: entry<{ header: string }>({
+    kind: 'illegalRequest', message: (v) => `the request has more than one ${v.header} header: send your credentials once`,
+    details: (v) => rule(v.header, 'Conflict:send one'), consulText: (v) => `Request has more than one ${v.header} header`,
+  }),
   transferEncodingUnsupported: entry<{ coding: string }>({
     kind: 'illegalRequest', message: (v) => `Transfer-Encoding ${JSON.stringify(v.coding)} is not supported: send the body with Content-Length or Transfer-Encoding: chunked`,
     details: (v) => rule('Transfer-Encoding', `Unsupported:${v.coding}`), consulText: (v) => `unsupported transfer encoding: ${JSON.stringify(v.coding)}`,

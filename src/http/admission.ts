@@ -67,10 +67,14 @@ export class InFlight {
  * * a Transfer-Encoding other than `chunked` (uWS reads no body for it, so the request would wait for a
  *   body that never comes: 400, connection closed; a 4xx like every refusal of a malformed request);
  * * a path or query that is not UTF-8, raw or percent-encoded (uWS hands raw bytes on as U+FFFD, so two
- *   different keys would become one: 400).
+ *   different keys would become one: 400);
+ * * a header that carries credentials given twice (two Authorization, or two X-Consul-Token): which one
+ *   decides would be a guess, so the request is refused before its credentials are judged (400), with or
+ *   without authentication.
  */
 export function unusableHead(head: Head): { error: RegistryError; close: boolean } | undefined {
   if (head.lengthsDiffer) return { close: true, error: new RegistryError('contentLengthsDiffer') };
+  if (head.credentialRepeated !== undefined) return { close: false, error: credentialRepeated(head.credentialRepeated) };
   const coding = head.headers.get('transfer-encoding');
   if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
     return { close: true, error: new RegistryError('transferEncodingUnsupported', { coding }) };
@@ -78,6 +82,11 @@ export function unusableHead(head: Head): { error: RegistryError; close: boolean
   const where = !isUtf8Text(head.path) ? 'path' : !isUtf8Text(head.rawQuery) ? 'query' : undefined;
   if (where !== undefined) return { close: false, error: new RegistryError('requestNotUtf8', { where }) };
   return undefined;
+}
+
+/** The refusal of a request that carries the credential header `name` (lower-case) more than once. */
+export function credentialRepeated(name: string): RegistryError {
+  return new RegistryError('credentialHeaderRepeated', { header: name === 'authorization' ? 'Authorization' : 'X-Consul-Token' });
 }
 
 /**

@@ -6,6 +6,7 @@
  * `Sec-WebSocket-Version: 13`, as RFC 6455 asks. Each attempt counts once against the rate limit, as an HTTP
  * request does: against the token's subject once it verified, else (no auth, a refusal before or by
  * authentication) the address; past it the answer is 429 with Retry-After instead, before any upgrade.
+ * A credential header sent twice is refused first (400), as for any request (admission.ts).
  * Refusals are answered in the dialect's error format and carry the rate headers. Without authentication, a
  * browser's upgrade from a page of another origin is refused 403 (`foreignOrigin`).
  */
@@ -13,8 +14,10 @@ import type * as Uws from 'uWebSockets.js';
 import { allowed, type Identity } from '../auth/index.ts';
 import { RegistryError } from '../domain/errors.ts';
 import { addressCaller, addressKey, Admission, tokenCaller } from './rate-limit.ts';
+import { credentialRepeated } from './admission.ts';
 import { renderError, statusLine, withHeaders, type Dialect, type Wire } from './render.ts';
 import { bearerSubprotocol, streamSubprotocol, type ConnData, type StreamSettings } from './stream-conn.ts';
+import { credentialHeaders } from './uws.ts';
 
 /** What an upgrade asks of the stream server. */
 export interface UpgradeHost {
@@ -80,6 +83,8 @@ export class Upgrade {
   private readonly extensions: string;
   private readonly protocols: string[];
   private readonly headers = new Map<string, string>();
+  /** A credential header sent more than once (refused, as for any request: admission.ts). */
+  private repeated: string | undefined;
   private readonly query: URLSearchParams;
   private readonly remote: string;
   private readonly byAddress: string;
@@ -92,7 +97,10 @@ export class Upgrade {
     this.version = req.getHeader('sec-websocket-version').trim();
     this.extensions = req.getHeader('sec-websocket-extensions');
     this.protocols = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim()).filter((p) => p !== '');
-    req.forEach((k, v) => this.headers.set(k, v));
+    req.forEach((k, v) => {
+      if (credentialHeaders.has(k) && this.headers.has(k)) this.repeated ??= k;
+      this.headers.set(k, v);
+    });
     this.query = new URLSearchParams(req.getQuery() ?? '');
     this.remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     this.byAddress = addressCaller(addressKey(res.getRemoteAddress()));
@@ -100,6 +108,10 @@ export class Upgrade {
   }
 
   run(): void {
+    if (this.repeated !== undefined) {
+      const over = this.limited(this.byAddress);
+      return over !== undefined ? this.reject(over) : this.refuse(credentialRepeated(this.repeated));
+    }
     // Without authentication there is no identity to wait for: the address counts at once.
     const early = this.host.o.auth === undefined ? this.limited(this.byAddress) : undefined;
     if (early !== undefined) return this.reject(early);

@@ -48,19 +48,33 @@ export interface Head {
   headers: Map<string, string>;
   /** Two Content-Length headers with different values (the last one is in `headers`). */
   lengthsDiffer: boolean;
+  /** The first header that carries credentials and came more than once (`credentialHeaders`), if any. */
+  credentialRepeated: string | undefined;
 }
+
+/**
+ * Headers that carry credentials, each a singleton (RFC 9110 §5.3): given twice, which one decides is
+ * ambiguous (a gateway in front may have vetted the other), so such a request is refused (admission.ts).
+ */
+export const credentialHeaders: ReadonlySet<string> = new Set(['authorization', 'x-consul-token']);
 
 /** The head being copied: `forEach` calls back synchronously, so one module-level callback serves every request. */
 let copying: Head | undefined;
 
 function copyHeader(k: string, v: string): void {
   const head = copying!;
-  if (k === 'content-length' && head.headers.has(k) && head.headers.get(k) !== v) head.lengthsDiffer = true;
+  if (head.headers.has(k)) {
+    if (k === 'content-length' && head.headers.get(k) !== v) head.lengthsDiffer = true;
+    if (credentialHeaders.has(k)) head.credentialRepeated ??= k;
+  }
   head.headers.set(k, v);
 }
 
 export function copyHead(uwsReq: Uws.HttpRequest): Head {
-  const head: Head = { sentMethod: uwsReq.getCaseSensitiveMethod(), path: uwsReq.getUrl(), rawQuery: uwsReq.getQuery() ?? '', headers: new Map(), lengthsDiffer: false };
+  const head: Head = {
+    sentMethod: uwsReq.getCaseSensitiveMethod(), path: uwsReq.getUrl(), rawQuery: uwsReq.getQuery() ?? '', headers: new Map(),
+    lengthsDiffer: false, credentialRepeated: undefined,
+  };
   copying = head;
   uwsReq.forEach(copyHeader);
   copying = undefined;

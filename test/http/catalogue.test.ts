@@ -20,7 +20,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   signatureBad: { why: 'w', signature: 'bad_signature' }, signatureStale: { why: 'w', signature: 'stale' },
   signatureReplayed: { why: 'w', signature: 'replayed' }, signatureBusy: { why: 'w', retryAfterSeconds: 2 },
   sessionNotOwned: { session: 's', subject: 'u' }, rateLimited: { retryAfterSeconds: 3 }, tooManyInFlight: { address: '::1', max: 2 },
-  writesOverloaded: undefined, hostNotAllowed: { host: 'rebind.example:8500' }, contentLengthsDiffer: undefined, transferEncodingUnsupported: { coding: 'gzip' },
+  writesOverloaded: undefined, hostNotAllowed: { host: 'rebind.example:8500' }, contentLengthsDiffer: undefined, credentialHeaderRepeated: { header: 'Authorization' }, transferEncodingUnsupported: { coding: 'gzip' },
   requestNotUtf8: { where: 'path' }, pathEncodingMalformed: { path: '/%zz' }, bodyTooLarge: { size: 2, max: 1 },
   bodyTimeout: { bodyTimeoutMs: 5 }, snapshotInvalid: { why: 'w' }, snapshotTooLarge: { why: 'w' }, apiVersionInvalid: undefined, noEndpoint: { method: 'GET', path: '/x' },
   noPage: { method: 'GET', path: '//' }, methodNotAllowed: { method: 'PUT', allowed: ['OPTIONS', 'GET'] }, contentTypeMissing: undefined,
