@@ -18,6 +18,18 @@ export interface SystemError extends Error {
   reason?: string;
 }
 
+/**
+ * A URL's text with its password hidden, as Go's http.Client writes the URL of its errors (stripPassword):
+ * `user:***@`; a user without a password is kept. A check's output is read by whoever may read the check.
+ */
+export function urlWithoutPassword(text: string): string {
+  // The user information ends at the authority's last `@`, as Go's url.Parse reads it.
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/i, (all, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    return colon < 0 ? all : `${scheme}${userinfo.slice(0, colon)}:***@`;
+  });
+}
+
 /** Go's errno texts (syscall.Errno.Error) for the codes a probe can meet. */
 const errnoTexts: Record<string, string> = {
   ECONNREFUSED: 'connection refused',

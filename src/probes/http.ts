@@ -11,7 +11,7 @@ import type { Duplex, Readable } from 'node:stream';
 import { checkOutputFramingBytesMax } from '../domain/limits.ts';
 import type { CheckDefinition } from '../domain/types.ts';
 import { startDeadline, type Deadline, type StopReason } from './deadline.ts';
-import { dialErrorText, isDialError, systemError, tlsErrorText, urlErrorOp } from './go-text.ts';
+import { dialErrorText, isDialError, systemError, tlsErrorText, urlErrorOp, urlWithoutPassword } from './go-text.ts';
 import { httpRedirectsMax, httpTimeoutMsDefault, outputBytesMaxDefault } from './limits.ts';
 import { TailBuffer } from './tail-buffer.ts';
 import { serverNameOptions } from './tls-name.ts';
@@ -38,14 +38,14 @@ const userAgent = 'Consul Health Check';
 const acceptDefault = 'text/plain, text/*, */*';
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 
-/** Error text when url is not an absolute http or https URL; the texts are Go's http.Client ones. */
+/** Error text when url is not an absolute http or https URL; the texts are Go's http.Client ones, without the URL's password. */
 export function validateHttpUrl(url: string): string | undefined {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     // Go parses a scheme-less string as a relative URL and then refuses its empty scheme.
-    return /^[a-z][a-z0-9+.-]*:/i.test(url) ? `parse "${url}": invalid URL` : 'unsupported protocol scheme ""';
+    return /^[a-z][a-z0-9+.-]*:/i.test(url) ? `parse "${urlWithoutPassword(url)}": invalid URL` : 'unsupported protocol scheme ""';
   }
   return schemeError(parsed);
 }
@@ -61,7 +61,7 @@ export function httpProbe(o: HttpProbeOptions): Probe {
   const timeoutMs = o.timeoutMs ?? httpTimeoutMsDefault;
   return async (signal) => {
     const invalid = validateHttpUrl(o.url);
-    if (invalid !== undefined) return critical(invalid.startsWith('parse ') ? invalid : `${urlErrorOp(method)} "${o.url}": ${invalid}`);
+    if (invalid !== undefined) return critical(invalid.startsWith('parse ') ? invalid : `${urlErrorOp(method)} "${urlWithoutPassword(o.url)}": ${invalid}`);
     const deadline = startDeadline(timeoutMs, signal);
     try {
       return await exchange(o, method, deadline);
@@ -101,20 +101,20 @@ async function exchange(o: HttpProbeOptions, method: string, deadline: Deadline)
       answer = await send(hop, o, deadline.signal);
     } catch (err) {
       const why = deadline.reason !== undefined ? stoppedText(deadline.reason) : transportErrorText(err, hop.url);
-      return critical(`${op} "${hop.urlText}": ${why}`);
+      return critical(`${op} "${urlWithoutPassword(hop.urlText)}": ${why}`);
     }
     const { res } = answer;
     const location = res.headers.location;
     if (o.disableRedirects || !redirectStatuses.has(res.statusCode ?? 0) || !location) {
-      const head = `HTTP ${method} ${o.url}: ${statusLine(res)} Output: `;
+      const head = `HTTP ${method} ${urlWithoutPassword(o.url)}: ${statusLine(res)} Output: `;
       const body = await readTail(answer, bodyBytesMax(o.outputBytesMax ?? outputBytesMaxDefault, Buffer.byteLength(head)), deadline.signal);
       return { status: statusForHttp(res.statusCode ?? 0), output: `${head}${body.text()}` };
     }
     answer.body.destroy();
     redirects += 1;
-    if (redirects >= httpRedirectsMax) return critical(`${op} "${location}": stopped after ${httpRedirectsMax} redirects`);
+    if (redirects >= httpRedirectsMax) return critical(`${op} "${urlWithoutPassword(location)}": stopped after ${httpRedirectsMax} redirects`);
     const next = redirectHop(hop, res.statusCode ?? 0, location, first);
-    if (typeof next === 'string') return critical(`${op} "${location}": ${next}`);
+    if (typeof next === 'string') return critical(`${op} "${urlWithoutPassword(location)}": ${next}`);
     hop = next;
   }
 }
@@ -159,7 +159,7 @@ function redirectHop(hop: Hop, status: number, location: string, first: URL): Ho
   try {
     url = new URL(location, hop.url);
   } catch {
-    return `failed to parse Location header "${location}"`;
+    return `failed to parse Location header "${urlWithoutPassword(location)}"`;
   }
   const invalid = schemeError(url);
   if (invalid !== undefined) return invalid;

@@ -57,7 +57,8 @@ async function follow(id: string, url: string, extra: Record<string, unknown> = 
   for (let deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
     const check = (await call(agent.url, 'GET', '/v1/agent/checks')).json<Record<string, { Status: string; Output: string }>>()[id];
     if (check?.Status === 'passing') {
-      expect(check.Output).toBe(`HTTP GET ${url}: 200 OK Output: landed`);
+      // The output shows the URL without its password (check-url-password.test.ts).
+      expect(check.Output).toBe(`HTTP GET ${url.replace(':secret@', ':***@')}: 200 OK Output: landed`);
       expect((await call(agent.url, 'PUT', `/v1/agent/check/deregister/${id}`)).status).toBe(200);
       return;
     }
