@@ -13,11 +13,20 @@ import type { FieldType, Schema } from './schema.ts';
 
 export type FilterPredicate = (record: unknown) => boolean;
 
+/**
+ * What a predicate has done, counted as it runs: a unit for each clause tried and each list element or
+ * character of text a clause looked at. A caller trying it on many records reads it to pause.
+ */
+export interface FilterWork {
+  units: number;
+}
+
 type Where = (at: number) => FilterPosition;
 /** What compiling one expression carries along: where an offset is, what its patterns may still take. */
 interface Context {
   where: Where;
   patterns: PatternBudget;
+  work: FilterWork;
 }
 /**
  * A map value is a string, except that §5 also lets `is empty` / `is not empty` test it (its example
@@ -29,10 +38,10 @@ type Leaf = (value: unknown) => boolean;
 /** How to get from a record to the selected value: a struct field, a map key, or each list element. */
 type Step = { kind: 'field' | 'key'; name: string } | { kind: 'each' };
 
-/** Parses `expression`, validates it against `schema` and returns the predicate; throws FilterError. */
-export function compileFilter(expression: string, schema: Schema): FilterPredicate {
+/** Parses `expression`, validates it against `schema` and returns the predicate, counting into `work`; throws FilterError. */
+export function compileFilter(expression: string, schema: Schema, work: FilterWork = { units: 0 }): FilterPredicate {
   const { expr, position } = parseFilter(expression);
-  return compile(expr, schema, { where: position, patterns: patternBudget() });
+  return compile(expr, schema, { where: position, patterns: patternBudget(), work });
 }
 
 /** Left before right, as bexpr validates, so the first error reported is the same one. */
@@ -111,7 +120,11 @@ function compileMatch(match: MatchExpr, schema: Schema, cx: Context): FilterPred
   const positive = positiveLeaf(match, kind, cx);
   const leaf: Leaf = negations.has(match.op) ? (value) => !positive(value) : positive;
   const missing = trueWhenKeyMissing.has(match.op);
-  return (record) => walk(record, steps, 0, leaf, missing);
+  const { work } = cx;
+  return (record) => {
+    work.units++;
+    return walk(record, steps, 0, leaf, missing, work);
+  };
 }
 
 function kindOf(type: Resolved): Kind {
@@ -153,19 +166,24 @@ function subFieldNames(type: Resolved): string[] {
   return Object.keys('struct' in type ? type.struct : type.structList).sort();
 }
 
-function walk(value: unknown, steps: readonly Step[], i: number, leaf: Leaf, missing: boolean): boolean {
+function walk(value: unknown, steps: readonly Step[], i: number, leaf: Leaf, missing: boolean, work: FilterWork): boolean {
   const step = steps[i];
   if (step === undefined) return leaf(value);
-  if (step.kind === 'each') return asList(value).some((item) => walk(item, steps, i + 1, leaf, missing));
+  if (step.kind === 'each') {
+    const items = asList(value);
+    work.units += items.length;
+    return items.some((item) => walk(item, steps, i + 1, leaf, missing, work));
+  }
   const object = asObject(value);
-  if (Object.hasOwn(object, step.name)) return walk(object[step.name], steps, i + 1, leaf, missing);
+  if (Object.hasOwn(object, step.name)) return walk(object[step.name], steps, i + 1, leaf, missing, work);
   // An absent struct field is its zero value; an absent map key has its own rule.
-  return step.kind === 'key' ? missing : walk(undefined, steps, i + 1, leaf, missing);
+  return step.kind === 'key' ? missing : walk(undefined, steps, i + 1, leaf, missing, work);
 }
 
 /** The non-negated form of the operator (Equal, In, Is Empty, Matches) for this field kind. */
 function positiveLeaf(match: MatchExpr, kind: Kind, cx: Context): Leaf {
   const raw = match.value ?? '';
+  const { work } = cx;
   switch (match.op) {
     case 'Is Empty':
     case 'Is Not Empty':
@@ -174,12 +192,26 @@ function positiveLeaf(match: MatchExpr, kind: Kind, cx: Context): Leaf {
     case 'In':
     case 'Not In':
       if (kind === 'stringMap') return (v) => Object.hasOwn(asObject(v), raw);
-      if (kind === 'stringList') return (v) => asList(v).some((item) => asString(item) === raw);
-      return (v) => asString(v).includes(raw);
+      if (kind === 'stringList') {
+        return (v) => {
+          const items = asList(v);
+          work.units += items.length;
+          return items.some((item) => asString(item) === raw);
+        };
+      }
+      return (v) => {
+        const text = asString(v);
+        work.units += text.length;
+        return text.includes(raw);
+      };
     case 'Matches':
     case 'Not Matches': {
       const test = compilePattern(raw, cx.where(match.valueAt ?? 0), cx.patterns);
-      return (v) => test(asString(v));
+      return (v) => {
+        const text = asString(v);
+        work.units += text.length;
+        return test(text);
+      };
     }
     case 'Equal':
     case 'Not Equal':

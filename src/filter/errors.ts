@@ -30,3 +30,15 @@ export class FilterError extends Error {
     this.detail = detail;
   }
 }
+
+/**
+ * Match clauses (`Selector op value`) one filter may hold, so that no filter costs much to parse or to try
+ * on every record of a list; real filters hold a handful (bexpr has no limit). Parsing stops past it.
+ */
+export const filterClausesMax = 128;
+
+/** A filter past `filterClausesMax`, at the first clause past it. */
+export function tooManyClauses(at: FilterPosition): FilterError {
+  const detail = `${at.line}:${at.column} (${at.offset}): expression too large: a filter may hold at most ${filterClausesMax} match clauses`;
+  return new FilterError(detail, at, [`at most ${filterClausesMax} match clauses`]);
+}

@@ -3,8 +3,8 @@
  * against an endpoint's selector schema once, then apply the predicate to each rendered record.
  * Callers skip an empty `filter` as Consul does; any compile error is a FilterError (Consul: 500).
  */
-export { compileFilter, type FilterPredicate } from './compile.ts';
-export { FilterError, type FilterPosition } from './errors.ts';
+export { compileFilter, type FilterPredicate, type FilterWork } from './compile.ts';
+export { filterClausesMax, FilterError, type FilterPosition } from './errors.ts';
 export {
   agentServiceSchema,
   catalogServiceSchema,

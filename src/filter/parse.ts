@@ -4,7 +4,7 @@
  * errors are "what was wanted at the farthest failure", so trying the same terminals in the same order
  * is what makes our messages equal to Consul's. Rules quoted in comments are bexpr's own rule text.
  */
-import { FilterError } from './errors.ts';
+import { filterClausesMax, FilterError, tooManyClauses } from './errors.ts';
 import { goQuote, goUnquote } from './go-strconv.ts';
 import type { Expr, MatchExpr, MatchOp, Selector } from './ast.ts';
 import { Peg } from './peg.ts';
@@ -55,10 +55,12 @@ function listJoin(items: readonly string[]): string {
 }
 
 class TooDeep extends Error {}
-
+class TooManyClauses extends Error {}
 class Grammar {
   private readonly memo = new Map<string, { end: number; expr: Expr | undefined }>();
   private depth = 0;
+  /** Where each match clause parsed so far begins (one parsed again counts once). */
+  private readonly clauses = new Set<number>();
 
   constructor(private readonly p: Peg) {}
 
@@ -67,6 +69,7 @@ class Grammar {
     try {
       return this.parenthesizedInput() ?? this.p.take(() => this.endsHere(this.optWs() && this.or()));
     } catch (error) {
+      if (error instanceof TooManyClauses) throw tooManyClauses(this.p.position(this.p.pos));
       if (!(error instanceof TooDeep)) throw error;
       const at = this.p.pos;
       const detail = `${where(this.p, at)}: expression nested too deeply (limit ${nestingDepthMax})`;
@@ -155,7 +158,13 @@ class Grammar {
 
   /** MatchExpression "match" <- MatchSelectorOpValue / MatchSelectorOp / MatchValueOpSelector */
   private match(): MatchExpr | undefined {
-    return this.selectorOpValue() ?? this.selectorOp() ?? this.valueOpSelector();
+    const at = this.p.pos;
+    const match = this.selectorOpValue() ?? this.selectorOp() ?? this.valueOpSelector();
+    if (match !== undefined && this.clauses.add(at).size > filterClausesMax) {
+      this.p.pos = at;
+      throw new TooManyClauses();
+    }
+    return match;
   }
 
   /** Selector (== / != / contains / not contains / matches / not matches) Value */

@@ -1,17 +1,64 @@
-/** `?filter=` on list endpoints: compiled once per request against the endpoint's schema. */
+/**
+ * `?filter=` on list endpoints: compiled once per request against the endpoint's schema, then tried on the
+ * list's records in slices of bounded work (`filterSliceWork`), the request giving the event loop a turn
+ * between slices. A filter of many clauses over thousands of records takes a while, and other clients are
+ * answered meanwhile, not after it. A request whose client went away stops trying: its answer is never sent.
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { RegistryError } from '../domain/errors.ts';
-import { compileFilter, FilterError, type Schema } from '../filter/index.ts';
+import { compileFilter, FilterError, type FilterPredicate, type FilterWork, type Schema } from '../filter/index.ts';
 import { param, type Request } from './request.ts';
 
+/**
+ * Units of filter work (FilterWork: a clause tried, a list element or character it looked at) one slice
+ * does before the request gives the event loop a turn: well under a millisecond here.
+ */
+export const filterSliceWork = 20_000;
+/** What trying one record costs besides its clauses: taking it from the list and keeping it. */
+const recordWork = 8;
+
+/** A request's `?filter`, to try on the records of its list. */
+export interface ListFilter {
+  /** False without `?filter` (or with an empty one): every item is kept. */
+  readonly given: boolean;
+  /** The `items` whose record the filter keeps, in their order (with what was kept so far once the client went away). */
+  keep<T>(items: readonly T[], recordOf: (item: T) => unknown): Promise<T[]>;
+}
+
+/** No filter: every item is kept. */
+export const everyItem: ListFilter = { given: false, keep: async (items) => [...items] };
+
+/** Keeps nothing and tries nothing: a read that only validates its request (its answer is not sent). */
+export const noItem: ListFilter = { given: true, keep: async () => [] };
+
 /** Compiles `?filter` against the endpoint's schema; a bad expression is 400/1009 (consul: 500). */
-export function filterOf(req: Request, schema: Schema): (value: unknown) => boolean {
+export function filterOf(req: Request, schema: Schema): ListFilter {
   const expression = param(req, 'filter');
-  if (expression === undefined || expression.trim() === '') return () => true;
+  if (expression === undefined || expression.trim() === '') return everyItem;
+  const work: FilterWork = { units: 0 };
+  let test: FilterPredicate;
   try {
-    return compileFilter(expression, schema);
+    test = compileFilter(expression, schema, work);
   } catch (err) {
     if (!(err instanceof FilterError)) throw err;
     throw new RegistryError('filterInvalid', { why: err.message });
   }
+  return { given: true, keep: (items, recordOf) => keepSliced(items, recordOf, test, work, req) };
 }
 
+async function keepSliced<T>(items: readonly T[], recordOf: (item: T) => unknown, test: FilterPredicate, work: FilterWork,
+  req: Request): Promise<T[]> {
+  const kept: T[] = [];
+  let i = 0;
+  for (;;) {
+    work.units = 0;
+    for (; i < items.length && work.units < filterSliceWork; i++) {
+      work.units += recordWork;
+      const item = items[i] as T;
+      if (test(recordOf(item))) kept.push(item);
+    }
+    if (i >= items.length) return kept;
+    await nextTurn();
+    if (req.signal.aborted) return kept;
+  }
+}

@@ -105,11 +105,16 @@ describe('errors: Consul\'s texts, with position and expected', () => {
     expect(compileError('Foo == 1 and Notes is empty').message).toBe(`${prefix}Selector ["Foo"] is not valid`);
   });
 
-  test('nesting is bounded; long chains are not', () => {
+  test('nesting is bounded; so are clauses: a chain of 128 runs, the 129th clause is refused where it begins', () => {
     const nested = (depth: number) => `${'('.repeat(depth)}Status == passing${')'.repeat(depth)}`;
     expect(run(nested(63), checkSchema, check())).toBe(true);
     expect(compileError(nested(200)).message).toMatch(/expression nested too deeply/);
-    const chain = Array.from({ length: 3000 }, (_, i) => `Status != s${i}`).join(' and ');
-    expect(run(chain, checkSchema, check())).toBe(true);
+    const chain = (n: number) => Array.from({ length: n }, (_, i) => `Status != s${i % 10}`).join(' and ');
+    expect(run(chain(128), checkSchema, check())).toBe(true);
+    const offset = chain(128).length + ' and '.length;
+    const err = compileError(chain(3000));
+    expect(err.detail).toBe(`1:${offset + 1} (${offset}): expression too large: a filter may hold at most 128 match clauses`);
+    expect(err.position).toEqual({ line: 1, column: offset + 1, offset });
+    expect(err.expected).toEqual(['at most 128 match clauses']);
   });
 });

@@ -45,14 +45,14 @@ function selfMember(api: ApiContext): Record<string, unknown> {
   return renderMember(api, self ?? { name: api.nodeName, id: api.runtime.nodeId, http: api.serverAddress, grpc: '', status: 'alive', lastHeardMs: 0 });
 }
 
-function members(req: Request, api: ApiContext): Reply {
+async function members(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
   if (flag(req, 'segment') && param(req, 'wan') !== undefined && param(req, 'wan') !== 'false') {
     throw new RegistryError('segmentWithWan');
   }
-  const keep = filterOf(req, memberSchema);
+  const filter = filterOf(req, memberSchema);
   const members = api.runtime.membership.members().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return json(members.map((m) => renderMember(api, m)).filter(keep));
+  return json(await filter.keep(members.map((m) => renderMember(api, m)), (m) => m));
 }
 
 /** `?cached` marks the answer as Consul's agent marks it from its cache (query.ts cachedAnswer). */

@@ -6,7 +6,7 @@ import { RegistryError } from '../../domain/errors.ts';
 import type { HealthCheck } from '../../domain/types.ts';
 import type { Schema } from '../../filter/index.ts';
 import type { RegistryState } from '../../state/index.ts';
-import { filterOf } from '../filtering.ts';
+import { everyItem, filterOf, noItem, type ListFilter } from '../filtering.ts';
 import type { ApiContext } from '../api.ts';
 import { awaitQuery, parseQueryOptions } from '../query.ts';
 import { json, type Reply } from '../reply.ts';
@@ -60,19 +60,27 @@ export function serviceWatched(req: Request, api: ApiContext): Watched {
   return { index: () => state().serviceIndex(name), interest: { kind: 'service', name } };
 }
 
-/** A catalog read: query options, filter compiled first, wait on its index (the catalog's by default), then render. */
-export function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiContext, keep: (v: unknown) => boolean) => unknown,
+/**
+ * A catalog read: query options, filter compiled first, wait on its index (the catalog's by default), then
+ * render. `read` takes what it lists from the state at once and may then filter it over several turns of
+ * the event loop (filtering.ts): the index answered is the one the state had when it was taken.
+ */
+export function catalogRead(schema: Schema | undefined, read: (req: Request, api: ApiContext, filter: ListFilter) => unknown,
   watched: (req: Request, api: ApiContext) => Watched = catalogWatched) {
   return async (req: Request, api: ApiContext): Promise<Reply> => {
     const q = parseQueryOptions(req, api);
-    const keep = schema ? filterOf(req, schema) : () => true;
-    // Read once now: it validates the path before any wait, and is the answer when nothing waits.
-    const now = read(req, api, keep);
-    if (q.minIndex === 0 && !q.consistent) return json(now, { index: watched(req, api).index(), consistency: q.consistency });
+    const filter = schema ? filterOf(req, schema) : everyItem;
+    const answer = async () => {
+      const index = watched(req, api).index();
+      return json(await read(req, api, filter), { index, consistency: q.consistency });
+    };
+    if (q.minIndex === 0 && !q.consistent) return answer();
+    // Read once before waiting only to validate the path: the filter is not tried on what it lists.
+    await read(req, api, noItem);
     // Chosen as the read waits: whether the service has instances decides what it waits on.
     const w = watched(req, api);
     await awaitQuery(req, api, q, w.interest, () => w.index());
-    return json(read(req, api, keep), { index: watched(req, api).index(), consistency: q.consistency });
+    return answer();
   };
 }
 

@@ -21,15 +21,16 @@ import { checksOfInstances, healthEntry, renderAgentService, renderCatalogServic
 const agentCached = (read: Handler<ApiContext>): Handler<ApiContext> => async (req, api) => cachedAnswer(await read(req, api), req);
 
 /** `/v1/catalog/services`: each name with the union of its instances' tags; `filter` keeps instances by their ServiceNode fields, as Consul's. */
-const catalogServices = agentCached(catalogRead(catalogServiceSchema, (req, api, keep) => {
+const catalogServices = agentCached(catalogRead(catalogServiceSchema, async (req, api, filter) => {
   const tags = new Map<string, Set<string>>();
   const { service } = catalogAcl(req);
   const st = api.runtime.state;
   const onNode = nodeMetaFilter(req, st);
-  const filtered = (param(req, 'filter') ?? '').trim() !== '';
-  for (const s of [...instancesWithConsul(api, consulServiceName), ...st.services.values()]) {
-    if (!service(s.service) || !onNode(s.node)) continue;
-    if (filtered && !keep(renderCatalogService(s, st.nodes.get(s.node), api.datacenter))) continue;
+  const listed = [...instancesWithConsul(api, consulServiceName), ...st.services.values()].filter((s) => service(s.service) && onNode(s.node));
+  // Rendered only to be filtered, and all before the first turn the filter gives away: as the state is now.
+  const rendered = filter.given ? listed.map((s) => [s, renderCatalogService(s, st.nodes.get(s.node), api.datacenter)] as const) : [];
+  const kept = filter.given ? (await filter.keep(rendered, ([, r]) => r)).map(([s]) => s) : listed;
+  for (const s of kept) {
     const set = tags.get(s.service) ?? new Set<string>();
     for (const t of s.tags) set.add(t);
     tags.set(s.service, set);
@@ -45,24 +46,27 @@ function hasTags(s: ServiceInstance, req: Request): boolean {
   return wanted.every((t) => tags.includes(t.toLowerCase()));
 }
 
-const catalogService = agentCached(catalogRead(catalogServiceSchema, (req, api, keep) => {
+/** Rendered records as they are: what most reads filter. */
+const itself = (record: unknown) => record;
+
+const catalogService = agentCached(catalogRead(catalogServiceSchema, (req, api, filter) => {
   const name = required(req, 'serviceMissing');
   const st = api.runtime.state;
   const { node } = catalogAcl(req);
   const onNode = nodeMetaFilter(req, st);
-  return instancesWithConsul(api, name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
-    .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)).filter(keep);
+  return filter.keep(instancesWithConsul(api, name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
+    .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)), itself);
 }, serviceWatched));
 
-const catalogNodes = catalogRead(nodeSchema, (req, api, keep) => {
+const catalogNodes = catalogRead(nodeSchema, (req, api, filter) => {
   const { node } = catalogAcl(req);
   const onNode = nodeMetaFilter(req, api.runtime.state);
-  return [...api.runtime.state.nodes.values()].filter((n) => node(n.node) && onNode(n.node)).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
-    .map((n) => renderNode(n, api.datacenter)).filter(keep);
+  return filter.keep([...api.runtime.state.nodes.values()].filter((n) => node(n.node) && onNode(n.node)).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+    .map((n) => renderNode(n, api.datacenter)), itself);
 });
 
 /** `/v1/catalog/node/<node>`: the node and its services by ID; `filter` keeps services by their fields, as Consul's. */
-const catalogNode = catalogRead(agentServiceSchema, (req, api, keep) => {
+const catalogNode = catalogRead(agentServiceSchema, async (req, api, filter) => {
   const name = required(req, 'nodeMissing');
   const st = api.runtime.state;
   const node = st.nodes.get(name);
@@ -70,36 +74,39 @@ const catalogNode = catalogRead(agentServiceSchema, (req, api, keep) => {
   const { service } = catalogAcl(req);
   const rendered = servicesWithConsul(api, name).filter((s) => service(s.service))
     .map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }] as const);
-  return { Node: renderNode(node, api.datacenter), Services: Object.fromEntries(rendered.filter(([, r]) => keep(r))) };
+  const nodeRecord = renderNode(node, api.datacenter);
+  return { Node: nodeRecord, Services: Object.fromEntries(await filter.keep(rendered, ([, r]) => r)) };
 });
 
 /**
  * `/v1/catalog/node-services/<node>`: the node and its services as a list of Consul's NodeService records
  * (`filter` on their fields); an unknown node is `{"Node": null, "Services": null}`, as in Consul.
  */
-const catalogNodeServices = catalogRead(agentServiceSchema, (req, api, keep) => {
+const catalogNodeServices = catalogRead(agentServiceSchema, async (req, api, filter) => {
   const name = required(req, 'nodeMissing');
   const st = api.runtime.state;
   const node = st.nodes.get(name);
   if (node === undefined) return { Node: null, Services: null };
   const { service } = catalogAcl(req);
-  const services = servicesWithConsul(api, name).filter((s) => service(s.service)).map((s) => renderHealthService(s)).filter(keep);
-  return { Node: renderNode(node, api.datacenter), Services: services };
+  const services = servicesWithConsul(api, name).filter((s) => service(s.service)).map((s) => renderHealthService(s));
+  const nodeRecord = renderNode(node, api.datacenter);
+  return { Node: nodeRecord, Services: await filter.keep(services, itself) };
 });
 
 // ---------------------------------------------------------------- health
 
-const healthNode = catalogRead(checkSchema, (req, api, keep) => {
+const healthNode = catalogRead(checkSchema, (req, api, filter) => {
   const name = required(req, 'nodeMissing');
   const acl = catalogAcl(req);
-  return api.runtime.state.checksOfNode(name).filter((c) => checkVisible(acl, c)).map((c) => renderCheck(c)).filter(keep);
+  return filter.keep(api.runtime.state.checksOfNode(name).filter((c) => checkVisible(acl, c)).map((c) => renderCheck(c)), itself);
 });
 
-const healthChecks = catalogRead(checkSchema, (req, api, keep) => {
+const healthChecks = catalogRead(checkSchema, (req, api, filter) => {
   const name = required(req, 'serviceMissing');
   const acl = catalogAcl(req);
   const onNode = nodeMetaFilter(req, api.runtime.state);
-  return api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c) && onNode(c.node)).map((c) => renderCheck(c)).filter(keep);
+  return filter.keep(api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c) && onNode(c.node))
+    .map((c) => renderCheck(c)), itself);
 }, serviceWatched);
 
 function parsePassing(req: Request): boolean {
@@ -110,7 +117,7 @@ function parsePassing(req: Request): boolean {
   throw new RegistryError('passingInvalid', { value: v });
 }
 
-const healthService = agentCached(catalogRead(healthEntrySchema, (req, api, keep) => {
+const healthService = agentCached(catalogRead(healthEntrySchema, (req, api, filter) => {
   const name = required(req, 'serviceMissing');
   const passingOnly = parsePassing(req);
   const st = api.runtime.state;
@@ -121,15 +128,15 @@ const healthService = agentCached(catalogRead(healthEntrySchema, (req, api, keep
   const checks = checksOfInstances(st, instances);
   for (const s of instances) {
     const entry = healthEntry(st, s, api.datacenter, passingOnly, checks);
-    if (entry !== undefined && keep(entry)) entries.push(entry);
+    if (entry !== undefined) entries.push(entry);
   }
-  return entries;
+  return filter.keep(entries, itself);
 }, serviceWatched));
 
 const states = new Set(['any', 'passing', 'warning', 'critical', 'fail']);
 const consulStates = new Set(['any', 'passing', 'warning', 'critical']);
 
-const healthState = catalogRead(checkSchema, (req, api, keep) => {
+const healthState = catalogRead(checkSchema, (req, api, filter) => {
   const state = required(req, 'checkStateMissing');
   // Consul does not validate the state: an unknown one, "fail" included, matches nothing there.
   if (api.dialect === 'consul' && !consulStates.has(state)) return [];
@@ -140,7 +147,8 @@ const healthState = catalogRead(checkSchema, (req, api, keep) => {
   const wanted = state === 'fail' ? 'critical' : state;
   const acl = catalogAcl(req);
   const onNode = nodeMetaFilter(req, api.runtime.state);
-  return api.runtime.state.allChecks().filter((c) => (wanted === 'any' || c.status === wanted) && checkVisible(acl, c) && onNode(c.node)).map((c) => renderCheck(c)).filter(keep);
+  return filter.keep(api.runtime.state.allChecks().filter((c) => (wanted === 'any' || c.status === wanted) && checkVisible(acl, c) && onNode(c.node))
+    .map((c) => renderCheck(c)), itself);
 });
 
 /** A catalog read's parameters: the query options and `filter`. */

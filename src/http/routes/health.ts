@@ -41,12 +41,12 @@ async function proposeOk(api: ApiContext, cmd: Command): Promise<void> {
 
 // ---------------------------------------------------------------- agent checks
 
-function agentChecks(req: Request, api: ApiContext): Reply {
+async function agentChecks(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const keep = filterOf(req, checkSchema);
+  const filter = filterOf(req, checkSchema);
   const readable = readableUnder(req, 'check', '') ?? everything;
   const rendered = localChecks(api).filter((c) => readable(c.checkId)).map((c) => [c.checkId, renderCheck(c, true)] as const);
-  return json(Object.fromEntries(rendered.filter(([, check]) => keep(check))));
+  return json(Object.fromEntries(await filter.keep(rendered, ([, check]) => check)));
 }
 
 async function checkRegister(req: Request, api: ApiContext): Promise<Reply> {
@@ -128,12 +128,12 @@ async function checkUpdate(req: Request, api: ApiContext): Promise<Reply> {
 
 // ---------------------------------------------------------------- agent services
 
-function agentServices(req: Request, api: ApiContext): Reply {
+async function agentServices(req: Request, api: ApiContext): Promise<Reply> {
   checkDatacenter(req, api);
-  const keep = filterOf(req, agentServiceSchema);
+  const filter = filterOf(req, agentServiceSchema);
   const { service } = catalogAcl(req);
   const rendered = api.runtime.state.servicesOfNode(api.nodeName).filter((s) => service(s.service)).map((s) => [s.id, renderAgentService(s, api.datacenter)] as const);
-  return json(Object.fromEntries(rendered.filter(([, service]) => keep(service))));
+  return json(Object.fromEntries(await filter.keep(rendered, ([, service]) => service)));
 }
 
 async function serviceRegister(req: Request, api: ApiContext): Promise<Reply> {
