@@ -11,7 +11,7 @@ import { assembleAgent, type SelfAddresses } from './agent/assemble.ts';
 import { dataDirRecordStore } from './agent/definitions-record.ts';
 import { LogOutput } from './agent/log-output.ts';
 import { createLogger } from './agent/logger.ts';
-import { checkDataDirMode, checkDataDirPath, markClusterDataDir, markEmbeddedDataDir } from './agent/data-dir-mode.ts';
+import { checkDataDirMode, checkDataDirPath, foreignLogRefusal, joinedLog, markClusterDataDir, markEmbeddedDataDir } from './agent/data-dir-mode.ts';
 import { nodeIdOf, writeNodeId } from './agent/node-id.ts';
 import { ConfigError, loadConfig, usage, type Config, type ConfigDefaults } from './config.ts';
 import { handOverHangups, holdHangups, readingConfiguration } from './early-hangup.ts';
@@ -28,13 +28,14 @@ import { makeDirs } from './util/make-dirs.ts';
 
 /**
  * The log: the embedded WAL on one node (`reclaimDir`: what the agent puts back in a data dir made again
- * after it was removed); with --nats, the JetStream stream shared by the cluster.
+ * after it was removed); with --nats, the JetStream stream shared by the cluster, which must be the log
+ * the data dir's node joined before (`joined`, when it records one).
  */
-async function openLog(config: Config, dataDir: string, clock: SystemClock, logger: Logger, reclaimDir: () => Promise<void>): Promise<ReplicatedLog> {
+async function openLog(config: Config, dataDir: string, joined: string | undefined, clock: SystemClock, logger: Logger, reclaimDir: () => Promise<void>): Promise<ReplicatedLog> {
   if (config.nats.length === 0) return new WalLog({ dir: dataDir, clock, logger, reclaimDir });
   const { JetStreamLog } = await import('../cluster/index.ts');
   return new JetStreamLog({
-    servers: config.nats, auth: config.natsAuth, replicas: config.replicas, clock, nodeName: config.nodeName, logger,
+    servers: config.nats, auth: config.natsAuth, replicas: config.replicas, clock, nodeName: config.nodeName, logger, joined,
     // The node's state has left the log's: stop, so that a restart replays the stream (exit code 70, as a
     // log that cannot be applied; a supervisor restarts it).
     onDiverged: (err) => {
@@ -137,11 +138,11 @@ function makeDataDir(dataDir: string): void {
  * written at the path again, so that a later start there keeps the node's ID, is refused without --nats,
  * and a second agent is refused. The registry is in the stream: nothing else was there.
  */
-async function remakeClusterDataDir(dataDir: string, reclaim: () => Promise<void>, logger: Logger): Promise<void> {
+async function remakeClusterDataDir(dataDir: string, reclaim: () => Promise<void>, joined: string | undefined, logger: Logger): Promise<void> {
   try {
     makeDirs(dataDir);
     await reclaim();
-    await markClusterDataDir(dataDir);
+    await markClusterDataDir(dataDir, joined);
     logger.warn({ dataDir }, 'the data dir was removed or moved while the agent ran: its lock, node ID and cluster marker are written there again');
   } catch (err) {
     logger.error({ err, dataDir }, 'the data dir was removed or moved while the agent ran and could not be made again; retrying in a second');
@@ -156,6 +157,9 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   // Before anything in the data dir is read or written: two agents on one log would interleave its frames.
   const lock = lockDataDir(dataDir);
   checkDataDirMode(dataDir, config.nats.length > 0);
+  // The log a cluster node joined before: the one it must find again (undefined: a new node, or an earlier release's dir).
+  const joined = config.nats.length > 0 ? joinedLog(dataDir) : undefined;
+  let log: ReplicatedLog | undefined;
   const clock = new SystemClock();
   const nodeId = await nodeIdOf(dataDir);
   // What the agent puts back in a data dir made again: its lock, its node ID and (a single node) the mark of its log.
@@ -170,10 +174,10 @@ async function run(config: Config, reread: () => Config): Promise<void> {
       process.exit(70);
     },
     // The embedded log makes its dir again itself, with the state it holds; a cluster node keeps only these.
-    ...(config.nats.length > 0 ? { gone: () => remakeClusterDataDir(dataDir, reclaim, logger) } : {}),
+    ...(config.nats.length > 0 ? { gone: () => remakeClusterDataDir(dataDir, reclaim, log?.identity?.() ?? joined, logger) } : {}),
   });
   await checkAddressesFree(config);
-  const log = await openLog(config, dataDir, clock, logger, reclaim);
+  log = await openLog(config, dataDir, joined, clock, logger, reclaim);
   // A leave asked before the shutdown below is in place is carried out once it is.
   let asked: string | undefined;
   let shutdown: (signal: string) => void = (signal) => { asked = signal; };
@@ -186,7 +190,7 @@ async function run(config: Config, reread: () => Config): Promise<void> {
   const { runtime, http, grpc } = agent;
   // A cluster node needs nothing else of its local disk: a full one does not stop it here.
   if (config.nats.length > 0) {
-    await markClusterDataDir(dataDir).catch((err: unknown) => logger.warn({ err, dataDir }, 'could not mark the data dir as a cluster node\'s; a start without --nats on it will not be refused'));
+    await markJoined(dataDir, log.identity?.(), logger);
   } else {
     await markEmbeddedDataDir(dataDir).catch((err: unknown) => logger.warn({ err, dataDir }, 'could not mark the data dir as holding the embedded log; a start that finds it gone will not be refused'));
   }
@@ -209,6 +213,17 @@ async function run(config: Config, reread: () => Config): Promise<void> {
     reload('reloading the configuration: SIGHUP came while the agent started, after it had read its configuration');
   } else if (early.beforeRead > 0) {
     logger.info({ signal: 'SIGHUP' }, 'SIGHUP came while the agent started, before it read its configuration: the configuration read is in effect');
+  }
+}
+
+/** Records in the data dir the log this cluster node joined; a failure is logged, the node serves on. */
+async function markJoined(dataDir: string, log: string | undefined, logger: Logger): Promise<void> {
+  const done = await markClusterDataDir(dataDir, log).catch((err: unknown) => {
+    logger.warn({ err, dataDir }, 'could not mark the data dir as a cluster node\'s; a start without --nats on it, or on another log, will not be refused');
+  });
+  if (done === 'adopted') {
+    logger.info({ dataDir, log }, 'the data dir recorded no log (an earlier release marked it): it now records the log found, '
+      + 'and a later start whose --nats servers hold another log, or none, stops');
   }
 }
 
@@ -276,7 +291,8 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
   run(config, () => loadConfigOrThrow(argv, env, defaults)).catch((failure: unknown) => {
     // A filesystem error on a path inside the data dir (a file where the log keeps a directory, a segment
     // the agent may not open) is the operator's to mend, as a lock it cannot take is.
-    const err = dataDirFault(failure, dataDir) ?? failure;
+    // A log other than the one the data dir's node joined (--nats naming another cluster's servers) too.
+    const err = dataDirFault(failure, dataDir) ?? foreignLogRefusal(failure, resolve(dataDir), config.nats) ?? failure;
     printFailure(err);
     // 2: the start was refused for a reason the operator must fix (config, data dir or port in use, a damaged
     // log, a native binding that does not load on this Node.js and C library).

@@ -29,6 +29,12 @@ export interface JetStreamLogOptions {
   logger?: Logger;
   /** Object store bucket holding the snapshots. @default 'ROSTER_SNAPSHOTS' */
   snapshotBucket?: string;
+  /**
+   * The identity (`<stream>@<creation time>`, `identity()`) of the log this node joined before: open()
+   * refuses another stream of the name, or none (creating none), with an error whose `code` is 'LOG_FOREIGN'
+   * (log-identity.ts). @default none: the stream found is taken, or created when missing
+   */
+  joined?: string | undefined;
   /** Most entries in one commit (one message). @default 4096 */
   batchEntriesMax?: number;
   /**
@@ -125,6 +131,7 @@ export interface Settings {
   nodeName: string;
   logger: Logger;
   bucket: string;
+  joined: string | undefined;
   batchEntriesMax: number;
   queuedEntriesMax: number;
   /** Checked when the log opens (see `inFlightMaxOf`). */
@@ -159,6 +166,7 @@ export function settingsOf(opts: JetStreamLogOptions): Settings {
     nodeName: opts.nodeName,
     logger: opts.logger ?? silentLogger,
     bucket: opts.snapshotBucket ?? snapshotBucketDefault,
+    joined: opts.joined,
     publishTimeoutMs: positiveIntOption(kind, 'publishTimeoutMs', opts.publishTimeoutMs, 5000),
     publishRetryMsMax: positiveIntOption(kind, 'publishRetryMsMax', opts.publishRetryMsMax, 30_000),
     consumerExpiresMs,

@@ -6,7 +6,7 @@ import {
   AuthorizationError, ClosedConnectionError, DrainingConnectionError, InvalidArgumentError, PermissionViolationError,
 } from '@nats-io/transport-node';
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
-import type { Logger } from '../../src/ports/index.ts';
+import { isLogForeign, type Logger } from '../../src/ports/index.ts';
 import { setLongTimeout, sleepMs, type LongTimer } from '../../src/util/index.ts';
 import { kind } from './options.ts';
 
@@ -106,6 +106,8 @@ export async function retrying<T>(
     try {
       return await withinMs(step(), attemptMs, noAnswer);
     } catch (err) {
+      // Another log than the one this node joined: said whole, for the agent to tell apart (log-identity.ts).
+      if (isLogForeign(err)) throw err;
       const timedOut = err instanceof Error && err.message === noAnswer;
       if (!timedOut) lastAnswer = err;
       if (!isTransient(err) || performance.now() >= deadline) {

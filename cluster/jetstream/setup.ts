@@ -10,10 +10,11 @@ import {
   type JetStreamClient, type JetStreamManager, type StreamConfig, type StreamInfo,
 } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
-import type { Logger } from '../../src/ports/index.ts';
+import type { ForeignLog, Logger } from '../../src/ports/index.ts';
 import { Bucket } from './bucket.ts';
 import { kind, type NatsAuth, type Settings } from './options.ts';
 import { listObjects } from './object-list.ts';
+import { checkJoined, missingJoined } from './log-identity.ts';
 import { errorMessage, isApiError, noPeersForPlacementCode, replicasNotSupportedCode, retrying, SetupRefusal } from './retry.ts';
 
 /** Client pings to its server: a silent server (partitioned, paused) is left after about 2 s × 3. */
@@ -31,8 +32,11 @@ export const streamNameInUseCode = 10058;
 
 /** The settings the stream is created with or checked against. */
 export type StreamPlan = Pick<Settings, 'stream' | 'subject' | 'replicas' | 'publishRetryMsMax' | 'publishTimeoutMs'>
-  /** The snapshot bucket: a missing stream whose snapshots it holds was deleted, and is not created anew. */
-  & Partial<Pick<Settings, 'bucket'>>;
+  /**
+   * The snapshot bucket: a missing stream whose snapshots it holds was deleted, and is not created anew.
+   * The log this node joined before: another stream of the name, or none, is refused (log-identity.ts).
+   */
+  & Partial<Pick<Settings, 'bucket' | 'joined'>>;
 
 /** The stream as this node uses it. */
 export interface AdoptedStream {
@@ -126,7 +130,9 @@ export function streamConfig(p: StreamPlan): Partial<StreamConfig> & { name: str
 export async function openStream(jsm: JetStreamManager, p: StreamPlan & { logger: Logger }, deadline: number, attemptMsMax: number): Promise<AdoptedStream> {
   const adopted = await retrying(p.logger, `stream ${p.stream}`, deadline, () => ensureStream(jsm, p, p.logger), attemptMsMax)
     .catch((err: unknown) => { throw withReplicasHint(err, p.replicas); });
-  return settledStream(adopted, deadline, () => retrying(p.logger, `stream ${p.stream}`, deadline, () => infoOfKnown(jsm, p.stream), attemptMsMax));
+  const settled = await settledStream(adopted, deadline, () => retrying(p.logger, `stream ${p.stream}`, deadline, () => infoOfKnown(jsm, p.stream), attemptMsMax));
+  checkJoined(p.joined, settled.info);
+  return settled;
 }
 
 /**
@@ -195,7 +201,9 @@ export async function ensureStream(jsm: JetStreamManager, p: StreamPlan, logger:
     info = await jsm.streams.info(p.stream);
   } catch (err) {
     if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
-    if (p.bucket !== undefined) await refuseDeletedStream(jsm, p.stream, p.bucket);
+    const deleted = p.bucket === undefined ? undefined : await snapshotsLeft(jsm, p.stream, p.bucket);
+    if (p.joined !== undefined) throw missingJoined(p.joined, deleted);
+    if (deleted !== undefined) throw deletedStreamRefusal(p.stream, deleted);
     try {
       info = await jsm.streams.add(streamConfig(p));
       logger.info({ stream: p.stream, subject: p.subject, replicas: p.replicas }, 'JetStream log: created the stream');
@@ -213,22 +221,28 @@ export async function ensureStream(jsm: JetStreamManager, p: StreamPlan, logger:
 }
 
 /**
- * Refuses to create `stream` when the snapshot bucket holds snapshots of a stream of that name: it existed
- * and was deleted on the nats-servers (by hand, by mistake). Created anew, it would be empty, and the
- * node would serve an empty registry as if nothing had been lost; so the start stops, saying what to do.
+ * The snapshots the bucket holds of a stream of that name, when the stream is missing: it existed and was
+ * deleted on the nats-servers (by hand, by mistake). Undefined when there are none (a new cluster).
  */
-async function refuseDeletedStream(jsm: JetStreamManager, stream: string, bucket: string): Promise<void> {
+async function snapshotsLeft(jsm: JetStreamManager, stream: string, bucket: string): Promise<ForeignLog['deletedSnapshots']> {
   try {
     await jsm.streams.info(`OBJ_${bucket}`);
   } catch (err) {
-    if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return; // no bucket yet: a new cluster
+    if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return undefined; // no bucket yet: a new cluster
     throw err;
   }
   const left = (await listObjects(jsm, bucket)).filter((o) => o.name.startsWith(`${stream}/`));
-  if (left.length === 0) return;
-  const newest = Math.max(...left.map((o) => Number(o.metadata?.index ?? NaN)).filter(Number.isFinite), 0);
-  throw new SetupRefusal(`the stream ${stream} does not exist, but the snapshot bucket ${bucket} holds ${left.length} `
-    + `snapshot${left.length === 1 ? '' : 's'} of it${newest > 0 ? ` (the newest at index ${newest})` : ''}: the stream was deleted on the `
+  if (left.length === 0) return undefined;
+  return { store: bucket, count: left.length, newest: Math.max(...left.map((o) => Number(o.metadata?.index ?? NaN)).filter(Number.isFinite), 0) };
+}
+
+/**
+ * Created anew, a deleted stream would be empty, and the node would serve an empty registry as if nothing
+ * had been lost; so the start stops, saying what to do.
+ */
+function deletedStreamRefusal(stream: string, { store: bucket, count, newest }: NonNullable<ForeignLog['deletedSnapshots']>): SetupRefusal {
+  return new SetupRefusal(`the stream ${stream} does not exist, but the snapshot bucket ${bucket} holds ${count} `
+    + `snapshot${count === 1 ? '' : 's'} of it${newest > 0 ? ` (the newest at index ${newest})` : ''}: the stream was deleted on the `
     + `nats-servers, and created anew it would be empty. To start with an empty registry, delete the bucket's snapshots `
     + `of it (nats object rm ${bucket} <name>, or the bucket) and start again, then restore a snapshot saved with `
     + '`roster snapshot save --stale` if there is one (roster snapshot restore)');

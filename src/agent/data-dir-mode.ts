@@ -9,13 +9,21 @@
  * So a cluster node marks its dir (`cluster`, once it has opened the log), and a start stops (exit 2),
  * saying how to go on, when the mode does not match what the dir holds.
  *
+ * The marker also records the log the node joined (its identity, `<stream>@<creation time>`): a start
+ * with `--nats` naming other nats-servers (a standalone one, another cluster's) finds another log there, or
+ * none, and the log refuses it (cluster/jetstream/log-identity.ts) before it creates anything, rather than
+ * serve a registry the cluster's clients never wrote; etcd refuses a member whose data dir holds another
+ * cluster's ID. A marker written by an earlier release records no log: the start takes the log it finds
+ * and records it.
+ *
  * A single node marks its dir too (`embedded-log`, once it has started on its log): a start that then finds
  * no log in it (`wal/` and `snap/` removed, or their files emptied) stops, rather than serve an empty
  * registry as if nothing had ever been stored and grant locks that clients believe they hold.
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
+import { isLogForeign } from '../ports/log-errors.ts';
 import { segmentPattern, snapPattern, writeFileWhole } from '../wal/files.ts';
 
 /** The file that marks a cluster node's data dir. */
@@ -73,11 +81,61 @@ export function checkDataDirMode(dataDir: string, clustered: boolean): void {
   }
 }
 
-/** Marks the data dir as a cluster node's (once its log has opened); kept when it is there. */
-export async function markClusterDataDir(dataDir: string): Promise<void> {
+/** The line of the cluster marker that records the log the node joined. */
+const joinedLine = /^log: (\S+)$/m;
+
+/**
+ * The log this data dir's node joined, as its cluster marker records it; undefined when there is no
+ * marker (a new node) or it records none (written by an earlier release).
+ */
+export function joinedLog(dataDir: string): string | undefined {
   const marker = join(dataDir, clusterMarkerName);
-  if (existsSync(marker)) return;
-  await writeFileWhole(marker, 'This data dir belongs to a Roster cluster node: start it with --nats (see docs/cluster.md).\n');
+  if (!existsSync(marker)) return undefined;
+  return joinedLine.exec(readFileSync(marker, 'utf8'))?.[1];
+}
+
+/**
+ * Marks the data dir as a cluster node's, recording `log`, the log it opened (once it has). A marker that
+ * records a log is kept: the log opened is that one, or it would have refused to open. Says what it did:
+ * `adopted` when a marker recorded none before (an earlier release's).
+ */
+export async function markClusterDataDir(dataDir: string, log: string | undefined): Promise<'kept' | 'written' | 'adopted'> {
+  const marker = join(dataDir, clusterMarkerName);
+  const marked = existsSync(marker);
+  if (marked && (log === undefined || joinedLog(dataDir) !== undefined)) return 'kept';
+  await writeFileWhole(marker, 'This data dir belongs to a Roster cluster node: start it with --nats (see docs/cluster.md).\n'
+    + 'It joined the log named below: a start whose --nats servers hold another log, or none, stops.\n'
+    + `${log === undefined ? '' : `log: ${log}\n`}`);
+  return marked ? 'adopted' : 'written';
+}
+
+/**
+ * The refusal (ConfigError, exit 2) of a start whose log is not the one the data dir's node joined
+ * (isLogForeign), saying what probably happened and what to do; undefined for any other failure.
+ */
+export function foreignLogRefusal(err: unknown, dataDir: string, servers: readonly string[]): ConfigError | undefined {
+  if (!isLogForeign(err)) return undefined;
+  const marker = join(dataDir, clusterMarkerName);
+  const { joined, found, deletedSnapshots: deleted } = err;
+  const head = `--data-dir ${dataDir}: this node joined the log ${joined} (recorded in ${marker}), but the nats-servers ${servers.join(',')}`;
+  if (found !== undefined) {
+    return new ConfigError(`${head} hold another log of that name, ${found}: --nats probably names another cluster's servers. `
+      + 'Started on it, this node would answer from a registry its clients never wrote and grant locks the cluster\'s clients hold. '
+      + `Point --nats at this cluster's nats-servers; to make this node a member of the other log on purpose, remove ${marker} (or the data dir)`);
+  }
+  const stream = joined.slice(0, joined.lastIndexOf('@'));
+  if (deleted === undefined) {
+    return new ConfigError(`${head} have no stream ${stream}: --nats probably names other nats-servers than the cluster's `
+      + '(a standalone one, another cluster\'s), and nothing was created on them. Started on a new, empty stream there, this node would '
+      + 'answer from an empty registry and grant locks the cluster\'s clients hold. Point --nats at this cluster\'s nats-servers; '
+      + `to start a new, empty log on these servers on purpose, remove ${marker} and start again`);
+  }
+  const { store, count, newest } = deleted;
+  return new ConfigError(`${head} have no stream ${stream}, while their snapshot bucket ${store} holds ${count} snapshot${count === 1 ? '' : 's'} `
+    + `of it${newest > 0 ? ` (the newest at index ${newest})` : ''}: the stream was deleted on them. Created anew it would be empty, and this node `
+    + 'would serve an empty registry as if nothing had been lost. To start over with an empty registry, delete the bucket\'s snapshots of it '
+    + `(nats object rm ${store} <name>, or the bucket), remove the marker (${marker}) on every node and start them, then restore a snapshot `
+    + 'saved with `roster snapshot save --stale` if there is one (roster snapshot restore)');
 }
 
 /** Marks the data dir as holding a single node's embedded log (once the node has started on it); kept when it is there. */

@@ -3,6 +3,7 @@ export {
   damagedError, entryTooLargeError, failedError, isEntryTooLarge, isLogDamaged, isLogFailed, isLogOverloaded, isLogUnavailable, isOutcomeUnknown, isWriteTimedOut, logDamagedCode, logFailedCode,
   logOverloadedCode, logUnavailableCode, outcomeUnknownError, overloadedError, unavailableError, writeTimedOutError,
 } from './log-errors.ts';
+export { foreignLogError, isLogForeign, logForeignCode, type ForeignLog } from './log-errors.ts';
 export type { Clock, TimerHandle } from './clock.ts';
 export { intervalMs, SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';

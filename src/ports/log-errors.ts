@@ -31,6 +31,22 @@ export const entryTooLargeCode = 'ENTRY_TOO_LARGE' as const;
 /** `code` of the error open() throws when the data on disk is damaged or incomplete and it refuses to open. */
 export const logDamagedCode = 'LOG_DAMAGED' as const;
 
+/**
+ * `code` of the error open() throws when the log it finds is not the one this node joined before (its
+ * `joined` option): another log of the name, or none where one is expected. Nothing is created then.
+ */
+export const logForeignCode = 'LOG_FOREIGN' as const;
+
+/** What the error of a foreign log says, for a caller that words it for its operator. */
+export interface ForeignLog {
+  /** The identity of the log this node joined before. */
+  joined: string;
+  /** The identity of the log found; undefined when there is none. */
+  found: string | undefined;
+  /** When there is no log: snapshots of one of its name that are still kept beside it (it was deleted). */
+  deletedSnapshots?: { store: string; count: number; newest: number } | undefined;
+}
+
 /** The error for an append refused because `queued` entries already wait and at most `max` may. */
 export function overloadedError(kind: string, queued: number, adding: number, max: number): Error {
   const err = new Error(`${kind}: log is overloaded: ${queued} entries already wait for the next commit and `
@@ -82,6 +98,15 @@ export function isEntryTooLarge(err: unknown): err is RangeError & { code: typeo
 
 export function damagedError(message: string): Error {
   return Object.assign(new Error(message), { code: logDamagedCode });
+}
+
+/** The error of an open() that found a log other than the one this node joined (see logForeignCode). */
+export function foreignLogError(message: string, foreign: ForeignLog): Error & ForeignLog {
+  return Object.assign(new Error(message), { code: logForeignCode }, foreign);
+}
+
+export function isLogForeign(err: unknown): err is Error & ForeignLog & { code: typeof logForeignCode } {
+  return hasCode(err, logForeignCode);
 }
 
 /** True for the error an append gets when the log is overloaded (its queue of waiting appends is full). */

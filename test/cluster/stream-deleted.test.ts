@@ -2,7 +2,10 @@
 // `nats stream rm`) refuses writes at once with a clear 503 naming the cause, instead of retrying each for
 // half a minute and answering an internal error; reads keep answering from the state the node holds, so
 // `roster snapshot save --stale` can still take it out; the cause is logged once. Started again, it does
-// not create an empty stream in the deleted one's place while the snapshot bucket holds snapshots of it.
+// not create an empty stream in the deleted one's place: its data dir records the log it joined (exit 2),
+// and without that record, a fresh node's start is refused while the snapshot bucket holds snapshots of it.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { call, expectError } from '../support/agent.ts';
 import { TestCluster } from '../support/cluster-node.ts';
@@ -47,12 +50,20 @@ test('the stream deleted under a running node: writes answer 503 at once naming 
 
   // Started again, the node does not create an empty stream in its place: it stops, saying what to do.
   expect(await node.stop()).toBe(0);
+  const marker = join(cluster.dataDirs.get('solo')!, 'cluster');
   const refused = await cluster.start('solo').then(() => 'started', (err: Error) => err.message);
-  expect(refused).toMatch(/exited \(1\) before ready/);
-  expect(refused).toMatch(/the stream ROSTER_LOG does not exist, but the snapshot bucket ROSTER_SNAPSHOTS holds \d+ snapshots? of it \(the newest at index \d+\): the stream was deleted/);
+  expect(refused).toMatch(/exited \(2\) before ready/);
+  expect(refused).toMatch(/this node joined the log ROSTER_LOG@\S+ \(recorded in .*\), but the nats-servers \S+ have no stream ROSTER_LOG, while their snapshot bucket ROSTER_SNAPSHOTS holds \d+ snapshots? of it \(the newest at index \d+\): the stream was deleted on them/);
+  expect(refused).toContain(`remove the marker (${marker}) on every node`);
   await withJsm(cluster.nats.urls, async (jsm) => expect(await jsm.streams.info('ROSTER_LOG').catch(() => 'none')).toBe('none'));
 
-  // With the bucket's snapshots of it removed, as the message says, it starts with an empty registry.
+  // Without the record (a node's fresh data dir), the bucket's snapshots still keep it from creating one.
+  rmSync(marker);
+  const unrecorded = await cluster.start('solo').then(() => 'started', (err: Error) => err.message);
+  expect(unrecorded).toMatch(/exited \(1\) before ready/);
+  expect(unrecorded).toMatch(/the stream ROSTER_LOG does not exist, but the snapshot bucket ROSTER_SNAPSHOTS holds \d+ snapshots? of it \(the newest at index \d+\): the stream was deleted/);
+
+  // With the bucket's snapshots of it removed too, as the messages say, it starts with an empty registry.
   await withJsm(cluster.nats.urls, async (jsm) => expect(await jsm.streams.delete('OBJ_ROSTER_SNAPSHOTS')).toBe(true));
   const fresh = await cluster.start('solo');
   expect((await call(fresh.url, 'GET', '/v1/kv/kept/0')).status).toBe(404);
