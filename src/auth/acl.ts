@@ -169,6 +169,8 @@ interface RoutePermission {
   resource: Resource;
   access: Access | 'byMethod';
   name: 'rest' | '' | 'byHandler';
+  /** What the trailing parameter names when the rule names nothing (`name: ''`), for mayReadPathName. */
+  restNames?: Resource;
 }
 
 /** One row per route of src/http/routes, in the same order. */
@@ -229,7 +231,7 @@ const routePermissions: readonly RoutePermission[] = [
   // Reload, leave and force-leave change the agent itself (Consul: agent:write).
   { path: '/v1/agent/reload', prefix: false, resource: 'agent', access: 'write', name: '' },
   { path: '/v1/agent/leave', prefix: false, resource: 'agent', access: 'write', name: '' },
-  { path: '/v1/agent/force-leave/', prefix: true, resource: 'agent', access: 'write', name: '' },
+  { path: '/v1/agent/force-leave/', prefix: true, resource: 'agent', access: 'write', name: '', restNames: 'node' },
   // Metrics describe the agent as /v1/agent/self does (Consul: agent read).
   { path: '/v1/agent/metrics', prefix: false, resource: 'agent', access: 'read', name: '' },
   // The agent's log (Consul: agent read).
@@ -277,7 +279,8 @@ export function accessFor(method: string, path: string, rest: string): AccessReq
 /**
  * Whether `identity` may read what a request path names, by the route's row: the key, node, service or
  * check of a trailing parameter it reads by name; for a name only a handler can judge (a session's id, a
- * service's id), read on every name of that resource; a path naming nothing, always; a path of no row
+ * service's id), read on every name of that resource; a trailing parameter the rule does not judge but
+ * that names something (`restNames`: force-leave's node), read on it; a path naming nothing, always; a path of no row
  * (unknown to the table, or to the router), operator write, as the gate asks of it. `path` is as the client
  * sent it, its name still percent-encoded; one that does not decode is not readable.
  */
@@ -285,13 +288,14 @@ export function mayReadPathName(identity: Identity, path: string): boolean {
   const route = matchRoute(path);
   if (route === undefined) return allowed(identity, { resource: 'operator', name: '', access: 'write' });
   const raw = route.prefix ? path.slice(route.path.length) : '';
-  if (raw === '' || route.name === '') return true;
+  if (raw === '' || (route.name === '' && route.restNames === undefined)) return true;
   let name: string;
   try {
     name = decodeURIComponent(raw);
   } catch {
     return false;
   }
+  if (route.name === '') return allowed(identity, { resource: route.restNames!, name, access: 'read' });
   if (route.name === 'rest') return allowed(identity, { resource: route.resource, name, access: 'read' });
   return allowedPrefix(identity, { resource: route.resource, name: '', access: 'read' });
 }

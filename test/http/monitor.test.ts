@@ -4,7 +4,8 @@
 // refused; the monitor ends when its token expires, when the agent stops; a client that stops reading
 // loses lines (told how many once it reads again) while the agent keeps serving. A monitor shows no name its
 // token may not read: a request line's path past the route is `<hidden>` unless the token may read what it
-// names (a key, a service, a session), while a token that may read it, or everything, sees it whole.
+// names (a key, a service, a session, the node a force-leave names), while a token that may read it, or
+// everything, sees it whole.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -99,13 +100,15 @@ describe('/v1/agent/monitor', () => {
       await send('get-service', 'GET', '/v1/catalog/service/payments');
       await send('session-info', 'GET', `/v1/session/info/${sid}`);
       await send('unmatched', 'GET', '/v1/nope/secret-thing');
+      await send('force-leave', 'PUT', '/v1/agent/force-leave/ghost-node-9');
       await send('marker', 'GET', '/v1/agent/self');
       await Promise.all(monitors.map((m) => m.waitFor(/reqId=marker|"reqId":"marker"/)));
       const pathOf = (m: Monitor, reqId: string) => new RegExp(`reqId=${reqId} method=\\S+ route=\\S+ path=(\\S+) `).exec(m.text())?.[1];
-      expect(['put-secret', 'put-app', 'get-service', 'session-info', 'unmatched'].map((id) => pathOf(narrowText, id))).toEqual([
+      expect(['put-secret', 'put-app', 'get-service', 'session-info', 'unmatched', 'force-leave'].map((id) => pathOf(narrowText, id))).toEqual([
         '/v1/kv/<hidden>', '/v1/kv/app/config', '/v1/catalog/service/<hidden>', '/v1/session/info/<hidden>', '<hidden>',
+        '/v1/agent/force-leave/<hidden>',
       ]);
-      for (const name of ['db-password', 'payments', sid, 'secret-thing']) {
+      for (const name of ['db-password', 'payments', sid, 'secret-thing', 'ghost-node-9']) {
         expect(narrowText.text()).not.toContain(name);
         expect(narrowJson.text()).not.toContain(name);
       }
@@ -114,8 +117,9 @@ describe('/v1/agent/monitor', () => {
       // The token that may read the key sees its path, and not the key it may not read.
       expect(['put-secret', 'put-app'].map((id) => pathOf(keyedText, id))).toEqual(['/v1/kv/secret/db-password', '/v1/kv/<hidden>']);
       // A token that may read every name sees every line as it is.
-      expect(['put-secret', 'get-service', 'session-info', 'unmatched'].map((id) => pathOf(allText, id))).toEqual([
+      expect(['put-secret', 'get-service', 'session-info', 'unmatched', 'force-leave'].map((id) => pathOf(allText, id))).toEqual([
         '/v1/kv/secret/db-password', '/v1/catalog/service/payments', `/v1/session/info/${sid}`, '/v1/nope/secret-thing',
+        '/v1/agent/force-leave/ghost-node-9',
       ]);
     } finally {
       for (const m of monitors) m.close();
