@@ -16,8 +16,12 @@ import { CliError } from './errors.ts';
 import { parseExactJson } from './output.ts';
 import { setLongTimeout } from '../util/timer.ts';
 
-/** A request that is not a blocking query gets this long for its answer. */
-export const requestTimeoutMs = 30_000;
+/**
+ * A request that is not a blocking query gets this long for its answer. It is longer than the agent's
+ * default write_timeout (30s), after which the agent answers a write whose commit it did not see with 503,
+ * outcome unknown: that answer, not our own giving up, is what the user then reads.
+ */
+export const requestTimeoutMs = 40_000;
 
 export { agentAddressesMax, agentBaseUrl, agentBaseUrls, type ConnectionOptions } from './connection.ts';
 
@@ -143,7 +147,7 @@ export class AgentClient {
           return await readAnswer(res, base);
         } catch (err) {
           if (o.signal?.aborted || err instanceof CliError) throw err; // ours, or a streamed body's own error
-          if (timeout.signal.aborted) throw new CliError(`the agent at ${base} did not answer within ${timeoutMs / 1000}s`);
+          if (timeout.signal.aborted) throw new CliError(unanswered(base, method, timeoutMs));
           tried.push(`${base}: ${causeOf(err)}`);
           const resendable = !(o.body instanceof StreamedBody && o.body.started);
           if (AgentClient.unreached(err) && resendable && this.failOver(base)) continue;
@@ -292,6 +296,15 @@ function headersOf(res: IncomingMessage): AnswerHeaders {
       return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
     },
   };
+}
+
+/**
+ * A request given up unanswered. A write (any method but GET) may have reached the agent and be committed
+ * later, so its message says so: retrying it blindly could apply it twice.
+ */
+function unanswered(base: string, method: string, timeoutMs: number): string {
+  const late = `the agent at ${base} did not answer within ${timeoutMs / 1000}s`;
+  return method === 'GET' ? late : `${late}; the write may still take effect: read it back before retrying`;
 }
 
 /** What went wrong reaching the agent: the system's code (ECONNREFUSED, ENOTFOUND…) when there is one. */
