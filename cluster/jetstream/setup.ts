@@ -14,6 +14,7 @@ import type { ForeignLog, Logger } from '../../src/ports/index.ts';
 import { Bucket } from './bucket.ts';
 import { kind, type NatsAuth, type Settings } from './options.ts';
 import { listObjects } from './object-list.ts';
+import { notNatsServer } from './not-nats.ts';
 import { checkJoined, missingJoined } from './log-identity.ts';
 import { errorMessage, isApiError, noPeersForPlacementCode, replicasNotSupportedCode, retrying, SetupRefusal } from './retry.ts';
 
@@ -78,7 +79,7 @@ export function connectNats(servers: string[], nodeName: string, auth?: NatsAuth
     noAsyncTraces: true,
   }).catch((err: unknown) => {
     const message = (err as Error).message ?? String(err);
-    if (!/authorization|authentication/i.test(message)) throw err;
+    if (!/authorization|authentication/i.test(message)) throw notNatsServer(err, servers);
     const what = auth === undefined ? 'a connection without credentials' : 'this node\'s credentials';
     throw new SetupRefusal(`the nats-servers refused ${what} (${message}): set nats_auth in the config file, or the user and password in the --nats URLs`);
   });
