@@ -11,7 +11,7 @@
  * `roster` call is short, and fetch would first load its HTTP stack (undici), about 20 ms of every call.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import { agentBaseUrls, tokenOf, type ConnectionOptions } from './connection.ts';
+import { agentBaseUrls, credentialsOf, type ConnectionOptions } from './connection.ts';
 import { CliError } from './errors.ts';
 import { parseExactJson } from './output.ts';
 import { setLongTimeout } from '../util/timer.ts';
@@ -53,6 +53,8 @@ export interface Answer {
   text: string;
   /** X-Consul-Index, when the answer carried one. */
   index: number | undefined;
+  /** Where the token the request carried came from (undefined: none was sent); absent if not known. */
+  sent?: { tokenSource: string | undefined };
   json<T = unknown>(): T;
 }
 
@@ -82,12 +84,13 @@ export class AgentClient {
   readonly baseUrls: readonly string[];
   private current = 0;
 
-  constructor(baseUrls: string | readonly string[], private readonly token: string | undefined) {
+  constructor(baseUrls: string | readonly string[], private readonly token: string | undefined, private readonly tokenSource?: string) {
     this.baseUrls = typeof baseUrls === 'string' ? [baseUrls] : [...baseUrls];
   }
 
   static from(o: ConnectionOptions, env: NodeJS.ProcessEnv): AgentClient {
-    return new AgentClient(agentBaseUrls(o.httpAddr, env), tokenOf(o.token, env));
+    const { token, source } = credentialsOf(o.token, env);
+    return new AgentClient(agentBaseUrls(o.httpAddr, env), token, source);
   }
 
   /** The address in use: the first, or the one that last answered. */
@@ -144,7 +147,7 @@ export class AgentClient {
           const { url, target, headers, payload } = this.prepare(base, method, path, o);
           const res = await open(url, target, method, headers, payload, signal);
           if (upTo === 'head') return res;
-          return await readAnswer(res, base);
+          return { ...await readAnswer(res, base), sent: { tokenSource: this.tokenSource } };
         } catch (err) {
           if (o.signal?.aborted || err instanceof CliError) throw err; // ours, or a streamed body's own error
           if (timeout.signal.aborted) throw new CliError(unanswered(base, method, timeoutMs));
@@ -327,6 +330,18 @@ export function agentMessage(a: Answer): string {
   return text !== '' && text.length <= 500 ? text : `the agent answered HTTP ${a.status}`;
 }
 
+/**
+ * What to do about a refused token (401 in the seed dialect, Consul's 403 `ACL not found`), said after the
+ * agent's words: with no token, how to give one (the command has no login); with one, where it came from.
+ */
+function credentialsHint(a: Answer): string {
+  if (a.sent === undefined || !(a.status === 401 || (a.status === 403 && a.text.trim() === 'ACL not found'))) return '';
+  const source = a.sent.tokenSource;
+  return source === undefined
+    ? ': no token was sent; give one with --token or ROSTER_HTTP_TOKEN (or CONSUL_HTTP_TOKEN)'
+    : `: the agent refused the token from ${source}`;
+}
+
 export function failureOf(a: Answer): CliError {
-  return new CliError(agentMessage(a));
+  return new CliError(agentMessage(a) + credentialsHint(a));
 }

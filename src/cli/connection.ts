@@ -77,17 +77,26 @@ function oneBaseUrl(given: string, source: string, scheme: 'http' | 'https'): st
   return `${url.protocol}//${url.host}`;
 }
 
+/** A token and where it came from (`--token`, the variable's name, the file), named when the agent refuses it. */
+export interface Credentials {
+  token: string | undefined;
+  /** Undefined when no token is sent. */
+  source: string | undefined;
+}
+
 /**
- * The token to send, or undefined for none (see the file's comment for the order). A blank `--token` sends
- * none; a blank variable or file is passed over for the next source, as an empty one is.
+ * The token to send and its source, or none (see the file's comment for the order). A blank `--token`
+ * sends none; a blank variable or file is passed over for the next source, as an empty one is.
  */
-export function tokenOf(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
-  if (flag !== undefined) return checkedToken(flag, '--token');
+export function credentialsOf(flag: string | undefined, env: NodeJS.ProcessEnv): Credentials {
+  const from = (token: string | undefined, source: string): Credentials => ({ token, source: token === undefined ? undefined : source });
+  if (flag !== undefined) return from(checkedToken(flag, '--token'), '--token');
   const own = env.ROSTER_HTTP_TOKEN ? checkedToken(env.ROSTER_HTTP_TOKEN, 'ROSTER_HTTP_TOKEN') : undefined;
-  if (own !== undefined) return own;
+  if (own !== undefined) return from(own, 'ROSTER_HTTP_TOKEN');
   const file = env.CONSUL_HTTP_TOKEN_FILE;
   const fromFile = file ? checkedToken(tokenFile(file), `CONSUL_HTTP_TOKEN_FILE (${file})`) : undefined;
-  return fromFile ?? (env.CONSUL_HTTP_TOKEN ? checkedToken(env.CONSUL_HTTP_TOKEN, 'CONSUL_HTTP_TOKEN') : undefined);
+  if (fromFile !== undefined) return from(fromFile, `CONSUL_HTTP_TOKEN_FILE (${file})`);
+  return from(env.CONSUL_HTTP_TOKEN ? checkedToken(env.CONSUL_HTTP_TOKEN, 'CONSUL_HTTP_TOKEN') : undefined, 'CONSUL_HTTP_TOKEN');
 }
 
 /**

@@ -1,6 +1,7 @@
 // Goal: the other `roster` subcommands as a user runs them: session list/info/create/destroy, members,
 // checks, watch (prints a change live, --json one object per line), token (mints a token the agent
-// accepts through --token / ROSTER_HTTP_TOKEN), and `roster agent --dev` starting, serving and
+// accepts through --token / ROSTER_HTTP_TOKEN; a refusal says how to give a token, or where the refused
+// one came from), and `roster agent --dev` starting, serving and
 // cleaning up after itself. Every --json output parses; failures exit 1, usage errors 2.
 import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -161,7 +162,10 @@ describe('token and authentication', () => {
       expect(token.split('.')).toHaveLength(3);
       const denied = await roster(['kv', 'put', 'auth/k', 'v'], { agent: secured.url });
       expect(denied.code).toBe(1);
-      expect(denied.stderr).toBe('roster: user not logged in\n');
+      expect(denied.stderr).toBe('roster: user not logged in: no token was sent; give one with --token or ROSTER_HTTP_TOKEN (or CONSUL_HTTP_TOKEN)\n');
+      const stale = await roster(['token', '--subject', 'ops'], { env: { ROSTER_AUTH_SECRET: 'an-older-secret-that-is-also-long-enough-9876543210' } });
+      const refusedToken = await roster(['kv', 'get', 'auth/k'], { agent: secured.url, env: { ROSTER_HTTP_TOKEN: stale.stdout.trim() } });
+      expect(refusedToken).toMatchObject({ code: 1, stderr: expect.stringMatching(/^roster: invalid token.*: the agent refused the token from ROSTER_HTTP_TOKEN\n$/) });
       expect((await roster(['kv', 'put', '--token', token, 'auth/k', 'v'], { agent: secured.url })).code).toBe(0);
       expect(await roster(['kv', 'get', 'auth/k'], { agent: secured.url, env: { ROSTER_HTTP_TOKEN: token } })).toMatchObject({ code: 0, stdout: 'v\n' });
       const stream = startRoster(['watch', 'kv_prefix', 'auth/', '--json'], { agent: secured.url, env: { ROSTER_HTTP_TOKEN: token } });
