@@ -28,8 +28,11 @@ export type Reply =
     t: 'json'; value?: unknown; json?: string; tag?: string; index?: IndexInfo; pretty?: boolean; bytesHint?: number; reservedBytes?: number;
     status?: number; headers?: [string, string][]; cache?: boolean;
   }
-  /** 200 with no body (Consul's PUT endpoints that return nothing). */
-  | { t: 'empty' }
+  /**
+   * 200 with no body (Consul's PUT endpoints that return nothing). `warning`: what the operation left
+   * undone, sent in the seed dialect only as X-Roster-Warning (Consul's answer stays empty).
+   */
+  | { t: 'empty'; warning?: string }
   /** Raw bytes (KV `?raw`); `tag`: their ETag, when the handler keeps it (conditional.ts entityTag). */
   | { t: 'raw'; body: Buffer; index?: IndexInfo; tag?: string }
   /** A text document of the agent's own with its media type (the Prometheus exposition format). */

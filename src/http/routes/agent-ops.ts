@@ -2,7 +2,8 @@
  * The agent's maintenance operations, as Consul's agent has them: `PUT /v1/agent/reload` reads the config
  * file again (src/agent/reload.ts), `PUT /v1/agent/leave` leaves the cluster gracefully and stops the agent,
  * `PUT /v1/agent/force-leave/<node>` moves a failed member to left (`?prune`: forgets it). Each answers 200
- * with an empty body; they need `agent` write.
+ * with an empty body; they need `agent` write. In the seed dialect a reload that left changed settings for a
+ * restart, and a force-leave of a live member (which touches nothing), say so in X-Roster-Warning.
  */
 import { ConfigError } from '../../config.ts';
 import { RegistryError } from '../../domain/errors.ts';
@@ -18,13 +19,15 @@ function operations(api: ApiContext): AgentOperations {
 }
 
 async function reload(_req: Request, api: ApiContext): Promise<Reply> {
+  let restartNeeded: string[];
   try {
-    await operations(api).reload();
+    ({ restartNeeded } = await operations(api).reload());
   } catch (err) {
     if (err instanceof ConfigError) throw new RegistryError('reloadFailed', { reason: err.message });
     throw err;
   }
-  return { t: 'empty' };
+  if (restartNeeded.length === 0) return { t: 'empty' };
+  return { t: 'empty', warning: `changed settings that take effect only at the next restart: ${restartNeeded.join(', ')}` };
 }
 
 function leave(_req: Request, api: ApiContext): Reply {
@@ -34,8 +37,9 @@ function leave(_req: Request, api: ApiContext): Reply {
 
 async function forceLeave(req: Request, api: ApiContext): Promise<Reply> {
   const node = req.rest;
-  if (await operations(api).forceLeave(node, flag(req, 'prune')) === 'unknown') throw new RegistryError('memberNotFound', { node });
-  return { t: 'empty' };
+  const outcome = await operations(api).forceLeave(node, flag(req, 'prune'));
+  if (outcome === 'unknown') throw new RegistryError('memberNotFound', { node });
+  return outcome === 'alive' ? { t: 'empty', warning: `${node} is alive: a live member is not forced to leave; nothing changed` } : { t: 'empty' };
 }
 
 export const agentOpsRoutes: Route<ApiContext>[] = [
