@@ -54,6 +54,11 @@ export interface ErrorEntry<V> {
    * with no challenge).
    */
   seedHeaders?: (v: V) => [string, string][];
+  /**
+   * A server error by its class's status whose cause is the request alone, not the agent's state (`?dc=`
+   * naming another datacenter): its request line is logged at debug, as a 4xx's is. @default false
+   */
+  callerFault?: boolean;
 }
 
 /** An entry whose texts are made of variables `V` (none by default); `vars` only carries the type. */

@@ -163,6 +163,7 @@ export const errorCatalogue = {
   }),
   noPathToDatacenter: entry<{ dc: string }>({
     kind: 'remoteUnavailable', message: (v) => `no path to datacenter "${v.dc}"`, details: (v) => ({ dc: v.dc }), consulText: 'No path to datacenter',
+    callerFault: true,
   }),
   /** `why`: the evaluator's text, which names the line, column and offset of a syntax error and what was expected there. */
   filterInvalid: entry<{ why: string }>({
@@ -366,6 +367,8 @@ export class RegistryError<N extends ErrorName = ErrorName> extends Error {
   readonly headers: [string, string][];
   /** Response headers of the seed dialect only (WWW-Authenticate on a 401). */
   readonly seedHeaders: [string, string][];
+  /** The request alone caused it (a 4xx in the seed dialect, or an entry marked so): not the agent's trouble. */
+  readonly callerFault: boolean;
 
   constructor(readonly error: N, ...args: VarsArgs<N>) {
     const e = errorCatalogue[error] as ErrorEntry<ErrorVars<N>>;
@@ -381,5 +384,6 @@ export class RegistryError<N extends ErrorName = ErrorName> extends Error {
     this.consulText = text(e.consulText, v) ?? message;
     this.headers = e.headers?.(v) ?? [];
     this.seedHeaders = e.seedHeaders?.(v) ?? [];
+    this.callerFault = this.status < 500 || e.callerFault === true;
   }
 }

@@ -9,6 +9,7 @@
  */
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Logger } from '../runtime/index.ts';
+import { lineLimit, type LineLimit } from '../util/line-limit.ts';
 import { setLongTimeout } from '../util/timer.ts';
 
 export interface ConnectionLimits {
@@ -25,8 +26,9 @@ export type RefusalReason = 'agent-limit' | 'client-limit' | 'handshake-timeout'
 /** The 24 bytes every HTTP/2 client sends first (RFC 9113 §3.4). */
 const clientPreface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
-/** Refusals are logged at most this often, with how many there were since the last line: a flood must not flood the log. */
-const refusalLogIntervalMs = 10_000;
+/** Refusals are logged one line every 10 s at most, and the count of those left out after: a flood must not flood the log. */
+const refusalLineLimit = { burst: 1, perSecond: 0.1, reportAfterMs: 10_000 };
+const refusalLine = 'gRPC connection closed: over a connection limit or no HTTP/2 handshake in time';
 
 export interface GrpcListenerOptions {
   limits: ConnectionLimits;
@@ -44,11 +46,11 @@ export class GrpcListener {
   private readonly perClient = new Map<string, number>();
   /** Sockets still in their handshake: ended when the listener closes (admitted ones are grpc-js's). */
   private readonly handshaking = new Set<Socket>();
-  private refusals = 0;
-  private lastRefusalLogMs = -Infinity;
+  private readonly refusalLines: LineLimit;
 
   constructor(private readonly o: GrpcListenerOptions) {
     this.limits = o.limits;
+    this.refusalLines = lineLimit(o.logger, 'warn', refusalLine, refusalLineLimit);
     this.server = createServer({ noDelay: true }, (socket) => this.accepted(socket));
   }
 
@@ -140,13 +142,8 @@ export class GrpcListener {
 
   private refuse(reason: RefusalReason, client: string): void {
     this.o.refused?.(reason);
-    this.refusals++;
-    const now = performance.now();
-    if (now - this.lastRefusalLogMs < refusalLogIntervalMs) return;
-    this.lastRefusalLogMs = now;
+    if (!this.refusalLines.admit()) return;
     const { connsMax, connsMaxPerClient, handshakeTimeoutMs } = this.limits;
-    this.o.logger.warn({ reason, client, refusedSinceLastLine: this.refusals, open: this.open, connsMax, connsMaxPerClient, handshakeTimeoutMs },
-      'gRPC connection closed: over a connection limit or no HTTP/2 handshake in time');
-    this.refusals = 0;
+    this.o.logger.warn({ reason, client, open: this.open, connsMax, connsMaxPerClient, handshakeTimeoutMs }, refusalLine);
   }
 }

@@ -16,6 +16,7 @@ import { decodeOnce, type Request } from './request.ts';
 import type { Reply } from './reply.ts';
 import { unmatchedPattern, type Found, type Handler, type Router } from './router.ts';
 import type { LogShortage } from '../ports/log-errors.ts';
+import { lineLimitOf } from '../util/line-limit.ts';
 
 /** The 503 a write gets while the log cannot store writes, by what it is short of. */
 export const shortageErrors = {
@@ -190,7 +191,8 @@ export function errorWire(d: Pick<Dispatcher<unknown>, 'dialect' | 'logger'>, er
   if (isWriteTimedOut(err)) return renderError(new RegistryError('writeTimedOut', { timeoutMs: err.timeoutMs }), d.dialect);
   if (isEntryTooLarge(err)) return renderError(new RegistryError('entryTooLarge', { bytes: err.bytes, max: err.max }), d.dialect);
   if (isOutcomeUnknown(err)) {
-    d.logger.warn({ err, reqId }, 'request failed: the log gave up on the write, which may still take effect');
+    const msg = 'request failed: the log gave up on the write, which may still take effect';
+    if (lineLimitOf(d.logger, 'warn', msg).admit()) d.logger.warn({ err, reqId }, msg);
     return renderError(new RegistryError('writeOutcomeUnknown'), d.dialect);
   }
   if (isLogFailed(err)) {
@@ -199,7 +201,8 @@ export function errorWire(d: Pick<Dispatcher<unknown>, 'dialect' | 'logger'>, er
     d.logger.debug({ reqId, why: err.message }, 'request refused: the log has failed');
     return renderError(new RegistryError('logFailed'), d.dialect);
   }
-  d.logger.error({ err, reqId }, 'request failed');
+  // Limited (line-limit.ts): a request that fails so, repeated, must not fill the log.
+  if (lineLimitOf(d.logger, 'error', 'request failed').admit()) d.logger.error({ err, reqId }, 'request failed');
   const message = err instanceof Error ? err.message : String(err);
   return renderError(new RegistryError('internal', { why: message }), d.dialect);
 }

@@ -284,7 +284,7 @@ export class Exchange<Ctx> implements Admitter, InFlightRequest {
     // Answers refused before routing (429, 413, 503...) still count against the route they asked for.
     const route = this.req?.route ?? this.found?.entry.pattern ?? unmatchedPattern;
     this.s.observer?.request(this.method, route, w.status, ms / 1000, this.req?.queuedSeconds ?? 0);
-    logRequest(this.s.logger, this.requestId, this.method, route, this.head.path, w.status, ms);
+    logRequest(this.s.logger, this.requestId, this.method, route, this.head.path, w.status, ms, w.callerFault);
   }
 
   /**

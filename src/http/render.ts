@@ -35,6 +35,8 @@ export interface Wire {
   reservedBytes?: number;
   /** The body is written as it comes (reply.ts Feed); `body` is empty. */
   feed?: Feed;
+  /** An error the request alone caused (RegistryError.callerFault): its request line is not a warning. */
+  callerFault?: boolean;
 }
 
 const statusText: Record<number, string> = {
@@ -131,11 +133,16 @@ export function renderReply(reply: Reply, dialect: Dialect, leader: LeaderView =
  */
 export function renderError(err: RegistryError, dialect: Dialect, more: [string, string][] = []): Wire {
   if (dialect === 'consul') {
-    return { status: err.consulStatus, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...err.headers, ...more], body: err.consulText };
+    return { status: err.consulStatus, headers: [['Content-Type', 'text/plain; charset=utf-8'], ...err.headers, ...more], body: err.consulText, ...callerFault(err, err.consulStatus) };
   }
   const body: { code: number; message: string; details?: Record<string, unknown> } = { code: err.code, message: err.message };
   if (err.details !== undefined) body.details = err.details;
-  return { status: err.status, headers: [jsonType, ...err.headers, ...err.seedHeaders, ...more], body: JSON.stringify(body) };
+  return { status: err.status, headers: [jsonType, ...err.headers, ...err.seedHeaders, ...more], body: JSON.stringify(body), ...callerFault(err, err.status) };
+}
+
+/** `callerFault` on a server error's wire that the request alone caused: the one its request line needs. */
+function callerFault(err: RegistryError, status: number): { callerFault?: true } {
+  return status >= 500 && err.callerFault ? { callerFault: true } : {};
 }
 
 /** The answer with `more` headers after its own. */

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../ports/index.ts';
+import { lineLimitOf } from '../util/line-limit.ts';
 
 /** Characters and length of an x-request-id a client may choose; anything else is replaced. */
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -27,14 +28,23 @@ function freshRequestId(): string {
   return requestIdBase + '000000000000'.slice(hex.length) + hex;
 }
 
+/** The most characters of a request's path its log line carries; a longer one is cut, and its length said. */
+export const loggedPathMax = 1024;
+
 /**
- * One line per answered request: debug below 500, warn for 5xx. Nothing is built unless the level is on
- * (the lock path is benchmarked with logging at info).
+ * One line per answered request: debug below 500 and for a server error the request alone caused
+ * (`callerFault`: `?dc=` naming another datacenter), warn for the others. Nothing is built unless the level
+ * is on (the lock path is benchmarked with logging at info). The path is cut at `loggedPathMax` characters
+ * (`pathChars` then gives its length), and warn lines are limited (line-limit.ts): a client repeating a
+ * failing request cannot fill the log.
  */
-export function logRequest(logger: Logger, reqId: string, method: string, route: string, path: string, status: number, ms: number): void {
-  const level = status >= 500 ? 'warn' : 'debug';
+export function logRequest(logger: Logger, reqId: string, method: string, route: string, path: string, status: number, ms: number, callerFault = false): void {
+  const level = status >= 500 && !callerFault ? 'warn' : 'debug';
   if (!logger.isLevelEnabled(level)) return;
-  logger[level]({ reqId, method, route, path, status, ms: Math.round(ms * 1000) / 1000 }, 'request');
+  if (level === 'warn' && !lineLimitOf(logger, 'warn', 'request').admit()) return;
+  const cut = path.length > loggedPathMax;
+  const fields = { reqId, method, route, path: cut ? `${path.slice(0, loggedPathMax)}…` : path, ...(cut ? { pathChars: path.length } : {}), status, ms: Math.round(ms * 1000) / 1000 };
+  logger[level](fields, 'request');
 }
 
 let serverTimeMs = -1;

@@ -4,10 +4,10 @@
 // whatever the log's state: with lines still queued it waits a bounded time for the reader, exits when the
 // reader goes away (EPIPE), and a second SIGTERM while it stops ends the process at once with exit code 1.
 // Each agent is a real process whose stdout is a pipe the test reads slowly or not at all.
-import net from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { logBacklogMax } from '../../src/agent/log-output.ts';
 import { startAgent, type Agent } from '../support/agent.ts';
+import { pipelinedGets } from '../support/pipelined-gets.ts';
 import { until } from '../support/until.ts';
 
 const agents: Agent[] = [];
@@ -27,34 +27,11 @@ async function agentWithStalledReader(): Promise<{ agent: Agent; stdout: () => s
   return { agent, stdout: () => out, stderr: () => err };
 }
 
-/**
- * `count` GETs of an absent key whose ~1,000-character name each request line carries (~1.2 KB of log each),
- * over 8 connections, 25 pipelined at a time. Resolves with the number of answers read (each a 404).
- */
+/** `count` GETs of an absent key whose ~1,000-character name each request line carries: ~1.2 KB of log each. */
 async function logHeavyRequests(base: string, count: number): Promise<number> {
-  const { port } = new URL(base);
   const key = 'k'.repeat(1000);
-  const perSocket = Math.ceil(count / 8);
-  const depth = 25;
-  const one = (s: number) => new Promise<number>((resolve, reject) => {
-    const socket = net.connect(Number(port), '127.0.0.1');
-    let sent = 0;
-    let answers = 0;
-    const send = () => {
-      const n = Math.min(depth, perSocket - sent);
-      socket.write(Array.from({ length: n }, (_, i) => `GET /v1/kv/${key}${s}-${sent + i} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`).join(''));
-      sent += n;
-    };
-    socket.once('connect', send);
-    socket.setTimeout(20_000, () => socket.destroy(new Error('no answers for 20 s')));
-    socket.on('data', (d: Buffer) => {
-      answers += d.toString('latin1').split('HTTP/1.1 404 ').length - 1;
-      if (answers >= perSocket) { socket.destroy(); resolve(answers); } else if (answers === sent) send();
-    });
-    socket.on('error', reject);
-  });
-  const counts = await Promise.all(Array.from({ length: 8 }, (_, s) => one(s)));
-  return counts.reduce((a, b) => a + b, 0);
+  const statuses = await pipelinedGets(base, { count, path: (c, i) => `/v1/kv/${key}${c}-${i}` });
+  return statuses[404] ?? 0;
 }
 
 /** The exit code, or 'running' when the process has not exited within `waitMs`. */

@@ -170,7 +170,8 @@ describe('field rules', () => {
       body: '{"code":1009,"message":"invalid fields: Port, TTL, Name","details":{"Port":["Range:must be at most 65535"],"TTL":["Format:must be a duration such as 30s"],"Name":["Required:a service needs a name"]}}',
     });
     expect(renderError(err, 'consul')).toEqual({
-      status: 500, headers: [['Content-Type', 'text/plain; charset=utf-8']], body: 'Session TTL \'soon\' invalid: time: invalid duration "soon"',
+      // Consul's 500 for a request the seed dialect refuses 400: the request's fault, not the agent's.
+      status: 500, headers: [['Content-Type', 'text/plain; charset=utf-8']], body: 'Session TTL \'soon\' invalid: time: invalid duration "soon"', callerFault: true,
     });
   });
 });

@@ -8,7 +8,8 @@
  *
  * The route needs agent read, as Consul's; beyond Consul, a monitor shows no name its token may not read.
  * A request line's path is shown whole only when the token may read what it names (acl.ts
- * mayReadPathName); otherwise only the route's fixed part, the rest `<hidden>` (`/v1/kv/<hidden>`). A
+ * mayReadPathName; a path the log cut short is not shown); otherwise only the route's fixed part, the rest
+ * `<hidden>` (`/v1/kv/<hidden>`). A
  * session id in another line is shown only to a token that may read every session. A token that may read
  * every name (key, session, node, service and check, and operator write for paths no rule names) sees the
  * lines as they are, and so does every monitor while authentication is off.
@@ -61,7 +62,9 @@ export function redactionFor(identity: Identity): LogRedaction | undefined {
   const sessionsReadable = readsAll('session');
   return (entry) => {
     let changed = false;
-    if (entry.msg === 'request' && typeof entry.path === 'string' && !mayReadPathName(identity, entry.path)) {
+    // A path cut short in the log (`pathChars`) names less than was asked for: which name it was is unknown here.
+    const cut = entry.pathChars !== undefined;
+    if (entry.msg === 'request' && typeof entry.path === 'string' && (cut || !mayReadPathName(identity, entry.path))) {
       entry.path = hiddenPath(typeof entry.route === 'string' ? entry.route : unmatchedPattern);
       changed = true;
     }
