@@ -8,6 +8,7 @@
  */
 import type { StreamInfo } from '@nats-io/jetstream';
 import { foreignLogError, type ForeignLog } from '../../src/ports/index.ts';
+import { sleepMs } from '../../src/util/index.ts';
 import { sameCluster } from '../heartbeat.ts';
 import { kind } from './options.ts';
 
@@ -25,6 +26,24 @@ export function checkJoined(joined: string | undefined, info: StreamInfo): void 
   const found = logIdentity(info.config.name, info.created);
   if (sameCluster(joined, found)) return;
   throw foreignLogError(`${kind}.open: this node joined the log ${joined}, but the stream found holds another log, ${found}`, { joined, found });
+}
+
+/** How often, and how far apart, a stream found missing is asked for again before a node that joined it is refused. */
+const missingAsksMax = 6;
+const missingAskGapMs = 500;
+
+/**
+ * Whether a stream found missing is still missing when asked again for about 3 s: a server of a cluster
+ * may answer "not found" a moment before it knows a stream (just created through another server, or while
+ * it recovers), and a node that joined the log must not be refused for that. `gone` answers false once the
+ * stream is there; its failures (no answer, no leader) are the caller's to retry.
+ */
+export async function missingStill(gone: () => Promise<boolean>): Promise<boolean> {
+  for (let ask = 0; ask < missingAsksMax; ask++) {
+    await sleepMs(missingAskGapMs);
+    if (!await gone()) return false;
+  }
+  return true;
 }
 
 /** The refusal of a start that finds no stream where this node joined `joined`; `deleted`: snapshots of the name still kept. */

@@ -15,8 +15,8 @@ import { Bucket } from './bucket.ts';
 import { kind, type NatsAuth, type Settings } from './options.ts';
 import { listObjects } from './object-list.ts';
 import { notNatsServer } from './not-nats.ts';
-import { checkJoined, missingJoined } from './log-identity.ts';
-import { errorMessage, isApiError, noPeersForPlacementCode, replicasNotSupportedCode, retrying, SetupRefusal } from './retry.ts';
+import { checkJoined, missingJoined, missingStill } from './log-identity.ts';
+import { errorMessage, isApiError, noPeersForPlacementCode, replicasNotSupportedCode, retrying, SetupRefusal, streamGone } from './retry.ts';
 
 /** Client pings to its server: a silent server (partitioned, paused) is left after about 2 s × 3. */
 const natsPingIntervalMs = 2_000;
@@ -203,22 +203,33 @@ export async function ensureStream(jsm: JetStreamManager, p: StreamPlan, logger:
   } catch (err) {
     if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
     const deleted = p.bucket === undefined ? undefined : await snapshotsLeft(jsm, p.stream, p.bucket);
-    if (p.joined !== undefined) throw missingJoined(p.joined, deleted);
-    if (deleted !== undefined) throw deletedStreamRefusal(p.stream, deleted);
-    try {
-      info = await jsm.streams.add(streamConfig(p));
-      logger.info({ stream: p.stream, subject: p.subject, replicas: p.replicas }, 'JetStream log: created the stream');
-    } catch (addErr) {
-      // Another node created it between our info and add: use theirs.
-      if (!isApiError(addErr, streamNameInUseCode)) throw addErr;
-      info = await infoOfKnown(jsm, p.stream);
-    }
+    info = p.joined === undefined ? await createStream(jsm, p, logger, deleted) : await joinedStream(jsm, p.stream, p.joined, deleted);
   }
   const adopted = adoptStream(info, p);
   if (Object.keys(adopted.differs).length > 0) {
     logger.warn({ stream: p.stream, differs: adopted.differs }, 'JetStream log: using the existing stream as it is, its settings differ from ours');
   }
   return adopted;
+}
+
+/** Creates the missing stream, unless the snapshot bucket says it was deleted; one another node has just created is used. */
+async function createStream(jsm: JetStreamManager, p: StreamPlan, logger: Logger, deleted: ForeignLog['deletedSnapshots']): Promise<StreamInfo> {
+  if (deleted !== undefined) throw deletedStreamRefusal(p.stream, deleted);
+  try {
+    const info = await jsm.streams.add(streamConfig(p));
+    logger.info({ stream: p.stream, subject: p.subject, replicas: p.replicas }, 'JetStream log: created the stream');
+    return info;
+  } catch (addErr) {
+    // Another node created it between our info and add: use theirs.
+    if (!isApiError(addErr, streamNameInUseCode)) throw addErr;
+    return infoOfKnown(jsm, p.stream);
+  }
+}
+
+/** A node that joined a log never creates one: the missing stream is asked for again (missingStill), then refused. */
+async function joinedStream(jsm: JetStreamManager, stream: string, joined: string, deleted: ForeignLog['deletedSnapshots']): Promise<StreamInfo> {
+  if (await missingStill(() => streamGone(jsm, stream))) throw missingJoined(joined, deleted);
+  return infoOfKnown(jsm, stream);
 }
 
 /**

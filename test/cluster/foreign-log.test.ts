@@ -4,11 +4,15 @@
 // keys its cluster holds, and locks its cluster's clients hold granted again. Now such a start exits 2
 // with one message naming both logs, what probably happened and what to do, and creates nothing on those
 // servers; the right servers start it as before; a fresh data dir against the other servers makes a new
-// node of their log; a marker of an earlier release, which records no log, takes the log found.
+// node of their log; a marker of an earlier release, which records no log, takes the log found. A server
+// that answers "not found" for a moment (it does not know the stream yet) does not get a node refused.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { freePort, startNatsServer, type NatsCluster } from '../../cluster/dev/nats-launcher.ts';
+import { openStream, streamConfig } from '../../cluster/jetstream/setup.ts';
+import { isLogForeign, silentLogger } from '../../src/ports/index.ts';
 import { call, startAgent, tempDataDir, type Agent } from '../support/agent.ts';
 import { withJsm } from '../support/jetstream.ts';
 
@@ -94,3 +98,25 @@ test('a marker of an earlier release, which records no log, takes the log found 
   expect(markerOf(dir)).toMatch(/^log: ROSTER_LOG@\S+$/m);
   expect(await refusalOf(startOn(natsB, dir, 'n3'))).toMatch(/exited \(2\) before ready[\s\S]*hold another log of that name/);
 }, 120_000);
+
+test('a node that joined a log asks again for a stream its server does not know yet, and never creates one', async () => {
+  const notFound = () => new JetStreamApiError({ code: 404, err_code: JetStreamApiCodes.StreamNotFound, description: 'stream not found' });
+  const created = new Date(Date.now() - 60_000).toISOString();
+  const stream = 'JOINED';
+  const plan = { stream, subject: `roster.log.${stream}`, replicas: 1, publishRetryMsMax: 1000, publishTimeoutMs: 2000, logger: silentLogger, joined: `${stream}@${created}` };
+  const info = { created, config: { ...streamConfig(plan), subjects: [plan.subject] }, state: {} } as unknown as StreamInfo;
+  let answers: Array<StreamInfo | Error> = [notFound(), notFound(), notFound(), info];
+  let adds = 0;
+  const jsm = {
+    streams: {
+      info: async () => { const next = answers.length > 1 ? answers.shift()! : answers[0]!; if (next instanceof Error) throw next; return next; },
+      add: async () => { adds++; return info; },
+    },
+  } as unknown as JetStreamManager;
+  expect((await openStream(jsm, plan, performance.now() + 20_000, 10_000)).info.created).toBe(created);
+
+  answers = [notFound()];
+  const refused: unknown = await openStream(jsm, plan, performance.now() + 20_000, 10_000).catch((err: unknown) => err);
+  expect(isLogForeign(refused) && refused.joined === plan.joined && refused.found === undefined).toBe(true);
+  expect(adds).toBe(0);
+}, 30_000);
