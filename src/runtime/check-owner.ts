@@ -32,7 +32,7 @@ export interface CheckOwnerOptions {
   deregisterAfterMsMin?: number;
   /** Probes run no more often than this (smaller intervals are raised, like Consul's 1s). @default 1s */
   intervalMsMin?: number;
-  /** Probes that run at once (limits.check_probes_max); the others wait their turn. @default 1024 */
+  /** Probes that run at once (limits.check_probes_max): see ProbeSlots for who waits and who gives way. @default 1024 */
   probesMax?: number;
   /** Told of each probe run (metrics). @default none */
   observer?: Pick<RuntimeObserver, 'checkRan'>;
@@ -56,6 +56,8 @@ interface Runner {
   outputWrittenMs: number;
   /** The latest probe result, held back because it changes only the output. */
   deferred: Deferred | undefined;
+  /** The last probe had its slot taken back: the next waits behind the others' (ProbeSlots). */
+  slowTarget: boolean;
   /** The held-back result that was latest when a write began, shown until that write has applied. */
   writing: Held | undefined;
 }
@@ -64,6 +66,11 @@ interface Held { status: CheckStatus; output: string }
 
 /** A held-back result, and its wait: `draw` × the interval (`intervalMs`, as when the wait was set) after the last write. */
 interface Deferred { status: CheckStatus; output: string; timer: TimerHandle; draw: number; intervalMs: number }
+
+/** The output of a check whose probe was stopped as its slot was taken back (ProbeSlots). */
+function reclaimedOutput(slots: number): string {
+  return `Probe stopped: its target had kept it waiting longest while all ${slots} probe slots of the agent were taken (limits.check_probes_max)`;
+}
 
 export class CheckOwner {
   private readonly runners = new Map<string, Runner>();
@@ -89,7 +96,7 @@ export class CheckOwner {
     this.deregisterAfterMsMin = o.deregisterAfterMsMin ?? 60_000;
     this.intervalMsMin = o.intervalMsMin ?? 1_000;
     this.random = o.random ?? systemRandom;
-    this.probeSlots = new ProbeSlots(o.probesMax ?? 1024);
+    this.probeSlots = new ProbeSlots(o.probesMax ?? 1024, o.clock);
     this.entryTime = new EntryTimeEstimate(o.clock, o.state);
     this.updateIntervalMs = o.updateIntervalMs ?? 0;
   }
@@ -157,7 +164,7 @@ export class CheckOwner {
   private startRunner(check: HealthCheck): void {
     const runner: Runner = {
       generation: check.generation, ttlUpdateIndex: -1, timer: undefined, abort: new AbortController(),
-      queue: Promise.resolve(), outputWrittenMs: -Infinity, deferred: undefined, writing: undefined,
+      queue: Promise.resolve(), outputWrittenMs: -Infinity, deferred: undefined, writing: undefined, slowTarget: false,
     };
     this.runners.set(check.checkId, runner);
     if (check.type === 'ttl') this.armTtl(check, runner);
@@ -193,8 +200,10 @@ export class CheckOwner {
       const startedMs = performance.now();
       const signal = runner.abort.signal;
       // A probe never throws; should one, its check reads critical rather than stop being probed.
-      const result = await this.probeSlots.run(signal, () => probe(signal).catch((err: unknown) => this.probeFailed(check, err)));
-      if (result === undefined || signal.aborted) return;
+      const ran = await this.probeSlots.run(signal, runner.slowTarget, (stop) => probe(stop).catch((err: unknown) => this.probeFailed(check, err)));
+      if (ran.ended === 'aborted' || signal.aborted) return;
+      runner.slowTarget = ran.ended === 'reclaimed';
+      const result = ran.ended === 'done' ? ran.value : { status: 'critical' as const, output: reclaimedOutput(this.probeSlots.slots) };
       this.o.observer?.checkRan?.(check.type, result.status, (performance.now() - startedMs) / 1000);
       await this.inTurn(runner, () => this.proposeResult(checkId, runner, result.status, result.output));
     }
