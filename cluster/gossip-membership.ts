@@ -29,7 +29,6 @@ import { IdentityClash, type IdentityHolder, type SharedIdentity } from './ident
 import { seedAddr, withoutPeerId } from './addresses.ts';
 import { SeedWatch } from './seed-watch.ts';
 
-
 export interface GossipMembershipOptions {
   /** This node as the others will see it. */
   self: MemberIdentity;
@@ -95,7 +94,6 @@ const leaveFlushMs = 100;
 
 /** At most this many other clusters are warned about; heartbeats of further ones are dropped silently. */
 const foreignClustersWarnedMax = 16;
-
 
 type Node = Awaited<ReturnType<typeof createNode>>;
 
@@ -170,6 +168,18 @@ export class GossipMembership implements Membership {
     return this.table.alive();
   }
 
+  owners(): string[] {
+    return this.table.owners();
+  }
+
+  /** Told to the others at once, in a heartbeat of its own, and in every heartbeat after it. */
+  setLogReachable(reachable: boolean): void {
+    if (this.table.selfLogUnreachable === !reachable) return;
+    this.table.selfLogUnreachable = !reachable;
+    if (!this.stopped) void this.publish(this.heartbeat());
+    this.changed();
+  }
+
   /** Force-leave here, and told to the others with the next heartbeat's worth of gossip. */
   forceLeave(name: string, prune: boolean): void {
     if (this.table.forceLeave(name, prune)) this.changed();
@@ -203,6 +213,7 @@ export class GossipMembership implements Membership {
   private heartbeat(): Heartbeat {
     const hb: Heartbeat = { ...this.self, inc: this.inc, seq: this.seq++, addrs: this.addresses(), cl: commandLevel };
     if (this.opts.cluster !== undefined) hb.cluster = this.opts.cluster;
+    if (this.table.selfLogUnreachable) hb.logUnreachable = true;
     return hb;
   }
 
@@ -255,7 +266,7 @@ export class GossipMembership implements Membership {
 
   private changed(): void {
     const members = this.members();
-    this.logger.info({ alive: this.alive() }, 'membership changed');
+    this.logger.info({ alive: this.alive(), owners: this.owners() }, 'membership changed');
     for (const listener of this.listeners) {
       try {
         listener(members);
@@ -356,16 +367,15 @@ export class GossipMembership implements Membership {
   }
 }
 
+/** The key as libp2p's private network reads one: its swarm key file, the key in hex. */
+function swarmKeyOf(key: Uint8Array): Uint8Array {
+  return new TextEncoder().encode(`/key/swarm/psk/1.0.0/\n/base16/\n${Buffer.from(key).toString('hex')}`);
+}
 /**
  * A libp2p node for a handful of members: floodPublish sends each heartbeat to every subscribed peer
  * (not only the mesh), publishing alone is not an error, and the mesh degree is small so three nodes
  * already form a full mesh.
  */
-/** The key as libp2p's private network reads one: its swarm key file, the key in hex. */
-function swarmKeyOf(key: Uint8Array): Uint8Array {
-  return new TextEncoder().encode(`/key/swarm/psk/1.0.0/\n/base16/\n${Buffer.from(key).toString('hex')}`);
-}
-
 async function createNode(listen: string, heartbeatMs: number, key: Uint8Array | undefined) {
   return createLibp2p({
     addresses: { listen: [listen] },

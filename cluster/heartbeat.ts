@@ -36,6 +36,11 @@ export interface Heartbeat {
    * of another cluster drops the heartbeat (absent: a release before the field, taken as its own).
    */
   cluster?: string;
+  /**
+   * The sender cannot use the log (its nats-servers have not answered it for a while): the others do not
+   * count it among the owners of timers until a heartbeat without the field (absent: it can).
+   */
+  logUnreachable?: true;
 }
 
 const encoder = new TextEncoder();
@@ -74,6 +79,7 @@ export function decodeHeartbeat(data: Uint8Array): Heartbeat | { invalid: string
   if (Number.isSafeInteger(o.cl) && (o.cl as number) >= 1) hb.cl = o.cl as number;
   if (addrs !== undefined) hb.addrs = addrs;
   if (typeof o.cluster === 'string' && o.cluster !== '') hb.cluster = o.cluster;
+  if (o.logUnreachable === true) hb.logUnreachable = true;
   const forced = o.forceLeave as { name?: unknown; prune?: unknown } | undefined;
   if (typeof forced === 'object' && forced !== null && typeof forced.name === 'string' && forced.name !== '') {
     hb.forceLeave = { name: forced.name, prune: forced.prune === true };

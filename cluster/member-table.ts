@@ -4,7 +4,7 @@
  * interval clock's reading (intervalMs): how long a member has been silent is not moved by a wall-clock step.
  */
 import { commandLevel } from '../src/domain/index.ts';
-import type { Member, MemberStatus } from '../src/ports/index.ts';
+import { ownersAmong, type Member, type MemberStatus } from '../src/ports/index.ts';
 import type { Heartbeat } from './heartbeat.ts';
 
 export type MemberIdentity = Pick<Member, 'name' | 'id' | 'http' | 'grpc'>;
@@ -18,26 +18,25 @@ interface Entry {
 
 export class MemberTable {
   private readonly others = new Map<string, Entry>();
+  /** This node cannot use the log (Membership.setLogReachable). */
+  selfLogUnreachable = false;
 
   constructor(private readonly self: MemberIdentity) {}
 
   /**
-   * Applies a heartbeat; true when a member joined, changed status or is another node now (see
-   * startedFirst). Stale heartbeats (not after the last one applied for that member) and heartbeats
-   * carrying the own name are ignored.
+   * Applies a heartbeat; true when a member joined, changed status, is another node now (see
+   * startedFirst) or says it lost or regained the use of the log. Stale heartbeats (not after the last
+   * one applied for that member) and heartbeats carrying the own name are ignored.
    */
   heard(hb: Heartbeat, nowMs: number): boolean {
     if (hb.name === this.self.name) return false;
     const prev = this.others.get(hb.name);
     if (prev !== undefined && !isNewer(prev, hb)) return false;
     const status: MemberStatus = hb.leaving === true ? 'left' : 'alive';
-    this.others.set(hb.name, {
-      member: { name: hb.name, id: hb.id, http: hb.http, grpc: hb.grpc, status, lastHeardMs: nowMs, commandLevel: hb.cl ?? 1 },
-      inc: hb.inc,
-      seq: hb.seq,
-      addrs: hb.addrs ?? prev?.addrs ?? [],
-    });
-    return prev?.member.status !== status || prev.member.id !== hb.id;
+    const member: Member = { name: hb.name, id: hb.id, http: hb.http, grpc: hb.grpc, status, lastHeardMs: nowMs, commandLevel: hb.cl ?? 1 };
+    if (hb.logUnreachable === true) member.logUnreachable = true;
+    this.others.set(hb.name, { member, inc: hb.inc, seq: hb.seq, addrs: hb.addrs ?? prev?.addrs ?? [] });
+    return prev?.member.status !== status || prev.member.id !== hb.id || prev.member.logUnreachable !== member.logUnreachable;
   }
 
   /** Marks `failed` every alive member unheard for `suspicionMs` or longer; true when any changed. */
@@ -67,13 +66,20 @@ export class MemberTable {
     const others = [...this.others.values()]
       .map((e) => ({ ...e.member }))
       .sort((a, b) => compareNames(a.name, b.name));
-    return [{ ...this.self, status: 'alive', lastHeardMs: nowMs, commandLevel }, ...others];
+    const self: Member = { ...this.self, status: 'alive', lastHeardMs: nowMs, commandLevel };
+    if (this.selfLogUnreachable) self.logUnreachable = true;
+    return [self, ...others];
   }
 
   alive(): string[] {
     const names = [this.self.name];
     for (const e of this.others.values()) if (e.member.status === 'alive') names.push(e.member.name);
     return names.sort(compareNames);
+  }
+
+  /** The members that may own timers (ownersAmong). */
+  owners(): string[] {
+    return ownersAmong(this.members(0));
   }
 
   /** Listen addresses announced by members that have not left: where to dial them back. */

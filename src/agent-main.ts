@@ -36,6 +36,8 @@ async function openLog(config: Config, dataDir: string, joined: string | undefin
   const { JetStreamLog } = await import('../cluster/index.ts');
   return new JetStreamLog({
     servers: config.nats, auth: config.natsAuth, replicas: config.replicas, clock, nodeName: config.nodeName, logger, joined,
+    // Cut off from the log for twice the suspicion timeout, a node stops owning timers (reach-watch.ts).
+    unreachableAfterMs: 2 * config.suspicionMs,
     // The node's state has left the log's: stop, so that a restart replays the stream (exit code 70, as a
     // log that cannot be applied; a supervisor restarts it).
     onDiverged: (err) => {

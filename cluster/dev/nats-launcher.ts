@@ -117,6 +117,11 @@ export interface NatsOptions {
    * JetStream file storage is limited to this (`max_file`, the same units).
    */
   accountMaxFile?: string;
+  /**
+   * The servers do not tell their clients the other servers' addresses (`no_advertise`): a client given
+   * one server's URL reconnects only to it (tests cut one node off from NATS this way).
+   */
+  noAdvertise?: boolean;
 }
 
 /** One JetStream server, ready to take stream requests. */
@@ -216,6 +221,7 @@ export interface NatsServerConfig {
   storeDir: string;
   maxFileStore?: string;
   accountMaxFile?: string;
+  noAdvertise?: boolean;
   /** The route listener and the peers' route ports; absent for a lone server. */
   cluster?: { name: string; port: number; routes: number[] };
 }
@@ -245,7 +251,8 @@ export function natsConfigText(c: NatsServerConfig): string {
   }
   if (c.cluster !== undefined) {
     const routes = c.cluster.routes.map((port) => `"nats-route://127.0.0.1:${port}"`);
-    lines.push(`cluster { name: ${c.cluster.name}, listen: "127.0.0.1:${c.cluster.port}", routes: [${routes.join(', ')}] }`);
+    const noAdvertise = c.noAdvertise === true ? ', no_advertise: true' : '';
+    lines.push(`cluster { name: ${c.cluster.name}, listen: "127.0.0.1:${c.cluster.port}", routes: [${routes.join(', ')}]${noAdvertise} }`);
   }
   return `${lines.join('\n')}\n`;
 }

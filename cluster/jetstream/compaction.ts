@@ -171,3 +171,14 @@ export class Compactor {
     }
   }
 }
+
+/** Compacts every compactEveryMs; on a nats-server that does not replay purges safely, says once that it will not. */
+export function startCompactor(compactor: Compactor, s: { stream: string; logger: Logger; compactEveryMs: number }, serverVersion: string | undefined): void {
+  if (!purgesSafely(serverVersion)) {
+    s.logger.warn({ stream: s.stream, serverVersion, purgeSafeSince },
+      'JetStream log: the stream is not compacted: this nats-server replays a purge as a purge of the whole stream after a crash, '
+      + 'and its copies of the stream were seen disagreeing after every server crashed at once; '
+      + `run nats-server ${purgeSafeSince} or later (docs/cluster.md#nats-server-versions)`);
+  }
+  compactor.start(s.compactEveryMs);
+}

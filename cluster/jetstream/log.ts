@@ -39,7 +39,7 @@ import {
 import { AckInbox } from './ack-inbox.ts';
 import { attachmentsOf, type Attachments } from './attachments.ts';
 import { Committer } from './committer.ts';
-import { Compactor, firstIndexOf, purgeSafeSince, purgesSafely } from './compaction.ts';
+import { Compactor, firstIndexOf, startCompactor } from './compaction.ts';
 import { DivergenceAudit, storedMessageId } from './audit.ts';
 import { StreamDigests } from './digests.ts';
 import { LeadershipWatch } from './leadership.ts';
@@ -54,6 +54,7 @@ import { connectNats, openStores, type Stores } from './setup.ts';
 import { SnapshotStore, startMark } from './snapshots.ts';
 import { watchSettings } from './settings-watch.ts';
 import { StorageWatch } from './storage-full.ts';
+import { ReachWatch } from './reach-watch.ts';
 
 export type { JetStreamLogOptions, JetStreamLogStats } from './options.ts';
 
@@ -85,6 +86,7 @@ export class JetStreamLog implements ReplicatedLog {
   private readonly ownIdPrefix: string;
   private readonly leadershipWatch = new LeadershipWatch();
   private readonly progress: ProgressBoard;
+  private readonly reach: ReachWatch;
 
   private phase: Phase = 'new';
   private opening = false;
@@ -109,6 +111,7 @@ export class JetStreamLog implements ReplicatedLog {
     this.attachments = attachmentsOf(this.settings, () => this.parts!.stores);
     this.observer = opts.observer;
     this.ownIdPrefix = ownIdPrefixOf(opts.nodeName);
+    this.reach = new ReachWatch(this.stream, this.settings.logger, this.settings.unreachableAfterMs);
     this.progress = new ProgressBoard(this.settings.nodeName, () => ({
       server: this.serverName(), appliedIndex: this.lastIndex(), serverVersion: this.nc?.info?.version,
       startFrom: this.parts?.snapshots.oldestStart, compacted: this.parts?.compactor.compacted, digests: this.parts?.digests.latest(),
@@ -128,6 +131,7 @@ export class JetStreamLog implements ReplicatedLog {
     try {
       const snapshot = await this.setUp(nc, deadline);
       this.phase = 'open';
+      this.reach.start();
       this.watchConnection(nc);
       return snapshot;
     } catch (err) {
@@ -204,6 +208,11 @@ export class JetStreamLog implements ReplicatedLog {
 
   onWritable(listener: (writable: boolean) => void): void {
     this.writable.add(listener);
+  }
+
+  /** Told false when the stream has not answered this node for `unreachableAfterMs`, true when it answers again (reach-watch.ts). */
+  onReachable(listener: (reachable: boolean) => void): void {
+    this.reach.onChange(listener);
   }
 
   /** The stream's name and creation time: a stream deleted and created again under the same name is another log. */
@@ -288,7 +297,7 @@ export class JetStreamLog implements ReplicatedLog {
     const publisher = new Publisher({
       js: acks, stream: s.stream, subject, publishTimeoutMs: s.publishTimeoutMs, publishRetryMsMax: s.publishRetryMsMax,
       stats: this.stats, logger: s.logger, failed: () => this.failure !== undefined, observer: () => this.observer,
-      streamGone: () => streamGone(stores.jsm, s.stream), onGone: () => this.writable.tell(false), storage,
+      streamGone: () => streamGone(stores.jsm, s.stream), onGone: () => this.writable.tell(false), storage, answered: () => this.reach.answered(),
     }, this.ownIdPrefix);
     const committer = new Committer({ reader, publisher, audit, clock: this.opts.clock, failure: () => this.failure });
     const commits = new CommitQueue<EncodedProposal>(kind, {
@@ -305,8 +314,8 @@ export class JetStreamLog implements ReplicatedLog {
     stores.store.onRemade(() => { snapshots.bucketRemade(); saveNow(); });
     this.parts = { stores, marks, audit, digests, reader, publisher, snapshots, commits, committer, compactor };
     reader.start();
-    this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info, watchSettings(s, s.logger, stores.stream.differs));
-    if (s.compactEveryMs > 0) this.startCompactor(compactor, nc.info?.version);
+    this.leadershipWatch.start(() => stores.jsm.streams.info(s.stream), info, this.reach.answering(watchSettings(s, s.logger, stores.stream.differs)));
+    if (s.compactEveryMs > 0) startCompactor(compactor, s, nc.info?.version);
     // Catching up gets a full open timeout of its own: reading a snapshot may have used the first.
     await reader.catchUp(info.state.last_seq, Math.max(deadline, performance.now() + s.openTimeoutMs), s.openTimeoutMs);
     if (reader.cursor.index < reader.skipThrough) {
@@ -325,6 +334,7 @@ export class JetStreamLog implements ReplicatedLog {
   // ---- reading ----------------------------------------------------------------------------------
 
   private deliver(entries: LogEntry[]): void {
+    this.reach.answered();
     if (this.listener === undefined) {
       this.buffered.push(...entries);
       return;
@@ -356,20 +366,9 @@ export class JetStreamLog implements ReplicatedLog {
     this.opts.onDiverged?.(err);
   }
 
-  /** Compacts every compactEveryMs; on a nats-server that does not replay purges safely, says once that it will not. */
-  private startCompactor(compactor: Compactor, serverVersion: string | undefined): void {
-    const s = this.settings;
-    if (!purgesSafely(serverVersion)) {
-      s.logger.warn({ stream: s.stream, serverVersion, purgeSafeSince },
-        'JetStream log: the stream is not compacted: this nats-server replays a purge as a purge of the whole stream after a crash, '
-        + 'and its copies of the stream were seen disagreeing after every server crashed at once; '
-        + `run nats-server ${purgeSafeSince} or later (docs/cluster.md#nats-server-versions)`);
-    }
-    compactor.start(s.compactEveryMs);
-  }
-
   private async shutdown(): Promise<void> {
     this.leadershipWatch.stop();
+    this.reach.stop();
     this.progress.stop();
     this.parts?.compactor.stop();
     if (this.phase === 'new') {

@@ -1,6 +1,7 @@
 /** The JetStream log's options, their defaults and bounds, and the counters it keeps. */
 import { silentLogger, type Clock, type Logger, type LogObserver } from '../../src/ports/index.ts';
 import { positiveIntOption, queuedEntriesMaxDefault } from '../../src/log/index.ts';
+import { unreachableAfterMsMin } from './reach-watch.ts';
 
 export const kind = 'JetStreamLog';
 
@@ -94,6 +95,12 @@ export interface JetStreamLogOptions {
    * its entries. @default 128 MiB, as the embedded log's two segments
    */
   snapshotDueBytes?: number;
+  /**
+   * How long the stream may give this node no answer (no commit acknowledged, no message delivered, no
+   * answer from its leader) before the node counts as cut off from the log (onReachable, reach-watch.ts);
+   * at least 6000 (three of the leadership watch's questions). The agent gives twice its suspicion timeout. @default 10000
+   */
+  unreachableAfterMs?: number;
 }
 
 /** Counters for tests and metrics. */
@@ -144,6 +151,7 @@ export interface Settings {
   /** 0: never compact. */
   compactEveryMs: number;
   snapshotDueBytes: number;
+  unreachableAfterMs: number;
 }
 
 const streamDefault = 'ROSTER_LOG';
@@ -177,6 +185,7 @@ export function settingsOf(opts: JetStreamLogOptions): Settings {
     commitLingerMs: lingerOf(opts.commitLingerMs),
     compactEveryMs: opts.compactEveryMs === 0 ? 0 : positiveIntOption(kind, 'compactEveryMs', opts.compactEveryMs, compactEveryMsDefault),
     snapshotDueBytes: positiveIntOption(kind, 'snapshotDueBytes', opts.snapshotDueBytes, 128 * 1024 * 1024),
+    unreachableAfterMs: Math.max(unreachableAfterMsMin, positiveIntOption(kind, 'unreachableAfterMs', opts.unreachableAfterMs, 10_000)),
   };
 }
 

@@ -33,6 +33,8 @@ export interface PublisherPorts {
   onGone?(): void;
   /** Told of publishes refused for want of storage, and of publishes stored (storage-full.ts). */
   storage?: Pick<StorageWatch, 'refused' | 'stored'>;
+  /** Told of every publish acknowledged: the stream answers this node (reach-watch.ts). */
+  answered?(): void;
   observer(): LogObserver | undefined;
 }
 
@@ -117,6 +119,7 @@ export class Publisher {
       }
       if (ack.stream !== ports.stream) throw new Error(`${kind}: ${ports.subject} is stored by stream ${ack.stream}, not ${ports.stream}`);
       ports.storage?.stored();
+      ports.answered?.();
       if (attempt > 0) ports.logger.info({ stream: ports.stream, msgID, attempts: attempt + 1, seq: ack.seq }, 'JetStream log: publish acknowledged after retrying');
       return ack;
     }

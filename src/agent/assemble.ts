@@ -77,6 +77,8 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   const metrics = new AgentMetrics();
   parts.log.observe?.(metrics.logObserver(config.nats.length === 0 ? 'wal' : 'jetstream'));
   const membership = new MembershipSlot(new StaticMembership({ name: config.nodeName, id: parts.nodeId, http: config.httpHost, grpc: config.httpHost }));
+  // A node cut off from the log says so to the others, which take over the timers it owned (Membership.owners).
+  parts.log.onReachable?.((reachable) => membership.setLogReachable(reachable));
   let http: HttpServer | undefined;
   const runtime = startRuntime(config, parts, membership, metrics, () => http?.close());
   await runtime.start();

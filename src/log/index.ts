@@ -21,3 +21,4 @@ export {
   logOverloadedCode, logUnavailableCode, overloadedError, unavailableError,
 } from '../ports/log-errors.ts';
 export { WritableListeners } from './writable.ts';
+export { LogReach, type ReachBounds } from './reach.ts';

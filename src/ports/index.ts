@@ -8,7 +8,7 @@ export type { Clock, TimerHandle } from './clock.ts';
 export { intervalMs, SystemClock, ManualClock } from './clock.ts';
 export type { Probe, ProbeFactory, ProbeResult } from './probe.ts';
 export type { Member, MemberStatus, Membership, MembershipListener } from './membership.ts';
-export { MembershipSlot, StaticMembership } from './membership.ts';
+export { MembershipSlot, ownersAmong, StaticMembership } from './membership.ts';
 export type { AppliedView, HttpObserver, LogObserver, ObservedEntry, RuntimeObserver } from './observer.ts';
 export type { Logger } from './logger.ts';
 export { silentLogger } from './logger.ts';

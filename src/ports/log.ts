@@ -82,6 +82,13 @@ export interface ReplicatedLog {
    */
   onWritable?(listener: (writable: boolean) => void): void;
   /**
+   * Tells `listener` each time this node loses or regains the use of a log it shares with other nodes: a
+   * replicated log whose servers have not answered this node for a while (no commit acknowledged, nothing
+   * delivered, no word from the leader), and answer it again. The agent tells its membership, so other
+   * members take over the timers this node owns (Membership.setLogReachable). A log of one node leaves it out.
+   */
+  onReachable?(listener: (reachable: boolean) => void): void;
+  /**
    * What this node knows of the log's state: its indexes, compaction point and, for a replicated log,
    * the copies and the other nodes' progress. Cheap: answered from what the log already holds or asked
    * in the background, never a request per call. A twin may leave it out.

@@ -180,9 +180,9 @@ export class Runtime {
     return this.log.status?.();
   }
 
-  /** Whether this node owns the actor (rendezvous hashing over the alive members). */
+  /** Whether this node owns the actor: rendezvous hashing over the alive members that can use the log (Membership.owners). */
   owns(actor: string): boolean {
-    return ownerOf(actor, this.membership.alive()) === this.nodeName;
+    return ownerOf(actor, this.membership.owners()) === this.nodeName;
   }
 
   /** Proposes a command; resolves with apply's result once its entry applied on this node and its append resolved. */

@@ -136,6 +136,36 @@ describe('MemberTable', () => {
   });
 });
 
+describe('members cut off from the log', () => {
+  test('a member that says it cannot use the log stays alive but owns nothing; saying so, and taking it back, is a change', () => {
+    const table = new MemberTable(self);
+    table.heard(hb('m1', 1, 0), t0);
+    table.heard(hb('m3', 1, 0), t0);
+    expect(table.owners()).toEqual(['m1', 'm2', 'm3']);
+    expect(table.heard(hb('m1', 1, 1, { logUnreachable: true }), t0)).toBe(true);
+    expect(table.heard(hb('m1', 1, 2, { logUnreachable: true }), t0)).toBe(false);
+    expect(table.alive()).toEqual(['m1', 'm2', 'm3']);
+    expect(table.owners()).toEqual(['m2', 'm3']);
+    expect(table.members(t0).find((m) => m.name === 'm1')).toMatchObject({ status: 'alive', logUnreachable: true });
+    expect(table.heard(hb('m1', 1, 3), t0)).toBe(true);
+    expect(table.owners()).toEqual(['m1', 'm2', 'm3']);
+    expect(table.members(t0).find((m) => m.name === 'm1')).not.toHaveProperty('logUnreachable');
+  });
+
+  test('the own node cut off owns nothing; when every alive member is cut off, all of them own as before', () => {
+    const table = new MemberTable(self);
+    table.heard(hb('m1', 1, 0, { logUnreachable: true }), t0);
+    table.heard(hb('m3', 1, 0), t0);
+    table.selfLogUnreachable = true;
+    expect(table.owners()).toEqual(['m3']);
+    expect(table.members(t0)[0]).toMatchObject({ name: 'm2', status: 'alive', logUnreachable: true });
+    table.sweep(t0 + suspicionMs, suspicionMs);
+    table.heard(hb('m1', 1, 1, { logUnreachable: true }), t0 + suspicionMs);
+    // m3 failed; m1 and m2 are alive and both cut off: nobody can commit, so nothing moves.
+    expect(table.owners()).toEqual(['m1', 'm2']);
+  });
+});
+
 describe('force-leave', () => {
   test('a failed member goes to left; an alive one is not touched; prune forgets; a heartbeat brings it back', () => {
     const table = new MemberTable(self);
@@ -175,6 +205,14 @@ describe('heartbeat wire format', () => {
     expect(decodeHeartbeat(encodeHeartbeat(h))).toEqual(h);
     for (const cluster of ['', 7, null]) {
       expect(decodeHeartbeat(new TextEncoder().encode(JSON.stringify({ ...hb('m1', 1, 2), cluster })))).toEqual(hb('m1', 1, 2));
+    }
+  });
+
+  test('says when the sender cannot use the log; any value but true is left out (a release without the field: it can)', () => {
+    const h = hb('m1', 1, 2, { logUnreachable: true });
+    expect(decodeHeartbeat(encodeHeartbeat(h))).toEqual(h);
+    for (const logUnreachable of [false, 'yes', 1, null]) {
+      expect(decodeHeartbeat(new TextEncoder().encode(JSON.stringify({ ...hb('m1', 1, 2), logUnreachable })))).toEqual(hb('m1', 1, 2));
     }
   });
 

@@ -24,7 +24,7 @@ function simWorld(names: string[]) {
   const silent = new Set<string>();
   const members = names.map((n) => new SimMembership(sched, new SimClock(sched, { drift: 0, offsetMs: 0 }, n, 1), n, 1, 3_000));
   const gossip = (): void => {
-    for (const x of members) for (const y of members) if (x !== y && !silent.has(y.self)) x.hear(y.self);
+    for (const x of members) for (const y of members) if (x !== y && !silent.has(y.self)) x.hear(y.self, y.logUnreachable);
     for (const x of members) if (!silent.has(x.self)) x.sweep();
     sched.after(500, 'gossip', gossip);
   };

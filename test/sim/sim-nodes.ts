@@ -81,7 +81,7 @@ export function gossip(w: SimWorld): void {
   const talks = (n: SimNode) => n.up && !n.partitioned;
   for (const x of w.nodes.values()) {
     if (!talks(x)) continue;
-    for (const y of w.nodes.values()) if (y !== x && talks(y) && !y.paused) x.membership?.hear(y.name);
+    for (const y of w.nodes.values()) if (y !== x && talks(y) && !y.paused) x.membership?.hear(y.name, y.membership?.logUnreachable);
   }
   for (const x of w.nodes.values()) if (x.up) x.membership?.sweep();
   w.sched.after(heartbeatMs, 'gossip', () => gossip(w));

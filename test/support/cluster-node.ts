@@ -30,15 +30,15 @@ export class TestCluster {
     return this.nats;
   }
 
-  /** Starts node `name` on its data dir and port, and records it. */
-  async start(name: string): Promise<Agent> {
+  /** Starts node `name` on its data dir and port (given `nats`, the URLs of its nats-servers: all of them by default), and records it. */
+  async start(name: string, nats = this.nats.urls.join(',')): Promise<Agent> {
     const seeds = [...this.gossipPorts.entries()].filter(([n]) => this.joinSelf || n !== name).flatMap(([, p]) => ['--join', `127.0.0.1:${p}`]);
     const dataDir = this.dataDirs.get(name)!;
     const agent = await startAgent({
       bare: true,
       dataDir,
       args: ['--http-port', '0', '--grpc-port', '0', '--data-dir', dataDir, '--node-name', name,
-        '--nats', this.nats.urls.join(','), '--gossip-listen', `127.0.0.1:${this.gossipPorts.get(name)}`, ...seeds, ...this.args()],
+        '--nats', nats, '--gossip-listen', `127.0.0.1:${this.gossipPorts.get(name)}`, ...seeds, ...this.args()],
       readyTimeoutMs: 60_000,
     });
     this.nodes.set(name, agent);
