@@ -31,7 +31,7 @@ it('three nodes racing to create an R3 stream, staggered by 0 to 30 ms, all take
     const staggerMs = (k: number) => k * (round % 6) * 5;
     const adopted = await Promise.all(managers.map(async (m, k) => {
       await new Promise((r) => setTimeout(r, staggerMs(k)));
-      return openStream(m, plan, Date.now() + 60_000, 6_000);
+      return openStream(m, plan, performance.now() + 60_000, 6_000);
     }));
     const kept = await readSettled(managers[0]!, stream);
     expect(adopted.map((a) => a.info.created), `round ${round}`).toEqual([kept, kept, kept]);
@@ -57,13 +57,13 @@ it('a young stream is read again until two reads agree; an old one is taken as f
   const first = new Date(Date.now() - 1_010).toISOString();
   const reads = [first, first];
   let asked = 0;
-  const settled = await settledStream(adoptedAt(young), Date.now() + 10_000, () => { asked++; return Promise.resolve(infoAt(reads.shift()!)); });
+  const settled = await settledStream(adoptedAt(young), performance.now() + 10_000, () => { asked++; return Promise.resolve(infoAt(reads.shift()!)); });
   expect(settled.info.created).toBe(first);
   expect(asked).toBe(2);
 
   const old = new Date(Date.now() - 60_000).toISOString();
   asked = 0;
-  const found = await settledStream(adoptedAt(old), Date.now() + 10_000, () => { asked++; return Promise.resolve(infoAt(first)); });
+  const found = await settledStream(adoptedAt(old), performance.now() + 10_000, () => { asked++; return Promise.resolve(infoAt(first)); });
   expect(found.info.created).toBe(old);
   expect(asked).toBe(0);
 });
@@ -73,16 +73,16 @@ it('a creation time not known yet (Go\'s zero time) is read again until a known 
   const created = new Date(Date.now() - 2_000).toISOString();
   const reads = [zero, zero, created, created];
   let asked = 0;
-  const settled = await settledStream(adoptedAt(zero), Date.now() + 10_000, () => { asked++; return Promise.resolve(infoAt(reads.shift()!)); });
+  const settled = await settledStream(adoptedAt(zero), performance.now() + 10_000, () => { asked++; return Promise.resolve(infoAt(reads.shift()!)); });
   expect(settled.info.created).toBe(created);
   expect(asked).toBe(4);
-  await expect(settledStream(adoptedAt(zero), Date.now() + 1_200, () => Promise.resolve(infoAt(zero)))).rejects.toThrow(/did not settle/);
+  await expect(settledStream(adoptedAt(zero), performance.now() + 1_200, () => Promise.resolve(infoAt(zero)))).rejects.toThrow(/did not settle/);
 });
 
 it('a creation time that keeps changing fails the open at its deadline', async () => {
   let n = 0;
   const changing = () => Promise.resolve(infoAt(new Date(Date.now() - 1_000 + n++).toISOString()));
-  await expect(settledStream(adoptedAt(new Date().toISOString()), Date.now() + 1_200, changing)).rejects.toThrow(/did not settle/);
+  await expect(settledStream(adoptedAt(new Date().toISOString()), performance.now() + 1_200, changing)).rejects.toThrow(/did not settle/);
 });
 
 
@@ -102,7 +102,7 @@ it('a stream another node just created, not known yet to the server this node as
       add: async () => { adds++; throw new JetStreamApiError({ code: 400, err_code: streamNameInUseCode, description: 'stream name already in use' }); },
     },
   } as unknown as JetStreamManager;
-  const adopted = await openStream(jsm, plan, Date.now() + 20_000, 2_000);
+  const adopted = await openStream(jsm, plan, performance.now() + 20_000, 2_000);
   expect(adopted.info.created).toBe(created);
   expect(adds).toBeGreaterThanOrEqual(1);
 });
