@@ -46,6 +46,8 @@ export function goUnquote(literal: string): string | undefined {
   const body = literal.slice(1, -1);
   if (literal.startsWith('`')) return body.replaceAll('\r', ''); // Go drops CR from raw strings
   if (body.includes('\n')) return undefined;
+  // Without escapes every character stands for itself (a lone surrogate becomes U+FFFD, as below).
+  if (!body.includes('\\')) return Buffer.from(body, 'utf8').toString('utf8');
   const bytes: number[] = [];
   for (let i = 0; i < body.length; ) {
     const step = unquoteChar(body, i, bytes);

@@ -23,7 +23,8 @@ export class Peg {
   pos = 0;
   readonly issues: PegIssue[] = [];
   private readonly chars: readonly string[];
-  private readonly positions: readonly FilterPosition[];
+  /** Made on first use: only errors and patterns ask where they are. */
+  private positions: readonly FilterPosition[] | undefined;
   private inverted = false;
   private farthest = 0;
   private readonly wanted = new Set<string>();
@@ -31,7 +32,6 @@ export class Peg {
 
   constructor(text: string) {
     this.chars = Array.from(text);
-    this.positions = positionTable(this.chars);
   }
 
   text(from: number, to = this.pos): string {
@@ -39,6 +39,7 @@ export class Peg {
   }
 
   position(at: number): FilterPosition {
+    this.positions ??= positionTable(this.chars);
     return this.positions[at] as FilterPosition;
   }
 
@@ -48,12 +49,12 @@ export class Peg {
     for (const ch of word) {
       if (this.chars[this.pos] !== ch) {
         this.pos = start;
-        this.note(false, start, goQuote(word));
+        this.note(false, start, quotedWord(word));
         return false;
       }
       this.pos++;
     }
-    this.note(true, start, goQuote(word));
+    this.note(true, start, quotedWord(word));
     return true;
   }
 
@@ -130,6 +131,15 @@ export class Peg {
     }
     this.wanted.add(this.inverted ? `!${want}` : want);
   }
+}
+
+/** The %q form of the grammar's literals, made once each: a parse tries them at nearly every character. */
+const quotedWords = new Map<string, string>();
+
+function quotedWord(word: string): string {
+  let quoted = quotedWords.get(word);
+  if (quoted === undefined) quotedWords.set(word, (quoted = goQuote(word)));
+  return quoted;
 }
 
 function succeeded(result: unknown): boolean {

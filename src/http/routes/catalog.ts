@@ -27,9 +27,9 @@ const catalogServices = agentCached(catalogRead(catalogServiceSchema, async (req
   const st = api.runtime.state;
   const onNode = nodeMetaFilter(req, st);
   const listed = [...instancesWithConsul(api, consulServiceName), ...st.services.values()].filter((s) => service(s.service) && onNode(s.node));
-  // Rendered only to be filtered, and all before the first turn the filter gives away: as the state is now.
-  const rendered = filter.given ? listed.map((s) => [s, renderCatalogService(s, st.nodes.get(s.node), api.datacenter)] as const) : [];
-  const kept = filter.given ? (await filter.keep(rendered, ([, r]) => r)).map(([s]) => s) : listed;
+  // Rendered only to be filtered; each with its node as the state has it now (filtering.ts).
+  const withNodes = filter.given ? listed.map((s) => [s, st.nodes.get(s.node)] as const) : [];
+  const kept = filter.given ? (await filter.keep(withNodes, ([s, n]) => renderCatalogService(s, n, api.datacenter))).map(([s]) => s) : listed;
   for (const s of kept) {
     const set = tags.get(s.service) ?? new Set<string>();
     for (const t of s.tags) set.add(t);
@@ -46,23 +46,20 @@ function hasTags(s: ServiceInstance, req: Request): boolean {
   return wanted.every((t) => tags.includes(t.toLowerCase()));
 }
 
-/** Rendered records as they are: what most reads filter. */
-const itself = (record: unknown) => record;
-
 const catalogService = agentCached(catalogRead(catalogServiceSchema, (req, api, filter) => {
   const name = required(req, 'serviceMissing');
   const st = api.runtime.state;
   const { node } = catalogAcl(req);
   const onNode = nodeMetaFilter(req, st);
-  return filter.keep(instancesWithConsul(api, name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
-    .map((s) => renderCatalogService(s, st.nodes.get(s.node), api.datacenter)), itself);
+  return filter.records(instancesWithConsul(api, name).filter((s) => hasTags(s, req) && node(s.node) && onNode(s.node))
+    .map((s) => [s, st.nodes.get(s.node)] as const), ([s, n]) => renderCatalogService(s, n, api.datacenter));
 }, serviceWatched));
 
 const catalogNodes = catalogRead(nodeSchema, (req, api, filter) => {
   const { node } = catalogAcl(req);
   const onNode = nodeMetaFilter(req, api.runtime.state);
-  return filter.keep([...api.runtime.state.nodes.values()].filter((n) => node(n.node) && onNode(n.node)).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
-    .map((n) => renderNode(n, api.datacenter)), itself);
+  return filter.records([...api.runtime.state.nodes.values()].filter((n) => node(n.node) && onNode(n.node)).sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0)),
+    (n) => renderNode(n, api.datacenter));
 });
 
 /** `/v1/catalog/node/<node>`: the node and its services by ID; `filter` keeps services by their fields, as Consul's. */
@@ -72,10 +69,10 @@ const catalogNode = catalogRead(agentServiceSchema, async (req, api, filter) => 
   const node = st.nodes.get(name);
   if (node === undefined) return null;
   const { service } = catalogAcl(req);
-  const rendered = servicesWithConsul(api, name).filter((s) => service(s.service))
-    .map((s) => [s.id, { ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }] as const);
+  const services = servicesWithConsul(api, name).filter((s) => service(s.service));
   const nodeRecord = renderNode(node, api.datacenter);
-  return { Node: nodeRecord, Services: Object.fromEntries(await filter.keep(rendered, ([, r]) => r)) };
+  const kept = await filter.records(services, (s): Record<string, unknown> => ({ ...renderAgentService(s, api.datacenter), CreateIndex: s.createIndex, ModifyIndex: s.modifyIndex }));
+  return { Node: nodeRecord, Services: Object.fromEntries(kept.map((r) => [r.ID as string, r])) };
 });
 
 /**
@@ -88,9 +85,9 @@ const catalogNodeServices = catalogRead(agentServiceSchema, async (req, api, fil
   const node = st.nodes.get(name);
   if (node === undefined) return { Node: null, Services: null };
   const { service } = catalogAcl(req);
-  const services = servicesWithConsul(api, name).filter((s) => service(s.service)).map((s) => renderHealthService(s));
+  const services = servicesWithConsul(api, name).filter((s) => service(s.service));
   const nodeRecord = renderNode(node, api.datacenter);
-  return { Node: nodeRecord, Services: await filter.keep(services, itself) };
+  return { Node: nodeRecord, Services: await filter.records(services, (s) => renderHealthService(s)) };
 });
 
 // ---------------------------------------------------------------- health
@@ -98,15 +95,15 @@ const catalogNodeServices = catalogRead(agentServiceSchema, async (req, api, fil
 const healthNode = catalogRead(checkSchema, (req, api, filter) => {
   const name = required(req, 'nodeMissing');
   const acl = catalogAcl(req);
-  return filter.keep(api.runtime.state.checksOfNode(name).filter((c) => checkVisible(acl, c)).map((c) => renderCheck(c)), itself);
+  return filter.records(api.runtime.state.checksOfNode(name).filter((c) => checkVisible(acl, c)), (c) => renderCheck(c));
 });
 
 const healthChecks = catalogRead(checkSchema, (req, api, filter) => {
   const name = required(req, 'serviceMissing');
   const acl = catalogAcl(req);
   const onNode = nodeMetaFilter(req, api.runtime.state);
-  return filter.keep(api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c) && onNode(c.node))
-    .map((c) => renderCheck(c)), itself);
+  return filter.records(api.runtime.state.allChecks().filter((c) => c.serviceName === name && c.serviceId !== '' && checkVisible(acl, c) && onNode(c.node)),
+    (c) => renderCheck(c));
 }, serviceWatched);
 
 function parsePassing(req: Request): boolean {
@@ -130,7 +127,7 @@ const healthService = agentCached(catalogRead(healthEntrySchema, (req, api, filt
     const entry = healthEntry(st, s, api.datacenter, passingOnly, checks);
     if (entry !== undefined) entries.push(entry);
   }
-  return filter.keep(entries, itself);
+  return filter.keep(entries, (entry) => entry);
 }, serviceWatched));
 
 const states = new Set(['any', 'passing', 'warning', 'critical', 'fail']);
@@ -147,8 +144,8 @@ const healthState = catalogRead(checkSchema, (req, api, filter) => {
   const wanted = state === 'fail' ? 'critical' : state;
   const acl = catalogAcl(req);
   const onNode = nodeMetaFilter(req, api.runtime.state);
-  return filter.keep(api.runtime.state.allChecks().filter((c) => (wanted === 'any' || c.status === wanted) && checkVisible(acl, c) && onNode(c.node))
-    .map((c) => renderCheck(c)), itself);
+  return filter.records(api.runtime.state.allChecks().filter((c) => (wanted === 'any' || c.status === wanted) && checkVisible(acl, c) && onNode(c.node)),
+    (c) => renderCheck(c));
 });
 
 /** A catalog read's parameters: the query options and `filter`. */
