@@ -35,18 +35,23 @@
  * - appKey, nonce, timestamp, signMethod and sign must each appear exactly once with a non-empty value;
  *   otherwise the request is `missing` them (a repeated one is ambiguous, which is no better than absent).
  *   signMethod is matched exactly (case-sensitive).
- * - Order of checks: missing → bad_method → bad_timestamp → unknown_key → unsigned_parameter →
+ * - Order of checks: missing → bad_method → bad_timestamp → bad_nonce → unknown_key → unsigned_parameter →
  *   bad_signature → stale → replayed → busy. The nonce is recorded only after the signature and the
  *   timestamp check out, so unsigned traffic can neither fill the memory nor burn a caller's nonces.
  * - Restarts: a process remembers only the nonces it accepted itself, so a request stamped before the
  *   second its memory began is stale: one captured before a restart cannot be replayed after it. That second
  *   is reckoned back from the wall clock now by the memory's age on the interval clock (ageMs), so a clock
  *   corrected after the start (one that ran an hour ahead) does not put it an hour in the future.
+ * - Nonce: at most nonceCharsMax (128) characters, else bad_nonce (checked with the other parameters' forms,
+ *   before the app key). The spec gives it no form; a random value needs far fewer.
  * - Memory: at most entriesMax nonces. A nonce is never forgotten before its window has passed (that would
  *   let its request be replayed): when the memory is full of live nonces a new signed request is refused
- *   (busy) until the oldest expire. Only callers holding a valid secret can fill it.
+ *   (busy) until the oldest expire. Only callers holding a valid secret can fill it. A nonce is kept as a
+ *   128-bit keyed digest (HMAC-SHA256 under a key drawn at start, cut to 16 bytes), so an entry's size does
+ *   not depend on the nonce's, and two nonces of one key are taken for each other only with a chance of
+ *   about 2^-128 per pair.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export type SignMethod = 'MD5' | 'HMACSHA256' | 'HMACSHA512' | 'HMACMD5';
 
@@ -58,13 +63,15 @@ export const timestampSkewMsDefault = 5 * 60_000;
 export const nonceWindowMsDefault = 2 * timestampSkewMsDefault;
 /** How many (appKey, nonce) pairs a NonceWindow holds at most by default. */
 export const nonceEntriesMaxDefault = 200_000;
+/** The longest nonce taken, in characters (UTF-16 code units). */
+export const nonceCharsMax = 128;
 
 /** Query parameters that carry the signature itself rather than the request. */
 const signatureParams = ['appKey', 'nonce', 'timestamp', 'signMethod', 'sign'] as const;
 const contentMd5Name = 'content-md5';
 
 export type SignatureErrorKind =
-  | 'missing' | 'bad_method' | 'bad_timestamp' | 'unknown_key' | 'unsigned_parameter' | 'bad_signature' | 'stale' | 'replayed' | 'busy';
+  | 'missing' | 'bad_method' | 'bad_timestamp' | 'bad_nonce' | 'unknown_key' | 'unsigned_parameter' | 'bad_signature' | 'stale' | 'replayed' | 'busy';
 
 /** An expected failure of verification; the HTTP layer maps each kind to its status. */
 export class SignatureError extends Error {
@@ -146,7 +153,9 @@ export class NonceWindow {
   readonly windowMs: number;
   readonly entriesMax: number;
   readonly #ageMs: (() => number) | undefined;
-  /** Pair key → time first accepted; Map order is insertion order, so the oldest entries come first. */
+  /** Keys the nonces' digests: drawn at start, so no caller can choose nonces whose digests meet. */
+  readonly #digestKey = randomBytes(32);
+  /** Pair key (app key and nonce digest) → time first accepted; Map order is insertion order, so the oldest entries come first. */
   readonly #acceptedAtMs = new Map<string, number>();
 
   constructor(o: NonceWindowOptions) {
@@ -175,7 +184,7 @@ export class NonceWindow {
   record(appKey: string, nonce: string, nowMs: number): 'recorded' | 'replayed' | 'full' {
     this.#forgetExpired(nowMs);
     // Length-prefixed so that no two (appKey, nonce) pairs share a key.
-    const key = `${appKey.length}:${appKey}${nonce}`;
+    const key = `${appKey.length}:${appKey}${createHmac('sha256', this.#digestKey).update(nonce).digest().toString('latin1', 0, 16)}`;
     const acceptedAtMs = this.#acceptedAtMs.get(key);
     if (acceptedAtMs !== undefined && nowMs - acceptedAtMs < this.windowMs) return 'replayed';
     this.#acceptedAtMs.delete(key);
@@ -229,6 +238,9 @@ export function verifySignedRequest(
   if (!timestampPattern.test(timestamp)) {
     throw new SignatureError('bad_timestamp', 'timestamp must be Unix time in whole seconds');
   }
+  if (nonce.length > nonceCharsMax) {
+    throw new SignatureError('bad_nonce', `nonce must be at most ${nonceCharsMax} characters, not ${nonce.length}`);
+  }
   const secret = secrets.get(appKey);
   if (secret === undefined) throw new SignatureError('unknown_key', 'unknown appKey');
   const unsigned = [...new Set([...req.query].filter(([, value]) => value === '').map(([name]) => name))];
@@ -281,6 +293,7 @@ export function signRequest(o: {
   const empty = o.params.find(([, value]) => value === '');
   if (empty !== undefined) throw new Error(`signRequest: ${empty[0]} has an empty value, which a signature cannot cover; give it one`);
   if (o.appKey === '' || o.nonce === '') throw new Error('signRequest: appKey and nonce must be non-empty');
+  if (o.nonce.length > nonceCharsMax) throw new Error(`signRequest: a nonce has at most ${nonceCharsMax} characters`);
   const timestamp = String(o.timestampSeconds ?? Math.floor(Date.now() / 1000));
   const params: [string, string][] = [
     ...o.params, ['appKey', o.appKey], ['nonce', o.nonce], ['timestamp', timestamp], ['signMethod', o.signMethod],

@@ -38,7 +38,8 @@ export const errorCatalogue = {
   }),
   tokenMissing: tokenRefusal('notLoggedIn'), tokenInvalid: tokenRefusal('invalidToken'), tokenExpired: tokenRefusal('tokenExpired'),
   signatureMissing: signatureRefusal('missingParameter'), signatureBadMethod: signatureRefusal('invalidParameter'),
-  signatureBadTimestamp: signatureRefusal('invalidParameter'), signatureUnknownKey: signatureRefusal('unknownUser'),
+  signatureBadTimestamp: signatureRefusal('invalidParameter'), signatureBadNonce: signatureRefusal('invalidParameter'),
+  signatureUnknownKey: signatureRefusal('unknownUser'),
   signatureUnsignedParameter: signatureRefusal('illegalRequest'), signatureBad: signatureRefusal('illegalRequest'),
   signatureStale: signatureRefusal('expiredRequest'), signatureReplayed: signatureRefusal('expiredRequest'),
   signatureBusy: entry<{ why: string; retryAfterSeconds: number }>({

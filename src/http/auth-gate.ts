@@ -28,7 +28,7 @@ export interface AuthSettings {
 
 const tokenErrors = { missing: 'tokenMissing', invalid: 'tokenInvalid', expired: 'tokenExpired' } as const satisfies Record<AuthError['kind'], ErrorName>;
 const signatureErrors = {
-  missing: 'signatureMissing', bad_method: 'signatureBadMethod', bad_timestamp: 'signatureBadTimestamp', unknown_key: 'signatureUnknownKey',
+  missing: 'signatureMissing', bad_method: 'signatureBadMethod', bad_timestamp: 'signatureBadTimestamp', bad_nonce: 'signatureBadNonce', unknown_key: 'signatureUnknownKey',
   unsigned_parameter: 'signatureUnsignedParameter', bad_signature: 'signatureBad', stale: 'signatureStale', replayed: 'signatureReplayed',
 } as const satisfies Record<Exclude<SignatureError['kind'], 'busy'>, ErrorName>;
 

@@ -329,6 +329,17 @@ describe('timestamp window and replay', () => {
     expect(w.size).toBe(1);
   });
 
+  test('a nonce of more than 128 characters is refused (bad_nonce) before the app key is looked at; signRequest will not send one', () => {
+    const nonces = freshNonces();
+    expect(verify(goodRequest('HMACSHA256', 'n'.repeat(128)), nonces).appKey).toBe('k1');
+    const long = goodRequest('HMACSHA256', 'n'.repeat(128));
+    long.query.set('nonce', 'n'.repeat(129));
+    long.query.set('appKey', 'nobody');
+    expectKind(() => verify(long, nonces), 'bad_nonce');
+    expect(nonces.size).toBe(1);
+    expect(() => goodRequest('HMACSHA256', 'n'.repeat(129))).toThrow(/at most 128 characters/);
+  });
+
   test('expired entries are dropped as time passes', () => {
     const w = freshNonces();
     for (let i = 0; i < 10; i++) w.record('k1', `n${i}`, t0 + i);

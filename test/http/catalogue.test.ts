@@ -16,6 +16,7 @@ const samples: { [N in ErrorName]: ErrorVars<N> } = {
   permissionDenied: access, tokenMissing: { why: 'w', credentials: 'missing' }, tokenInvalid: { why: 'w', credentials: 'invalid' },
   tokenExpired: { why: 'w', credentials: 'expired', challenge: 'Bearer' }, signatureMissing: { why: 'w', signature: 'missing' },
   signatureBadMethod: { why: 'w', signature: 'bad_method' }, signatureBadTimestamp: { why: 'w', signature: 'bad_timestamp' },
+  signatureBadNonce: { why: 'w', signature: 'bad_nonce' },
   signatureUnknownKey: { why: 'w', signature: 'unknown_key' }, signatureUnsignedParameter: { why: 'w', signature: 'unsigned_parameter' },
   signatureBad: { why: 'w', signature: 'bad_signature' }, signatureStale: { why: 'w', signature: 'stale' },
   signatureReplayed: { why: 'w', signature: 'replayed' }, signatureBusy: { why: 'w', retryAfterSeconds: 2 },
