@@ -44,12 +44,13 @@
  *   corrected after the start (one that ran an hour ahead) does not put it an hour in the future.
  * - Nonce: at most nonceCharsMax (128) characters, else bad_nonce (checked with the other parameters' forms,
  *   before the app key). The spec gives it no form; a random value needs far fewer.
- * - Memory: at most entriesMax nonces. A nonce is never forgotten before its window has passed (that would
- *   let its request be replayed): when the memory is full of live nonces a new signed request is refused
- *   (busy) until the oldest expire. Only callers holding a valid secret can fill it. A nonce is kept as a
- *   128-bit keyed digest (HMAC-SHA256 under a key drawn at start, cut to 16 bytes), so an entry's size does
- *   not depend on the nonce's, and two nonces of one key are taken for each other only with a chance of
- *   about 2^-128 per pair.
+ * - Memory: each app key has its own share of it, at most entriesMax nonces (the HTTP gate gives each key
+ *   nonceEntriesPerKey of the app keys there are), so a caller that fills its share is refused alone. A nonce
+ *   is never forgotten before its window has passed (that would let its request be replayed): when a key's
+ *   share is full of live nonces its new signed request is refused (busy) until its oldest expire. Only
+ *   callers holding a valid secret can fill it. A nonce is kept as a 128-bit keyed digest (HMAC-SHA256 under
+ *   a key drawn at start, cut to 16 bytes), so an entry's size does not depend on the nonce's, and two
+ *   nonces of one key are taken for each other only with a chance of about 2^-128 per pair.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
@@ -61,10 +62,20 @@ export const signMethods: readonly SignMethod[] = ['MD5', 'HMACSHA256', 'HMACSHA
 export const timestampSkewMsDefault = 5 * 60_000;
 /** How long accepted nonces are remembered by default: twice the timestamp skew (see above). */
 export const nonceWindowMsDefault = 2 * timestampSkewMsDefault;
-/** How many (appKey, nonce) pairs a NonceWindow holds at most by default. */
+/** How many nonces the agent remembers in all by default, shared among its app keys (nonceEntriesPerKey). */
 export const nonceEntriesMaxDefault = 200_000;
+/** The fewest nonces one app key may have remembered, however many keys share the memory. */
+export const nonceEntriesPerKeyMin = 10_000;
 /** The longest nonce taken, in characters (UTF-16 code units). */
 export const nonceCharsMax = 128;
+
+/**
+ * Each app key's share of the memory when there are `appKeys` of them: the default total divided among them,
+ * but never less than nonceEntriesPerKeyMin (the total then grows with the keys: 10,000 for each).
+ */
+export function nonceEntriesPerKey(appKeys: number): number {
+  return Math.max(nonceEntriesPerKeyMin, Math.floor(nonceEntriesMaxDefault / Math.max(1, appKeys)));
+}
 
 /** Query parameters that carry the signature itself rather than the request. */
 const signatureParams = ['appKey', 'nonce', 'timestamp', 'signMethod', 'sign'] as const;
@@ -138,7 +149,7 @@ function hexEquals(expected: string, received: string): boolean {
 export interface NonceWindowOptions {
   /** How long an accepted (appKey, nonce) counts as a replay, in milliseconds. @default 600_000 (nonceWindowMsDefault) */
   windowMs: number;
-  /** Most (appKey, nonce) pairs remembered; when all are live, new ones are refused. @default 200_000 (nonceEntriesMaxDefault) */
+  /** Most nonces remembered for one app key; when all of its are live, its new ones are refused. See nonceEntriesPerKey. */
   entriesMax: number;
   /**
    * How long this memory has existed (ms, read on the interval clock, which a wall-clock step does not
@@ -148,15 +159,16 @@ export interface NonceWindowOptions {
   ageMs?: () => number;
 }
 
-/** Remembers accepted nonces for windowMs, bounded by entriesMax. Time is an input. */
+/** Remembers accepted nonces for windowMs, each app key's bounded by entriesMax. Time is an input. */
 export class NonceWindow {
   readonly windowMs: number;
   readonly entriesMax: number;
   readonly #ageMs: (() => number) | undefined;
   /** Keys the nonces' digests: drawn at start, so no caller can choose nonces whose digests meet. */
   readonly #digestKey = randomBytes(32);
-  /** Pair key (app key and nonce digest) → time first accepted; Map order is insertion order, so the oldest entries come first. */
-  readonly #acceptedAtMs = new Map<string, number>();
+  /** App key → nonce digest → time first accepted; Map order is insertion order, so the oldest come first. */
+  readonly #byKey = new Map<string, Map<string, number>>();
+  #size = 0;
 
   constructor(o: NonceWindowOptions) {
     if (!(o.windowMs > 0) || !Number.isInteger(o.entriesMax) || o.entriesMax < 1) {
@@ -172,38 +184,44 @@ export class NonceWindow {
     return this.#ageMs === undefined ? 0 : Math.floor((nowMs - this.#ageMs()) / 1000) * 1000;
   }
 
-  /** Pairs currently remembered (never more than entriesMax). */
+  /** Nonces currently remembered, of every app key (never more than entriesMax for one). */
   get size(): number {
-    return this.#acceptedAtMs.size;
+    return this.#size;
   }
 
   /**
-   * 'replayed' when (appKey, nonce) was seen within the window; 'full' when it was not but every entry is
-   * still live (nothing is recorded then); 'recorded' otherwise.
+   * 'replayed' when (appKey, nonce) was seen within the window; 'full' when it was not but every entry of
+   * appKey is still live (nothing is recorded then); 'recorded' otherwise.
    */
   record(appKey: string, nonce: string, nowMs: number): 'recorded' | 'replayed' | 'full' {
-    this.#forgetExpired(nowMs);
-    // Length-prefixed so that no two (appKey, nonce) pairs share a key.
-    const key = `${appKey.length}:${appKey}${createHmac('sha256', this.#digestKey).update(nonce).digest().toString('latin1', 0, 16)}`;
-    const acceptedAtMs = this.#acceptedAtMs.get(key);
+    let accepted = this.#byKey.get(appKey);
+    if (accepted === undefined) this.#byKey.set(appKey, accepted = new Map());
+    this.#forgetExpired(accepted, nowMs);
+    const digest = createHmac('sha256', this.#digestKey).update(nonce).digest().toString('latin1', 0, 16);
+    const acceptedAtMs = accepted.get(digest);
     if (acceptedAtMs !== undefined && nowMs - acceptedAtMs < this.windowMs) return 'replayed';
-    this.#acceptedAtMs.delete(key);
-    if (this.#acceptedAtMs.size >= this.entriesMax) return 'full';
-    this.#acceptedAtMs.set(key, nowMs);
+    if (acceptedAtMs !== undefined) {
+      accepted.delete(digest);
+      this.#size--;
+    }
+    if (accepted.size >= this.entriesMax) return 'full';
+    accepted.set(digest, nowMs);
+    this.#size++;
     return 'recorded';
   }
 
-  /** Milliseconds until the oldest entry expires (0 when empty): how long a 'full' caller should wait. */
-  oldestLeftMs(nowMs: number): number {
-    for (const acceptedAtMs of this.#acceptedAtMs.values()) return Math.max(0, acceptedAtMs + this.windowMs - nowMs);
+  /** Milliseconds until appKey's oldest entry expires (0 when it has none): how long a 'full' caller should wait. */
+  oldestLeftMs(appKey: string, nowMs: number): number {
+    for (const acceptedAtMs of this.#byKey.get(appKey)?.values() ?? []) return Math.max(0, acceptedAtMs + this.windowMs - nowMs);
     return 0;
   }
 
   /** Drops expired entries from the front; stops at the first live one (a clock step back may leave some behind, which record() re-checks). */
-  #forgetExpired(nowMs: number): void {
-    for (const [key, acceptedAtMs] of this.#acceptedAtMs) {
+  #forgetExpired(accepted: Map<string, number>, nowMs: number): void {
+    for (const [digest, acceptedAtMs] of accepted) {
       if (nowMs - acceptedAtMs < this.windowMs) break;
-      this.#acceptedAtMs.delete(key);
+      accepted.delete(digest);
+      this.#size--;
     }
   }
 }

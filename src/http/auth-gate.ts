@@ -5,7 +5,7 @@
  * request is refused (default deny); the identity's rules decide each route's read or write.
  */
 import { accessFor, allowed, allowedPrefix, appSubject, AuthError, bearerToken, TokenAuthority, wwwAuthenticate, type Access, type AccessRequest, type Identity, type Resource, type Rule } from '../auth/index.ts';
-import { NonceWindow, nonceEntriesMaxDefault, SignatureError, timestampSkewMsDefault, verifySignedRequest } from '../auth/signature.ts';
+import { NonceWindow, nonceEntriesPerKey, SignatureError, timestampSkewMsDefault, verifySignedRequest } from '../auth/signature.ts';
 import { RegistryError, type ErrorName } from '../domain/errors.ts';
 import { intervalMs } from '../ports/clock.ts';
 import { tokenCaller } from './rate-limit.ts';
@@ -74,9 +74,11 @@ export class AuthGate {
     });
     // Nonces live twice the timestamp skew: as long as any request carrying them could be accepted.
     // This process's nonces begin now: a request stamped before may have been accepted by an earlier one.
+    // Each app key has its own share, so one that fills it is refused alone.
     const beganMs = intervalMs();
     this.nonces = new NonceWindow({
-      windowMs: 2 * (settings.signatureSkewMs ?? timestampSkewMsDefault), entriesMax: nonceEntriesMaxDefault, ageMs: () => intervalMs() - beganMs,
+      windowMs: 2 * (settings.signatureSkewMs ?? timestampSkewMsDefault), entriesMax: nonceEntriesPerKey(Object.keys(settings.appKeys).length),
+      ageMs: () => intervalMs() - beganMs,
     });
     this.secrets = new Map(Object.entries(settings.appKeys).map(([k, v]) => [k, v.secret]));
   }
@@ -142,7 +144,7 @@ export class AuthGate {
     } catch (err) {
       if (!(err instanceof SignatureError)) throw err;
       if (err.kind === 'busy') {
-        const retryAfterSeconds = Math.max(1, Math.ceil(this.nonces.oldestLeftMs(Date.now()) / 1000));
+        const retryAfterSeconds = Math.max(1, Math.ceil(this.nonces.oldestLeftMs(req.query.get('appKey') ?? '', Date.now()) / 1000));
         throw new RegistryError('signatureBusy', { why: err.message, retryAfterSeconds });
       }
       // The one 401 among them (an unknown app key) names the scheme a caller may authenticate with instead.

@@ -6,7 +6,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import {
-  canonicalString, NonceWindow, signature, SignatureError, signRequest, verifySignedRequest,
+  canonicalString, NonceWindow, nonceEntriesPerKey, signature, SignatureError, signRequest, verifySignedRequest,
   type SignatureErrorKind, type SignMethod,
 } from '../../src/auth/signature.ts';
 
@@ -321,12 +321,22 @@ describe('timestamp window and replay', () => {
     expectKind(() => verify(goodRequest('MD5', 'd'), nonces, t0 + 1), 'busy');
     expectKind(() => verify(goodRequest('MD5', 'a'), nonces, t0 + 1), 'replayed');
     expect(nonces.size).toBe(3);
-    expect(nonces.oldestLeftMs(t0 + 1)).toBe(windowMs - 1);
+    expect(nonces.oldestLeftMs('k1', t0 + 1)).toBe(windowMs - 1);
     // Once the oldest expire there is room again.
     const w = freshNonces(3);
     for (const n of ['a', 'b', 'c']) w.record('k1', n, t0);
     expect(w.record('k1', 'd', t0 + windowMs)).toBe('recorded');
     expect(w.size).toBe(1);
+  });
+
+  test('each app key has its own share: one that fills it is refused alone', () => {
+    const w = freshNonces(3);
+    for (const n of ['a', 'b', 'c']) expect(w.record('k1', n, t0)).toBe('recorded');
+    expect(w.record('k1', 'd', t0)).toBe('full');
+    expect(w.record('k2', 'a', t0)).toBe('recorded');
+    expect(w.size).toBe(4);
+    expect(w.oldestLeftMs('k1', t0 + 1)).toBe(windowMs - 1);
+    expect(w.oldestLeftMs('k3', t0 + 1)).toBe(0);
   });
 
   test('a nonce of more than 128 characters is refused (bad_nonce) before the app key is looked at; signRequest will not send one', () => {
@@ -338,6 +348,13 @@ describe('timestamp window and replay', () => {
     expectKind(() => verify(long, nonces), 'bad_nonce');
     expect(nonces.size).toBe(1);
     expect(() => goodRequest('HMACSHA256', 'n'.repeat(129))).toThrow(/at most 128 characters/);
+  });
+
+  test('shares follow the number of app keys: 200,000 divided among them, at least 10,000 each', () => {
+    expect(nonceEntriesPerKey(1)).toBe(200_000);
+    expect(nonceEntriesPerKey(4)).toBe(50_000);
+    expect(nonceEntriesPerKey(20)).toBe(10_000);
+    expect(nonceEntriesPerKey(100)).toBe(10_000);
   });
 
   test('expired entries are dropped as time passes', () => {
