@@ -16,6 +16,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { ReplicatedLog } from '../ports/log.ts';
 import { MembershipSlot, StaticMembership, type Membership } from '../ports/membership.ts';
 import { probeFactory } from '../probes/factory.ts';
+import { OwnRequests } from '../probes/own-requests.ts';
 import { Runtime } from '../runtime/index.ts';
 import { ListenError } from '../util/listen-error.ts';
 import { forceLeave } from './force-leave.ts';
@@ -80,7 +81,8 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   // A node cut off from the log says so to the others, which take over the timers it owned (Membership.owners).
   parts.log.onReachable?.((reachable) => membership.setLogReachable(reachable));
   let http: HttpServer | undefined;
-  const runtime = startRuntime(config, parts, membership, metrics, () => http?.close());
+  const ownRequests = new OwnRequests();
+  const runtime = startRuntime(config, parts, membership, metrics, () => http?.close(), ownRequests);
   await runtime.start();
   // The file's new definitions are judged by the state quota at start as on a reload.
   runtime.quota.setMax(config.limits.stateBytesMax);
@@ -102,8 +104,10 @@ export async function assembleAgent(config: Config, parts: AgentParts): Promise<
   const rateLimit = config.rateLimit ? new RateLimiter(config.rateLimit) : undefined;
   const stream = streamServer(config, ctx, gate, rateLimit);
   const httpOpts = httpOptions(config, parts.logger, { ctx, metrics, stream, gate, rateLimit });
+  httpOpts.ownRequestsFrom = (address) => ownRequests.from(address);
   http = await listening('--http-port', startHttpServer(httpOpts));
   const server = http;
+  ownRequests.listening(config.httpHost, server.port);
   const grpc = await listening('--grpc-port', startGrpcHealthServer({
     host: config.httpHost, port: config.grpcPort, tracker: runtime.serving, logger: parts.logger, watchLimits: watchLimitsOf(config.limits),
     connectionLimits: connectionLimitsOf(config.limits), refused: (reason) => metrics.grpcConnectionRefused(reason),
@@ -175,14 +179,14 @@ async function recordLeaving(runtime: Runtime, logger: Logger): Promise<void> {
   }
 }
 
-function startRuntime(config: Config, parts: AgentParts, membership: Membership, metrics: AgentMetrics, closeHttp: () => void): Runtime {
+function startRuntime(config: Config, parts: AgentParts, membership: Membership, metrics: AgentMetrics, closeHttp: () => void, ownRequests: OwnRequests): Runtime {
   const { log, clock, logger, nodeId } = parts;
   return new Runtime({
     log, clock, logger, nodeName: config.nodeName, nodeId, address: config.httpHost, nodeMeta: nodeMetaOf(config), membership,
     membershipGraceMs: 2 * config.suspicionMs, clustered: config.nats.length > 0, alone: config.nats.length === 0,
     snapshotEveryEntries: config.snapshotEveryEntries,
     // The config object is the one a reload updates in place.
-    probeFor: probeFactory(() => config.enableScriptChecks || config.enableLocalScriptChecks),
+    probeFor: probeFactory(() => config.enableScriptChecks || config.enableLocalScriptChecks, ownRequests),
     checks: {
       reapIntervalMs: config.checkReapIntervalMs, deregisterAfterMsMin: config.checkDeregisterMsMin, probesMax: config.limits.checkProbesMax,
       updateIntervalMs: config.checkUpdateIntervalMs,

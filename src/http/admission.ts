@@ -13,6 +13,8 @@ import type { Head } from './uws.ts';
  */
 export interface InFlightRequest extends Slotted {
   clientKey(): string;
+  /** The client's address as text (read only for a client past its cap). */
+  addressText(): string;
 }
 
 /**
@@ -30,7 +32,13 @@ export class InFlight {
   private readonly unkeyed = new SlotSet<InFlightRequest>();
   private total = 0;
 
-  /** Counts one more request; whether its client now has more than `max` in flight. */
+  /**
+   * `ownRequests`: how many of an address's requests (its text) are the agent's own checks' probes of its own
+   * API, which the address has besides its cap (probes/own-requests.ts).
+   */
+  constructor(private readonly ownRequests: (address: string) => number = () => 0) {}
+
+  /** Counts one more request; whether its client now has more than `max` in flight, the agent's own probes' apart. */
   enter(request: InFlightRequest, max: number): boolean {
     this.total += 1;
     if (this.total <= max) {
@@ -41,7 +49,8 @@ export class InFlight {
       this.unkeyed.delete(r);
       this.count(r.clientKey());
     }
-    return this.count(request.clientKey()) > max;
+    const held = this.count(request.clientKey());
+    return held > max && held - this.ownRequests(request.addressText()) > max;
   }
 
   /** The request is answered or gone: a request that was looked up by client gives its key from memory. */

@@ -58,6 +58,8 @@ export interface HttpServerOptions<Ctx> {
    * so this is the connection cap (Consul's http_max_conns_per_client). @default 200
    */
   requestsInFlightPerClientMax?: number;
+  /** How many of an address's requests in flight are the agent's own checks' (probes/own-requests.ts), allowed besides the cap. @default none */
+  ownRequestsFrom?: (address: string) => number;
   /** A request body must arrive within this long of its head, else 400 code 1015 and the connection closes. @default 8 s */
   bodyTimeoutMs?: number;
   /** Bytes of large answers in flight over all clients; past them a large answer is refused 503 (large-answers.ts). @default 256 MiB */

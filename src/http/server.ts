@@ -33,7 +33,7 @@ function serverOf<Ctx>(o: HttpServerOptions<Ctx>): Front<Ctx> {
   return {
     ...o,
     reserved: reservedParameters(o.router),
-    inFlight: new InFlight(),
+    inFlight: new InFlight((address) => o.ownRequestsFrom?.(address) ?? 0),
     get inFlightMax() { return o.requestsInFlightPerClientMax ?? 200; },
     get bodyBytesMax() { return o.bodyBytesMax ?? requestBodyBytesMax; },
     get bodyTimeoutMs() { return o.bodyTimeoutMs ?? 8_000; },

@@ -6,6 +6,7 @@ import { settledInTime } from './deadline.ts';
 import { grpcProbe } from './grpc.ts';
 import { httpProbe } from './http.ts';
 import { grpcTimeoutMsDefault, httpTimeoutMsDefault, scriptTimeoutMsDefault, tcpTimeoutMsDefault } from './limits.ts';
+import type { OwnRequests } from './own-requests.ts';
 import { scriptProbe } from './script.ts';
 import { tcpProbe } from './tcp.ts';
 
@@ -18,15 +19,15 @@ const scriptsDisabled: Probe = () => Promise.resolve({ status: 'critical', outpu
  * The runtime's probe factory. Script and container checks run a command, so they run only while
  * `scriptsAllowed()` (read at each probe: a reload applies at the next one), whatever put them in the state
  * (a registration checks the same settings, but a snapshot restore, for one, brings whole records); else
- * they report critical saying why.
+ * they report critical saying why. HTTP probes tell `ownRequests` of their connections (OwnRequests).
  */
-export function probeFactory(scriptsAllowed: () => boolean): ProbeFactory {
-  return (check) => ((check.type === 'script' || check.type === 'docker') && !scriptsAllowed() ? scriptsDisabled : probeFor(check));
+export function probeFactory(scriptsAllowed: () => boolean, ownRequests?: OwnRequests): ProbeFactory {
+  return (check) => ((check.type === 'script' || check.type === 'docker') && !scriptsAllowed() ? scriptsDisabled : probeFor(check, ownRequests));
 }
 
 /** The probe of a check, settled by its timeout whatever it does (settledInTime); undefined for kinds nothing probes. */
-export function probeFor(check: HealthCheck): Probe | undefined {
-  const probe = probeOf(check);
+export function probeFor(check: HealthCheck, ownRequests?: OwnRequests): Probe | undefined {
+  const probe = probeOf(check, ownRequests);
   return probe === undefined ? undefined : settledInTime(probe, timeoutOf(check));
 }
 
@@ -42,7 +43,7 @@ function timeoutOf(check: HealthCheck): number | undefined {
   }
 }
 
-function probeOf(check: HealthCheck): Probe | undefined {
+function probeOf(check: HealthCheck, ownRequests: OwnRequests | undefined): Probe | undefined {
   const d = check.definition;
   const timeout = d.timeoutMs > 0 ? { timeoutMs: d.timeoutMs } : {};
   const outputBytesMax = d.outputMaxSize;
@@ -52,7 +53,7 @@ function probeOf(check: HealthCheck): Probe | undefined {
         url: d.http!, ...timeout, outputBytesMax,
         ...(d.method ? { method: d.method } : {}), ...(d.header ? { header: d.header } : {}), ...(d.body !== undefined ? { body: d.body } : {}),
         ...(d.tlsSkipVerify ? { tlsSkipVerify: true } : {}), ...(d.tlsServerName ? { tlsServerName: d.tlsServerName } : {}),
-        ...(d.disableRedirects ? { disableRedirects: true } : {}),
+        ...(d.disableRedirects ? { disableRedirects: true } : {}), ...(ownRequests ? { ownRequests } : {}),
       });
     case 'tcp': return tcpProbe({ address: d.tcp!, ...timeout });
     case 'grpc':

@@ -13,6 +13,7 @@ import type { CheckDefinition } from '../domain/types.ts';
 import { startDeadline, type Deadline, type StopReason } from './deadline.ts';
 import { dialErrorText, isDialError, systemError, tlsErrorText, urlErrorOp, urlWithoutPassword } from './go-text.ts';
 import { httpRedirectsMax, httpTimeoutMsDefault, outputBytesMaxDefault } from './limits.ts';
+import type { OwnRequests } from './own-requests.ts';
 import { TailBuffer } from './tail-buffer.ts';
 import { serverNameOptions } from './tls-name.ts';
 import { critical, type CheckStatus, type Probe, type ProbeResult } from './types.ts';
@@ -32,6 +33,8 @@ export interface HttpProbeOptions
   timeoutMs?: number;
   /** The output keeps the last this many bytes of the body. @default outputBytesMaxDefault (4096) */
   outputBytesMax?: number;
+  /** Told of each connection the probe makes (the agent's own port's are counted apart). @default none */
+  ownRequests?: Pick<OwnRequests, 'track'>;
 }
 
 const userAgent = 'Consul Health Check';
@@ -244,6 +247,7 @@ function send(hop: Hop, o: HttpProbeOptions, signal: AbortSignal): Promise<Answe
   };
   return new Promise((resolve, reject) => {
     const request = hop.url.protocol === 'https:' ? https.request(hop.url, options) : http.request(hop.url, options);
+    if (o.ownRequests !== undefined) request.once('socket', (socket) => o.ownRequests!.track(socket));
     const switched = (res: http.IncomingMessage, socket: Duplex, head: Buffer) => resolve({ res, body: socket, head });
     request.once('response', (res: http.IncomingMessage) => resolve({ res, body: res }));
     request.once('upgrade', switched);
