@@ -279,7 +279,7 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, defau
     config = loadConfig(argv, env, defaults);
   } catch (err) {
     if (err instanceof ConfigError) {
-      printFailure(err, usage);
+      printFailure(err, err.commandLine ? usage : undefined);
       process.exit(2);
     }
     throw err;

@@ -155,13 +155,40 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, defaults: Con
   try {
     parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
   } catch (err) {
-    throw new ConfigError(err instanceof Error ? err.message : String(err));
+    throw new ConfigError(err instanceof Error ? err.message : String(err), true);
   }
   const v = parsed.values;
   if (v.help) return 'help';
   const file = readConfigFile(settingPicker(v, env, {})('config-file', 'ROSTER_CONFIG_FILE'));
-  const pick = settingPicker(v, env, file);
-  const pickList = listPicker(v, env, file);
+  const sources = new Map<string, string>();
+  try {
+    return settings(v, env, file, defaults, sources);
+  } catch (err) {
+    throw err instanceof ConfigError ? sourced(err, sources, env) : err;
+  }
+}
+
+type ParsedFlags = ReturnType<typeof parseArgs<{ args: string[]; options: typeof options; strict: true; allowPositionals: false }>>['values'];
+
+/**
+ * A ConfigError whose opening names a flag (`--http-port: …`, as the checks word it) reworded to name where
+ * the value came from: the flag, its variable or its config file key (`sources`, filled as settings are
+ * read); a setting only the config file has (`--write_timeout: …`) names the file's key, and `encrypt`
+ * names ROSTER_ENCRYPT when the variable gave it.
+ */
+function sourced(err: ConfigError, sources: ReadonlyMap<string, string>, env: NodeJS.ProcessEnv): ConfigError {
+  const m = /^(--([\w.-]+)|encrypt):/.exec(err.message);
+  if (m === null) return err;
+  const name = m[2];
+  const source = name === undefined ? (env.ROSTER_ENCRYPT !== undefined ? 'ROSTER_ENCRYPT' : 'the config file\'s encrypt')
+    : sources.get(name) ?? (agentFlagNames.includes(name) ? undefined : `the config file's ${name}`);
+  return source === undefined || source === m[1] ? err : new ConfigError(`${source}${err.message.slice(m[1]!.length)}`);
+}
+
+function settings(v: ParsedFlags, env: NodeJS.ProcessEnv, file: Record<string, unknown>, defaults: ConfigDefaults,
+  sources: Map<string, string>): Config {
+  const pick = settingPicker(v, env, file, sources);
+  const pickList = listPicker(v, env, file, sources);
   return {
     httpPort: port(pick('http-port', 'ROSTER_HTTP_PORT', 'ports.http') ?? '8500', 'http-port'),
     httpHost: pick('http-host', 'ROSTER_HTTP_HOST', 'client_addr') ?? '127.0.0.1',
@@ -218,8 +245,8 @@ function rateLimit(value: unknown): Config['rateLimit'] {
  * shell variable (`ROSTER_DATA_DIR=$DIR`) must not turn into the working directory, every interface, or
  * a node with a log of its own instead of the cluster's.
  */
-function settingPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>) {
-  const given = givenSetting(flags, env, file);
+function settingPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>, sources?: Map<string, string>) {
+  const given = givenSetting(flags, env, file, sources);
   return (flag: string, envName: string, fileKey?: string): string | undefined => {
     const found = given(flag, envName, fileKey);
     if (found === undefined) return undefined;
@@ -237,8 +264,8 @@ function settingPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, f
  * one (`ROSTER_JOIN=`, `--join=`, `"join": []`, `ROSTER_JOIN=$A,$B` with B unset), is refused rather than
  * taken as fewer seeds, or as no cluster at all; an empty variable does not replace the file's list.
  */
-function listPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>) {
-  const given = givenSetting(flags, env, file);
+function listPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>, sources: Map<string, string>) {
+  const given = givenSetting(flags, env, file, sources);
   return (flag: string, envName: string, fileKey: string): string[] | undefined => {
     const found = given(flag, envName, fileKey);
     if (found === undefined) return undefined;
@@ -250,9 +277,12 @@ function listPicker(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file
   };
 }
 
-/** Where a setting is given first (flag, environment, config file) and its values there, or undefined when nowhere. */
-function givenSetting(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>) {
-  return (flag: string, envName: string, fileKey?: string): [string[], string] | undefined => {
+/**
+ * Where a setting is given first (flag, environment, config file) and its values there, or undefined when
+ * nowhere; the source is also kept in `sources` under the flag's name.
+ */
+function givenSetting(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, file: Record<string, unknown>, sources?: Map<string, string>) {
+  const found = (flag: string, envName: string, fileKey?: string): [string[], string] | undefined => {
     const flagged = flags[flag] as string | string[] | undefined;
     if (flagged !== undefined) return [Array.isArray(flagged) ? flagged : [flagged], `--${flag}`];
     const fromEnv = env[envName];
@@ -261,6 +291,11 @@ function givenSetting(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, fi
     if (fromFile === undefined) return undefined;
     const values = Array.isArray(fromFile) ? (fromFile as unknown[]).map(String) : [String(fromFile)];
     return [values.length === 0 ? [''] : values, `the config file's ${fileKey} (for --${flag})`];
+  };
+  return (flag: string, envName: string, fileKey?: string): [string[], string] | undefined => {
+    const given = found(flag, envName, fileKey);
+    if (given !== undefined) sources?.set(flag, given[1]);
+    return given;
   };
 }
 

@@ -1,6 +1,8 @@
 // Goal: every way `roster` (and the agent it starts) fails writes its reason once, behind one
 // `roster:` prefix: a native binding that does not load, a bad agent flag, a data dir in use, an
-// unreachable agent. Each runs the real command in its own process.
+// unreachable agent. A bad value names where it came from (flag, variable or config file key) and comes
+// without the usage, which only a flag that cannot be read gets. Each runs the real command in its own process.
+import { writeFileSync } from 'node:fs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,12 +45,31 @@ describe('a failed start says "roster:" once', () => {
     expectPrefixOnce(r.stderr, /^roster: the uWebSockets\.js native binding did not load on node v\d+/m);
   });
 
-  test('a bad agent flag: the reason once and the usage, exit 2', async () => {
+  test('a bad agent flag value: the reason once, without the usage, exit 2; an unknown flag gets the usage', async () => {
     const r = await roster(['agent', '--log-format', 'fancy']);
     expect(r.code).toBe(2);
     expectPrefixOnce(r.stderr, /^roster: --log-format: "fancy" is not one of json, pretty$/m);
-    expect(r.stderr).toMatch(/usage: roster agent/);
+    expect(r.stderr).not.toMatch(/usage:/);
+    const unknown = await roster(['agent', '--log-formats', 'json']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/usage: roster agent/);
   });
+
+  test('a bad value from the config file or a variable names that key or variable, exit 2', async () => {
+    const dir = dataDir();
+    const file = join(dir, 'agent.json');
+    writeFileSync(file, JSON.stringify({ ports: { http: '21530x' } }));
+    const port = await roster(['agent', '--config-file', file, '--data-dir', dir]);
+    expect(port).toMatchObject({ code: 2, stderr: 'roster: the config file\'s ports.http (for --http-port): "21530x" is not a port number (0-65535)\n' });
+    writeFileSync(file, JSON.stringify({ write_timeout: '500ms' }));
+    const timeout = await roster(['agent', '--config-file', file, '--data-dir', dir]);
+    expect(timeout.code).toBe(2);
+    expect(timeout.stderr).toMatch(/^roster: the config file's write_timeout: "500ms" is less than 1s: [^\n]*\n$/);
+    const key = await roster(['agent', '--data-dir', dir], { env: { ROSTER_ENCRYPT: 'bad' } });
+    expect(key).toMatchObject({ code: 2, stderr: 'roster: ROSTER_ENCRYPT: not 32 bytes as base64 (make one with: openssl rand -base64 32)\n' });
+    const env = await roster(['agent', '--data-dir', dir], { env: { ROSTER_GRPC_PORT: 'x' } });
+    expect(env).toMatchObject({ code: 2, stderr: 'roster: ROSTER_GRPC_PORT (for --grpc-port): "x" is not a port number (0-65535)\n' });
+  }, 60_000);
 
   test('a data dir held by another agent: the reason once, exit 2', async () => {
     const dir = dataDir();

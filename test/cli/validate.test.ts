@@ -44,10 +44,10 @@ describe('roster validate', () => {
 
   test('what the agent would refuse exits 1 with its reason', async () => {
     const cases: Array<[string, string, RegExp]> = [
-      ['name.json', JSON.stringify({ node_name: 'a b' }), /roster: --node-name: "a b" may hold only letters/],
+      ['name.json', JSON.stringify({ node_name: 'a b' }), /roster: the config file's node_name \(for --node-name\): "a b" may hold only letters/],
       ['key.json', JSON.stringify({ nope: 1 }), /roster: --config-file: unknown setting "nope"/],
       ['service.json', JSON.stringify({ services: [{ name: 'x', port: 'abc' }] }), /roster: --config-file: invalid service definition: invalid Port: must be an integer/],
-      ['ttl.json', JSON.stringify({ session_ttl_min: '48h' }), /roster: --session-ttl-min: "48h" is more than the largest session TTL/],
+      ['ttl.json', JSON.stringify({ session_ttl_min: '48h' }), /roster: the config file's session_ttl_min \(for --session-ttl-min\): "48h" is more than the largest session TTL/],
       ['json.json', '{bad', /roster: --config-file: .*json\.json is not valid JSON/],
     ];
     for (const [name, text, reason] of cases) {
@@ -116,8 +116,8 @@ describe('roster validate', () => {
 
   test('write_timeout below 1s is refused; 1s is accepted', async () => {
     const cases: Array<[object, number, RegExp]> = [
-      [{ write_timeout: '1ms' }, 1, /^roster: --write_timeout: "1ms" is less than 1s: a durable write .* answered as timed out/],
-      [{ write_timeout: '999ms' }, 1, /^roster: --write_timeout: "999ms" is less than 1s/],
+      [{ write_timeout: '1ms' }, 1, /^roster: the config file's write_timeout: "1ms" is less than 1s: a durable write .* answered as timed out/],
+      [{ write_timeout: '999ms' }, 1, /^roster: the config file's write_timeout: "999ms" is less than 1s/],
       [{ write_timeout: '1s' }, 0, /^$/],
     ];
     const results = await validateEach('bound', cases.map(([o]) => o));
@@ -130,8 +130,8 @@ describe('roster validate', () => {
 
   test('check_update_interval takes a duration, 0s included (every output change written at once); a negative one is refused', async () => {
     const cases: Array<[object, number, RegExp]> = [
-      [{ check_update_interval: '-1s' }, 1, /^roster: --check_update_interval: "-1s" is not a duration such as 5m, or 0s to write every output change at once/],
-      [{ check_update_interval: 'soon' }, 1, /^roster: --check_update_interval: "soon" is not a duration/],
+      [{ check_update_interval: '-1s' }, 1, /^roster: the config file's check_update_interval: "-1s" is not a duration such as 5m, or 0s to write every output change at once/],
+      [{ check_update_interval: 'soon' }, 1, /^roster: the config file's check_update_interval: "soon" is not a duration/],
       [{ check_update_interval: '0s' }, 0, /^$/],
       [{ check_update_interval: '5m' }, 0, /^$/],
     ];
@@ -146,8 +146,8 @@ describe('roster validate', () => {
   test('kv_max_value_size above what one log entry carries is refused; the largest it carries is accepted', async () => {
     const cases: Array<[object, number, RegExp]> = [
       [{ limits: { kv_max_value_size: 99999999999 } }, 1,
-        /^roster: --limits\.kv_max_value_size: 99999999999 is more than 12189696 bytes, the largest value one log entry can carry \(entries are at most 16777216 bytes/],
-      [{ limits: { kv_max_value_size: 12189697 } }, 1, /^roster: --limits\.kv_max_value_size: 12189697 is more than 12189696 bytes/],
+        /^roster: the config file's limits\.kv_max_value_size: 99999999999 is more than 12189696 bytes, the largest value one log entry can carry \(entries are at most 16777216 bytes/],
+      [{ limits: { kv_max_value_size: 12189697 } }, 1, /^roster: the config file's limits\.kv_max_value_size: 12189697 is more than 12189696 bytes/],
       [{ limits: { kv_max_value_size: 12189696 } }, 0, /^$/],
     ];
     const results = await validateEach('kv', cases.map(([o]) => o));

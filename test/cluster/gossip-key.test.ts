@@ -68,10 +68,10 @@ test('a gossip key that is not 32 bytes of base64 stops the start with exit 2, w
   writeFileSync(file, JSON.stringify({ encrypt: short }));
   const started = startAgent({ args: ['--config-file', file] });
   await expect(started).rejects.toThrow(/exited \(2\)/);
-  await expect(started).rejects.toThrow(/encrypt: not 32 bytes as base64/);
+  await expect(started).rejects.toThrow(/the config file's encrypt: not 32 bytes as base64/);
   await expect(started).rejects.not.toThrow(short);
   const fromEnv = startAgent({ env: { ROSTER_ENCRYPT: 'not base64 at all' } });
-  await expect(fromEnv).rejects.toThrow(/encrypt: not 32 bytes as base64/);
+  await expect(fromEnv).rejects.toThrow(/ROSTER_ENCRYPT: not 32 bytes as base64/);
 }, 60_000);
 
 test('a suspicion timeout not above the heartbeat interval stops the start with exit 2 naming it', async () => {
@@ -79,5 +79,5 @@ test('a suspicion timeout not above the heartbeat interval stops the start with 
   writeFileSync(file, JSON.stringify({ suspicion: '1s' }));
   const started = startAgent({ args: ['--config-file', file] });
   await expect(started).rejects.toThrow(/exited \(2\)/);
-  await expect(started).rejects.toThrow(/--suspicion: "1s" is not more than the gossip heartbeat interval \(1s\)/);
+  await expect(started).rejects.toThrow(/the config file's suspicion: "1s" is not more than the gossip heartbeat interval \(1s\)/);
 });

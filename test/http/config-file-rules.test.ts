@@ -61,6 +61,6 @@ test('rate_limit.requests takes its digits as a string, as every numeric setting
   expect(statuses).toEqual([200, 200, 200, 429]);
   for (const [requests, shown] of [['0', '"0"'], ['3x', '"3x"']] as const) {
     const r = startToExit(file(`rate-${requests}.json`, JSON.stringify({ rate_limit: { requests, period: '1s' } })));
-    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining(`roster: --rate_limit.requests: ${shown} is not a positive integer`)]);
+    expect([r.status, r.stderr]).toEqual([2, expect.stringContaining(`roster: the config file's rate_limit.requests: ${shown} is not a positive integer`)]);
   }
 }, 60_000);

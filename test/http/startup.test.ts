@@ -209,9 +209,9 @@ describe('startup', () => {
       [{ limits: null }, '--config-file: limits must be an object, not null'],
       [{ ports: { http: 0, grpc: 0, https: 8501 } }, '--config-file: unknown setting "ports.https"'],
       // the start's own first write timed out: exit 1, not naming the setting
-      [{ write_timeout: '1ms' }, '--write_timeout: "1ms" is less than 1s'],
+      [{ write_timeout: '1ms' }, 'the config file\'s write_timeout: "1ms" is less than 1s'],
       // accepted, then every PUT above 12 MiB was a 500 from the log's entry limit
-      [{ limits: { kv_max_value_size: 99999999999 } }, '--limits.kv_max_value_size: 99999999999 is more than 12189696 bytes, the largest value one log entry can carry'],
+      [{ limits: { kv_max_value_size: 99999999999 } }, 'the config file\'s limits.kv_max_value_size: 99999999999 is more than 12189696 bytes, the largest value one log entry can carry'],
     ];
     cases.forEach(([o, reason], i) => {
       const file = join(cwd, `agent-${i}.json`);
