@@ -323,7 +323,7 @@ export async function roster(argv: string[]): Promise<number> {
   // Run after parsing, as a promise, so an error thrown while setting up (a bad address) is a CliError like any other.
   const program = buildProgram((action) => { pending = Promise.resolve().then(action); });
   for (const cmd of [program, ...allCommands(program)]) {
-    cmd.exitOverride().configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'roster: ')) });
+    cmd.exitOverride().configureOutput({ outputError: (text, write) => write(misplaced(cmd === program, text.replace(/^error: /, 'roster: '))) });
   }
   try {
     await program.parseAsync(normalise(program, argv), { from: 'user' });
@@ -350,6 +350,16 @@ async function outputChecked(code: number): Promise<number> {
   const failure = await outputFailure();
   if (failure === undefined || readerGone(failure)) return code;
   return fail(new CliError(`cannot write output: ${failureReason(failure)}`));
+}
+
+/**
+ * A client option given before the command (`roster --token t kv get k`) is unknown there, as in Consul's
+ * CLI: the error says where it goes.
+ */
+function misplaced(root: boolean, text: string): string {
+  const option = /^roster: unknown option '(--(?:token|http-addr|json))(?:=[^']*)?'/.exec(text)?.[1];
+  if (!root || option === undefined) return text;
+  return `${text.trimEnd()}: ${option} is an option of each command, given after it (roster kv get ${option} … <key>)\n`;
 }
 
 function allCommands(cmd: Command): Command[] {

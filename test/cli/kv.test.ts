@@ -181,6 +181,7 @@ describe('usage errors exit 2 and send nothing', () => {
     [['kv', 'delete', '-recurse', '-cas=1', 'bad/g'], '--recurse and --cas cannot be combined'],
     [['kv', 'get'], 'a key is required'],
     [['kv', 'put', '--bogus', 'bad/h', 'x'], "unknown option '--bogus'"],
+    [['--token', 't', 'kv', 'put', 'bad/i', 'x'], "unknown option '--token': --token is an option of each command, given after it (roster kv get --token … <key>)"],
   ])('%j', async (args, message) => {
     const r = await run(args as string[]);
     expect(r.code).toBe(2);
