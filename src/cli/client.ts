@@ -151,7 +151,7 @@ export class AgentClient {
         } catch (err) {
           if (o.signal?.aborted || err instanceof CliError) throw err; // ours, or a streamed body's own error
           if (timeout.signal.aborted) throw new CliError(unanswered(base, method, timeoutMs));
-          tried.push(`${base}: ${causeOf(err)}`);
+          tried.push(`${base}: ${explained(causeOf(err))}`);
           const resendable = !(o.body instanceof StreamedBody && o.body.started);
           if (AgentClient.unreached(err) && resendable && this.failOver(base)) continue;
           throw new CliError(tried.length === 1 ? `cannot reach the agent at ${tried[0]}` : `cannot reach any agent (${tried.join('; ')})`);
@@ -308,6 +308,21 @@ function headersOf(res: IncomingMessage): AnswerHeaders {
 function unanswered(base: string, method: string, timeoutMs: number): string {
   const late = `the agent at ${base} did not answer within ${timeoutMs / 1000}s`;
   return method === 'GET' ? late : `${late}; the write may still take effect: read it back before retrying`;
+}
+
+/** Node's certificate checks that fail on a certificate Node does not trust (self-signed, a private CA). */
+const untrustedCertificate = /^(DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?)$/;
+
+/**
+ * A connection failure's code with what it likely means where the code alone says little to a user: an
+ * answer that is not HTTP (llhttp's HPE_ codes: a gRPC, gossip or NATS port), a connection closed without
+ * an answer, a certificate Node does not trust.
+ */
+function explained(code: string): string {
+  if (code.startsWith('HPE_')) return `it did not answer as HTTP (${code}): is it the agent's HTTP port, not its gRPC or gossip port or another service?`;
+  if (code === 'ECONNRESET') return 'the connection was closed without an answer (ECONNRESET): is it the agent\'s HTTP port, and http or https as the agent serves?';
+  if (untrustedCertificate.test(code)) return `its certificate is not trusted (${code}): NODE_EXTRA_CA_CERTS=<the CA's PEM file> makes Node trust the CA that signed it`;
+  return code;
 }
 
 /** What went wrong reaching the agent: the system's code (ECONNREFUSED, ENOTFOUND…) when there is one. */

@@ -76,6 +76,10 @@ function recordsOf(body: Buffer): string {
 }
 
 function openedOf(body: Buffer, what: string): OpenedSnapshot {
+  // Every snapshot is gzip: a file that does not even open as one is some other file, not a damaged snapshot.
+  if (body.length < 2 || body[0] !== 0x1f || body[1] !== 0x8b) {
+    throw new CliError(`${what}: not a snapshot file (a snapshot is the gzip archive roster snapshot save or GET /v1/snapshot writes)`);
+  }
   try {
     return openSnapshotFile(body);
   } catch (err) {

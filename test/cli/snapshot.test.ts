@@ -69,6 +69,14 @@ describe('roster snapshot', () => {
     rmSync(damaged);
   });
 
+  test('a file that is no snapshot at all: restore says so and sends nothing', async () => {
+    const other = join(dir, 'notes.txt');
+    writeFileSync(other, 'hello\n');
+    const restore = await roster(['snapshot', 'restore', other], { agent: target.url });
+    expect(restore).toMatchObject({ code: 1, stderr: `roster: ${other}: not a snapshot file (a snapshot is the gzip archive roster snapshot save or GET /v1/snapshot writes)\n` });
+    rmSync(other);
+  });
+
   test('a re-signed file with a record no agent writes: inspect names it and exits 1; restore sends it and the agent refuses it', async () => {
     const edited = join(dir, 'edited.snap');
     writeFileSync(edited, resignedSnapshot(readFileSync(file()), (d) => { d.kv[0].value = 'not base64!'; }));
