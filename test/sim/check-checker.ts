@@ -77,9 +77,9 @@ export class CheckChecker {
   }
 
   /** Every agent check ends with the status its owner's probes settled on. */
-  final(): void {
+  final(nodes: ReadonlySet<string>): void {
     for (const c of this.w.checker.ref.checks.values()) {
-      if (c.source !== 'agent' || c.type === '') continue;
+      if (c.source !== 'agent' || c.type === '' || !nodes.has(c.node)) continue;
       const want = settledStatus(c.checkId);
       if (c.status !== want) this.w.checker.report('check-status', `${c.node}/${c.checkId} ends ${c.status}, its probes settled on ${want}`);
     }

@@ -41,8 +41,9 @@ export class AgentChecks {
     this.checker.afterStep();
   }
 
-  final(): void {
-    this.checker.final();
+  /** The quiet phase's checks of the checks on `nodes` (a node cut off from the stream cannot report its own). */
+  final(nodes: ReadonlySet<string>): void {
+    this.checker.final(nodes);
   }
 
   private operate(): void {

@@ -1,9 +1,10 @@
 /**
- * The fault injector of the chaos phase: every few seconds it partitions, crashes, gracefully restarts
- * or pauses one healthy node (never more than a minority at a time), or holds a stream election.
+ * The fault injector of the chaos phase: every few seconds it partitions, cuts off from the stream alone
+ * (with `logCuts`), crashes, gracefully restarts or pauses one healthy node (never more than a minority at
+ * a time), or holds a stream election.
  */
 import type { Prng } from '../../src/util/prng.ts';
-import { healNode, resumeNode } from './sim-nodes.ts';
+import { healLog, healNode, resumeNode } from './sim-nodes.ts';
 import type { SimNode, SimWorld } from './sim-world.ts';
 
 /**
@@ -19,7 +20,7 @@ export function fault(w: SimWorld): void {
   const p = w.prng;
   const faulty = [...w.nodes.values()].filter((n) => !n.healthy).length;
   const candidates = [...w.nodes.values()].filter((n) => n.healthy);
-  const kind = p.pick(['partition', 'partition', 'crash', 'crash', 'restart', 'pause', 'pause', 'election', 'none'] as const);
+  const kind = p.pick((w.o.logCuts ?? true) ? kindsWithLogCuts : kinds);
   const canHit = candidates.length > 0 && faulty < Math.ceil(w.names.length / 2);
   if (kind === 'election') {
     w.faults.elections++;
@@ -31,9 +32,17 @@ export function fault(w: SimWorld): void {
   w.sched.after(p.int(gapMin, gapMax), 'fault', () => fault(w));
 }
 
-function hit(w: SimWorld, kind: 'partition' | 'crash' | 'restart' | 'pause', n: SimNode): void {
+const kinds = ['partition', 'partition', 'crash', 'crash', 'restart', 'pause', 'pause', 'election', 'none'] as const;
+const kindsWithLogCuts = [...kinds, 'logcut'] as const;
+
+function hit(w: SimWorld, kind: 'partition' | 'logcut' | 'crash' | 'restart' | 'pause', n: SimNode): void {
   const p = w.prng;
-  if (kind === 'partition') {
+  if (kind === 'logcut') {
+    w.faults.logCuts++;
+    n.logCut = true;
+    n.disturbances++;
+    w.sched.after(faultMs(p), `heal log ${n.name}`, () => healLog(w, n));
+  } else if (kind === 'partition') {
     w.faults.partitions++;
     n.partitioned = true;
     n.disturbances++;

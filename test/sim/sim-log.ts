@@ -15,7 +15,7 @@
  * `ReplicatedLog` promises kept: entries reach the listener in index order, each once per subscription;
  * `append` resolves only after the listener ran with its entries.
  */
-import { EntryClock } from '../../src/log/index.ts';
+import { EntryClock, LogReach, WritableListeners, type ReachBounds } from '../../src/log/index.ts';
 import type { EntriesListener, LogEntry, Proposal, ReplicatedLog, Snapshot } from '../../src/ports/log.ts';
 import type { Prng } from '../../src/util/prng.ts';
 import type { Scheduler } from './scheduler.ts';
@@ -194,6 +194,7 @@ export class SimLog implements ReplicatedLog {
   readonly pidOf: WeakMap<object, string>;
   /** Stamps this incarnation's publications after the last entry it read, as the JetStream committer does. */
   private entryClock: EntryClock | undefined;
+  private readonly reachListeners = new WritableListeners();
 
   constructor(
     private readonly world: LogWorld,
@@ -273,6 +274,28 @@ export class SimLog implements ReplicatedLog {
   kill(): void {
     this.phase = 'dead';
     this.inFlight.clear();
+  }
+
+  onReachable(listener: (reachable: boolean) => void): void {
+    this.reachListeners.add(listener);
+  }
+
+  /**
+   * Judges from now on whether this node can use the stream, as the JetStream log does (reach-watch.ts):
+   * every `askEveryMs` it asks the stream's leader, which answers while the node reaches the stream and
+   * no election is under way; the judgement goes to `onReachable`'s listeners.
+   */
+  judgeReach(bounds: ReachBounds, askEveryMs: number): void {
+    const reach = new LogReach(bounds, this.clock.monotonicMs());
+    const ask = (): void => {
+      if (this.phase === 'dead' || this.phase === 'closed') return;
+      const w = this.world;
+      if (w.reachable(this.node) && w.sched.now >= this.sequencer.downUntil) reach.answered(this.clock.monotonicMs());
+      const changed = reach.look(this.clock.monotonicMs());
+      if (changed !== undefined) this.reachListeners.tell(changed);
+      this.clock.setTimer(askEveryMs, ask);
+    };
+    this.clock.setTimer(askEveryMs, ask);
   }
 
   // ------------------------------------------------------------ driven by the sequencer

@@ -12,6 +12,12 @@ import type { SimNode, SimWorld } from './sim-world.ts';
 
 export const suspicionMs = 3_000;
 export const heartbeatMs = 500;
+/** A node's stream silent this long counts as cut off, as the agent judges it (twice the suspicion timeout). */
+export const logCutJudgedMs = 2 * suspicionMs;
+/** Its stream answering this long without such a silence counts as back (reach-watch.ts: twice the silence). */
+const logBackMs = 2 * logCutJudgedMs;
+/** How often a node asks the stream's leader (the JetStream log's leadership watch: every 2 s). */
+const reachAskMs = 2_000;
 const membershipGraceMs = 3_000;
 const snapshotEveryEntries = 50;
 
@@ -34,6 +40,11 @@ export function bootNode(w: SimWorld, n: SimNode, extras: (n: SimNode, inc: numb
     snapshotEveryEntries, membership, membershipGraceMs, ...extras(n, inc),
     onFatal: (err) => w.checker.report('node-fatal', `${n.name}#${inc}: ${err.message}`),
   });
+  if (w.o.logCuts ?? true) {
+    // As the agent wires them (assemble.ts): a node cut off from the stream tells the others through gossip.
+    log.judgeReach({ unreachableAfterMs: logCutJudgedMs, backAfterMs: logBackMs }, reachAskMs);
+    log.onReachable((reachable) => membership.setLogReachable(reachable));
+  }
   n.runtime = runtime;
   n.log = log;
   n.membership = membership;
@@ -73,6 +84,13 @@ export function resumeNode(w: SimWorld, n: SimNode): void {
 export function healNode(w: SimWorld, n: SimNode): void {
   if (!n.partitioned) return;
   n.partitioned = false;
+  if (n.up) w.sequencer.catchUp(n.name);
+}
+
+/** The node reaches the stream again (not one cut off for good), and reads what it missed. */
+export function healLog(w: SimWorld, n: SimNode): void {
+  if (!n.logCut || n.logCutForGood) return;
+  n.logCut = false;
   if (n.up) w.sequencer.catchUp(n.name);
 }
 

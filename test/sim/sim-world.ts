@@ -37,13 +37,20 @@ export interface SimOptions {
    * their node's CheckOwner. A seed draws differently with and without them. @default both on
    */
   workloads?: { queued?: boolean; checks?: boolean };
+  /**
+   * Each node judges its use of the stream from the stream's answers (src/log/reach.ts) and tells its
+   * gossip, as the JetStream log does; chaos cuts nodes off from the stream alone (their gossip still
+   * heard), and the quiet phase keeps one node cut off to the end, so the others must expire the sessions
+   * it owned. A seed draws differently with and without. @default true
+   */
+  logCuts?: boolean;
   /** Debugging: receives the committed log at the end of the run. */
   onEnd?: (log: readonly LogEntry[], trueAt: readonly number[]) => void;
   /** Stop at the first violation. @default true */
   stopAtFirst?: boolean;
 }
 
-export type FaultCounts = Record<'partitions' | 'crashes' | 'restarts' | 'pauses' | 'elections' | 'startFailures' | 'bootsFromSnapshot', number>;
+export type FaultCounts = Record<'partitions' | 'logCuts' | 'crashes' | 'restarts' | 'pauses' | 'elections' | 'startFailures' | 'bootsFromSnapshot', number>;
 
 export interface SimReport {
   seed: number;
@@ -72,7 +79,11 @@ export class SimNode {
   started = false;
   paused = false;
   partitioned = false;
-  /** Counts pauses and partitions: a wait that spans one may run late. */
+  /** Cut off from the stream alone: its gossip is still heard. */
+  logCut = false;
+  /** Cut off from the stream until the end of the run (the quiet phase's cut): no heal ends it. */
+  logCutForGood = false;
+  /** Counts pauses, partitions and log cuts: a wait that spans one may run late. */
   disturbances = 0;
   runtime: Runtime | undefined;
   log: SimLog | undefined;
@@ -83,7 +94,7 @@ export class SimNode {
   constructor(readonly name: string, readonly hw: Hardware) {}
 
   get healthy(): boolean {
-    return this.up && !this.paused && !this.partitioned;
+    return this.up && !this.paused && !this.partitioned && !this.logCut;
   }
 }
 

@@ -3,13 +3,14 @@
  * (src/runtime) with its own state, over the simulated log (sim-log.ts: a JetStream-like sequencer),
  * the simulated membership (sim-membership.ts) and drifting clocks (sim-clock.ts), in one process.
  * One seed derives everything: the cluster size, clock drift and offsets, network delays and loss,
- * partitions, crashes and restarts (from the node's snapshot and the log), pauses, log elections, and
- * the clients' operations. The invariants (checker.ts, queue-checker.ts, check-checker.ts) are checked
- * after every step (one event).
+ * partitions, cuts from the stream alone, crashes and restarts (from the node's snapshot and the log),
+ * pauses, log elections, and the clients' operations. The invariants (checker.ts, queue-checker.ts,
+ * check-checker.ts) are checked after every step (one event).
  *
- * A run has two phases: `chaosMs` of faults and client traffic, then every fault is healed, clients go
- * silent (no more renewals), and the cluster runs quietly long enough for every TTL to run out twice
- * over; then the end-of-run invariants are checked.
+ * A run has two phases: `chaosMs` of faults and client traffic, then every fault is healed (but one node
+ * is cut off from the stream to the end, its gossip still heard), clients go silent (no more renewals),
+ * and the cluster runs quietly long enough for every TTL to run out twice over; then the end-of-run
+ * invariants are checked.
  */
 import { createHash } from 'node:crypto';
 import type { LogEntry } from '../../src/ports/log.ts';
@@ -21,7 +22,7 @@ import { clientStep, ttlChoicesMs, type Client } from './sim-clients.ts';
 import { AgentChecks } from './sim-checks.ts';
 import { fault } from './sim-faults.ts';
 import { Sequencer, type LogTuning, type LogWorld } from './sim-log.ts';
-import { bootNode, crashNode, gossip, healNode, heartbeatMs, resumeNode, type RuntimeExtras } from './sim-nodes.ts';
+import { bootNode, crashNode, gossip, healLog, healNode, heartbeatMs, logCutJudgedMs, resumeNode, type RuntimeExtras } from './sim-nodes.ts';
 import { plant } from './plants.ts';
 import { QueuedClients } from './sim-queued.ts';
 import { SimNode, type SimOptions, type SimReport, type SimWorld } from './sim-world.ts';
@@ -43,7 +44,7 @@ class Sim implements NodeGate, SimWorld {
   readonly sequencer: Sequencer;
   readonly logWorld: LogWorld;
   readonly pidOf = new WeakMap<object, string>();
-  readonly faults = { partitions: 0, crashes: 0, restarts: 0, pauses: 0, elections: 0, startFailures: 0, bootsFromSnapshot: 0 };
+  readonly faults = { partitions: 0, logCuts: 0, crashes: 0, restarts: 0, pauses: 0, elections: 0, startFailures: 0, bootsFromSnapshot: 0 };
   readonly counts = { clientOps: 0, refused: 0, unknown: 0, values: 0 };
   chaos = true;
   private readonly chaosMs: number;
@@ -73,7 +74,7 @@ class Sim implements NodeGate, SimWorld {
     };
     this.logWorld = {
       sched: this.sched, prng: p, tuning,
-      reachable: (n) => { const x = this.nodes.get(n)!; return x.up && !x.partitioned; },
+      reachable: (n) => { const x = this.nodes.get(n)!; return x.up && !x.partitioned && !x.logCut; },
       incOf: (n) => this.nodes.get(n)!.inc,
     };
     this.checker = new Checker(this.driftMax);
@@ -115,16 +116,18 @@ class Sim implements NodeGate, SimWorld {
 
   async run(): Promise<SimReport> {
     this.schedule();
-    // Quiet: long enough for a TTL owner that takes over late (membership settling) to wait its 2 × TTL.
-    const end = this.chaosMs + 2 * this.ttlMaxMs * (1 + this.driftMax) + 15_000;
+    // Quiet: long enough for a TTL owner that takes over late (membership settling, a node found cut off
+    // from the stream) to wait its 2 × TTL.
+    const end = this.chaosMs + 2 * this.ttlMaxMs * (1 + this.driftMax) + 15_000 + ((this.o.logCuts ?? true) ? logCutJudgedMs + heartbeatMs : 0);
     await this.loop(end);
     const { checker } = this;
     if (checker.violations.length === 0 || !(this.o.stopAtFirst ?? true)) {
       checker.step++;
       checker.trueMs = this.sched.now;
-      const states = new Map([...this.nodes].map(([name, n]) => [name, n.up ? n.runtime?.state : undefined]));
-      checker.final(states, true);
-      this.checks?.final();
+      // A node still cut off from the stream cannot have caught up, nor reported its checks' last results.
+      const reading = [...this.nodes].filter(([, n]) => !n.logCutForGood);
+      checker.final(new Map(reading.map(([name, n]) => [name, n.up ? n.runtime?.state : undefined])), true);
+      this.checks?.final(new Set(reading.map(([name]) => name)));
     }
     this.o.onEnd?.(this.sequencer.entries, this.sequencer.trueAt);
     return {
@@ -169,10 +172,20 @@ class Sim implements NodeGate, SimWorld {
   private healAll(): void {
     this.chaos = false;
     this.sequencer.downUntil = 0;
+    // Cut off from the stream to the end: a node whose runtime runs, so gossip hears it say so.
+    const running = [...this.nodes.values()].filter((n) => n.up && n.started);
+    const cutForGood = (this.o.logCuts ?? true) && running.length > 0 ? this.prng.pick(running) : undefined;
     for (const n of this.nodes.values()) {
       healNode(this, n);
+      healLog(this, n);
       resumeNode(this, n);
       if (!n.up) this.boot(n);
+    }
+    if (cutForGood !== undefined) {
+      this.faults.logCuts++;
+      cutForGood.logCut = cutForGood.logCutForGood = true;
+      cutForGood.disturbances++;
+      this.note(`${this.sched.now} ${cutForGood.name} cut off from the stream to the end`);
     }
   }
 }
