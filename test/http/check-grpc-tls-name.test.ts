@@ -8,7 +8,8 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { call, sleep, startAgent, type Agent } from '../support/agent.ts';
+import { startAgent, type Agent } from '../support/agent.ts';
+import { firstResult } from '../support/checks.ts';
 
 const fixtures = new URL('../probes/fixtures/', import.meta.url);
 const certPath = new URL('other-host-cert.pem', fixtures).pathname;
@@ -44,16 +45,7 @@ type Check = { Status: string; Output: string };
 
 /** Registers a TLS gRPC check on the target and waits until it has an output. */
 async function probe(id: string, extra: Record<string, unknown>): Promise<Check> {
-  const r = await call(agent.url, 'PUT', '/v1/agent/check/register', { ID: id, Name: id, GRPC: target, GRPCUseTLS: true, Interval: '1s', ...extra });
-  expect(r.status, r.text).toBe(200);
-  for (let deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
-    const check = (await call(agent.url, 'GET', '/v1/agent/checks')).json<Record<string, Check>>()[id];
-    if (check !== undefined && check.Output !== '') {
-      expect((await call(agent.url, 'PUT', `/v1/agent/check/deregister/${id}`)).status).toBe(200);
-      return check;
-    }
-  }
-  throw new Error(`check ${id} never ran`);
+  return firstResult(agent.url, id, { GRPC: target, GRPCUseTLS: true, ...extra });
 }
 
 const handshakeFailed = 'rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509:';

@@ -5,7 +5,8 @@
 // records each request's head. The checks run on a started agent.
 import net, { type AddressInfo, type Server } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { call, expectError, sleep, startAgent, type Agent } from '../support/agent.ts';
+import { call, expectError, startAgent, type Agent } from '../support/agent.ts';
+import { firstResult } from '../support/checks.ts';
 import { closedPort } from '../probes/servers.ts';
 
 interface Head { line: string; headers: Record<string, string> }
@@ -47,16 +48,7 @@ type Check = { Status: string; Output: string };
 
 /** Registers an HTTP check and waits until it has an output. */
 async function probe(id: string, url: string, extra: Record<string, unknown>): Promise<Check> {
-  const r = await call(agent.url, 'PUT', '/v1/agent/check/register', { ID: id, Name: id, HTTP: url, Interval: '1s', ...extra });
-  expect(r.status, r.text).toBe(200);
-  for (let deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
-    const check = (await call(agent.url, 'GET', '/v1/agent/checks')).json<Record<string, Check>>()[id];
-    if (check !== undefined && check.Output !== '') {
-      expect((await call(agent.url, 'PUT', `/v1/agent/check/deregister/${id}`)).status).toBe(200);
-      return check;
-    }
-  }
-  throw new Error(`check ${id} never ran`);
+  return firstResult(agent.url, id, { HTTP: url, ...extra });
 }
 
 test.each([

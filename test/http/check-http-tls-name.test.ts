@@ -7,7 +7,8 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { call, sleep, startAgent, type Agent } from '../support/agent.ts';
+import { startAgent, type Agent } from '../support/agent.ts';
+import { firstResult } from '../support/checks.ts';
 
 const fixtures = new URL('../probes/fixtures/', import.meta.url);
 const certPath = new URL('localhost-cert.pem', fixtures).pathname;
@@ -37,16 +38,7 @@ type Check = { Status: string; Output: string };
 
 /** Registers an HTTPS check on the target and waits until it has an output. */
 async function probe(id: string, tlsServerName: string): Promise<Check> {
-  const r = await call(agent.url, 'PUT', '/v1/agent/check/register', { ID: id, Name: id, HTTP: url, TLSServerName: tlsServerName, Interval: '1s' });
-  expect(r.status, r.text).toBe(200);
-  for (let deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
-    const check = (await call(agent.url, 'GET', '/v1/agent/checks')).json<Record<string, Check>>()[id];
-    if (check !== undefined && check.Output !== '') {
-      expect((await call(agent.url, 'PUT', `/v1/agent/check/deregister/${id}`)).status).toBe(200);
-      return check;
-    }
-  }
-  throw new Error(`check ${id} never ran`);
+  return firstResult(agent.url, id, { HTTP: url, TLSServerName: tlsServerName });
 }
 
 test('a host name goes as SNI', async () => {

@@ -6,7 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { call, sleep, startAgent, type Agent } from '../support/agent.ts';
+import { startAgent, type Agent } from '../support/agent.ts';
+import { firstResult } from '../support/checks.ts';
 
 let agent: Agent;
 let server: Server;
@@ -32,16 +33,7 @@ afterAll(async () => {
 
 /** Registers an HTTP check and returns its first output. */
 async function outputOf(id: string, url: string): Promise<string> {
-  const r = await call(agent.url, 'PUT', '/v1/agent/check/register', { ID: id, Name: id, HTTP: url, Interval: '1s' });
-  expect(r.status, r.text).toBe(200);
-  for (let deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
-    const check = (await call(agent.url, 'GET', '/v1/agent/checks')).json<Record<string, { Output: string }>>()[id];
-    if (check !== undefined && check.Output !== '') {
-      expect((await call(agent.url, 'PUT', `/v1/agent/check/deregister/${id}`)).status).toBe(200);
-      return check.Output;
-    }
-  }
-  throw new Error(`check ${id} never ran`);
+  return (await firstResult(agent.url, id, { HTTP: url })).Output;
 }
 
 test('a failed request shows the URL with its password hidden', async () => {

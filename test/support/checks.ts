@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { listen } from '../probes/servers.ts';
-import { client, expectError, sleep } from './agent.ts';
+import { call, client, expectError, sleep } from './agent.ts';
 import { fakeDockerEngine, type EngineCall } from './fake-docker.ts';
 
 export type Client = ReturnType<typeof client>;
@@ -110,6 +110,23 @@ export async function checkUntil(cl: Client, id: string, want: Partial<CheckReco
   const rec = await pollFor(() => agentCheck(cl, id), matches, timeoutMs);
   expect(rec, `check ${id}`).toMatchObject(want);
   return rec!;
+}
+
+/**
+ * Registers a check of `definition` under `id` (its ID and Name) on the agent at `agentUrl`, waits for its
+ * first output, deregisters it and returns it: what one probe of a target says.
+ */
+export async function firstResult(agentUrl: string, id: string, definition: Record<string, unknown>): Promise<{ Status: string; Output: string }> {
+  const r = await call(agentUrl, 'PUT', '/v1/agent/check/register', { ID: id, Name: id, Interval: '1s', ...definition });
+  expect(r.status, r.text).toBe(200);
+  for (let deadline = Date.now() + settleMs; Date.now() < deadline; await sleep(100)) {
+    const check = (await call(agentUrl, 'GET', '/v1/agent/checks')).json<Record<string, CheckRecord>>()[id];
+    if (check !== undefined && check.Output !== '') {
+      expect((await call(agentUrl, 'PUT', `/v1/agent/check/deregister/${id}`)).status).toBe(200);
+      return check;
+    }
+  }
+  throw new Error(`check ${id} never ran`);
 }
 
 export async function ok(p: Promise<{ status: number; text: string }>): Promise<string> {
