@@ -7,12 +7,10 @@
 // membership that replaces the node alone.
 import { describe, expect, test } from 'vitest';
 import { gossipCheckId } from '../../src/domain/limits.ts';
-import { ManualClock } from '../../src/ports/clock.ts';
-import { silentLogger } from '../../src/ports/logger.ts';
 import { MembershipSlot, StaticMembership, type Member } from '../../src/ports/membership.ts';
 import { Runtime } from '../../src/runtime/index.ts';
 import { ownerOf } from '../../src/runtime/ownership.ts';
-import { createMemoryLogStore, MemoryLog } from '../../src/wal/index.ts';
+import { handCluster } from '../support/hand-cluster.ts';
 import { HandMembership } from '../support/hand-membership.ts';
 
 const flush = async () => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
@@ -25,21 +23,7 @@ function named(prefix: string, kind: string, among: string[], other?: { owner: s
 
 /** n1's runtime over the memory log; every name in `names` is alive and registered as a Roster node. */
 async function cluster(names: string[]) {
-  const clock = new ManualClock();
-  const membership = new HandMembership();
-  const alive = Object.fromEntries(names.map((n) => [n, 'alive' as const]));
-  membership.set(alive);
-  const runtime = new Runtime({
-    log: new MemoryLog({ clock, store: createMemoryLogStore() }), clock, logger: silentLogger, nodeName: 'n1', nodeId: 'id-n1',
-    address: 'n1', membership, membershipGraceMs: 1_000, failureConfirmMs: 2_000,
-  });
-  await runtime.start();
-  for (const node of names.filter((n) => n !== 'n1')) {
-    await runtime.propose({
-      t: 'catalog.register', node, id: `id-${node}`, address: node, meta: {},
-      checks: [{ checkId: gossipCheckId, name: 'Gossip Health Status', status: 'passing', notes: '', output: 'Agent alive and reachable' }],
-    });
-  }
+  const { clock, membership, runtime, alive } = await handCluster(names);
   /** Every name alive (or as `statuses` says), those in `cut` cut off from the log. */
   const set = (cut: string[], statuses: Record<string, Member['status']> = {}) => membership.set({ ...alive, ...statuses }, cut);
   return { clock, runtime, set };

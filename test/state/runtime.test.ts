@@ -10,7 +10,7 @@ import { createMemoryLogStore, MemoryLog } from '../../src/wal/index.ts';
 import { expiryRetryMs } from '../../src/runtime/ttl-owner.ts';
 import { gossipCheckId } from '../../src/domain/limits.ts';
 import type { Member } from '../../src/ports/membership.ts';
-import { HandMembership } from '../support/hand-membership.ts';
+import { handCluster } from '../support/hand-cluster.ts';
 import { ownerOf } from '../../src/runtime/ownership.ts';
 import { toSnapshotData } from '../../src/state/index.ts';
 
@@ -207,20 +207,7 @@ describe('runtime queued acquires (LockQueues on the runtime clock)', () => {
 
 describe('runtime node-health owner', () => {
   async function cluster(names: string[]) {
-    const clock = new ManualClock();
-    const membership = new HandMembership([]);
-    membership.set(Object.fromEntries(names.map((n) => [n, 'alive' as const])));
-    const runtime = new Runtime({
-      log: new MemoryLog({ clock, store: createMemoryLogStore() }), clock, logger: quiet, nodeName: 'n1', nodeId: 'id-n1',
-      address: 'n1', membership, membershipGraceMs: 1_000, failureConfirmMs: 2_000,
-    });
-    await runtime.start();
-    for (const node of names.filter((n) => n !== 'n1')) {
-      await runtime.propose({
-        t: 'catalog.register', node, id: `id-${node}`, address: node, meta: {},
-        checks: [{ checkId: gossipCheckId, name: 'Gossip Health Status', status: 'passing', notes: '', output: 'Agent alive and reachable' }],
-      });
-    }
+    const { clock, membership, runtime } = await handCluster(names, quiet);
     const status = (node: string) => runtime.state.checkOf(node, gossipCheckId)?.status;
     return { clock, membership, runtime, status };
   }
