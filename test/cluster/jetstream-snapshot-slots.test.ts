@@ -55,7 +55,7 @@ describe('two snapshots per node', () => {
   it('a save replaces the older of the two; the reported start is the older one, once stored', async () => {
     const { store, objects } = memoryStore();
     const s = snapshotStore(store);
-    expect(await s.startFrom(info(1, 100), Date.now() + 400)).toBeUndefined();
+    expect(await s.startFrom(info(1, 100), performance.now() + 400)).toBeUndefined();
     expect(s.oldestStart).toEqual({ seq: 0, index: 0 });
     await saveAt(s, 10);
     expect(s.oldestStart).toEqual({ seq: 0, index: 0 });
@@ -71,12 +71,12 @@ describe('two snapshots per node', () => {
   it('after a restart that opened from its own older object, a save does not replace that one', async () => {
     const { store, objects } = memoryStore();
     const first = snapshotStore(store);
-    await first.startFrom(info(1, 100), Date.now() + 400);
+    await first.startFrom(info(1, 100), performance.now() + 400);
     await saveAt(first, 10);
     await saveAt(first, 20);
     // The stream lost its tail past seq 15 in a crash: the newest (seq 20) lies past its end.
     const second = snapshotStore(store);
-    const record = await second.startFrom(info(1, 15), Date.now() + 400);
+    const record = await second.startFrom(info(1, 15), performance.now() + 400);
     expect(record?.seq).toBe(10);
     const opened = [...objects].find(([, o]) => o.index === '20')![0];
     await saveAt(second, 14);
@@ -88,25 +88,25 @@ describe('two snapshots per node', () => {
   it('open skips a snapshot the stream was purged past and one past its end, and takes the newest usable', async () => {
     const { store } = memoryStore();
     const a = snapshotStore(store, 'a');
-    await a.startFrom(info(1, 100), Date.now() + 400);
+    await a.startFrom(info(1, 100), performance.now() + 400);
     await saveAt(a, 10);
     await saveAt(a, 50);
     const b = snapshotStore(store, 'b');
-    await b.startFrom(info(1, 100), Date.now() + 400);
+    await b.startFrom(info(1, 100), performance.now() + 400);
     await saveAt(b, 90);
     // The stream was purged below seq 40 and ends at 80: seq 10 and seq 90 are unusable, 50 is the one.
     const c = snapshotStore(store, 'c');
-    expect((await c.startFrom(info(40, 80), Date.now() + 400))?.seq).toBe(50);
+    expect((await c.startFrom(info(40, 80), performance.now() + 400))?.seq).toBe(50);
   });
 
   it('a compacted stream with no snapshot reaching its start: open waits for the store, then fails naming it', async () => {
     const { store } = memoryStore();
     const a = snapshotStore(store, 'a');
-    await a.startFrom(info(1, 100), Date.now() + 400);
+    await a.startFrom(info(1, 100), performance.now() + 400);
     await saveAt(a, 10);
     const late = snapshotStore(store, 'late', 600);
     const t0 = Date.now();
-    await expect(late.startFrom(info(40, 80), Date.now() + 600)).rejects.toThrow(/no usable snapshot among 1 in the bucket, and the stream starts at seq 40/);
+    await expect(late.startFrom(info(40, 80), performance.now() + 600)).rejects.toThrow(/no usable snapshot among 1 in the bucket, and the stream starts at seq 40/);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(500);
   });
 
@@ -115,7 +115,7 @@ describe('two snapshots per node', () => {
     const old = { index: 2 * 10, seq: 10, seqIndex: 20, seqAtMs: 10, stream: 'LOG', streamCreated: 'c1', node: 'n1', v: 1, data: 'x' };
     objects.set('LOG/n1', { index: '20', bytes: new TextEncoder().encode(JSON.stringify(old)) });
     const s = snapshotStore(store);
-    expect((await s.startFrom(info(1, 100), Date.now() + 400))?.seq).toBe(10);
+    expect((await s.startFrom(info(1, 100), performance.now() + 400))?.seq).toBe(10);
     await saveAt(s, 20);
     expect(objects.has('LOG/n1')).toBe(true);
     await saveAt(s, 30);

@@ -216,11 +216,11 @@ describe('SnapshotStore at open', () => {
   const info = (first: number): StreamInfo => ({ created: 'c', state: { messages: 5, first_seq: first, last_seq: 5 } }) as unknown as StreamInfo;
 
   it('replays the whole stream when the snapshots cannot be read and the stream still holds every message', async () => {
-    expect(await store.startFrom(info(1), Date.now() + 400)).toBeUndefined();
+    expect(await store.startFrom(info(1), performance.now() + 400)).toBeUndefined();
   });
 
   it('does not start when the snapshots cannot be read and the stream has dropped its first messages', async () => {
-    await expect(store.startFrom(info(3), Date.now() + 400)).rejects.toThrow(/JetStreamLog\.open: snapshot: .*no answer/);
+    await expect(store.startFrom(info(3), performance.now() + 400)).rejects.toThrow(/JetStreamLog\.open: snapshot: .*no answer/);
   });
 });
 
@@ -281,7 +281,7 @@ describe('Reader on a copy of the stream that stopped following', () => {
     // The first server's copy ends at 5, the stream at 6: catching up to 6 ends only on another copy.
     const r = readerOn([5, 6]);
     try {
-      await r.reader.catchUp(6, Date.now() + 5_000, 5_000);
+      await r.reader.catchUp(6, performance.now() + 5_000, 5_000);
       expect(r.reader.cursor.seq).toBe(6);
       expect(r.stats.consumerStalls).toBe(1);
       expect(r.deleted).toEqual([0]);
@@ -294,7 +294,7 @@ describe('Reader on a copy of the stream that stopped following', () => {
   it('leaves an idle consumer alone while nobody waits, and one that keeps delivering', async () => {
     const r = readerOn([6]);
     try {
-      await r.reader.catchUp(6, Date.now() + 5_000, 5_000);
+      await r.reader.catchUp(6, performance.now() + 5_000, 5_000);
       await new Promise((resolve) => setTimeout(resolve, 600));
       expect(r.stats.consumerStalls).toBe(0);
       expect(r.placed).toEqual([1]);
