@@ -1,7 +1,7 @@
 // Goal: the agent's log is for machines or for people, as asked: `--log-format json` (and the default
 // when stdout is not a terminal, `roster agent --dev` included) writes one JSON object a line;
 // `--log-format pretty` writes readable lines on stdout (local time, level name, message) and the
-// harness still sees the agent become ready; a bad value exits 2 naming the flag and the values.
+// harness still sees the agent become ready; a bad value exits 2 naming the flag or variable and the values.
 // Each agent is a real process.
 import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -100,12 +100,12 @@ describe('choosing the format', () => {
     rmSync(dirname(file), { recursive: true, force: true });
   });
 
-  test('a bad value exits 2 naming the flag and the allowed values', async () => {
+  test('a bad value exits 2 naming the flag or variable it came from and the allowed values', async () => {
     const r = await roster(['agent', '--log-format', 'fancy']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^roster: --log-format: "fancy" is not one of json, pretty$/m);
     const fromEnv = await roster(['agent'], { env: { ROSTER_LOG_FORMAT: 'text' } });
     expect(fromEnv.code).toBe(2);
-    expect(fromEnv.stderr).toMatch(/--log-format: "text" is not one of json, pretty/);
+    expect(fromEnv.stderr).toMatch(/^roster: ROSTER_LOG_FORMAT \(for --log-format\): "text" is not one of json, pretty$/m);
   });
 });

@@ -121,9 +121,9 @@ describe('HTTPS certificate reload', () => {
     copyFileSync(join(fixtures, 'localhost-key.pem'), key());
     const refused = await put('/v1/agent/reload');
     expect(refused.status).toBe(500);
-    expect(JSON.parse(refused.body).message).toBe(`reload failed: --tls-key: the key in ${key()} does not belong to the certificate in ${cert()}`);
+    expect(JSON.parse(refused.body).message).toBe(`reload failed: the config file's key_file (for --tls-key): the key in ${key()} does not belong to the certificate in ${cert()}`);
     writeFileSync(cert(), 'not a certificate\n');
-    expect(JSON.parse((await put('/v1/agent/reload')).body).message).toBe(`reload failed: --tls-cert: ${cert()} holds no PEM certificate`);
+    expect(JSON.parse((await put('/v1/agent/reload')).body).message).toBe(`reload failed: the config file's cert_file (for --tls-cert): ${cert()} holds no PEM certificate`);
     expect(await cnOfNewConnection(port())).toBe('localhost-2');
 
     // Back to the first certificate: a second change works as the first did.
