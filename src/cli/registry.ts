@@ -6,7 +6,7 @@
 import { failureOf, keyPath } from './client.ts';
 import type { CliContext } from './context.ts';
 import { CliError, usageError } from './errors.ts';
-import { fields, shown, statusColor, table } from './output.ts';
+import { fields, shown, statusColor, table, type Colors } from './output.ts';
 
 interface Session {
   ID: string;
@@ -102,7 +102,13 @@ export async function members(ctx: CliContext): Promise<void> {
   const list = await ctx.client.ok<Member[]>(ctx.client.get('/v1/agent/members'));
   if (ctx.json) { ctx.outJson(list); return; }
   ctx.out(table(['Node', 'Address', 'Status', 'DC'],
-    list.map((m) => [m.Name, `${m.Addr}:${m.Port}`, statusColor(memberStatus[m.Status] ?? String(m.Status), ctx.colors), m.Tags.dc ?? '']), ctx.colors));
+    list.map((m) => [m.Name, `${m.Addr}:${m.Port}`, memberState(m, ctx.colors), m.Tags.dc ?? '']), ctx.colors));
+}
+
+/** A member's status, and for a live one whose stream has stopped answering it, that it cannot use the log. */
+function memberState(m: Member, colors: Colors): string {
+  const status = statusColor(memberStatus[m.Status] ?? String(m.Status), colors);
+  return m.Tags.log === 'unreachable' ? `${status} (log unreachable)` : status;
 }
 
 interface Check {

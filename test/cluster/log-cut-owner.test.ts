@@ -14,6 +14,7 @@ import { client, tempDataDir } from '../support/agent.ts';
 import { TestCluster } from '../support/cluster-node.ts';
 import { cuttableProxy, type CuttableProxy } from '../support/cuttable-proxy.ts';
 import { until } from '../support/until.ts';
+import { roster } from '../cli/support.ts';
 
 const names = ['n1', 'n2', 'n3'];
 const suspicionMs = 2_000;
@@ -67,14 +68,18 @@ test('a session whose timer owner is cut off from NATS, but not from gossip, is 
   cutJudgedMs + 2 * ttlMs + 8_000);
   console.log(`session expired ${goneAfterMs} ms after n1 was cut off from NATS (bound: ${cutJudgedMs} + 2 × ${ttlMs} ms and a heartbeat)`);
   expect((await c2.get('/v1/kv/cut/lock?consistent')).json<{ Session?: string }[]>()[0]!.Session).toBeUndefined();
-  // n1 was never failed: only its log was cut.
-  const members = (await c2.get('/v1/agent/members')).json<{ Name: string; Status: number }[]>();
-  expect(members.find((m) => m.Name === 'n1')?.Status).toBe(1);
+  // n1 was never failed: only its log was cut, which its member record and `roster members` say.
+  const n1Member = async () => (await c2.get('/v1/agent/members')).json<{ Name: string; Status: number; Tags: Record<string, string> }[]>()
+    .find((m) => m.Name === 'n1')!;
+  expect(await n1Member()).toMatchObject({ Status: 1, Tags: { log: 'unreachable' } });
   expect(node('n1').output()).toContain('no answer from the stream');
+  const listed = await roster(['members'], { agent: node('n2').url });
+  expect(listed.stdout.split('\n').find((l) => l.startsWith('n1'))).toMatch(/alive \(log unreachable\)/);
 
   proxy!.heal();
   const c1 = client(node('n1'));
   await until('n1 reads the expiry', async () => ((await c1.get(`/v1/session/info/${owned}`)).json<unknown[]>().length === 0 ? true : undefined), 30_000);
   await until('n1 takes a write', async () => ((await c1.put('/v1/kv/cut/after', 'v')).status === 200 ? true : undefined), 30_000);
   await until('n1 counts among the owners again', async () => (node('n1').output().includes('the stream answers this node again') ? true : undefined), 30_000);
+  await until('n1 says so in its heartbeats', async () => ((await n1Member()).Tags.log === undefined ? true : undefined), 10_000);
 }, 120_000);

@@ -35,6 +35,8 @@ function renderMember(api: ApiContext, m: Member): Record<string, unknown> {
       role: api.dialect === 'consul' ? 'consul' : 'roster', dc: api.datacenter, id: m.id, port, grpc: m.grpc,
       // Consul's `<version>:<revision>`, which `consul members` shows as the member's build ("< 0.3" without it).
       ...(api.dialect === 'consul' ? { build: `${consulApiVersion}:` } : {}),
+      // A member alive to gossip that says its stream has stopped answering it: it owns no timers meanwhile.
+      ...(m.logUnreachable === true ? { log: 'unreachable' } : {}),
     },
     Status: memberStatus[m.status], ProtocolMin: 1, ProtocolMax: 5, ProtocolCur: 2, DelegateMin: 2, DelegateMax: 5, DelegateCur: 4,
   };
