@@ -36,8 +36,12 @@ function inNamespace(name: string): { proc: ChildProcess; output: () => string; 
 /** SIGTERM to the agent (unshare's child, pid 1 inside), then unshare's exit, which follows the agent's. */
 async function stop(proc: ChildProcess): Promise<void> {
   const agentPid = Number(spawnSync('pgrep', ['-P', String(proc.pid)], { encoding: 'utf8' }).stdout.trim());
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
   const exited = once(proc, 'exit');
-  process.kill(agentPid, 'SIGTERM');
+  // No child found (the agent already gone) reads as 0, and a signal to pid 0 would reach this whole
+  // process group, the test runner included: unshare itself is ended instead.
+  if (Number.isInteger(agentPid) && agentPid > 0) process.kill(agentPid, 'SIGTERM');
+  else proc.kill('SIGTERM');
   await exited;
 }
 
