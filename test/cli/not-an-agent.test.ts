@@ -4,17 +4,23 @@
 // comes with the way to trust it (NODE_EXTRA_CA_CERTS). Stand-ins on port 0 play both.
 import { readFileSync } from 'node:fs';
 import { createServer as createHttps } from 'node:https';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { roster } from './support.ts';
 
 const fixtures = join(import.meta.dirname, '../probes/fixtures');
 const servers: Server[] = [];
-afterAll(async () => { for (const s of servers) await new Promise((r) => s.close(r)); });
+const sockets: Socket[] = [];
+// A socket a failed handshake left open would hold close() for good: they are destroyed first.
+afterAll(async () => {
+  for (const s of sockets) s.destroy();
+  for (const s of servers) await new Promise((r) => s.close(r));
+});
 
 async function listening(server: Server): Promise<string> {
   servers.push(server);
+  server.on('connection', (socket: Socket) => sockets.push(socket));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
